@@ -1,0 +1,1 @@
+//! The WebSocket gateway. (Not built yet: see docs/ARCHITECTURE.md.)

@@ -1,0 +1,1 @@
+//! LLM provider clients. (Being built: see docs/ARCHITECTURE.md.)

@@ -1,0 +1,1 @@
+//! The agent turn loop. (Not built yet: see docs/ARCHITECTURE.md.)

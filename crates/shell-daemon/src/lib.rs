@@ -1,0 +1,1 @@
+//! The shell-vm daemon. (Not built yet: see docs/ARCHITECTURE.md.)

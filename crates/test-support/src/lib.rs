@@ -1,0 +1,1 @@
+//! Test support. (Being built: see docs/ARCHITECTURE.md.)

@@ -1,0 +1,1 @@
+//! The terminal chat client. (Not built yet: see docs/ARCHITECTURE.md.)

@@ -1,0 +1,43 @@
+//! Configuration read from `agent.toml`: serde defaults for everything, then [`AgentConfig::validate`].
+//!
+//! Unknown keys are rejected so that a typo is an error, not a silently ignored setting.
+
+mod memory;
+mod provider;
+
+pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
+pub use provider::{ProviderConfig, ProviderKind};
+
+use serde::{Deserialize, Serialize};
+
+/// A configuration value that cannot work, with the setting's name and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid setting `{setting}`: {problem}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub fn new(setting: &'static str, problem: impl Into<String>) -> Self {
+        Self { setting, problem: problem.into() }
+    }
+}
+
+/// The agent's configuration (`agent.toml`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    pub provider: ProviderConfig,
+    pub memory: MemoryConfig,
+    pub retrieval: RetrievalConfig,
+}
+
+impl AgentConfig {
+    /// Checks every section; returns the first problem found.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.provider.validate()?;
+        self.memory.validate()?;
+        self.retrieval.validate()
+    }
+}

@@ -1,0 +1,15 @@
+//! The per-call context handed to every tool.
+
+use crate::{CancellationToken, SessionId, TurnId, UserId, WorkspacePaths};
+
+/// Who is asking, in which session and turn, where their files live, and whether the turn was
+/// cancelled. Built fresh for each turn by the gateway or CLI and passed by reference to every tool
+/// call; tools never read identity from anywhere else (no shared holders, globals or arguments).
+#[derive(Debug, Clone)]
+pub struct ToolExecutionContext {
+    pub user_id: UserId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
+    pub workspace: WorkspacePaths,
+    pub cancellation: CancellationToken,
+}

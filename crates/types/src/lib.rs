@@ -1,0 +1,28 @@
+//! Oxydra's shared vocabulary.
+//!
+//! Every other crate speaks in these types: ids (user, session, turn, note), chat messages and tool
+//! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
+//! [`WorkspacePaths`] layout, and the configuration structs with their defaults and validation.
+//!
+//! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
+//! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
+//! cancellation without pulling an executor into the vocabulary.
+
+mod cancel;
+mod config;
+mod context;
+mod ids;
+mod message;
+mod tool;
+mod workspace;
+
+pub use cancel::{CancellationToken, Cancelled};
+pub use config::{
+    AgentConfig, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig,
+    ProviderConfig, ProviderKind, RetrievalConfig,
+};
+pub use context::ToolExecutionContext;
+pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
+pub use message::{Message, Role, ToolCall, Usage};
+pub use tool::{SafetyTier, ToolSchema};
+pub use workspace::{WorkspaceDir, WorkspacePaths};
