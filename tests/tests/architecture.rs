@@ -1,0 +1,115 @@
+//! The crate map of docs/ARCHITECTURE.md, enforced: dependency arrows point down only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// For each workspace crate, the workspace crates it may depend on (normal dependencies).
+fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
+    BTreeMap::from([
+        ("types", &[][..]),
+        ("memory", &["types"][..]),
+        ("tools", &["types", "memory"][..]),
+        ("provider", &["types"][..]),
+        ("runtime", &["types", "memory", "tools", "provider"][..]),
+        ("gateway", &["types", "runtime", "memory", "tools", "provider"][..]),
+        ("runner", &["types", "memory", "tools", "provider", "runtime", "gateway"][..]),
+        ("shell-daemon", &["types"][..]),
+        ("tui", &["types"][..]),
+        ("test-support", &["types"][..]),
+        ("oxydra-e2e", &[][..]),
+    ])
+}
+
+/// Third-party crates that must never appear among a crate's normal dependencies.
+fn forbidden_external() -> BTreeMap<&'static str, &'static [&'static str]> {
+    BTreeMap::from([
+        ("types", &["tokio", "reqwest", "libsql", "axum", "hyper"][..]),
+        ("tui", &["libsql"][..]),
+    ])
+}
+
+fn metadata() -> serde_json::Value {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(oxydra_e2e::workspace_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+#[test]
+fn workspace_dependency_edges_point_down() {
+    let meta = metadata();
+    let allowed = allowed();
+    let members: BTreeSet<&str> =
+        meta["packages"].as_array().unwrap().iter().filter_map(|p| {
+            let id = p["id"].as_str()?;
+            meta["workspace_members"].as_array()?.iter().any(|m| m == id).then(|| p["name"].as_str())?
+        }).collect();
+    for name in &members {
+        assert!(allowed.contains_key(name), "crate `{name}` is missing from the crate map");
+    }
+    for pkg in meta["packages"].as_array().unwrap() {
+        let name = pkg["name"].as_str().unwrap();
+        if !members.contains(name) {
+            continue;
+        }
+        for dep in pkg["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            let is_normal = dep["kind"].is_null();
+            if is_normal && members.contains(dep_name) {
+                assert!(
+                    allowed[name].contains(&dep_name),
+                    "`{name}` must not depend on `{dep_name}` (see docs/ARCHITECTURE.md)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn forbidden_crates_are_unreachable() {
+    let meta = metadata();
+    let packages: BTreeMap<&str, &serde_json::Value> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p))
+        .collect();
+    let nodes: BTreeMap<&str, &serde_json::Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), n))
+        .collect();
+    for (krate, banned) in forbidden_external() {
+        let root = packages
+            .iter()
+            .find(|(_, p)| p["name"] == krate && p["source"].is_null())
+            .map(|(id, _)| *id)
+            .unwrap();
+        // Walk normal (non-dev, non-build) dependencies transitively.
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            for dep in nodes[id]["deps"].as_array().unwrap() {
+                let normal = dep["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["kind"].is_null());
+                if normal {
+                    stack.push(dep["pkg"].as_str().unwrap());
+                }
+            }
+        }
+        for id in seen {
+            let name = packages[id]["name"].as_str().unwrap();
+            assert!(!banned.contains(&name), "`{krate}` reaches `{name}`, which it must never do");
+        }
+    }
+}
