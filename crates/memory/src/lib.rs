@@ -1,3 +1,45 @@
-//! The per-user memory store. (Being built: see docs/ARCHITECTURE.md.)
+//! The per-user memory store behind the memory tools and the agent's recall.
+//!
+//! One [`MemoryStore`] is one user's libSQL database (`<user_root>/.oxydra/memory.db`, or a remote
+//! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
+//! each in one transaction; text chunked, embedded and indexed in FTS5; an exact in-memory vector
+//! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
+//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import.
+//! All SQL runs on dedicated database threads, never on the caller's async threads.
+//!
+//! It does not know about tools, providers or the network protocol; user identity is always passed
+//! in by the caller.
 
+mod chunking;
 pub mod embedding;
+mod error;
+mod fts;
+mod fusion;
+mod indexing;
+mod maintenance;
+mod migrations;
+mod notes;
+mod placement;
+mod query;
+mod reindex;
+mod retrieval;
+mod search;
+mod sessions;
+mod store;
+mod summary;
+mod time;
+mod vector_index;
+mod worker;
+
+pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
+pub use embedding::{Embedder, HashEmbedder};
+pub use error::MemoryError;
+pub use fts::{match_expression, query_terms};
+pub use maintenance::StoreStats;
+pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note, NoteMetadata};
+pub use placement::LegacyDir;
+pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
+pub use retrieval::MemoryRetrieval;
+pub use sessions::{SessionInfo, SessionKind, StoredEvent};
+pub use store::{MemoryStore, OpenOptions, ProgressFn};
+pub use summary::SummaryState;

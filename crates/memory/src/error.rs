@@ -1,0 +1,105 @@
+//! The crate's one error type.
+//!
+//! `Display` texts are short and safe to show a model: they never contain SQL, host paths or
+//! credentials. The underlying cause (libSQL, I/O, JSON) is kept as the `#[source]` for logs.
+
+use types::{NoteId, SessionId};
+
+use crate::embedding::EmbedError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// A statement failed; `context` names the operation, never the SQL.
+    #[error("memory database error while {context}")]
+    Database {
+        context: &'static str,
+        #[source]
+        source: libsql::Error,
+    },
+    /// A file operation on the database or its directory failed; the path stays in the source.
+    #[error("memory storage file operation failed while {context}")]
+    Io {
+        context: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("embedding failed: {source}")]
+    Embedding {
+        #[source]
+        source: EmbedError,
+    },
+    #[error("note {0} was not found in this user's memory")]
+    NoteNotFound(NoteId),
+    #[error("session {0} was not found")]
+    SessionNotFound(SessionId),
+    #[error("session {0} belongs to another user")]
+    SessionOwnedByOtherUser(SessionId),
+    #[error("session {0} has run out of event sequence numbers")]
+    SequenceOverflow(SessionId),
+    /// Remote mode names an environment variable for the token, but it is not set.
+    #[error("remote memory needs an auth token: set the environment variable {var}")]
+    MissingAuthToken { var: String },
+    /// Bad input from a caller (empty note, note too long). The message says what to change.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// Stored data could not be decoded (a row written by something else, or damaged).
+    #[error("stored memory data is malformed ({what})")]
+    Corrupt {
+        what: &'static str,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The database thread stopped (the store is shutting down or it panicked).
+    #[error("the memory database worker is not running")]
+    WorkerStopped,
+}
+
+impl MemoryError {
+    /// The thing asked for does not exist (a note or a session); nothing was changed.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_))
+    }
+
+    /// The caller's input was rejected; retrying the same call will fail again.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            MemoryError::InvalidInput(_)
+                | MemoryError::SessionOwnedByOtherUser(_)
+                | MemoryError::NoteNotFound(_)
+        )
+    }
+
+    /// Worth retrying later: a busy database or a flaky embedding endpoint.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            MemoryError::Embedding { source } => source.is_retryable(),
+            MemoryError::Database { source, .. } => {
+                let text = source.to_string();
+                text.contains("database is locked") || text.contains("busy")
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn db(context: &'static str) -> impl FnOnce(libsql::Error) -> MemoryError {
+        move |source| MemoryError::Database { context, source }
+    }
+
+    pub(crate) fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> MemoryError {
+        move |source| MemoryError::Io { context, source }
+    }
+
+    pub(crate) fn corrupt<E>(what: &'static str) -> impl FnOnce(E) -> MemoryError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        move |e| MemoryError::Corrupt { what, source: Some(Box::new(e)) }
+    }
+}
+
+impl From<EmbedError> for MemoryError {
+    fn from(source: EmbedError) -> Self {
+        MemoryError::Embedding { source }
+    }
+}

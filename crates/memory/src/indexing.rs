@@ -1,0 +1,196 @@
+//! Making text searchable: chunk and embed (before any transaction), then write chunks, vectors and
+//! (through triggers) FTS rows inside the caller's transaction, and remove them again.
+
+use libsql::Connection;
+use serde::{Deserialize, Serialize};
+
+use crate::chunking::chunk_text;
+use crate::embedding::{EmbedError, Embedder, normalize};
+use crate::error::MemoryError;
+use crate::vector_index::IndexChange;
+
+/// Text cut into chunks with one vector per chunk, ready to be written.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prepared {
+    pub(crate) chunks: Vec<String>,
+    pub(crate) vectors: Vec<Vec<f32>>,
+    pub(crate) model_id: String,
+}
+
+/// Chunks and embeds `text`. Runs outside the database: a slow embedder never holds a lock.
+pub(crate) async fn prepare(embedder: &dyn Embedder, text: &str) -> Result<Prepared, MemoryError> {
+    let chunks = chunk_text(text);
+    let vectors = embed_checked(embedder, &chunks).await?;
+    Ok(Prepared { chunks, vectors, model_id: embedder.model_id().to_owned() })
+}
+
+/// Embeds `texts` and checks that the embedder kept its promises (count, size, unit length).
+pub(crate) async fn embed_checked(
+    embedder: &dyn Embedder,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, MemoryError> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut vectors = embedder.embed(texts).await?;
+    if vectors.len() != texts.len() {
+        return Err(EmbedError::Endpoint(format!(
+            "{} vectors returned for {} texts",
+            vectors.len(),
+            texts.len()
+        ))
+        .into());
+    }
+    let expected = embedder.dimensions();
+    for v in &mut vectors {
+        if v.len() != expected {
+            return Err(EmbedError::Dimensions { expected, got: v.len() }.into());
+        }
+        normalize(v);
+    }
+    Ok(vectors)
+}
+
+/// What every chunk records in `metadata_json`. New optional fields can be added freely: old rows
+/// simply lack them and `json_extract` returns NULL.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct ChunkMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) note_id: Option<String>,
+    /// `user_memory` or `conversation`.
+    pub(crate) source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<String>,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tags: Vec<String>,
+}
+
+/// Where the chunks of one event go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventRef<'a> {
+    pub(crate) session: &'a str,
+    pub(crate) seq: i64,
+}
+
+/// Writes the chunks and vectors of one event and records the index changes to apply after commit.
+pub(crate) async fn insert_chunks(
+    conn: &Connection,
+    event: EventRef<'_>,
+    meta: &ChunkMeta,
+    prepared: &Prepared,
+    changes: &mut Vec<IndexChange>,
+) -> Result<(), MemoryError> {
+    let meta_json = serde_json::to_string(meta).map_err(MemoryError::corrupt("chunk metadata"))?;
+    for (ordinal, (text, vector)) in prepared.chunks.iter().zip(&prepared.vectors).enumerate() {
+        let ordinal = i64::try_from(ordinal).unwrap_or(i64::MAX);
+        let mut rows = conn
+            .query(
+                "INSERT INTO chunks (session_id, event_seq, note_id, ordinal, text, metadata_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING chunk_id",
+                libsql::params![
+                    event.session,
+                    event.seq,
+                    meta.note_id.clone(),
+                    ordinal,
+                    text.as_str(),
+                    meta_json.as_str()
+                ],
+            )
+            .await
+            .map_err(MemoryError::db("indexing text"))?;
+        let row = rows
+            .next()
+            .await
+            .map_err(MemoryError::db("indexing text"))?
+            .ok_or(MemoryError::Corrupt { what: "chunk id", source: None })?;
+        let chunk_id: i64 = row.get(0).map_err(MemoryError::db("indexing text"))?;
+        drop(rows);
+        insert_vector(conn, chunk_id, &prepared.model_id, vector).await?;
+        changes.push(IndexChange::Upsert {
+            session: event.session.to_owned(),
+            chunk_id,
+            vector: vector.clone(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) async fn insert_vector(
+    conn: &Connection,
+    chunk_id: i64,
+    model_id: &str,
+    vector: &[f32],
+) -> Result<(), MemoryError> {
+    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+    conn.execute(
+        "INSERT OR REPLACE INTO chunk_vectors (chunk_id, model_id, dims, vector)
+         SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?1)",
+        libsql::params![chunk_id, model_id, dims, vector_to_blob(vector)],
+    )
+    .await
+    .map_err(MemoryError::db("storing a vector"))?;
+    Ok(())
+}
+
+/// Deletes one event with its chunks, vectors and FTS rows (explicitly, so correctness does not
+/// depend on foreign-key settings of a remote server).
+pub(crate) async fn delete_event(
+    conn: &Connection,
+    event: EventRef<'_>,
+    changes: &mut Vec<IndexChange>,
+) -> Result<(), MemoryError> {
+    let mut rows = conn
+        .query(
+            "SELECT chunk_id FROM chunks WHERE session_id = ?1 AND event_seq = ?2",
+            libsql::params![event.session, event.seq],
+        )
+        .await
+        .map_err(MemoryError::db("removing indexed text"))?;
+    while let Some(row) = rows.next().await.map_err(MemoryError::db("removing indexed text"))? {
+        let chunk_id: i64 = row.get(0).map_err(MemoryError::db("removing indexed text"))?;
+        changes.push(IndexChange::Remove { session: event.session.to_owned(), chunk_id });
+    }
+    drop(rows);
+    for sql in [
+        "DELETE FROM chunk_vectors WHERE chunk_id IN
+            (SELECT chunk_id FROM chunks WHERE session_id = ?1 AND event_seq = ?2)",
+        "DELETE FROM chunks WHERE session_id = ?1 AND event_seq = ?2",
+        "DELETE FROM events WHERE session_id = ?1 AND seq = ?2",
+    ] {
+        conn.execute(sql, libsql::params![event.session, event.seq])
+            .await
+            .map_err(MemoryError::db("removing indexed text"))?;
+    }
+    Ok(())
+}
+
+/// Little-endian f32s, the layout `vector32()` also accepts.
+pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub(crate) fn blob_to_vector(blob: &[u8]) -> Option<Vec<f32>> {
+    if blob.len() % 4 != 0 {
+        return None;
+    }
+    Some(
+        blob.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_round_trip() {
+        let v = vec![0.5f32, -1.25, 3.0e-7];
+        assert_eq!(blob_to_vector(&vector_to_blob(&v)), Some(v));
+        assert_eq!(vector_to_blob(&[1.0]), [0, 0, 128, 63]);
+        assert_eq!(blob_to_vector(&[1, 2, 3]), None);
+    }
+}

@@ -1,0 +1,151 @@
+//! Numbered schema migrations, recorded in `schema_migrations`, each applied in one transaction.
+//!
+//! A migration is a list of single statements (no batches: the remote protocol and triggers with
+//! inner `;` make statement splitting fragile). Applied migrations are never edited; a change to
+//! the schema is a new entry at the end of [`MIGRATIONS`].
+
+use libsql::{Connection, TransactionBehavior};
+
+use crate::error::MemoryError;
+use crate::time::now_text;
+
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    pub(crate) name: &'static str,
+    pub(crate) statements: &'static [&'static str],
+}
+
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "sessions, events, notes, chunks, vectors, fts, summaries, meta",
+    statements: &[
+        "CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('conversation', 'memory')),
+            title TEXT,
+            created_at TEXT NOT NULL,
+            last_active_at TEXT NOT NULL,
+            next_seq INTEGER NOT NULL DEFAULT 1
+        )",
+        "CREATE INDEX sessions_by_user ON sessions (user_id, last_active_at)",
+        "CREATE TABLE events (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            payload_json TEXT NOT NULL,
+            note_id TEXT UNIQUE,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )",
+        "CREATE TABLE notes (
+            note_id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+            event_seq INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            metadata_json TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )",
+        "CREATE INDEX notes_by_session ON notes (session_id, created_at)",
+        "CREATE TABLE chunks (
+            chunk_id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            event_seq INTEGER NOT NULL,
+            note_id TEXT,
+            ordinal INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            FOREIGN KEY (session_id, event_seq) REFERENCES events (session_id, seq) ON DELETE CASCADE
+        )",
+        "CREATE INDEX chunks_by_event ON chunks (session_id, event_seq)",
+        "CREATE INDEX chunks_by_note ON chunks (note_id) WHERE note_id IS NOT NULL",
+        "CREATE TABLE chunk_vectors (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks (chunk_id) ON DELETE CASCADE,
+            model_id TEXT NOT NULL,
+            dims INTEGER NOT NULL,
+            vector BLOB NOT NULL
+        )",
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            text,
+            content = 'chunks',
+            content_rowid = 'chunk_id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )",
+        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts (rowid, text) VALUES (new.chunk_id, new.text);
+        END",
+        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.chunk_id, old.text);
+        END",
+        "CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.chunk_id, old.text);
+            INSERT INTO chunks_fts (rowid, text) VALUES (new.chunk_id, new.text);
+        END",
+        "CREATE TABLE summary_state (
+            session_id TEXT PRIMARY KEY,
+            epoch INTEGER NOT NULL,
+            summary TEXT NOT NULL,
+            upto_seq INTEGER NOT NULL,
+            updated_at TEXT NOT NULL
+        )",
+        "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+}];
+
+/// Brings the schema up to date. Returns how many migrations were applied (0 when current).
+pub(crate) async fn migrate(conn: &Connection) -> Result<usize, MemoryError> {
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        )",
+        (),
+    )
+    .await
+    .map_err(MemoryError::db("preparing migrations"))?;
+    let mut applied = 0;
+    for migration in MIGRATIONS {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .await
+            .map_err(MemoryError::db("starting a migration"))?;
+        // Checked inside the write transaction: a second process opening at the same time waits
+        // for the first and then sees the migration as done.
+        let mut rows = tx
+            .query("SELECT 1 FROM schema_migrations WHERE version = ?1", [migration.version])
+            .await
+            .map_err(MemoryError::db("reading applied migrations"))?;
+        let done = rows.next().await.map_err(MemoryError::db("reading applied migrations"))?;
+        drop(rows);
+        if done.is_some() {
+            tx.rollback().await.map_err(MemoryError::db("finishing a migration"))?;
+            continue;
+        }
+        let outcome = apply(&tx, migration).await;
+        match outcome {
+            Ok(()) => tx.commit().await.map_err(MemoryError::db("committing a migration"))?,
+            Err(e) => {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+        }
+        tracing::info!(version = migration.version, name = migration.name, "applied memory migration");
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+async fn apply(conn: &Connection, migration: &Migration) -> Result<(), MemoryError> {
+    for statement in migration.statements {
+        conn.execute(statement, ()).await.map_err(MemoryError::db("applying a migration"))?;
+    }
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+        (migration.version, migration.name, now_text()),
+    )
+    .await
+    .map_err(MemoryError::db("recording a migration"))?;
+    Ok(())
+}

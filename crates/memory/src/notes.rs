@@ -1,0 +1,364 @@
+//! Notes: what the memory tools save, update, delete and read.
+//!
+//! A note lives in the user's session `memory:{user}` as one event (a user message carrying the
+//! text), one `notes` row, and its chunks, vectors and FTS rows. Save, update and delete each touch
+//! all of them in ONE transaction; the in-memory vector index changes only after the commit. An
+//! update keeps the note id and `created_at`, replaces the event (new sequence number) and the
+//! chunks, and bumps `updated_at`.
+
+use chrono::{DateTime, Utc};
+use libsql::Connection;
+use serde::{Deserialize, Serialize};
+use types::{Message, NoteId, SessionId, UserId};
+
+use crate::error::MemoryError;
+use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
+use crate::store::{MemoryStore, begin, finish};
+use crate::time::{self, now_text, to_text};
+use crate::vector_index::IndexChange;
+
+/// Largest note accepted, in bytes of UTF-8.
+pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+
+/// Optional facts about a note. Stored as JSON; every field is optional so that new fields (expiry,
+/// supersedes, confidence, ...) can be added without rewriting rows. Fields this version does not
+/// know are kept in `extra` and written back unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoteMetadata {
+    /// Free-form labels ("preference", "project:oxydra"); searchable with `QueryFilters::tags_any`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub note_id: NoteId,
+    pub content: String,
+    pub metadata: NoteMetadata,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A note as exported and imported (the CLI writes one per line, as JSON Lines).
+pub type ExportedNote = Note;
+
+fn validate(content: &str) -> Result<&str, MemoryError> {
+    let content = content.trim();
+    if content.is_empty() {
+        return Err(MemoryError::InvalidInput("the note is empty: give the text to remember".into()));
+    }
+    if content.len() > MAX_NOTE_BYTES {
+        return Err(MemoryError::InvalidInput(format!(
+            "the note is too long ({} bytes, at most {MAX_NOTE_BYTES}): save a shorter summary",
+            content.len()
+        )));
+    }
+    Ok(content)
+}
+
+/// Everything needed to write one note's rows.
+pub(crate) struct NoteWrite {
+    pub(crate) note_id: NoteId,
+    pub(crate) content: String,
+    pub(crate) metadata: NoteMetadata,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
+    pub(crate) prepared: Prepared,
+}
+
+impl MemoryStore {
+    /// Saves a new note for `user` and returns it with its fresh id `note-<uuid>`.
+    pub async fn store_note(
+        &self,
+        user: &UserId,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<Note, MemoryError> {
+        let content = validate(content)?.to_owned();
+        let note_id = NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())
+            .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
+        let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
+        let now = now_text();
+        let write = NoteWrite {
+            note_id,
+            content,
+            metadata,
+            created_at: now.clone(),
+            updated_at: now,
+            prepared,
+        };
+        let (owner, index) = (user.clone(), self.inner.index.clone());
+        let note = self
+            .write(move |conn| async move {
+                let tx = begin(&conn).await?;
+                let mut changes = Vec::new();
+                let outcome = insert_note(&tx, &owner, &write, &mut changes).await;
+                finish(tx, outcome).await?;
+                index.apply(&changes);
+                write.into_note()
+            })
+            .await?;
+        tracing::info!(user = %user, note_id = %note.note_id, "saved note");
+        Ok(note)
+    }
+
+    /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`.
+    pub async fn update_note(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+        content: &str,
+    ) -> Result<Note, MemoryError> {
+        let content = validate(content)?.to_owned();
+        let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
+        let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
+        self.write(move |conn| async move {
+            let tx = begin(&conn).await?;
+            let mut changes = Vec::new();
+            let outcome = async {
+                let session = SessionId::user_memory(&user);
+                let old = load_note(&tx, &session, &note_id).await?;
+                delete_event(&tx, EventRef { session: session.as_str(), seq: old.event_seq }, &mut changes)
+                    .await?;
+                let write = NoteWrite {
+                    note_id: note_id.clone(),
+                    content,
+                    metadata: old.note.metadata,
+                    created_at: to_text(old.note.created_at),
+                    updated_at: now_text(),
+                    prepared,
+                };
+                insert_note(&tx, &user, &write, &mut changes).await?;
+                Ok(write)
+            }
+            .await;
+            let write = finish(tx, outcome).await?;
+            index.apply(&changes);
+            tracing::info!(user = %user, note_id = %note_id, "updated note");
+            write.into_note()
+        })
+        .await
+    }
+
+    /// Deletes `note_id` with its event, chunks, vectors and FTS rows.
+    pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
+        let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
+        self.write(move |conn| async move {
+            let tx = begin(&conn).await?;
+            let mut changes = Vec::new();
+            let outcome = async {
+                let session = SessionId::user_memory(&user);
+                let old = load_note(&tx, &session, &note_id).await?;
+                delete_event(&tx, EventRef { session: session.as_str(), seq: old.event_seq }, &mut changes)
+                    .await?;
+                tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
+                    .await
+                    .map_err(MemoryError::db("deleting a note"))?;
+                Ok(())
+            }
+            .await;
+            finish(tx, outcome).await?;
+            index.apply(&changes);
+            tracing::info!(user = %user, note_id = %note_id, "deleted note");
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
+        let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
+        self.read(move |conn| async move { Ok(load_note(&conn, &session, &note_id).await?.note) })
+            .await
+    }
+
+    /// All of the user's notes, oldest first.
+    pub async fn list_notes(&self, user: &UserId) -> Result<Vec<Note>, MemoryError> {
+        let session = SessionId::user_memory(user);
+        self.read(move |conn| async move {
+            let mut rows = conn
+                .query(
+                    "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
+                     FROM notes WHERE session_id = ?1 ORDER BY created_at, note_id",
+                    [session.as_str()],
+                )
+                .await
+                .map_err(MemoryError::db("listing notes"))?;
+            let mut notes = Vec::new();
+            while let Some(row) = rows.next().await.map_err(MemoryError::db("listing notes"))? {
+                notes.push(note_from_row(&row)?.note);
+            }
+            Ok(notes)
+        })
+        .await
+    }
+
+    /// The user's notes, for `export`; ids and timestamps are kept.
+    pub async fn export_notes(&self, user: &UserId) -> Result<Vec<ExportedNote>, MemoryError> {
+        self.list_notes(user).await
+    }
+
+    /// Imports notes for `user`, keeping their ids and timestamps. Notes whose id already exists
+    /// are skipped, so importing the same file twice is harmless. Returns how many were added.
+    pub async fn import_notes(
+        &self,
+        user: &UserId,
+        notes: Vec<ExportedNote>,
+    ) -> Result<usize, MemoryError> {
+        let mut added = 0;
+        let batch_size = self.inner.batch_size;
+        let mut pending = notes.into_iter().peekable();
+        while pending.peek().is_some() {
+            let mut batch = Vec::new();
+            for note in pending.by_ref().take(batch_size) {
+                let content = validate(&note.content)?.to_owned();
+                let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
+                batch.push(NoteWrite {
+                    note_id: note.note_id,
+                    content,
+                    metadata: note.metadata,
+                    created_at: to_text(note.created_at),
+                    updated_at: to_text(note.updated_at),
+                    prepared,
+                });
+            }
+            let (user, index) = (user.clone(), self.inner.index.clone());
+            added += self
+                .write(move |conn| async move {
+                    let tx = begin(&conn).await?;
+                    let mut changes = Vec::new();
+                    let outcome = async {
+                        let mut added = 0;
+                        for write in &batch {
+                            if !note_exists(&tx, &write.note_id).await? {
+                                insert_note(&tx, &user, write, &mut changes).await?;
+                                added += 1;
+                            }
+                        }
+                        Ok(added)
+                    }
+                    .await;
+                    let added = finish(tx, outcome).await?;
+                    index.apply(&changes);
+                    Ok(added)
+                })
+                .await?;
+        }
+        self.checkpoint().await?;
+        tracing::info!(user = %user, added, "imported notes");
+        Ok(added)
+    }
+}
+
+impl NoteWrite {
+    fn into_note(self) -> Result<Note, MemoryError> {
+        Ok(Note {
+            note_id: self.note_id,
+            content: self.content,
+            metadata: self.metadata,
+            created_at: time::parse(&self.created_at)?,
+            updated_at: time::parse(&self.updated_at)?,
+        })
+    }
+}
+
+/// Writes the event, the note row and the chunks of one note into the open transaction.
+async fn insert_note(
+    conn: &Connection,
+    user: &UserId,
+    write: &NoteWrite,
+    changes: &mut Vec<IndexChange>,
+) -> Result<(), MemoryError> {
+    let session = SessionId::user_memory(user);
+    ensure_session(conn, &session, user, &write.updated_at).await?;
+    let seq = to_sql_seq(allocate_seq(conn, &session).await?)?;
+    let payload = serde_json::to_string(&Message::user(write.content.clone()))
+        .map_err(MemoryError::corrupt("note message"))?;
+    let metadata =
+        serde_json::to_string(&write.metadata).map_err(MemoryError::corrupt("note metadata"))?;
+    let ctx = "saving a note";
+    conn.execute(
+        "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
+         VALUES (?1, ?2, 'user', ?3, ?4, ?5)",
+        libsql::params![session.as_str(), seq, payload, write.note_id.as_str(), write.updated_at.as_str()],
+    )
+    .await
+    .map_err(MemoryError::db(ctx))?;
+    conn.execute(
+        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
+             content = excluded.content, metadata_json = excluded.metadata_json,
+             updated_at = excluded.updated_at",
+        libsql::params![
+            write.note_id.as_str(),
+            session.as_str(),
+            seq,
+            write.content.as_str(),
+            metadata,
+            write.created_at.as_str(),
+            write.updated_at.as_str()
+        ],
+    )
+    .await
+    .map_err(MemoryError::db(ctx))?;
+    let meta = ChunkMeta {
+        note_id: Some(write.note_id.to_string()),
+        source: "user_memory".into(),
+        role: None,
+        created_at: write.created_at.clone(),
+        updated_at: write.updated_at.clone(),
+        tags: write.metadata.tags.clone(),
+    };
+    insert_chunks(conn, EventRef { session: session.as_str(), seq }, &meta, &write.prepared, changes)
+        .await
+}
+
+struct LoadedNote {
+    note: Note,
+    event_seq: i64,
+}
+
+async fn load_note(
+    conn: &Connection,
+    session: &SessionId,
+    note_id: &NoteId,
+) -> Result<LoadedNote, MemoryError> {
+    let mut rows = conn
+        .query(
+            "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
+             FROM notes WHERE note_id = ?1 AND session_id = ?2",
+            [note_id.as_str(), session.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db("reading a note"))?;
+    match rows.next().await.map_err(MemoryError::db("reading a note"))? {
+        Some(row) => note_from_row(&row),
+        None => Err(MemoryError::NoteNotFound(note_id.clone())),
+    }
+}
+
+async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {
+    let mut rows = conn
+        .query("SELECT 1 FROM notes WHERE note_id = ?1", [note_id.as_str()])
+        .await
+        .map_err(MemoryError::db("reading a note"))?;
+    Ok(rows.next().await.map_err(MemoryError::db("reading a note"))?.is_some())
+}
+
+fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
+    let ctx = "reading a note";
+    let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
+    Ok(LoadedNote {
+        note: Note {
+            note_id: NoteId::parse(&text(0)?).map_err(MemoryError::corrupt("note id"))?,
+            content: text(1)?,
+            metadata: serde_json::from_str(&text(2)?).map_err(MemoryError::corrupt("note metadata"))?,
+            created_at: time::parse(&text(3)?)?,
+            updated_at: time::parse(&text(4)?)?,
+        },
+        event_seq: row.get::<i64>(5).map_err(MemoryError::db(ctx))?,
+    })
+}

@@ -1,0 +1,196 @@
+//! [`MemoryStore`]: the handle, opening, and the plumbing every operation shares.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use libsql::{Connection, Transaction, TransactionBehavior};
+use types::MemoryConfig;
+
+use crate::embedding::{self, Embedder};
+use crate::error::MemoryError;
+use crate::migrations::migrate;
+use crate::placement::{self, LegacyDir};
+use crate::reindex::Scope;
+use crate::vector_index::VectorIndex;
+use crate::worker::{DbThread, Target};
+
+/// Called with (done, total) while chunks are re-embedded.
+pub type ProgressFn = Box<dyn FnMut(usize, usize) + Send>;
+
+/// How to open a store beyond the configuration.
+#[derive(Default)]
+pub struct OpenOptions {
+    /// Where to look for a database left by an older version (default: the working directory).
+    pub legacy_dir: LegacyDir,
+    /// Progress of a re-embedding triggered by a model change (it is also logged).
+    pub progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("legacy_dir", &self.legacy_dir)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// One user's memory database. Cheap to clone; every clone shares the same threads and index.
+#[derive(Debug, Clone)]
+pub struct MemoryStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) writer: DbThread,
+    readers: Vec<DbThread>,
+    next_reader: AtomicUsize,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) index: Arc<VectorIndex>,
+    pub(crate) target: Target,
+    pub(crate) batch_size: usize,
+}
+
+/// Reader threads for a local file (WAL lets them read while the writer writes).
+const LOCAL_READERS: usize = 2;
+/// Texts per embedding call when re-embedding without a configured batch size.
+const DEFAULT_BATCH: usize = 64;
+
+impl MemoryStore {
+    /// Opens the store described by `config` for the user whose workspace root is `user_root`:
+    /// the local file at `db_path` (default `<user_root>/.oxydra/memory.db`), or the remote server.
+    pub async fn open(config: &MemoryConfig, user_root: &Path) -> Result<Self, MemoryError> {
+        Self::open_with(config, user_root, OpenOptions::default()).await
+    }
+
+    pub async fn open_with(
+        config: &MemoryConfig,
+        user_root: &Path,
+        options: OpenOptions,
+    ) -> Result<Self, MemoryError> {
+        let target = placement::target(config, user_root, &options.legacy_dir)?;
+        let embedder = embedding::from_config(&config.embedding)?;
+        Self::open_target(target, embedder, config.embedding.batch_size, options.progress).await
+    }
+
+    /// Opens (or creates) the database file at `path` with `embedder`. For tests and benches.
+    pub async fn open_local(path: &Path, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
+        Self::open_local_with(path, embedder, None).await
+    }
+
+    pub async fn open_local_with(
+        path: &Path,
+        embedder: Arc<dyn Embedder>,
+        progress: Option<ProgressFn>,
+    ) -> Result<Self, MemoryError> {
+        placement::create_parent(path)?;
+        Self::open_target(Target::Local(path.to_owned()), embedder, DEFAULT_BATCH, progress).await
+    }
+
+    async fn open_target(
+        target: Target,
+        embedder: Arc<dyn Embedder>,
+        batch_size: usize,
+        progress: Option<ProgressFn>,
+    ) -> Result<Self, MemoryError> {
+        tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
+        let writer = DbThread::spawn("memory-writer", target.clone()).await?;
+        writer.run(|conn| async move { migrate(&conn).await }).await?;
+        let reader_count = if target.is_local() { LOCAL_READERS } else { 1 };
+        let mut readers = Vec::with_capacity(reader_count);
+        for i in 0..reader_count {
+            readers.push(DbThread::spawn(&format!("memory-reader-{i}"), target.clone()).await?);
+        }
+        let index = Arc::new(VectorIndex::new(embedder.model_id(), embedder.dimensions()));
+        let store = Self {
+            inner: Arc::new(Inner {
+                writer,
+                readers,
+                next_reader: AtomicUsize::new(0),
+                embedder,
+                index,
+                target,
+                batch_size: batch_size.max(1),
+            }),
+        };
+        let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));
+        store.reindex_scope(Scope::Stale, &mut *progress).await?;
+        store.reload_index().await?;
+        Ok(store)
+    }
+
+    /// The embedding model whose vectors this store ranks.
+    pub fn model_id(&self) -> &str {
+        self.inner.embedder.model_id()
+    }
+
+    /// Runs a job on the writer thread (every write goes through here, one at a time).
+    pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, MemoryError>> + 'static,
+        T: Send + 'static,
+    {
+        self.inner.writer.run(job).await
+    }
+
+    /// Runs a read-only job on one of the reader threads.
+    pub(crate) async fn read<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, MemoryError>> + 'static,
+        T: Send + 'static,
+    {
+        let readers = &self.inner.readers;
+        let i = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % readers.len().max(1);
+        match readers.get(i) {
+            Some(reader) => reader.run(job).await,
+            None => self.inner.writer.run(job).await,
+        }
+    }
+
+    /// Folds the WAL back into the database file (after bulk loads). No-op for a remote server.
+    pub(crate) async fn checkpoint(&self) -> Result<(), MemoryError> {
+        if !self.inner.target.is_local() {
+            return Ok(());
+        }
+        self.write(|conn| async move {
+            let mut rows = conn
+                .query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+                .await
+                .map_err(MemoryError::db("checkpointing"))?;
+            while rows.next().await.map_err(MemoryError::db("checkpointing"))?.is_some() {}
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Starts a write transaction that takes the write lock at once (no upgrade deadlocks).
+pub(crate) async fn begin(conn: &Connection) -> Result<Transaction, MemoryError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .await
+        .map_err(MemoryError::db("starting a transaction"))
+}
+
+/// Commits on success; rolls back on failure and returns the failure.
+pub(crate) async fn finish<T>(
+    tx: Transaction,
+    outcome: Result<T, MemoryError>,
+) -> Result<T, MemoryError> {
+    match outcome {
+        Ok(value) => {
+            tx.commit().await.map_err(MemoryError::db("committing"))?;
+            Ok(value)
+        }
+        Err(e) => {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::error!(error = %rollback, "rollback failed");
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Timestamps: RFC 3339 UTC text with microseconds and a `Z`, fixed width so that text order is
+//! time order (filters compare them as text).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::error::MemoryError;
+
+pub(crate) fn to_text(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+pub(crate) fn now_text() -> String {
+    to_text(Utc::now())
+}
+
+pub(crate) fn parse(text: &str) -> Result<DateTime<Utc>, MemoryError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(MemoryError::corrupt("timestamp"))
+}
