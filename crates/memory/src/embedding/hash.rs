@@ -15,14 +15,20 @@ pub struct HashEmbedder {
 impl HashEmbedder {
     pub fn new(dimensions: usize) -> Self {
         let dimensions = dimensions.max(1);
-        Self { dimensions, model_id: format!("hash-v1-{dimensions}") }
+        Self {
+            dimensions,
+            model_id: format!("hash-v1-{dimensions}"),
+        }
     }
 
     /// The vector for one text (synchronous; cheap enough for the async threads).
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         let mut v = vec![0.0f32; self.dimensions];
         let lower = text.to_lowercase();
-        for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        for word in lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
             self.add(&mut v, word.as_bytes(), 1.0);
             let padded: Vec<char> = format!(" {word} ").chars().collect();
             for tri in padded.windows(3) {
