@@ -1,0 +1,156 @@
+//! `runner memory ...`: a user's memory from the command line, through the same store API the
+//! memory tools use.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use memory::{HybridQuery, MemoryStore, NoteMetadata, OpenOptions, Weights};
+use types::{AgentConfig, NoteId, SessionId, UserId};
+
+use crate::cli::{MemoryAction, MemoryArgs};
+
+pub async fn run(args: MemoryArgs) -> Result<()> {
+    let user = UserId::parse(&args.user).context("invalid --user")?;
+    let config = load_agent_config(args.agent_config.as_deref())?;
+    if !config.memory.enabled {
+        bail!("memory is disabled in the agent config ([memory] enabled = false)");
+    }
+    let user_root = args.root.join(user.as_str());
+    let options =
+        OpenOptions { progress: Some(Box::new(progress("re-embedding"))), ..Default::default() };
+    let store = MemoryStore::open_with(&config.memory, &user_root, options)
+        .await
+        .context("cannot open the memory store")?;
+    let mut out = std::io::stdout().lock();
+    match args.action {
+        MemoryAction::Save { text } => {
+            let note = store.store_note(&user, &text, NoteMetadata::default()).await?;
+            print_json(&mut out, &serde_json::json!({ "note_id": note.note_id }))?;
+        }
+        MemoryAction::Search { query, top_k, json } => {
+            let top_k = top_k.unwrap_or(config.retrieval.top_k);
+            if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
+                bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
+            }
+            let mut q = HybridQuery::new(vec![SessionId::user_memory(&user)], query, top_k);
+            q.weights = Weights {
+                vector: config.retrieval.vector_weight,
+                fts: config.retrieval.fts_weight,
+            };
+            let hits = store.hybrid_query(&q).await?;
+            if json {
+                let rows: Vec<_> = hits
+                    .iter()
+                    .map(|h| {
+                        serde_json::json!({
+                            "note_id": h.note_id, "text": h.text, "score": h.score,
+                            "created_at": h.created_at, "updated_at": h.updated_at,
+                        })
+                    })
+                    .collect();
+                print_json(&mut out, &rows)?;
+            } else {
+                for h in &hits {
+                    let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
+                    writeln!(out, "{:.3}  {id}  {}", h.score, h.text.replace('\n', " "))?;
+                }
+            }
+        }
+        MemoryAction::Get { note_id } => {
+            let note = store.get_note(&user, &parse_note_id(&note_id)?).await?;
+            print_json(&mut out, &note)?;
+        }
+        MemoryAction::Update { note_id, text } => {
+            let note = store.update_note(&user, &parse_note_id(&note_id)?, &text).await?;
+            print_json(
+                &mut out,
+                &serde_json::json!({ "note_id": note.note_id, "message": "note updated" }),
+            )?;
+        }
+        MemoryAction::Delete { note_id } => {
+            let id = parse_note_id(&note_id)?;
+            store.delete_note(&user, &id).await?;
+            print_json(&mut out, &serde_json::json!({ "note_id": id, "message": "note deleted" }))?;
+        }
+        MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
+        MemoryAction::Reindex => {
+            let n = store.reindex(progress("re-embedding")).await?;
+            print_json(&mut out, &serde_json::json!({ "reindexed_chunks": n }))?;
+        }
+        MemoryAction::Export => {
+            for note in store.export_notes(&user).await? {
+                serde_json::to_writer(&mut out, &note)?;
+                writeln!(out)?;
+            }
+        }
+        MemoryAction::Import { file } => {
+            let notes = match file {
+                Some(path) => {
+                    let f = std::fs::File::open(&path)
+                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    read_jsonl(std::io::BufReader::new(f))?
+                }
+                None => read_jsonl(std::io::stdin().lock())?,
+            };
+            let added = store.import_notes(&user, notes).await?;
+            print_json(&mut out, &serde_json::json!({ "imported": added }))?;
+        }
+    }
+    Ok(())
+}
+
+fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig> {
+    let config = match path {
+        None => AgentConfig::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))?
+        }
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+fn parse_note_id(raw: &str) -> Result<NoteId> {
+    NoteId::parse(raw).with_context(|| format!("invalid note id {raw:?}"))
+}
+
+fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
+    let mut notes = Vec::new();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let note = serde_json::from_str(&line)
+            .with_context(|| format!("line {}: not an exported note", n + 1))?;
+        notes.push(note);
+    }
+    Ok(notes)
+}
+
+fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Progress on stderr, at most once per percent.
+fn progress(what: &'static str) -> impl FnMut(usize, usize) + Send + 'static {
+    let mut last = usize::MAX;
+    move |done, total| {
+        let pct = if total == 0 { 100 } else { done * 100 / total };
+        if pct != last {
+            last = pct;
+            #[allow(clippy::print_stderr, reason = "progress of long CLI work goes to the terminal")]
+            {
+                eprint!("\r{what}: {done}/{total} chunks ({pct}%)");
+                if done >= total {
+                    eprintln!();
+                }
+            }
+        }
+    }
+}
