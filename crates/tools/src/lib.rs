@@ -1,1 +1,29 @@
-//! Tools the agent can call. (Being built: see docs/ARCHITECTURE.md.)
+//! Tools the agent can call, and the machinery every call goes through.
+//!
+//! A [`Tool`] gets its arguments and a per-call [`types::ToolExecutionContext`] (user, session,
+//! turn, workspace, cancellation); tools keep no per-user state. The [`ToolRegistry`] offers the
+//! tools' schemas to the model and runs each call through one pipeline: look up, parse, validate
+//! against the JSON Schema, run under the tool's timeout and the turn's cancellation, scrub
+//! secrets and host paths, truncate. The [`policy`] module decides which workspace paths file tools
+//! may touch and opens them beneath the workspace root without following symbolic links.
+//!
+//! This crate does not run the agent loop, talk to models, or reach outside a user's workspace.
+
+mod builtin;
+mod error;
+mod files;
+pub mod policy;
+mod registry;
+mod scrub;
+mod tool;
+mod truncate;
+mod validate;
+
+pub use builtin::builtin_tools;
+pub use error::ToolError;
+pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
+pub use registry::{ToolOutcome, ToolRegistry};
+pub use scrub::{Scrubber, scrub_secrets};
+pub use tool::Tool;
+pub use truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
+pub use validate::validate_args;

@@ -1,0 +1,193 @@
+//! The registry: the tools offered to the model, and the one pipeline every call goes through:
+//! look up → parse → validate against the schema → run under timeout and cancellation → scrub
+//! secrets and host paths → truncate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::Instrument;
+use types::{ToolExecutionContext, ToolSchema};
+
+use crate::scrub::Scrubber;
+use crate::truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
+use crate::validate::validate_args;
+use crate::{Tool, ToolError, builtin_tools};
+
+/// Error messages are capped shorter than outputs.
+const ERROR_LIMIT: usize = 2 * 1024;
+
+/// What the model is told about a call: `ok` and the text (a result, or an error saying what to
+/// fix). The text is always scrubbed and bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome {
+    pub ok: bool,
+    pub output: String,
+    /// [`ToolError::kind`] when `ok` is false, for logs and events.
+    pub error_kind: Option<&'static str>,
+}
+
+/// Named tools, in name order.
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    output_limit: usize,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            output_limit: DEFAULT_OUTPUT_LIMIT,
+        }
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("output_limit", &self.output_limit)
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry holding every built-in tool ([`builtin_tools`]).
+    pub fn with_builtin_tools() -> Self {
+        let mut registry = Self::default();
+        for tool in builtin_tools() {
+            if let Err(e) = registry.register(tool) {
+                tracing::error!(error = %e, "built-in tool not registered");
+            }
+        }
+        registry
+    }
+
+    /// Caps every output at `bytes` (default 16 KiB).
+    pub fn with_output_limit(mut self, bytes: usize) -> Self {
+        self.output_limit = bytes;
+        self
+    }
+
+    /// Adds a tool; a second tool with the same name is refused.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        let name = tool.name().to_owned();
+        if self.tools.contains_key(&name) {
+            return Err(ToolError::DuplicateTool { name });
+        }
+        self.tools.insert(name, tool);
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Registered names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools.values().map(|t| t.schema()).collect()
+    }
+
+    /// The `tools` array of an OpenAI Chat Completions request.
+    pub fn openai_tools(&self) -> Vec<Value> {
+        self.schemas().iter().map(ToolSchema::to_openai).collect()
+    }
+
+    /// The `tools` array of an Anthropic Messages request.
+    pub fn anthropic_tools(&self) -> Vec<Value> {
+        self.schemas()
+            .iter()
+            .map(ToolSchema::to_anthropic)
+            .collect()
+    }
+
+    /// Runs one call from the model. Never fails: problems become an outcome with `ok: false` and a
+    /// message for the model.
+    pub async fn execute(
+        &self,
+        name: &str,
+        raw_args: &str,
+        ctx: &ToolExecutionContext,
+    ) -> ToolOutcome {
+        let span = tracing::info_span!(
+            "tool",
+            tool = name,
+            user = %ctx.user_id,
+            session = %ctx.session_id,
+            turn = %ctx.turn_id,
+        );
+        async {
+            let result = self.run(name, raw_args, ctx).await;
+            let scrubber = Scrubber::new(&ctx.workspace.root);
+            match result {
+                Ok(output) => {
+                    tracing::debug!(bytes = output.len(), "tool succeeded");
+                    let output = truncate_output(&scrubber.scrub(&output), self.output_limit);
+                    ToolOutcome {
+                        ok: true,
+                        output,
+                        error_kind: None,
+                    }
+                }
+                Err(error) => {
+                    tracing::info!(kind = error.kind(), error = ?error, "tool failed");
+                    let output = truncate_output(&scrubber.scrub(&error.to_string()), ERROR_LIMIT);
+                    ToolOutcome {
+                        ok: false,
+                        output,
+                        error_kind: Some(error.kind()),
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        raw_args: &str,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        let Some(tool) = self.tools.get(name) else {
+            return Err(ToolError::UnknownTool {
+                name: name.chars().take(64).collect(),
+                available: self.names().join(", "),
+            });
+        };
+        // Models send "" for tools without arguments.
+        let args: Value = if raw_args.trim().is_empty() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            serde_json::from_str(raw_args).map_err(|e| ToolError::InvalidJson {
+                reason: format!("line {} column {}", e.line(), e.column()),
+            })?
+        };
+        validate_args(&tool.parameters(), &args)?;
+        if ctx.cancellation.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        // The tool sees a child token, cancelled on timeout too, so blocking work can stop early.
+        let call_ctx = ToolExecutionContext {
+            cancellation: ctx.cancellation.child(),
+            ..ctx.clone()
+        };
+        let after = tool.timeout();
+        let result = tokio::select! {
+            biased;
+            () = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
+            timed = tokio::time::timeout(after, tool.execute(&args, &call_ctx)) => match timed {
+                Ok(result) => result,
+                Err(_) => Err(ToolError::Timeout { tool: name.to_owned(), after }),
+            },
+        };
+        call_ctx.cancellation.cancel();
+        result
+    }
+}

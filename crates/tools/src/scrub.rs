@@ -1,0 +1,321 @@
+//! Removes secrets and host paths from everything a tool returns to the model, outputs and errors
+//! alike.
+//!
+//! Host paths: the user's workspace root (as given and as canonicalised) followed by `/` is cut, so
+//! `<root>/shared/notes.md` becomes `shared/notes.md`, and the bare root becomes `<workspace>`.
+//! Other absolute paths under directories that reveal the host's layout (`/home`, `/Users`,
+//! `/root`, `/srv`, `/var`, `/mnt`, `/media`, `/opt`, `/private`, `/run`, `/tmp`, `/data`,
+//! `/workspace(s)`, `/nix`, `/snap`, `/Volumes`, and the top directory of the workspace root)
+//! become `<host path>`. System paths such as `/usr/bin/python` or `/etc/hosts`, and URL paths like
+//! `/api/v1`, are left alone so that file contents stay editable.
+//!
+//! Secrets: provider keys (`sk-…`, `sk-ant-…`), GitHub (`ghp_…`, `github_pat_…`), Slack
+//! (`xox[abposr]-…`), AWS access key ids (`AKIA…`), Google (`AIza…`), `Bearer` tokens, JWTs, PEM
+//! private keys, `password=`/`api_key:`-style assignments, and long high-entropy strings become
+//! `[REDACTED]`.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+
+pub const REDACTED: &str = "[REDACTED]";
+pub const HOST_PATH: &str = "<host path>";
+pub const WORKSPACE: &str = "<workspace>";
+
+/// Top-level directories whose sub-paths reveal the host's layout.
+const HOST_DIRS: [&str; 17] = [
+    "home",
+    "Users",
+    "root",
+    "srv",
+    "var",
+    "mnt",
+    "media",
+    "opt",
+    "private",
+    "run",
+    "tmp",
+    "data",
+    "workspace",
+    "workspaces",
+    "nix",
+    "snap",
+    "Volumes",
+];
+
+/// Characters that end a path when scanning free text (besides whitespace), as a regex class body.
+const PATH_END: &str = r#"\s"'`)\]}>,;:|*?"#;
+
+fn is_path_end(c: char) -> bool {
+    c.is_whitespace() || "\"'`)]}>,;:|*?".contains(c)
+}
+
+/// (pattern, replacement) pairs applied in order.
+const SECRET_PATTERNS: [(&str, &str); 11] = [
+    (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
+        "[REDACTED PRIVATE KEY]",
+    ),
+    (r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}", REDACTED),
+    (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
+    (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
+    (r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", REDACTED),
+    (r"\bAIza[0-9A-Za-z_\-]{35}", REDACTED),
+    (
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        REDACTED,
+    ),
+    (
+        r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{16,}=*",
+        "${1}[REDACTED]",
+    ),
+    (
+        r"(?i)(authorization:\s*basic\s+)[A-Za-z0-9+/]{8,}=*",
+        "${1}[REDACTED]",
+    ),
+    (
+        r#"(?i)\b((?:password|passwd|pwd|secret|client_secret|api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token)"?\s*[=:]\s*"?)[^\s"'&,;]{3,}"#,
+        "${1}[REDACTED]",
+    ),
+];
+
+static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    SECRET_PATTERNS
+        .iter()
+        .filter_map(|(pattern, replacement)| Some((Regex::new(pattern).ok()?, *replacement)))
+        .collect()
+});
+
+static HIGH_ENTROPY: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+_\-=]{32,}").ok());
+
+/// Scrubs text for one user's workspace.
+#[derive(Debug)]
+pub struct Scrubber {
+    roots: Vec<String>,
+    host_paths: Option<Regex>,
+}
+
+impl Scrubber {
+    pub fn new(workspace_root: &Path) -> Self {
+        let mut roots = Vec::new();
+        let mut add = |p: &Path| {
+            let s = p.to_string_lossy().trim_end_matches('/').to_owned();
+            if s.len() > 1 && !roots.contains(&s) {
+                roots.push(s);
+            }
+        };
+        add(workspace_root);
+        if let Ok(canonical) = std::fs::canonicalize(workspace_root) {
+            add(&canonical);
+        }
+        // Longest first, so a canonical form that extends the given one is cut whole.
+        roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+        let mut dirs: Vec<String> = HOST_DIRS.iter().map(|d| regex::escape(d)).collect();
+        for root in &roots {
+            if let Some(top) = root.trim_start_matches('/').split('/').next()
+                && !top.is_empty()
+                && root.starts_with('/')
+            {
+                dirs.push(regex::escape(top));
+            }
+        }
+        let pattern = format!(
+            r#"(^|[\s"'`(\[{{<=:,;])/(?:{})/[^{PATH_END}]+"#,
+            dirs.join("|")
+        );
+        Self {
+            roots,
+            host_paths: Regex::new(&pattern).ok(),
+        }
+    }
+
+    /// The scrubbed text: host paths first, then secrets.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = self.rewrite_roots(text);
+        if let Some(re) = &self.host_paths {
+            out = re
+                .replace_all(&out, format!("${{1}}{HOST_PATH}"))
+                .into_owned();
+        }
+        scrub_secrets(&out)
+    }
+
+    fn rewrite_roots(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for root in &self.roots {
+            if !out.contains(root.as_str()) {
+                continue;
+            }
+            let mut result = String::with_capacity(out.len());
+            let mut rest = out.as_str();
+            while let Some(at) = rest.find(root.as_str()) {
+                result.push_str(&rest[..at]);
+                let after = &rest[at + root.len()..];
+                match after.chars().next() {
+                    Some('/') => {
+                        let tail = after.trim_start_matches('/');
+                        if tail.is_empty() || tail.starts_with(is_path_end) {
+                            result.push_str(WORKSPACE);
+                        }
+                        rest = tail;
+                    }
+                    Some(c) if !(is_path_end(c) || c == '.') => {
+                        // A longer name that merely starts like the root (`/ws/alice2`): keep it
+                        // for the host-path pass.
+                        result.push_str(root);
+                        rest = after;
+                    }
+                    _ => {
+                        result.push_str(WORKSPACE);
+                        rest = after;
+                    }
+                }
+            }
+            result.push_str(rest);
+            out = result;
+        }
+        out
+    }
+}
+
+/// Secrets only (no workspace needed).
+pub fn scrub_secrets(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (re, replacement) in SECRETS.iter() {
+        if re.is_match(&out) {
+            out = re.replace_all(&out, *replacement).into_owned();
+        }
+    }
+    if let Some(re) = HIGH_ENTROPY.as_ref() {
+        out = re
+            .replace_all(&out, |caps: &Captures<'_>| {
+                let token = &caps[0];
+                if looks_random(token) {
+                    REDACTED.to_owned()
+                } else {
+                    token.to_owned()
+                }
+            })
+            .into_owned();
+    }
+    out
+}
+
+/// Mixed case and digits with a high per-character Shannon entropy: a generated key, not a word,
+/// an identifier or a hex digest.
+fn looks_random(token: &str) -> bool {
+    let has = |f: fn(&char) -> bool| token.chars().any(|c| f(&c));
+    if !(has(char::is_ascii_uppercase)
+        && has(char::is_ascii_lowercase)
+        && has(char::is_ascii_digit))
+    {
+        return false;
+    }
+    let mut counts = [0u32; 128];
+    for b in token.bytes() {
+        counts[usize::from(b & 0x7f)] += 1;
+    }
+    let len = token.len() as f64;
+    let entropy: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / len;
+            -p * p.log2()
+        })
+        .sum();
+    entropy >= 4.2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: &str) {
+        let scrubber = Scrubber::new(Path::new("/srv/oxydra/alice"));
+        assert_eq!(scrubber.scrub(input), expected, "input {input:?}");
+    }
+
+    #[test]
+    fn all_secret_patterns_compile() {
+        assert_eq!(SECRETS.len(), SECRET_PATTERNS.len());
+        assert!(HIGH_ENTROPY.is_some());
+        assert!(
+            Scrubber::new(Path::new("/srv/oxydra/alice"))
+                .host_paths
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn secrets() {
+        check("key sk-proj-abcdEFGH1234ijklMNOP5678", "key [REDACTED]");
+        check(
+            "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv done",
+            "[REDACTED] done",
+        );
+        check(
+            "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "token [REDACTED]",
+        );
+        check("xoxb-1234567890-abcdefghij", "[REDACTED]");
+        check("aws AKIAIOSFODNN7EXAMPLE.", "aws [REDACTED].");
+        check(
+            "Authorization: Bearer abc.def-ghi_jkl.mnopqrst",
+            "Authorization: Bearer [REDACTED]",
+        );
+        check(
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "jwt [REDACTED]",
+        );
+        check("db password=hunter22 ok", "db password=[REDACTED] ok");
+        check(
+            r#"{"api_key": "abc123xyz"}"#,
+            r#"{"api_key": "[REDACTED]"}"#,
+        );
+        check(
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\nafter",
+            "[REDACTED PRIVATE KEY]\nafter",
+        );
+        check(
+            "secret Zk3q9XvB2mLp7RtY4wNc8HdJ6sFa1GuE end",
+            "secret [REDACTED] end",
+        );
+    }
+
+    #[test]
+    fn ordinary_text_is_kept() {
+        for text in [
+            "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f",
+            "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+            "ThisIsAVeryLongIdentifierNameForTests",
+            "the basic understanding of a bearer bond",
+            "GET /api/v1/users and /usr/bin/python3 and /etc/hosts",
+            "see https://example.com/home/page",
+            "max tokens: 4096",
+        ] {
+            check(text, text);
+        }
+    }
+
+    #[test]
+    fn host_paths() {
+        check("/srv/oxydra/alice/shared/notes.md", "shared/notes.md");
+        check(
+            "open '/srv/oxydra/alice/vault/key': denied",
+            "open 'vault/key': denied",
+        );
+        check("root is /srv/oxydra/alice", "root is <workspace>");
+        check("root is /srv/oxydra/alice.", "root is <workspace>.");
+        check("other /srv/oxydra/alice2/shared/x", "other <host path>");
+        check(
+            "user dir /home/bob/project/main.rs:12",
+            "user dir <host path>:12",
+        );
+        check("(/tmp/build-1234/out.txt)", "(<host path>)");
+        check("mac /Users/carol/x", "mac <host path>");
+    }
+}
