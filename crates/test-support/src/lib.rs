@@ -1,1 +1,20 @@
-//! Test support. (Being built: see docs/ARCHITECTURE.md.)
+//! Test fixtures shared by every crate's tests.
+//!
+//! The centrepiece is [`ScriptedLlm`]: a real HTTP server on `127.0.0.1:0` that speaks both LLM wire
+//! formats (OpenAI Chat Completions and Anthropic Messages, JSON and SSE streaming), answers from a
+//! queue of [`ScriptedReply`]s or a responder closure, and records every request for assertions.
+//! [`ScriptedLlm::openai_config`] and [`ScriptedLlm::anthropic_config`] build `ProviderConfig`s
+//! pointing at it.
+//!
+//! It depends on `types` and HTTP libraries only — never on `provider` or any product crate — so
+//! every crate can use it. It is a dev-dependency only.
+//!
+//! Modules:
+//! - `llm` — the scripted server (`script`, `server`, `wire`, `recorded`, `config`)
+
+mod llm;
+
+pub use llm::{
+    RecordedRequest, Responder, SCRIPTED_MODEL, ScriptedLlm, ScriptedMessage, ScriptedReply,
+    ScriptedToolCall, WireFormat,
+};

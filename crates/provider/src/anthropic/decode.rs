@@ -148,10 +148,12 @@ pub(crate) fn events_from_json(reply: &Value) -> Result<Vec<StreamEvent>, Provid
                     id: block["id"].as_str().unwrap_or_default().to_owned(),
                     name: block["name"].as_str().unwrap_or_default().to_owned(),
                 });
-                out.push(StreamEvent::ToolCallArgsDelta {
-                    index,
-                    fragment: block["input"].to_string(),
-                });
+                // Some servers pass malformed arguments through as a string: keep it raw.
+                let fragment = match &block["input"] {
+                    Value::String(raw) => raw.clone(),
+                    input => input.to_string(),
+                };
+                out.push(StreamEvent::ToolCallArgsDelta { index, fragment });
                 index += 1;
             }
             _ => {}
