@@ -48,6 +48,10 @@ pub(crate) fn fuse(
     let total = wv + wf;
     let mut fused: HashMap<i64, f64> = HashMap::new();
     for (leg, weight) in [(vector, wv), (fts, wf)] {
+        // A leg weighted 0 is switched off: its candidates do not become hits.
+        if weight == 0.0 {
+            continue;
+        }
         for (id, score) in normalize(fusion, leg) {
             *fused.entry(id).or_default() += weight * score / total;
         }
@@ -57,7 +61,8 @@ pub(crate) fn fuse(
     out
 }
 
-fn sanitize(weights: Weights) -> (f64, f64) {
+/// Usable weights: non-finite or negative count as 0; both 0 count as equal.
+pub(crate) fn sanitize(weights: Weights) -> (f64, f64) {
     let clean = |w: f64| if w.is_finite() && w > 0.0 { w } else { 0.0 };
     let (v, f) = (clean(weights.vector), clean(weights.fts));
     if v + f > 0.0 { (v, f) } else { (1.0, 1.0) }
@@ -124,5 +129,7 @@ mod tests {
     fn weights_are_sanitized() {
         let got = fuse(Fusion::MinMax, Weights { vector: f64::NAN, fts: 0.0 }, &[(1, 0.5)], &[(2, 1.0)]);
         assert_eq!(got, [(1, 0.5), (2, 0.5)]);
+        let keywords_only = fuse(Fusion::MinMax, Weights { vector: 0.0, fts: 1.0 }, &[(1, 0.5)], &[(2, 1.0)]);
+        assert_eq!(keywords_only, [(2, 1.0)]);
     }
 }

@@ -14,7 +14,7 @@ use types::{NoteId, SessionId};
 
 use crate::error::MemoryError;
 use crate::fts::match_expression;
-use crate::fusion::fuse;
+use crate::fusion::{fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
 use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
 use crate::sessions::from_sql_seq;
@@ -37,7 +37,9 @@ impl MemoryStore {
         // Several chunks can belong to one note, so each leg brings more candidates than hits.
         let candidates = (top_k * 10).clamp(50, 1000);
 
-        let query_vector = self.embed_query(&query.text).await;
+        let (vector_weight, fts_weight) = sanitize(query.weights);
+        let query_vector =
+            if vector_weight > 0.0 { self.embed_query(&query.text).await } else { None };
         let allowed = if query.filters.is_empty() {
             None
         } else {
@@ -46,7 +48,7 @@ impl MemoryStore {
         };
 
         let fts_leg = async {
-            match match_expression(&query.text) {
+            match match_expression(&query.text).filter(|_| fts_weight > 0.0) {
                 Some(expr) => {
                     let (sessions, filters) = (sessions.clone(), query.filters.clone());
                     self.read(move |conn| keyword_leg(conn, expr, sessions, filters, candidates)).await
