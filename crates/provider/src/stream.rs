@@ -33,7 +33,6 @@ struct Pump<D> {
     ended: bool,
     idle: std::time::Duration,
     base_url: String,
-    timeout_error: ProviderError,
 }
 
 pub(crate) fn events<D: Decoder>(
@@ -49,7 +48,6 @@ pub(crate) fn events<D: Decoder>(
         ended: false,
         idle: transport.idle_timeout,
         base_url: transport.base_url.clone(),
-        timeout_error: transport.timeout(TimeoutPhase::StreamIdle, transport.idle_timeout),
     };
     futures::stream::unfold(pump, |mut pump| async move {
         let item = pump.next().await?;
@@ -74,9 +72,11 @@ impl<D: Decoder> Pump<D> {
             match tokio::time::timeout(self.idle, self.bytes.next()).await {
                 Err(_) => {
                     self.ended = true;
-                    let err =
-                        std::mem::replace(&mut self.timeout_error, ProviderError::bad_response(""));
-                    return Some(Err(err));
+                    return Some(Err(ProviderError::Timeout {
+                        phase: TimeoutPhase::StreamIdle,
+                        base_url: self.base_url.clone(),
+                        after: self.idle,
+                    }));
                 }
                 Ok(Some(Err(e))) => {
                     self.ended = true;

@@ -157,7 +157,7 @@ impl Transport {
     }
 
     pub fn map_error(&self, e: reqwest::Error) -> ProviderError {
-        if e.is_timeout() {
+        if e.is_timeout() && !e.is_connect() {
             self.timeout(TimeoutPhase::Response, self.request_timeout)
         } else if e.is_body() || e.is_decode() {
             self.interrupted(root_cause(&e), Some(e))
