@@ -30,13 +30,17 @@ struct State {
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
         // The state holds no invariants a panic could break; recover from poisoning.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
 impl fmt::Debug for CancellationToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CancellationToken").field("cancelled", &self.is_cancelled()).finish()
+        f.debug_struct("CancellationToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
     }
 }
 
@@ -52,7 +56,10 @@ impl CancellationToken {
         }
         let (wakers, children) = {
             let mut state = self.inner.state();
-            (std::mem::take(&mut state.wakers), std::mem::take(&mut state.children))
+            (
+                std::mem::take(&mut state.wakers),
+                std::mem::take(&mut state.children),
+            )
         };
         for (_, waker) in wakers {
             waker.wake();
@@ -70,7 +77,9 @@ impl CancellationToken {
             drop(state);
             child.cancel();
         } else {
-            state.children.retain(|c| !c.is_cancelled() && Arc::strong_count(&c.inner) > 1);
+            state
+                .children
+                .retain(|c| !c.is_cancelled() && Arc::strong_count(&c.inner) > 1);
             state.children.push(child.clone());
         }
         child
@@ -78,7 +87,10 @@ impl CancellationToken {
 
     /// Resolves once the token is cancelled.
     pub fn cancelled(&self) -> Cancelled {
-        Cancelled { token: self.clone(), key: None }
+        Cancelled {
+            token: self.clone(),
+            key: None,
+        }
     }
 }
 

@@ -11,7 +11,9 @@ pub enum IdError {
     Empty { kind: &'static str },
     #[error("{kind} is longer than {max} bytes")]
     TooLong { kind: &'static str, max: usize },
-    #[error("{kind} may only contain letters, digits, '-', '_', '.' and '@', and must not start with '.'")]
+    #[error(
+        "{kind} may only contain letters, digits, '-', '_', '.' and '@', and must not start with '.'"
+    )]
     BadCharacters { kind: &'static str },
     #[error("{kind} must not contain control characters")]
     ControlCharacters { kind: &'static str },
@@ -93,7 +95,10 @@ impl UserId {
             return Err(IdError::Empty { kind: KIND });
         }
         if value.len() > Self::MAX_LEN {
-            return Err(IdError::TooLong { kind: KIND, max: Self::MAX_LEN });
+            return Err(IdError::TooLong {
+                kind: KIND,
+                max: Self::MAX_LEN,
+            });
         }
         let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@');
         if value.starts_with('.') || !value.chars().all(allowed) {
@@ -183,7 +188,18 @@ mod tests {
         for good in ["alice", "bob-2", "a.b_c@d", "A1"] {
             check_user(good, true);
         }
-        for bad in ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "x\0", "ü", &"a".repeat(65)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "a b",
+            "x\0",
+            "ü",
+            &"a".repeat(65),
+        ] {
             check_user(bad, false);
         }
     }
@@ -192,7 +208,14 @@ mod tests {
     fn note_ids() {
         let id = NoteId::parse("note-3F2B5C1E-8d4a-4b6f-9c2d-1a2b3c4d5e6f").unwrap();
         assert_eq!(id.as_str(), "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f");
-        for bad in ["", "note-", "3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f", "note-xyz", "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6", "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6g"] {
+        for bad in [
+            "",
+            "note-",
+            "3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f",
+            "note-xyz",
+            "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6",
+            "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6g",
+        ] {
             assert_eq!(NoteId::parse(bad), Err(IdError::BadNoteId), "{bad:?}");
         }
     }

@@ -46,7 +46,12 @@ pub struct Message {
 
 impl Message {
     fn text(role: Role, text: impl Into<String>) -> Self {
-        Self { role, content: Some(text.into()), tool_calls: Vec::new(), tool_call_id: None }
+        Self {
+            role,
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
     }
 
     pub fn system(text: impl Into<String>) -> Self {
@@ -63,7 +68,12 @@ impl Message {
 
     /// An assistant message that requests tool calls (with optional accompanying text).
     pub fn assistant_tool_calls(text: Option<String>, calls: Vec<ToolCall>) -> Self {
-        Self { role: Role::Assistant, content: text, tool_calls: calls, tool_call_id: None }
+        Self {
+            role: Role::Assistant,
+            content: text,
+            tool_calls: calls,
+            tool_call_id: None,
+        }
     }
 
     /// The result of one tool call, fed back to the model.
@@ -106,7 +116,8 @@ mod tests {
             serde_json::to_value(&m).unwrap(),
             serde_json::json!({"role": "tool", "content": "ok", "tool_call_id": "call_1"})
         );
-        let back: Message = serde_json::from_value(serde_json::json!({"role": "user", "content": "hi"})).unwrap();
+        let back: Message =
+            serde_json::from_value(serde_json::json!({"role": "user", "content": "hi"})).unwrap();
         assert_eq!(back, Message::user("hi"));
     }
 }

@@ -107,7 +107,10 @@ mod tests {
     fn layout() {
         let user = crate::UserId::parse("alice").unwrap();
         let ws = WorkspacePaths::for_user(Path::new("/srv/oxydra"), &user);
-        assert_eq!(ws.default_memory_db(), PathBuf::from("/srv/oxydra/alice/.oxydra/memory.db"));
+        assert_eq!(
+            ws.default_memory_db(),
+            PathBuf::from("/srv/oxydra/alice/.oxydra/memory.db")
+        );
         assert_eq!(ws.vault(), PathBuf::from("/srv/oxydra/alice/vault"));
         for d in WorkspaceDir::ALL {
             assert_eq!(WorkspaceDir::from_name(d.name()), Some(d));

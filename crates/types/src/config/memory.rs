@@ -19,7 +19,11 @@ pub enum DbPath {
 
 impl From<String> for DbPath {
     fn from(value: String) -> Self {
-        if value.is_empty() || value == "auto" { DbPath::Auto } else { DbPath::Path(value.into()) }
+        if value.is_empty() || value == "auto" {
+            DbPath::Auto
+        } else {
+            DbPath::Path(value.into())
+        }
     }
 }
 
@@ -78,7 +82,9 @@ impl Default for MemoryConfig {
 impl MemoryConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(url) = &self.remote_url {
-            let ok = ["libsql://", "http://", "https://"].iter().any(|s| url.starts_with(s));
+            let ok = ["libsql://", "http://", "https://"]
+                .iter()
+                .any(|s| url.starts_with(s));
             if !ok {
                 return Err(ConfigError::new(
                     "memory.remote_url",
@@ -140,13 +146,11 @@ impl EmbeddingConfig {
     pub const DEFAULT_HASH_DIMENSIONS: usize = 256;
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(d) = self.dimensions {
-            if !(8..=8192).contains(&d) {
-                return Err(ConfigError::new(
-                    "memory.embedding.dimensions",
-                    "must be between 8 and 8192",
-                ));
-            }
+        if self.dimensions.is_some_and(|d| !(8..=8192).contains(&d)) {
+            return Err(ConfigError::new(
+                "memory.embedding.dimensions",
+                "must be between 8 and 8192",
+            ));
         }
         if self.batch_size == 0 || self.batch_size > 2048 {
             return Err(ConfigError::new(
@@ -192,7 +196,11 @@ pub struct RetrievalConfig {
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        Self { top_k: 5, vector_weight: 0.7, fts_weight: 0.3 }
+        Self {
+            top_k: 5,
+            vector_weight: 0.7,
+            fts_weight: 0.3,
+        }
     }
 }
 
@@ -201,11 +209,15 @@ impl RetrievalConfig {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.top_k == 0 || self.top_k > Self::MAX_TOP_K {
-            return Err(ConfigError::new("retrieval.top_k", "must be between 1 and 100"));
+            return Err(ConfigError::new(
+                "retrieval.top_k",
+                "must be between 1 and 100",
+            ));
         }
-        for (name, w) in
-            [("retrieval.vector_weight", self.vector_weight), ("retrieval.fts_weight", self.fts_weight)]
-        {
+        for (name, w) in [
+            ("retrieval.vector_weight", self.vector_weight),
+            ("retrieval.fts_weight", self.fts_weight),
+        ] {
             if !w.is_finite() || w < 0.0 {
                 return Err(ConfigError::new(name, "must be a finite number >= 0"));
             }
@@ -227,7 +239,10 @@ pub(crate) fn validate_env_name(setting: &'static str, name: &str) -> Result<(),
     if ok {
         Ok(())
     } else {
-        Err(ConfigError::new(setting, "must be an environment variable name like MY_API_KEY"))
+        Err(ConfigError::new(
+            setting,
+            "must be an environment variable name like MY_API_KEY",
+        ))
     }
 }
 
@@ -239,7 +254,11 @@ mod tests {
     fn db_path_resolution() {
         let root = Path::new("/srv/w/alice");
         let check = |raw: &str, expected: &str| {
-            assert_eq!(DbPath::from(raw.to_owned()).resolve(root), PathBuf::from(expected), "{raw}");
+            assert_eq!(
+                DbPath::from(raw.to_owned()).resolve(root),
+                PathBuf::from(expected),
+                "{raw}"
+            );
         };
         check("auto", "/srv/w/alice/.oxydra/memory.db");
         check("", "/srv/w/alice/.oxydra/memory.db");
@@ -250,7 +269,11 @@ mod tests {
     #[test]
     fn retrieval_validation() {
         let check = |top_k, v, f, ok: bool| {
-            let cfg = RetrievalConfig { top_k, vector_weight: v, fts_weight: f };
+            let cfg = RetrievalConfig {
+                top_k,
+                vector_weight: v,
+                fts_weight: f,
+            };
             assert_eq!(cfg.validate().is_ok(), ok, "{cfg:?}");
         };
         check(5, 0.7, 0.3, true);
@@ -264,8 +287,14 @@ mod tests {
 
     #[test]
     fn embedding_validation() {
-        let openai = EmbeddingConfig { backend: EmbeddingBackend::Openai, ..Default::default() };
-        assert_eq!(openai.validate().unwrap_err().setting, "memory.embedding.base_url");
+        let openai = EmbeddingConfig {
+            backend: EmbeddingBackend::Openai,
+            ..Default::default()
+        };
+        assert_eq!(
+            openai.validate().unwrap_err().setting,
+            "memory.embedding.base_url"
+        );
         let ok = EmbeddingConfig {
             base_url: Some("http://127.0.0.1:11434/v1".into()),
             model: Some("nomic-embed-text".into()),

@@ -20,7 +20,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn new(setting: &'static str, problem: impl Into<String>) -> Self {
-        Self { setting, problem: problem.into() }
+        Self {
+            setting,
+            problem: problem.into(),
+        }
     }
 }
 

@@ -54,19 +54,31 @@ impl Default for ProviderConfig {
 impl ProviderConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(ConfigError::new("provider.base_url", "must start with http:// or https://"));
+            return Err(ConfigError::new(
+                "provider.base_url",
+                "must start with http:// or https://",
+            ));
         }
         if self.model.trim().is_empty() {
-            return Err(ConfigError::new("provider.model", "must name a model, e.g. gpt-4o-mini"));
+            return Err(ConfigError::new(
+                "provider.model",
+                "must name a model, e.g. gpt-4o-mini",
+            ));
         }
         if let Some(var) = &self.api_key_env {
             validate_env_name("provider.api_key_env", var)?;
         }
         if self.request_timeout_secs == 0 {
-            return Err(ConfigError::new("provider.request_timeout_secs", "must be at least 1"));
+            return Err(ConfigError::new(
+                "provider.request_timeout_secs",
+                "must be at least 1",
+            ));
         }
         if self.context_window < 1024 {
-            return Err(ConfigError::new("provider.context_window", "must be at least 1024 tokens"));
+            return Err(ConfigError::new(
+                "provider.context_window",
+                "must be at least 1024 tokens",
+            ));
         }
         if self.max_output_tokens == 0 || self.max_output_tokens >= self.context_window {
             return Err(ConfigError::new(
