@@ -62,6 +62,7 @@ impl Tool for FileEdit {
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let args: Args = parse(args)?;
         let path = check_path(&args.path, Access::Write)?;
+        path.require_file()?;
         let root = ctx.workspace.root.clone();
         blocking(move || {
             let ws = Workspace::open(&root)?;

@@ -59,6 +59,7 @@ impl Tool for FileWrite {
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let args: Args = parse(args)?;
         let path = check_path(&args.path, Access::Write)?;
+        path.require_file()?;
         if args.content.len() as u64 > MAX_FILE_BYTES {
             return Err(ToolError::invalid(
                 "content",

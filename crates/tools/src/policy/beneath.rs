@@ -63,6 +63,7 @@ impl Workspace {
     /// A regular file opened for reading, with its metadata. FIFOs, devices and sockets are
     /// refused (opened non-blocking so a FIFO cannot hang the call).
     pub fn open_file(&self, path: &SafePath) -> Result<(File, Stat), ToolError> {
+        path.require_file()?;
         let fd = self
             .resolve(path, OFlags::RDONLY | OFlags::NONBLOCK)
             .map_err(|e| map_errno(e, path))?;
@@ -147,6 +148,9 @@ impl Workspace {
                     // A concurrent rename can make the kernel ask for a retry.
                     Err(Errno::AGAIN) if attempts < 3 => attempts += 1,
                     Err(Errno::NOSYS) => break,
+                    // `O_DIRECTORY | O_NOFOLLOW` on a link reports ENOTDIR; the walk tells the
+                    // two apart (same checks, so no weaker).
+                    Err(Errno::NOTDIR) => break,
                     result => return result,
                 }
             }
@@ -167,13 +171,21 @@ fn walk(root: BorrowedFd<'_>, names: &[&str], flags: OFlags) -> Result<OwnedFd, 
         current = Some(open_dir_at(base, name)?);
     }
     let base = current.as_ref().map_or(root, AsFd::as_fd);
-    rfs::openat(base, *last, flags, Mode::empty())
+    rfs::openat(base, *last, flags, Mode::empty()).map_err(|e| link_or(e, base, last))
 }
 
 /// Opens one plain name in `dir` as a directory, refusing a symlink.
 pub(crate) fn open_dir_at(dir: BorrowedFd<'_>, name: &str) -> Result<OwnedFd, Errno> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rfs::openat(dir, name, flags, Mode::empty())
+    rfs::openat(dir, name, flags, Mode::empty()).map_err(|e| link_or(e, dir, name))
+}
+
+/// `ENOTDIR` from an `O_NOFOLLOW` open may mean "that is a link": report links as `ELOOP`.
+fn link_or(e: Errno, dir: BorrowedFd<'_>, name: &str) -> Errno {
+    match (e, type_at(dir, name)) {
+        (Errno::NOTDIR, Ok(Some((FileType::Symlink, _)))) => Errno::LOOP,
+        _ => e,
+    }
 }
 
 /// The type of `name` in `dir`, without following a link (`None` if absent).

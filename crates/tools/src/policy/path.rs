@@ -63,6 +63,8 @@ impl Area {
 pub struct SafePath {
     area: Option<Area>,
     names: Vec<String>,
+    /// Written with a trailing `/` (or `/.`): the caller means a directory.
+    dir_syntax: bool,
 }
 
 impl SafePath {
@@ -71,6 +73,7 @@ impl SafePath {
         Self {
             area: None,
             names: Vec::new(),
+            dir_syntax: false,
         }
     }
 
@@ -96,6 +99,7 @@ impl SafePath {
                 Some(Self {
                     area: Some(area),
                     names: Vec::new(),
+                    dir_syntax: false,
                 })
             }
             Some(area) => {
@@ -104,6 +108,7 @@ impl SafePath {
                 Some(Self {
                     area: Some(area),
                     names,
+                    dir_syntax: false,
                 })
             }
         }
@@ -116,9 +121,24 @@ impl SafePath {
             Self {
                 area: self.area,
                 names: parent.to_vec(),
+                dir_syntax: true,
             },
             last.as_str(),
         ))
+    }
+
+    /// Refuses a path written like a directory (`shared/notes.md/`) where a file is meant.
+    pub fn require_file(&self) -> Result<(), ToolError> {
+        if self.dir_syntax || self.names.is_empty() {
+            return Err(ToolError::invalid(
+                "path",
+                format!(
+                    "a file path like shared/notes.md, got the directory form `{}/`",
+                    self.display()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Workspace-relative form without trailing slash: `shared/a/b.md`, `shared`, or `.`.
@@ -234,6 +254,7 @@ pub fn check_path(raw: &str, access: Access) -> Result<SafePath, ToolError> {
     Ok(SafePath {
         area: Some(area),
         names: rest.iter().map(|s| (*s).to_owned()).collect(),
+        dir_syntax: raw.ends_with('/') || raw.ends_with("/."),
     })
 }
 
