@@ -1,7 +1,7 @@
 //! Fusing the vector and keyword legs into one score in `0..=1`.
 //!
-//! Each leg's raw scores (cosine for vectors, negated BM25 for keywords) are first normalized per
-//! query to `0..=1` by the chosen [`Fusion`]; the fused score is the weighted sum divided by the sum of
+//! Each leg's raw scores (cosine for vectors, negated BM25 for keywords) are first brought to
+//! `0..=1` by the chosen [`Fusion`]; the fused score is the weighted sum divided by the sum of
 //! the weights. A chunk missing from a leg scores 0 in it. An empty leg contributes nothing (its weight
 //! still counts, so a hit found by both legs outranks one found by a single leg). A flat leg (all its
 //! scores equal, which includes a single candidate) gives each of its members 1, the same as the best
@@ -28,8 +28,13 @@ impl Default for Weights {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Fusion {
-    /// `(s - min) / (max - min)` over the leg's candidates; a flat leg gives 1.
+    /// The default. Vector leg: the cosine itself (already on an absolute `0..=1` scale for
+    /// matches, so a weak semantic match stays weak); keyword leg: BM25 divided by the leg's best.
+    /// Min-max on the vector leg stretches tiny cosine differences over the whole range and lets a
+    /// barely related chunk outrank an exact keyword match.
     #[default]
+    RawCosine,
+    /// `(s - min) / (max - min)` per leg over the query's candidates; a flat leg gives 1.
     MinMax,
     /// `s / max` over the leg's candidates (raw scores are ≥ 0): keeps the gaps' proportions.
     MaxNorm,
@@ -47,12 +52,19 @@ pub(crate) fn fuse(
     let (wv, wf) = sanitize(weights);
     let total = wv + wf;
     let mut fused: HashMap<i64, f64> = HashMap::new();
-    for (leg, weight) in [(vector, wv), (fts, wf)] {
+    for (leg, weight, is_vector) in [(vector, wv, true), (fts, wf, false)] {
         // A leg weighted 0 is switched off: its candidates do not become hits.
         if weight == 0.0 {
             continue;
         }
-        for (id, score) in normalize(fusion, leg) {
+        let normalized = match fusion {
+            Fusion::RawCosine if is_vector => {
+                leg.iter().filter(|(_, s)| s.is_finite()).map(|&(id, s)| (id, s.clamp(0.0, 1.0))).collect()
+            }
+            Fusion::RawCosine => normalize(Fusion::MaxNorm, leg),
+            other => normalize(other, leg),
+        };
+        for (id, score) in normalized {
             *fused.entry(id).or_default() += weight * score / total;
         }
     }
@@ -81,8 +93,8 @@ fn normalize(fusion: Fusion, leg: &[(i64, f64)]) -> Vec<(i64, f64)> {
             let n = match fusion {
                 Fusion::MinMax if flat => 1.0,
                 Fusion::MinMax => (s - min) / (max - min),
-                Fusion::MaxNorm if max > 0.0 => (s / max).max(0.0),
-                Fusion::MaxNorm => 0.0,
+                Fusion::MaxNorm | Fusion::RawCosine if max > 0.0 => (s / max).max(0.0),
+                Fusion::MaxNorm | Fusion::RawCosine => 0.0,
                 Fusion::Rrf { k } => {
                     let k = if k.is_finite() && k >= 0.0 { k } else { 60.0 };
                     (k + 1.0) / (k + 1.0 + rank as f64)
@@ -117,6 +129,14 @@ mod tests {
         check(m, &[(1, 0.9), (2, 0.3)], &[], &[(1, 0.7), (2, 0.0)]);
         // Flat legs: every member counts as the leg's best.
         check(m, &[(1, 0.4)], &[(1, 2.0), (2, 2.0)], &[(1, 1.0), (2, 0.3)]);
+    }
+
+    #[test]
+    fn raw_cosine() {
+        let r = Fusion::RawCosine;
+        check(r, &[(1, 0.2), (2, 0.1)], &[(2, 6.0), (3, 3.0)], &[(2, 0.37), (3, 0.15), (1, 0.14)]);
+        // A flat vector leg keeps its absolute level.
+        check(r, &[(1, 0.05)], &[], &[(1, 0.035)]);
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl QueryFilters {
 }
 
 /// Where a hit comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HitSource {
     /// A note saved with `memory_save` (session `memory:{user}`).
