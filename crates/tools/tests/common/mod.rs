@@ -4,6 +4,10 @@
     dead_code,
     reason = "each test binary uses a different subset of the fixture"
 )]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a fixture that cannot be built should fail the test"
+)]
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
