@@ -48,7 +48,8 @@ fn sentences(text: &str) -> Vec<&str> {
         let boundary = if c.is_whitespace() {
             let paragraph = c == '\n' && prev_newline;
             let after_sentence = prev_end_mark;
-            prev_newline = c == '\n' || (prev_newline && c.is_whitespace() && c != '\n');
+            // Spaces between two newlines still make a blank line.
+            prev_newline = c == '\n' || prev_newline;
             after_sentence || paragraph
         } else {
             prev_newline = false;
@@ -107,7 +108,11 @@ fn pack(pieces: &[&str]) -> Vec<String> {
     let mut has_new = false;
     for &piece in pieces {
         let len = char_len(piece);
-        let joined = if current.is_empty() { len } else { current_len + 1 + len };
+        let joined = if current.is_empty() {
+            len
+        } else {
+            current_len + 1 + len
+        };
         if joined > CHUNK_CHARS && has_new {
             chunks.push(current.join(" "));
             let last = current.last().copied().unwrap_or_default();
@@ -122,7 +127,11 @@ fn pack(pieces: &[&str]) -> Vec<String> {
             current.clear();
             current_len = 0;
         }
-        current_len = if current.is_empty() { len } else { current_len + 1 + len };
+        current_len = if current.is_empty() {
+            len
+        } else {
+            current_len + 1 + len
+        };
         current.push(piece);
         has_new = true;
     }
@@ -153,9 +162,18 @@ mod tests {
     #[test]
     fn sentence_splitting() {
         let s = sentences;
-        assert_eq!(s("One. Two! Three? Four"), ["One.", "Two!", "Three?", "Four"]);
-        assert_eq!(s("Version 1.2 is out. Yes."), ["Version 1.2 is out.", "Yes."]);
-        assert_eq!(s("He said \"hi.\" Then left."), ["He said \"hi.\"", "Then left."]);
+        assert_eq!(
+            s("One. Two! Three? Four"),
+            ["One.", "Two!", "Three?", "Four"]
+        );
+        assert_eq!(
+            s("Version 1.2 is out. Yes."),
+            ["Version 1.2 is out.", "Yes."]
+        );
+        assert_eq!(
+            s("He said \"hi.\" Then left."),
+            ["He said \"hi.\"", "Then left."]
+        );
         assert_eq!(s("para one\n\npara two"), ["para one", "para two"]);
         assert_eq!(s("line one\nline two"), ["line one\nline two"]);
     }
@@ -172,7 +190,10 @@ mod tests {
         }
         for pair in chunks.windows(2) {
             let last_sentence = pair[0].rsplit(". ").next().unwrap_or_default();
-            assert!(pair[1].starts_with(last_sentence), "no overlap between {pair:?}");
+            assert!(
+                pair[1].starts_with(last_sentence),
+                "no overlap between {pair:?}"
+            );
         }
         for s in &text {
             assert!(chunks.iter().any(|c| c.contains(s.as_str())), "lost {s:?}");
@@ -187,10 +208,16 @@ mod tests {
         assert!(chunks.len() >= 4);
         for c in &chunks {
             assert!(char_len(c) <= CHUNK_CHARS);
-            assert!(c.starts_with('ü') && c.ends_with('é'), "cut inside a word: {c:?}");
+            assert!(
+                c.starts_with('ü') && c.ends_with('é'),
+                "cut inside a word: {c:?}"
+            );
         }
         let no_spaces = "x".repeat(2000);
         let chunks = chunk_text(&no_spaces);
-        assert_eq!(chunks.iter().map(|c| char_len(c)).collect::<Vec<_>>(), [800, 800, 400]);
+        assert_eq!(
+            chunks.iter().map(|c| char_len(c)).collect::<Vec<_>>(),
+            [800, 800, 400]
+        );
     }
 }

@@ -57,7 +57,10 @@ pub enum MemoryError {
 impl MemoryError {
     /// The thing asked for does not exist (a note or a session); nothing was changed.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_))
+        matches!(
+            self,
+            MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_)
+        )
     }
 
     /// The caller's input was rejected; retrying the same call will fail again.
@@ -94,7 +97,10 @@ impl MemoryError {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        move |e| MemoryError::Corrupt { what, source: Some(Box::new(e)) }
+        move |e| MemoryError::Corrupt {
+            what,
+            source: Some(Box::new(e)),
+        }
     }
 }
 

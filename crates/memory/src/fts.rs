@@ -49,8 +49,10 @@ pub fn match_expression(query: &str) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    let quoted: Vec<String> =
-        terms.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).collect();
+    let quoted: Vec<String> = terms
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
     Some(quoted.join(" OR "))
 }
 
@@ -59,16 +61,29 @@ mod tests {
     use super::*;
 
     fn check(query: &str, expected: Option<&str>) {
-        assert_eq!(match_expression(query).as_deref(), expected, "query {query:?}");
+        assert_eq!(
+            match_expression(query).as_deref(),
+            expected,
+            "query {query:?}"
+        );
     }
 
     #[test]
     fn expressions() {
         check("favourite tea", Some("\"favourite\" OR \"tea\""));
-        check("What is the user's NAME?", Some("\"user\" OR \"s\" OR \"name\""));
+        check(
+            "What is the user's NAME?",
+            Some("\"user\" OR \"s\" OR \"name\""),
+        );
         check("NEAR(a b)", Some("\"near\" OR \"b\""));
-        check("title:secret* ^start -x", Some("\"title\" OR \"secret\" OR \"start\" OR \"x\""));
-        check("'; DROP TABLE notes; --", Some("\"drop\" OR \"table\" OR \"notes\""));
+        check(
+            "title:secret* ^start -x",
+            Some("\"title\" OR \"secret\" OR \"start\" OR \"x\""),
+        );
+        check(
+            "'; DROP TABLE notes; --",
+            Some("\"drop\" OR \"table\" OR \"notes\""),
+        );
         check("tea tea TEA", Some("\"tea\""));
         check("café ☕", Some("\"café\""));
         check("", None);

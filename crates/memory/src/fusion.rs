@@ -20,7 +20,10 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Self { vector: 0.7, fts: 0.3 }
+        Self {
+            vector: 0.7,
+            fts: 0.3,
+        }
     }
 }
 
@@ -58,9 +61,11 @@ pub(crate) fn fuse(
             continue;
         }
         let normalized = match fusion {
-            Fusion::RawCosine if is_vector => {
-                leg.iter().filter(|(_, s)| s.is_finite()).map(|&(id, s)| (id, s.clamp(0.0, 1.0))).collect()
-            }
+            Fusion::RawCosine if is_vector => leg
+                .iter()
+                .filter(|(_, s)| s.is_finite())
+                .map(|&(id, s)| (id, s.clamp(0.0, 1.0)))
+                .collect(),
             Fusion::RawCosine => normalize(Fusion::MaxNorm, leg),
             other => normalize(other, leg),
         };
@@ -68,7 +73,10 @@ pub(crate) fn fuse(
             *fused.entry(id).or_default() += weight * score / total;
         }
     }
-    let mut out: Vec<(i64, f64)> = fused.into_iter().map(|(id, s)| (id, s.clamp(0.0, 1.0))).collect();
+    let mut out: Vec<(i64, f64)> = fused
+        .into_iter()
+        .map(|(id, s)| (id, s.clamp(0.0, 1.0)))
+        .collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out
 }
@@ -85,7 +93,8 @@ fn normalize(fusion: Fusion, leg: &[(i64, f64)]) -> Vec<(i64, f64)> {
     let scores = leg.iter().map(|(_, s)| *s).filter(|s| s.is_finite());
     let max = scores.clone().fold(f64::NEG_INFINITY, f64::max);
     let min = scores.fold(f64::INFINITY, f64::min);
-    let flat = !(max - min > f64::EPSILON * max.abs().max(1.0));
+    // Empty legs have max < min; they are "flat" too but have no members to score.
+    let flat = max - min <= f64::EPSILON * max.abs().max(1.0) || max < min;
     leg.iter()
         .enumerate()
         .filter(|(_, (_, s))| s.is_finite())
@@ -109,7 +118,10 @@ fn normalize(fusion: Fusion, leg: &[(i64, f64)]) -> Vec<(i64, f64)> {
 mod tests {
     use super::*;
 
-    const W: Weights = Weights { vector: 0.7, fts: 0.3 };
+    const W: Weights = Weights {
+        vector: 0.7,
+        fts: 0.3,
+    };
 
     fn check(fusion: Fusion, vector: &[(i64, f64)], fts: &[(i64, f64)], expected: &[(i64, f64)]) {
         let got = fuse(fusion, W, vector, fts);
@@ -123,7 +135,12 @@ mod tests {
     #[test]
     fn min_max() {
         let m = Fusion::MinMax;
-        check(m, &[(1, 0.9), (2, 0.5)], &[(2, 8.0), (3, 4.0)], &[(1, 0.7), (2, 0.3), (3, 0.0)]);
+        check(
+            m,
+            &[(1, 0.9), (2, 0.5)],
+            &[(2, 8.0), (3, 4.0)],
+            &[(1, 0.7), (2, 0.3), (3, 0.0)],
+        );
         // Empty legs: nothing from them, no NaN.
         check(m, &[], &[], &[]);
         check(m, &[(1, 0.9), (2, 0.3)], &[], &[(1, 0.7), (2, 0.0)]);
@@ -134,22 +151,53 @@ mod tests {
     #[test]
     fn raw_cosine() {
         let r = Fusion::RawCosine;
-        check(r, &[(1, 0.2), (2, 0.1)], &[(2, 6.0), (3, 3.0)], &[(2, 0.37), (3, 0.15), (1, 0.14)]);
+        check(
+            r,
+            &[(1, 0.2), (2, 0.1)],
+            &[(2, 6.0), (3, 3.0)],
+            &[(2, 0.37), (3, 0.15), (1, 0.14)],
+        );
         // A flat vector leg keeps its absolute level.
         check(r, &[(1, 0.05)], &[], &[(1, 0.035)]);
     }
 
     #[test]
     fn max_norm_and_rrf() {
-        check(Fusion::MaxNorm, &[(1, 0.8), (2, 0.4)], &[(2, 5.0)], &[(1, 0.7), (2, 0.65)]);
-        check(Fusion::Rrf { k: 0.0 }, &[(1, 0.9), (2, 0.8)], &[(2, 3.0)], &[(1, 0.7), (2, 0.65)]);
+        check(
+            Fusion::MaxNorm,
+            &[(1, 0.8), (2, 0.4)],
+            &[(2, 5.0)],
+            &[(1, 0.7), (2, 0.65)],
+        );
+        check(
+            Fusion::Rrf { k: 0.0 },
+            &[(1, 0.9), (2, 0.8)],
+            &[(2, 3.0)],
+            &[(1, 0.7), (2, 0.65)],
+        );
     }
 
     #[test]
     fn weights_are_sanitized() {
-        let got = fuse(Fusion::MinMax, Weights { vector: f64::NAN, fts: 0.0 }, &[(1, 0.5)], &[(2, 1.0)]);
+        let got = fuse(
+            Fusion::MinMax,
+            Weights {
+                vector: f64::NAN,
+                fts: 0.0,
+            },
+            &[(1, 0.5)],
+            &[(2, 1.0)],
+        );
         assert_eq!(got, [(1, 0.5), (2, 0.5)]);
-        let keywords_only = fuse(Fusion::MinMax, Weights { vector: 0.0, fts: 1.0 }, &[(1, 0.5)], &[(2, 1.0)]);
+        let keywords_only = fuse(
+            Fusion::MinMax,
+            Weights {
+                vector: 0.0,
+                fts: 1.0,
+            },
+            &[(1, 0.5)],
+            &[(2, 1.0)],
+        );
         assert_eq!(keywords_only, [(2, 1.0)]);
     }
 }

@@ -21,7 +21,11 @@ pub(crate) struct Prepared {
 pub(crate) async fn prepare(embedder: &dyn Embedder, text: &str) -> Result<Prepared, MemoryError> {
     let chunks = chunk_text(text);
     let vectors = embed_checked(embedder, &chunks).await?;
-    Ok(Prepared { chunks, vectors, model_id: embedder.model_id().to_owned() })
+    Ok(Prepared {
+        chunks,
+        vectors,
+        model_id: embedder.model_id().to_owned(),
+    })
 }
 
 /// Embeds `texts` and checks that the embedder kept its promises (count, size, unit length).
@@ -44,7 +48,11 @@ pub(crate) async fn embed_checked(
     let expected = embedder.dimensions();
     for v in &mut vectors {
         if v.len() != expected {
-            return Err(EmbedError::Dimensions { expected, got: v.len() }.into());
+            return Err(EmbedError::Dimensions {
+                expected,
+                got: v.len(),
+            }
+            .into());
         }
         normalize(v);
     }
@@ -104,7 +112,10 @@ pub(crate) async fn insert_chunks(
             .next()
             .await
             .map_err(MemoryError::db("indexing text"))?
-            .ok_or(MemoryError::Corrupt { what: "chunk id", source: None })?;
+            .ok_or(MemoryError::Corrupt {
+                what: "chunk id",
+                source: None,
+            })?;
         let chunk_id: i64 = row.get(0).map_err(MemoryError::db("indexing text"))?;
         drop(rows);
         insert_vector(conn, chunk_id, &prepared.model_id, vector).await?;
@@ -148,9 +159,18 @@ pub(crate) async fn delete_event(
         )
         .await
         .map_err(MemoryError::db("removing indexed text"))?;
-    while let Some(row) = rows.next().await.map_err(MemoryError::db("removing indexed text"))? {
-        let chunk_id: i64 = row.get(0).map_err(MemoryError::db("removing indexed text"))?;
-        changes.push(IndexChange::Remove { session: event.session.to_owned(), chunk_id });
+    while let Some(row) = rows
+        .next()
+        .await
+        .map_err(MemoryError::db("removing indexed text"))?
+    {
+        let chunk_id: i64 = row
+            .get(0)
+            .map_err(MemoryError::db("removing indexed text"))?;
+        changes.push(IndexChange::Remove {
+            session: event.session.to_owned(),
+            chunk_id,
+        });
     }
     drop(rows);
     for sql in [
@@ -172,7 +192,7 @@ pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
 }
 
 pub(crate) fn blob_to_vector(blob: &[u8]) -> Option<Vec<f32>> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return None;
     }
     Some(

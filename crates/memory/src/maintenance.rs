@@ -51,6 +51,15 @@ impl MemoryStore {
             })
             .await?;
         let [notes, sessions, events, chunks, vectors, db_bytes] = counts;
-        Ok(StoreStats { notes, sessions, events, chunks, vectors, indexed_vectors, model_id: model, db_bytes })
+        Ok(StoreStats {
+            notes,
+            sessions,
+            events,
+            chunks,
+            vectors,
+            indexed_vectors,
+            model_id: model,
+            db_bytes,
+        })
     }
 }

@@ -114,24 +114,39 @@ pub(crate) async fn migrate(conn: &Connection) -> Result<usize, MemoryError> {
         // Checked inside the write transaction: a second process opening at the same time waits
         // for the first and then sees the migration as done.
         let mut rows = tx
-            .query("SELECT 1 FROM schema_migrations WHERE version = ?1", [migration.version])
+            .query(
+                "SELECT 1 FROM schema_migrations WHERE version = ?1",
+                [migration.version],
+            )
             .await
             .map_err(MemoryError::db("reading applied migrations"))?;
-        let done = rows.next().await.map_err(MemoryError::db("reading applied migrations"))?;
+        let done = rows
+            .next()
+            .await
+            .map_err(MemoryError::db("reading applied migrations"))?;
         drop(rows);
         if done.is_some() {
-            tx.rollback().await.map_err(MemoryError::db("finishing a migration"))?;
+            tx.rollback()
+                .await
+                .map_err(MemoryError::db("finishing a migration"))?;
             continue;
         }
         let outcome = apply(&tx, migration).await;
         match outcome {
-            Ok(()) => tx.commit().await.map_err(MemoryError::db("committing a migration"))?,
+            Ok(()) => tx
+                .commit()
+                .await
+                .map_err(MemoryError::db("committing a migration"))?,
             Err(e) => {
                 let _ = tx.rollback().await;
                 return Err(e);
             }
         }
-        tracing::info!(version = migration.version, name = migration.name, "applied memory migration");
+        tracing::info!(
+            version = migration.version,
+            name = migration.name,
+            "applied memory migration"
+        );
         applied += 1;
     }
     Ok(applied)
@@ -139,7 +154,9 @@ pub(crate) async fn migrate(conn: &Connection) -> Result<usize, MemoryError> {
 
 async fn apply(conn: &Connection, migration: &Migration) -> Result<(), MemoryError> {
     for statement in migration.statements {
-        conn.execute(statement, ()).await.map_err(MemoryError::db("applying a migration"))?;
+        conn.execute(statement, ())
+            .await
+            .map_err(MemoryError::db("applying a migration"))?;
     }
     conn.execute(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",

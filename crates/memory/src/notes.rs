@@ -48,7 +48,9 @@ pub type ExportedNote = Note;
 fn validate(content: &str) -> Result<&str, MemoryError> {
     let content = content.trim();
     if content.is_empty() {
-        return Err(MemoryError::InvalidInput("the note is empty: give the text to remember".into()));
+        return Err(MemoryError::InvalidInput(
+            "the note is empty: give the text to remember".into(),
+        ));
     }
     if content.len() > MAX_NOTE_BYTES {
         return Err(MemoryError::InvalidInput(format!(
@@ -121,8 +123,15 @@ impl MemoryStore {
             let outcome = async {
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id).await?;
-                delete_event(&tx, EventRef { session: session.as_str(), seq: old.event_seq }, &mut changes)
-                    .await?;
+                delete_event(
+                    &tx,
+                    EventRef {
+                        session: session.as_str(),
+                        seq: old.event_seq,
+                    },
+                    &mut changes,
+                )
+                .await?;
                 let write = NoteWrite {
                     note_id: note_id.clone(),
                     content,
@@ -152,8 +161,15 @@ impl MemoryStore {
             let outcome = async {
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id).await?;
-                delete_event(&tx, EventRef { session: session.as_str(), seq: old.event_seq }, &mut changes)
-                    .await?;
+                delete_event(
+                    &tx,
+                    EventRef {
+                        session: session.as_str(),
+                        seq: old.event_seq,
+                    },
+                    &mut changes,
+                )
+                .await?;
                 tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
                     .await
                     .map_err(MemoryError::db("deleting a note"))?;
@@ -187,7 +203,11 @@ impl MemoryStore {
                 .await
                 .map_err(MemoryError::db("listing notes"))?;
             let mut notes = Vec::new();
-            while let Some(row) = rows.next().await.map_err(MemoryError::db("listing notes"))? {
+            while let Some(row) = rows
+                .next()
+                .await
+                .map_err(MemoryError::db("listing notes"))?
+            {
                 notes.push(note_from_row(&row)?.note);
             }
             Ok(notes)
@@ -282,7 +302,13 @@ async fn insert_note(
     conn.execute(
         "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
          VALUES (?1, ?2, 'user', ?3, ?4, ?5)",
-        libsql::params![session.as_str(), seq, payload, write.note_id.as_str(), write.updated_at.as_str()],
+        libsql::params![
+            session.as_str(),
+            seq,
+            payload,
+            write.note_id.as_str(),
+            write.updated_at.as_str()
+        ],
     )
     .await
     .map_err(MemoryError::db(ctx))?;
@@ -312,8 +338,17 @@ async fn insert_note(
         updated_at: write.updated_at.clone(),
         tags: write.metadata.tags.clone(),
     };
-    insert_chunks(conn, EventRef { session: session.as_str(), seq }, &meta, &write.prepared, changes)
-        .await
+    insert_chunks(
+        conn,
+        EventRef {
+            session: session.as_str(),
+            seq,
+        },
+        &meta,
+        &write.prepared,
+        changes,
+    )
+    .await
 }
 
 struct LoadedNote {
@@ -334,7 +369,11 @@ async fn load_note(
         )
         .await
         .map_err(MemoryError::db("reading a note"))?;
-    match rows.next().await.map_err(MemoryError::db("reading a note"))? {
+    match rows
+        .next()
+        .await
+        .map_err(MemoryError::db("reading a note"))?
+    {
         Some(row) => note_from_row(&row),
         None => Err(MemoryError::NoteNotFound(note_id.clone())),
     }
@@ -345,7 +384,11 @@ async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, Memory
         .query("SELECT 1 FROM notes WHERE note_id = ?1", [note_id.as_str()])
         .await
         .map_err(MemoryError::db("reading a note"))?;
-    Ok(rows.next().await.map_err(MemoryError::db("reading a note"))?.is_some())
+    Ok(rows
+        .next()
+        .await
+        .map_err(MemoryError::db("reading a note"))?
+        .is_some())
 }
 
 fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
@@ -355,7 +398,8 @@ fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
         note: Note {
             note_id: NoteId::parse(&text(0)?).map_err(MemoryError::corrupt("note id"))?,
             content: text(1)?,
-            metadata: serde_json::from_str(&text(2)?).map_err(MemoryError::corrupt("note metadata"))?,
+            metadata: serde_json::from_str(&text(2)?)
+                .map_err(MemoryError::corrupt("note metadata"))?,
             created_at: time::parse(&text(3)?)?,
             updated_at: time::parse(&text(4)?)?,
         },

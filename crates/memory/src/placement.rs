@@ -46,7 +46,10 @@ pub(crate) fn target(
             // A server without authentication (e.g. a local sqld).
             None => String::new(),
         };
-        return Ok(Target::Remote { url: url.clone(), token });
+        return Ok(Target::Remote {
+            url: url.clone(),
+            token,
+        });
     }
     let path = config.db_path.resolve(user_root);
     let is_default = config.db_path == DbPath::Auto
@@ -97,7 +100,9 @@ pub(crate) fn move_legacy_db(target: &Path, legacy_dir: &Path) -> Result<bool, M
 
 fn same_file(a: &Path, b: &Path) -> bool {
     let canon = |p: &Path| {
-        p.parent().and_then(|d| d.canonicalize().ok()).map(|d| d.join(p.file_name().unwrap_or_default()))
+        p.parent()
+            .and_then(|d| d.canonicalize().ok())
+            .map(|d| d.join(p.file_name().unwrap_or_default()))
     };
     matches!((canon(a), canon(b)), (Some(x), Some(y)) if x == y)
 }

@@ -71,7 +71,11 @@ impl HitSource {
     }
 
     pub(crate) fn parse(s: &str) -> Self {
-        if s == "user_memory" { HitSource::UserMemory } else { HitSource::Conversation }
+        if s == "user_memory" {
+            HitSource::UserMemory
+        } else {
+            HitSource::Conversation
+        }
     }
 }
 

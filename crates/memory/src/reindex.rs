@@ -48,11 +48,15 @@ impl MemoryStore {
             Scope::All => "1 = 1",
         };
         let total = {
-            let (model, sql) = (model.clone(), format!(
+            let (model, sql) = (
+                model.clone(),
+                format!(
                 "SELECT count(*) FROM chunks c LEFT JOIN chunk_vectors v ON v.chunk_id = c.chunk_id
                  WHERE ?1 = ?1 AND ?2 = ?2 AND {condition}"
-            ));
-            self.read(move |conn| async move { count(&conn, &sql, model, dims).await }).await?
+            ),
+            );
+            self.read(move |conn| async move { count(&conn, &sql, model, dims).await })
+                .await?
         };
         if total > 0 {
             tracing::info!(total, model = %model, "re-embedding memory chunks for the embedding model");
@@ -61,12 +65,15 @@ impl MemoryStore {
         let mut after: i64 = 0;
         let batch = i64::try_from(self.inner.batch_size).unwrap_or(64);
         while done < total {
-            let (model_q, sql) = (model.clone(), format!(
-                "SELECT c.chunk_id, c.text FROM chunks c
+            let (model_q, sql) = (
+                model.clone(),
+                format!(
+                    "SELECT c.chunk_id, c.text FROM chunks c
                  LEFT JOIN chunk_vectors v ON v.chunk_id = c.chunk_id
                  WHERE c.chunk_id > ?3 AND ?1 = ?1 AND ?2 = ?2 AND {condition}
                  ORDER BY c.chunk_id LIMIT ?4"
-            ));
+                ),
+            );
             let rows: Vec<(i64, String)> = self
                 .read(move |conn| async move {
                     let ctx = "re-embedding";
@@ -108,7 +115,10 @@ impl MemoryStore {
         }
         let model_m = model.clone();
         self.write(move |conn| async move {
-            for (key, value) in [("embedding_model_id", model_m), ("embedding_dims", dims.to_string())] {
+            for (key, value) in [
+                ("embedding_model_id", model_m),
+                ("embedding_dims", dims.to_string()),
+            ] {
                 conn.execute(
                     "INSERT INTO store_meta (key, value) VALUES (?1, ?2)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -143,9 +153,17 @@ impl MemoryStore {
     }
 }
 
-async fn count(conn: &Connection, sql: &str, model: String, dims: i64) -> Result<usize, MemoryError> {
+async fn count(
+    conn: &Connection,
+    sql: &str,
+    model: String,
+    dims: i64,
+) -> Result<usize, MemoryError> {
     let ctx = "counting chunks";
-    let mut rows = conn.query(sql, libsql::params![model, dims]).await.map_err(MemoryError::db(ctx))?;
+    let mut rows = conn
+        .query(sql, libsql::params![model, dims])
+        .await
+        .map_err(MemoryError::db(ctx))?;
     let n: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
         Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
         None => 0,

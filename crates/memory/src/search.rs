@@ -38,20 +38,27 @@ impl MemoryStore {
         let candidates = (top_k * 10).clamp(50, 1000);
 
         let (vector_weight, fts_weight) = sanitize(query.weights);
-        let query_vector =
-            if vector_weight > 0.0 { self.embed_query(&query.text).await } else { None };
+        let query_vector = if vector_weight > 0.0 {
+            self.embed_query(&query.text).await
+        } else {
+            None
+        };
         let allowed = if query.filters.is_empty() {
             None
         } else {
             let (sessions, filters) = (sessions.clone(), query.filters.clone());
-            Some(self.read(move |conn| allowed_chunks(conn, sessions, filters)).await?)
+            Some(
+                self.read(move |conn| allowed_chunks(conn, sessions, filters))
+                    .await?,
+            )
         };
 
         let fts_leg = async {
             match match_expression(&query.text).filter(|_| fts_weight > 0.0) {
                 Some(expr) => {
                     let (sessions, filters) = (sessions.clone(), query.filters.clone());
-                    self.read(move |conn| keyword_leg(conn, expr, sessions, filters, candidates)).await
+                    self.read(move |conn| keyword_leg(conn, expr, sessions, filters, candidates))
+                        .await
                 }
                 None => Ok(Vec::new()),
             }
@@ -59,13 +66,19 @@ impl MemoryStore {
         // The keyword job is sent first, then the scan runs here while the reader thread works.
         let vector_leg = async {
             match &query_vector {
-                Some(v) => self.inner.index.search(&sessions, v, candidates, allowed.as_ref()),
+                Some(v) => self
+                    .inner
+                    .index
+                    .search(&sessions, v, candidates, allowed.as_ref()),
                 None => Vec::new(),
             }
         };
         let (fts, vector) = tokio::join!(fts_leg, vector_leg);
         let fts = fts?;
-        let vector: Vec<(i64, f64)> = vector.into_iter().map(|(id, s)| (id, f64::from(s))).collect();
+        let vector: Vec<(i64, f64)> = vector
+            .into_iter()
+            .map(|(id, s)| (id, f64::from(s)))
+            .collect();
 
         let fused = fuse(query.fusion, query.weights, &vector, &fts);
         if fused.is_empty() {
@@ -134,7 +147,10 @@ async fn allowed_chunks(
         scope_sql(&sessions, &filters, &mut params)
     );
     let ctx = "searching";
-    let mut rows = conn.query(&sql, params).await.map_err(MemoryError::db(ctx))?;
+    let mut rows = conn
+        .query(&sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
     let mut out = HashSet::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         out.insert(row.get::<i64>(0).map_err(MemoryError::db(ctx))?);
@@ -160,7 +176,10 @@ async fn keyword_leg(
          ORDER BY rank LIMIT ?"
     );
     let ctx = "searching by keywords";
-    let mut rows = conn.query(&sql, params).await.map_err(MemoryError::db(ctx))?;
+    let mut rows = conn
+        .query(&sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let id: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
@@ -189,7 +208,10 @@ async fn chunk_details(
     );
     let ctx = "reading search results";
     let params: Vec<Value> = ids.into_iter().map(Value::Integer).collect();
-    let mut rows = conn.query(&sql, params).await.map_err(MemoryError::db(ctx))?;
+    let mut rows = conn
+        .query(&sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
     let mut out = HashMap::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let meta: String = row.get(5).map_err(MemoryError::db(ctx))?;
@@ -200,7 +222,8 @@ async fn chunk_details(
                 event_seq: row.get(2).map_err(MemoryError::db(ctx))?,
                 note_id: row.get(3).map_err(MemoryError::db(ctx))?,
                 text: row.get(4).map_err(MemoryError::db(ctx))?,
-                meta: serde_json::from_str(&meta).map_err(MemoryError::corrupt("chunk metadata"))?,
+                meta: serde_json::from_str(&meta)
+                    .map_err(MemoryError::corrupt("chunk metadata"))?,
             },
         );
     }
@@ -217,7 +240,9 @@ fn group(
     let mut hits = Vec::new();
     for (chunk_id, score) in fused {
         // A chunk deleted since the legs ran has no details: skip it.
-        let Some(d) = details.get(chunk_id) else { continue };
+        let Some(d) = details.get(chunk_id) else {
+            continue;
+        };
         let key = (d.session.as_str(), d.note_id.as_deref(), d.event_seq);
         if !seen.insert(key) {
             continue;

@@ -20,7 +20,11 @@ pub enum SessionKind {
 
 impl SessionKind {
     pub(crate) fn of(session: &SessionId) -> Self {
-        if session.is_user_memory() { SessionKind::Memory } else { SessionKind::Conversation }
+        if session.is_user_memory() {
+            SessionKind::Memory
+        } else {
+            SessionKind::Conversation
+        }
     }
 
     fn as_str(self) -> &'static str {
@@ -66,7 +70,11 @@ impl MemoryStore {
         user: &UserId,
         message: &Message,
     ) -> Result<u64, MemoryError> {
-        let text = message.content.as_deref().filter(|_| indexed(message.role)).unwrap_or("");
+        let text = message
+            .content
+            .as_deref()
+            .filter(|_| indexed(message.role))
+            .unwrap_or("");
         let prepared = prepare(self.inner.embedder.as_ref(), text).await?;
         let payload = serde_json::to_string(message).map_err(MemoryError::corrupt("message"))?;
         let (session, user) = (session.clone(), user.clone());
@@ -94,7 +102,10 @@ impl MemoryStore {
                     updated_at: now.clone(),
                     ..ChunkMeta::default()
                 };
-                let event = EventRef { session: session.as_str(), seq: seq_sql };
+                let event = EventRef {
+                    session: session.as_str(),
+                    seq: seq_sql,
+                };
                 insert_chunks(&tx, event, &meta, &prepared, &mut changes).await?;
                 Ok(seq)
             }
@@ -126,7 +137,11 @@ impl MemoryStore {
                 .await
                 .map_err(MemoryError::db("reading history"))?;
             let mut events = Vec::new();
-            while let Some(row) = rows.next().await.map_err(MemoryError::db("reading history"))? {
+            while let Some(row) = rows
+                .next()
+                .await
+                .map_err(MemoryError::db("reading history"))?
+            {
                 let seq: i64 = row.get(0).map_err(MemoryError::db("reading history"))?;
                 let payload: String = row.get(1).map_err(MemoryError::db("reading history"))?;
                 let created: String = row.get(2).map_err(MemoryError::db("reading history"))?;
@@ -147,8 +162,12 @@ impl MemoryStore {
     pub async fn list_sessions(&self, user: &UserId) -> Result<Vec<SessionInfo>, MemoryError> {
         let user = user.clone();
         self.read(move |conn| async move {
-            query_sessions(&conn, "s.user_id = ?1 ORDER BY s.last_active_at DESC", user.as_str())
-                .await
+            query_sessions(
+                &conn,
+                "s.user_id = ?1 ORDER BY s.last_active_at DESC",
+                user.as_str(),
+            )
+            .await
         })
         .await
     }
@@ -200,11 +219,18 @@ async fn query_sessions(
          FROM sessions s WHERE {condition}"
     );
     let ctx = "listing sessions";
-    let mut rows = conn.query(&sql, [param]).await.map_err(MemoryError::db(ctx))?;
+    let mut rows = conn
+        .query(&sql, [param])
+        .await
+        .map_err(MemoryError::db(ctx))?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
-        let kind = if text(2)? == "memory" { SessionKind::Memory } else { SessionKind::Conversation };
+        let kind = if text(2)? == "memory" {
+            SessionKind::Memory
+        } else {
+            SessionKind::Conversation
+        };
         out.push(SessionInfo {
             session_id: SessionId::parse(&text(0)?).map_err(MemoryError::corrupt("session id"))?,
             user_id: UserId::parse(&text(1)?).map_err(MemoryError::corrupt("user id"))?,
@@ -228,7 +254,10 @@ pub(crate) async fn ensure_session(
 ) -> Result<(), MemoryError> {
     let ctx = "opening the session";
     let mut rows = conn
-        .query("SELECT user_id FROM sessions WHERE session_id = ?1", [session.as_str()])
+        .query(
+            "SELECT user_id FROM sessions WHERE session_id = ?1",
+            [session.as_str()],
+        )
         .await
         .map_err(MemoryError::db(ctx))?;
     let owner = match rows.next().await.map_err(MemoryError::db(ctx))? {
@@ -266,10 +295,16 @@ pub(crate) async fn ensure_session(
 }
 
 /// Takes the session's next sequence number, inside the caller's write transaction.
-pub(crate) async fn allocate_seq(conn: &Connection, session: &SessionId) -> Result<u64, MemoryError> {
+pub(crate) async fn allocate_seq(
+    conn: &Connection,
+    session: &SessionId,
+) -> Result<u64, MemoryError> {
     let ctx = "allocating a sequence number";
     let mut rows = conn
-        .query("SELECT next_seq FROM sessions WHERE session_id = ?1", [session.as_str()])
+        .query(
+            "SELECT next_seq FROM sessions WHERE session_id = ?1",
+            [session.as_str()],
+        )
         .await
         .map_err(MemoryError::db(ctx))?;
     let row = rows
@@ -279,7 +314,9 @@ pub(crate) async fn allocate_seq(conn: &Connection, session: &SessionId) -> Resu
         .ok_or_else(|| MemoryError::SessionNotFound(session.clone()))?;
     let seq: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
     drop(rows);
-    let next = seq.checked_add(1).ok_or_else(|| MemoryError::SequenceOverflow(session.clone()))?;
+    let next = seq
+        .checked_add(1)
+        .ok_or_else(|| MemoryError::SequenceOverflow(session.clone()))?;
     conn.execute(
         "UPDATE sessions SET next_seq = ?2 WHERE session_id = ?1",
         libsql::params![session.as_str(), next],
@@ -290,7 +327,8 @@ pub(crate) async fn allocate_seq(conn: &Connection, session: &SessionId) -> Resu
 }
 
 pub(crate) fn to_sql_seq(seq: u64) -> Result<i64, MemoryError> {
-    i64::try_from(seq).map_err(|_| MemoryError::InvalidInput(format!("sequence {seq} is out of range")))
+    i64::try_from(seq)
+        .map_err(|_| MemoryError::InvalidInput(format!("sequence {seq} is out of range")))
 }
 
 pub(crate) fn from_sql_seq(seq: i64) -> Result<u64, MemoryError> {

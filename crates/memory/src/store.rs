@@ -73,7 +73,13 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         let target = placement::target(config, user_root, &options.legacy_dir)?;
         let embedder = embedding::from_config(&config.embedding)?;
-        Self::open_target(target, embedder, config.embedding.batch_size, options.progress).await
+        Self::open_target(
+            target,
+            embedder,
+            config.embedding.batch_size,
+            options.progress,
+        )
+        .await
     }
 
     /// Opens (or creates) the database file at `path` with `embedder`. For tests and benches.
@@ -87,7 +93,13 @@ impl MemoryStore {
         progress: Option<ProgressFn>,
     ) -> Result<Self, MemoryError> {
         placement::create_parent(path)?;
-        Self::open_target(Target::Local(path.to_owned()), embedder, DEFAULT_BATCH, progress).await
+        Self::open_target(
+            Target::Local(path.to_owned()),
+            embedder,
+            DEFAULT_BATCH,
+            progress,
+        )
+        .await
     }
 
     async fn open_target(
@@ -98,7 +110,9 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
-        writer.run(|conn| async move { migrate(&conn).await }).await?;
+        writer
+            .run(|conn| async move { migrate(&conn).await })
+            .await?;
         let reader_count = if target.is_local() { LOCAL_READERS } else { 1 };
         let mut readers = Vec::with_capacity(reader_count);
         for i in 0..reader_count {
@@ -162,7 +176,12 @@ impl MemoryStore {
                 .query("PRAGMA wal_checkpoint(TRUNCATE)", ())
                 .await
                 .map_err(MemoryError::db("checkpointing"))?;
-            while rows.next().await.map_err(MemoryError::db("checkpointing"))?.is_some() {}
+            while rows
+                .next()
+                .await
+                .map_err(MemoryError::db("checkpointing"))?
+                .is_some()
+            {}
             Ok(())
         })
         .await

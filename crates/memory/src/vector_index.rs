@@ -37,10 +37,13 @@ impl SessionMatrix {
 
     /// Removes a row by moving the last row into its place.
     fn remove(&mut self, dims: usize, chunk_id: i64) {
-        let Some(row) = self.rows.remove(&chunk_id) else { return };
+        let Some(row) = self.rows.remove(&chunk_id) else {
+            return;
+        };
         let last = self.ids.len() - 1;
         if row != last {
-            self.data.copy_within(last * dims..(last + 1) * dims, row * dims);
+            self.data
+                .copy_within(last * dims..(last + 1) * dims, row * dims);
             let moved = self.ids[last];
             self.ids[row] = moved;
             self.rows.insert(moved, row);
@@ -53,8 +56,15 @@ impl SessionMatrix {
 /// One change to apply after a commit.
 #[derive(Debug, Clone)]
 pub(crate) enum IndexChange {
-    Upsert { session: String, chunk_id: i64, vector: Vec<f32> },
-    Remove { session: String, chunk_id: i64 },
+    Upsert {
+        session: String,
+        chunk_id: i64,
+        vector: Vec<f32>,
+    },
+    Remove {
+        session: String,
+        chunk_id: i64,
+    },
 }
 
 #[derive(Debug)]
@@ -67,16 +77,22 @@ pub(crate) struct VectorIndex {
 /// A poisoned lock only means another thread panicked mid-update of plain data; the data is
 /// still a valid matrix (rows are copied whole), so keep serving.
 fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl VectorIndex {
     pub(crate) fn new(model_id: &str, dims: usize) -> Self {
-        Self { model_id: model_id.to_owned(), dims, sessions: RwLock::new(HashMap::new()) }
+        Self {
+            model_id: model_id.to_owned(),
+            dims,
+            sessions: RwLock::new(HashMap::new()),
+        }
     }
 
     pub(crate) fn model_id(&self) -> &str {
@@ -89,7 +105,10 @@ impl VectorIndex {
 
     /// Number of vectors held.
     pub(crate) fn len(&self) -> usize {
-        read(&self.sessions).values().map(|m| read(m).ids.len()).sum()
+        read(&self.sessions)
+            .values()
+            .map(|m| read(m).ids.len())
+            .sum()
     }
 
     /// Drops everything (before a full reload).
@@ -100,7 +119,11 @@ impl VectorIndex {
     pub(crate) fn apply(&self, changes: &[IndexChange]) {
         for change in changes {
             match change {
-                IndexChange::Upsert { session, chunk_id, vector } => {
+                IndexChange::Upsert {
+                    session,
+                    chunk_id,
+                    vector,
+                } => {
                     if vector.len() != self.dims {
                         tracing::warn!(chunk_id, "vector of the wrong size kept out of the index");
                         continue;
@@ -189,7 +212,10 @@ impl Eq for Scored {}
 impl Ord for Scored {
     // Reversed: the heap's top is the worst kept score, ready to be evicted.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
+        other
+            .0
+            .total_cmp(&self.0)
+            .then_with(|| self.1.cmp(&other.1))
     }
 }
 
@@ -207,7 +233,10 @@ struct TopK {
 
 impl TopK {
     fn new(limit: usize) -> Self {
-        Self { limit, heap: BinaryHeap::with_capacity(limit + 1) }
+        Self {
+            limit,
+            heap: BinaryHeap::with_capacity(limit + 1),
+        }
     }
 
     fn offer(&mut self, score: f32, id: i64) {
@@ -221,7 +250,11 @@ impl TopK {
 
     fn into_sorted(self) -> Vec<(i64, f32)> {
         // Ascending by `Ord` is best-first, since the order is reversed.
-        self.heap.into_sorted_vec().into_iter().map(|Scored(s, id)| (id, s)).collect()
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|Scored(s, id)| (id, s))
+            .collect()
     }
 }
 
@@ -236,7 +269,11 @@ mod tests {
     }
 
     fn upsert(session: &str, chunk_id: i64, v: &[f32]) -> IndexChange {
-        IndexChange::Upsert { session: session.into(), chunk_id, vector: unit(v) }
+        IndexChange::Upsert {
+            session: session.into(),
+            chunk_id,
+            vector: unit(v),
+        }
     }
 
     #[test]
@@ -264,13 +301,22 @@ mod tests {
         let s1 = ["s1".to_owned()];
         assert_eq!(ids(index.search(&s1, &q, 10, None)), [1, 2, 3]);
         assert_eq!(ids(index.search(&s1, &q, 1, None)), [1]);
-        assert_eq!(ids(index.search(&["s1".into(), "s2".into()], &q, 2, None)), [1, 4]);
+        assert_eq!(
+            ids(index.search(&["s1".into(), "s2".into()], &q, 2, None)),
+            [1, 4]
+        );
         let allowed: HashSet<i64> = [2, 3].into();
         assert_eq!(ids(index.search(&s1, &q, 10, Some(&allowed))), [2, 3]);
         // Remove the first row: the last row moves into its slot and stays findable.
-        index.apply(&[IndexChange::Remove { session: "s1".into(), chunk_id: 1 }]);
+        index.apply(&[IndexChange::Remove {
+            session: "s1".into(),
+            chunk_id: 1,
+        }]);
         assert_eq!(ids(index.search(&s1, &q, 10, None)), [2, 3]);
-        assert_eq!(ids(index.search(&s1, &unit(&[-1.0, 0.0, 0.0]), 10, None)), [5]);
+        assert_eq!(
+            ids(index.search(&s1, &unit(&[-1.0, 0.0, 0.0]), 10, None)),
+            [5]
+        );
         index.apply(&[upsert("s1", 3, &[1.0, 0.0, 0.0])]);
         assert_eq!(ids(index.search(&s1, &q, 10, None)), [3, 2]);
         assert_eq!(index.len(), 4);

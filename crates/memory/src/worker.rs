@@ -96,7 +96,9 @@ impl DbThread {
                 let _ = tx.send(job(conn).await);
             })
         });
-        self.jobs.send(job).map_err(|_| MemoryError::WorkerStopped)?;
+        self.jobs
+            .send(job)
+            .map_err(|_| MemoryError::WorkerStopped)?;
         rx.await.map_err(|_| MemoryError::WorkerStopped)?
     }
 }
@@ -105,19 +107,29 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
     let db = match target {
         Target::Local(path) => libsql::Builder::new_local(path).build().await,
         Target::Remote { url, token } => {
-            libsql::Builder::new_remote(url.clone(), token.clone()).build().await
+            libsql::Builder::new_remote(url.clone(), token.clone())
+                .build()
+                .await
         }
     }
     .map_err(MemoryError::db("opening the database"))?;
-    let conn = db.connect().map_err(MemoryError::db("connecting to the database"))?;
+    let conn = db
+        .connect()
+        .map_err(MemoryError::db("connecting to the database"))?;
     if target.is_local() {
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(MemoryError::db("configuring the connection"))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(MemoryError::db("configuring the connection"))?;
         // journal_mode answers with a row, so it must run as a query.
         let mut rows = conn
             .query("PRAGMA journal_mode=WAL", ())
             .await
             .map_err(MemoryError::db("enabling write-ahead logging"))?;
-        while rows.next().await.map_err(MemoryError::db("enabling write-ahead logging"))?.is_some() {}
+        while rows
+            .next()
+            .await
+            .map_err(MemoryError::db("enabling write-ahead logging"))?
+            .is_some()
+        {}
         // NORMAL is durable across application crashes in WAL mode; only a power loss can drop
         // the last commits. It keeps a save well under a millisecond of fsync wait.
         conn.execute("PRAGMA synchronous=NORMAL", ())

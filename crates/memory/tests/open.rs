@@ -1,11 +1,20 @@
 //! Opening: placement, the legacy move, remote configuration, migrations, model changes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};
 
 use common::{Raw, user};
-use memory::{HashEmbedder, HybridQuery, LegacyDir, MemoryError, MemoryStore, NoteMetadata, OpenOptions};
+use memory::{
+    HashEmbedder, HybridQuery, LegacyDir, MemoryError, MemoryStore, NoteMetadata, OpenOptions,
+};
 use types::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, Message, SessionId};
 
 fn hash_config(db_path: &str) -> MemoryConfig {
@@ -21,7 +30,10 @@ fn hash_config(db_path: &str) -> MemoryConfig {
 }
 
 fn no_legacy() -> OpenOptions {
-    OpenOptions { legacy_dir: LegacyDir::Skip, ..OpenOptions::default() }
+    OpenOptions {
+        legacy_dir: LegacyDir::Skip,
+        ..OpenOptions::default()
+    }
 }
 
 #[tokio::test]
@@ -31,9 +43,14 @@ async fn migrations_apply_once() {
     let sql = "SELECT version || ' ' || name || ' ' || applied_at FROM schema_migrations";
     let first = raw.strings(sql).await;
     assert_eq!(first.len(), 1);
-    f.store.store_note(&user("alice"), "kept", NoteMetadata::default()).await.unwrap();
+    f.store
+        .store_note(&user("alice"), "kept", NoteMetadata::default())
+        .await
+        .unwrap();
     drop(f.store);
-    let again = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(common::DIMS))).await.unwrap();
+    let again = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(common::DIMS)))
+        .await
+        .unwrap();
     assert_eq!(raw.strings(sql).await, first, "reopening applies nothing");
     assert_eq!(raw.strings("PRAGMA journal_mode").await, ["wal"]);
     assert_eq!(again.list_notes(&user("alice")).await.unwrap().len(), 1);
@@ -45,8 +62,13 @@ async fn database_placement_follows_the_config() {
     let check = |db_path: &'static str, expected: std::path::PathBuf| {
         let root = root.path().to_owned();
         async move {
-            let store = MemoryStore::open_with(&hash_config(db_path), &root, no_legacy()).await.unwrap();
-            store.store_note(&user("alice"), "placed", NoteMetadata::default()).await.unwrap();
+            let store = MemoryStore::open_with(&hash_config(db_path), &root, no_legacy())
+                .await
+                .unwrap();
+            store
+                .store_note(&user("alice"), "placed", NoteMetadata::default())
+                .await
+                .unwrap();
             assert!(expected.is_file(), "{db_path} → {}", expected.display());
         }
     };
@@ -64,24 +86,45 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
     let root = tempfile::tempdir().unwrap();
     let legacy = cwd.path().join(".oxydra/memory.db");
     let alice = user("alice");
-    let old = MemoryStore::open_local(&legacy, Arc::new(HashEmbedder::new(common::DIMS))).await.unwrap();
-    let note = old.store_note(&alice, "Saved by an older version.", NoteMetadata::default()).await.unwrap();
+    let old = MemoryStore::open_local(&legacy, Arc::new(HashEmbedder::new(common::DIMS)))
+        .await
+        .unwrap();
+    let note = old
+        .store_note(
+            &alice,
+            "Saved by an older version.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
     drop(old);
 
-    let options = || OpenOptions { legacy_dir: LegacyDir::Dir(cwd.path().to_owned()), ..OpenOptions::default() };
-    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options()).await.unwrap();
-    assert_eq!(store.get_note(&alice, &note.note_id).await.unwrap().content, note.content);
+    let options = || OpenOptions {
+        legacy_dir: LegacyDir::Dir(cwd.path().to_owned()),
+        ..OpenOptions::default()
+    };
+    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_note(&alice, &note.note_id).await.unwrap().content,
+        note.content
+    );
     assert!(!legacy.exists(), "the old file is gone");
     assert!(root.path().join(".oxydra/memory.db").is_file());
     drop(store);
 
     // A new legacy file does not replace an existing database.
     std::fs::write(&legacy, b"not a database").unwrap();
-    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options()).await.unwrap();
+    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options())
+        .await
+        .unwrap();
     assert_eq!(store.list_notes(&alice).await.unwrap().len(), 1);
     assert!(legacy.exists());
     // An explicit db_path never adopts a legacy file.
-    let other = MemoryStore::open_with(&hash_config("explicit.db"), root.path(), options()).await.unwrap();
+    let other = MemoryStore::open_with(&hash_config("explicit.db"), root.path(), options())
+        .await
+        .unwrap();
     assert!(other.list_notes(&alice).await.unwrap().is_empty());
 }
 
@@ -93,13 +136,21 @@ async fn remote_mode_without_its_token_fails_clearly() {
         auth_token_env: Some("OXYDRA_TEST_TOKEN_THAT_IS_NEVER_SET".into()),
         ..hash_config("auto")
     };
-    let err = MemoryStore::open_with(&config, root.path(), no_legacy()).await.unwrap_err();
-    assert!(matches!(err, MemoryError::MissingAuthToken { .. }), "{err:?}");
+    let err = MemoryStore::open_with(&config, root.path(), no_legacy())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MemoryError::MissingAuthToken { .. }),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "remote memory needs an auth token: set the environment variable OXYDRA_TEST_TOKEN_THAT_IS_NEVER_SET"
     );
-    assert!(!root.path().join(".oxydra").exists(), "no local file is created in remote mode");
+    assert!(
+        !root.path().join(".oxydra").exists(),
+        "no local file is created in remote mode"
+    );
 }
 
 #[tokio::test]
@@ -107,46 +158,80 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
     let alice = user("alice");
-    let small = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(64))).await.unwrap();
-    for text in ["Alice plays the cello.", "Alice's sister lives in Porto.", "Alice runs on Sundays."] {
-        small.store_note(&alice, text, NoteMetadata::default()).await.unwrap();
+    let small = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(64)))
+        .await
+        .unwrap();
+    for text in [
+        "Alice plays the cello.",
+        "Alice's sister lives in Porto.",
+        "Alice runs on Sundays.",
+    ] {
+        small
+            .store_note(&alice, text, NoteMetadata::default())
+            .await
+            .unwrap();
     }
     let chat = SessionId::parse("chat-1").unwrap();
-    small.append_message(&chat, &alice, &Message::user("What should I practise on the cello?")).await.unwrap();
+    small
+        .append_message(
+            &chat,
+            &alice,
+            &Message::user("What should I practise on the cello?"),
+        )
+        .await
+        .unwrap();
     drop(small);
 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let progress: memory::ProgressFn = Box::new(move |done, total| sink.lock().unwrap().push((done, total)));
+    let progress: memory::ProgressFn =
+        Box::new(move |done, total| sink.lock().unwrap().push((done, total)));
     let big = MemoryStore::open_local_with(&path, Arc::new(HashEmbedder::new(128)), Some(progress))
         .await
         .unwrap();
     assert_eq!(seen.lock().unwrap().last(), Some(&(4, 4)));
     let raw = Raw::open(&path).await;
-    let models = raw.strings("SELECT DISTINCT model_id || '/' || dims FROM chunk_vectors").await;
+    let models = raw
+        .strings("SELECT DISTINCT model_id || '/' || dims FROM chunk_vectors")
+        .await;
     assert_eq!(models, ["hash-v1-128/128"]);
     assert_eq!(
-        raw.strings("SELECT value FROM store_meta WHERE key = 'embedding_model_id'").await,
+        raw.strings("SELECT value FROM store_meta WHERE key = 'embedding_model_id'")
+            .await,
         ["hash-v1-128"]
     );
     let stats = big.stats().await.unwrap();
-    assert_eq!((stats.chunks, stats.vectors, stats.indexed_vectors), (4, 4, 4));
+    assert_eq!(
+        (stats.chunks, stats.vectors, stats.indexed_vectors),
+        (4, 4, 4)
+    );
     assert_eq!(stats.model_id, "hash-v1-128");
     let vector_only = HybridQuery {
-        weights: memory::Weights { vector: 1.0, fts: 0.0 },
-        ..HybridQuery::new(vec![SessionId::user_memory(&alice), chat.clone()], "cello", 2)
+        weights: memory::Weights {
+            vector: 1.0,
+            fts: 0.0,
+        },
+        ..HybridQuery::new(
+            vec![SessionId::user_memory(&alice), chat.clone()],
+            "cello",
+            2,
+        )
     };
     let hits = big.hybrid_query(&vector_only).await.unwrap();
-    assert!(hits.iter().any(|h| h.text == "Alice plays the cello."), "{hits:?}");
+    assert!(
+        hits.iter().any(|h| h.text == "Alice plays the cello."),
+        "{hits:?}"
+    );
 
     // Reopening with the same model re-embeds nothing; the explicit reindex does everything.
     drop(big);
     let seen_again = Arc::new(Mutex::new(Vec::new()));
     let sink = seen_again.clone();
     let progress: memory::ProgressFn = Box::new(move |d, t| sink.lock().unwrap().push((d, t)));
-    let same = MemoryStore::open_local_with(&path, Arc::new(HashEmbedder::new(128)), Some(progress))
-        .await
-        .unwrap();
+    let same =
+        MemoryStore::open_local_with(&path, Arc::new(HashEmbedder::new(128)), Some(progress))
+            .await
+            .unwrap();
     assert!(seen_again.lock().unwrap().is_empty());
     let mut calls = 0;
     assert_eq!(same.reindex(|_, _| calls += 1).await.unwrap(), 4);

@@ -1,5 +1,12 @@
 //! Hybrid search: scoping, hostile queries, filters, one score scale across sessions, grouping.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;
@@ -21,26 +28,81 @@ fn texts(hits: &[SearchHit]) -> BTreeSet<String> {
 async fn users_never_see_each_other() {
     let f = fixture().await;
     let (alice, bob) = (user("alice"), user("bob"));
-    let a = f.store.store_note(&alice, "My favourite colour is green.", NoteMetadata::default()).await.unwrap();
-    let b = f.store.store_note(&bob, "My favourite colour is blue.", NoteMetadata::default()).await.unwrap();
+    let a = f
+        .store
+        .store_note(
+            &alice,
+            "My favourite colour is green.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    let b = f
+        .store
+        .store_note(
+            &bob,
+            "My favourite colour is blue.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
     for (who, own) in [("alice", &a), ("bob", &b)] {
         for text in ["favourite colour", "green", "blue", "colour"] {
-            let hits = f.store.hybrid_query(&HybridQuery::new(vec![memory_of(who)], text, 10)).await.unwrap();
+            let hits = f
+                .store
+                .hybrid_query(&HybridQuery::new(vec![memory_of(who)], text, 10))
+                .await
+                .unwrap();
             for h in &hits {
                 assert_eq!(h.session_id, memory_of(who), "{who} searched {text:?}");
-                assert_eq!(h.note_id.as_ref(), Some(&own.note_id), "{who} searched {text:?}");
+                assert_eq!(
+                    h.note_id.as_ref(),
+                    Some(&own.note_id),
+                    "{who} searched {text:?}"
+                );
             }
         }
     }
     // Notes are addressed within the caller's namespace only.
-    assert!(f.store.get_note(&bob, &a.note_id).await.unwrap_err().is_not_found());
-    assert!(f.store.update_note(&bob, &a.note_id, "hijacked").await.unwrap_err().is_not_found());
-    assert!(f.store.delete_note(&bob, &a.note_id).await.unwrap_err().is_not_found());
-    assert_eq!(f.store.get_note(&alice, &a.note_id).await.unwrap().content, a.content);
+    assert!(
+        f.store
+            .get_note(&bob, &a.note_id)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        f.store
+            .update_note(&bob, &a.note_id, "hijacked")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        f.store
+            .delete_note(&bob, &a.note_id)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert_eq!(
+        f.store.get_note(&alice, &a.note_id).await.unwrap().content,
+        a.content
+    );
     // Scope is applied before ranking: a session list without alice's namespace finds nothing of hers.
-    let none = f.store.hybrid_query(&HybridQuery::new(vec![session("chat-x")], "green", 10)).await.unwrap();
+    let none = f
+        .store
+        .hybrid_query(&HybridQuery::new(vec![session("chat-x")], "green", 10))
+        .await
+        .unwrap();
     assert!(none.is_empty());
-    assert!(f.store.hybrid_query(&HybridQuery::new(vec![], "green", 10)).await.unwrap().is_empty());
+    assert!(
+        f.store
+            .hybrid_query(&HybridQuery::new(vec![], "green", 10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -54,7 +116,10 @@ async fn hostile_queries_never_error_and_never_act_as_syntax() {
         "Meeting moved to Friday (room four).",
     ];
     for text in corpus {
-        f.store.store_note(&alice, text, NoteMetadata::default()).await.unwrap();
+        f.store
+            .store_note(&alice, text, NoteMetadata::default())
+            .await
+            .unwrap();
     }
     let [tea, office, shed, meeting] = corpus;
     let huge_word = "a".repeat(100_000);
@@ -87,18 +152,36 @@ async fn hostile_queries_never_error_and_never_act_as_syntax() {
     for (query, expected) in cases {
         let shown: String = query.chars().take(40).collect();
         let keywords = HybridQuery {
-            weights: Weights { vector: 0.0, fts: 1.0 },
+            weights: Weights {
+                vector: 0.0,
+                fts: 1.0,
+            },
             ..HybridQuery::new(scope.clone(), query, 10)
         };
-        let hits = f.store.hybrid_query(&keywords).await.unwrap_or_else(|e| panic!("{shown:?}: {e}"));
+        let hits = f
+            .store
+            .hybrid_query(&keywords)
+            .await
+            .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
         let expected: BTreeSet<String> = expected.into_iter().map(str::to_owned).collect();
         assert_eq!(texts(&hits), expected, "keyword leg for {shown:?}");
         // The full hybrid query must not fail either.
         let hybrid = HybridQuery::new(scope.clone(), query, 10);
-        let hits = f.store.hybrid_query(&hybrid).await.unwrap_or_else(|e| panic!("{shown:?}: {e}"));
-        assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)), "{shown:?}");
+        let hits = f
+            .store
+            .hybrid_query(&hybrid)
+            .await
+            .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
+        assert!(
+            hits.iter().all(|h| (0.0..=1.0).contains(&h.score)),
+            "{shown:?}"
+        );
     }
-    assert_eq!(f.store.stats().await.unwrap().notes, 4, "no query changed anything");
+    assert_eq!(
+        f.store.stats().await.unwrap().notes,
+        4,
+        "no query changed anything"
+    );
 }
 
 #[tokio::test]
@@ -106,33 +189,76 @@ async fn several_sessions_share_one_score_scale() {
     let f = fixture().await;
     let alice = user("alice");
     let chat = session("chat-7");
-    f.store.store_note(&alice, "Alice prefers window seats on flights.", NoteMetadata::default()).await.unwrap();
-    f.store.store_note(&alice, "Alice's dentist is Dr. Lopez.", NoteMetadata::default()).await.unwrap();
     f.store
-        .append_message(&chat, &alice, &Message::user("Book me a window seat for the Lisbon flight."))
+        .store_note(
+            &alice,
+            "Alice prefers window seats on flights.",
+            NoteMetadata::default(),
+        )
         .await
         .unwrap();
-    f.store.append_message(&chat, &alice, &Message::assistant("Done: seat 14A.")).await.unwrap();
-    let q = HybridQuery::new(vec![memory_of("alice"), chat.clone()], "window seat flight", 10);
+    f.store
+        .store_note(
+            &alice,
+            "Alice's dentist is Dr. Lopez.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    f.store
+        .append_message(
+            &chat,
+            &alice,
+            &Message::user("Book me a window seat for the Lisbon flight."),
+        )
+        .await
+        .unwrap();
+    f.store
+        .append_message(&chat, &alice, &Message::assistant("Done: seat 14A."))
+        .await
+        .unwrap();
+    let q = HybridQuery::new(
+        vec![memory_of("alice"), chat.clone()],
+        "window seat flight",
+        10,
+    );
     let hits = f.store.hybrid_query(&q).await.unwrap();
     assert!(hits.len() >= 2, "{hits:?}");
-    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score), "best first");
+    assert!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "best first"
+    );
     let top_two: BTreeSet<HitSource> = hits[..2].iter().map(|h| h.source).collect();
-    assert_eq!(top_two, [HitSource::UserMemory, HitSource::Conversation].into());
+    assert_eq!(
+        top_two,
+        [HitSource::UserMemory, HitSource::Conversation].into()
+    );
     for h in &hits {
         assert!((0.0..=1.0).contains(&h.score));
         match h.source {
-            HitSource::UserMemory => assert!(h.note_id.is_some() && h.session_id == memory_of("alice")),
+            HitSource::UserMemory => {
+                assert!(h.note_id.is_some() && h.session_id == memory_of("alice"))
+            }
             HitSource::Conversation => {
                 assert!(h.note_id.is_none());
                 assert_eq!(h.session_id, chat);
             }
         }
     }
-    let conversation = hits.iter().find(|h| h.source == HitSource::Conversation).unwrap();
-    assert_eq!((conversation.event_seq, conversation.text.as_str()), (1, "Book me a window seat for the Lisbon flight."));
+    let conversation = hits
+        .iter()
+        .find(|h| h.source == HitSource::Conversation)
+        .unwrap();
+    assert_eq!(
+        (conversation.event_seq, conversation.text.as_str()),
+        (1, "Book me a window seat for the Lisbon flight.")
+    );
     // top_k bounds the results.
-    let one = f.store.hybrid_query(&HybridQuery { top_k: 1, ..q }).await.unwrap();
+    let one = f
+        .store
+        .hybrid_query(&HybridQuery { top_k: 1, ..q })
+        .await
+        .unwrap();
     assert_eq!(one.len(), 1);
 }
 
@@ -140,16 +266,40 @@ async fn several_sessions_share_one_score_scale() {
 async fn long_notes_are_one_hit_with_their_best_chunk() {
     let f = fixture().await;
     let alice = user("alice");
-    let filler: String =
-        (0..40).map(|i| format!("Paragraph {i} talks about gardening and tomatoes. ")).collect();
+    let filler: String = (0..40)
+        .map(|i| format!("Paragraph {i} talks about gardening and tomatoes. "))
+        .collect();
     let long = format!("{filler}The secret ingredient is smoked paprika. {filler}");
-    let note = f.store.store_note(&alice, &long, NoteMetadata::default()).await.unwrap();
-    f.store.store_note(&alice, "Tomatoes need sun.", NoteMetadata::default()).await.unwrap();
+    let note = f
+        .store
+        .store_note(&alice, &long, NoteMetadata::default())
+        .await
+        .unwrap();
+    f.store
+        .store_note(&alice, "Tomatoes need sun.", NoteMetadata::default())
+        .await
+        .unwrap();
     let stats = f.store.stats().await.unwrap();
     assert!(stats.chunks > 3, "the long note is split: {stats:?}");
-    let hits = f.store.hybrid_query(&HybridQuery::new(vec![memory_of("alice")], "tomatoes gardening", 10)).await.unwrap();
+    let hits = f
+        .store
+        .hybrid_query(&HybridQuery::new(
+            vec![memory_of("alice")],
+            "tomatoes gardening",
+            10,
+        ))
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 2, "one hit per note");
-    let hits = f.store.hybrid_query(&HybridQuery::new(vec![memory_of("alice")], "smoked paprika", 10)).await.unwrap();
+    let hits = f
+        .store
+        .hybrid_query(&HybridQuery::new(
+            vec![memory_of("alice")],
+            "smoked paprika",
+            10,
+        ))
+        .await
+        .unwrap();
     assert_eq!(hits[0].note_id.as_ref(), Some(&note.note_id));
     assert!(hits[0].text.contains("smoked paprika") && hits[0].text.len() < long.len());
 }
@@ -158,15 +308,37 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
 async fn filters_restrict_both_legs() {
     let f = fixture().await;
     let alice = user("alice");
-    let travel = NoteMetadata { tags: vec!["travel".into()], ..NoteMetadata::default() };
-    let food = NoteMetadata { tags: vec!["food".into(), "health".into()], ..NoteMetadata::default() };
-    f.store.store_note(&alice, "Alice likes trains for travel.", travel).await.unwrap();
+    let travel = NoteMetadata {
+        tags: vec!["travel".into()],
+        ..NoteMetadata::default()
+    };
+    let food = NoteMetadata {
+        tags: vec!["food".into(), "health".into()],
+        ..NoteMetadata::default()
+    };
+    f.store
+        .store_note(&alice, "Alice likes trains for travel.", travel)
+        .await
+        .unwrap();
     let cutoff = Utc::now();
-    f.store.store_note(&alice, "Alice likes lentils for dinner.", food).await.unwrap();
-    f.store.store_note(&alice, "Alice likes quiet mornings.", NoteMetadata::default()).await.unwrap();
+    f.store
+        .store_note(&alice, "Alice likes lentils for dinner.", food)
+        .await
+        .unwrap();
+    f.store
+        .store_note(
+            &alice,
+            "Alice likes quiet mornings.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
     let scope = vec![memory_of("alice")];
     let check = |filters: QueryFilters, expected: &'static [&'static str]| {
-        let q = HybridQuery { filters, ..HybridQuery::new(scope.clone(), "Alice likes", 10) };
+        let q = HybridQuery {
+            filters,
+            ..HybridQuery::new(scope.clone(), "Alice likes", 10)
+        };
         let store = f.store.clone();
         async move {
             let hits = store.hybrid_query(&q).await.unwrap();
@@ -174,23 +346,59 @@ async fn filters_restrict_both_legs() {
             assert_eq!(texts(&hits), want, "{:?}", q.filters);
         }
     };
-    check(QueryFilters::default(), &[
-        "Alice likes trains for travel.",
-        "Alice likes lentils for dinner.",
-        "Alice likes quiet mornings.",
-    ])
-    .await;
-    check(QueryFilters { tags_any: vec!["travel".into()], ..Default::default() }, &["Alice likes trains for travel."]).await;
     check(
-        QueryFilters { tags_any: vec!["health".into(), "travel".into()], ..Default::default() },
-        &["Alice likes trains for travel.", "Alice likes lentils for dinner."],
+        QueryFilters::default(),
+        &[
+            "Alice likes trains for travel.",
+            "Alice likes lentils for dinner.",
+            "Alice likes quiet mornings.",
+        ],
     )
     .await;
-    check(QueryFilters { tags_any: vec!["nothing".into()], ..Default::default() }, &[]).await;
     check(
-        QueryFilters { created_after: Some(cutoff), ..Default::default() },
-        &["Alice likes lentils for dinner.", "Alice likes quiet mornings."],
+        QueryFilters {
+            tags_any: vec!["travel".into()],
+            ..Default::default()
+        },
+        &["Alice likes trains for travel."],
     )
     .await;
-    check(QueryFilters { created_before: Some(cutoff), ..Default::default() }, &["Alice likes trains for travel."]).await;
+    check(
+        QueryFilters {
+            tags_any: vec!["health".into(), "travel".into()],
+            ..Default::default()
+        },
+        &[
+            "Alice likes trains for travel.",
+            "Alice likes lentils for dinner.",
+        ],
+    )
+    .await;
+    check(
+        QueryFilters {
+            tags_any: vec!["nothing".into()],
+            ..Default::default()
+        },
+        &[],
+    )
+    .await;
+    check(
+        QueryFilters {
+            created_after: Some(cutoff),
+            ..Default::default()
+        },
+        &[
+            "Alice likes lentils for dinner.",
+            "Alice likes quiet mornings.",
+        ],
+    )
+    .await;
+    check(
+        QueryFilters {
+            created_before: Some(cutoff),
+            ..Default::default()
+        },
+        &["Alice likes trains for travel."],
+    )
+    .await;
 }

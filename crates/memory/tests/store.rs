@@ -1,18 +1,33 @@
 //! Notes, sessions, atomicity, concurrency, summaries and reopening, on real database files.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
 mod common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{FlakyEmbedder, Raw, fixture, session, user};
-use memory::{HashEmbedder, HitSource, HybridQuery, MemoryError, MemoryStore, NoteMetadata, Weights};
+use memory::{
+    HashEmbedder, HitSource, HybridQuery, MemoryError, MemoryStore, NoteMetadata, Weights,
+};
 use types::{Message, NoteId, SessionId};
 
-const KEYWORDS_ONLY: Weights = Weights { vector: 0.0, fts: 1.0 };
+const KEYWORDS_ONLY: Weights = Weights {
+    vector: 0.0,
+    fts: 1.0,
+};
 
 fn keyword_query(sessions: Vec<SessionId>, text: &str) -> HybridQuery {
-    HybridQuery { weights: KEYWORDS_ONLY, ..HybridQuery::new(sessions, text, 10) }
+    HybridQuery {
+        weights: KEYWORDS_ONLY,
+        ..HybridQuery::new(sessions, text, 10)
+    }
 }
 
 async fn note_ids_found(store: &MemoryStore, who: &str, text: &str) -> Vec<String> {
@@ -34,7 +49,11 @@ async fn note_lifecycle_keeps_every_table_in_step() {
 
     let note = f
         .store
-        .store_note(&alice, "Alice's cat is named Whiskers.", NoteMetadata::default())
+        .store_note(
+            &alice,
+            "Alice's cat is named Whiskers.",
+            NoteMetadata::default(),
+        )
         .await
         .unwrap();
     let id = note.note_id.to_string();
@@ -46,7 +65,8 @@ async fn note_lifecycle_keeps_every_table_in_step() {
     assert_eq!(raw.count(&by_meta("note_id"), [id.as_str()]).await, 1);
     assert_eq!(raw.count(&by_meta("source"), ["user_memory"]).await, 1);
     assert_eq!(
-        raw.count(&by_meta("created_at"), [memory_time(&note.created_at)]).await,
+        raw.count(&by_meta("created_at"), [memory_time(&note.created_at)])
+            .await,
         1,
         "created_at is queryable"
     );
@@ -54,7 +74,11 @@ async fn note_lifecycle_keeps_every_table_in_step() {
     // Search finds it, with its id and source.
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(vec![SessionId::user_memory(&alice)], "whiskers", 5))
+        .hybrid_query(&HybridQuery::new(
+            vec![SessionId::user_memory(&alice)],
+            "whiskers",
+            5,
+        ))
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);
@@ -72,10 +96,20 @@ async fn note_lifecycle_keeps_every_table_in_step() {
     assert_eq!(updated.note_id, note.note_id);
     assert_eq!(updated.created_at, note.created_at);
     assert!(updated.updated_at > note.updated_at);
-    assert_eq!(f.store.get_note(&alice, &note.note_id).await.unwrap(), updated);
+    assert_eq!(
+        f.store.get_note(&alice, &note.note_id).await.unwrap(),
+        updated
+    );
     assert_eq!(raw.fts_matches("whiskers").await, 0);
     assert_eq!(raw.fts_matches("mittens").await, 1);
-    assert_eq!(raw.count("SELECT count(*) FROM events WHERE note_id = ?1", [id.as_str()]).await, 1);
+    assert_eq!(
+        raw.count(
+            "SELECT count(*) FROM events WHERE note_id = ?1",
+            [id.as_str()]
+        )
+        .await,
+        1
+    );
     assert_eq!(raw.count("SELECT count(*) FROM chunk_vectors", ()).await, 1);
     let blob = raw.blob("SELECT vector FROM chunk_vectors").await;
     let expected: Vec<u8> = HashEmbedder::new(common::DIMS)
@@ -84,27 +118,61 @@ async fn note_lifecycle_keeps_every_table_in_step() {
         .flat_map(|x| x.to_le_bytes())
         .collect();
     assert_eq!(blob, expected, "the vector is the new text's");
-    assert!(note_ids_found(&f.store, "alice", "whiskers").await.is_empty());
-    assert_eq!(note_ids_found(&f.store, "alice", "mittens").await, [id.clone()]);
+    assert!(
+        note_ids_found(&f.store, "alice", "whiskers")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        note_ids_found(&f.store, "alice", "mittens").await,
+        std::slice::from_ref(&id)
+    );
 
     // Delete: event, note, chunks, vectors and FTS rows all go.
     f.store.delete_note(&alice, &note.note_id).await.unwrap();
-    for table in ["events", "notes", "chunks", "chunk_vectors", "chunks_fts_docsize"] {
-        assert_eq!(raw.count(&format!("SELECT count(*) FROM {table}"), ()).await, 0, "{table}");
+    for table in [
+        "events",
+        "notes",
+        "chunks",
+        "chunk_vectors",
+        "chunks_fts_docsize",
+    ] {
+        assert_eq!(
+            raw.count(&format!("SELECT count(*) FROM {table}"), ())
+                .await,
+            0,
+            "{table}"
+        );
     }
     assert_eq!(raw.fts_matches("mittens").await, 0);
-    raw.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')", ()).await.unwrap();
-    assert!(note_ids_found(&f.store, "alice", "mittens cat").await.is_empty());
+    raw.conn
+        .execute(
+            "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
+            (),
+        )
+        .await
+        .unwrap();
+    assert!(
+        note_ids_found(&f.store, "alice", "mittens cat")
+            .await
+            .is_empty()
+    );
     assert_eq!(f.store.stats().await.unwrap().indexed_vectors, 0);
 
     // Unknown ids: typed not-found, nothing changed.
     for result in [
         f.store.get_note(&alice, &note.note_id).await.map(drop),
         f.store.delete_note(&alice, &note.note_id).await,
-        f.store.update_note(&alice, &note.note_id, "x").await.map(drop),
+        f.store
+            .update_note(&alice, &note.note_id, "x")
+            .await
+            .map(drop),
     ] {
         let err = result.unwrap_err();
-        assert!(matches!(err, MemoryError::NoteNotFound(_)) && err.is_not_found(), "{err:?}");
+        assert!(
+            matches!(err, MemoryError::NoteNotFound(_)) && err.is_not_found(),
+            "{err:?}"
+        );
     }
 }
 
@@ -117,25 +185,50 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
     let embedder = Arc::new(FlakyEmbedder::new());
-    let store = MemoryStore::open_local(&path, embedder.clone()).await.unwrap();
+    let store = MemoryStore::open_local(&path, embedder.clone())
+        .await
+        .unwrap();
     let alice = user("alice");
     let note = store
-        .store_note(&alice, "The user's favourite tea is oolong.", NoteMetadata::default())
+        .store_note(
+            &alice,
+            "The user's favourite tea is oolong.",
+            NoteMetadata::default(),
+        )
         .await
         .unwrap();
     let raw = Raw::open(&path).await;
     let check_intact = |label: &'static str| {
         let (store, raw, note, alice) = (store.clone(), &raw, note.clone(), alice.clone());
         async move {
-            assert_eq!(store.get_note(&alice, &note.note_id).await.unwrap(), note, "{label}");
-            assert_eq!(note_ids_found(&store, "alice", "oolong").await, [note.note_id.to_string()]);
+            assert_eq!(
+                store.get_note(&alice, &note.note_id).await.unwrap(),
+                note,
+                "{label}"
+            );
+            assert_eq!(
+                note_ids_found(&store, "alice", "oolong").await,
+                [note.note_id.to_string()]
+            );
             let hybrid = store
-                .hybrid_query(&HybridQuery::new(vec![SessionId::user_memory(&alice)], "oolong tea", 5))
+                .hybrid_query(&HybridQuery::new(
+                    vec![SessionId::user_memory(&alice)],
+                    "oolong tea",
+                    5,
+                ))
                 .await
                 .unwrap();
             assert_eq!(hybrid.len(), 1, "{label}");
-            for table in ["events", "notes", "chunks", "chunk_vectors", "chunks_fts_docsize"] {
-                let n = raw.count(&format!("SELECT count(*) FROM {table}"), ()).await;
+            for table in [
+                "events",
+                "notes",
+                "chunks",
+                "chunk_vectors",
+                "chunks_fts_docsize",
+            ] {
+                let n = raw
+                    .count(&format!("SELECT count(*) FROM {table}"), ())
+                    .await;
                 assert_eq!(n, 1, "{label}: {table}");
             }
             assert_eq!(raw.fts_matches("oolong").await, 1, "{label}");
@@ -145,7 +238,10 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable() {
 
     // 1. The embedder fails before anything is written.
     embedder.set_failing(true);
-    let err = store.update_note(&alice, &note.note_id, "Now it is espresso.").await.unwrap_err();
+    let err = store
+        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .await
+        .unwrap_err();
     assert!(matches!(err, MemoryError::Embedding { .. }), "{err:?}");
     assert!(err.is_retryable());
     embedder.set_failing(false);
@@ -160,19 +256,34 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable() {
         )
         .await
         .unwrap();
-    let err = store.update_note(&alice, &note.note_id, "A poison pill.").await.unwrap_err();
+    let err = store
+        .update_note(&alice, &note.note_id, "A poison pill.")
+        .await
+        .unwrap_err();
     assert!(matches!(err, MemoryError::Database { .. }), "{err:?}");
     let shown = err.to_string();
-    assert!(!shown.contains("INSERT") && !shown.contains("injected") && !shown.contains('/'), "{shown}");
+    assert!(
+        !shown.contains("INSERT") && !shown.contains("injected") && !shown.contains('/'),
+        "{shown}"
+    );
     check_intact("database failure mid-update").await;
     // Saves fail the same way and leave nothing behind.
-    store.store_note(&alice, "More poison.", NoteMetadata::default()).await.unwrap_err();
+    store
+        .store_note(&alice, "More poison.", NoteMetadata::default())
+        .await
+        .unwrap_err();
     check_intact("database failure mid-save").await;
 
     raw.conn.execute("DROP TRIGGER poison", ()).await.unwrap();
-    let updated = store.update_note(&alice, &note.note_id, "Now it is espresso.").await.unwrap();
+    let updated = store
+        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .await
+        .unwrap();
     assert_eq!(updated.note_id, note.note_id);
-    assert_eq!(note_ids_found(&store, "alice", "espresso").await, [note.note_id.to_string()]);
+    assert_eq!(
+        note_ids_found(&store, "alice", "espresso").await,
+        [note.note_id.to_string()]
+    );
     assert!(note_ids_found(&store, "alice", "oolong").await.is_empty());
 }
 
@@ -181,7 +292,11 @@ async fn bad_note_input_is_rejected_without_changes() {
     let f = fixture().await;
     let alice = user("alice");
     for content in ["", "   \n", &"x".repeat(memory::MAX_NOTE_BYTES + 1)] {
-        let err = f.store.store_note(&alice, content, NoteMetadata::default()).await.unwrap_err();
+        let err = f
+            .store
+            .store_note(&alice, content, NoteMetadata::default())
+            .await
+            .unwrap_err();
         assert!(err.is_invalid_input(), "{err:?}");
     }
     assert_eq!(f.store.stats().await.unwrap().notes, 0);
@@ -201,7 +316,10 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
                 (true, store.append_message(&chat, &alice, &m).await.unwrap())
             } else {
                 let text = format!("note number {i} about topic{i}");
-                let note = store.store_note(&alice, &text, NoteMetadata::default()).await.unwrap();
+                let note = store
+                    .store_note(&alice, &text, NoteMetadata::default())
+                    .await
+                    .unwrap();
                 assert!(note.note_id.as_str().starts_with("note-"));
                 (false, 0)
             }
@@ -222,20 +340,33 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
         .unwrap();
     let history = reopened.history(&chat, None, 1000).await.unwrap();
     assert_eq!(history.len(), 100);
-    assert!(history.windows(2).all(|w| w[0].seq + 1 == w[1].seq), "oldest first, no gaps");
+    assert!(
+        history.windows(2).all(|w| w[0].seq + 1 == w[1].seq),
+        "oldest first, no gaps"
+    );
     let notes = reopened.list_notes(&alice).await.unwrap();
     assert_eq!(notes.len(), 100);
-    let memory_history = reopened.history(&SessionId::user_memory(&alice), None, 1000).await.unwrap();
+    let memory_history = reopened
+        .history(&SessionId::user_memory(&alice), None, 1000)
+        .await
+        .unwrap();
     let seqs: HashSet<u64> = memory_history.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=100).collect::<HashSet<u64>>());
     // Everything saved before the reopen is found again, by keywords and by vectors.
     let hits = reopened
-        .hybrid_query(&HybridQuery::new(vec![SessionId::user_memory(&alice)], "topic77", 3))
+        .hybrid_query(&HybridQuery::new(
+            vec![SessionId::user_memory(&alice)],
+            "topic77",
+            3,
+        ))
         .await
         .unwrap();
     assert_eq!(hits[0].text, "note number 77 about topic77");
     let stats = reopened.stats().await.unwrap();
-    assert_eq!((stats.notes, stats.events, stats.chunks, stats.vectors), (100, 200, 200, 200));
+    assert_eq!(
+        (stats.notes, stats.events, stats.chunks, stats.vectors),
+        (100, 200, 200, 200)
+    );
     assert_eq!(stats.indexed_vectors, 200);
     assert!(stats.db_bytes > 0);
 }
@@ -256,7 +387,10 @@ async fn sessions_history_titles_and_ownership() {
         assert_eq!(seq, i as u64 + 1);
     }
     let all = f.store.history(&chat, None, 10).await.unwrap();
-    assert_eq!(all.iter().map(|e| e.message.clone()).collect::<Vec<_>>(), messages);
+    assert_eq!(
+        all.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
+        messages
+    );
     let page = f.store.history(&chat, Some(4), 2).await.unwrap();
     assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
 
@@ -266,30 +400,68 @@ async fn sessions_history_titles_and_ownership() {
     assert_eq!(raw.fts_matches("sunny").await, 0);
 
     // A session belongs to its creator.
-    let err = f.store.append_message(&chat, &bob, &Message::user("hi")).await.unwrap_err();
-    assert!(matches!(err, MemoryError::SessionOwnedByOtherUser(_)), "{err:?}");
     let err = f
         .store
-        .append_message(&SessionId::user_memory(&alice), &bob, &Message::user("sneaky"))
+        .append_message(&chat, &bob, &Message::user("hi"))
         .await
         .unwrap_err();
-    assert!(matches!(err, MemoryError::SessionOwnedByOtherUser(_)), "{err:?}");
+    assert!(
+        matches!(err, MemoryError::SessionOwnedByOtherUser(_)),
+        "{err:?}"
+    );
+    let err = f
+        .store
+        .append_message(
+            &SessionId::user_memory(&alice),
+            &bob,
+            &Message::user("sneaky"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MemoryError::SessionOwnedByOtherUser(_)),
+        "{err:?}"
+    );
 
-    f.store.set_session_title(&chat, "Lisbon trip").await.unwrap();
+    f.store
+        .set_session_title(&chat, "Lisbon trip")
+        .await
+        .unwrap();
     let info = f.store.session_info(&chat).await.unwrap();
     assert_eq!(info.title.as_deref(), Some("Lisbon trip"));
-    assert_eq!((info.user_id.as_str(), info.events, info.kind), ("alice", 4, memory::SessionKind::Conversation));
+    assert_eq!(
+        (info.user_id.as_str(), info.events, info.kind),
+        ("alice", 4, memory::SessionKind::Conversation)
+    );
     assert!(info.last_active_at >= info.created_at);
-    f.store.store_note(&alice, "Alice likes trams.", NoteMetadata::default()).await.unwrap();
+    f.store
+        .store_note(&alice, "Alice likes trams.", NoteMetadata::default())
+        .await
+        .unwrap();
     let listed = f.store.list_sessions(&alice).await.unwrap();
     assert_eq!(
-        listed.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|s| s.session_id.as_str())
+            .collect::<Vec<_>>(),
         ["memory:alice", "chat-1"]
     );
     assert!(f.store.list_sessions(&bob).await.unwrap().is_empty());
     let missing = session("nope");
-    assert!(f.store.session_info(&missing).await.unwrap_err().is_not_found());
-    assert!(f.store.set_session_title(&missing, "x").await.unwrap_err().is_not_found());
+    assert!(
+        f.store
+            .session_info(&missing)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        f.store
+            .set_session_title(&missing, "x")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
 }
 
 #[tokio::test]
@@ -298,36 +470,78 @@ async fn summary_compare_and_swap() {
     let chat = session("chat-1");
     assert_eq!(f.store.summary(&chat).await.unwrap(), None);
     assert!(f.store.swap_summary(&chat, 0, "first", 5).await.unwrap());
-    assert!(!f.store.swap_summary(&chat, 0, "racing first", 6).await.unwrap());
+    assert!(
+        !f.store
+            .swap_summary(&chat, 0, "racing first", 6)
+            .await
+            .unwrap()
+    );
     let state = f.store.summary(&chat).await.unwrap().unwrap();
-    assert_eq!((state.epoch, state.summary.as_str(), state.upto_seq), (1, "first", 5));
+    assert_eq!(
+        (state.epoch, state.summary.as_str(), state.upto_seq),
+        (1, "first", 5)
+    );
     assert!(f.store.swap_summary(&chat, 1, "second", 9).await.unwrap());
     assert!(!f.store.swap_summary(&chat, 1, "stale", 10).await.unwrap());
     assert!(!f.store.swap_summary(&chat, 7, "future", 10).await.unwrap());
     let state = f.store.summary(&chat).await.unwrap().unwrap();
-    assert_eq!((state.epoch, state.summary.as_str(), state.upto_seq), (2, "second", 9));
+    assert_eq!(
+        (state.epoch, state.summary.as_str(), state.upto_seq),
+        (2, "second", 9)
+    );
 }
 
 #[tokio::test]
 async fn export_and_import_keep_ids_and_are_idempotent() {
     let f = fixture().await;
     let alice = user("alice");
-    let tagged = NoteMetadata { tags: vec!["food".into()], ..NoteMetadata::default() };
-    f.store.store_note(&alice, "Alice is vegetarian.", tagged).await.unwrap();
-    f.store.store_note(&alice, "Alice's birthday is in May.", NoteMetadata::default()).await.unwrap();
+    let tagged = NoteMetadata {
+        tags: vec!["food".into()],
+        ..NoteMetadata::default()
+    };
+    f.store
+        .store_note(&alice, "Alice is vegetarian.", tagged)
+        .await
+        .unwrap();
+    f.store
+        .store_note(
+            &alice,
+            "Alice's birthday is in May.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
     let exported = f.store.export_notes(&alice).await.unwrap();
     assert_eq!(exported.len(), 2);
     let line = serde_json::to_string(&exported[0]).unwrap();
     assert!(line.contains("\"tags\":[\"food\"]"), "{line}");
 
     let other = fixture().await;
-    assert_eq!(other.store.import_notes(&alice, exported.clone()).await.unwrap(), 2);
-    assert_eq!(other.store.import_notes(&alice, exported.clone()).await.unwrap(), 0);
+    assert_eq!(
+        other
+            .store
+            .import_notes(&alice, exported.clone())
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        other
+            .store
+            .import_notes(&alice, exported.clone())
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(other.store.export_notes(&alice).await.unwrap(), exported);
     let found = note_ids_found(&other.store, "alice", "birthday").await;
     assert_eq!(found, [exported[1].note_id.to_string()]);
     let id: NoteId = exported[0].note_id.clone();
-    other.store.update_note(&alice, &id, "Alice is vegan now.").await.unwrap();
+    other
+        .store
+        .update_note(&alice, &id, "Alice is vegan now.")
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -335,10 +549,20 @@ async fn the_trait_object_reaches_the_store() {
     let f = fixture().await;
     let alice = user("alice");
     let tools: Arc<dyn memory::MemoryRetrieval> = Arc::new(f.store.clone());
-    let note = tools.store_note(&alice, "Saved through the trait.", NoteMetadata::default()).await.unwrap();
-    assert_eq!(tools.get_note(&alice, &note.note_id).await.unwrap().content, "Saved through the trait.");
+    let note = tools
+        .store_note(&alice, "Saved through the trait.", NoteMetadata::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        tools.get_note(&alice, &note.note_id).await.unwrap().content,
+        "Saved through the trait."
+    );
     let hits = tools
-        .hybrid_query(&HybridQuery::new(vec![SessionId::user_memory(&alice)], "trait", 5))
+        .hybrid_query(&HybridQuery::new(
+            vec![SessionId::user_memory(&alice)],
+            "trait",
+            5,
+        ))
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);

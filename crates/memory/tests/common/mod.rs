@@ -23,7 +23,9 @@ pub struct Fixture {
 pub async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
-    let store = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(DIMS))).await.unwrap();
+    let store = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(DIMS)))
+        .await
+        .unwrap();
     Fixture { dir, path, store }
 }
 
@@ -55,8 +57,11 @@ impl Raw {
 
     /// How many chunks FTS finds for a (quoted) term.
     pub async fn fts_matches(&self, term: &str) -> i64 {
-        self.count("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1", [format!("\"{term}\"")])
-            .await
+        self.count(
+            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1",
+            [format!("\"{term}\"")],
+        )
+        .await
     }
 
     /// The first column of the first row. (Rows are dropped before returning: a live row keeps
@@ -85,7 +90,10 @@ pub struct FlakyEmbedder {
 
 impl FlakyEmbedder {
     pub fn new() -> Self {
-        Self { inner: HashEmbedder::new(DIMS), fail: AtomicBool::new(false) }
+        Self {
+            inner: HashEmbedder::new(DIMS),
+            fail: AtomicBool::new(false),
+        }
     }
 
     pub fn set_failing(&self, fail: bool) {
