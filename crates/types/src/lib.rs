@@ -18,8 +18,8 @@ mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
-    AgentConfig, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig,
-    ProviderConfig, ProviderKind, RetrievalConfig,
+    AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
+    MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig, RuntimeConfig,
 };
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};

@@ -4,9 +4,11 @@
 
 mod memory;
 mod provider;
+mod runtime;
 
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use provider::{ProviderConfig, ProviderKind};
+pub use runtime::{ApprovalPolicy, RuntimeConfig};
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +36,7 @@ pub struct AgentConfig {
     pub provider: ProviderConfig,
     pub memory: MemoryConfig,
     pub retrieval: RetrievalConfig,
+    pub runtime: RuntimeConfig,
 }
 
 impl AgentConfig {
@@ -41,6 +44,7 @@ impl AgentConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.provider.validate()?;
         self.memory.validate()?;
-        self.retrieval.validate()
+        self.retrieval.validate()?;
+        self.runtime.validate()
     }
 }
