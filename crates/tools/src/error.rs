@@ -33,7 +33,7 @@ pub enum ToolError {
     NotFound { what: String, hint: String },
 
     /// The tool did not finish within its time limit.
-    #[error("`{tool}` timed out after {} s; try a smaller request", after.as_secs())]
+    #[error("`{tool}` timed out after {after:?}; try a smaller request")]
     Timeout { tool: String, after: Duration },
 
     /// The turn was cancelled while the tool ran.

@@ -166,7 +166,7 @@ async fn timeouts_stop_waiting() {
     assert_eq!(outcome.error_kind, Some("timeout"));
     assert_eq!(
         outcome.output,
-        "`slow` timed out after 0 s; try a smaller request"
+        "`slow` timed out after 50ms; try a smaller request"
     );
 }
 

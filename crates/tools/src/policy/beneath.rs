@@ -3,11 +3,11 @@
 //!
 //! Resolution uses `openat2(root, path, O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //! RESOLVE_NO_MAGICLINKS)`: the kernel refuses any symlink in any component and any escape from
-//! the root, atomically with the open. Where the kernel lacks `openat2` (`ENOSYS`), each component
-//! is opened in turn with `openat(dir, name, O_NOFOLLOW)` relative to the previous descriptor,
-//! which is equally immune to a component being swapped for a link between steps. Callers then
-//! act only through the returned descriptors (`*at` calls with a single plain name), never by
-//! re-resolving a path string.
+//! the root, atomically with the open. Where the kernel lacks `openat2` (`ENOSYS`, or `EPERM` from
+//! a seccomp filter), each component is opened in turn with `openat(dir, name, O_NOFOLLOW)`
+//! relative to the previous descriptor, which is equally immune to a component being swapped for a
+//! link between steps. Callers then act only through the returned descriptors (`*at` calls with a
+//! single plain name), never by re-resolving a path string.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -147,7 +147,9 @@ impl Workspace {
                 match rfs::openat2(&self.root, joined.as_str(), flags, Mode::empty(), how) {
                     // A concurrent rename can make the kernel ask for a retry.
                     Err(Errno::AGAIN) if attempts < 3 => attempts += 1,
-                    Err(Errno::NOSYS) => break,
+                    // No openat2 in this kernel, or a seccomp filter that refuses it: the walk
+                    // applies the same rules with plain openat.
+                    Err(Errno::NOSYS | Errno::PERM) => break,
                     // `O_DIRECTORY | O_NOFOLLOW` on a link reports ENOTDIR; the walk tells the
                     // two apart (same checks, so no weaker).
                     Err(Errno::NOTDIR) => break,
