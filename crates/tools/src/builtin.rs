@@ -1,13 +1,17 @@
-//! The list of built-in tools. Every tool the platform ships is created here, so tests can iterate
-//! over all of them.
+//! The list of built-in tools. Every tool the platform ships is created here, so tests and the
+//! operator catalogue (`runner tools --json`) can iterate over all of them.
 
 use std::sync::Arc;
 
+use memory::MemoryRetrieval;
+use types::RetrievalConfig;
+
 use crate::Tool;
 use crate::files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite};
+use crate::memory_tools::memory_tools;
 
-/// Every built-in tool: the six file tools (memory and shell tools are appended here as they land).
-pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+/// The six file tools.
+pub fn file_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(FileRead),
         Arc::new(FileWrite),
@@ -16,4 +20,17 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(FileList),
         Arc::new(FileSearch),
     ]
+}
+
+/// Every built-in tool: the file tools and the four memory tools (which, given no store, answer
+/// that memory is not configured). The agent's registry is built with
+/// [`crate::ToolRegistry::with_file_tools`] plus [`crate::register_memory_tools`], which adds the
+/// memory tools only when a store is available.
+pub fn builtin_tools(
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Vec<Arc<dyn Tool>> {
+    let mut tools = file_tools();
+    tools.extend(memory_tools(memory, retrieval));
+    tools
 }

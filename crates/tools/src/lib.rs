@@ -5,13 +5,16 @@
 //! tools' schemas to the model and runs each call through one pipeline: look up, parse, validate
 //! against the JSON Schema, run under the tool's timeout and the turn's cancellation, scrub
 //! secrets and host paths, truncate. The [`policy`] module decides which workspace paths file tools
-//! may touch and opens them beneath the workspace root without following symbolic links.
+//! may touch and opens them beneath the workspace root without following symbolic links. The four
+//! memory tools (`memory_search`, `memory_save`, `memory_update`, `memory_delete`) work on the
+//! user's notes in the `memory:{user_id}` namespace of that user's store.
 //!
 //! This crate does not run the agent loop, talk to models, or reach outside a user's workspace.
 
 mod builtin;
 mod error;
 mod files;
+mod memory_tools;
 pub mod policy;
 mod registry;
 mod scrub;
@@ -19,9 +22,14 @@ mod tool;
 mod truncate;
 mod validate;
 
-pub use builtin::builtin_tools;
+pub use builtin::{builtin_tools, file_tools};
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
+pub use memory_tools::{
+    MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME,
+    MEMORY_SEARCH_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryDelete, MemorySave, MemorySearch,
+    MemoryUpdate, memory_tools, register_memory_tools,
+};
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};
 pub use tool::Tool;

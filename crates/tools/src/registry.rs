@@ -13,7 +13,7 @@ use types::{ToolExecutionContext, ToolSchema};
 use crate::scrub::Scrubber;
 use crate::truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
 use crate::validate::validate_args;
-use crate::{Tool, ToolError, builtin_tools};
+use crate::{Tool, ToolError, file_tools};
 
 /// Error messages are capped shorter than outputs.
 const ERROR_LIMIT: usize = 2 * 1024;
@@ -53,10 +53,11 @@ impl fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// A registry holding every built-in tool ([`builtin_tools`]).
-    pub fn with_builtin_tools() -> Self {
+    /// A registry holding the file tools ([`file_tools`]); add the memory tools with
+    /// [`crate::register_memory_tools`].
+    pub fn with_file_tools() -> Self {
         let mut registry = Self::default();
-        for tool in builtin_tools() {
+        for tool in file_tools() {
             if let Err(e) = registry.register(tool) {
                 tracing::error!(error = %e, "built-in tool not registered");
             }

@@ -254,7 +254,7 @@ async fn identity_comes_from_each_calls_context() {
 
 #[test]
 fn every_builtin_tool_is_well_formed() {
-    let tools = builtin_tools();
+    let tools = builtin_tools(None, &types::RetrievalConfig::default());
     let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     names.sort_unstable();
     assert_eq!(
@@ -265,7 +265,11 @@ fn every_builtin_tool_is_well_formed() {
             "file_list",
             "file_read",
             "file_search",
-            "file_write"
+            "file_write",
+            "memory_delete",
+            "memory_save",
+            "memory_search",
+            "memory_update"
         ]
     );
     for tool in &tools {
@@ -291,7 +295,10 @@ fn every_builtin_tool_is_well_formed() {
             tool.timeout() >= Duration::from_secs(1) && tool.timeout() <= Duration::from_secs(60),
             "{name}"
         );
-        let expected_tier = if matches!(name, "file_read" | "file_list" | "file_search") {
+        let expected_tier = if matches!(
+            name,
+            "file_read" | "file_list" | "file_search" | "memory_search"
+        ) {
             SafetyTier::ReadOnly
         } else {
             SafetyTier::SideEffecting
@@ -299,7 +306,10 @@ fn every_builtin_tool_is_well_formed() {
         assert_eq!(tool.safety_tier(), expected_tier, "{name}");
         assert_eq!(tool.schema().name, name);
     }
-    let registry = ToolRegistry::with_builtin_tools();
+    let mut registry = ToolRegistry::default();
+    for tool in &tools {
+        registry.register(Arc::clone(tool)).unwrap();
+    }
     assert_eq!(registry.names().len(), tools.len());
     let openai = registry.openai_tools();
     let anthropic = registry.anthropic_tools();

@@ -63,7 +63,7 @@ impl Fixture {
             dir,
             root,
             outside,
-            registry: ToolRegistry::with_builtin_tools(),
+            registry: ToolRegistry::with_file_tools(),
         }
     }
 

@@ -1,0 +1,154 @@
+//! What the four memory tools share: the store handle, argument checks, error mapping, spans.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use memory::{MemoryError, MemoryRetrieval};
+use types::{NoteId, ToolExecutionContext};
+
+use crate::ToolError;
+
+/// Largest note the tools accept, in bytes of UTF-8 (8 KiB).
+pub const MAX_CONTENT_BYTES: usize = 8 * 1024;
+/// Most results `memory_search` returns.
+pub const MAX_SEARCH_TOP_K: usize = 20;
+
+/// The store behind the tools, or `None` when memory is not configured.
+pub(crate) type MemoryHandle = Option<Arc<dyn MemoryRetrieval>>;
+
+pub(crate) fn store(handle: &MemoryHandle) -> Result<&dyn MemoryRetrieval, ToolError> {
+    handle.as_deref().ok_or_else(|| ToolError::Execution {
+        message: "memory is not configured for this agent ([memory] is disabled or failed to \
+                  open), so nothing can be searched or saved"
+            .into(),
+        source: None,
+    })
+}
+
+/// The `content` argument: present, not blank, within [`MAX_CONTENT_BYTES`].
+pub(crate) fn content_arg(args: &serde_json::Value) -> Result<&str, ToolError> {
+    let content = string_arg(args, "content")?;
+    if content.trim().is_empty() {
+        return Err(ToolError::InvalidArguments {
+            field: "content".into(),
+            expected: "non-empty text: the fact, preference or decision to remember".into(),
+        });
+    }
+    if content.len() > MAX_CONTENT_BYTES {
+        return Err(ToolError::InvalidArguments {
+            field: "content".into(),
+            expected: format!(
+                "at most {MAX_CONTENT_BYTES} bytes (8 KiB), got {} bytes: save a shorter note or \
+                 split it into several notes",
+                content.len()
+            ),
+        });
+    }
+    Ok(content)
+}
+
+/// The `note_id` argument, parsed.
+pub(crate) fn note_id_arg(args: &serde_json::Value) -> Result<NoteId, ToolError> {
+    let raw = string_arg(args, "note_id")?;
+    NoteId::parse(raw.trim()).map_err(|_| ToolError::InvalidArguments {
+        field: "note_id".into(),
+        expected: "a note id like note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f, as returned by \
+                   memory_search or memory_save (conversation results have no note id)"
+            .into(),
+    })
+}
+
+pub(crate) fn string_arg<'a>(
+    args: &'a serde_json::Value,
+    field: &str,
+) -> Result<&'a str, ToolError> {
+    args.get(field)
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| ToolError::InvalidArguments {
+            field: field.into(),
+            expected: "a string".into(),
+        })
+}
+
+/// A store error as the model should see it: short, actionable, no SQL or paths.
+pub(crate) fn map_error(error: MemoryError, note_id: Option<&NoteId>) -> ToolError {
+    match error {
+        MemoryError::NoteNotFound(id) => ToolError::NotFound {
+            what: format!("note {id}"),
+            hint: "; use memory_search to find the right note_id".into(),
+        },
+        MemoryError::InvalidInput(message) => ToolError::Execution {
+            message,
+            source: None,
+        },
+        other => {
+            let message = if other.is_retryable() {
+                "memory is busy right now; try again in a moment".to_owned()
+            } else {
+                match note_id {
+                    Some(id) => format!(
+                        "memory could not complete the operation on {id}; nothing was changed"
+                    ),
+                    None => {
+                        "memory could not complete the operation; nothing was changed".to_owned()
+                    }
+                }
+            };
+            tracing::error!(error = %other, source = ?std::error::Error::source(&other), "memory tool failed");
+            ToolError::Execution {
+                message,
+                source: Some(Box::new(other)),
+            }
+        }
+    }
+}
+
+/// A span for one memory operation; `finish` records the outcome and duration.
+pub(crate) struct OpSpan {
+    span: tracing::Span,
+    started: Instant,
+}
+
+impl OpSpan {
+    pub(crate) fn start(tool: &'static str, ctx: &ToolExecutionContext) -> Self {
+        let span = tracing::info_span!(
+            "memory_tool",
+            tool,
+            user = %ctx.user_id,
+            session = %ctx.session_id,
+            turn = %ctx.turn_id,
+            note_id = tracing::field::Empty,
+            results = tracing::field::Empty,
+        );
+        Self {
+            span,
+            started: Instant::now(),
+        }
+    }
+
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    pub(crate) fn note(&self, id: &NoteId) {
+        self.span.record("note_id", tracing::field::display(id));
+    }
+
+    pub(crate) fn results(&self, n: usize) {
+        self.span.record("results", n);
+    }
+
+    /// Logs the outcome (never the note text) with the elapsed time.
+    pub(crate) fn finish<T>(self, result: &Result<T, ToolError>) {
+        let micros = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let _entered = self.span.enter();
+        match result {
+            Ok(_) => tracing::info!(duration_us = micros, "memory operation done"),
+            Err(e) => tracing::warn!(duration_us = micros, error = %e, "memory operation failed"),
+        }
+    }
+}
+
+pub(crate) fn json_message(note_id: &NoteId, message: &str) -> String {
+    serde_json::json!({ "note_id": note_id, "message": message }).to_string()
+}

@@ -1,0 +1,61 @@
+//! The four memory tools: `memory_search`, `memory_save`, `memory_update`, `memory_delete`.
+//!
+//! Notes live in the user's namespace `memory:{user_id}` of that user's own database. The user and
+//! the current conversation session come from the per-call [`types::ToolExecutionContext`], never
+//! from shared state or arguments.
+
+mod common;
+mod delete;
+mod save;
+mod search;
+mod update;
+
+pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K};
+pub use delete::MemoryDelete;
+pub use save::MemorySave;
+pub use search::MemorySearch;
+pub use update::MemoryUpdate;
+
+use std::sync::Arc;
+
+use memory::MemoryRetrieval;
+use types::RetrievalConfig;
+
+use crate::{Tool, ToolError, ToolRegistry};
+
+pub const MEMORY_SEARCH_TOOL_NAME: &str = "memory_search";
+pub const MEMORY_SAVE_TOOL_NAME: &str = "memory_save";
+pub const MEMORY_UPDATE_TOOL_NAME: &str = "memory_update";
+pub const MEMORY_DELETE_TOOL_NAME: &str = "memory_delete";
+
+/// The four memory tools over `memory` (or, with `None`, tools that explain memory is not
+/// configured when called).
+pub fn memory_tools(
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(MemorySearch::new(memory.clone(), retrieval.clone())),
+        Arc::new(MemorySave::new(memory.clone())),
+        Arc::new(MemoryUpdate::new(memory.clone())),
+        Arc::new(MemoryDelete::new(memory)),
+    ]
+}
+
+/// Registers the four memory tools when a store is available, and none otherwise. Returns how
+/// many were registered.
+pub fn register_memory_tools(
+    registry: &mut ToolRegistry,
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Result<usize, ToolError> {
+    if memory.is_none() {
+        return Ok(0);
+    }
+    let tools = memory_tools(memory, retrieval);
+    let n = tools.len();
+    for tool in tools {
+        registry.register(tool)?;
+    }
+    Ok(n)
+}

@@ -1,0 +1,88 @@
+//! `memory_save`: remember a new natural-language note.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory::NoteMetadata;
+use tracing::Instrument;
+use types::{SafetyTier, ToolExecutionContext};
+
+use super::MEMORY_SAVE_TOOL_NAME;
+use super::common::{MemoryHandle, OpSpan, content_arg, json_message, map_error, store};
+use crate::{Tool, ToolError};
+
+#[derive(Debug, Clone)]
+pub struct MemorySave {
+    memory: MemoryHandle,
+}
+
+impl MemorySave {
+    pub(crate) fn new(memory: MemoryHandle) -> Self {
+        Self { memory }
+    }
+}
+
+#[async_trait]
+impl Tool for MemorySave {
+    fn name(&self) -> &str {
+        MEMORY_SAVE_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Save an important piece of information to your persistent memory as a natural language \
+         note. Use this proactively whenever the user shares preferences, makes decisions, states \
+         facts, or tells you something worth remembering across conversations. Saved notes persist \
+         across all sessions and channels. Returns a note_id for future reference. Write one \
+         self-contained fact per note (at most 8 KiB)."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": super::MAX_CONTENT_BYTES,
+                    "description": "Natural language text to save (a fact, preference, decision, ...). At most 8192 bytes."
+                }
+            },
+            "required": ["content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::SideEffecting
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    async fn execute(
+        &self,
+        args: &serde_json::Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        let op = OpSpan::start(MEMORY_SAVE_TOOL_NAME, ctx);
+        let span = op.span().clone();
+        let result = async {
+            let memory = store(&self.memory)?;
+            let content = content_arg(args)?;
+            let note = memory
+                .store_note(&ctx.user_id, content, NoteMetadata::default())
+                .await
+                .map_err(|e| map_error(e, None))?;
+            op.note(&note.note_id);
+            Ok(json_message(
+                &note.note_id,
+                "Saved. Use this note_id with memory_update or memory_delete to change or remove it.",
+            ))
+        }
+        .instrument(span)
+        .await;
+        op.finish(&result);
+        result
+    }
+}

@@ -1,0 +1,196 @@
+//! `memory_search`: hybrid (semantic + keyword) search over the user's notes and, optionally, the
+//! current conversation.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory::{HitSource, HybridQuery, SearchHit, Weights};
+use tracing::Instrument;
+use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
+
+use super::MEMORY_SEARCH_TOOL_NAME;
+use super::common::{MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, store, string_arg};
+use crate::{Tool, ToolError};
+
+/// Longest query accepted, in bytes.
+const MAX_QUERY_BYTES: usize = 2048;
+
+#[derive(Debug, Clone)]
+pub struct MemorySearch {
+    memory: MemoryHandle,
+    retrieval: RetrievalConfig,
+}
+
+impl MemorySearch {
+    pub(crate) fn new(memory: MemoryHandle, retrieval: RetrievalConfig) -> Self {
+        Self { memory, retrieval }
+    }
+
+    fn default_top_k(&self) -> usize {
+        self.retrieval.top_k.clamp(1, MAX_SEARCH_TOP_K)
+    }
+
+    fn query(&self, sessions: Vec<SessionId>, text: &str, top_k: usize) -> HybridQuery {
+        let mut q = HybridQuery::new(sessions, text, top_k);
+        q.weights = Weights {
+            vector: self.retrieval.vector_weight,
+            fts: self.retrieval.fts_weight,
+        };
+        q
+    }
+}
+
+#[async_trait]
+impl Tool for MemorySearch {
+    fn name(&self) -> &str {
+        MEMORY_SEARCH_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Search your persistent memory for relevant information. Use this when you need to recall \
+         user preferences, past decisions, stored facts, or anything previously saved. Results are \
+         ranked by relevance using semantic similarity and keyword matching. By default searches \
+         only your saved notes; set include_conversation to true to also search the current \
+         conversation history. Results from the conversation have source \"conversation\" and no \
+         note_id: they cannot be updated or deleted with memory tools."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_BYTES,
+                    "description": "Natural language search query, e.g. \"the user's preferred name\"."
+                },
+                "top_k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_SEARCH_TOP_K,
+                    "description": "Max results to return (default: 5, max: 20)."
+                },
+                "include_conversation": {
+                    "type": "boolean",
+                    "description": "Also search the current conversation session (default: false)."
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::ReadOnly
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(15)
+    }
+
+    async fn execute(
+        &self,
+        args: &serde_json::Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        let op = OpSpan::start(MEMORY_SEARCH_TOOL_NAME, ctx);
+        let span = op.span().clone();
+        let result = async {
+            let memory = store(&self.memory)?;
+            let text = string_arg(args, "query")?;
+            if text.len() > MAX_QUERY_BYTES {
+                return Err(ToolError::InvalidArguments {
+                    field: "query".into(),
+                    expected: format!("at most {MAX_QUERY_BYTES} bytes: search with a few key words"),
+                });
+            }
+            let top_k = match args.get("top_k").and_then(serde_json::Value::as_u64) {
+                Some(k) => usize::try_from(k).unwrap_or(MAX_SEARCH_TOP_K).clamp(1, MAX_SEARCH_TOP_K),
+                None => self.default_top_k(),
+            };
+            let include_conversation =
+                args.get("include_conversation").and_then(serde_json::Value::as_bool).unwrap_or(false);
+            tracing::debug!(query = text, top_k, include_conversation, "memory search");
+
+            let notes = SessionId::user_memory(&ctx.user_id);
+            let mut skipped = None;
+            let hits = if include_conversation && ctx.session_id != notes {
+                // One query over both sessions puts notes and messages on one score scale.
+                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, top_k);
+                match memory.hybrid_query(&both).await {
+                    Ok(hits) => hits,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
+                        skipped = Some(
+                            "note: searching the current conversation failed, so it was skipped; \
+                             the results above come from saved notes only.",
+                        );
+                        let only_notes = self.query(vec![notes], text, top_k);
+                        memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
+                    }
+                }
+            } else {
+                let only_notes = self.query(vec![notes], text, top_k);
+                memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
+            };
+            let hits = dedup(hits);
+            op.results(hits.len());
+            let rendered = render(&hits);
+            Ok(match skipped {
+                Some(line) => format!("{rendered}\n{line}"),
+                None => rendered,
+            })
+        }
+        .instrument(span)
+        .await;
+        op.finish(&result);
+        result
+    }
+}
+
+/// One entry per note or message; a conversation message saying exactly what a returned note says
+/// is dropped in favour of the note (which has an id the model can act on).
+fn dedup(hits: Vec<SearchHit>) -> Vec<SearchHit> {
+    let normal = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let note_texts: HashSet<String> = hits
+        .iter()
+        .filter(|h| h.source == HitSource::UserMemory)
+        .map(|h| normal(&h.text))
+        .collect();
+    let mut seen = HashSet::new();
+    hits.into_iter()
+        .filter(|h| {
+            let key = match &h.note_id {
+                Some(id) => id.to_string(),
+                None => format!("{}#{}", h.session_id, h.event_seq),
+            };
+            let duplicate_of_note =
+                h.source == HitSource::Conversation && note_texts.contains(&normal(&h.text));
+            seen.insert(key) && !duplicate_of_note
+        })
+        .collect()
+}
+
+fn render(hits: &[SearchHit]) -> String {
+    let rows: Vec<serde_json::Value> = hits
+        .iter()
+        .map(|h| {
+            serde_json::json!({
+                "note_id": h.note_id,
+                "text": h.text,
+                "score": (h.score * 10_000.0).round() / 10_000.0,
+                "source": h.source.as_str(),
+                "created_at": h.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "updated_at": h.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
