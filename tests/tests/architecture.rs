@@ -1,5 +1,11 @@
 //! The crate map of docs/ARCHITECTURE.md, enforced: dependency arrows point down only.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly on broken fixtures"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
@@ -11,8 +17,14 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("tools", &["types", "memory"][..]),
         ("provider", &["types"][..]),
         ("runtime", &["types", "memory", "tools", "provider"][..]),
-        ("gateway", &["types", "runtime", "memory", "tools", "provider"][..]),
-        ("runner", &["types", "memory", "tools", "provider", "runtime", "gateway"][..]),
+        (
+            "gateway",
+            &["types", "runtime", "memory", "tools", "provider"][..],
+        ),
+        (
+            "runner",
+            &["types", "memory", "tools", "provider", "runtime", "gateway"][..],
+        ),
         ("shell-daemon", &["types"][..]),
         ("tui", &["types"][..]),
         ("test-support", &["types"][..]),
@@ -23,7 +35,10 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
 /// Third-party crates that must never appear among a crate's normal dependencies.
 fn forbidden_external() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
-        ("types", &["tokio", "reqwest", "libsql", "axum", "hyper"][..]),
+        (
+            "types",
+            &["tokio", "reqwest", "libsql", "axum", "hyper"][..],
+        ),
         ("tui", &["libsql"][..]),
     ])
 }
@@ -34,7 +49,11 @@ fn metadata() -> serde_json::Value {
         .current_dir(oxydra_e2e::workspace_root())
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
 }
 
@@ -42,13 +61,24 @@ fn metadata() -> serde_json::Value {
 fn workspace_dependency_edges_point_down() {
     let meta = metadata();
     let allowed = allowed();
-    let members: BTreeSet<&str> =
-        meta["packages"].as_array().unwrap().iter().filter_map(|p| {
+    let members: BTreeSet<&str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| {
             let id = p["id"].as_str()?;
-            meta["workspace_members"].as_array()?.iter().any(|m| m == id).then(|| p["name"].as_str())?
-        }).collect();
+            meta["workspace_members"]
+                .as_array()?
+                .iter()
+                .any(|m| m == id)
+                .then(|| p["name"].as_str())?
+        })
+        .collect();
     for name in &members {
-        assert!(allowed.contains_key(name), "crate `{name}` is missing from the crate map");
+        assert!(
+            allowed.contains_key(name),
+            "crate `{name}` is missing from the crate map"
+        );
     }
     for pkg in meta["packages"].as_array().unwrap() {
         let name = pkg["name"].as_str().unwrap();
@@ -109,7 +139,10 @@ fn forbidden_crates_are_unreachable() {
         }
         for id in seen {
             let name = packages[id]["name"].as_str().unwrap();
-            assert!(!banned.contains(&name), "`{krate}` reaches `{name}`, which it must never do");
+            assert!(
+                !banned.contains(&name),
+                "`{krate}` reaches `{name}`, which it must never do"
+            );
         }
     }
 }

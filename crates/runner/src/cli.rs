@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "runner", version, about = "Oxydra runner: per-user agents, their memory and tools")]
+#[command(
+    name = "runner",
+    version,
+    about = "Oxydra runner: per-user agents, their memory and tools"
+)]
 pub struct Cli {
     /// Log progress (also settable with OXYDRA_LOG=info|debug).
     #[arg(long, short, global = true)]
@@ -18,6 +22,12 @@ pub struct Cli {
 pub enum Command {
     /// Read and change a user's memory directly (the same store the memory tools use).
     Memory(MemoryArgs),
+    /// List every built-in tool the model can be offered.
+    Tools {
+        /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

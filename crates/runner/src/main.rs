@@ -3,6 +3,7 @@
 
 mod cli;
 mod memory_cmd;
+mod tools_cmd;
 
 use std::process::ExitCode;
 
@@ -11,13 +12,17 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
     };
     let result = runtime.block_on(async move {
         match cli.command {
             cli::Command::Memory(args) => memory_cmd::run(args).await,
+            cli::Command::Tools { json } => tools_cmd::run(json),
         }
     });
     match result {
@@ -29,7 +34,10 @@ fn main() -> ExitCode {
 /// One line on stderr, the cause chain joined, then a non-zero exit.
 fn fail(error: &anyhow::Error) -> ExitCode {
     let line: Vec<String> = error.chain().map(ToString::to_string).collect();
-    #[allow(clippy::print_stderr, reason = "the CLI reports its one-line error on stderr")]
+    #[allow(
+        clippy::print_stderr,
+        reason = "the CLI reports its one-line error on stderr"
+    )]
     {
         eprintln!("error: {}", line.join(": "));
     }
@@ -40,5 +48,8 @@ fn init_tracing(verbose: bool) {
     let default = if verbose { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OXYDRA_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

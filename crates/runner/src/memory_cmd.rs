@@ -17,15 +17,19 @@ pub async fn run(args: MemoryArgs) -> Result<()> {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }
     let user_root = args.root.join(user.as_str());
-    let options =
-        OpenOptions { progress: Some(Box::new(progress("re-embedding"))), ..Default::default() };
+    let options = OpenOptions {
+        progress: Some(Box::new(progress("re-embedding"))),
+        ..Default::default()
+    };
     let store = MemoryStore::open_with(&config.memory, &user_root, options)
         .await
         .context("cannot open the memory store")?;
     let mut out = std::io::stdout().lock();
     match args.action {
         MemoryAction::Save { text } => {
-            let note = store.store_note(&user, &text, NoteMetadata::default()).await?;
+            let note = store
+                .store_note(&user, &text, NoteMetadata::default())
+                .await?;
             print_json(&mut out, &serde_json::json!({ "note_id": note.note_id }))?;
         }
         MemoryAction::Search { query, top_k, json } => {
@@ -62,7 +66,9 @@ pub async fn run(args: MemoryArgs) -> Result<()> {
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
-            let note = store.update_note(&user, &parse_note_id(&note_id)?, &text).await?;
+            let note = store
+                .update_note(&user, &parse_note_id(&note_id)?, &text)
+                .await?;
             print_json(
                 &mut out,
                 &serde_json::json!({ "note_id": note.note_id, "message": "note updated" }),
@@ -71,7 +77,10 @@ pub async fn run(args: MemoryArgs) -> Result<()> {
         MemoryAction::Delete { note_id } => {
             let id = parse_note_id(&note_id)?;
             store.delete_note(&user, &id).await?;
-            print_json(&mut out, &serde_json::json!({ "note_id": id, "message": "note deleted" }))?;
+            print_json(
+                &mut out,
+                &serde_json::json!({ "note_id": id, "message": "note deleted" }),
+            )?;
         }
         MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
         MemoryAction::Reindex => {
@@ -141,10 +150,13 @@ fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()>
 fn progress(what: &'static str) -> impl FnMut(usize, usize) + Send + 'static {
     let mut last = usize::MAX;
     move |done, total| {
-        let pct = if total == 0 { 100 } else { done * 100 / total };
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
         if pct != last {
             last = pct;
-            #[allow(clippy::print_stderr, reason = "progress of long CLI work goes to the terminal")]
+            #[allow(
+                clippy::print_stderr,
+                reason = "progress of long CLI work goes to the terminal"
+            )]
             {
                 eprint!("\r{what}: {done}/{total} chunks ({pct}%)");
                 if done >= total {

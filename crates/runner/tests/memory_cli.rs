@@ -1,5 +1,11 @@
 //! `runner memory ...` driven as a real child process against real database files.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly on broken fixtures"
+)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -17,12 +23,20 @@ fn runner(root: &Path, user: &str, args: &[&str]) -> Output {
 }
 
 fn ok_json(out: Output) -> serde_json::Value {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
 fn err_line(out: Output) -> String {
-    assert!(!out.status.success(), "expected failure, got {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "expected failure, got {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
     err
@@ -32,7 +46,11 @@ fn err_line(out: Output) -> String {
 fn note_lifecycle_through_the_cli() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let saved = ok_json(runner(root, "alice", &["save", "The user's name is Shantanu"]));
+    let saved = ok_json(runner(
+        root,
+        "alice",
+        &["save", "The user's name is Shantanu"],
+    ));
     let id = saved["note_id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("note-"));
     assert!(root.join("alice/.oxydra/memory.db").exists());
@@ -44,10 +62,19 @@ fn note_lifecycle_through_the_cli() {
     let got = ok_json(runner(root, "alice", &["get", &id]));
     assert_eq!(got["content"], "The user's name is Shantanu");
 
-    let updated = ok_json(runner(root, "alice", &["update", &id, "The user prefers to be called SG"]));
+    let updated = ok_json(runner(
+        root,
+        "alice",
+        &["update", &id, "The user prefers to be called SG"],
+    ));
     assert_eq!(updated["note_id"], id.as_str());
     let hits = ok_json(runner(root, "alice", &["search", "Shantanu", "--json"]));
-    assert!(hits.as_array().unwrap().iter().all(|h| h["text"] != "The user's name is Shantanu"));
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["text"] != "The user's name is Shantanu")
+    );
 
     // Another user sees nothing of alice's memory.
     let bob = ok_json(runner(root, "bob", &["search", "SG", "--json"]));
@@ -89,7 +116,11 @@ fn bad_input_is_one_line_and_changes_nothing() {
     for (user, args, expect) in [
         ("../evil", vec!["stats"], "invalid --user"),
         ("alice", vec!["get", "note-123"], "invalid note id"),
-        ("alice", vec!["delete", "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f"], "not found"),
+        (
+            "alice",
+            vec!["delete", "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f"],
+            "not found",
+        ),
         ("alice", vec!["save", "   "], "empty"),
         ("alice", vec!["search", "x", "--top-k", "0"], "--top-k"),
     ] {

@@ -1,0 +1,49 @@
+//! `runner tools [--json]`: the catalogue of built-in tools, exactly as the model is offered them.
+
+use std::io::Write;
+
+use anyhow::Result;
+use types::{RetrievalConfig, SafetyTier};
+
+pub fn run(json: bool) -> Result<()> {
+    let tools = tools::builtin_tools(None, &RetrievalConfig::default());
+    let mut out = std::io::stdout().lock();
+    if json {
+        let rows: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name(),
+                    "description": t.description(),
+                    "parameters": t.parameters(),
+                    "safety_tier": t.safety_tier(),
+                    "timeout_secs": t.timeout().as_secs(),
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for t in &tools {
+        let tier = match t.safety_tier() {
+            SafetyTier::ReadOnly => "read-only",
+            SafetyTier::SideEffecting => "side-effecting",
+            SafetyTier::Privileged => "privileged",
+        };
+        let params = t.parameters();
+        let names: Vec<&str> = params["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:<14} {:<15} {:>3}s  ({})",
+            t.name(),
+            tier,
+            t.timeout().as_secs(),
+            names.join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `runner tools --json` prints the catalogue the model is offered.
+
+use std::process::Command;
+
+#[test]
+fn catalogue_lists_every_builtin_tool_with_schema_tier_and_timeout() {
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["tools", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "file_delete",
+            "file_edit",
+            "file_list",
+            "file_read",
+            "file_search",
+            "file_write",
+            "memory_delete",
+            "memory_save",
+            "memory_search",
+            "memory_update"
+        ]
+    );
+    let search = rows.iter().find(|r| r["name"] == "memory_search").unwrap();
+    assert_eq!(search["safety_tier"], "read_only");
+    assert_eq!(search["timeout_secs"], 15);
+    assert_eq!(
+        search["parameters"]["required"],
+        serde_json::json!(["query"])
+    );
+    let save = rows.iter().find(|r| r["name"] == "memory_save").unwrap();
+    assert_eq!(
+        (save["safety_tier"].as_str(), save["timeout_secs"].as_u64()),
+        (Some("side_effecting"), Some(10))
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["description"].as_str().unwrap().len() > 20)
+    );
+
+    let text = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&text.stdout).lines().count(),
+        rows.len()
+    );
+}
