@@ -1,1 +1,49 @@
-//! The agent turn loop. (Not built yet: see docs/ARCHITECTURE.md.)
+//! The agent turn loop.
+//!
+//! [`AgentRuntime::run_turn`] answers one user message: it stores the message, assembles the
+//! context (system prompt with the memory-tool guide, the user's most relevant saved notes, the
+//! rolling summary, as much recent history as fits the window, the tool schemas), streams the
+//! model's reply, runs the tools it calls (read-only ones in parallel, privileged ones through the
+//! approval policy) and loops until the model answers, the tool-round limit is hit, the turn is
+//! cancelled or a call fails. Every message is stored as it happens; progress is reported as
+//! [`TurnEvent`]s. The per-turn [`types::ToolExecutionContext`] is handed unchanged to every tool
+//! call: the runtime keeps no per-user or per-turn state of its own.
+//!
+//! It does not serve network clients (that is the gateway), speak wire formats (provider), or
+//! implement tools (tools).
+//!
+//! Modules:
+//! - `runtime` — [`AgentRuntime`]: construction and [`AgentRuntime::run_turn`]
+//! - `turn` — the loop of one turn, context assembly, summary trigger, cancellation handling
+//! - `reply` — one streamed model reply with cancellation
+//! - `dispatch` — running tool calls: parallel read-only groups, approvals, results
+//! - `approval` — [`Approver`], [`PendingApprovals`]
+//! - `events` — [`TurnEvent`], [`TurnOutcome`], event delivery rules
+//! - `history` — provider-safe history: repair, fitting the budget
+//! - `summary` — the rolling summary (model-written or extractive)
+//! - `recall` — saved notes recalled for the message
+//! - `prompt` — the built-in system prompt and memory guide
+//! - `budget` — [`ModelLimits`] and token estimates
+//! - `journal` — where history lives (the memory store, or process memory)
+//! - `error` — [`RuntimeError`]
+
+mod approval;
+mod budget;
+mod dispatch;
+mod error;
+mod events;
+mod history;
+mod journal;
+mod prompt;
+mod recall;
+mod reply;
+mod runtime;
+mod summary;
+mod turn;
+
+pub use approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals};
+pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
+pub use error::RuntimeError;
+pub use events::{TurnEvent, TurnOutcome, TurnStatus};
+pub use prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+pub use runtime::AgentRuntime;

@@ -1,0 +1,228 @@
+//! Running the tool calls of one model reply.
+//!
+//! - Consecutive `ReadOnly` calls run in parallel; every other call (and an unknown tool) runs on its
+//!   own, in order. Results are stored in call order, each as soon as its group has finished.
+//! - Every call goes through the registry (argument parsing and schema validation, the tool's
+//!   timeout, cancellation, scrubbing, truncation) with the turn's context, unchanged. Failures come
+//!   back to the model as the result text, prefixed `error:`, so it can correct itself.
+//! - `Privileged` calls pass `runtime.approval` first: `allow` runs them, `deny` refuses them, `ask`
+//!   asks the user (see [`crate::approval`]).
+//! - After cancellation, calls that had not started get a "cancelled before it ran" result and calls
+//!   that were running a "cancelled while it ran" one: every call always has exactly one result.
+//!
+//! Each call ends with one `ToolFinished` event; `ToolStarted` is sent only for calls that run.
+
+use std::time::{Duration, Instant};
+
+use tools::ToolOutcome;
+use types::{ApprovalPolicy, Message, SafetyTier, ToolCall};
+
+use crate::RuntimeError;
+use crate::approval::{ApprovalDecision, ApprovalRequest};
+use crate::events::TurnEvent;
+use crate::turn::Turn;
+
+pub(crate) const CANCELLED_BEFORE: &str = "cancelled before it ran: the user stopped the turn";
+pub(crate) const CANCELLED_WHILE: &str =
+    "cancelled while it ran: the user stopped the turn; it may have partly happened";
+const DECLINED: &str = "not run: the user declined this call. Do not retry it; ask the user what they would like instead.";
+const DENIED: &str =
+    "not run: privileged tools are disabled on this agent (runtime.approval = \"deny\")";
+const NO_APPROVER: &str =
+    "not run: this call needs the user's approval, but no one can answer approval requests here";
+const APPROVAL_TIMEOUT: &str = "not run: the user did not answer the approval request in time";
+
+/// How the calls of one reply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dispatch {
+    Done,
+    Cancelled,
+}
+
+enum Gate {
+    Run,
+    Refuse(&'static str),
+    Cancelled,
+}
+
+impl Turn<'_> {
+    pub(crate) async fn run_tools(&mut self, calls: &[ToolCall]) -> Result<Dispatch, RuntimeError> {
+        let mut i = 0;
+        while i < calls.len() {
+            if self.ctx.cancellation.is_cancelled() {
+                for call in &calls[i..] {
+                    self.finish_call(call, false, CANCELLED_BEFORE.to_owned(), Duration::ZERO)
+                        .await?;
+                }
+                return Ok(Dispatch::Cancelled);
+            }
+            let tier = self.tier(&calls[i]);
+            if tier == Some(SafetyTier::ReadOnly) {
+                let end = calls[i..]
+                    .iter()
+                    .position(|c| self.tier(c) != Some(SafetyTier::ReadOnly))
+                    .map_or(calls.len(), |n| i + n);
+                self.run_parallel(&calls[i..end]).await?;
+                i = end;
+            } else {
+                self.run_one(&calls[i], tier).await?;
+                i += 1;
+            }
+        }
+        Ok(if self.ctx.cancellation.is_cancelled() {
+            Dispatch::Cancelled
+        } else {
+            Dispatch::Done
+        })
+    }
+
+    fn tier(&self, call: &ToolCall) -> Option<SafetyTier> {
+        self.rt.tools.get(&call.name).map(|t| t.safety_tier())
+    }
+
+    async fn run_parallel(&mut self, calls: &[ToolCall]) -> Result<(), RuntimeError> {
+        for call in calls {
+            self.started(call).await;
+        }
+        let (tools, ctx) = (&self.rt.tools, self.ctx);
+        let runs = calls.iter().map(|call| async move {
+            let start = Instant::now();
+            let outcome = tools.execute(&call.name, &call.arguments, ctx).await;
+            (outcome, start.elapsed())
+        });
+        let results = futures::future::join_all(runs).await;
+        for (call, (outcome, took)) in calls.iter().zip(results) {
+            let (ok, text) = result_text(&outcome);
+            self.finish_call(call, ok, text, took).await?;
+        }
+        Ok(())
+    }
+
+    async fn run_one(
+        &mut self,
+        call: &ToolCall,
+        tier: Option<SafetyTier>,
+    ) -> Result<(), RuntimeError> {
+        if tier == Some(SafetyTier::Privileged) {
+            match self.gate(call).await {
+                Gate::Run => {}
+                Gate::Refuse(why) => {
+                    return self
+                        .finish_call(call, false, why.to_owned(), Duration::ZERO)
+                        .await;
+                }
+                Gate::Cancelled => {
+                    return self
+                        .finish_call(call, false, CANCELLED_BEFORE.to_owned(), Duration::ZERO)
+                        .await;
+                }
+            }
+        }
+        self.started(call).await;
+        let start = Instant::now();
+        let outcome = self
+            .rt
+            .tools
+            .execute(&call.name, &call.arguments, self.ctx)
+            .await;
+        let (ok, text) = result_text(&outcome);
+        self.finish_call(call, ok, text, start.elapsed()).await
+    }
+
+    /// The approval policy for a privileged call.
+    async fn gate(&mut self, call: &ToolCall) -> Gate {
+        match self.rt.config.approval {
+            ApprovalPolicy::Allow => return Gate::Run,
+            ApprovalPolicy::Deny => return Gate::Refuse(DENIED),
+            ApprovalPolicy::Ask => {}
+        }
+        let Some(approver) = self.rt.approver.clone() else {
+            return Gate::Refuse(NO_APPROVER);
+        };
+        // Register first, then tell the client: an answer can never arrive before its listener.
+        let answer = approver.request(ApprovalRequest {
+            user_id: self.ctx.user_id.clone(),
+            session_id: self.ctx.session_id.clone(),
+            turn_id: self.ctx.turn_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        self.emitter
+            .send(TurnEvent::ApprovalRequested {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .await;
+        let wait = Duration::from_secs(self.rt.config.approval_timeout_secs);
+        let cancel = &self.ctx.cancellation;
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Gate::Cancelled,
+            answer = tokio::time::timeout(wait, answer) => match answer {
+                Ok(ApprovalDecision::Approve) => Gate::Run,
+                Ok(ApprovalDecision::Decline) => Gate::Refuse(DECLINED),
+                Err(_) => Gate::Refuse(APPROVAL_TIMEOUT),
+            },
+        }
+    }
+
+    async fn started(&mut self, call: &ToolCall) {
+        self.emitter
+            .send(TurnEvent::ToolStarted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .await;
+    }
+
+    /// Stores the call's result and reports it.
+    async fn finish_call(
+        &mut self,
+        call: &ToolCall,
+        ok: bool,
+        text: String,
+        took: Duration,
+    ) -> Result<(), RuntimeError> {
+        let summary = summary_line(&text);
+        self.record(Message::tool_result(call.id.clone(), text))
+            .await?;
+        self.emitter
+            .send(TurnEvent::ToolFinished {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                ok,
+                summary,
+                duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            })
+            .await;
+        Ok(())
+    }
+}
+
+/// What the model is told: the output, or the registry's error prefixed `error:`.
+fn result_text(outcome: &ToolOutcome) -> (bool, String) {
+    if outcome.ok {
+        (true, outcome.output.clone())
+    } else if outcome.error_kind == Some("cancelled") {
+        (false, CANCELLED_WHILE.to_owned())
+    } else {
+        (false, format!("error: {}", outcome.output))
+    }
+}
+
+/// The first line of a result, at most about 120 characters.
+fn summary_line(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("").trim();
+    let mut end = first.len().min(120);
+    while !first.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < first.len() {
+        format!("{}…", &first[..end])
+    } else {
+        first.to_owned()
+    }
+}

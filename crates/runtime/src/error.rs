@@ -1,0 +1,52 @@
+//! [`RuntimeError`]: why a turn could not run to its end.
+//!
+//! Tool failures are not errors here: they go back to the model as tool results. A turn fails only
+//! when the model cannot be reached (after the provider's retries), the conversation cannot be
+//! stored, or the request itself is unusable.
+
+use memory::MemoryError;
+use provider::ProviderError;
+use types::SessionId;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The user message was empty or blank.
+    #[error("the message is empty: type something to send")]
+    EmptyMessage,
+
+    /// The model call failed (after the provider's own retries on 429, 5xx and connection errors).
+    #[error("the model call failed: {0}")]
+    Provider(#[source] ProviderError),
+
+    /// The conversation could not be read or stored. `context` names the operation.
+    #[error("memory failed while {context}: {source}")]
+    Memory {
+        context: &'static str,
+        #[source]
+        source: MemoryError,
+    },
+
+    /// The session belongs to another user (ephemeral history checks this too).
+    #[error("session {0} belongs to another user")]
+    SessionOwnedByOtherUser(SessionId),
+}
+
+impl RuntimeError {
+    /// Whether sending the same message again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            RuntimeError::Provider(e) => e.is_retryable(),
+            RuntimeError::Memory { source, .. } => source.is_retryable(),
+            RuntimeError::EmptyMessage | RuntimeError::SessionOwnedByOtherUser(_) => false,
+        }
+    }
+
+    pub(crate) fn memory(context: &'static str) -> impl FnOnce(MemoryError) -> RuntimeError {
+        move |source| match source {
+            MemoryError::SessionOwnedByOtherUser(session) => {
+                RuntimeError::SessionOwnedByOtherUser(session)
+            }
+            source => RuntimeError::Memory { context, source },
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The system prompt: the configured (or built-in) instructions, the memory-tool guide when those
+//! tools are offered, the recalled notes, and the rolling summary.
+
+use std::fmt::Write;
+
+use crate::recall::RecalledNote;
+
+/// The built-in instructions, used unless `runtime.system_prompt` is set.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Oxydra, a personal AI assistant running on your user's own machine. \
+Be helpful, accurate and concise. Use the tools you are given when they help; when a tool reports \
+an error, read it, fix the call and try again, or explain the problem.";
+
+/// How to use the memory tools; appended to the built-in prompt when `memory_search` is offered.
+pub const MEMORY_GUIDE: &str = "You have a persistent memory of this user that lasts across \
+conversations:
+- Save proactively with memory_save whenever the user tells you something worth remembering \
+(name, preferences, projects, decisions, important dates). One fact per note, written so it \
+makes sense on its own later.
+- Before answering anything about the user or earlier conversations, search with memory_search.
+- When a saved fact changes or is wrong, find it with memory_search and fix it with \
+memory_update using its note_id; remove it with memory_delete when the user asks you to forget it.
+- Never save secrets such as passwords or API keys.";
+
+/// The system text of a request.
+pub(crate) fn system_text(base: &str, notes: &[RecalledNote], summary: Option<&str>) -> String {
+    let mut text = base.to_owned();
+    if !notes.is_empty() {
+        text.push_str("\n\n## Saved notes that may be relevant\n");
+        for note in notes {
+            let _ = writeln!(text, "- [{}] {}", note.note_id, note.text);
+        }
+        text.push_str(
+            "(From your memory of this user; use memory_search for more, memory_update or \
+             memory_delete with a note_id to change one.)",
+        );
+    }
+    if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+        text.push_str("\n\n## Summary of the earlier conversation\n");
+        text.push_str(summary.trim());
+    }
+    text
+}

@@ -1,0 +1,147 @@
+//! [`AgentRuntime`]: what a turn runs with (provider, tools, where history lives, settings), built
+//! once per agent and shared by every turn of every session.
+
+use std::sync::Arc;
+
+use memory::MemoryStore;
+use provider::Provider;
+use tokio::sync::mpsc;
+use tools::ToolRegistry;
+use tracing::Instrument;
+use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, ToolSchema};
+
+use crate::RuntimeError;
+use crate::approval::Approver;
+use crate::budget::{ModelLimits, estimate_tools};
+use crate::events::{Emitter, TurnEvent, TurnOutcome};
+use crate::journal::Journal;
+use crate::prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+use crate::turn::Turn;
+
+/// The agent loop. Holds no per-turn or per-user state: everything about a turn (user, session,
+/// turn id, workspace, cancellation) arrives in the [`ToolExecutionContext`] given to
+/// [`AgentRuntime::run_turn`] and is handed unchanged to every tool call.
+#[derive(Debug)]
+pub struct AgentRuntime {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) tools: Arc<ToolRegistry>,
+    pub(crate) tool_schemas: Vec<ToolSchema>,
+    pub(crate) tool_tokens: u32,
+    pub(crate) journal: Journal,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) retrieval: RetrievalConfig,
+    pub(crate) limits: ModelLimits,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) system_prompt: String,
+}
+
+impl AgentRuntime {
+    /// A runtime that keeps history in process memory only (until [`AgentRuntime::with_memory`]).
+    /// `config` should have passed [`RuntimeConfig::validate`].
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: Arc<ToolRegistry>,
+        config: RuntimeConfig,
+        limits: ModelLimits,
+    ) -> Self {
+        let tool_schemas = tools.schemas();
+        let tool_tokens = estimate_tools(&tool_schemas);
+        let system_prompt = match &config.system_prompt {
+            Some(prompt) => prompt.clone(),
+            None if tools.get("memory_search").is_some() => {
+                format!("{DEFAULT_SYSTEM_PROMPT}\n\n{MEMORY_GUIDE}")
+            }
+            None => DEFAULT_SYSTEM_PROMPT.to_owned(),
+        };
+        Self {
+            provider,
+            tools,
+            tool_schemas,
+            tool_tokens,
+            journal: Journal::ephemeral(),
+            config,
+            retrieval: RetrievalConfig::default(),
+            limits,
+            approver: None,
+            system_prompt,
+        }
+    }
+
+    /// Keeps every session's history and summary in `store` (the user's database), and recalls
+    /// saved notes from it.
+    pub fn with_memory(mut self, store: MemoryStore) -> Self {
+        self.journal = Journal::Durable(store);
+        self
+    }
+
+    /// Ranking weights for recall (default: `RetrievalConfig::default()`).
+    pub fn with_retrieval(mut self, retrieval: RetrievalConfig) -> Self {
+        self.retrieval = retrieval;
+        self
+    }
+
+    /// Who answers approval requests when `runtime.approval = "ask"`. Without one, privileged
+    /// calls are refused with a message saying no one can approve them.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The system prompt's instructions (before recalled notes and summary are added).
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// Runs one turn: stores `user_message`, then calls the model and runs its tool calls until it
+    /// answers, the tool-round limit is reached, the turn is cancelled, or a call fails. Events go
+    /// to `events` (see [`TurnEvent`] for the delivery rules); the turn ends with exactly one of
+    /// `TurnCompleted`, `TurnFailed`, `TurnCancelled`.
+    ///
+    /// Errors (also reported as `TurnFailed`) are model calls that failed after the provider's
+    /// retries, history that could not be stored, or an empty message. Everything stored before a
+    /// failure stays stored, and the next turn continues from it.
+    pub async fn run_turn(
+        &self,
+        ctx: &ToolExecutionContext,
+        user_message: &str,
+        events: &mpsc::Sender<TurnEvent>,
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let span = tracing::info_span!(
+            "turn",
+            user = %ctx.user_id,
+            session = %ctx.session_id,
+            turn = %ctx.turn_id,
+        );
+        async {
+            let mut turn = Turn::new(self, ctx, Emitter::new(events, &ctx.cancellation));
+            let result = turn.run(user_message).await;
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "turn failed");
+                turn.emitter
+                    .send(TurnEvent::TurnFailed {
+                        reason: e.to_string(),
+                    })
+                    .await;
+            }
+            turn.emitter.close();
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The newest `limit` stored messages of `session`, oldest first, as stored.
+    pub async fn history(
+        &self,
+        session: &SessionId,
+        limit: usize,
+    ) -> Result<Vec<Message>, RuntimeError> {
+        Ok(self
+            .journal
+            .recent(session, limit)
+            .await?
+            .into_iter()
+            .map(|e| e.message)
+            .collect())
+    }
+}
