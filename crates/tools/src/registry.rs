@@ -2,9 +2,11 @@
 //! look up → parse → validate against the schema → run under timeout and cancellation → scrub
 //! secrets and host paths → truncate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tracing::Instrument;
@@ -32,6 +34,9 @@ pub struct ToolOutcome {
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     output_limit: usize,
+    /// One scrubber per workspace root: building one canonicalises the root and compiles a regex,
+    /// which would otherwise dominate the cost of a call.
+    scrubbers: Mutex<HashMap<PathBuf, Arc<Scrubber>>>,
 }
 
 impl Default for ToolRegistry {
@@ -39,6 +44,7 @@ impl Default for ToolRegistry {
         Self {
             tools: BTreeMap::new(),
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            scrubbers: Mutex::default(),
         }
     }
 }
@@ -107,6 +113,21 @@ impl ToolRegistry {
             .collect()
     }
 
+    fn scrubber(&self, root: &Path) -> Arc<Scrubber> {
+        // The lock is held only for a lookup or insert, never across an await.
+        let mut cache = self.scrubbers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = cache.get(root) {
+            return Arc::clone(s);
+        }
+        // Bounded: a registry serves a handful of workspaces; start over if it ever grows.
+        if cache.len() >= 1024 {
+            cache.clear();
+        }
+        let scrubber = Arc::new(Scrubber::new(root));
+        cache.insert(root.to_owned(), Arc::clone(&scrubber));
+        scrubber
+    }
+
     /// Runs one call from the model. Never fails: problems become an outcome with `ok: false` and a
     /// message for the model.
     pub async fn execute(
@@ -124,7 +145,7 @@ impl ToolRegistry {
         );
         async {
             let result = self.run(name, raw_args, ctx).await;
-            let scrubber = Scrubber::new(&ctx.workspace.root);
+            let scrubber = self.scrubber(&ctx.workspace.root);
             match result {
                 Ok(output) => {
                     tracing::debug!(bytes = output.len(), "tool succeeded");

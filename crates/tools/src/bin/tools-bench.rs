@@ -1,0 +1,234 @@
+//! Tool-layer benchmark: what the registry pipeline (parse, validate, dispatch, timeout, scrub,
+//! truncate) adds to a call, and memory tools through the registry against the raw memory API.
+//!
+//! `cargo run --release -p tools --bin tools-bench [-- --calls N]`
+
+#![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use memory::{HybridQuery, MemoryStore, NoteMetadata};
+use serde_json::json;
+use tools::{Tool, ToolError, ToolRegistry, register_memory_tools};
+use types::{
+    CancellationToken, RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
+};
+
+/// A tool that does nothing, so a registry call measures the pipeline alone.
+#[derive(Debug)]
+struct Noop;
+
+#[async_trait]
+impl Tool for Noop {
+    fn name(&self) -> &str {
+        "noop"
+    }
+    fn description(&self) -> &str {
+        "Does nothing; used to measure the tool pipeline."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "maxLength": 4096 },
+                "top_k": { "type": "integer", "minimum": 1, "maximum": 20 },
+                "flag": { "type": "boolean" }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::ReadOnly
+    }
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+    async fn execute(
+        &self,
+        _args: &serde_json::Value,
+        _ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        Ok("shared/notes.md: 3 matches, first at line 12: the user prefers green tea".into())
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round();
+    sorted[(rank as usize).min(sorted.len() - 1)]
+}
+
+struct Stats {
+    p50: Duration,
+    p95: Duration,
+}
+
+async fn measure<F, Fut>(n: usize, mut f: F) -> Stats
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        f(i).await;
+        samples.push(t.elapsed());
+    }
+    samples.sort_unstable();
+    Stats {
+        p50: percentile(&samples, 0.5),
+        p95: percentile(&samples, 0.95),
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let calls: usize = std::env::args()
+        .skip_while(|a| a != "--calls")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000);
+    let dir = std::env::temp_dir().join(format!("oxydra-tools-bench-{}", std::process::id()));
+    let user = UserId::parse("bench")?;
+    let ctx = ToolExecutionContext {
+        workspace: WorkspacePaths::for_user(&dir, &user),
+        user_id: user.clone(),
+        session_id: SessionId::parse("chat-bench")?,
+        turn_id: TurnId::parse("turn-bench")?,
+        cancellation: CancellationToken::default(),
+    };
+
+    println!("# tools-bench ({calls} pipeline calls)\n");
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(Noop))?;
+    let raw = r#"{"path": "shared/notes.md", "top_k": 5, "flag": true}"#;
+    let args: serde_json::Value = serde_json::from_str(raw)?;
+    let noop = Noop;
+    // Warm up.
+    for _ in 0..1000 {
+        registry.execute("noop", raw, &ctx).await;
+    }
+    let direct = measure(calls, |_| async {
+        let _ = noop.execute(&args, &ctx).await;
+    })
+    .await;
+    let piped = measure(calls, |_| async {
+        let out = registry.execute("noop", raw, &ctx).await;
+        assert!(out.ok);
+    })
+    .await;
+    println!("| call | p50 | p95 |\n|---|---|---|");
+    println!(
+        "| tool.execute directly | {} | {} |",
+        us(direct.p50),
+        us(direct.p95)
+    );
+    println!(
+        "| registry.execute (full pipeline) | {} | {} |",
+        us(piped.p50),
+        us(piped.p95)
+    );
+    println!(
+        "| **pipeline overhead** | {} | {} |\n",
+        us(piped.p50.saturating_sub(direct.p50)),
+        us(piped.p95.saturating_sub(direct.p95))
+    );
+
+    let store = MemoryStore::open_local(
+        &ctx.workspace.default_memory_db(),
+        memory::embedding::from_config(&Default::default())?,
+    )
+    .await?;
+    let mut registry = ToolRegistry::default();
+    register_memory_tools(
+        &mut registry,
+        Some(Arc::new(store.clone())),
+        &RetrievalConfig::default(),
+    )?;
+    let n = 1000;
+    let note = |i: usize| {
+        format!(
+            "note {i}: the user prefers green tea in the morning and works on project {}",
+            i % 37
+        )
+    };
+    let queries = [
+        "green tea",
+        "what does the user drink",
+        "project 12",
+        "morning routine",
+        "which projects",
+    ];
+    // Raw and tool calls alternate, so both see the same store size and machine load.
+    let (mut raw_save, mut tool_save, mut raw_search, mut tool_search) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let t = Instant::now();
+        store
+            .store_note(&user, &note(2 * i), NoteMetadata::default())
+            .await?;
+        raw_save.push(t.elapsed());
+        let args = json!({ "content": note(2 * i + 1) }).to_string();
+        let t = Instant::now();
+        let out = registry.execute("memory_save", &args, &ctx).await;
+        tool_save.push(t.elapsed());
+        assert!(out.ok, "{}", out.output);
+    }
+    for i in 0..n {
+        let text = queries[i % queries.len()];
+        let q = HybridQuery::new(vec![SessionId::user_memory(&user)], text, 5);
+        let t = Instant::now();
+        store.hybrid_query(&q).await?;
+        raw_search.push(t.elapsed());
+        let args = json!({ "query": text }).to_string();
+        let t = Instant::now();
+        let out = registry.execute("memory_search", &args, &ctx).await;
+        tool_search.push(t.elapsed());
+        assert!(out.ok, "{}", out.output);
+    }
+    let stats = |mut v: Vec<Duration>| {
+        v.sort_unstable();
+        Stats {
+            p50: percentile(&v, 0.5),
+            p95: percentile(&v, 0.95),
+        }
+    };
+    let (raw_save, tool_save, raw_search, tool_search) = (
+        stats(raw_save),
+        stats(tool_save),
+        stats(raw_search),
+        stats(tool_search),
+    );
+    println!(
+        "Memory through the tool layer vs the raw store API ({n} calls each, builtin embedder, 1k→2k notes):\n"
+    );
+    println!(
+        "| operation | raw p50 | raw p95 | tool p50 | tool p95 | tool/raw (p50) |\n|---|---|---|---|---|---|"
+    );
+    for (name, raw, tool) in [
+        ("save", &raw_save, &tool_save),
+        ("search", &raw_search, &tool_search),
+    ] {
+        println!(
+            "| {name} | {} | {} | {} | {} | {:.2} |",
+            us(raw.p50),
+            us(raw.p95),
+            us(tool.p50),
+            us(tool.p95),
+            tool.p50.as_secs_f64() / raw.p50.as_secs_f64()
+        );
+    }
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
