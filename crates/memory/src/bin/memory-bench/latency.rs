@@ -1,0 +1,413 @@
+//! Latency, size and memory on synthetic notes.
+//!
+//! Each store size runs in its own child process (the same binary with one `--notes` value), so that
+//! resident memory is measured from a clean start. Per size: bulk-load with `import_notes`, then
+//! hybrid searches (top 5), then sequential single-note saves on top of the loaded store, then a
+//! breakdown of one search into its parts (query embedding, the keyword SQL alone, an exact scan of
+//! the same number of vectors).
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
+
+use std::time::Instant;
+
+use chrono::{Duration, Utc};
+use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, match_expression};
+use serde::{Deserialize, Serialize};
+use types::{NoteId, SessionId, UserId};
+
+use crate::corpus::Corpus;
+use crate::stats::{Rng, TempDir, mean, percentile, rss_bytes};
+use crate::{BenchResult, EmbedderKind};
+
+const LOAD_BATCH: usize = 5000;
+const WARMUP_QUERIES: usize = 50;
+const TOP_K: usize = 5;
+/// Marks the machine-readable line a child prints for its parent.
+const RESULT_PREFIX: &str = "RESULT ";
+
+#[derive(Debug, Clone, Copy)]
+pub struct Counts {
+    pub queries: usize,
+    pub saves: usize,
+}
+
+/// Everything measured for one store size (milliseconds unless named otherwise).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SizeResult {
+    notes: usize,
+    chunks: u64,
+    load_secs: f64,
+    search_p50: f64,
+    search_p95: f64,
+    search_p99: f64,
+    search_mean: f64,
+    hits_mean: f64,
+    save_p50: f64,
+    save_p95: f64,
+    save_max: f64,
+    saves_per_sec: f64,
+    db_bytes: u64,
+    wal_bytes: u64,
+    rss_start: u64,
+    rss_model: u64,
+    rss_empty: u64,
+    rss_loaded: u64,
+    embed_p50: f64,
+    embed_blocking_p50: f64,
+    fts_p50: f64,
+    fts_p95: f64,
+    fts_matches_mean: f64,
+    /// The keyword query on the FTS table alone (no join, `ORDER BY rank`).
+    fts_nojoin_p50: f64,
+    /// Reading the details of 100 chunks by id (what search does after fusing).
+    details_p50: f64,
+    scan_p50: f64,
+}
+
+pub async fn run(sizes: &[usize], kind: EmbedderKind, counts: Counts) -> BenchResult<()> {
+    let results = match sizes {
+        [n] => vec![measure(*n, kind, counts).await?],
+        _ => {
+            let exe = std::env::current_exe()?;
+            let mut results = Vec::new();
+            for n in sizes {
+                let output = std::process::Command::new(&exe)
+                    .args([
+                        "latency",
+                        "--notes",
+                        &n.to_string(),
+                        "--embedder",
+                        kind.as_str(),
+                    ])
+                    .args([
+                        "--queries",
+                        &counts.queries.to_string(),
+                        "--saves",
+                        &counts.saves.to_string(),
+                    ])
+                    .stderr(std::process::Stdio::inherit())
+                    .output()?;
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                let line = stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+                    .ok_or_else(|| format!("the run with {n} notes failed ({})", output.status))?;
+                results.push(serde_json::from_str(line)?);
+            }
+            results
+        }
+    };
+    print_report(&results, kind, counts);
+    Ok(())
+}
+
+async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<SizeResult> {
+    let rss_start = rss_bytes();
+    let embedder = kind.build()?;
+    embedder.embed(&["load the model".to_owned()]).await?;
+    let rss_model = rss_bytes();
+    let dir = TempDir::new(&format!("latency{n}"))?;
+    let path = dir.0.join("memory.db");
+    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let rss_empty = rss_bytes();
+    let user = UserId::parse("bench")?;
+    let session = SessionId::user_memory(&user);
+    let corpus = Corpus::default();
+
+    // Bulk load.
+    let mut rng = Rng::new(42);
+    let started = Instant::now();
+    let base = Utc::now() - Duration::days(365);
+    let mut done = 0;
+    while done < n {
+        let batch = LOAD_BATCH.min(n - done);
+        let mut notes = Vec::with_capacity(batch);
+        for i in done..done + batch {
+            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
+            notes.push(ExportedNote {
+                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
+                content: corpus.note(&mut rng),
+                metadata: NoteMetadata::default(),
+                created_at: at,
+                updated_at: at,
+            });
+        }
+        store.import_notes(&user, notes).await?;
+        done += batch;
+        eprintln!(
+            "  {n}: loaded {done} notes in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    let rss_loaded = rss_bytes();
+    let stats = store.stats().await?;
+    let wal_bytes = std::fs::metadata(dir.0.join("memory.db-wal")).map_or(0, |m| m.len());
+
+    // Searches.
+    let mut qrng = Rng::new(7);
+    let queries: Vec<String> = (0..WARMUP_QUERIES + counts.queries)
+        .map(|_| corpus.query(&mut qrng))
+        .collect();
+    let (warmup, measured) = queries.split_at(WARMUP_QUERIES.min(queries.len()));
+    for q in warmup {
+        store
+            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .await?;
+    }
+    let mut search_ms = Vec::with_capacity(measured.len());
+    let mut hits = Vec::with_capacity(measured.len());
+    for q in measured {
+        let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
+        let t = Instant::now();
+        let found = store.hybrid_query(&query).await?;
+        search_ms.push(ms(t));
+        hits.push(found.len() as f64);
+    }
+
+    // Single-note saves on top of the loaded store.
+    let mut save_ms = Vec::with_capacity(counts.saves);
+    let saves_started = Instant::now();
+    for _ in 0..counts.saves {
+        let text = corpus.note(&mut rng);
+        let t = Instant::now();
+        store
+            .store_note(&user, &text, NoteMetadata::default())
+            .await?;
+        save_ms.push(ms(t));
+    }
+    let saves_per_sec = counts.saves as f64 / saves_started.elapsed().as_secs_f64().max(1e-9);
+
+    // Parts of one search.
+    let sample = &measured[..measured.len().min(200)];
+    let mut embed_ms = Vec::new();
+    for q in sample {
+        let t = Instant::now();
+        embedder.embed(std::slice::from_ref(q)).await?;
+        embed_ms.push(ms(t));
+    }
+    let embed_blocking_p50 = match kind {
+        EmbedderKind::Builtin => {
+            let builtin = memory::embedding::BuiltinEmbedder::new(64)?;
+            let mut v = Vec::new();
+            for q in sample {
+                let t = Instant::now();
+                builtin.embed_blocking(std::slice::from_ref(q))?;
+                v.push(ms(t));
+            }
+            percentile(&v, 50.0)
+        }
+        EmbedderKind::Hash => 0.0,
+    };
+    let sql = keyword_sql_alone(&path, session.as_str(), sample).await?;
+    let scan_p50 = scan_alone(stats.chunks as usize, embedder.dimensions(), sample.len());
+    drop(store);
+
+    let result = SizeResult {
+        notes: n,
+        chunks: stats.chunks,
+        load_secs,
+        search_p50: percentile(&search_ms, 50.0),
+        search_p95: percentile(&search_ms, 95.0),
+        search_p99: percentile(&search_ms, 99.0),
+        search_mean: mean(&search_ms),
+        hits_mean: mean(&hits),
+        save_p50: percentile(&save_ms, 50.0),
+        save_p95: percentile(&save_ms, 95.0),
+        save_max: percentile(&save_ms, 100.0),
+        saves_per_sec,
+        db_bytes: stats.db_bytes,
+        wal_bytes,
+        rss_start,
+        rss_model,
+        rss_empty,
+        rss_loaded,
+        embed_p50: percentile(&embed_ms, 50.0),
+        embed_blocking_p50,
+        fts_p50: percentile(&sql.joined, 50.0),
+        fts_p95: percentile(&sql.joined, 95.0),
+        fts_matches_mean: mean(&sql.matches),
+        fts_nojoin_p50: percentile(&sql.fts_only, 50.0),
+        details_p50: percentile(&sql.details, 50.0),
+        scan_p50,
+    };
+    println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
+    Ok(result)
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Times (ms) of the search's SQL run on a connection of our own (no thread hop).
+#[derive(Debug, Default)]
+struct SqlTimes {
+    /// The keyword leg's statement as search runs it (join with `chunks` for the session scope).
+    joined: Vec<f64>,
+    /// The same match on the FTS table alone, ordered by its `rank` column.
+    fts_only: Vec<f64>,
+    /// Rows matching the `OR` expression before the limit.
+    matches: Vec<f64>,
+    /// `chunk_details`-like read of 100 chunks.
+    details: Vec<f64>,
+}
+
+async fn keyword_sql_alone(
+    path: &std::path::Path,
+    session: &str,
+    queries: &[String],
+) -> BenchResult<SqlTimes> {
+    let db = libsql::Builder::new_local(path).build().await?;
+    let conn = db.connect()?;
+    let sql = "SELECT c.chunk_id, bm25(chunks_fts) AS rank
+         FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
+         WHERE chunks_fts MATCH ?1 AND c.session_id IN (?2)
+         ORDER BY rank LIMIT 50";
+    let fts_only_sql =
+        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 ORDER BY rank LIMIT 50";
+    let count_sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1";
+    let mut out = SqlTimes::default();
+    let mut rng = Rng::new(11);
+    let mut max_id = 1i64;
+    if let Some(row) = conn
+        .query("SELECT max(chunk_id) FROM chunks", ())
+        .await?
+        .next()
+        .await?
+    {
+        max_id = row.get::<i64>(0).unwrap_or(1).max(1);
+    }
+    for q in queries {
+        let Some(expr) = match_expression(q) else {
+            continue;
+        };
+        let t = Instant::now();
+        let mut rows = conn
+            .query(sql, libsql::params![expr.as_str(), session])
+            .await?;
+        while rows.next().await?.is_some() {}
+        out.joined.push(ms(t));
+        let t = Instant::now();
+        let mut rows = conn
+            .query(fts_only_sql, libsql::params![expr.as_str()])
+            .await?;
+        while rows.next().await?.is_some() {}
+        out.fts_only.push(ms(t));
+        let mut rows = conn
+            .query(count_sql, libsql::params![expr.as_str()])
+            .await?;
+        if let Some(row) = rows.next().await? {
+            out.matches.push(row.get::<i64>(0)? as f64);
+        }
+        let ids: Vec<libsql::Value> = (0..100)
+            .map(|_| libsql::Value::Integer(1 + rng.below(max_id as usize) as i64))
+            .collect();
+        let marks = vec!["?"; ids.len()].join(", ");
+        let details_sql = format!(
+            "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
+             FROM chunks WHERE chunk_id IN ({marks})"
+        );
+        let t = Instant::now();
+        let mut rows = conn.query(&details_sql, ids).await?;
+        while let Some(row) = rows.next().await? {
+            let meta: String = row.get(5)?;
+            std::hint::black_box(serde_json::from_str::<serde_json::Value>(&meta)?);
+        }
+        out.details.push(ms(t));
+    }
+    Ok(out)
+}
+
+/// An exact top-50 dot-product scan over `rows` random unit vectors (what the vector leg does).
+fn scan_alone(rows: usize, dims: usize, repeats: usize) -> f64 {
+    let mut rng = Rng::new(3);
+    let data: Vec<f32> = (0..rows * dims).map(|_| rng.unit() as f32 - 0.5).collect();
+    let mut times = Vec::new();
+    for _ in 0..repeats.clamp(1, 100) {
+        let query: Vec<f32> = (0..dims).map(|_| rng.unit() as f32 - 0.5).collect();
+        let t = Instant::now();
+        let mut best: Vec<(f32, usize)> = Vec::with_capacity(51);
+        for (row, v) in data.chunks_exact(dims.max(1)).enumerate() {
+            let s = dot(&query, v);
+            if best.len() < 50 || best.last().is_some_and(|w| s > w.0) {
+                let at = best.partition_point(|b| b.0 >= s);
+                best.insert(at, (s, row));
+                best.truncate(50);
+            }
+        }
+        std::hint::black_box(&best);
+        times.push(ms(t));
+    }
+    percentile(&times, 50.0)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut acc = [0.0f32; LANES];
+    for (x, y) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum()
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
+    println!(
+        "# Latency ({} embedder; search: hybrid default, top {TOP_K}, {} queries after {WARMUP_QUERIES} warm-up; \
+         saves: {} sequential store_note)\n",
+        kind.as_str(),
+        counts.queries,
+        counts.saves
+    );
+    println!(
+        "| notes | load (import_notes) | search p50 / p95 / p99 ms | save p50 / p95 / max ms | saves/s | bytes/note (db+wal) | RSS loaded MiB | RSS Δ over empty store MiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in results {
+        println!(
+            "| {} | {:.1} s ({:.0} notes/s) | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            r.notes,
+            r.load_secs,
+            r.notes as f64 / r.load_secs.max(1e-9),
+            r.search_p50,
+            r.search_p95,
+            r.search_p99,
+            r.save_p50,
+            r.save_p95,
+            r.save_max,
+            r.saves_per_sec,
+            (r.db_bytes + r.wal_bytes) as f64 / r.notes.max(1) as f64,
+            mib(r.rss_loaded),
+            mib(r.rss_loaded.saturating_sub(r.rss_empty)),
+        );
+    }
+    println!("\nSearch breakdown (p50 ms unless noted) and memory baseline:\n");
+    println!(
+        "| notes | chunks | search mean | hits returned | query embed (async) | embed on caller thread | keyword SQL alone p50 / p95 | same on FTS table only | FTS rows matched (mean) | details of 100 chunks | exact scan alone | RSS start / model loaded / empty store MiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in results {
+        println!(
+            "| {} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} / {:.1} / {:.1} |",
+            r.notes,
+            r.chunks,
+            r.search_mean,
+            r.hits_mean,
+            r.embed_p50,
+            r.embed_blocking_p50,
+            r.fts_p50,
+            r.fts_p95,
+            r.fts_nojoin_p50,
+            r.fts_matches_mean,
+            r.details_p50,
+            r.scan_p50,
+            mib(r.rss_start),
+            mib(r.rss_model),
+            mib(r.rss_empty),
+        );
+    }
+}

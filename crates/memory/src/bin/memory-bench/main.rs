@@ -1,0 +1,147 @@
+//! `memory-bench`: retrieval quality on LoCoMo and latency/size on synthetic notes.
+//!
+//! ```text
+//! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
+//! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
+//! memory-bench probe [--embedder builtin|hash]
+//! ```
+//! See `docs/benchmarks.md` for the protocol and the figures.
+
+mod corpus;
+mod latency;
+mod locomo;
+mod probe;
+mod stats;
+
+use std::error::Error;
+use std::sync::Arc;
+
+use memory::Embedder;
+use types::{EmbeddingBackend, EmbeddingConfig};
+
+pub type BenchResult<T> = Result<T, Box<dyn Error>>;
+
+const USAGE: &str = "usage:
+  memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
+  memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
+  memory-bench probe [--embedder builtin|hash]";
+
+/// Which embedding backend a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderKind {
+    Builtin,
+    Hash,
+}
+
+impl EmbedderKind {
+    fn parse(s: &str) -> BenchResult<Self> {
+        match s {
+            "builtin" => Ok(Self::Builtin),
+            "hash" => Ok(Self::Hash),
+            other => Err(format!("unknown embedder {other:?} (builtin or hash)").into()),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Hash => "hash",
+        }
+    }
+
+    pub fn build(self) -> BenchResult<Arc<dyn Embedder>> {
+        let backend = match self {
+            Self::Builtin => EmbeddingBackend::Builtin,
+            Self::Hash => EmbeddingBackend::Hash,
+        };
+        Ok(memory::embedding::from_config(&EmbeddingConfig {
+            backend,
+            ..Default::default()
+        })?)
+    }
+}
+
+/// Flags after the subcommand: `--name value` pairs and positional arguments.
+#[derive(Debug, Default)]
+struct Args {
+    positional: Vec<String>,
+    flags: Vec<(String, String)>,
+}
+
+impl Args {
+    fn parse(raw: impl Iterator<Item = String>) -> BenchResult<Self> {
+        let mut args = Self::default();
+        let mut raw = raw.peekable();
+        while let Some(arg) = raw.next() {
+            match arg.strip_prefix("--") {
+                Some(name) => {
+                    let value = raw
+                        .next()
+                        .ok_or_else(|| format!("--{name} needs a value"))?;
+                    args.flags.push((name.to_owned(), value));
+                }
+                None => args.positional.push(arg),
+            }
+        }
+        Ok(args)
+    }
+
+    fn flag(&self, name: &str) -> Option<&str> {
+        self.flags
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn check_known(&self, known: &[&str]) -> BenchResult<()> {
+        match self
+            .flags
+            .iter()
+            .find(|(n, _)| !known.contains(&n.as_str()))
+        {
+            Some((n, _)) => Err(format!("unknown flag --{n}\n{USAGE}").into()),
+            None => Ok(()),
+        }
+    }
+
+    fn embedder(&self) -> BenchResult<EmbedderKind> {
+        EmbedderKind::parse(self.flag("embedder").unwrap_or("builtin"))
+    }
+}
+
+fn main() -> BenchResult<()> {
+    let mut raw = std::env::args().skip(1);
+    let command = raw.next().unwrap_or_default();
+    let args = Args::parse(raw)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match command.as_str() {
+        "locomo" => {
+            args.check_known(&["embedder", "load"])?;
+            let file = args.positional.first().ok_or(USAGE)?;
+            let load = locomo::Load::parse(args.flag("load").unwrap_or("import"))?;
+            runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load))
+        }
+        "latency" => {
+            args.check_known(&["embedder", "notes", "queries", "saves"])?;
+            let sizes = args
+                .flag("notes")
+                .unwrap_or("1000,10000,100000")
+                .split(',')
+                .map(|s| s.trim().replace('_', "").parse::<usize>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let counts = latency::Counts {
+                queries: args.flag("queries").map_or(Ok(300), str::parse)?,
+                saves: args.flag("saves").map_or(Ok(200), str::parse)?,
+            };
+            runtime.block_on(latency::run(&sizes, args.embedder()?, counts))
+        }
+        "probe" => {
+            args.check_known(&["embedder"])?;
+            runtime.block_on(probe::run(args.embedder()?))
+        }
+        _ => Err(USAGE.into()),
+    }
+}
