@@ -64,8 +64,7 @@ impl<'a> Turn<'a> {
         if text.trim().is_empty() {
             return Err(RuntimeError::EmptyMessage);
         }
-        self.user_seq = self.record_only(&Message::user(text)).await?;
-        self.load(text).await?;
+        self.start(text).await?;
         loop {
             if self.ctx.cancellation.is_cancelled() {
                 return self.cancelled(String::new()).await;
@@ -127,43 +126,40 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Reads what the context is built from: recalled notes, the summary, recent history.
-    async fn load(&mut self, text: &str) -> Result<(), RuntimeError> {
-        let rt = self.rt;
-        let (session, user) = (&self.ctx.session_id, &self.ctx.user_id);
+    /// Stores the user message, and reads what the context is built from: recalled notes, the
+    /// summary, recent history. Recall and the summary are read while the message is stored.
+    async fn start(&mut self, text: &str) -> Result<(), RuntimeError> {
+        let (rt, ctx) = (self.rt, self.ctx);
+        let (session, user) = (&ctx.session_id, &ctx.user_id);
+        let message = Message::user(text);
+        let stored = async {
+            let seq = rt.journal.append(session, user, &message).await?;
+            let recent = rt.journal.recent(session, rt.config.history_events).await?;
+            Ok::<_, RuntimeError>((seq, recent))
+        };
         let notes = async {
             match rt.journal.store() {
                 Some(store) => recall(store, user, text, &rt.config, &rt.retrieval).await,
                 None => Vec::new(),
             }
         };
-        let (notes, summary, recent) = tokio::join!(
-            notes,
-            rt.journal.summary(session),
-            rt.journal.recent(session, rt.config.history_events),
-        );
+        let (stored, notes, summary) = tokio::join!(stored, notes, rt.journal.summary(session));
+        let (user_seq, recent) = stored?;
+        self.user_seq = user_seq;
         self.notes = notes;
         self.summary = summary?;
         let upto = self.summary.as_ref().map_or(0, |s| s.upto_seq);
-        let user_seq = self.user_seq;
-        self.entries = recent?
+        self.entries = recent
             .into_iter()
             .filter(|e| e.seq > upto || e.seq >= user_seq)
             .collect();
         Ok(())
     }
 
-    /// Stores a message without adding it to the turn's entries.
-    async fn record_only(&self, message: &Message) -> Result<u64, RuntimeError> {
-        self.rt
-            .journal
-            .append(&self.ctx.session_id, &self.ctx.user_id, message)
-            .await
-    }
-
     /// Stores a message and adds it to the context of the next model call.
     pub(crate) async fn record(&mut self, message: Message) -> Result<(), RuntimeError> {
-        let seq = self.record_only(&message).await?;
+        let (session, user) = (&self.ctx.session_id, &self.ctx.user_id);
+        let seq = self.rt.journal.append(session, user, &message).await?;
         self.entries.push(Entry { seq, message });
         Ok(())
     }
