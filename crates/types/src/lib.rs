@@ -2,7 +2,8 @@
 //!
 //! Every other crate speaks in these types: ids (user, session, turn, note), chat messages and tool
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
-//! [`WorkspacePaths`] layout, and the configuration structs with their defaults and validation.
+//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), and
+//! the configuration structs with their defaults and validation.
 //!
 //! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
 //! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
@@ -13,6 +14,7 @@ mod config;
 mod context;
 mod ids;
 mod message;
+mod protocol;
 mod tool;
 mod workspace;
 
@@ -24,5 +26,8 @@ pub use config::{
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
+pub use protocol::{
+    ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame, SessionSummary,
+};
 pub use tool::{SafetyTier, ToolSchema};
 pub use workspace::{WorkspaceDir, WorkspacePaths};

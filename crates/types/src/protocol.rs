@@ -1,0 +1,308 @@
+//! The gateway protocol, version 1: JSON text frames `{"type": ..., ...}` exchanged over a
+//! WebSocket. [`ClientFrame`]s go from a client to the gateway, [`ServerFrame`]s back.
+//!
+//! The first client frame must be [`ClientFrame::Hello`]. Every event of a turn carries the
+//! session's sequence number `seq`, increasing by one per event across the session's turns, so a
+//! client that reconnects (or falls behind) names the last `seq` it saw and receives exactly the
+//! events after it. `docs/protocol.md` documents each frame with an example.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Message, SessionId, TurnId, Usage, UserId};
+
+/// The protocol version this build speaks; `hello` must carry it.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A frame sent by a client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    /// Authenticates the connection; must come first. Without `session_id` a new session is
+    /// started; with it, that session is resumed, and the events of its active turn after
+    /// `last_seq` (all of them, without `last_seq`) are replayed.
+    Hello {
+        protocol_version: u32,
+        token: String,
+        user_id: UserId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_seq: Option<u64>,
+    },
+    /// Starts a turn in the connection's current session. `client_turn_id` is echoed back.
+    SendTurn {
+        session_id: SessionId,
+        text: String,
+        client_turn_id: String,
+    },
+    /// Cancels the session's active turn.
+    CancelTurn { session_id: SessionId },
+    /// Starts a new session and makes it the connection's current one.
+    NewSession {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// Lists the user's sessions, most recently active first.
+    ListSessions,
+    /// Makes another session of the user current (replaying its active turn as `hello` does).
+    SwitchSession {
+        session_id: SessionId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_seq: Option<u64>,
+    },
+    /// Pages stored history: up to `limit` messages before message number `before` (or the newest).
+    GetHistory {
+        session_id: SessionId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
+        limit: u32,
+    },
+    /// Answers an `approval_requested` event.
+    Approve { call_id: String, approved: bool },
+    /// After `lagged`: resubscribes to the session and replays its events after `after_seq`.
+    Resync {
+        session_id: SessionId,
+        after_seq: u64,
+    },
+    /// Keep-alive; answered with `pong`.
+    Ping,
+}
+
+/// A frame sent by the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// The connection is authenticated and attached to `session`.
+    HelloOk {
+        user_id: UserId,
+        session: SessionSummary,
+        protocol_version: u32,
+    },
+    TurnStarted {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        client_turn_id: String,
+    },
+    /// More of the assistant's reply text.
+    AssistantDelta {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        text: String,
+    },
+    ToolStarted {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        call_id: String,
+        name: String,
+        /// The raw arguments text the model sent.
+        arguments: String,
+    },
+    ToolFinished {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        call_id: String,
+        name: String,
+        ok: bool,
+        /// The first line of the result, short.
+        summary: String,
+        duration_ms: u64,
+    },
+    /// A privileged call waits for `approve {call_id, approved}`.
+    ApprovalRequested {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The turn ended normally; `message` is the final assistant text.
+    TurnCompleted {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        message: String,
+        usage: Usage,
+    },
+    TurnCancelled {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        usage: Usage,
+    },
+    /// The turn could not finish; `reason` says why and what to check.
+    TurnFailed {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        reason: String,
+    },
+    /// A request could not be served. `ref` names the client frame it answers (its
+    /// `client_turn_id`, `call_id` or `type`).
+    Error {
+        code: ErrorCode,
+        message: String,
+        #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+        reference: Option<String>,
+    },
+    /// Answers `new_session`; the connection is now on this session.
+    SessionCreated {
+        session: SessionSummary,
+    },
+    /// Answers `switch_session`; the connection is now on this session.
+    SessionSwitched {
+        session: SessionSummary,
+    },
+    SessionList {
+        sessions: Vec<SessionSummary>,
+    },
+    /// Answers `get_history`: stored messages, oldest first. `next_before` pages further back.
+    History {
+        session_id: SessionId,
+        events: Vec<HistoryEvent>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_before: Option<u64>,
+    },
+    Pong,
+    /// This client fell behind on `session_id` and was unsubscribed from it. `last_seq` is the
+    /// last event queued for it; send `resync` with the last `seq` actually received.
+    Lagged {
+        session_id: SessionId,
+        last_seq: u64,
+    },
+}
+
+impl ServerFrame {
+    /// The sequence number of a turn event; `None` for replies and notices.
+    pub fn seq(&self) -> Option<u64> {
+        match self {
+            ServerFrame::TurnStarted { seq, .. }
+            | ServerFrame::AssistantDelta { seq, .. }
+            | ServerFrame::ToolStarted { seq, .. }
+            | ServerFrame::ToolFinished { seq, .. }
+            | ServerFrame::ApprovalRequested { seq, .. }
+            | ServerFrame::TurnCompleted { seq, .. }
+            | ServerFrame::TurnCancelled { seq, .. }
+            | ServerFrame::TurnFailed { seq, .. } => Some(*seq),
+            _ => None,
+        }
+    }
+
+    /// Whether this event ends a turn.
+    pub fn ends_turn(&self) -> bool {
+        matches!(
+            self,
+            ServerFrame::TurnCompleted { .. }
+                | ServerFrame::TurnCancelled { .. }
+                | ServerFrame::TurnFailed { .. }
+        )
+    }
+
+    /// An `error` frame.
+    pub fn error(code: ErrorCode, message: impl Into<String>, reference: Option<String>) -> Self {
+        ServerFrame::Error {
+            code,
+            message: message.into(),
+            reference,
+        }
+    }
+}
+
+/// What went wrong, for clients to decide on. The message says what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Unknown user or wrong token; the connection is closed.
+    Unauthorized,
+    /// No `hello` in time; the connection is closed.
+    AuthTimeout,
+    /// `hello` named another protocol version; the connection is closed.
+    VersionMismatch,
+    /// The first frame was not `hello`, or `hello` came twice.
+    HelloExpected,
+    /// Not JSON, or a known frame with missing or wrong fields.
+    MalformedFrame,
+    /// A `type` this version does not know.
+    UnknownFrame,
+    /// Over the frame size limit; the connection is closed.
+    FrameTooLarge,
+    /// Binary frames are not part of the protocol.
+    BinaryFrame,
+    /// Field values that cannot be served (empty text, bad limit, ...).
+    InvalidRequest,
+    /// No such session for this user.
+    SessionNotFound,
+    /// The frame names a session other than the connection's current one.
+    WrongSession,
+    /// The session already runs a turn: wait for it or cancel it.
+    TurnInProgress,
+    /// `cancel_turn` while no turn runs.
+    NoActiveTurn,
+    /// `approve` for a call that is not waiting.
+    ApprovalNotFound,
+    /// Events before the requested `seq` are no longer buffered: reload with `get_history`.
+    EventsExpired,
+    /// The gateway could not serve the request (storage failure); try again.
+    Internal,
+}
+
+/// A session as listed to clients. Times are RFC 3339 UTC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub session_id: SessionId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub created_at: String,
+    pub last_active_at: String,
+    /// Stored messages.
+    pub messages: u64,
+    /// The running turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_turn: Option<TurnId>,
+    /// The `seq` of the session's latest event since the gateway started (0: none yet).
+    pub last_seq: u64,
+}
+
+/// One stored message of a session, numbered from 1.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    pub number: u64,
+    pub message: Message,
+    pub created_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_frames_are_tagged() {
+        let frame: ClientFrame = serde_json::from_str(r#"{"type":"ping"}"#).unwrap();
+        assert_eq!(frame, ClientFrame::Ping);
+        let frame: ClientFrame =
+            serde_json::from_str(r#"{"type":"get_history","session_id":"s1","limit":20}"#).unwrap();
+        assert_eq!(
+            frame,
+            ClientFrame::GetHistory {
+                session_id: SessionId::parse("s1").unwrap(),
+                before: None,
+                limit: 20
+            }
+        );
+        assert!(serde_json::from_str::<ClientFrame>(r#"{"type":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn error_ref_is_renamed() {
+        let frame = ServerFrame::error(ErrorCode::TurnInProgress, "busy", Some("c1".into()));
+        assert_eq!(
+            serde_json::to_value(&frame).unwrap(),
+            serde_json::json!({"type": "error", "code": "turn_in_progress", "message": "busy", "ref": "c1"})
+        );
+        assert_eq!(frame.seq(), None);
+    }
+}
