@@ -45,15 +45,26 @@ pub fn query_terms(query: &str) -> Vec<String> {
 
 /// The `MATCH` expression for `query`, or `None` when it has no usable term.
 pub fn match_expression(query: &str) -> Option<String> {
-    let terms = query_terms(query);
+    terms_expression(&query_terms(query))
+}
+
+/// One quoted term, usable alone as a `MATCH` expression.
+pub(crate) fn quote(term: &str) -> String {
+    format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+/// The `OR` of the quoted terms, or `None` when there are none.
+pub(crate) fn terms_expression(terms: &[String]) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    let quoted: Vec<String> = terms
-        .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
-    Some(quoted.join(" OR "))
+    Some(
+        terms
+            .iter()
+            .map(|t| quote(t))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
 }
 
 #[cfg(test)]

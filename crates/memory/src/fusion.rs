@@ -3,9 +3,10 @@
 //! Each leg's raw scores (cosine for vectors, negated BM25 for keywords) are first brought to
 //! `0..=1` by the chosen [`Fusion`]; the fused score is the weighted sum divided by the sum of
 //! the weights. A chunk missing from a leg scores 0 in it. An empty leg contributes nothing (its weight
-//! still counts, so a hit found by both legs outranks one found by a single leg). A flat leg (all its
-//! scores equal, which includes a single candidate) gives each of its members 1, the same as the best
-//! member of a non-flat leg: no division by zero and no artificial spread.
+//! still counts, so a hit found by both legs outranks one found by a single leg); a leg weighted 0 is
+//! switched off. Relative normalizations never divide by zero: a flat leg (all scores equal, which
+//! includes a single candidate) gives each member 1 under `MinMax`, and `s / max` is only taken for
+//! `max > 0`.
 
 use std::collections::HashMap;
 

@@ -227,6 +227,10 @@ impl MemoryStore {
         user: &UserId,
         notes: Vec<ExportedNote>,
     ) -> Result<usize, MemoryError> {
+        // Reject a bad file before writing anything.
+        for note in &notes {
+            validate(&note.content)?;
+        }
         let mut added = 0;
         let batch_size = self.inner.batch_size;
         let mut pending = notes.into_iter().peekable();

@@ -13,7 +13,7 @@ use libsql::{Connection, Value};
 use types::{NoteId, SessionId};
 
 use crate::error::MemoryError;
-use crate::fts::match_expression;
+use crate::fts::{query_terms, quote, terms_expression};
 use crate::fusion::{fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
 use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
@@ -54,10 +54,11 @@ impl MemoryStore {
         };
 
         let fts_leg = async {
-            match match_expression(&query.text).filter(|_| fts_weight > 0.0) {
-                Some(expr) => {
+            let terms = query_terms(&query.text);
+            match Some(terms).filter(|t| !t.is_empty() && fts_weight > 0.0) {
+                Some(terms) => {
                     let (sessions, filters) = (sessions.clone(), query.filters.clone());
-                    self.read(move |conn| keyword_leg(conn, expr, sessions, filters, candidates))
+                    self.read(move |conn| keyword_leg(conn, terms, sessions, filters, candidates))
                         .await
                 }
                 None => Ok(Vec::new()),
@@ -161,11 +162,15 @@ async fn allowed_chunks(
 /// (chunk id, relevance ≥ 0) best first; BM25 is negated so that larger is better.
 async fn keyword_leg(
     conn: Connection,
-    expr: String,
+    terms: Vec<String>,
     sessions: Vec<String>,
     filters: QueryFilters,
     limit: usize,
 ) -> Result<Vec<(i64, f64)>, MemoryError> {
+    let terms = discriminating_terms(&conn, terms).await?;
+    let Some(expr) = terms_expression(&terms) else {
+        return Ok(Vec::new());
+    };
     let mut params = vec![Value::Text(expr)];
     let scope = scope_sql(&sessions, &filters, &mut params);
     params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
@@ -187,6 +192,39 @@ async fn keyword_leg(
         out.push((id, (-rank).max(0.0)));
     }
     Ok(out)
+}
+
+/// A term found in more chunks than this is "common": it is dropped from the keyword leg when the
+/// query has rarer terms. BM25 would give it little weight anyway, but scoring every chunk that
+/// contains "user" or "likes" dominates the cost of a search.
+const COMMON_TERM_CHUNKS: i64 = 1000;
+
+/// The query's terms without the common ones (all of them if every term is common, so that a query
+/// of common words still finds something). Counting stops at the threshold, so this costs at most
+/// `COMMON_TERM_CHUNKS` index steps per term.
+async fn discriminating_terms(
+    conn: &Connection,
+    terms: Vec<String>,
+) -> Result<Vec<String>, MemoryError> {
+    let ctx = "searching by keywords";
+    let mut kept = Vec::new();
+    for term in &terms {
+        let mut rows = conn
+            .query(
+                "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
+                libsql::params![quote(term), COMMON_TERM_CHUNKS + 1],
+            )
+            .await
+            .map_err(MemoryError::db(ctx))?;
+        let n: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
+            Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
+            None => 0,
+        };
+        if n > 0 && n <= COMMON_TERM_CHUNKS {
+            kept.push(term.clone());
+        }
+    }
+    Ok(if kept.is_empty() { terms } else { kept })
 }
 
 struct ChunkDetail {
