@@ -117,7 +117,8 @@ pub enum EmbeddingBackend {
 #[serde(default, deny_unknown_fields)]
 pub struct EmbeddingConfig {
     pub backend: EmbeddingBackend,
-    /// Vector size for `hash` (default 256); for `openai`, the size the endpoint returns (checked).
+    /// Vector size for `hash` (default 256); for `openai` (required), the size the endpoint
+    /// returns (checked on every response).
     pub dimensions: Option<usize>,
     /// For `openai`: e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
     pub base_url: Option<String>,
@@ -167,6 +168,13 @@ impl EmbeddingConfig {
                         "the openai backend needs an http(s) base_url, e.g. http://127.0.0.1:11434/v1",
                     ));
                 }
+            }
+            if self.dimensions.is_none() {
+                return Err(ConfigError::new(
+                    "memory.embedding.dimensions",
+                    "the openai backend needs the vector size the model returns, e.g. 1536 for \
+                     text-embedding-3-small or 768 for nomic-embed-text",
+                ));
             }
             if self.model.as_deref().is_none_or(str::is_empty) {
                 return Err(ConfigError::new(
@@ -295,11 +303,13 @@ mod tests {
             openai.validate().unwrap_err().setting,
             "memory.embedding.base_url"
         );
-        let ok = EmbeddingConfig {
+        let no_dims = EmbeddingConfig {
             base_url: Some("http://127.0.0.1:11434/v1".into()),
             model: Some("nomic-embed-text".into()),
             ..openai
         };
+        assert_eq!(no_dims.validate().unwrap_err().setting, "memory.embedding.dimensions");
+        let ok = EmbeddingConfig { dimensions: Some(768), ..no_dims };
         assert!(ok.validate().is_ok());
     }
 }
