@@ -210,7 +210,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         stats(tool_search),
     );
     println!(
-        "Memory through the tool layer vs the raw store API ({n} calls each, builtin embedder, 1k→2k notes):\n"
+        "Memory through the tool layer vs the raw store API ({n} calls each, interleaved, builtin embedder, store growing 0→2k notes):\n"
     );
     println!(
         "| operation | raw p50 | raw p95 | tool p50 | tool p95 | tool/raw (p50) |\n|---|---|---|---|---|---|"
