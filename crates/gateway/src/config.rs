@@ -1,0 +1,40 @@
+//! [`GatewayConfig`]: the gateway's limits and timeouts, with defaults.
+
+use std::time::Duration;
+
+/// How the gateway listens and how much it buffers. The defaults suit one user's agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// Port on `127.0.0.1`; 0 picks a free one (see [`crate::RunningGateway::local_addr`]).
+    pub port: u16,
+    /// A connection that has not sent a valid `hello` by then is closed.
+    pub auth_timeout: Duration,
+    /// Largest text frame accepted; a larger one gets `frame_too_large` and the connection closes.
+    pub max_frame_bytes: usize,
+    /// Frames queued for one client before it counts as lagging and is unsubscribed.
+    pub client_queue: usize,
+    /// Turn events kept per session for resume and resync.
+    pub session_log: usize,
+    /// A client that does not take a frame within this time is disconnected.
+    pub send_timeout: Duration,
+    /// Capacity of the runtime's event channel for one turn.
+    pub turn_channel: usize,
+}
+
+impl GatewayConfig {
+    pub const DEFAULT_MAX_FRAME_BYTES: usize = 256 * 1024;
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            auth_timeout: Duration::from_secs(5),
+            max_frame_bytes: Self::DEFAULT_MAX_FRAME_BYTES,
+            client_queue: 256,
+            session_log: 4096,
+            send_timeout: Duration::from_secs(30),
+            turn_channel: 64,
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Reading client frames: size limit, text only, JSON, known `type`, well-formed fields. Each
+//! failure becomes the `error` frame to send; only an oversize frame ends the connection.
+
+use axum::extract::ws::{Message, WebSocket};
+use futures::StreamExt;
+use futures::stream::SplitStream;
+use types::{ClientFrame, ErrorCode, ServerFrame};
+
+use crate::GatewayConfig;
+
+/// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
+pub const CLIENT_FRAME_TYPES: [&str; 10] = [
+    "hello",
+    "send_turn",
+    "cancel_turn",
+    "new_session",
+    "list_sessions",
+    "switch_session",
+    "get_history",
+    "approve",
+    "resync",
+    "ping",
+];
+
+/// One read from the client.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    Frame(ClientFrame),
+    /// A frame that cannot be served; the `error` frame to answer with. `frame_too_large` also
+    /// ends the connection.
+    Bad(ServerFrame),
+    /// The client closed or the connection broke.
+    Gone,
+}
+
+/// Reads the next data frame (control frames are handled by the WebSocket layer).
+pub(crate) async fn read_frame(
+    stream: &mut SplitStream<WebSocket>,
+    config: &GatewayConfig,
+) -> Incoming {
+    loop {
+        let message = match stream.next().await {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "client connection failed");
+                return Incoming::Gone;
+            }
+            None => return Incoming::Gone,
+        };
+        return match message {
+            Message::Text(text) => parse(text.as_str(), config.max_frame_bytes),
+            Message::Binary(bytes) if bytes.len() > config.max_frame_bytes => too_large(config),
+            Message::Binary(_) => Incoming::Bad(ServerFrame::error(
+                ErrorCode::BinaryFrame,
+                "binary frames are not part of the protocol: send JSON text frames",
+                None,
+            )),
+            Message::Close(_) => Incoming::Gone,
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+    }
+}
+
+fn too_large(config: &GatewayConfig) -> Incoming {
+    Incoming::Bad(ServerFrame::error(
+        ErrorCode::FrameTooLarge,
+        format!(
+            "frames are limited to {} KiB: send shorter messages",
+            config.max_frame_bytes / 1024
+        ),
+        None,
+    ))
+}
+
+/// Parses one text frame.
+pub(crate) fn parse(text: &str, max_bytes: usize) -> Incoming {
+    if text.len() > max_bytes {
+        return too_large(&GatewayConfig {
+            max_frame_bytes: max_bytes,
+            ..GatewayConfig::default()
+        });
+    }
+    let bad = |code, message: String, reference: Option<String>| {
+        Incoming::Bad(ServerFrame::error(code, message, reference))
+    };
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => {
+            return bad(
+                ErrorCode::MalformedFrame,
+                format!("not valid JSON ({e}): send one JSON object per frame"),
+                None,
+            );
+        }
+    };
+    let Some(kind) = value.get("type").and_then(serde_json::Value::as_str) else {
+        return bad(
+            ErrorCode::MalformedFrame,
+            "a frame is a JSON object with a string \"type\"".into(),
+            None,
+        );
+    };
+    if kind.is_empty() || !CLIENT_FRAME_TYPES.contains(&kind) {
+        let shown: String = kind.chars().take(40).collect();
+        return bad(
+            ErrorCode::UnknownFrame,
+            format!(
+                "unknown frame type \"{shown}\": see docs/protocol.md for the frames of version 1"
+            ),
+            None,
+        );
+    }
+    let kind = kind.to_owned();
+    match serde_json::from_value::<ClientFrame>(value) {
+        Ok(frame) => Incoming::Frame(frame),
+        Err(e) => bad(
+            ErrorCode::MalformedFrame,
+            format!("{kind}: {e}"),
+            Some(kind),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: Result<ClientFrame, ErrorCode>) {
+        let got = match parse(input, 64) {
+            Incoming::Frame(f) => Ok(f),
+            Incoming::Bad(ServerFrame::Error { code, .. }) => Err(code),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, expected, "{input}");
+    }
+
+    #[test]
+    fn parsing() {
+        check(r#"{"type":"ping"}"#, Ok(ClientFrame::Ping));
+        check("{", Err(ErrorCode::MalformedFrame));
+        check("[1]", Err(ErrorCode::MalformedFrame));
+        check(r#"{"type":7}"#, Err(ErrorCode::MalformedFrame));
+        check(r#"{"type":"dance"}"#, Err(ErrorCode::UnknownFrame));
+        check(r#"{"type":""}"#, Err(ErrorCode::UnknownFrame));
+        check(r#"{"type":"send_turn"}"#, Err(ErrorCode::MalformedFrame));
+        check(
+            r#"{"type":"cancel_turn","session_id":""}"#,
+            Err(ErrorCode::MalformedFrame),
+        );
+        check(
+            &format!(r#"{{"type":"ping","x":"{}"}}"#, "a".repeat(64)),
+            Err(ErrorCode::FrameTooLarge),
+        );
+    }
+}

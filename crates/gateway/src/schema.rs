@@ -1,0 +1,403 @@
+//! The JSON Schema of protocol v1, generated from the Rust frame types.
+//!
+//! Each frame variant has two example values: one with every optional field set and one with
+//! none. Serializing them (through the very serde derives the gateway uses) gives each frame's
+//! properties, their JSON types and which are required; the exhaustive `match`es below make a new
+//! variant a compile error until it has examples. A test keeps `docs/protocol.schema.json` equal
+//! to [`protocol_schema`].
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use types::{
+    ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role, ServerFrame, SessionId,
+    SessionSummary, ToolCall, TurnId, Usage, UserId,
+};
+
+/// Every [`ErrorCode`], for the schema's `enum`.
+const ERROR_CODES: [ErrorCode; 16] = [
+    ErrorCode::Unauthorized,
+    ErrorCode::AuthTimeout,
+    ErrorCode::VersionMismatch,
+    ErrorCode::HelloExpected,
+    ErrorCode::MalformedFrame,
+    ErrorCode::UnknownFrame,
+    ErrorCode::FrameTooLarge,
+    ErrorCode::BinaryFrame,
+    ErrorCode::InvalidRequest,
+    ErrorCode::SessionNotFound,
+    ErrorCode::WrongSession,
+    ErrorCode::TurnInProgress,
+    ErrorCode::NoActiveTurn,
+    ErrorCode::ApprovalNotFound,
+    ErrorCode::EventsExpired,
+    ErrorCode::Internal,
+];
+
+const ROLES: [Role; 4] = [Role::System, Role::User, Role::Assistant, Role::Tool];
+
+/// Fails to compile when an [`ErrorCode`] is added without listing it in `ERROR_CODES`.
+fn _all_codes_listed(code: ErrorCode) {
+    match code {
+        ErrorCode::Unauthorized
+        | ErrorCode::AuthTimeout
+        | ErrorCode::VersionMismatch
+        | ErrorCode::HelloExpected
+        | ErrorCode::MalformedFrame
+        | ErrorCode::UnknownFrame
+        | ErrorCode::FrameTooLarge
+        | ErrorCode::BinaryFrame
+        | ErrorCode::InvalidRequest
+        | ErrorCode::SessionNotFound
+        | ErrorCode::WrongSession
+        | ErrorCode::TurnInProgress
+        | ErrorCode::NoActiveTurn
+        | ErrorCode::ApprovalNotFound
+        | ErrorCode::EventsExpired
+        | ErrorCode::Internal => {}
+    }
+}
+
+fn ids() -> Option<(UserId, SessionId, TurnId)> {
+    Some((
+        UserId::parse("alice").ok()?,
+        SessionId::parse("s-0b1c").ok()?,
+        TurnId::parse("t-7f3a").ok()?,
+    ))
+}
+
+fn summary(full: bool) -> Option<SessionSummary> {
+    let (_, session, turn) = ids()?;
+    Some(SessionSummary {
+        session_id: session,
+        title: full.then(|| "Trip planning".to_owned()),
+        created_at: "2025-01-01T09:00:00.000Z".into(),
+        last_active_at: "2025-01-01T09:05:00.000Z".into(),
+        messages: 4,
+        active_turn: full.then_some(turn),
+        last_seq: 12,
+    })
+}
+
+/// One example of every client frame: `(with every optional field, with none)`.
+pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
+    let Some((user, session, _)) = ids() else {
+        return Vec::new();
+    };
+    let hello = |full: bool| ClientFrame::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        token: "3f9c…64 hex characters…".into(),
+        user_id: user.clone(),
+        session_id: full.then(|| session.clone()),
+        last_seq: full.then_some(12),
+    };
+    let s = || session.clone();
+    let frames = vec![
+        (hello(true), hello(false)),
+        both(ClientFrame::SendTurn {
+            session_id: s(),
+            text: "What did I say about Lisbon?".into(),
+            client_turn_id: "c-42".into(),
+        }),
+        both(ClientFrame::CancelTurn { session_id: s() }),
+        (
+            ClientFrame::NewSession {
+                title: Some("Trip planning".into()),
+            },
+            ClientFrame::NewSession { title: None },
+        ),
+        both(ClientFrame::ListSessions),
+        (
+            ClientFrame::SwitchSession {
+                session_id: s(),
+                last_seq: Some(12),
+            },
+            ClientFrame::SwitchSession {
+                session_id: s(),
+                last_seq: None,
+            },
+        ),
+        (
+            ClientFrame::GetHistory {
+                session_id: s(),
+                before: Some(40),
+                limit: 20,
+            },
+            ClientFrame::GetHistory {
+                session_id: s(),
+                before: None,
+                limit: 20,
+            },
+        ),
+        both(ClientFrame::Approve {
+            call_id: "call_1".into(),
+            approved: true,
+        }),
+        both(ClientFrame::Resync {
+            session_id: s(),
+            after_seq: 12,
+        }),
+        both(ClientFrame::Ping),
+    ];
+    for (frame, _) in &frames {
+        client_covered(frame);
+    }
+    frames
+}
+
+fn client_covered(frame: &ClientFrame) {
+    match frame {
+        ClientFrame::Hello { .. }
+        | ClientFrame::SendTurn { .. }
+        | ClientFrame::CancelTurn { .. }
+        | ClientFrame::NewSession { .. }
+        | ClientFrame::ListSessions
+        | ClientFrame::SwitchSession { .. }
+        | ClientFrame::GetHistory { .. }
+        | ClientFrame::Approve { .. }
+        | ClientFrame::Resync { .. }
+        | ClientFrame::Ping => {}
+    }
+}
+
+fn both<T: Clone>(frame: T) -> (T, T) {
+    (frame.clone(), frame)
+}
+
+/// One example of every server frame: `(with every optional field, with none)`.
+pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
+    let (Some((user, session, turn)), Some(full), Some(bare)) =
+        (ids(), summary(true), summary(false))
+    else {
+        return Vec::new();
+    };
+    let (s, t) = (|| session.clone(), || turn.clone());
+    let usage = Usage {
+        prompt_tokens: 812,
+        completion_tokens: 23,
+    };
+    let hello = |session: SessionSummary| ServerFrame::HelloOk {
+        user_id: user.clone(),
+        session,
+        protocol_version: PROTOCOL_VERSION,
+    };
+    let mut call = Message::assistant_tool_calls(
+        Some("Let me check.".into()),
+        vec![ToolCall {
+            id: "call_1".into(),
+            name: "memory_search".into(),
+            arguments: r#"{"query":"Lisbon"}"#.into(),
+        }],
+    );
+    call.tool_call_id = Some("call_0".into());
+    let event = |message| HistoryEvent {
+        number: 39,
+        message,
+        created_at: "2025-01-01T09:04:00.000Z".into(),
+    };
+    let error = |reference: Option<&str>| ServerFrame::Error {
+        code: ErrorCode::TurnInProgress,
+        message: "this session is already running a turn: wait for it to end or cancel_turn".into(),
+        reference: reference.map(str::to_owned),
+    };
+    let frames = vec![
+        (hello(full.clone()), hello(bare.clone())),
+        both(ServerFrame::TurnStarted {
+            seq: 13,
+            session_id: s(),
+            turn_id: t(),
+            client_turn_id: "c-42".into(),
+        }),
+        both(ServerFrame::AssistantDelta {
+            seq: 14,
+            session_id: s(),
+            turn_id: t(),
+            text: "You said".into(),
+        }),
+        both(ServerFrame::ToolStarted {
+            seq: 15,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            arguments: r#"{"query":"Lisbon"}"#.into(),
+        }),
+        both(ServerFrame::ToolFinished {
+            seq: 16,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            ok: true,
+            summary: "1 result".into(),
+            duration_ms: 4,
+        }),
+        both(ServerFrame::ApprovalRequested {
+            seq: 17,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_2".into(),
+            name: "shell_exec".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+        }),
+        both(ServerFrame::TurnCompleted {
+            seq: 18,
+            session_id: s(),
+            turn_id: t(),
+            message: "You said you loved the trams in Lisbon.".into(),
+            usage,
+        }),
+        both(ServerFrame::TurnCancelled {
+            seq: 18,
+            session_id: s(),
+            turn_id: t(),
+            usage,
+        }),
+        both(ServerFrame::TurnFailed {
+            seq: 18,
+            session_id: s(),
+            turn_id: t(),
+            reason: "the model call failed: check the provider settings".into(),
+        }),
+        (error(Some("c-43")), error(None)),
+        both(ServerFrame::SessionCreated {
+            session: bare.clone(),
+        }),
+        both(ServerFrame::SessionSwitched {
+            session: bare.clone(),
+        }),
+        both(ServerFrame::SessionList {
+            sessions: vec![full.clone()],
+        }),
+        (
+            ServerFrame::History {
+                session_id: s(),
+                events: vec![event(call)],
+                next_before: Some(39),
+            },
+            ServerFrame::History {
+                session_id: s(),
+                events: vec![event(Message::user("Hi"))],
+                next_before: None,
+            },
+        ),
+        both(ServerFrame::Pong),
+        both(ServerFrame::Lagged {
+            session_id: s(),
+            last_seq: 15,
+        }),
+    ];
+    for (frame, _) in &frames {
+        server_covered(frame);
+    }
+    frames
+}
+
+fn server_covered(frame: &ServerFrame) {
+    match frame {
+        ServerFrame::HelloOk { .. }
+        | ServerFrame::TurnStarted { .. }
+        | ServerFrame::AssistantDelta { .. }
+        | ServerFrame::ToolStarted { .. }
+        | ServerFrame::ToolFinished { .. }
+        | ServerFrame::ApprovalRequested { .. }
+        | ServerFrame::TurnCompleted { .. }
+        | ServerFrame::TurnCancelled { .. }
+        | ServerFrame::TurnFailed { .. }
+        | ServerFrame::Error { .. }
+        | ServerFrame::SessionCreated { .. }
+        | ServerFrame::SessionSwitched { .. }
+        | ServerFrame::SessionList { .. }
+        | ServerFrame::History { .. }
+        | ServerFrame::Pong
+        | ServerFrame::Lagged { .. } => {}
+    }
+}
+
+/// The protocol's JSON Schema (draft 2020-12).
+pub fn protocol_schema() -> Value {
+    let client: Vec<Value> = example_client_frames()
+        .iter()
+        .map(|(full, bare)| frame_schema(full, bare, false))
+        .collect();
+    let server: Vec<Value> = example_server_frames()
+        .iter()
+        .map(|(full, bare)| frame_schema(full, bare, true))
+        .collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://oxydra.dev/protocol/v1.schema.json",
+        "title": format!("Oxydra gateway protocol v{PROTOCOL_VERSION}"),
+        "description": "JSON text frames over a WebSocket. Generated from the Rust types by \
+            gateway::protocol_schema(); see docs/protocol.md.",
+        "oneOf": [{"$ref": "#/$defs/ClientFrame"}, {"$ref": "#/$defs/ServerFrame"}],
+        "$defs": {
+            "ClientFrame": {"oneOf": client},
+            "ServerFrame": {"oneOf": server},
+        },
+    })
+}
+
+fn to_value(frame: &impl Serialize) -> Value {
+    serde_json::to_value(frame).unwrap_or(Value::Null)
+}
+
+/// A frame's schema. Server frames are closed (`additionalProperties: false`); client frames
+/// are not, since the gateway ignores fields it does not know.
+fn frame_schema(full: &impl Serialize, bare: &impl Serialize, closed: bool) -> Value {
+    let mut schema = infer(&to_value(full), &to_value(bare), closed);
+    if let Some(kind) = to_value(full).get("type").cloned()
+        && let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut)
+    {
+        props.insert("type".into(), json!({ "const": kind }));
+        schema["title"] = kind;
+    }
+    schema
+}
+
+/// The schema of `full`; keys absent from `bare` are optional.
+fn infer(full: &Value, bare: &Value, closed: bool) -> Value {
+    match full {
+        Value::Object(fields) => {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for (key, value) in fields {
+                let bare_value = bare.get(key);
+                if bare_value.is_some() {
+                    required.push(Value::String(key.clone()));
+                }
+                properties.insert(
+                    key.clone(),
+                    known(key).unwrap_or_else(|| infer(value, bare_value.unwrap_or(value), true)),
+                );
+            }
+            let mut schema = json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+            });
+            if closed {
+                schema["additionalProperties"] = Value::Bool(false);
+            }
+            schema
+        }
+        Value::Array(items) => {
+            let first = items.first().unwrap_or(&Value::Null);
+            let bare_first = bare.as_array().and_then(|a| a.first()).unwrap_or(first);
+            json!({ "type": "array", "items": infer(first, bare_first, closed) })
+        }
+        Value::String(_) => json!({ "type": "string" }),
+        Value::Bool(_) => json!({ "type": "boolean" }),
+        Value::Number(_) => json!({ "type": "integer", "minimum": 0 }),
+        Value::Null => json!({}),
+    }
+}
+
+/// Fields whose values are closed vocabularies.
+fn known(key: &str) -> Option<Value> {
+    let names = |values: Vec<Value>| json!({ "type": "string", "enum": values });
+    match key {
+        "code" => Some(names(ERROR_CODES.iter().map(to_value).collect())),
+        "role" => Some(names(ROLES.iter().map(to_value).collect())),
+        _ => None,
+    }
+}

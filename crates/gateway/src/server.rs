@@ -1,0 +1,141 @@
+//! [`Gateway`]: the users served and the listener; [`RunningGateway`]: the bound server.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::response::Response;
+use axum::routing::get;
+use types::{CancellationToken, UserId};
+
+use crate::outbound::ConnId;
+use crate::user::UserAgent;
+use crate::{GatewayConfig, GatewayError};
+
+/// A gateway serving a fixed set of users (an `oxydra-vm` serves exactly one).
+#[derive(Debug)]
+pub struct Gateway {
+    config: GatewayConfig,
+    users: HashMap<UserId, Arc<UserAgent>>,
+}
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: GatewayConfig,
+    pub(crate) users: HashMap<UserId, Arc<UserAgent>>,
+    pub(crate) shutdown: CancellationToken,
+    next_conn: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn next_conn_id(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl Gateway {
+    pub fn new(config: GatewayConfig) -> Self {
+        Self {
+            config,
+            users: HashMap::new(),
+        }
+    }
+
+    /// Adds a user; each user is served with their own token, store and runtime.
+    pub fn add_user(&mut self, user: UserAgent) -> Result<(), GatewayError> {
+        let id = user.user_id.clone();
+        if self.users.contains_key(&id) {
+            return Err(GatewayError::DuplicateUser(id));
+        }
+        self.users.insert(id, Arc::new(user));
+        Ok(())
+    }
+
+    /// Binds `127.0.0.1:<port>` and serves WebSocket clients on `/` (and `/ws`) until
+    /// [`RunningGateway::shutdown`].
+    pub async fn start(self) -> Result<RunningGateway, GatewayError> {
+        if self.users.is_empty() {
+            return Err(GatewayError::NoUsers);
+        }
+        let port = self.config.port;
+        let bind = |source| GatewayError::Bind { port, source };
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+            .await
+            .map_err(bind)?;
+        let addr = listener.local_addr().map_err(bind)?;
+        let shared = Arc::new(Shared {
+            config: self.config,
+            users: self.users,
+            shutdown: CancellationToken::default(),
+            next_conn: AtomicU64::new(1),
+        });
+        let app = Router::new()
+            .route("/", get(upgrade))
+            .route("/ws", get(upgrade))
+            .with_state(Arc::clone(&shared));
+        let stop = shared.shutdown.clone();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled());
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "gateway stopped");
+            }
+        });
+        tracing::info!(%addr, users = shared.users.len(), "gateway listening");
+        Ok(RunningGateway { addr, shared, task })
+    }
+}
+
+async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+    // Read a little past the limit so an oversize frame gets a clear error rather than a reset.
+    let hard_limit = shared
+        .config
+        .max_frame_bytes
+        .saturating_mul(4)
+        .max(64 * 1024);
+    ws.max_message_size(hard_limit)
+        .max_frame_size(hard_limit)
+        .on_upgrade(move |socket| crate::conn::serve(socket, shared))
+}
+
+/// A gateway that is listening.
+#[derive(Debug)]
+pub struct RunningGateway {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningGateway {
+    /// The bound address (the chosen port when configured with 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("ws://{}/", self.addr)
+    }
+
+    /// The user served as `user`, if any.
+    pub fn user(&self, user: &UserId) -> Option<&UserAgent> {
+        self.shared.users.get(user).map(Arc::as_ref)
+    }
+
+    /// Stops listening, cancels running turns, closes every connection and waits for the server.
+    pub async fn shutdown(self) {
+        for user in self.shared.users.values() {
+            for hub in user.active_hubs() {
+                hub.cancel();
+            }
+        }
+        self.shared.shutdown.cancel();
+        if let Err(e) = self.task.await {
+            tracing::warn!(error = %e, "gateway task ended abnormally");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Running one turn for a session: a fresh [`ToolExecutionContext`] per turn, the runtime's
+//! events translated into numbered frames on the session's hub.
+
+use std::sync::Arc;
+
+use runtime::TurnEvent;
+use tokio::sync::mpsc;
+use types::{ServerFrame, SessionId, ToolExecutionContext, TurnId};
+
+use crate::session::SessionHub;
+use crate::user::UserAgent;
+
+/// What [`spawn_turn`] needs.
+#[derive(Debug)]
+pub(crate) struct TurnRequest {
+    pub(crate) user: Arc<UserAgent>,
+    pub(crate) hub: Arc<SessionHub>,
+    pub(crate) ctx: ToolExecutionContext,
+    pub(crate) text: String,
+    pub(crate) channel: usize,
+}
+
+/// A fresh turn id.
+pub(crate) fn new_turn_id() -> Result<TurnId, types::IdError> {
+    TurnId::parse(&format!("t-{}", uuid::Uuid::new_v4()))
+}
+
+/// Runs the turn in its own task. If that task ends without a terminal event (a panic), the
+/// session is told the turn failed, so it never stays busy.
+pub(crate) fn spawn_turn(request: TurnRequest) {
+    let hub = Arc::clone(&request.hub);
+    let turn_id = request.ctx.turn_id.clone();
+    tokio::spawn(async move {
+        if let Err(e) = tokio::spawn(run(request)).await {
+            tracing::error!(error = %e, "turn task ended abnormally");
+        }
+        hub.end_orphaned(&turn_id);
+    });
+}
+
+async fn run(request: TurnRequest) {
+    let TurnRequest {
+        user,
+        hub,
+        ctx,
+        text,
+        channel,
+    } = request;
+    let (tx, mut rx) = mpsc::channel(channel.max(1));
+    let session = ctx.session_id.clone();
+    let turn = ctx.turn_id.clone();
+    let runtime = Arc::clone(&user.runtime);
+    let work = async move {
+        let result = runtime.run_turn(&ctx, &text, &tx).await;
+        drop(tx);
+        result
+    };
+    let forward = async {
+        while let Some(event) = rx.recv().await {
+            hub.publish(|seq| frame(seq, &session, &turn, event));
+        }
+    };
+    let (result, ()) = tokio::join!(work, forward);
+    if let Err(e) = result {
+        tracing::info!(error = %e, session = %session, "turn ended with an error");
+    }
+    user.settle_session(&session).await;
+}
+
+/// The frame for one runtime event.
+fn frame(seq: u64, session: &SessionId, turn: &TurnId, event: TurnEvent) -> ServerFrame {
+    let (session_id, turn_id) = (session.clone(), turn.clone());
+    match event {
+        TurnEvent::TextDelta { text } => ServerFrame::AssistantDelta {
+            seq,
+            session_id,
+            turn_id,
+            text,
+        },
+        TurnEvent::ToolStarted {
+            call_id,
+            name,
+            arguments,
+        } => ServerFrame::ToolStarted {
+            seq,
+            session_id,
+            turn_id,
+            call_id,
+            name,
+            arguments,
+        },
+        TurnEvent::ToolFinished {
+            call_id,
+            name,
+            ok,
+            summary,
+            duration_ms,
+        } => ServerFrame::ToolFinished {
+            seq,
+            session_id,
+            turn_id,
+            call_id,
+            name,
+            ok,
+            summary,
+            duration_ms,
+        },
+        TurnEvent::ApprovalRequested {
+            call_id,
+            name,
+            arguments,
+        } => ServerFrame::ApprovalRequested {
+            seq,
+            session_id,
+            turn_id,
+            call_id,
+            name,
+            arguments,
+        },
+        TurnEvent::TurnCompleted { message, usage } => ServerFrame::TurnCompleted {
+            seq,
+            session_id,
+            turn_id,
+            message,
+            usage,
+        },
+        TurnEvent::TurnFailed { reason } => ServerFrame::TurnFailed {
+            seq,
+            session_id,
+            turn_id,
+            reason,
+        },
+        TurnEvent::TurnCancelled { usage } => ServerFrame::TurnCancelled {
+            seq,
+            session_id,
+            turn_id,
+            usage,
+        },
+    }
+}
