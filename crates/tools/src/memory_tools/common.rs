@@ -1,7 +1,10 @@
 //! What the four memory tools share: the store handle, argument checks, error mapping, spans.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
+
+use tracing::Instrument;
 
 use memory::{MemoryError, MemoryRetrieval};
 use types::{NoteId, ToolExecutionContext};
@@ -126,10 +129,6 @@ impl OpSpan {
         }
     }
 
-    pub(crate) fn span(&self) -> &tracing::Span {
-        &self.span
-    }
-
     pub(crate) fn note(&self, id: &NoteId) {
         self.span.record("note_id", tracing::field::display(id));
     }
@@ -138,8 +137,17 @@ impl OpSpan {
         self.span.record("results", n);
     }
 
-    /// Logs the outcome (never the note text) with the elapsed time.
-    pub(crate) fn finish<T>(self, result: &Result<T, ToolError>) {
+    /// Runs one operation inside the span, then logs its outcome (never the note text) and time.
+    pub(crate) async fn run(
+        &self,
+        operation: impl Future<Output = Result<String, ToolError>>,
+    ) -> Result<String, ToolError> {
+        let result = operation.instrument(self.span.clone()).await;
+        self.finish(&result);
+        result
+    }
+
+    fn finish<T>(&self, result: &Result<T, ToolError>) {
         let micros = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let _entered = self.span.enter();
         match result {

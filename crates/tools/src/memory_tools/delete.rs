@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tracing::Instrument;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_DELETE_TOOL_NAME;
@@ -62,8 +61,7 @@ impl Tool for MemoryDelete {
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
         let op = OpSpan::start(MEMORY_DELETE_TOOL_NAME, ctx);
-        let span = op.span().clone();
-        let result = async {
+        op.run(async {
             let memory = store(&self.memory)?;
             let note_id = note_id_arg(args)?;
             op.note(&note_id);
@@ -75,10 +73,7 @@ impl Tool for MemoryDelete {
                 &note_id,
                 "Deleted. The note is gone from memory.",
             ))
-        }
-        .instrument(span)
-        .await;
-        op.finish(&result);
-        result
+        })
+        .await
     }
 }

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory::NoteMetadata;
-use tracing::Instrument;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
@@ -66,8 +65,7 @@ impl Tool for MemorySave {
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
         let op = OpSpan::start(MEMORY_SAVE_TOOL_NAME, ctx);
-        let span = op.span().clone();
-        let result = async {
+        op.run(async {
             let memory = store(&self.memory)?;
             let content = content_arg(args)?;
             let note = memory
@@ -79,10 +77,7 @@ impl Tool for MemorySave {
                 &note.note_id,
                 "Saved. Use this note_id with memory_update or memory_delete to change or remove it.",
             ))
-        }
-        .instrument(span)
-        .await;
-        op.finish(&result);
-        result
+        })
+        .await
     }
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory::{HitSource, HybridQuery, SearchHit, Weights};
-use tracing::Instrument;
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::MEMORY_SEARCH_TOOL_NAME;
@@ -96,8 +95,7 @@ impl Tool for MemorySearch {
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
         let op = OpSpan::start(MEMORY_SEARCH_TOOL_NAME, ctx);
-        let span = op.span().clone();
-        let result = async {
+        op.run(async {
             let memory = store(&self.memory)?;
             let text = string_arg(args, "query")?;
             if text.len() > MAX_QUERY_BYTES {
@@ -142,11 +140,8 @@ impl Tool for MemorySearch {
                 Some(line) => format!("{rendered}\n{line}"),
                 None => rendered,
             })
-        }
-        .instrument(span)
-        .await;
-        op.finish(&result);
-        result
+        })
+        .await
     }
 }
 

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tracing::Instrument;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
@@ -71,8 +70,7 @@ impl Tool for MemoryUpdate {
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
         let op = OpSpan::start(MEMORY_UPDATE_TOOL_NAME, ctx);
-        let span = op.span().clone();
-        let result = async {
+        op.run(async {
             let memory = store(&self.memory)?;
             let note_id = note_id_arg(args)?;
             op.note(&note_id);
@@ -85,10 +83,7 @@ impl Tool for MemoryUpdate {
                 &note.note_id,
                 "Updated. The note keeps the same note_id.",
             ))
-        }
-        .instrument(span)
-        .await;
-        op.finish(&result);
-        result
+        })
+        .await
     }
 }
