@@ -11,9 +11,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket};
-use futures::SinkExt;
-use futures::stream::SplitSink;
+use axum::extract::ws::Message;
+use futures::{Sink, SinkExt};
 use tokio::sync::{Notify, mpsc};
 use types::{ServerFrame, SessionId};
 
@@ -95,24 +94,31 @@ impl Outbox {
 }
 
 /// Creates a client's queue of `capacity` items and starts its writer on `sink`.
-pub(crate) fn start_writer(
+pub(crate) fn start_writer<S>(
     id: ConnId,
-    sink: SplitSink<WebSocket, Message>,
+    sink: S,
     capacity: usize,
     send_timeout: Duration,
-) -> Outbox {
+) -> Outbox
+where
+    S: Sink<Message> + Unpin + Send + 'static,
+    S::Error: std::fmt::Display,
+{
     let (tx, rx) = mpsc::channel(capacity.max(1));
     let shared = Arc::new(Shared::default());
     tokio::spawn(write_loop(sink, rx, Arc::clone(&shared), send_timeout));
     Outbox { id, tx, shared }
 }
 
-async fn write_loop(
-    mut sink: SplitSink<WebSocket, Message>,
+async fn write_loop<S>(
+    mut sink: S,
     mut rx: mpsc::Receiver<Outbound>,
     shared: Arc<Shared>,
     send_timeout: Duration,
-) {
+) where
+    S: Sink<Message> + Unpin,
+    S::Error: std::fmt::Display,
+{
     loop {
         let item = match rx.try_recv() {
             Ok(item) => item,
@@ -149,11 +155,11 @@ async fn write_loop(
 }
 
 /// Sends one frame; false when the client is gone or too slow.
-async fn write(
-    sink: &mut SplitSink<WebSocket, Message>,
-    frame: &ServerFrame,
-    send_timeout: Duration,
-) -> bool {
+async fn write<S>(sink: &mut S, frame: &ServerFrame, send_timeout: Duration) -> bool
+where
+    S: Sink<Message> + Unpin,
+    S::Error: std::fmt::Display,
+{
     let text = match serde_json::to_string(frame) {
         Ok(text) => text,
         Err(e) => {

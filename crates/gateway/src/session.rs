@@ -210,3 +210,130 @@ impl SessionHub {
         self.state().subscribers.retain(|s| s.id() != conn);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::extract::ws::Message;
+    use futures::StreamExt;
+    use futures::channel::mpsc as fmpsc;
+
+    use super::*;
+    use crate::outbound::start_writer;
+
+    fn ids() -> (SessionId, TurnId) {
+        (
+            SessionId::parse("s1").unwrap(),
+            TurnId::parse("t1").unwrap(),
+        )
+    }
+
+    fn delta(seq: u64, text: &str) -> ServerFrame {
+        let (session_id, turn_id) = ids();
+        ServerFrame::AssistantDelta {
+            seq,
+            session_id,
+            turn_id,
+            text: text.into(),
+        }
+    }
+
+    async fn next(rx: &mut fmpsc::Receiver<Message>) -> ServerFrame {
+        let msg = tokio::time::timeout(Duration::from_secs(5), rx.next())
+            .await
+            .expect("a frame in time")
+            .expect("writer alive");
+        match msg {
+            Message::Text(text) => serde_json::from_str(text.as_str()).unwrap(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A client whose socket takes nothing falls behind: the turn never waits for it, it is told
+    /// where it stopped, and a resync from there delivers every later event exactly once.
+    #[tokio::test]
+    async fn stalled_client_is_lagged_then_resyncs_without_loss_or_duplicates() {
+        let (session, turn) = ids();
+        let hub = SessionHub::new(session.clone(), 1000);
+        // A socket with no buffer: the writer blocks on its second frame until the test reads.
+        let (sink, mut socket) = fmpsc::channel::<Message>(0);
+        let outbox = start_writer(1, sink, 2, Duration::from_secs(30));
+        hub.subscribe(&outbox, None);
+        assert!(hub.start_turn(&turn, "c1").is_some());
+        for i in 0..50 {
+            hub.publish(|seq| delta(seq, &format!("{i} ")));
+        }
+        // The hub dropped the subscriber instead of waiting.
+        assert!(hub.state().subscribers.is_empty());
+
+        let mut seen = Vec::new();
+        let last = loop {
+            match next(&mut socket).await {
+                ServerFrame::Lagged {
+                    session_id,
+                    last_seq,
+                } => {
+                    assert_eq!(session_id, session);
+                    break last_seq;
+                }
+                frame => seen.push(frame.seq().unwrap()),
+            }
+        };
+        assert_eq!(seen, (1..=last).collect::<Vec<_>>());
+        assert!(last < 51, "lagged before the end");
+
+        // Resync from the last seq received while events keep flowing; lag again, resync again.
+        let hub = std::sync::Arc::new(hub);
+        let publisher = {
+            let hub = std::sync::Arc::clone(&hub);
+            tokio::spawn(async move {
+                for i in 50..150 {
+                    hub.publish(|seq| delta(seq, &format!("{i} ")));
+                    if i % 10 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        };
+        let mut lags = 1;
+        assert!(!hub.subscribe(&outbox, Some(last)).expired);
+        while seen.len() < 151 {
+            match next(&mut socket).await {
+                ServerFrame::Lagged { last_seq, .. } => {
+                    lags += 1;
+                    assert!(last_seq >= *seen.last().unwrap());
+                    assert!(!hub.subscribe(&outbox, seen.last().copied()).expired);
+                }
+                frame => seen.push(frame.seq().unwrap()),
+            }
+        }
+        publisher.await.unwrap();
+        assert_eq!(seen, (1..=151).collect::<Vec<_>>());
+        assert!(lags >= 1);
+    }
+
+    #[tokio::test]
+    async fn resubscribing_replays_the_active_turn_and_reports_expired_events() {
+        let (session, turn) = ids();
+        let hub = SessionHub::new(session, 5);
+        hub.start_turn(&turn, "c1").unwrap();
+        for i in 0..9 {
+            hub.publish(|seq| delta(seq, &i.to_string()));
+        }
+        let (sink, mut socket) = fmpsc::channel::<Message>(100);
+        let outbox = start_writer(1, sink, 16, Duration::from_secs(30));
+        // Only the last 5 of 10 events are kept: a client asking from seq 2 lost some.
+        assert!(hub.subscribe(&outbox, Some(2)).expired);
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            got.push(next(&mut socket).await.seq().unwrap());
+        }
+        assert_eq!(got, vec![6, 7, 8, 9, 10]);
+        assert!(!hub.subscribe(&outbox, Some(8)).expired);
+        assert_eq!(next(&mut socket).await.seq(), Some(9));
+        assert_eq!(next(&mut socket).await.seq(), Some(10));
+        // A seq this gateway never gave out (e.g. before a restart) replays the running turn.
+        assert!(hub.subscribe(&outbox, Some(999)).expired);
+    }
+}

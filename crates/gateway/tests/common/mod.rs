@@ -1,0 +1,243 @@
+//! Fixtures for the gateway's tests: real gateways over real libSQL files and the scripted model,
+//! and a real WebSocket client.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of the fixtures"
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{HashEmbedder, MemoryStore};
+use provider::{Provider, ProviderOptions};
+use runtime::ModelLimits;
+use test_support::ScriptedLlm;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use types::{
+    ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId, UserId,
+    WorkspacePaths,
+};
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub fn provider(server: &ScriptedLlm) -> Arc<dyn Provider> {
+    provider::from_config_with(
+        &server.openai_config(),
+        ProviderOptions {
+            retry_base_delay: Duration::from_millis(5),
+            retry_max_delay: Duration::from_millis(20),
+            ..ProviderOptions::default()
+        },
+    )
+    .expect("provider builds")
+}
+
+pub fn settings() -> AgentSettings {
+    AgentSettings {
+        runtime: RuntimeConfig::default(),
+        retrieval: RetrievalConfig::default(),
+        limits: ModelLimits {
+            context_window: 128_000,
+            max_output_tokens: 1024,
+        },
+    }
+}
+
+pub async fn open_store(root: &Path, user: &str) -> MemoryStore {
+    let ws = WorkspacePaths::new(root.join(user));
+    MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
+        .await
+        .expect("store opens")
+}
+
+/// A user's agent under `root`, with its token created in `<root>/<user>/.oxydra/`.
+pub async fn user_agent(root: &Path, user: &str, provider: Arc<dyn Provider>) -> UserAgent {
+    let ws = WorkspacePaths::new(root.join(user));
+    for dir in types::WorkspaceDir::ALL {
+        std::fs::create_dir_all(ws.dir(dir)).expect("workspace dir");
+    }
+    let token = GatewayToken::load_or_create(&ws.internal()).expect("token");
+    let store = open_store(root, user).await;
+    UserAgent::standard(
+        UserId::parse(user).unwrap(),
+        token,
+        ws,
+        store,
+        provider,
+        settings(),
+    )
+    .expect("agent builds")
+}
+
+pub fn token_of(root: &Path, user: &str) -> String {
+    let ws = WorkspacePaths::new(root.join(user));
+    GatewayToken::load_or_create(&ws.internal())
+        .expect("token")
+        .secret()
+        .to_owned()
+}
+
+/// A gateway for `users` under `root`, all talking to `server`.
+pub async fn start(
+    root: &Path,
+    users: &[&str],
+    server: &ScriptedLlm,
+    config: GatewayConfig,
+) -> RunningGateway {
+    let mut gw = Gateway::new(config);
+    for user in users {
+        gw.add_user(user_agent(root, user, provider(server)).await)
+            .expect("user added");
+    }
+    gw.start().await.expect("gateway starts")
+}
+
+pub fn sid(s: &str) -> SessionId {
+    SessionId::parse(s).unwrap()
+}
+
+/// A real WebSocket client.
+pub struct Client {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl Client {
+    pub async fn connect(gw: &RunningGateway) -> Self {
+        let (ws, _) = tokio_tungstenite::connect_async(gw.url())
+            .await
+            .expect("connects");
+        Self { ws }
+    }
+
+    /// Connects and authenticates as `user`, returning `hello_ok`'s session.
+    pub async fn hello(
+        gw: &RunningGateway,
+        root: &Path,
+        user: &str,
+        session: Option<&SessionId>,
+        last_seq: Option<u64>,
+    ) -> (Self, types::SessionSummary) {
+        let mut client = Self::connect(gw).await;
+        client
+            .send(&ClientFrame::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                token: token_of(root, user),
+                user_id: UserId::parse(user).unwrap(),
+                session_id: session.cloned(),
+                last_seq,
+            })
+            .await;
+        match client.recv().await {
+            ServerFrame::HelloOk { session, .. } => (client, session),
+            other => panic!("expected hello_ok, got {other:?}"),
+        }
+    }
+
+    pub async fn send(&mut self, frame: &ClientFrame) {
+        let text = serde_json::to_string(frame).unwrap();
+        self.send_raw(&text).await;
+    }
+
+    pub async fn send_raw(&mut self, text: &str) {
+        self.ws
+            .send(Message::Text(text.to_owned().into()))
+            .await
+            .expect("sends");
+    }
+
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+        self.ws
+            .send(Message::Binary(bytes.into()))
+            .await
+            .expect("sends");
+    }
+
+    /// The next frame, or `None` once the server closed the connection.
+    pub async fn try_recv(&mut self) -> Option<ServerFrame> {
+        loop {
+            let msg = tokio::time::timeout(WAIT, self.ws.next())
+                .await
+                .expect("a frame in time");
+            match msg {
+                Some(Ok(Message::Text(text))) => {
+                    return Some(serde_json::from_str(text.as_str()).expect("a server frame"));
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    pub async fn recv(&mut self) -> ServerFrame {
+        self.try_recv().await.expect("connection open")
+    }
+
+    /// Frames up to and including the first that `stop` accepts.
+    pub async fn recv_until(&mut self, stop: impl Fn(&ServerFrame) -> bool) -> Vec<ServerFrame> {
+        let mut frames = Vec::new();
+        loop {
+            let frame = self.recv().await;
+            let done = stop(&frame);
+            frames.push(frame);
+            if done {
+                return frames;
+            }
+        }
+    }
+
+    /// Frames up to and including the end of a turn.
+    pub async fn recv_turn(&mut self) -> Vec<ServerFrame> {
+        self.recv_until(ServerFrame::ends_turn).await
+    }
+
+    pub async fn expect_closed(&mut self) {
+        assert_eq!(self.try_recv().await, None, "connection closed");
+    }
+
+    pub async fn send_turn(&mut self, session: &SessionId, text: &str, client_turn_id: &str) {
+        self.send(&ClientFrame::SendTurn {
+            session_id: session.clone(),
+            text: text.into(),
+            client_turn_id: client_turn_id.into(),
+        })
+        .await;
+    }
+}
+
+/// The concatenated `assistant_delta` texts.
+pub fn text_of(frames: &[ServerFrame]) -> String {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            ServerFrame::AssistantDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `seq`s of turn events.
+pub fn seqs(frames: &[ServerFrame]) -> Vec<u64> {
+    frames.iter().filter_map(ServerFrame::seq).collect()
+}
+
+/// The error code of an `error` frame.
+pub fn code(frame: &ServerFrame) -> types::ErrorCode {
+    match frame {
+        ServerFrame::Error { code, .. } => *code,
+        other => panic!("expected an error frame, got {other:?}"),
+    }
+}
+
+/// A short auth timeout, for tests.
+pub fn test_config() -> GatewayConfig {
+    GatewayConfig {
+        auth_timeout: Duration::from_millis(300),
+        ..GatewayConfig::default()
+    }
+}
