@@ -23,9 +23,12 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ),
         (
             "runner",
-            &["types", "memory", "tools", "provider", "runtime", "gateway"][..],
+            &[
+                "types", "memory", "tools", "provider", "runtime", "gateway", "sandbox",
+            ][..],
         ),
-        ("shell-daemon", &["types"][..]),
+        ("sandbox", &["types"][..]),
+        ("shell-daemon", &["types", "sandbox"][..]),
         ("tui", &["types"][..]),
         ("test-support", &["types"][..]),
         ("oxydra-e2e", &[][..]),
