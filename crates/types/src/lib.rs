@@ -2,7 +2,8 @@
 //!
 //! Every other crate speaks in these types: ids (user, session, turn, note), chat messages and tool
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
-//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), and
+//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), the shell protocol between
+//! `shell_exec` and the shell daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
 //! the configuration structs with their defaults and validation.
 //!
 //! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
@@ -15,6 +16,7 @@ mod context;
 mod ids;
 mod message;
 mod protocol;
+mod shell;
 mod tool;
 mod workspace;
 
@@ -28,6 +30,11 @@ pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{
     ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame, SessionSummary,
+};
+pub use shell::{
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
+    MAX_SHELL_TIMEOUT_MS, SHELL_SOCKET_NAME, ShellBootstrap, ShellBootstrapError, ShellRequest,
+    ShellResponse, encode_line, shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};
 pub use workspace::{WorkspaceDir, WorkspacePaths};

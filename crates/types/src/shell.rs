@@ -1,0 +1,281 @@
+//! The shell protocol between the `shell_exec` tool (in `oxydra-vm`) and a user's `shell-vm`
+//! daemon, and the daemon's bootstrap.
+//!
+//! **Transport.** A unix stream socket at `<workspace>/ipc/shell.sock` ([`shell_socket_path`]),
+//! mode 0600, created by the daemon. **Framing.** Newline-delimited JSON: every frame is one JSON
+//! object on one line, terminated by `\n` (JSON string escaping guarantees no raw newline inside a
+//! frame). A request line longer than [`MAX_REQUEST_BYTES`] is refused.
+//!
+//! **Exchange.** The client writes [`ShellRequest`]s; for each, the daemon streams any number of
+//! [`ShellResponse::Stdout`] / [`ShellResponse::Stderr`] frames, then exactly one
+//! [`ShellResponse::Exit`] or [`ShellResponse::Error`], all carrying the request's `id`. Several
+//! requests may run at once on one connection; their frames interleave and are told apart by
+//! `id`. Output is decoded as UTF-8 (invalid bytes become U+FFFD); once a command's stdout and
+//! stderr together reach the cap, further output is dropped and `exit.truncated` is true.
+//! Closing the connection kills every command it started (the whole process group).
+//!
+//! ```text
+//! → {"id":1,"command":"echo hi; echo oops >&2; exit 3","timeout_ms":5000}
+//! ← {"type":"stdout","id":1,"data":"hi\n"}
+//! ← {"type":"stderr","id":1,"data":"oops\n"}
+//! ← {"type":"exit","id":1,"code":3,"timed_out":false,"truncated":false}
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{UserId, WorkspacePaths};
+
+/// The daemon's socket file name inside `ipc/`.
+pub const SHELL_SOCKET_NAME: &str = "shell.sock";
+/// Longest request line the daemon reads (1 MiB, stdin included).
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+/// Timeout of a command that names none: 120 s.
+pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 120_000;
+/// Longest timeout a request may ask for: 600 s.
+pub const MAX_SHELL_TIMEOUT_MS: u64 = 600_000;
+/// Default cap on one command's stdout and stderr together: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// Default cap on commands running at once in one daemon.
+pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+/// `<workspace>/ipc/shell.sock`: where a user's shell daemon listens.
+pub fn shell_socket_path(ws: &WorkspacePaths) -> PathBuf {
+    ws.ipc().join(SHELL_SOCKET_NAME)
+}
+
+/// Run `command` with `/bin/sh -c` in the user's `shared/` directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellRequest {
+    /// Chosen by the client, unique among its requests in flight on the connection.
+    pub id: u64,
+    pub command: String,
+    /// Kill the command's process group after this long (default [`DEFAULT_SHELL_TIMEOUT_MS`],
+    /// at most [`MAX_SHELL_TIMEOUT_MS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Written to the command's stdin, which is then closed; without it stdin is `/dev/null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+}
+
+/// A frame from the daemon.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ShellResponse {
+    /// A chunk of the command's standard output.
+    Stdout { id: u64, data: String },
+    /// A chunk of the command's standard error.
+    Stderr { id: u64, data: String },
+    /// The command finished: `code` is its exit status, or `None` when a signal ended it
+    /// (`signal` says which). `timed_out`: the daemon killed it at its timeout. `truncated`:
+    /// output beyond the cap was dropped.
+    Exit {
+        id: u64,
+        code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+        timed_out: bool,
+        truncated: bool,
+    },
+    /// The request could not be run. `id` is `None` when the request line itself was unreadable.
+    Error { id: Option<u64>, message: String },
+}
+
+impl ShellResponse {
+    /// The request this frame answers.
+    pub fn id(&self) -> Option<u64> {
+        match self {
+            Self::Stdout { id, .. } | Self::Stderr { id, .. } | Self::Exit { id, .. } => Some(*id),
+            Self::Error { id, .. } => *id,
+        }
+    }
+
+    /// True for the last frame of a request (`exit` or `error`).
+    pub fn is_final(&self) -> bool {
+        matches!(self, Self::Exit { .. } | Self::Error { .. })
+    }
+}
+
+/// One frame as a protocol line: compact JSON followed by `\n`.
+pub fn encode_line<T: Serialize>(frame: &T) -> Result<String, serde_json::Error> {
+    let mut line = serde_json::to_string(frame)?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// What the runner hands a `shell-vm` at start (JSON on stdin or in a file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellBootstrap {
+    pub user_id: UserId,
+    /// The directory holding every user's workspace; the daemon's is `<workspace_root>/<user_id>`.
+    pub workspace_root: PathBuf,
+    /// Where to listen; must be a file directly inside the user's `ipc/`. Default
+    /// `ipc/shell.sock`, which is where `shell_exec` connects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_path: Option<PathBuf>,
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: u64,
+    #[serde(default = "default_timeout")]
+    pub default_timeout_ms: u64,
+    #[serde(default = "default_concurrency")]
+    pub max_concurrent: usize,
+}
+
+fn default_max_output() -> u64 {
+    DEFAULT_MAX_OUTPUT_BYTES
+}
+fn default_timeout() -> u64 {
+    DEFAULT_SHELL_TIMEOUT_MS
+}
+fn default_concurrency() -> usize {
+    DEFAULT_MAX_CONCURRENT
+}
+
+/// Why a [`ShellBootstrap`] was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellBootstrapError {
+    #[error("workspace_root must be an absolute path")]
+    RelativeRoot,
+    #[error("socket_path must be a file directly inside the user's ipc/ directory")]
+    SocketOutsideIpc,
+    #[error("{field} must be between {min} and {max}")]
+    OutOfRange {
+        field: &'static str,
+        min: u64,
+        max: u64,
+    },
+}
+
+impl ShellBootstrap {
+    /// A bootstrap with every default.
+    pub fn new(user_id: UserId, workspace_root: impl Into<PathBuf>) -> Self {
+        Self {
+            user_id,
+            workspace_root: workspace_root.into(),
+            socket_path: None,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            default_timeout_ms: DEFAULT_SHELL_TIMEOUT_MS,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+        }
+    }
+
+    /// The user's workspace.
+    pub fn workspace(&self) -> WorkspacePaths {
+        WorkspacePaths::for_user(&self.workspace_root, &self.user_id)
+    }
+
+    /// Where the daemon listens.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_path
+            .clone()
+            .unwrap_or_else(|| shell_socket_path(&self.workspace()))
+    }
+
+    pub fn validate(&self) -> Result<(), ShellBootstrapError> {
+        if !self.workspace_root.is_absolute() {
+            return Err(ShellBootstrapError::RelativeRoot);
+        }
+        let socket = self.socket();
+        let plain_name = socket
+            .file_name()
+            .is_some_and(|n| n != ".." && n != "." && !n.is_empty());
+        if !plain_name || socket.parent() != Some(Path::new(&self.workspace().ipc())) {
+            return Err(ShellBootstrapError::SocketOutsideIpc);
+        }
+        let range = |field, value: u64, min, max| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(ShellBootstrapError::OutOfRange { field, min, max })
+            }
+        };
+        range("max_output_bytes", self.max_output_bytes, 1024, 64 << 20)?;
+        range(
+            "default_timeout_ms",
+            self.default_timeout_ms,
+            1,
+            MAX_SHELL_TIMEOUT_MS,
+        )?;
+        range("max_concurrent", self.max_concurrent as u64, 1, 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_frame(frame: ShellResponse, line: &str) {
+        assert_eq!(encode_line(&frame).unwrap(), format!("{line}\n"));
+        assert_eq!(serde_json::from_str::<ShellResponse>(line).unwrap(), frame);
+    }
+
+    #[test]
+    fn frames_on_the_wire() {
+        check_frame(
+            ShellResponse::Stdout {
+                id: 1,
+                data: "a\nb".into(),
+            },
+            r#"{"type":"stdout","id":1,"data":"a\nb"}"#,
+        );
+        check_frame(
+            ShellResponse::Exit {
+                id: 2,
+                code: None,
+                signal: Some(9),
+                timed_out: true,
+                truncated: false,
+            },
+            r#"{"type":"exit","id":2,"code":null,"signal":9,"timed_out":true,"truncated":false}"#,
+        );
+        check_frame(
+            ShellResponse::Error {
+                id: None,
+                message: "bad request".into(),
+            },
+            r#"{"type":"error","id":null,"message":"bad request"}"#,
+        );
+        let request: ShellRequest =
+            serde_json::from_str(r#"{"id":7,"command":"ls","timeout_ms":5}"#).unwrap();
+        assert_eq!(
+            request,
+            ShellRequest {
+                id: 7,
+                command: "ls".into(),
+                timeout_ms: Some(5),
+                stdin: None
+            }
+        );
+        assert!(serde_json::from_str::<ShellRequest>(r#"{"id":1,"command":"ls","x":1}"#).is_err());
+    }
+
+    #[test]
+    fn bootstrap_defaults_and_validation() {
+        let boot: ShellBootstrap =
+            serde_json::from_str(r#"{"user_id":"alice","workspace_root":"/srv/ws"}"#).unwrap();
+        assert_eq!(boot.socket(), PathBuf::from("/srv/ws/alice/ipc/shell.sock"));
+        assert_eq!(boot.validate(), Ok(()));
+        let with = |socket: &str| ShellBootstrap {
+            socket_path: Some(socket.into()),
+            ..boot.clone()
+        };
+        assert_eq!(with("/srv/ws/alice/ipc/s.sock").validate(), Ok(()));
+        for bad in [
+            "/srv/ws/alice/shared/s.sock",
+            "/srv/ws/alice/ipc/../.oxydra/s",
+            "/srv/ws/bob/ipc/shell.sock",
+        ] {
+            assert_eq!(
+                with(bad).validate(),
+                Err(ShellBootstrapError::SocketOutsideIpc),
+                "{bad}"
+            );
+        }
+        let relative = ShellBootstrap::new(boot.user_id.clone(), "ws");
+        assert_eq!(relative.validate(), Err(ShellBootstrapError::RelativeRoot));
+    }
+}
