@@ -259,15 +259,30 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             reason: "the model call failed: check the provider settings".into(),
         }),
         (error(Some("c-43")), error(None)),
-        both(ServerFrame::SessionCreated {
-            session: bare.clone(),
-        }),
-        both(ServerFrame::SessionSwitched {
-            session: bare.clone(),
-        }),
-        both(ServerFrame::SessionList {
-            sessions: vec![full.clone()],
-        }),
+        (
+            ServerFrame::SessionCreated {
+                session: full.clone(),
+            },
+            ServerFrame::SessionCreated {
+                session: bare.clone(),
+            },
+        ),
+        (
+            ServerFrame::SessionSwitched {
+                session: full.clone(),
+            },
+            ServerFrame::SessionSwitched {
+                session: bare.clone(),
+            },
+        ),
+        (
+            ServerFrame::SessionList {
+                sessions: vec![full.clone()],
+            },
+            ServerFrame::SessionList {
+                sessions: vec![bare.clone()],
+            },
+        ),
         (
             ServerFrame::History {
                 session_id: s(),

@@ -1,0 +1,161 @@
+//! The protocol documents stay true: `docs/protocol.schema.json` is what the Rust types generate,
+//! every example frame fits the schema, and every JSON example in `docs/protocol.md` parses as a
+//! frame, with every frame type shown.
+//!
+//! After changing a frame: `UPDATE_SCHEMA=1 cargo test -p gateway --test schema` rewrites the
+//! schema file; then update docs/protocol.md.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use gateway::{CLIENT_FRAME_TYPES, example_client_frames, example_server_frames, protocol_schema};
+use serde_json::Value;
+use types::{ClientFrame, ServerFrame};
+
+fn docs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs")
+}
+
+#[test]
+fn schema_file_matches_the_types() {
+    let generated = serde_json::to_string_pretty(&protocol_schema()).unwrap() + "\n";
+    let path = docs().join("protocol.schema.json");
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "docs/protocol.schema.json is out of date: run UPDATE_SCHEMA=1 cargo test -p gateway --test schema"
+    );
+}
+
+/// A small validator for the subset of JSON Schema the generator emits.
+fn validate(schema: &Value, value: &Value, path: &str) {
+    if let Some(c) = schema.get("const") {
+        assert_eq!(value, c, "{path}");
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        assert!(
+            options.contains(value),
+            "{path}: {value} not in {options:?}"
+        );
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let obj = value
+                .as_object()
+                .unwrap_or_else(|| panic!("{path}: object"));
+            let props = schema["properties"].as_object().unwrap();
+            for req in schema["required"].as_array().unwrap() {
+                assert!(
+                    obj.contains_key(req.as_str().unwrap()),
+                    "{path}: missing {req}"
+                );
+            }
+            for (k, v) in obj {
+                match props.get(k) {
+                    Some(s) => validate(s, v, &format!("{path}.{k}")),
+                    None => assert!(
+                        schema.get("additionalProperties") != Some(&Value::Bool(false)),
+                        "{path}: unexpected field {k}"
+                    ),
+                }
+            }
+        }
+        Some("array") => {
+            for (i, item) in value.as_array().unwrap().iter().enumerate() {
+                validate(&schema["items"], item, &format!("{path}[{i}]"));
+            }
+        }
+        Some("string") => assert!(value.is_string(), "{path}"),
+        Some("boolean") => assert!(value.is_boolean(), "{path}"),
+        Some("integer") => assert!(value.is_u64(), "{path}"),
+        _ => {}
+    }
+}
+
+fn frame_schema<'a>(schema: &'a Value, side: &str, kind: &str) -> &'a Value {
+    schema["$defs"][side]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["properties"]["type"]["const"] == kind)
+        .unwrap_or_else(|| panic!("no schema for {side} {kind}"))
+}
+
+fn kind(v: &Value) -> String {
+    v["type"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn examples_fit_the_schema_and_cover_every_frame() {
+    let schema = protocol_schema();
+    let mut client_kinds = Vec::new();
+    for (full, bare) in example_client_frames() {
+        for frame in [full, bare] {
+            let v = serde_json::to_value(&frame).unwrap();
+            validate(
+                frame_schema(&schema, "ClientFrame", &kind(&v)),
+                &v,
+                &kind(&v),
+            );
+            assert_eq!(
+                serde_json::from_value::<ClientFrame>(v.clone()).unwrap(),
+                frame
+            );
+        }
+        let v =
+            serde_json::to_value(example_client_frames()[client_kinds.len()].0.clone()).unwrap();
+        client_kinds.push(kind(&v));
+    }
+    assert_eq!(client_kinds, CLIENT_FRAME_TYPES.to_vec());
+    for (full, bare) in example_server_frames() {
+        for frame in [full, bare] {
+            let v = serde_json::to_value(&frame).unwrap();
+            validate(
+                frame_schema(&schema, "ServerFrame", &kind(&v)),
+                &v,
+                &kind(&v),
+            );
+            assert_eq!(serde_json::from_value::<ServerFrame>(v).unwrap(), frame);
+        }
+    }
+}
+
+#[test]
+fn protocol_md_examples_parse_and_cover_every_frame() {
+    let md = std::fs::read_to_string(docs().join("protocol.md")).unwrap();
+    let schema = protocol_schema();
+    let mut shown = BTreeSet::new();
+    for block in md.split("```json").skip(1) {
+        let body = block.split("```").next().unwrap();
+        let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let k = kind(&v);
+        let side = if serde_json::from_value::<ClientFrame>(v.clone()).is_ok() {
+            "ClientFrame"
+        } else {
+            serde_json::from_value::<ServerFrame>(v.clone())
+                .unwrap_or_else(|e| panic!("{e}: {body}"));
+            "ServerFrame"
+        };
+        validate(frame_schema(&schema, side, &k), &v, &k);
+        shown.insert(format!("{side}:{k}"));
+    }
+    for side in ["ClientFrame", "ServerFrame"] {
+        for s in schema["$defs"][side]["oneOf"].as_array().unwrap() {
+            let k = s["properties"]["type"]["const"].as_str().unwrap();
+            assert!(
+                shown.contains(&format!("{side}:{k}")),
+                "docs/protocol.md shows no {k}"
+            );
+        }
+    }
+}
