@@ -62,8 +62,12 @@ async fn a_turn_streams_numbered_events_to_every_client_of_the_session() {
 async fn one_turn_at_a_time_per_session_and_cancel() {
     let dir = tempfile::tempdir().unwrap();
     let server = ScriptedLlm::start().await;
-    server.push(ScriptedReply::text("a very slow answer indeed").slow(Duration::from_millis(400)));
-    server.push(ScriptedReply::text("second"));
+    server.set_responder(|req| match req.last_user_text().as_deref() {
+        Some("first") => {
+            ScriptedReply::text("a very slow answer indeed").slow(Duration::from_millis(400))
+        }
+        _ => ScriptedReply::text("second"),
+    });
     let gw = start(dir.path(), &["alice"], &server, test_config()).await;
     let (mut a, session) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     let s = session.session_id.clone();
