@@ -28,7 +28,8 @@ fn catalogue_lists_every_builtin_tool_with_schema_tier_and_timeout() {
             "memory_delete",
             "memory_save",
             "memory_search",
-            "memory_update"
+            "memory_update",
+            "shell_exec"
         ]
     );
     let search = rows.iter().find(|r| r["name"] == "memory_search").unwrap();

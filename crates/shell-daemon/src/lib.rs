@@ -1,1 +1,21 @@
-//! The shell-vm daemon. (Not built yet: see docs/ARCHITECTURE.md.)
+//! The shell daemon behind `shell-vm`: one per user, listening on `<workspace>/ipc/shell.sock`
+//! and running each [`types::ShellRequest`] as `/bin/sh -c` in the user's `shared/` directory.
+//!
+//! Every command gets its own process group, a minimal environment ([`exec::command_env`]), a
+//! timeout and an output cap; its stdout and stderr stream back as [`types::ShellResponse`] frames
+//! (protocol and framing: [`types::ShellRequest`]'s module docs). When the command's shell exits,
+//! when it times out, or when the client hangs up, the whole group is killed with `SIGKILL`.
+//!
+//! The binary confines itself with Landlock ([`sandbox::Role::ShellVm`]) before this crate's
+//! async code starts; nothing here widens or checks that confinement. This crate never opens
+//! `.oxydra/` or `vault/`.
+
+mod error;
+pub mod exec;
+mod group;
+mod server;
+mod utf8;
+
+pub use error::DaemonError;
+pub use exec::{CommandLimits, command_env};
+pub use server::{DaemonConfig, bind_socket, serve};

@@ -9,6 +9,7 @@ use types::RetrievalConfig;
 use crate::Tool;
 use crate::files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite};
 use crate::memory_tools::memory_tools;
+use crate::shell::ShellExec;
 
 /// The six file tools.
 pub fn file_tools() -> Vec<Arc<dyn Tool>> {
@@ -22,8 +23,9 @@ pub fn file_tools() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
-/// Every built-in tool: the file tools and the four memory tools (which, given no store, answer
-/// that memory is not configured). The agent's registry is built with
+/// Every built-in tool: the file tools, the four memory tools (which, given no store, answer
+/// that memory is not configured) and `shell_exec` (which, with no shell daemon running for the
+/// user, says so and runs nothing). The agent's registry is built with
 /// [`crate::ToolRegistry::with_file_tools`] plus [`crate::register_memory_tools`], which adds the
 /// memory tools only when a store is available.
 pub fn builtin_tools(
@@ -32,5 +34,6 @@ pub fn builtin_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools = file_tools();
     tools.extend(memory_tools(memory, retrieval));
+    tools.push(Arc::new(ShellExec));
     tools
 }

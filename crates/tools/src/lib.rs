@@ -7,7 +7,9 @@
 //! secrets and host paths, truncate. The [`policy`] module decides which workspace paths file tools
 //! may touch and opens them beneath the workspace root without following symbolic links. The four
 //! memory tools (`memory_search`, `memory_save`, `memory_update`, `memory_delete`) work on the
-//! user's notes in the `memory:{user_id}` namespace of that user's store.
+//! user's notes in the `memory:{user_id}` namespace of that user's store. `shell_exec`
+//! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
+//! runs a command on the host itself.
 //!
 //! This crate does not run the agent loop, talk to models, or reach outside a user's workspace.
 
@@ -18,6 +20,7 @@ mod memory_tools;
 pub mod policy;
 mod registry;
 mod scrub;
+mod shell;
 mod tool;
 mod truncate;
 mod validate;
@@ -32,6 +35,10 @@ pub use memory_tools::{
 };
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};
+pub use shell::{
+    DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS, SHELL_EXEC_TOOL_NAME,
+    SHELL_NOT_RUNNING, ShellExec, ShellRun, render as render_shell_run, run_command,
+};
 pub use tool::Tool;
 pub use truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
 pub use validate::validate_args;

@@ -1,0 +1,20 @@
+//! The daemon library's error type.
+
+use std::path::PathBuf;
+
+/// Why the daemon could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{} exists and is not a socket; refusing to replace it", path.display())]
+    NotASocket { path: PathBuf },
+
+    #[error("cannot listen on {}", path.display())]
+    Bind {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("accepting a connection failed")]
+    Accept(#[source] std::io::Error),
+}

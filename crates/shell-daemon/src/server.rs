@@ -1,0 +1,189 @@
+//! The socket: binding it safely, accepting connections from our own uid, reading request lines,
+//! running requests concurrently, and writing response frames.
+
+use std::future::Future;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::fs::Mode;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use types::{
+    CancellationToken, MAX_REQUEST_BYTES, MAX_SHELL_TIMEOUT_MS, ShellBootstrap, ShellRequest,
+    ShellResponse, WorkspacePaths, encode_line,
+};
+
+use crate::DaemonError;
+use crate::exec::{self, CommandLimits};
+
+/// What the daemon serves, resolved from its [`ShellBootstrap`].
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    pub workspace: WorkspacePaths,
+    pub limits: CommandLimits,
+    /// Commands running at once across all connections; more are refused with an `error` frame.
+    pub max_concurrent: usize,
+}
+
+impl DaemonConfig {
+    pub fn from_bootstrap(boot: &ShellBootstrap) -> Self {
+        Self {
+            workspace: boot.workspace(),
+            limits: CommandLimits {
+                max_output_bytes: boot.max_output_bytes,
+                default_timeout: Duration::from_millis(boot.default_timeout_ms),
+                max_timeout: Duration::from_millis(MAX_SHELL_TIMEOUT_MS),
+            },
+            max_concurrent: boot.max_concurrent,
+        }
+    }
+}
+
+/// Listens on `path` with mode 0600, replacing a stale socket left by an earlier run (but never
+/// anything that is not a socket). Call before any other thread exists: the umask is changed
+/// for the duration of the bind.
+pub fn bind_socket(path: &Path) -> Result<std::os::unix::net::UnixListener, DaemonError> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(DaemonError::NotASocket {
+                path: path.to_owned(),
+            });
+        }
+        tracing::info!(socket = %path.display(), "removing a stale socket");
+        let _ = std::fs::remove_file(path);
+    }
+    let bind_err = |source| DaemonError::Bind {
+        path: path.to_owned(),
+        source,
+    };
+    let old = rustix::process::umask(Mode::from_raw_mode(0o177));
+    let listener = std::os::unix::net::UnixListener::bind(path);
+    rustix::process::umask(old);
+    let listener = listener.map_err(bind_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(bind_err)?;
+    listener.set_nonblocking(true).map_err(bind_err)?;
+    Ok(listener)
+}
+
+/// Serves connections on `listener` until `shutdown` resolves; then every running command's
+/// process group is killed.
+pub async fn serve(
+    listener: std::os::unix::net::UnixListener,
+    config: DaemonConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    let listener = tokio::net::UnixListener::from_std(listener).map_err(DaemonError::Accept)?;
+    let config = Arc::new(config);
+    let permits = Arc::new(Semaphore::new(config.max_concurrent));
+    let me = rustix::process::getuid().as_raw();
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    tracing::info!("shell daemon ready");
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, _) = accepted.map_err(DaemonError::Accept)?;
+                match stream.peer_cred() {
+                    Ok(cred) if cred.uid() == me => {
+                        connections.spawn(connection(stream, Arc::clone(&config), Arc::clone(&permits)));
+                    }
+                    other => tracing::warn!(peer = ?other, "connection from another uid refused"),
+                }
+            }
+        }
+    }
+    tracing::info!("shutting down; killing running commands");
+    connections.shutdown().await;
+    Ok(())
+}
+
+async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Arc<Semaphore>) {
+    let (read, mut write) = stream.into_split();
+    let (tx, mut rx) = mpsc::channel::<ShellResponse>(64);
+    let hangup = CancellationToken::default();
+    let writer_hangup = hangup.clone();
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            let Ok(line) = encode_line(&frame) else {
+                continue;
+            };
+            if write.write_all(line.as_bytes()).await.is_err() {
+                writer_hangup.cancel();
+                break;
+            }
+        }
+    });
+    let mut reader = BufReader::new(read);
+    let mut commands = JoinSet::new();
+    loop {
+        let line = tokio::select! {
+            line = read_line(&mut reader) => line,
+            () = hangup.cancelled() => break,
+        };
+        let request = match line {
+            Line::End => break,
+            Line::TooLong => {
+                let message = format!("request longer than {MAX_REQUEST_BYTES} bytes");
+                let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+                break;
+            }
+            Line::Text(text) => match serde_json::from_str::<ShellRequest>(&text) {
+                Ok(request) => request,
+                Err(e) => {
+                    let message = format!("bad request: {e}");
+                    let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            let message = format!(
+                "too many commands running (limit {}); wait for one to finish",
+                config.max_concurrent
+            );
+            let _ = tx
+                .send(ShellResponse::Error {
+                    id: Some(request.id),
+                    message,
+                })
+                .await;
+            continue;
+        };
+        let (tx, cancel, config) = (tx.clone(), hangup.clone(), Arc::clone(&config));
+        commands.spawn(async move {
+            let done = exec::run(request, &config.workspace, config.limits, &tx, &cancel).await;
+            drop(permit);
+            if let Some(frame) = done {
+                let _ = tx.send(frame).await;
+            }
+        });
+    }
+    // The client hung up (or broke the protocol): everything it started is killed.
+    hangup.cancel();
+    while commands.join_next().await.is_some() {}
+    drop(tx);
+    let _ = writer.await;
+    tracing::debug!("connection closed");
+}
+
+enum Line {
+    Text(String),
+    TooLong,
+    End,
+}
+
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Line {
+    let mut buf = Vec::new();
+    let limit = MAX_REQUEST_BYTES as u64 + 1;
+    match reader.take(limit).read_until(b'\n', &mut buf).await {
+        Ok(0) | Err(_) => Line::End,
+        Ok(_) if buf.last() != Some(&b'\n') && buf.len() as u64 >= limit => Line::TooLong,
+        Ok(_) => Line::Text(String::from_utf8_lossy(&buf).into_owned()),
+    }
+}

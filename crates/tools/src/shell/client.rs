@@ -1,0 +1,112 @@
+//! The client side of the shell protocol: one connection per command.
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use types::{CancellationToken, ShellRequest, ShellResponse, encode_line};
+
+use super::ShellRun;
+use crate::ToolError;
+
+/// What the model is told when no daemon listens for the user.
+pub const SHELL_NOT_RUNNING: &str =
+    "the shell is not running for this user; start the agent with the runner";
+
+/// Most output kept per stream; the registry cuts the final text shorter anyway.
+const KEEP_BYTES: usize = 64 * 1024;
+
+/// Runs `command` through the daemon listening on `socket`. Cancelling `cancel` (or dropping the
+/// future) closes the connection, and the daemon then kills the command's process group.
+pub async fn run_command(
+    socket: &Path,
+    command: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<ShellRun, ToolError> {
+    let stream = match UnixStream::connect(socket).await {
+        Ok(stream) => stream,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::NotADirectory
+            ) =>
+        {
+            return Err(ToolError::execution_with(SHELL_NOT_RUNNING, e));
+        }
+        Err(e) => {
+            return Err(ToolError::execution_with(
+                "the shell could not be reached; try again, or restart the agent with the runner",
+                e,
+            ));
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ToolError::Cancelled),
+        run = exchange(stream, command, timeout) => run,
+    }
+}
+
+async fn exchange(
+    stream: UnixStream,
+    command: &str,
+    timeout: Duration,
+) -> Result<ShellRun, ToolError> {
+    let lost = |e: std::io::Error| {
+        ToolError::execution_with("the shell stopped before the command finished", e)
+    };
+    let (read, mut write) = stream.into_split();
+    let request = ShellRequest {
+        id: 1,
+        command: command.to_owned(),
+        timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
+        stdin: None,
+    };
+    let line = encode_line(&request)
+        .map_err(|e| ToolError::execution_with("the command could not be encoded", e))?;
+    write.write_all(line.as_bytes()).await.map_err(lost)?;
+    let mut run = ShellRun::default();
+    let mut lines = BufReader::new(read).lines();
+    loop {
+        let Some(line) = lines.next_line().await.map_err(lost)? else {
+            return Err(lost(ErrorKind::UnexpectedEof.into()));
+        };
+        let frame: ShellResponse = serde_json::from_str(&line)
+            .map_err(|e| ToolError::execution_with("the shell sent an unreadable reply", e))?;
+        match frame {
+            ShellResponse::Stdout { data, .. } => keep(&mut run.stdout, &data, &mut run.cut),
+            ShellResponse::Stderr { data, .. } => keep(&mut run.stderr, &data, &mut run.cut),
+            ShellResponse::Exit {
+                code,
+                signal,
+                timed_out,
+                truncated,
+                ..
+            } => {
+                run.code = code;
+                run.signal = signal;
+                run.timed_out = timed_out;
+                run.cut |= truncated;
+                return Ok(run);
+            }
+            ShellResponse::Error { message, .. } => {
+                return Err(ToolError::execution(format!(
+                    "the shell refused the command: {message}"
+                )));
+            }
+        }
+    }
+}
+
+fn keep(buf: &mut String, data: &str, cut: &mut bool) {
+    let room = KEEP_BYTES.saturating_sub(buf.len());
+    if data.len() <= room {
+        buf.push_str(data);
+    } else {
+        buf.push_str(&data[..data.floor_char_boundary(room)]);
+        *cut = true;
+    }
+}

@@ -1,0 +1,74 @@
+//! `shell_exec` without a shell daemon: it says the shell is not running and runs nothing on the
+//! host. (The end-to-end tests against a real `shell-vm` live in crates/shell-daemon/tests.)
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed setup should fail the test"
+)]
+
+mod common;
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tools::{SHELL_NOT_RUNNING, ShellExec, Tool, ToolRegistry};
+use types::SafetyTier;
+
+fn registry() -> ToolRegistry {
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(ShellExec)).unwrap();
+    registry
+}
+
+async fn check_not_running(f: &common::Fixture) {
+    let marker = f.root.join("shared").join("ran-on-host");
+    let command = format!("touch '{}'", marker.display());
+    let outcome = registry()
+        .execute(
+            "shell_exec",
+            &json!({ "command": command }).to_string(),
+            &f.ctx(),
+        )
+        .await;
+    assert!(!outcome.ok, "{outcome:?}");
+    assert_eq!(outcome.output, SHELL_NOT_RUNNING);
+    assert!(!marker.exists(), "the command ran on the host");
+}
+
+#[tokio::test]
+async fn without_a_daemon_it_says_so_and_runs_nothing() {
+    let f = common::Fixture::new();
+    check_not_running(&f).await;
+}
+
+#[tokio::test]
+async fn a_stale_socket_is_not_a_running_shell() {
+    let f = common::Fixture::new();
+    let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    check_not_running(&f).await;
+}
+
+#[tokio::test]
+async fn schema_tier_and_bad_arguments() {
+    let tool = ShellExec;
+    assert_eq!(tool.safety_tier(), SafetyTier::Privileged);
+    assert_eq!(tool.parameters()["required"], json!(["command"]));
+    let f = common::Fixture::new();
+    for args in [
+        json!({}),
+        json!({"command": ""}),
+        json!({"command": "ls", "timeout_secs": 0}),
+        json!({"command": "ls", "timeout_secs": 601}),
+        json!({"command": "ls", "cwd": "/"}),
+    ] {
+        let outcome = registry()
+            .execute("shell_exec", &args.to_string(), &f.ctx())
+            .await;
+        assert!(
+            !outcome.ok && outcome.error_kind == Some("invalid_arguments"),
+            "{args}: {outcome:?}"
+        );
+    }
+}
