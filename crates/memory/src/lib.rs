@@ -11,6 +11,7 @@
 //! in by the caller.
 
 mod chunking;
+mod dot;
 pub mod embedding;
 mod error;
 mod fts;

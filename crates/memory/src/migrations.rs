@@ -15,7 +15,8 @@ pub(crate) struct Migration {
     pub(crate) statements: &'static [&'static str],
 }
 
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
     version: 1,
     name: "sessions, events, notes, chunks, vectors, fts, summaries, meta",
     statements: &[
@@ -91,6 +92,41 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
         )",
         "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+}, Migration {
+    version: 2,
+    name: "chunks_fts carries session_id, so the keyword leg scopes without a join",
+    // The FTS table is rebuilt from `chunks` (external content, so the text is still stored only
+    // once): an UNINDEXED column is not tokenized, costs no index space, and lets
+    // `WHERE chunks_fts MATCH ? AND session_id IN (...) ORDER BY rank LIMIT ?` filter and rank
+    // inside FTS5.
+    statements: &[
+        "DROP TRIGGER chunks_fts_insert",
+        "DROP TRIGGER chunks_fts_delete",
+        "DROP TRIGGER chunks_fts_update",
+        "DROP TABLE chunks_fts",
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            text,
+            session_id UNINDEXED,
+            content = 'chunks',
+            content_rowid = 'chunk_id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )",
+        "INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')",
+        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts (rowid, text, session_id)
+            VALUES (new.chunk_id, new.text, new.session_id);
+        END",
+        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text, session_id)
+            VALUES ('delete', old.chunk_id, old.text, old.session_id);
+        END",
+        "CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text, session_id ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text, session_id)
+            VALUES ('delete', old.chunk_id, old.text, old.session_id);
+            INSERT INTO chunks_fts (rowid, text, session_id)
+            VALUES (new.chunk_id, new.text, new.session_id);
+        END",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).
@@ -165,4 +201,110 @@ async fn apply(conn: &Connection, migration: &Migration) -> Result<(), MemoryErr
     .await
     .map_err(MemoryError::db("recording a migration"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn count(conn: &Connection, sql: &str) -> i64 {
+        let mut rows = conn.query(sql, ()).await.unwrap();
+        rows.next().await.unwrap().unwrap().get(0).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_fts_migration_upgrades_a_version_1_database_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = libsql::Builder::new_local(dir.path().join("old.db"))
+            .build()
+            .await
+            .unwrap();
+        let conn = db.connect().unwrap();
+        // A database as version 1 left it, with rows in two sessions.
+        conn.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+             applied_at TEXT NOT NULL)",
+            (),
+        )
+        .await
+        .unwrap();
+        let tx = conn.transaction().await.unwrap();
+        apply(&tx, &MIGRATIONS[0]).await.unwrap();
+        tx.commit().await.unwrap();
+        for (i, (session, text)) in [
+            ("memory:a", "green tea every morning"),
+            ("memory:b", "green jacket for the trip"),
+            ("memory:b", "black coffee"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            conn.execute(
+                "INSERT OR IGNORE INTO sessions (session_id, user_id, kind, created_at, last_active_at)
+                 VALUES (?1, 'u', 'memory', 't', 't')",
+                [session],
+            )
+            .await
+            .unwrap();
+            conn.execute(
+                "INSERT INTO events (session_id, seq, role, payload_json, created_at)
+                 VALUES (?1, ?2, 'user', '{}', 't')",
+                libsql::params![session, i as i64],
+            )
+            .await
+            .unwrap();
+            conn.execute(
+                "INSERT INTO chunks (session_id, event_seq, ordinal, text, metadata_json)
+                 VALUES (?1, ?2, 0, ?3, '{}')",
+                libsql::params![session, i as i64, text],
+            )
+            .await
+            .unwrap();
+        }
+
+        assert_eq!(migrate(&conn).await.unwrap(), MIGRATIONS.len() - 1);
+        assert_eq!(migrate(&conn).await.unwrap(), 0, "applied once");
+        // Old rows are indexed, with their session, and scoped matching works.
+        let scoped = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'green'";
+        assert_eq!(count(&conn, scoped).await, 2);
+        assert_eq!(
+            count(&conn, &format!("{scoped} AND session_id = 'memory:b'")).await,
+            1
+        );
+        // The new triggers keep it in step: insert, update of text, delete.
+        conn.execute(
+            "INSERT INTO chunks (session_id, event_seq, ordinal, text, metadata_json)
+             VALUES ('memory:b', 2, 1, 'green pepper', '{}')",
+            (),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            count(&conn, &format!("{scoped} AND session_id = 'memory:b'")).await,
+            2
+        );
+        conn.execute(
+            "UPDATE chunks SET text = 'red pepper' WHERE text = 'green pepper'",
+            (),
+        )
+        .await
+        .unwrap();
+        conn.execute(
+            "DELETE FROM chunks WHERE text = 'green tea every morning'",
+            (),
+        )
+        .await
+        .unwrap();
+        assert_eq!(count(&conn, scoped).await, 1);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'pepper' AND session_id = 'memory:b'").await,
+            1
+        );
+        conn.execute(
+            "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
+            (),
+        )
+        .await
+        .unwrap();
+    }
 }

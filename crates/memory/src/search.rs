@@ -2,19 +2,30 @@
 //!
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
 //!    legs, before anything is ranked.
-//! 2. Keyword leg: FTS5 BM25 over the sanitized `OR` of the query's terms (see [`crate::fts`]).
-//! 3. Vector leg: exact cosine over the in-memory index of those sessions, current model only.
+//! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`keyword_plan`] and
+//!    [`crate::fts`]), filtered by the FTS table's own `session_id` column and ranked by FTS5.
+//! 3. Vector leg: exhaustive int8 scan of the in-memory index of those sessions, current model only,
+//!    best candidates rescored with the f32 query (see [`crate::vector_index`]).
 //! 4. Fusion (see [`crate::fusion`]) of the chunk scores, then one hit per note (or per message for
 //!    conversation sessions) carrying its best chunk.
+//!
+//! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
+//! once loaded, takes ~10 µs for a short query); ONE reader-thread job runs the keyword leg, waits
+//! for the vector leg, fuses and reads the details of the best chunks; meanwhile the caller's task
+//! scans the index, inline when the scan is small and on the blocking pool when it is not.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use libsql::{Connection, Value};
+use tokio::sync::oneshot;
 use types::{NoteId, SessionId};
 
+use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
-use crate::fts::{query_terms, quote, terms_expression};
-use crate::fusion::{fuse, sanitize};
+use crate::fts::{query_terms, quote};
+use crate::fusion::{Fusion, Weights, fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
 use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
 use crate::sessions::from_sql_seq;
@@ -23,6 +34,11 @@ use crate::time;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
 const MAX_EMBED_QUERY_CHARS: usize = 2000;
+/// Queries up to this many bytes are embedded on the caller's thread by the builtin model.
+const INLINE_EMBED_BYTES: usize = 512;
+/// Scans reading more vector components than this (~10k rows of 384 dimensions, ~0.2 ms) run on
+/// the blocking pool, so that the caller's async thread never blocks for long.
+const INLINE_SCAN_COMPONENTS: usize = 4 << 20;
 
 impl MemoryStore {
     /// Searches the query's sessions; hits are best first, at most `top_k`, scores in `0..=1`.
@@ -47,55 +63,68 @@ impl MemoryStore {
             None
         } else {
             let (sessions, filters) = (sessions.clone(), query.filters.clone());
-            Some(
+            Some(Arc::new(
                 self.read(move |conn| allowed_chunks(conn, sessions, filters))
                     .await?,
-            )
+            ))
+        };
+        let terms = if fts_weight > 0.0 {
+            query_terms(&query.text)
+        } else {
+            Vec::new()
         };
 
-        let fts_leg = async {
-            let terms = query_terms(&query.text);
-            match Some(terms).filter(|t| !t.is_empty() && fts_weight > 0.0) {
-                Some(terms) => {
-                    let (sessions, filters) = (sessions.clone(), query.filters.clone());
-                    self.read(move |conn| keyword_leg(conn, terms, sessions, filters, candidates))
-                        .await
-                }
-                None => Ok(Vec::new()),
-            }
+        let (vector_tx, vector_rx) = oneshot::channel();
+        let job = SearchJob {
+            terms,
+            sessions: sessions.clone(),
+            filters: query.filters.clone(),
+            candidates,
+            fusion: query.fusion,
+            weights: query.weights,
+            top_k,
         };
-        // The keyword job is sent first, then the scan runs here while the reader thread works.
+        // Polled first, so the job is on the reader thread before the scan starts here.
+        let reader = self.read(move |conn| job.run(conn, vector_rx));
         let vector_leg = async {
-            match &query_vector {
-                Some(v) => self
-                    .inner
-                    .index
-                    .search(&sessions, v, candidates, allowed.as_ref()),
+            let vector = match query_vector {
+                Some(v) => self.vector_leg(sessions, v, candidates, allowed).await,
                 None => Vec::new(),
-            }
+            };
+            // The job may already have failed and gone: then its error is what we report.
+            let _ = vector_tx.send(vector);
         };
-        let (fts, vector) = tokio::join!(fts_leg, vector_leg);
-        let fts = fts?;
-        let vector: Vec<(i64, f64)> = vector
-            .into_iter()
-            .map(|(id, s)| (id, f64::from(s)))
-            .collect();
+        let (hits, ()) = tokio::join!(reader, vector_leg);
+        hits
+    }
 
-        let fused = fuse(query.fusion, query.weights, &vector, &fts);
-        if fused.is_empty() {
-            return Ok(Vec::new());
+    /// The vector leg: inline for a small scan, on the blocking pool for a large one.
+    async fn vector_leg(
+        &self,
+        sessions: Vec<String>,
+        query: Vec<f32>,
+        limit: usize,
+        allowed: Option<Arc<HashSet<i64>>>,
+    ) -> Vec<(i64, f64)> {
+        let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
+        let index = Arc::clone(&self.inner.index);
+        let scan = move || {
+            index
+                .search(&sessions, &query, limit, allowed.as_deref())
+                .into_iter()
+                .map(|(id, s)| (id, f64::from(s)))
+                .collect::<Vec<_>>()
+        };
+        if inline {
+            return scan();
         }
-        let ids: Vec<i64> = fused.iter().map(|(id, _)| *id).collect();
-        let details = self.read(move |conn| chunk_details(conn, ids)).await?;
-        let hits = group(&fused, &details, top_k)?;
-        tracing::debug!(
-            sessions = sessions.len(),
-            vector = vector.len(),
-            keyword = fts.len(),
-            hits = hits.len(),
-            "hybrid query"
-        );
-        Ok(hits)
+        match tokio::task::spawn_blocking(scan).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "vector scan failed; searching by keywords only");
+                Vec::new()
+            }
+        }
     }
 
     /// The query's vector, or `None` (keyword-only search) when it is empty or the embedder fails.
@@ -104,13 +133,122 @@ impl MemoryStore {
         if text.is_empty() {
             return None;
         }
+        let inline = self.inner.inline_embedder.as_ref();
+        if text.len() <= INLINE_EMBED_BYTES
+            && let Some(v) = inline.and_then(|e| e.embed(&text))
+        {
+            return Some(v);
+        }
         match embed_checked(self.inner.embedder.as_ref(), &[text]).await {
-            Ok(mut v) => v.pop(),
+            Ok(mut v) => {
+                if let Some(e) = inline {
+                    e.mark_loaded();
+                }
+                v.pop()
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "query embedding failed; searching by keywords only");
                 None
             }
         }
+    }
+}
+
+/// The builtin model called directly on the caller's thread, for short queries, once a first
+/// query through [`Embedder::embed`] has loaded it (loading takes a second and must never block an
+/// async thread; after that a short query costs ~10 µs, less than a hop to the blocking pool).
+#[derive(Debug)]
+pub(crate) struct InlineEmbedder {
+    model: BuiltinEmbedder,
+    loaded: AtomicBool,
+}
+
+impl InlineEmbedder {
+    /// Only for the builtin model: the model id names it, so these vectors are the embedder's.
+    pub(crate) fn for_embedder(embedder: &dyn Embedder) -> Option<Self> {
+        (embedder.model_id() == BUILTIN_MODEL_ID)
+            .then(|| BuiltinEmbedder::new(1).ok())
+            .flatten()
+            .map(|model| Self {
+                model,
+                loaded: AtomicBool::new(false),
+            })
+    }
+
+    fn mark_loaded(&self) {
+        self.loaded.store(true, Ordering::Relaxed);
+    }
+
+    /// The unit vector of `text`, or `None` (use the async path) before the model is loaded or
+    /// on any failure.
+    fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        if !self.loaded.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut v = self.model.embed_blocking(&[text.to_owned()]).ok()?.pop()?;
+        if v.len() != self.model.dimensions() {
+            return None;
+        }
+        normalize(&mut v);
+        Some(v)
+    }
+}
+
+/// What the reader thread needs to finish a search once the vector leg arrives.
+struct SearchJob {
+    terms: Vec<String>,
+    sessions: Vec<String>,
+    filters: QueryFilters,
+    candidates: usize,
+    fusion: Fusion,
+    weights: Weights,
+    top_k: usize,
+}
+
+impl SearchJob {
+    /// Keyword leg, then (after the vector leg arrives) fusion, details and grouping.
+    async fn run(
+        self,
+        conn: Connection,
+        vector: oneshot::Receiver<Vec<(i64, f64)>>,
+    ) -> Result<Vec<SearchHit>, MemoryError> {
+        let fts = if self.terms.is_empty() {
+            Vec::new()
+        } else {
+            keyword_leg(
+                &conn,
+                &self.terms,
+                &self.sessions,
+                &self.filters,
+                self.candidates,
+            )
+            .await?
+        };
+        // The sender is dropped without sending only if the search itself was dropped.
+        let vector = vector.await.map_err(|_| MemoryError::WorkerStopped)?;
+        let fused = fuse(self.fusion, self.weights, &vector, &fts);
+        // Details for about 3 × top_k chunks first: usually enough for top_k distinct notes; the
+        // window doubles while grouping (several chunks of one note) leaves hits missing.
+        let mut grouper = Grouper::new(self.top_k);
+        let mut window = (self.top_k * 3).max(10);
+        let mut start = 0;
+        while start < fused.len() && !grouper.is_full() {
+            let end = (start + window).min(fused.len());
+            let batch = &fused[start..end];
+            let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
+            grouper.add(batch, &details)?;
+            start = end;
+            window *= 2;
+        }
+        let hits = grouper.hits;
+        tracing::debug!(
+            sessions = self.sessions.len(),
+            vector = vector.len(),
+            keyword = fts.len(),
+            hits = hits.len(),
+            "hybrid query"
+        );
+        Ok(hits)
     }
 }
 
@@ -161,25 +299,54 @@ async fn allowed_chunks(
 
 /// (chunk id, relevance ≥ 0) best first; BM25 is negated so that larger is better.
 async fn keyword_leg(
-    conn: Connection,
-    terms: Vec<String>,
-    sessions: Vec<String>,
-    filters: QueryFilters,
+    conn: &Connection,
+    terms: &[String],
+    sessions: &[String],
+    filters: &QueryFilters,
     limit: usize,
 ) -> Result<Vec<(i64, f64)>, MemoryError> {
-    let terms = discriminating_terms(&conn, terms).await?;
-    let Some(expr) = terms_expression(&terms) else {
+    let Some(plan) = keyword_plan(conn, terms).await? else {
         return Ok(Vec::new());
     };
-    let mut params = vec![Value::Text(expr)];
-    let scope = scope_sql(&sessions, &filters, &mut params);
+    let found = ranked_matches(conn, plan.expression, sessions, filters, limit).await?;
+    match plan.fallback {
+        Some(fallback) if found.is_empty() => {
+            ranked_matches(conn, fallback, sessions, filters, limit).await
+        }
+        _ => Ok(found),
+    }
+}
+
+/// The chunks of the scope matching `expression`, best BM25 first, at most `limit`. The scope (and
+/// filters) are conditions of the same statement, so they apply before `LIMIT`.
+async fn ranked_matches(
+    conn: &Connection,
+    expression: String,
+    sessions: &[String],
+    filters: &QueryFilters,
+    limit: usize,
+) -> Result<Vec<(i64, f64)>, MemoryError> {
+    let mut params = vec![Value::Text(expression)];
+    let sql = if filters.is_empty() {
+        // Scope on the FTS table's own column: FTS5 ranks by `rank` (BM25) and SQLite stops at
+        // the LIMIT-th in-scope row; no per-match join.
+        let marks = vec!["?"; sessions.len()].join(", ");
+        params.extend(sessions.iter().map(|s| Value::Text(s.clone())));
+        format!(
+            "SELECT rowid, rank FROM chunks_fts
+             WHERE chunks_fts MATCH ? AND session_id IN ({marks})
+             ORDER BY rank LIMIT ?"
+        )
+    } else {
+        let scope = scope_sql(sessions, filters, &mut params);
+        format!(
+            "SELECT c.chunk_id, bm25(chunks_fts) AS score
+             FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
+             WHERE chunks_fts MATCH ?{scope}
+             ORDER BY score LIMIT ?"
+        )
+    };
     params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-    let sql = format!(
-        "SELECT c.chunk_id, bm25(chunks_fts) AS rank
-         FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
-         WHERE chunks_fts MATCH ?{scope}
-         ORDER BY rank LIMIT ?"
-    );
     let ctx = "searching by keywords";
     let mut rows = conn
         .query(&sql, params)
@@ -194,37 +361,99 @@ async fn keyword_leg(
     Ok(out)
 }
 
-/// A term found in more chunks than this is "common": it is dropped from the keyword leg when the
-/// query has rarer terms. BM25 would give it little weight anyway, but scoring every chunk that
-/// contains "user" or "likes" dominates the cost of a search.
-const COMMON_TERM_CHUNKS: i64 = 1000;
+/// The keyword leg ranks at most about this many matching chunks. FTS5 computes BM25 for every
+/// chunk matching the expression before sorting, so the number of matches is the cost of the leg
+/// (~1 µs each); terms found in very many chunks are also the ones BM25 weighs least.
+const MATCH_BUDGET: i64 = 2000;
 
-/// The query's terms without the common ones (all of them if every term is common, so that a query
-/// of common words still finds something). Counting stops at the threshold, so this costs at most
-/// `COMMON_TERM_CHUNKS` index steps per term.
-async fn discriminating_terms(
+/// The `MATCH` expression to run, and a second one for when the first finds nothing.
+#[derive(Debug, PartialEq)]
+struct KeywordPlan {
+    expression: String,
+    fallback: Option<String>,
+}
+
+/// Chooses the terms: the rarest ones, `OR`ed, as long as their match counts add up to at most
+/// [`MATCH_BUDGET`]. When even the rarest term matches more (every term is common in a large
+/// store), the `AND` of all the terms is used instead (the chunks BM25 would rank first anyway),
+/// falling back to the rarest term alone if no chunk has them all. Terms found nowhere are dropped;
+/// no term found anywhere means no keyword leg. Counting stops past the budget, so planning costs
+/// at most `MATCH_BUDGET` index steps per term.
+async fn keyword_plan(
     conn: &Connection,
-    terms: Vec<String>,
-) -> Result<Vec<String>, MemoryError> {
-    let ctx = "searching by keywords";
-    let mut kept = Vec::new();
-    for term in &terms {
-        let mut rows = conn
-            .query(
-                "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
-                libsql::params![quote(term), COMMON_TERM_CHUNKS + 1],
-            )
-            .await
-            .map_err(MemoryError::db(ctx))?;
-        let n: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
-            Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-            None => 0,
-        };
-        if n > 0 && n <= COMMON_TERM_CHUNKS {
-            kept.push(term.clone());
-        }
+    terms: &[String],
+) -> Result<Option<KeywordPlan>, MemoryError> {
+    if terms.is_empty() {
+        return Ok(None);
     }
-    Ok(if kept.is_empty() { terms } else { kept })
+    // One statement counts every term (capped), saving a round trip per term.
+    let counts_sql = format!(
+        "SELECT {}",
+        (1..=terms.len())
+            .map(|i| format!(
+                "(SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?{i} LIMIT ?{}))",
+                terms.len() + 1
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut params: Vec<Value> = terms.iter().map(|t| Value::Text(quote(t))).collect();
+    params.push(Value::Integer(MATCH_BUDGET + 1));
+    let ctx = "searching by keywords";
+    let mut rows = conn
+        .query(&counts_sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let row = rows
+        .next()
+        .await
+        .map_err(MemoryError::db(ctx))?
+        .ok_or(MemoryError::Corrupt {
+            what: "term counts",
+            source: None,
+        })?;
+    let mut counted = Vec::with_capacity(terms.len());
+    for (i, term) in (0i32..).zip(terms) {
+        counted.push((row.get::<i64>(i).map_err(MemoryError::db(ctx))?, term));
+    }
+    Ok(plan_from_counts(counted))
+}
+
+/// [`keyword_plan`] once the (capped) match count of every term is known.
+fn plan_from_counts(mut counted: Vec<(i64, &String)>) -> Option<KeywordPlan> {
+    counted.retain(|(n, _)| *n > 0);
+    // Stable: equally rare terms keep the query's order.
+    counted.sort_by_key(|(n, _)| *n);
+    let mut total = 0;
+    let mut chosen = Vec::new();
+    for (n, term) in &counted {
+        if total + n > MATCH_BUDGET {
+            break;
+        }
+        total += n;
+        chosen.push(quote(term));
+    }
+    if !chosen.is_empty() {
+        return Some(KeywordPlan {
+            expression: chosen.join(" OR "),
+            fallback: None,
+        });
+    }
+    let rarest = quote(counted.first()?.1);
+    if counted.len() == 1 {
+        return Some(KeywordPlan {
+            expression: rarest,
+            fallback: None,
+        });
+    }
+    Some(KeywordPlan {
+        expression: counted
+            .iter()
+            .map(|(_, t)| quote(t))
+            .collect::<Vec<_>>()
+            .join(" AND "),
+        fallback: Some(rarest),
+    })
 }
 
 struct ChunkDetail {
@@ -236,7 +465,7 @@ struct ChunkDetail {
 }
 
 async fn chunk_details(
-    conn: Connection,
+    conn: &Connection,
     ids: Vec<i64>,
 ) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
     let marks = vec!["?"; ids.len()].join(", ");
@@ -268,40 +497,106 @@ async fn chunk_details(
     Ok(out)
 }
 
-/// One hit per note (or per message), in fused order, keeping the best chunk of each.
-fn group(
-    fused: &[(i64, f64)],
-    details: &HashMap<i64, ChunkDetail>,
+/// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
+struct Grouper {
     top_k: usize,
-) -> Result<Vec<SearchHit>, MemoryError> {
-    let mut seen = HashSet::new();
-    let mut hits = Vec::new();
-    for (chunk_id, score) in fused {
-        // A chunk deleted since the legs ran has no details: skip it.
-        let Some(d) = details.get(chunk_id) else {
-            continue;
-        };
-        let key = (d.session.as_str(), d.note_id.as_deref(), d.event_seq);
-        if !seen.insert(key) {
-            continue;
-        }
-        let note_id = match &d.note_id {
-            Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
-            None => None,
-        };
-        hits.push(SearchHit {
-            session_id: SessionId::parse(&d.session).map_err(MemoryError::corrupt("session id"))?,
-            source: HitSource::parse(&d.meta.source),
-            note_id,
-            text: d.text.clone(),
-            score: *score,
-            created_at: time::parse(&d.meta.created_at)?,
-            updated_at: time::parse(&d.meta.updated_at)?,
-            event_seq: from_sql_seq(d.event_seq)?,
-        });
-        if hits.len() == top_k {
-            break;
+    seen: HashSet<(String, Option<String>, i64)>,
+    hits: Vec<SearchHit>,
+}
+
+impl Grouper {
+    fn new(top_k: usize) -> Self {
+        Self {
+            top_k,
+            seen: HashSet::new(),
+            hits: Vec::with_capacity(top_k),
         }
     }
-    Ok(hits)
+
+    fn is_full(&self) -> bool {
+        self.hits.len() >= self.top_k
+    }
+
+    /// Takes the next fused chunks (in order) with their details.
+    fn add(
+        &mut self,
+        fused: &[(i64, f64)],
+        details: &HashMap<i64, ChunkDetail>,
+    ) -> Result<(), MemoryError> {
+        for (chunk_id, score) in fused {
+            if self.is_full() {
+                break;
+            }
+            // A chunk deleted since the legs ran has no details: skip it.
+            let Some(d) = details.get(chunk_id) else {
+                continue;
+            };
+            if !self
+                .seen
+                .insert((d.session.clone(), d.note_id.clone(), d.event_seq))
+            {
+                continue;
+            }
+            let note_id = match &d.note_id {
+                Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
+                None => None,
+            };
+            self.hits.push(SearchHit {
+                session_id: SessionId::parse(&d.session)
+                    .map_err(MemoryError::corrupt("session id"))?,
+                source: HitSource::parse(&d.meta.source),
+                note_id,
+                text: d.text.clone(),
+                score: *score,
+                created_at: time::parse(&d.meta.created_at)?,
+                updated_at: time::parse(&d.meta.updated_at)?,
+                event_seq: from_sql_seq(d.event_seq)?,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(counts: &[(i64, &str)], expected: Option<(&str, Option<&str>)>) {
+        let terms: Vec<String> = counts.iter().map(|(_, t)| (*t).to_owned()).collect();
+        let counted = counts.iter().map(|(n, _)| *n).zip(&terms).collect();
+        let expected = expected.map(|(expression, fallback)| KeywordPlan {
+            expression: expression.to_owned(),
+            fallback: fallback.map(str::to_owned),
+        });
+        assert_eq!(plan_from_counts(counted), expected, "{counts:?}");
+    }
+
+    #[test]
+    fn keyword_plans() {
+        // Small stores: every term, rarest first.
+        check(
+            &[(3, "tea"), (1, "oolong")],
+            Some(("\"oolong\" OR \"tea\"", None)),
+        );
+        // Terms found nowhere are dropped; none found, no keyword leg.
+        check(&[(0, "zzz"), (5, "tea")], Some(("\"tea\"", None)));
+        check(&[(0, "zzz")], None);
+        check(&[], None);
+        // The commonest terms go once the budget is spent.
+        check(
+            &[
+                (1600, "user"),
+                (40, "kyoto"),
+                (400, "trip"),
+                (1700, "likes"),
+            ],
+            Some(("\"kyoto\" OR \"trip\"", None)),
+        );
+        // Every term common: all of them must match, else the rarest alone.
+        check(
+            &[(2001, "alice"), (2001, "berlin"), (2001, "prefer")],
+            Some(("\"alice\" AND \"berlin\" AND \"prefer\"", Some("\"alice\""))),
+        );
+        check(&[(2001, "user")], Some(("\"user\"", None)));
+    }
 }

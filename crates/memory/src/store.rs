@@ -13,6 +13,7 @@ use crate::error::MemoryError;
 use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
+use crate::search::InlineEmbedder;
 use crate::vector_index::VectorIndex;
 use crate::worker::{DbThread, Target};
 
@@ -52,6 +53,8 @@ pub(crate) struct Inner {
     pub(crate) index: Arc<VectorIndex>,
     pub(crate) target: Target,
     pub(crate) batch_size: usize,
+    /// Set for the builtin model: embeds short queries without a thread hop.
+    pub(crate) inline_embedder: Option<InlineEmbedder>,
 }
 
 /// Reader threads for a local file (WAL lets them read while the writer writes).
@@ -124,6 +127,7 @@ impl MemoryStore {
                 writer,
                 readers,
                 next_reader: AtomicUsize::new(0),
+                inline_embedder: InlineEmbedder::for_embedder(embedder.as_ref()),
                 embedder,
                 index,
                 target,

@@ -402,3 +402,72 @@ async fn filters_restrict_both_legs() {
     )
     .await;
 }
+
+/// Both legs keep only candidates of the requested sessions BEFORE taking their best: a session
+/// crowded with better matches (far more than either leg's candidate count) never pushes the
+/// requested session's weaker matches out.
+#[tokio::test]
+async fn scope_applies_before_ranking_in_both_legs() {
+    let f = fixture().await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    let crowd: Vec<memory::ExportedNote> = (0..300)
+        .map(|i| memory::ExportedNote {
+            note_id: types::NoteId::from_uuid_str(&uuid_like(i)).unwrap(),
+            content: format!("oolong tea, oolong tea, oolong tea number {i}"),
+            metadata: NoteMetadata::default(),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        })
+        .collect();
+    f.store.import_notes(&bob, crowd).await.unwrap();
+    for text in [
+        "Alice once tasted an oolong at a market stall in a long list of other things she did",
+        "The shop on the corner sells many things, among them oolong, rice and paper",
+    ] {
+        f.store
+            .store_note(&alice, text, NoteMetadata::default())
+            .await
+            .unwrap();
+    }
+    let legs = [
+        (
+            "keyword only",
+            Weights {
+                vector: 0.0,
+                fts: 1.0,
+            },
+        ),
+        (
+            "vector only",
+            Weights {
+                vector: 1.0,
+                fts: 0.0,
+            },
+        ),
+        ("hybrid", Weights::default()),
+    ];
+    for (label, weights) in legs {
+        let mut query = HybridQuery::new(vec![memory_of("alice")], "oolong tea", 5);
+        query.weights = weights;
+        let hits = f.store.hybrid_query(&query).await.unwrap();
+        assert_eq!(hits.len(), 2, "{label}: {hits:?}");
+        assert!(
+            hits.iter().all(|h| h.session_id == memory_of("alice")),
+            "{label}"
+        );
+        // Both sessions together: the crowd wins the top places, as it should.
+        let mut both =
+            HybridQuery::new(vec![memory_of("alice"), memory_of("bob")], "oolong tea", 5);
+        both.weights = weights;
+        let hits = f.store.hybrid_query(&both).await.unwrap();
+        assert_eq!(hits.len(), 5, "{label}");
+        assert!(
+            hits.iter().all(|h| h.session_id == memory_of("bob")),
+            "{label}"
+        );
+    }
+}
+
+fn uuid_like(i: u32) -> String {
+    format!("00000000-0000-4000-8000-{i:012}")
+}
