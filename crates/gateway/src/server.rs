@@ -10,6 +10,7 @@ use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::response::Response;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use types::{CancellationToken, UserId};
 
 use crate::outbound::ConnId;
@@ -74,6 +75,12 @@ impl Gateway {
             shutdown: CancellationToken::default(),
             next_conn: AtomicU64::new(1),
         });
+        // Small frames, sent one at a time: no Nagle delay.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let app = Router::new()
             .route("/", get(upgrade))
             .route("/ws", get(upgrade))
@@ -97,8 +104,11 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
         .max_frame_bytes
         .saturating_mul(4)
         .max(64 * 1024);
+    // Frames are small: modest buffers keep an idle connection cheap (the default is 128 KiB).
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
+        .read_buffer_size(8 * 1024)
+        .write_buffer_size(8 * 1024)
         .on_upgrade(move |socket| crate::conn::serve(socket, shared))
 }
 

@@ -124,6 +124,10 @@ impl UserAgent {
         &self.store
     }
 
+    pub fn runtime(&self) -> &AgentRuntime {
+        &self.runtime
+    }
+
     fn live(&self) -> MutexGuard<'_, Live> {
         // Plain maps: no invariant a panic could break.
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
