@@ -23,19 +23,20 @@ pub fn render(run: &ShellRun, timeout_secs: u64) -> String {
         (false, None, Some(signal)) => format!("killed by signal {signal}"),
         (false, None, None) => "finished (no exit status)".to_owned(),
     };
+    text.push('\n');
     for (name, body) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
         if !body.is_empty() {
-            text.push_str(&format!("\n--- {name} ---\n{body}"));
+            text.push_str(&format!("--- {name} ---\n{body}"));
             if !body.ends_with('\n') {
                 text.push('\n');
             }
         }
     }
     if run.stdout.is_empty() && run.stderr.is_empty() {
-        text.push_str("\n(no output)");
+        text.push_str("(no output)\n");
     }
     if run.cut {
-        text.push_str("\n[output truncated: redirect to a file in tmp/ and read parts of it]");
+        text.push_str("[output truncated: redirect to a file in tmp/ and read parts of it]\n");
     }
     text
 }
@@ -65,7 +66,7 @@ mod tests {
                 cut: true,
                 ..ShellRun::default()
             },
-            "exit code 2\n--- stderr ---\nno\n\n[output truncated: redirect to a file in tmp/ and read parts of it]",
+            "exit code 2\n--- stderr ---\nno\n[output truncated: redirect to a file in tmp/ and read parts of it]\n",
         );
         check(
             ShellRun {
@@ -73,14 +74,14 @@ mod tests {
                 timed_out: true,
                 ..ShellRun::default()
             },
-            "timed out after 5 s; the command and everything it started were killed\n(no output)",
+            "timed out after 5 s; the command and everything it started were killed\n(no output)\n",
         );
         check(
             ShellRun {
                 signal: Some(15),
                 ..ShellRun::default()
             },
-            "killed by signal 15\n(no output)",
+            "killed by signal 15\n(no output)\n",
         );
     }
 }
