@@ -67,7 +67,9 @@ pub struct Grant {
     pub required: bool,
 }
 
-/// System paths both roles may read and execute from. Absent ones are skipped.
+/// System paths both roles may read and execute from. Absent ones are skipped. `/proc` is not
+/// among them: a Landlock-confined process can still read `/proc/<pid>/environ` of other processes
+/// of the same uid (measured on this project's kernel), so only `oxydra-vm` gets it.
 pub const SYSTEM_READ_ONLY: &[&str] = &[
     "/usr",
     "/bin",
@@ -77,7 +79,6 @@ pub const SYSTEM_READ_ONLY: &[&str] = &[
     "/lib32",
     "/libx32",
     "/etc",
-    "/proc",
     "/dev/zero",
     "/dev/random",
     "/dev/urandom",
@@ -122,6 +123,7 @@ pub fn plan(role: Role, ws: &WorkspacePaths, extra_read_only: &[PathBuf]) -> Vec
             grants.push(dir(ws.logs(), Access::ReadWrite));
         }
         Role::OxydraVm => {
+            grants.push(system("/proc", Access::Read));
             // The root itself is readable (the file tools open it as their anchor); grants are a
             // union down the tree, so nothing writable may be granted above `vault/`.
             grants.push(dir(ws.root.clone(), Access::Read));

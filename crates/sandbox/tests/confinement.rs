@@ -107,6 +107,9 @@ fn shell_vm_sees_only_shared_tmp_ipc_logs() {
         format!("echo x > {}", sh_path(f.bob.tmp().join("x"))),
         format!("echo x > {}", sh_path(ws.internal().join("planted"))),
         "ls /root /home".to_owned(),
+        "cat /proc/self/status".to_owned(),
+        "cat /proc/$PPID/environ".to_owned(),
+        "cat /proc/1/cmdline".to_owned(),
         "echo x > /tmp/oxydra-sandbox-escape".to_owned(),
     ];
     for script in &denied {
