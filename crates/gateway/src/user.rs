@@ -12,7 +12,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use memory::{MemoryError, MemoryStore, SessionInfo, SessionKind};
 use provider::Provider;
 use runtime::{AgentRuntime, ModelLimits, PendingApprovals};
-use tools::{ToolRegistry, register_memory_tools};
+use tools::{ShellExec, ToolRegistry, register_memory_tools};
 use types::{RetrievalConfig, RuntimeConfig, SessionId, SessionSummary, UserId, WorkspacePaths};
 
 use crate::session::SessionHub;
@@ -81,7 +81,8 @@ impl UserAgent {
         }
     }
 
-    /// The standard agent: file tools and the four memory tools over this user's `store`, history
+    /// The standard agent: file tools, the four memory tools over this user's `store` and
+    /// `shell_exec` (to the user's shell-vm); history
     /// and recall in `store`, approvals answered by the user's clients.
     pub fn standard(
         user_id: UserId,
@@ -101,6 +102,13 @@ impl UserAgent {
             user: user_id.clone(),
             source,
         })?;
+        // The shell runs in the user's shell-vm; without one the tool says so and runs nothing.
+        registry
+            .register(Arc::new(ShellExec))
+            .map_err(|source| GatewayError::Tools {
+                user: user_id.clone(),
+                source,
+            })?;
         let approvals = PendingApprovals::default();
         let runtime = AgentRuntime::new(
             provider,
