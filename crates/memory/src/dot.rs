@@ -13,6 +13,7 @@
 const LANES: usize = 16;
 
 /// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127).
+#[cfg(test)]
 pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -21,6 +22,24 @@ pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         }
     }
     dot_i8_portable(a, b)
+}
+
+/// `out[r] = query · rows[r·dims .. (r+1)·dims]` for every whole row of `rows` (at most
+/// `out.len()`): one dispatch per block of rows, not per row.
+pub(crate) fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {
+    if dims == 0 {
+        out.iter_mut().for_each(|o| *o = 0);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return avx2::dot_i8_rows(query, rows, dims, out);
+        }
+    }
+    for (o, row) in out.iter_mut().zip(rows.chunks_exact(dims)) {
+        *o = dot_i8_portable(query, row);
+    }
 }
 
 /// The fallback: 16 i32 accumulators, vectorized by LLVM where the target allows.
@@ -56,13 +75,30 @@ mod avx2 {
     };
 
     /// Safe wrapper: callers have checked that the CPU supports AVX2.
+    #[cfg(test)]
     pub(super) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
         // SAFETY: `dot::dot_i8` calls this only when AVX2 was detected at run time.
         unsafe { dot_i8_avx2(a, b) }
     }
 
+    /// Safe wrapper: callers have checked that the CPU supports AVX2.
+    pub(super) fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {
+        debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
+        // SAFETY: `dot::dot_i8_rows` calls this only when AVX2 was detected at run time.
+        unsafe { dot_i8_rows_avx2(query, rows, dims, out) }
+    }
+
     #[target_feature(enable = "avx2")]
+    unsafe fn dot_i8_rows_avx2(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {
+        for (o, row) in out.iter_mut().zip(rows.chunks_exact(dims)) {
+            // SAFETY: same target feature as this function (inlined).
+            *o = unsafe { dot_i8_avx2(query, row) };
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
     unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
         let n = a.len().min(b.len());
         let (a, b) = (&a[..n], &b[..n]);
@@ -119,6 +155,14 @@ mod tests {
                 assert_eq!(avx2::dot_i8(&a, &b), naive, "avx2, n={n}");
             }
         }
+        // Many rows at once, as the scan calls it.
+        let dims = 40;
+        let q: Vec<i8> = (0..dims).map(|i| (i as i8).wrapping_mul(7)).collect();
+        let rows: Vec<i8> = (0..dims * 9).map(|i| (i as i8).wrapping_mul(13)).collect();
+        let mut out = vec![0i32; 9];
+        dot_i8_rows(&q, &rows, dims, &mut out);
+        let naive: Vec<i32> = rows.chunks_exact(dims).map(|r| naive_i8(&q, r)).collect();
+        assert_eq!(out, naive);
         // Extremes: every product at its largest magnitude.
         let lo = vec![-128i8; 384];
         let hi = vec![127i8; 384];

@@ -80,6 +80,7 @@ impl MemoryStore {
             sessions: sessions.clone(),
             filters: query.filters.clone(),
             candidates,
+            stored_chunks: self.inner.index.len(),
             fusion: query.fusion,
             weights: query.weights,
             top_k,
@@ -200,6 +201,8 @@ struct SearchJob {
     sessions: Vec<String>,
     filters: QueryFilters,
     candidates: usize,
+    /// Chunks of the active model in the whole store (the FTS table's size, near enough).
+    stored_chunks: usize,
     fusion: Fusion,
     weights: Weights,
     top_k: usize,
@@ -221,6 +224,7 @@ impl SearchJob {
                 &self.sessions,
                 &self.filters,
                 self.candidates,
+                self.stored_chunks,
             )
             .await?
         };
@@ -304,8 +308,22 @@ async fn keyword_leg(
     sessions: &[String],
     filters: &QueryFilters,
     limit: usize,
+    stored_chunks: usize,
 ) -> Result<Vec<(i64, f64)>, MemoryError> {
-    let Some(plan) = keyword_plan(conn, terms).await? else {
+    // A store with no more chunks than the budget cannot exceed it: no need to count.
+    let plan = if i64::try_from(stored_chunks).unwrap_or(i64::MAX) <= MATCH_BUDGET {
+        Some(KeywordPlan {
+            expression: terms
+                .iter()
+                .map(|t| quote(t))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+            fallback: None,
+        })
+    } else {
+        keyword_plan(conn, terms).await?
+    };
+    let Some(plan) = plan else {
         return Ok(Vec::new());
     };
     let found = ranked_matches(conn, plan.expression, sessions, filters, limit).await?;
@@ -364,7 +382,7 @@ async fn ranked_matches(
 /// The keyword leg ranks at most about this many matching chunks. FTS5 computes BM25 for every
 /// chunk matching the expression before sorting, so the number of matches is the cost of the leg
 /// (~1 µs each); terms found in very many chunks are also the ones BM25 weighs least.
-const MATCH_BUDGET: i64 = 2000;
+const MATCH_BUDGET: i64 = 1000;
 
 /// The `MATCH` expression to run, and a second one for when the first finds nothing.
 #[derive(Debug, PartialEq)]

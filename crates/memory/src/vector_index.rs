@@ -18,11 +18,14 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::dot::dot_i8;
+use crate::dot::dot_i8_rows;
 
 /// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
 /// query, so the query's own rounding never decides the order.
 const RESCORE_FACTOR: usize = 4;
+
+/// Rows scored per call of the dot-product kernel.
+const SCAN_BLOCK: usize = 256;
 
 /// Largest code magnitude: symmetric, so that `-code` is always representable.
 const CODE_MAX: f32 = 127.0;
@@ -229,16 +232,22 @@ impl VectorIndex {
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
             matrices.iter().map(|m| read(m)).collect();
         let mut top = TopK::new(limit.saturating_mul(RESCORE_FACTOR));
+        let mut dots = vec![0i32; SCAN_BLOCK];
         for (m, matrix) in guards.iter().enumerate() {
-            for (row, &chunk_id) in matrix.ids.iter().enumerate() {
-                if allowed.is_some_and(|a| !a.contains(&chunk_id)) {
-                    continue;
-                }
-                // The query's scale is a positive constant: left out of the ranking score.
-                let approx =
-                    dot_i8(&query_codes, matrix.row(dims, row)) as f32 * matrix.scales[row];
-                if approx > 0.0 {
-                    top.offer(approx, (m, row));
+            for (block, ids) in matrix.ids.chunks(SCAN_BLOCK).enumerate() {
+                let first = block * SCAN_BLOCK;
+                let codes = &matrix.codes[first * dims..(first + ids.len()) * dims];
+                dot_i8_rows(&query_codes, codes, dims, &mut dots);
+                for (i, (&chunk_id, &dot)) in ids.iter().zip(&dots).enumerate() {
+                    if allowed.is_some_and(|a| !a.contains(&chunk_id)) {
+                        continue;
+                    }
+                    let row = first + i;
+                    // The query's scale is a positive constant: left out of the ranking score.
+                    let approx = dot as f32 * matrix.scales[row];
+                    if approx > 0.0 {
+                        top.offer(approx, (m, row));
+                    }
                 }
             }
         }
