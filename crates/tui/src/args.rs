@@ -1,0 +1,233 @@
+//! The command line and where it leads: which gateway, as which user, with which token.
+//!
+//! Explicit flags (`--url`, `--token-file`) win; `--workspace <root>/<user>` fills in what they
+//! leave out from the files oxydra-vm writes there (`ipc/gateway.json`, `.oxydra/gateway.token`).
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use types::{SessionId, UserId, WorkspacePaths};
+
+use crate::error::TuiError;
+
+/// `oxydra-tui`: chat with your Oxydra agent from the terminal.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "oxydra-tui", version, about)]
+pub struct Args {
+    /// The gateway's WebSocket address, e.g. ws://127.0.0.1:7801
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Your user id on this agent.
+    #[arg(long)]
+    pub user: String,
+    /// The file holding your gateway token (64 hex characters).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Your workspace, `<workspace_root>/<user>`: reads `ipc/gateway.json` and
+    /// `.oxydra/gateway.token` for whatever --url and --token-file leave out.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Resume this session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The model name to show in the status bar (default: the one in gateway.json, if any).
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+/// Everything needed to connect, resolved and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub url: String,
+    pub user: UserId,
+    pub token: String,
+    pub session: Option<SessionId>,
+    pub model: Option<String>,
+}
+
+impl Args {
+    /// Resolves the flags against the workspace files.
+    pub fn resolve(&self) -> Result<Target, TuiError> {
+        let user = UserId::parse(&self.user)
+            .map_err(|e| TuiError::Usage(format!("--user {:?}: {e}", self.user)))?;
+        let workspace = self.workspace.as_deref().map(WorkspacePaths::new);
+        let endpoint = match (&self.url, &workspace) {
+            (Some(_), _) | (None, None) => None,
+            (None, Some(ws)) => Some(read_endpoint(&ws.ipc().join("gateway.json"))?),
+        };
+        let url = match (&self.url, &endpoint) {
+            (Some(url), _) => url.clone(),
+            (None, Some(endpoint)) => endpoint.url.clone(),
+            (None, None) => {
+                return Err(TuiError::Usage(
+                    "say where the gateway is: --url ws://127.0.0.1:PORT or --workspace <root>/<user>"
+                        .into(),
+                ));
+            }
+        };
+        let token_file = match (&self.token_file, &workspace) {
+            (Some(path), _) => path.clone(),
+            (None, Some(ws)) => ws.internal().join("gateway.token"),
+            (None, None) => {
+                return Err(TuiError::Usage(
+                    "say where your token is: --token-file PATH or --workspace <root>/<user>"
+                        .into(),
+                ));
+            }
+        };
+        let token = read_token(&token_file)?;
+        let session = self
+            .session
+            .as_deref()
+            .map(|s| {
+                SessionId::parse(s).map_err(|e| TuiError::Usage(format!("--session {s:?}: {e}")))
+            })
+            .transpose()?;
+        let model = self
+            .model
+            .clone()
+            .or_else(|| endpoint.and_then(|e| e.model));
+        Ok(Target {
+            url,
+            user,
+            token,
+            session,
+            model,
+        })
+    }
+}
+
+/// What `ipc/gateway.json` tells a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Endpoint {
+    url: String,
+    model: Option<String>,
+}
+
+fn read_endpoint(path: &Path) -> Result<Endpoint, TuiError> {
+    let text = read(path)?;
+    let invalid = |reason: &str| TuiError::Endpoint {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| invalid(&e.to_string()))?;
+    let url = value
+        .get("url")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| invalid("no \"url\" string"))?;
+    let model = value
+        .get("model")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Ok(Endpoint {
+        url: url.to_owned(),
+        model,
+    })
+}
+
+fn read_token(path: &Path) -> Result<String, TuiError> {
+    let token = read(path)?.trim().to_owned();
+    if token.is_empty() {
+        return Err(TuiError::Usage(format!(
+            "{} is empty: it should hold the gateway token",
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+fn read(path: &Path) -> Result<String, TuiError> {
+    std::fs::read_to_string(path).map_err(|source| TuiError::ReadFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("oxydra-tui").chain(list.iter().copied()))
+            .expect("flags parse")
+    }
+
+    #[test]
+    fn explicit_flags() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("t");
+        std::fs::write(&token, "abc\n").expect("write");
+        let target = args(&[
+            "--url",
+            "ws://127.0.0.1:1",
+            "--user",
+            "alice",
+            "--token-file",
+            token.to_str().expect("utf8"),
+            "--session",
+            "s-1",
+        ])
+        .resolve()
+        .expect("resolves");
+        assert_eq!(
+            target,
+            Target {
+                url: "ws://127.0.0.1:1".into(),
+                user: UserId::parse("alice").expect("id"),
+                token: "abc".into(),
+                session: Some(SessionId::parse("s-1").expect("id")),
+                model: None,
+            }
+        );
+    }
+
+    #[test]
+    fn workspace_fills_in_url_token_and_model() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = WorkspacePaths::new(dir.path());
+        std::fs::create_dir_all(ws.ipc()).expect("ipc");
+        std::fs::create_dir_all(ws.internal()).expect("internal");
+        std::fs::write(
+            ws.ipc().join("gateway.json"),
+            r#"{"url":"ws://127.0.0.1:9","pid":4,"model":"gpt-x"}"#,
+        )
+        .expect("write");
+        std::fs::write(ws.internal().join("gateway.token"), "f00d").expect("write");
+        let target = args(&[
+            "--user",
+            "bob",
+            "--workspace",
+            dir.path().to_str().expect("utf8"),
+        ])
+        .resolve()
+        .expect("resolves");
+        assert_eq!(target.url, "ws://127.0.0.1:9");
+        assert_eq!(target.token, "f00d");
+        assert_eq!(target.model.as_deref(), Some("gpt-x"));
+    }
+
+    #[test]
+    fn missing_pieces_are_usage_errors() {
+        assert!(matches!(
+            args(&["--user", "bob"]).resolve(),
+            Err(TuiError::Usage(_))
+        ));
+        assert!(matches!(
+            args(&["--user", "bob", "--url", "ws://x"]).resolve(),
+            Err(TuiError::Usage(_))
+        ));
+        assert!(matches!(
+            args(&[
+                "--user",
+                "bob",
+                "--url",
+                "ws://x",
+                "--token-file",
+                "/nonexistent/t"
+            ])
+            .resolve(),
+            Err(TuiError::ReadFile { .. })
+        ));
+    }
+}

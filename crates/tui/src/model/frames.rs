@@ -1,0 +1,443 @@
+//! The reducer over server frames.
+//!
+//! Turn events of the current session are applied once each: an event whose `seq` is not newer
+//! than the last one seen is a replay already shown and is dropped, so reconnecting (or resyncing
+//! after `lagged`) never repeats text. Events of other sessions are ignored.
+
+use types::{
+    ClientFrame, ErrorCode, HistoryEvent, ServerFrame, SessionId, SessionSummary, TurnId, Usage,
+};
+
+use super::transcript::from_history;
+use super::{App, ConnState, Entry, HistoryCursor, PendingApproval, ToolState, TurnState};
+
+/// Messages fetched per history page.
+pub(super) const HISTORY_PAGE: u32 = 50;
+
+impl App {
+    /// Applies one server frame; returns the frames to send in answer.
+    pub fn on_frame(&mut self, frame: ServerFrame) -> Vec<ClientFrame> {
+        if let Some(seq) = frame.seq() {
+            if event_session(&frame) != self.current_session_id() || seq <= self.last_seq {
+                return Vec::new();
+            }
+            self.last_seq = seq;
+        }
+        match frame {
+            ServerFrame::HelloOk { session, .. } => return self.hello_ok(session),
+            ServerFrame::TurnStarted {
+                turn_id,
+                client_turn_id,
+                ..
+            } => {
+                if self.pending_turn.as_deref() == Some(client_turn_id.as_str()) {
+                    self.pending_turn = None;
+                }
+                self.active_turn = Some(turn_id);
+                self.turn = TurnState::Thinking;
+            }
+            ServerFrame::AssistantDelta { turn_id, text, .. } => {
+                self.turn = TurnState::Writing;
+                self.append_text(turn_id, &text);
+            }
+            ServerFrame::ToolStarted {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.end_streaming();
+                self.turn = TurnState::Tool(name.clone());
+                self.push(Entry::Tool {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Running,
+                });
+            }
+            ServerFrame::ToolFinished {
+                call_id,
+                name,
+                ok,
+                summary,
+                duration_ms,
+                ..
+            } => {
+                let finished = ToolState::Finished {
+                    ok,
+                    summary,
+                    duration_ms: Some(duration_ms),
+                };
+                self.turn = TurnState::Thinking;
+                if let Some(state) = self.tool_state(&call_id) {
+                    *state = finished;
+                } else {
+                    self.push(Entry::Tool {
+                        call_id,
+                        name,
+                        arguments: String::new(),
+                        state: finished,
+                    });
+                }
+            }
+            ServerFrame::ApprovalRequested {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.end_streaming();
+                self.turn = TurnState::Approval;
+                self.approval = Some(PendingApproval {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+                self.push(Entry::Approval {
+                    call_id,
+                    name,
+                    arguments,
+                    answer: None,
+                });
+            }
+            ServerFrame::TurnCompleted {
+                turn_id,
+                message,
+                usage,
+                ..
+            } => {
+                let shown = self.entries.iter().any(|e| {
+                    matches!(e, Entry::Assistant { turn: Some(t), text, .. }
+                        if *t == turn_id && !text.trim().is_empty())
+                });
+                if !shown && !message.trim().is_empty() {
+                    self.append_text(turn_id, &message);
+                }
+                self.end_turn(Some(usage));
+            }
+            ServerFrame::TurnCancelled { usage, .. } => {
+                self.end_turn(Some(usage));
+                self.push(Entry::info("Stopped."));
+            }
+            ServerFrame::TurnFailed { reason, .. } => {
+                self.end_turn(None);
+                self.push(Entry::error(format!("The reply failed: {reason}")));
+            }
+            ServerFrame::Error {
+                code,
+                message,
+                reference,
+            } => return self.error(code, message, reference),
+            ServerFrame::SessionCreated { session } => {
+                self.attach(session);
+                self.push(Entry::info(
+                    "New session. Your notes from other sessions are still remembered.",
+                ));
+            }
+            ServerFrame::SessionSwitched { session } => {
+                let name = session_name(&session);
+                let load = self.attach(session);
+                self.push(Entry::info(format!("Switched to {name}.")));
+                return load;
+            }
+            ServerFrame::SessionList { sessions } => self.list(sessions),
+            ServerFrame::History {
+                session_id,
+                events,
+                next_before,
+            } => self.history_page(&session_id, &events, next_before),
+            ServerFrame::Lagged { session_id, .. } => {
+                if Some(&session_id) == self.current_session_id() {
+                    return vec![ClientFrame::Resync {
+                        session_id,
+                        after_seq: self.last_seq,
+                    }];
+                }
+            }
+            ServerFrame::Pong => {}
+        }
+        Vec::new()
+    }
+
+    fn hello_ok(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
+        let was_offline = matches!(self.conn, ConnState::Offline { .. });
+        self.conn = ConnState::Online;
+        if self.current_session_id() == Some(&session.session_id) {
+            if session.last_seq < self.last_seq {
+                // The gateway restarted: its numbering starts again and no turn survived.
+                self.last_seq = session.last_seq;
+                if self.turn.is_active() {
+                    self.end_turn(None);
+                    self.push(Entry::error(
+                        "The agent restarted and the reply was cut short: ask again if you need it.",
+                    ));
+                } else {
+                    self.push(Entry::info("Reconnected (the agent restarted)."));
+                }
+            } else if was_offline {
+                self.push(Entry::info("Reconnected."));
+            }
+            self.session = Some(session);
+            return Vec::new();
+        }
+        if let Some(wanted) = self.wanted_session.take()
+            && wanted != session.session_id
+        {
+            self.push(Entry::error(format!(
+                "Session {wanted} was not found, so a new one was started."
+            )));
+        }
+        self.attach(session)
+    }
+
+    /// Makes `session` the current one with an empty transcript; asks for its stored messages.
+    fn attach(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
+        self.entries.clear();
+        self.last_seq = 0;
+        self.turn = TurnState::Idle;
+        self.active_turn = None;
+        self.pending_turn = None;
+        self.approval = None;
+        self.scroll = 0;
+        let load = session.messages > 0;
+        let id = session.session_id.clone();
+        self.session = Some(session);
+        if load {
+            self.history = HistoryCursor::Loading;
+            vec![ClientFrame::GetHistory {
+                session_id: id,
+                before: None,
+                limit: HISTORY_PAGE,
+            }]
+        } else {
+            self.history = HistoryCursor::Start;
+            Vec::new()
+        }
+    }
+
+    fn error(
+        &mut self,
+        code: ErrorCode,
+        message: String,
+        reference: Option<String>,
+    ) -> Vec<ClientFrame> {
+        if reference.is_some() && reference == self.pending_turn {
+            self.pending_turn = None;
+            self.turn = TurnState::Idle;
+        }
+        match code {
+            ErrorCode::EventsExpired => {
+                self.push(Entry::error(
+                    "Some of the reply was missed while disconnected; reloading the conversation.",
+                ));
+                if let Some(id) = self.current_session_id().cloned() {
+                    self.entries.clear();
+                    self.history = HistoryCursor::Loading;
+                    return vec![ClientFrame::GetHistory {
+                        session_id: id,
+                        before: None,
+                        limit: HISTORY_PAGE,
+                    }];
+                }
+            }
+            ErrorCode::SessionNotFound if self.conn != ConnState::Online => {
+                // The resume failed: start afresh on the next attempt.
+                let lost = self.session.take().map(|s| s.session_id);
+                self.wanted_session = None;
+                self.last_seq = 0;
+                if let Some(id) = lost {
+                    self.push(Entry::error(format!(
+                        "Session {id} is gone, so a new one will be started."
+                    )));
+                }
+            }
+            ErrorCode::NoActiveTurn => {
+                if self.turn == TurnState::Cancelling {
+                    self.turn = TurnState::Idle;
+                }
+                self.push(Entry::info("Nothing is running."));
+            }
+            ErrorCode::ApprovalNotFound => {
+                self.approval = None;
+                self.push(Entry::info(
+                    "That request was already answered or has ended.",
+                ));
+            }
+            _ => self.push(Entry::error(message)),
+        }
+        Vec::new()
+    }
+
+    fn list(&mut self, sessions: Vec<SessionSummary>) {
+        if sessions.is_empty() {
+            self.push(Entry::info("No stored sessions yet."));
+            return;
+        }
+        let current = self.current_session_id().cloned();
+        let mut text = String::from("Your sessions, most recent first:");
+        for (i, s) in sessions.iter().enumerate() {
+            let when = s
+                .last_active_at
+                .get(..16)
+                .unwrap_or(&s.last_active_at)
+                .replace('T', " ");
+            let mark = if Some(&s.session_id) == current.as_ref() {
+                "  (current)"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "\n  {}. {} · {} messages · {when} · {}{mark}",
+                i + 1,
+                session_name(s),
+                s.messages,
+                s.session_id
+            ));
+        }
+        text.push_str("\n/switch <number> opens one.");
+        self.push(Entry::info(text));
+        self.sessions = sessions;
+    }
+
+    fn history_page(&mut self, session: &SessionId, events: &[HistoryEvent], next: Option<u64>) {
+        if Some(session) != self.current_session_id() {
+            return;
+        }
+        let older = from_history(events);
+        if older.is_empty() && next.is_none() && self.history != HistoryCursor::Loading {
+            self.push(Entry::info("This is the start of the conversation."));
+        }
+        let mut entries = older;
+        if next.is_some() {
+            entries.insert(0, Entry::info("Earlier messages: /history"));
+        }
+        // Drop the previous "earlier messages" marker: the page replaces it.
+        if matches!(self.history, HistoryCursor::Before(_))
+            && matches!(self.entries.first(), Some(Entry::Notice { text, .. }) if text == "Earlier messages: /history")
+        {
+            self.entries.remove(0);
+        }
+        self.history = next.map_or(HistoryCursor::Start, HistoryCursor::Before);
+        entries.append(&mut self.entries);
+        self.entries = entries;
+    }
+
+    /// The history command: the page before what is shown.
+    pub(super) fn older_history(&mut self) -> Vec<ClientFrame> {
+        let Some(id) = self.current_session_id().cloned() else {
+            return Vec::new();
+        };
+        match self.history {
+            HistoryCursor::Before(before) => {
+                vec![ClientFrame::GetHistory {
+                    session_id: id,
+                    before: Some(before),
+                    limit: HISTORY_PAGE,
+                }]
+            }
+            HistoryCursor::Start => {
+                self.push(Entry::info("This is the start of the conversation."));
+                Vec::new()
+            }
+            HistoryCursor::Loading => Vec::new(),
+        }
+    }
+
+    fn append_text(&mut self, turn_id: TurnId, text: &str) {
+        if let Some(Entry::Assistant {
+            turn: Some(t),
+            text: shown,
+            streaming: true,
+        }) = self.entries.last_mut()
+            && *t == turn_id
+        {
+            shown.push_str(text);
+            return;
+        }
+        self.push(Entry::Assistant {
+            turn: Some(turn_id),
+            text: text.to_owned(),
+            streaming: true,
+        });
+    }
+
+    fn end_streaming(&mut self) {
+        for entry in self.entries.iter_mut().rev().take(8) {
+            if let Entry::Assistant { streaming, .. } = entry {
+                *streaming = false;
+            }
+        }
+    }
+
+    fn end_turn(&mut self, usage: Option<Usage>) {
+        self.end_streaming();
+        for entry in &mut self.entries {
+            if let Entry::Tool { state, .. } = entry
+                && *state == ToolState::Running
+            {
+                *state = ToolState::Finished {
+                    ok: false,
+                    summary: "stopped".into(),
+                    duration_ms: None,
+                };
+            }
+        }
+        self.turn = TurnState::Idle;
+        self.active_turn = None;
+        self.approval = None;
+        if usage.is_some() {
+            self.last_usage = usage;
+        }
+    }
+
+    fn tool_state(&mut self, id: &str) -> Option<&mut ToolState> {
+        self.entries.iter_mut().rev().find_map(|e| match e {
+            Entry::Tool { call_id, state, .. } if call_id == id => Some(state),
+            _ => None,
+        })
+    }
+
+    /// The session a `/switch` argument names: a number from the last list, a unique id prefix
+    /// from it, or an id.
+    pub(super) fn session_named(&self, target: &str) -> Result<SessionId, String> {
+        if let Ok(n) = target.parse::<usize>() {
+            return match n.checked_sub(1).and_then(|i| self.sessions.get(i)) {
+                Some(s) => Ok(s.session_id.clone()),
+                None => Err(format!(
+                    "There is no session {n} in the last list: /sessions shows them."
+                )),
+            };
+        }
+        let matches: Vec<&SessionSummary> = self
+            .sessions
+            .iter()
+            .filter(|s| s.session_id.as_str().starts_with(target))
+            .collect();
+        if let [one] = matches.as_slice() {
+            return Ok(one.session_id.clone());
+        }
+        SessionId::parse(target).map_err(|_| format!("{target:?} is not a session id."))
+    }
+}
+
+/// The title, or "untitled session".
+pub fn session_name(session: &SessionSummary) -> String {
+    match session.title.as_deref().map(str::trim) {
+        Some(t) if !t.is_empty() => format!("\"{t}\""),
+        _ => "untitled session".into(),
+    }
+}
+
+fn event_session(frame: &ServerFrame) -> Option<&SessionId> {
+    match frame {
+        ServerFrame::TurnStarted { session_id, .. }
+        | ServerFrame::AssistantDelta { session_id, .. }
+        | ServerFrame::ToolStarted { session_id, .. }
+        | ServerFrame::ToolFinished { session_id, .. }
+        | ServerFrame::ApprovalRequested { session_id, .. }
+        | ServerFrame::TurnCompleted { session_id, .. }
+        | ServerFrame::TurnCancelled { session_id, .. }
+        | ServerFrame::TurnFailed { session_id, .. } => Some(session_id),
+        _ => None,
+    }
+}

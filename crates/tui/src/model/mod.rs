@@ -1,0 +1,222 @@
+//! The UI model: pure state and the reducer over what happens — server frames, connection
+//! changes, keys and pastes. Nothing here does I/O; each handler returns the frames to send.
+//!
+//! - `transcript` — the entries shown and stored history as entries
+//! - `tool_line` — one compact line per tool call
+//! - `frames` — the reducer over [`ServerFrame`]s (dedup by `seq`, resume, sessions)
+//! - `keys` — keys, pastes and slash commands
+
+mod frames;
+mod keys;
+pub mod tool_line;
+pub mod transcript;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
+
+use crate::editor::Editor;
+pub use tool_line::ToolState;
+pub use transcript::{Entry, Level};
+
+/// The connection, as the status bar shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnState {
+    Connecting {
+        attempt: u32,
+    },
+    Online,
+    /// Lost; the next attempt is in `retry_in`.
+    Offline {
+        reason: String,
+        retry_in: Duration,
+    },
+    /// Will not retry (wrong token, unknown user, other protocol version).
+    Failed {
+        reason: String,
+    },
+}
+
+/// What the current turn is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnState {
+    Idle,
+    /// Sent; the gateway has not started it yet.
+    Sending,
+    Thinking,
+    Writing,
+    Tool(String),
+    Approval,
+    Cancelling,
+}
+
+impl TurnState {
+    pub fn is_active(&self) -> bool {
+        *self != TurnState::Idle
+    }
+}
+
+/// What the network client reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConnEvent {
+    Connecting { attempt: u32 },
+    Frame(ServerFrame),
+    Offline { reason: String, retry_in: Duration },
+    Failed { reason: String },
+}
+
+/// Where to resume after a reconnect: the session and the last `seq` seen on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resume {
+    pub session: Option<SessionId>,
+    pub last_seq: Option<u64>,
+}
+
+/// How far back the stored history of the current session is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HistoryCursor {
+    /// Not asked for yet, or a page is on its way.
+    Loading,
+    /// More before message `number`.
+    Before(u64),
+    /// Everything is shown.
+    Start,
+}
+
+/// A call waiting for the user's yes or no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingApproval {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The whole state of the client.
+#[derive(Debug)]
+pub struct App {
+    pub user: UserId,
+    pub model: Option<String>,
+    pub conn: ConnState,
+    /// The session the connection is on (once known).
+    pub session: Option<SessionSummary>,
+    /// A session asked for (the `--session` flag), before `hello_ok` confirms it.
+    wanted_session: Option<SessionId>,
+    last_seq: u64,
+    pub turn: TurnState,
+    active_turn: Option<TurnId>,
+    /// The `client_turn_id` of the turn we sent and the gateway has not started yet.
+    pending_turn: Option<String>,
+    turns_sent: u64,
+    pub entries: Vec<Entry>,
+    pub editor: Editor,
+    pub approval: Option<PendingApproval>,
+    pub show_details: bool,
+    /// Lines scrolled up from the bottom (0: follow new text).
+    pub scroll: usize,
+    page: usize,
+    max_scroll: usize,
+    sessions: Vec<SessionSummary>,
+    history: HistoryCursor,
+    pub last_usage: Option<Usage>,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(user: UserId, session: Option<SessionId>, model: Option<String>) -> Self {
+        Self {
+            user,
+            model,
+            conn: ConnState::Connecting { attempt: 1 },
+            session: None,
+            wanted_session: session,
+            last_seq: 0,
+            turn: TurnState::Idle,
+            active_turn: None,
+            pending_turn: None,
+            turns_sent: 0,
+            entries: vec![Entry::info(
+                "Type a message and press Enter to send (Alt+Enter for a new line). /help lists keys and commands.",
+            )],
+            editor: Editor::default(),
+            approval: None,
+            show_details: false,
+            scroll: 0,
+            page: 10,
+            max_scroll: 0,
+            sessions: Vec::new(),
+            history: HistoryCursor::Start,
+            last_usage: None,
+            quit: false,
+        }
+    }
+
+    /// What a reconnect should ask for.
+    pub fn resume(&self) -> Resume {
+        match &self.session {
+            Some(s) => Resume {
+                session: Some(s.session_id.clone()),
+                last_seq: (self.last_seq > 0).then_some(self.last_seq),
+            },
+            None => Resume {
+                session: self.wanted_session.clone(),
+                last_seq: None,
+            },
+        }
+    }
+
+    /// The last `seq` seen on the current session.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Applies a connection event.
+    pub fn on_conn(&mut self, event: ConnEvent) -> Vec<ClientFrame> {
+        match event {
+            ConnEvent::Connecting { attempt } => {
+                self.conn = ConnState::Connecting { attempt };
+                Vec::new()
+            }
+            ConnEvent::Frame(frame) => self.on_frame(frame),
+            ConnEvent::Offline { reason, retry_in } => {
+                if self.conn == ConnState::Online {
+                    self.push(Entry::error(format!(
+                        "Lost the connection ({reason}); reconnecting. Nothing you saw is lost."
+                    )));
+                }
+                if self.turn == TurnState::Sending {
+                    self.pending_turn = None;
+                    self.turn = TurnState::Idle;
+                    self.push(Entry::error(
+                        "Your last message may not have reached the agent: if no reply comes after reconnecting, send it again (Up recalls it).",
+                    ));
+                }
+                self.conn = ConnState::Offline { reason, retry_in };
+                Vec::new()
+            }
+            ConnEvent::Failed { reason } => {
+                self.push(Entry::error(reason.clone()));
+                self.conn = ConnState::Failed { reason };
+                self.turn = TurnState::Idle;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Tells the model how the transcript was laid out: its height and how far it can scroll.
+    pub fn set_layout(&mut self, page: usize, max_scroll: usize) {
+        self.page = page.max(1);
+        self.max_scroll = max_scroll;
+        self.scroll = self.scroll.min(max_scroll);
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+    }
+
+    fn current_session_id(&self) -> Option<&SessionId> {
+        self.session.as_ref().map(|s| &s.session_id)
+    }
+}

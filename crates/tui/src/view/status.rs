@@ -1,0 +1,81 @@
+//! The status bar: connection, session, model, what the turn is doing.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::model::{App, ConnState, TurnState};
+
+const BAR: Style = Style::new().bg(Color::DarkGray).fg(Color::White);
+
+/// The status bar line.
+pub fn line(app: &App, width: usize) -> Line<'static> {
+    let (dot, conn, conn_style) = match &app.conn {
+        ConnState::Online => ("●", "connected".to_owned(), BAR.fg(Color::LightGreen)),
+        ConnState::Connecting { attempt: 1 } => {
+            ("○", "connecting…".to_owned(), BAR.fg(Color::Yellow))
+        }
+        ConnState::Connecting { attempt } => (
+            "○",
+            format!("connecting… (attempt {attempt})"),
+            BAR.fg(Color::Yellow),
+        ),
+        ConnState::Offline { retry_in, .. } => (
+            "○",
+            format!("offline, retrying in {}s", retry_in.as_secs_f32().ceil()),
+            BAR.fg(Color::Yellow),
+        ),
+        ConnState::Failed { .. } => ("✗", "not connected".to_owned(), BAR.fg(Color::LightRed)),
+    };
+    let mut parts = vec![format!("{dot} {conn}")];
+    parts.push(session_label(app));
+    if let Some(model) = &app.model {
+        parts.push(model.clone());
+    }
+    parts.push(turn_label(app));
+    let left = format!(" {}", parts.join("  │  "));
+    let right = if app.scroll > 0 {
+        "↑ scrolled · PageDown ".to_owned()
+    } else if app.show_details {
+        "details on · Ctrl+T ".to_owned()
+    } else {
+        "/help ".to_owned()
+    };
+    let conn_len = dot.chars().count() + 1 + conn.chars().count() + 1;
+    let used = left.chars().count() + right.chars().count();
+    let gap = width.saturating_sub(used).max(1);
+    let rest: String = left.chars().skip(conn_len).collect();
+    Line::from(vec![
+        Span::styled(left.chars().take(conn_len).collect::<String>(), conn_style),
+        Span::styled(rest, BAR),
+        Span::styled(" ".repeat(gap), BAR),
+        Span::styled(right, BAR.add_modifier(Modifier::DIM)),
+    ])
+}
+
+fn session_label(app: &App) -> String {
+    match &app.session {
+        None => "no session yet".into(),
+        Some(s) => match s.title.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() => crate::model::tool_line::clip(t, 32),
+            _ => format!(
+                "session {}",
+                crate::model::tool_line::clip(s.session_id.as_str(), 12)
+            ),
+        },
+    }
+}
+
+fn turn_label(app: &App) -> String {
+    match &app.turn {
+        TurnState::Idle => match &app.last_usage {
+            Some(u) if u.total() > 0 => format!("ready · {} tokens", u.total()),
+            _ => "ready".into(),
+        },
+        TurnState::Sending => "sending…".into(),
+        TurnState::Thinking => "thinking…".into(),
+        TurnState::Writing => "writing…".into(),
+        TurnState::Tool(name) => format!("running {name}…"),
+        TurnState::Approval => "waiting for your answer".into(),
+        TurnState::Cancelling => "stopping…".into(),
+    }
+}

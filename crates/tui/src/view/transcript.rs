@@ -1,0 +1,180 @@
+//! The transcript as screen lines: user messages, Markdown replies, compact tool lines (with
+//! details when shown), approvals and notices.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::wrap::wrap;
+use crate::markdown::{self, MdLine, Wrap};
+use crate::model::tool_line::{clip, describe, pretty_arguments};
+use crate::model::{App, Entry, Level, ToolState};
+
+const DIM: Style = Style::new().add_modifier(Modifier::DIM);
+const USER: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
+const ERROR: Style = Style::new().fg(Color::Red);
+const OK: Style = Style::new().fg(Color::Green);
+const ASK: Style = Style::new().fg(Color::Yellow);
+
+/// The last lines of the transcript at `width` columns: at least `need` of them when there are
+/// that many, laid out from the newest entry back. `complete` is false when older entries were
+/// left out.
+pub fn tail_lines(app: &App, width: usize, need: usize) -> (Vec<Line<'static>>, bool) {
+    let mut blocks: Vec<Vec<Line<'static>>> = Vec::new();
+    let mut count = 0;
+    for (i, entry) in app.entries.iter().enumerate().rev() {
+        if count >= need {
+            return (blocks.into_iter().rev().flatten().collect(), false);
+        }
+        let mut block = Vec::new();
+        if let Some(prev) = i.checked_sub(1).and_then(|p| app.entries.get(p))
+            && !(is_tool(prev) && is_tool(entry))
+        {
+            block.push(Line::default());
+        }
+        for md in entry_lines(entry, app.show_details) {
+            block.extend(wrap(&md, width));
+        }
+        count += block.len();
+        blocks.push(block);
+    }
+    (blocks.into_iter().rev().flatten().collect(), true)
+}
+
+fn is_tool(entry: &Entry) -> bool {
+    matches!(entry, Entry::Tool { .. } | Entry::Approval { .. })
+}
+
+fn entry_lines(entry: &Entry, details: bool) -> Vec<MdLine> {
+    match entry {
+        Entry::User(text) => text
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| {
+                let mark = if i == 0 { "› " } else { "  " };
+                MdLine::prose(
+                    vec![
+                        Span::styled(mark, USER),
+                        Span::styled(line.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
+                    ],
+                    2,
+                )
+            })
+            .collect(),
+        Entry::Assistant {
+            text, streaming, ..
+        } => {
+            let mut lines = markdown::render(text.trim_end_matches('\n'), Style::new());
+            if *streaming {
+                match lines.last_mut() {
+                    Some(last) => last.line.spans.push(Span::styled("▍", DIM)),
+                    None => lines.push(MdLine::prose(vec![Span::styled("▍", DIM)], 0)),
+                }
+            }
+            lines
+        }
+        Entry::Tool {
+            name,
+            arguments,
+            state,
+            ..
+        } => tool_lines(name, arguments, state, details),
+        Entry::Approval {
+            name,
+            arguments,
+            answer,
+            ..
+        } => {
+            let (mark, style, tail) = match answer {
+                None => ("? ", ASK, "  allow? y / n".to_owned()),
+                Some(true) => ("✓ ", OK, "  allowed".to_owned()),
+                Some(false) => ("✗ ", ERROR, "  denied".to_owned()),
+            };
+            let mut lines = vec![MdLine::prose(
+                vec![
+                    Span::styled(format!("  {mark}"), style),
+                    Span::styled(
+                        format!("{name} wants to run {}", clip(arguments, 60)),
+                        style,
+                    ),
+                    Span::styled(tail, style.add_modifier(Modifier::BOLD)),
+                ],
+                4,
+            )];
+            if details || answer.is_none() {
+                lines.extend(detail_lines(&pretty_arguments(arguments)));
+            }
+            lines
+        }
+        Entry::Notice { level, text } => {
+            let (mark, style) = match level {
+                Level::Info => ("· ", DIM),
+                Level::Error => ("! ", ERROR),
+            };
+            text.split('\n')
+                .enumerate()
+                .map(|(i, line)| {
+                    let mark = if i == 0 { mark } else { "  " };
+                    MdLine {
+                        line: Line::from(vec![
+                            Span::styled(mark, style),
+                            Span::styled(line.to_owned(), style),
+                        ]),
+                        hang: 2,
+                        wrap: Wrap::Words,
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+fn tool_lines(name: &str, arguments: &str, state: &ToolState, details: bool) -> Vec<MdLine> {
+    let (mark, style) = match state {
+        ToolState::Running => ("⋯ ", DIM),
+        ToolState::Finished { ok: true, .. } => ("✓ ", OK),
+        ToolState::Finished { ok: false, .. } => ("✗ ", ERROR),
+    };
+    let text_style = match state {
+        ToolState::Finished { ok: false, .. } => ERROR,
+        _ => DIM,
+    };
+    let mut spans = vec![
+        Span::styled(format!("  {mark}"), style),
+        Span::styled(describe(name, arguments, state), text_style),
+    ];
+    if let ToolState::Finished {
+        duration_ms: Some(ms),
+        ..
+    } = state
+        && details
+    {
+        spans.push(Span::styled(format!("  {ms} ms"), DIM));
+    }
+    let mut lines = vec![MdLine::prose(spans, 4)];
+    if details {
+        lines.push(detail(&format!("{name} arguments:")));
+        lines.extend(detail_lines(&pretty_arguments(arguments)));
+        if let ToolState::Finished { summary, .. } = state {
+            lines.push(detail("result:"));
+            lines.extend(detail_lines(summary));
+        }
+    }
+    lines
+}
+
+fn detail(text: &str) -> MdLine {
+    MdLine::prose(vec![Span::styled(format!("    {text}"), DIM)], 4)
+}
+
+fn detail_lines(text: &str) -> Vec<MdLine> {
+    text.split('\n')
+        .map(|line| MdLine {
+            line: Line::from(vec![
+                Span::styled("    │ ", DIM),
+                Span::styled(line.to_owned(), markdown::CODE),
+            ]),
+            hang: 6,
+            wrap: Wrap::Chars,
+        })
+        .collect()
+}
