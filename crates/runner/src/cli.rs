@@ -2,24 +2,74 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "runner",
     version,
-    about = "Oxydra runner: per-user agents, their memory and tools"
+    about = "Oxydra runner: provisions users' workspaces, starts and supervises their agents, \
+             manages their memory"
 )]
 pub struct Cli {
     /// Log progress (also settable with OXYDRA_LOG=info|debug).
     #[arg(long, short, global = true)]
     pub verbose: bool,
+    /// runner.toml to use (default: ./runner.toml, then ~/.oxydra/runner.toml).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Act on this user only (default: every user in runner.toml).
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+    /// Accept the process tier: agents run as host processes confined only by Landlock.
+    #[arg(long, global = true)]
+    pub insecure: bool,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write runner.toml and agent.toml (from the examples) with one user, and provision them.
+    Init {
+        /// Where users' workspaces go (default ./workspaces, next to runner.toml).
+        #[arg(long = "workspace-root")]
+        workspace_root: Option<PathBuf>,
+    },
+    /// Start the users' agents (foreground; Ctrl-C stops them).
+    Start {
+        /// Run in the background and return once every agent is ready.
+        #[arg(long)]
+        detach: bool,
+        /// Internal: this process is the background supervisor started by --detach.
+        #[arg(long, hide = true)]
+        supervisor: bool,
+    },
+    /// Stop the users' agents (the runner and both guests) and remove their markers.
+    Stop,
+    /// Per user and role: pid, uptime, restarts, endpoint, health.
+    Status {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the users' logs (logs/<role>.log).
+    Logs {
+        /// Only this role's log.
+        #[arg(long, value_enum)]
+        role: Option<LogRole>,
+        /// Keep printing what is appended.
+        #[arg(long, short)]
+        follow: bool,
+        /// Lines from the end of each log to print first.
+        #[arg(long, short = 'n', default_value_t = 100)]
+        lines: usize,
+    },
+    /// Stop, then start (in the background with --detach).
+    Restart {
+        #[arg(long)]
+        detach: bool,
+    },
     /// Read and change a user's memory directly (the same store the memory tools use).
     Memory(MemoryArgs),
     /// List every built-in tool the model can be offered.
@@ -30,15 +80,36 @@ pub enum Command {
     },
 }
 
+/// A log file of a user's workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogRole {
+    /// The background supervisor (`start --detach`).
+    Runner,
+    #[value(name = "oxydra-vm")]
+    OxydraVm,
+    #[value(name = "shell-vm")]
+    ShellVm,
+}
+
+impl LogRole {
+    pub const ALL: [LogRole; 3] = [LogRole::Runner, LogRole::OxydraVm, LogRole::ShellVm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LogRole::Runner => "runner",
+            LogRole::OxydraVm => "oxydra-vm",
+            LogRole::ShellVm => "shell-vm",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
-    /// The workspace root holding one directory per user.
+    /// The workspace root holding one directory per user (default: runner.toml's workspace_root).
     #[arg(long)]
-    pub root: PathBuf,
-    /// The user whose memory to use.
-    #[arg(long)]
-    pub user: String,
-    /// agent.toml to read [memory] and [retrieval] from (defaults apply without it).
+    pub root: Option<PathBuf>,
+    /// agent.toml to read [memory] and [retrieval] from (default: the user's from runner.toml
+    /// when --root is not given; defaults otherwise).
     #[arg(long = "agent-config")]
     pub agent_config: Option<PathBuf>,
     #[command(subcommand)]

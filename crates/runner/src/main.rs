@@ -1,17 +1,72 @@
-//! `runner`: the operator's command. Today it manages a user's memory (`runner memory ...`) and
-//! prints the tool catalogue (`runner tools --json`); provisioning and tiers build on the same CLI.
+//! `runner`: the operator's command. It provisions users' workspaces and starts, supervises and
+//! stops their agents (`init`, `start`, `stop`, `status`, `logs`, `restart`; the process tier),
+//! manages a user's memory (`runner memory ...`) and prints the tool catalogue (`runner tools`).
+//!
+//! Modules: `cli` (clap surface), `init_cmd`, `start_cmd` (foreground and `--detach`),
+//! `supervise` (one user's guests: launch, readiness, restart, stop), `guest` (spawning one guest
+//! and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`, `out`.
 
 mod cli;
+mod guest;
+mod init_cmd;
+mod logs_cmd;
 mod memory_cmd;
+mod out;
+mod start_cmd;
+mod status_cmd;
+mod stop_cmd;
+mod supervise;
 mod tools_cmd;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Result, bail};
 use clap::Parser;
+use runner::{RunnerConfig, Tier};
+
+/// The global options every subcommand sees.
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub config: Option<PathBuf>,
+    pub user: Option<String>,
+    pub insecure: bool,
+    pub verbose: bool,
+}
+
+impl Global {
+    pub fn runner_config(&self) -> Result<RunnerConfig> {
+        let path = RunnerConfig::locate(self.config.as_deref())?;
+        Ok(RunnerConfig::load(&path)?)
+    }
+
+    /// The config, checked to name a tier this build can run with the flags given.
+    pub fn launchable_config(&self) -> Result<RunnerConfig> {
+        let config = self.runner_config()?;
+        match config.tier {
+            Tier::Container => bail!(
+                "the container tier is not available yet in this build; set tier = \"process\" \
+                 in {} and start with --insecure",
+                config.path.display()
+            ),
+            Tier::Process if !self.insecure => bail!(
+                "the process tier runs each agent and its shell as host processes confined only \
+                 by Landlock; pass --insecure to accept that (e.g. `runner --insecure start`)"
+            ),
+            Tier::Process => Ok(config),
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(cli.verbose);
+    let global = Global {
+        config: cli.config.clone(),
+        user: cli.user.clone(),
+        insecure: cli.insecure,
+        verbose: cli.verbose,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -21,7 +76,22 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            cli::Command::Memory(args) => memory_cmd::run(args).await,
+            cli::Command::Init { workspace_root } => init_cmd::run(&global, workspace_root),
+            cli::Command::Start { detach, supervisor } => {
+                start_cmd::run(&global, detach, supervisor).await
+            }
+            cli::Command::Stop => stop_cmd::run(&global).await,
+            cli::Command::Status { json } => status_cmd::run(&global, json),
+            cli::Command::Logs {
+                role,
+                follow,
+                lines,
+            } => logs_cmd::run(&global, role, follow, lines).await,
+            cli::Command::Restart { detach } => {
+                stop_cmd::run(&global).await?;
+                start_cmd::run(&global, detach, false).await
+            }
+            cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
             cli::Command::Tools { json } => tools_cmd::run(json),
         }
     });
@@ -51,5 +121,6 @@ fn init_tracing(verbose: bool) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }

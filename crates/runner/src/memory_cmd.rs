@@ -2,21 +2,35 @@
 //! memory tools use.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, NoteMetadata, OpenOptions, Weights};
-use types::{AgentConfig, NoteId, SessionId, UserId};
+use types::{NoteId, SessionId, UserId};
 
+use crate::Global;
 use crate::cli::{MemoryAction, MemoryArgs};
 
-pub async fn run(args: MemoryArgs) -> Result<()> {
-    let user = UserId::parse(&args.user).context("invalid --user")?;
-    let config = load_agent_config(args.agent_config.as_deref())?;
+pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
+    let Some(name) = global.user.as_deref() else {
+        bail!("which user? pass --user NAME");
+    };
+    let user = UserId::parse(name).context("invalid --user")?;
+    let (root, agent_config) = match args.root {
+        Some(root) => (root, args.agent_config),
+        None => {
+            let config = global.runner_config()?;
+            let entry = config.select(Some(name))?.remove(0);
+            (
+                config.workspace_root,
+                args.agent_config.or(entry.agent_config),
+            )
+        }
+    };
+    let config = runner::load_agent_config(agent_config.as_deref())?;
     if !config.memory.enabled {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }
-    let user_root = args.root.join(user.as_str());
+    let user_root = root.join(user.as_str());
     let options = OpenOptions {
         progress: Some(Box::new(progress("re-embedding"))),
         ..Default::default()
@@ -107,19 +121,6 @@ pub async fn run(args: MemoryArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig> {
-    let config = match path {
-        None => AgentConfig::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))?
-        }
-    };
-    config.validate()?;
-    Ok(config)
 }
 
 fn parse_note_id(raw: &str) -> Result<NoteId> {

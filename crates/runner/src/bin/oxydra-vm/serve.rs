@@ -1,0 +1,162 @@
+//! The async half of `oxydra-vm`: memory, provider, gateway, markers, health, shutdown.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{LegacyDir, MemoryStore, OpenOptions};
+use runner::{GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, VmBootstrap};
+use runtime::ModelLimits;
+use types::{AgentConfig, WorkspacePaths};
+
+/// How often `ipc/health.json` is refreshed.
+const HEALTH_EVERY: Duration = Duration::from_secs(10);
+
+pub async fn run(
+    boot: VmBootstrap,
+    ws: WorkspacePaths,
+    config: AgentConfig,
+    token: GatewayToken,
+    sandbox: &'static str,
+) -> anyhow::Result<()> {
+    // The runner moved any legacy database before launch; this process cannot see its old place.
+    let options = OpenOptions {
+        legacy_dir: LegacyDir::Skip,
+        ..OpenOptions::default()
+    };
+    let store = MemoryStore::open_with(&config.memory, &ws.root, options)
+        .await
+        .context("cannot open the memory store")?;
+    let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
+    let settings = AgentSettings {
+        runtime: config.runtime.clone(),
+        retrieval: config.retrieval.clone(),
+        limits: ModelLimits::from(&config.provider),
+    };
+    let agent = UserAgent::standard(
+        boot.user_id.clone(),
+        token,
+        ws.clone(),
+        store,
+        provider,
+        settings,
+    )?;
+    let mut gateway = Gateway::new(GatewayConfig {
+        port: boot.gateway_port,
+        ..GatewayConfig::default()
+    });
+    gateway.add_user(agent)?;
+    let running = gateway.start().await?;
+
+    let started_at = now();
+    let marker = GatewayMarker {
+        url: running.url(),
+        pid: std::process::id(),
+        started_at,
+    };
+    let probe = HealthProbe {
+        boot: &boot,
+        ws: &ws,
+        config: &config,
+        sandbox,
+    };
+    // Health first, so whoever sees the endpoint also finds the health file.
+    probe.write().await;
+    runner::write_json_atomic(&ws.ipc().join(GATEWAY_MARKER), &marker)?;
+    tracing::info!(url = %marker.url, "oxydra-vm ready");
+
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(HEALTH_EVERY);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            _ = tick.tick() => probe.write().await,
+        }
+    }
+    stop_gateway(running, &ws).await;
+    Ok(())
+}
+
+async fn stop_gateway(running: RunningGateway, ws: &WorkspacePaths) {
+    for file in [GATEWAY_MARKER, HEALTH_FILE] {
+        if let Err(e) = runner::remove_if_exists(&ws.ipc().join(file)) {
+            tracing::warn!(error = %e, "could not remove a marker");
+        }
+    }
+    if tokio::time::timeout(Duration::from_secs(5), running.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the gateway did not stop within 5 s");
+    }
+    tracing::info!("oxydra-vm stopped");
+}
+
+struct HealthProbe<'a> {
+    boot: &'a VmBootstrap,
+    ws: &'a WorkspacePaths,
+    config: &'a AgentConfig,
+    sandbox: &'static str,
+}
+
+impl HealthProbe<'_> {
+    async fn write(&self) {
+        let shell = match tokio::net::UnixStream::connect(self.boot.shell_socket()).await {
+            Ok(_) => "connected",
+            Err(_) => "not running",
+        };
+        let memory = if !self.config.memory.enabled {
+            "disabled"
+        } else if self.config.memory.remote_url.is_some() {
+            "open (remote)"
+        } else {
+            "open"
+        };
+        let p = &self.config.provider;
+        let health = Health {
+            status: if shell == "connected" {
+                "ok"
+            } else {
+                "degraded"
+            }
+            .into(),
+            user_id: self.boot.user_id.to_string(),
+            memory: memory.into(),
+            provider: format!("{}/{}", serde_plain(&p.kind), p.model),
+            shell: shell.into(),
+            sandbox: self.sandbox.into(),
+            updated_at: now(),
+        };
+        if let Err(e) = runner::write_json_atomic(&self.ws.ipc().join(HEALTH_FILE), &health) {
+            tracing::warn!(error = %e, "could not write the health file");
+        }
+    }
+}
+
+fn serde_plain(kind: &types::ProviderKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for signals; stop with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = int.recv() => tracing::info!("SIGINT"),
+    }
+}

@@ -1,0 +1,197 @@
+//! [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start (JSON on stdin or in a file).
+//!
+//! ```json
+//! {"user_id":"alice","workspace_root":"/srv/oxydra","tier":"process","sandbox":"best_effort",
+//!  "agent_config":"/etc/oxydra/agent.toml","gateway_port":0}
+//! ```
+//!
+//! Everything but `user_id` and `workspace_root` has a default. It carries no secret: the gateway
+//! token is read from (or created in) the user's `.oxydra/`, API keys come from the environment.
+
+use std::path::{Path, PathBuf};
+
+use gateway::GatewayToken;
+use serde::{Deserialize, Serialize};
+use types::{UserId, WorkspacePaths, shell_socket_path};
+
+use crate::RunnerError;
+
+/// Where the guests run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Host processes confined with Landlock (`runner --insecure`).
+    #[default]
+    Process,
+    /// Docker containers with role-differentiated mounts (not available yet).
+    Container,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Process => "process",
+            Tier::Container => "container",
+        }
+    }
+}
+
+/// How `oxydra-vm` confines itself before its runtime starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Landlock must be enforced; without kernel support `oxydra-vm` refuses to start.
+    #[default]
+    Required,
+    /// Landlock when the kernel has it; otherwise run unconfined and say so loudly.
+    BestEffort,
+    /// No self-confinement (the container tier confines with mounts instead).
+    Off,
+}
+
+/// The bootstrap of one user's `oxydra-vm`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmBootstrap {
+    /// The only user this process serves; `hello` frames naming anyone else are refused.
+    pub user_id: UserId,
+    /// The directory holding every user's workspace (absolute).
+    pub workspace_root: PathBuf,
+    #[serde(default)]
+    pub tier: Tier,
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+    /// The user's `agent.toml`; defaults apply when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_config: Option<PathBuf>,
+    /// The gateway token file; default `<user>/.oxydra/gateway.token` (created when missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_path: Option<PathBuf>,
+    /// The shell daemon's socket; default `<user>/ipc/shell.sock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_socket: Option<PathBuf>,
+    /// Gateway port on 127.0.0.1; 0 picks a free one.
+    #[serde(default)]
+    pub gateway_port: u16,
+}
+
+impl VmBootstrap {
+    pub fn new(user_id: UserId, workspace_root: impl Into<PathBuf>) -> Self {
+        Self {
+            user_id,
+            workspace_root: workspace_root.into(),
+            tier: Tier::Process,
+            sandbox: SandboxMode::Required,
+            agent_config: None,
+            token_path: None,
+            shell_socket: None,
+            gateway_port: 0,
+        }
+    }
+
+    pub fn workspace(&self) -> WorkspacePaths {
+        WorkspacePaths::for_user(&self.workspace_root, &self.user_id)
+    }
+
+    pub fn token_path(&self) -> PathBuf {
+        self.token_path
+            .clone()
+            .unwrap_or_else(|| self.workspace().internal().join(GatewayToken::FILE_NAME))
+    }
+
+    pub fn shell_socket(&self) -> PathBuf {
+        self.shell_socket
+            .clone()
+            .unwrap_or_else(|| shell_socket_path(&self.workspace()))
+    }
+
+    /// Paths must be absolute; the token must sit in `.oxydra/` (never in a tool-visible
+    /// directory) and the shell socket in `ipc/`.
+    pub fn validate(&self) -> Result<(), RunnerError> {
+        let bad = |m: &str| Err(RunnerError::Bootstrap(m.to_owned()));
+        if !self.workspace_root.is_absolute() {
+            return bad("workspace_root must be an absolute path");
+        }
+        let ws = self.workspace();
+        if !inside(&self.token_path(), &ws.internal()) {
+            return bad("token_path must be a file directly inside the user's .oxydra/ directory");
+        }
+        if !inside(&self.shell_socket(), &ws.ipc()) {
+            return bad("shell_socket must be a file directly inside the user's ipc/ directory");
+        }
+        if self
+            .agent_config
+            .as_deref()
+            .is_some_and(|p| !p.is_absolute())
+        {
+            return bad("agent_config must be an absolute path");
+        }
+        Ok(())
+    }
+
+    pub fn from_json(text: &str) -> Result<Self, RunnerError> {
+        let boot: Self = serde_json::from_str(text)
+            .map_err(|e| RunnerError::Bootstrap(format!("not valid JSON for oxydra-vm: {e}")))?;
+        boot.validate()?;
+        Ok(boot)
+    }
+}
+
+fn inside(file: &Path, dir: &Path) -> bool {
+    let plain = file
+        .file_name()
+        .is_some_and(|n| n != ".." && n != "." && !n.is_empty());
+    plain && file.parent() == Some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(json: &str, expected: Result<(), &str>) {
+        let got = VmBootstrap::from_json(json)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(got, expected.map_err(str::to_owned), "{json}");
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let boot =
+            VmBootstrap::from_json(r#"{"user_id":"alice","workspace_root":"/srv/w"}"#).unwrap();
+        assert_eq!(
+            boot,
+            VmBootstrap::new(UserId::parse("alice").unwrap(), "/srv/w")
+        );
+        assert_eq!(
+            boot.token_path(),
+            PathBuf::from("/srv/w/alice/.oxydra/gateway.token")
+        );
+        assert_eq!(
+            boot.shell_socket(),
+            PathBuf::from("/srv/w/alice/ipc/shell.sock")
+        );
+        check(
+            r#"{"user_id":"alice","workspace_root":"/srv/w","sandbox":"best_effort","gateway_port":8080}"#,
+            Ok(()),
+        );
+        check(
+            r#"{"user_id":"alice","workspace_root":"srv"}"#,
+            Err("invalid bootstrap: workspace_root must be an absolute path"),
+        );
+        check(
+            r#"{"user_id":"alice","workspace_root":"/srv/w","token_path":"/srv/w/alice/shared/t"}"#,
+            Err(
+                "invalid bootstrap: token_path must be a file directly inside the user's .oxydra/ directory",
+            ),
+        );
+        check(
+            r#"{"user_id":"alice","workspace_root":"/srv/w","shell_socket":"/srv/w/bob/ipc/shell.sock"}"#,
+            Err(
+                "invalid bootstrap: shell_socket must be a file directly inside the user's ipc/ directory",
+            ),
+        );
+        assert!(VmBootstrap::from_json(r#"{"user_id":"../x","workspace_root":"/srv"}"#).is_err());
+        assert!(VmBootstrap::from_json(r#"{"user_id":"a","workspace_root":"/s","x":1}"#).is_err());
+    }
+}

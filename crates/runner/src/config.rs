@@ -1,0 +1,390 @@
+//! `runner.toml`: a raw, all-optional file struct (unknown keys rejected), resolved into a
+//! validated [`RunnerConfig`]. Relative paths resolve against the directory of `runner.toml`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use types::{AgentConfig, UserId};
+
+use crate::{RunnerError, Tier};
+
+/// The file name looked for in the current directory, then in `~/.oxydra/`.
+pub const CONFIG_FILE_NAME: &str = "runner.toml";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    workspace_root: Option<PathBuf>,
+    tier: Option<Tier>,
+    agent_config: Option<PathBuf>,
+    supervision: Option<RawSupervision>,
+    #[serde(default)]
+    users: BTreeMap<String, RawUser>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSupervision {
+    ready_timeout_secs: Option<u64>,
+    stop_timeout_secs: Option<u64>,
+    restart: Option<RestartPolicy>,
+    max_restarts: Option<u32>,
+    restart_window_secs: Option<u64>,
+    backoff_initial_ms: Option<u64>,
+    backoff_max_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUser {
+    gateway_port: Option<u16>,
+    agent_config: Option<PathBuf>,
+}
+
+/// What happens when a guest exits on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartPolicy {
+    /// Restart it with backoff (a clean exit too), up to `max_restarts` within the window.
+    Always,
+    /// Restart it with backoff when it crashed (non-zero exit or killed by a signal).
+    #[default]
+    OnFailure,
+    /// Stop the user's other guest and exit.
+    Never,
+}
+
+/// Supervision settings, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Supervision {
+    pub ready_timeout: Duration,
+    pub stop_timeout: Duration,
+    pub restart: RestartPolicy,
+    pub max_restarts: u32,
+    pub restart_window: Duration,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for Supervision {
+    fn default() -> Self {
+        Self {
+            ready_timeout: Duration::from_secs(30),
+            stop_timeout: Duration::from_secs(10),
+            restart: RestartPolicy::OnFailure,
+            max_restarts: 5,
+            restart_window: Duration::from_secs(60),
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Supervision {
+    /// The wait before restart number `n` (1-based): initial × 2^(n−1), at most `backoff_max`.
+    pub fn backoff(&self, n: u32) -> Duration {
+        let factor = 2u32.saturating_pow(n.saturating_sub(1));
+        self.backoff_initial
+            .saturating_mul(factor)
+            .min(self.backoff_max)
+    }
+}
+
+/// One user of `runner.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEntry {
+    pub id: UserId,
+    pub gateway_port: u16,
+    /// The user's `agent.toml` (absolute), if one exists.
+    pub agent_config: Option<PathBuf>,
+}
+
+/// `runner.toml`, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerConfig {
+    /// The file it was read from (absolute).
+    pub path: PathBuf,
+    pub workspace_root: PathBuf,
+    pub tier: Tier,
+    pub supervision: Supervision,
+    pub users: Vec<UserEntry>,
+}
+
+impl RunnerConfig {
+    /// The config file to use: `explicit`, else `./runner.toml`, else `~/.oxydra/runner.toml`.
+    pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, RunnerError> {
+        if let Some(path) = explicit {
+            return Ok(path.to_owned());
+        }
+        let local = PathBuf::from(CONFIG_FILE_NAME);
+        if local.is_file() {
+            return Ok(local);
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            let home = Path::new(&home).join(".oxydra").join(CONFIG_FILE_NAME);
+            if home.is_file() {
+                return Ok(home);
+            }
+        }
+        Err(RunnerError::Config {
+            path: local,
+            problem: "not found here or in ~/.oxydra/; create one with `runner init` or pass \
+                      --config PATH"
+                .into(),
+        })
+    }
+
+    /// Reads and resolves `path`.
+    pub fn load(path: &Path) -> Result<Self, RunnerError> {
+        let text = std::fs::read_to_string(path).map_err(RunnerError::io("read", path))?;
+        let path = std::path::absolute(path).map_err(RunnerError::io("resolve", path))?;
+        Self::parse(&text, &path)
+    }
+
+    /// Resolves the TOML `text` of the file at the absolute `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, RunnerError> {
+        let problem = |problem: String| RunnerError::Config {
+            path: path.to_owned(),
+            problem,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| problem(e.message().to_owned()))?;
+        let base = path.parent().unwrap_or(Path::new("/"));
+        let abs = |p: &Path| {
+            if p.is_absolute() {
+                p.to_owned()
+            } else {
+                base.join(p)
+            }
+        };
+        let workspace_root = abs(raw
+            .workspace_root
+            .as_deref()
+            .unwrap_or(Path::new("workspaces")));
+        let default_agent = raw.agent_config.as_deref().map(abs);
+        if let Some(p) = &default_agent
+            && !p.is_file()
+        {
+            return Err(problem(format!(
+                "agent_config {} does not exist",
+                p.display()
+            )));
+        }
+        // Without a setting, an agent.toml next to runner.toml is used when present.
+        let default_agent = default_agent.or_else(|| {
+            let next = base.join("agent.toml");
+            next.is_file().then_some(next)
+        });
+        let mut users = Vec::new();
+        for (name, user) in raw.users {
+            let id = UserId::parse(&name).map_err(|e| problem(format!("[users.{name}]: {e}")))?;
+            let agent_config = match user.agent_config.as_deref().map(abs) {
+                Some(p) if !p.is_file() => {
+                    return Err(problem(format!(
+                        "[users.{name}] agent_config {} does not exist",
+                        p.display()
+                    )));
+                }
+                Some(p) => Some(p),
+                None => default_agent.clone(),
+            };
+            users.push(UserEntry {
+                id,
+                gateway_port: user.gateway_port.unwrap_or(0),
+                agent_config,
+            });
+        }
+        let s = raw.supervision.unwrap_or_default();
+        let d = Supervision::default();
+        let supervision = Supervision {
+            ready_timeout: s
+                .ready_timeout_secs
+                .map_or(d.ready_timeout, Duration::from_secs),
+            stop_timeout: s
+                .stop_timeout_secs
+                .map_or(d.stop_timeout, Duration::from_secs),
+            restart: s.restart.unwrap_or(d.restart),
+            max_restarts: s.max_restarts.unwrap_or(d.max_restarts),
+            restart_window: s
+                .restart_window_secs
+                .map_or(d.restart_window, Duration::from_secs),
+            backoff_initial: s
+                .backoff_initial_ms
+                .map_or(d.backoff_initial, Duration::from_millis),
+            backoff_max: s
+                .backoff_max_ms
+                .map_or(d.backoff_max, Duration::from_millis),
+        };
+        if supervision.ready_timeout.is_zero() || supervision.stop_timeout.is_zero() {
+            return Err(problem(
+                "supervision.ready_timeout_secs and stop_timeout_secs must be at least 1".into(),
+            ));
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            workspace_root,
+            tier: raw.tier.unwrap_or_default(),
+            supervision,
+            users,
+        })
+    }
+
+    /// The users selected by `--user` (all configured users without it). A user not in the file
+    /// is an error naming the ones that are.
+    pub fn select(&self, user: Option<&str>) -> Result<Vec<UserEntry>, RunnerError> {
+        let Some(name) = user else {
+            if self.users.is_empty() {
+                return Err(RunnerError::Config {
+                    path: self.path.clone(),
+                    problem: "no [users.<id>] entries; add one (e.g. [users.alice])".into(),
+                });
+            }
+            return Ok(self.users.clone());
+        };
+        let id = UserId::parse(name).map_err(|source| RunnerError::User {
+            user: name.to_owned(),
+            source,
+        })?;
+        match self.users.iter().find(|u| u.id == id) {
+            Some(u) => Ok(vec![u.clone()]),
+            None => {
+                let known: Vec<&str> = self.users.iter().map(|u| u.id.as_str()).collect();
+                Err(RunnerError::Config {
+                    path: self.path.clone(),
+                    problem: format!(
+                        "no user `{name}` (configured: {}); add [users.{name}]",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Reads and validates an `agent.toml`; defaults without one.
+pub fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig, RunnerError> {
+    let Some(path) = path else {
+        return Ok(AgentConfig::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(RunnerError::io("read", path))?;
+    let problem = |problem: String| RunnerError::Config {
+        path: path.to_owned(),
+        problem,
+    };
+    let mut raw: toml::Table =
+        toml::from_str(&text).map_err(|e| problem(e.message().to_owned()))?;
+    // `api_key_env = ""` means "no key" (local servers): the field's default names OPENAI_API_KEY,
+    // so leaving the line out cannot say that.
+    let no_key = raw
+        .get_mut("provider")
+        .and_then(toml::Value::as_table_mut)
+        .is_some_and(|p| {
+            let empty = p.get("api_key_env").and_then(toml::Value::as_str) == Some("");
+            if empty {
+                p.remove("api_key_env");
+            }
+            empty
+        });
+    let mut config: AgentConfig = raw
+        .try_into()
+        .map_err(|e: toml::de::Error| problem(e.message().to_owned()))?;
+    if no_key {
+        config.provider.api_key_env = None;
+    }
+    config.validate().map_err(|e| problem(e.to_string()))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<RunnerConfig, String> {
+        RunnerConfig::parse(text, Path::new("/etc/oxydra/runner.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_resolve_against_the_file() {
+        let c = parse("[users.alice]\n[users.bob]\ngateway_port = 9000\n").unwrap();
+        assert_eq!(c.workspace_root, PathBuf::from("/etc/oxydra/workspaces"));
+        assert_eq!(c.tier, Tier::Process);
+        assert_eq!(c.supervision, Supervision::default());
+        let ports: Vec<(&str, u16)> = c
+            .users
+            .iter()
+            .map(|u| (u.id.as_str(), u.gateway_port))
+            .collect();
+        assert_eq!(ports, vec![("alice", 0), ("bob", 9000)]);
+        assert_eq!(c.select(Some("bob")).unwrap()[0].gateway_port, 9000);
+        assert_eq!(c.select(None).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn mistakes_say_what_to_fix() {
+        let check = |text: &str, needle: &str| {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        };
+        check("workspace_rot = \"x\"", "unknown field `workspace_rot`");
+        check("tier = \"vm\"", "unknown variant `vm`");
+        check("[users.\"a/b\"]", "[users.a/b]");
+        check(
+            "[supervision]\nrestart = \"sometimes\"",
+            "unknown variant `sometimes`",
+        );
+        check(
+            "agent_config = \"nope.toml\"",
+            "agent_config /etc/oxydra/nope.toml does not exist",
+        );
+        let c = parse("[users.alice]").unwrap();
+        assert!(
+            c.select(Some("carol"))
+                .unwrap_err()
+                .to_string()
+                .contains("no user `carol` (configured: alice)")
+        );
+    }
+
+    #[test]
+    fn an_empty_api_key_env_means_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.toml");
+        std::fs::write(
+            &path,
+            "[provider]\nbase_url = \"http://127.0.0.1:11434/v1\"\napi_key_env = \"\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            load_agent_config(Some(&path)).unwrap().provider.api_key_env,
+            None
+        );
+        std::fs::write(&path, "[provider]\nmodel = \"x\"\n").unwrap();
+        assert_eq!(
+            load_agent_config(Some(&path))
+                .unwrap()
+                .provider
+                .api_key_env
+                .as_deref(),
+            Some("OPENAI_API_KEY")
+        );
+        std::fs::write(&path, "[provider]\nmodle = \"x\"\n").unwrap();
+        assert!(
+            load_agent_config(Some(&path))
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `modle`")
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let s = Supervision::default();
+        let waits: Vec<u64> = (1..=7).map(|n| s.backoff(n).as_millis() as u64).collect();
+        assert_eq!(waits, vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+    }
+}

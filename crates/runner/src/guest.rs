@@ -1,0 +1,169 @@
+//! One guest process of the process tier: spawn it with its bootstrap on stdin and its output in
+//! `logs/<role>.log`, wait until it is ready, stop it.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use runner::{GATEWAY_MARKER, GatewayMarker, read_json};
+use rustix::process::Signal;
+use sandbox::Role;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+use types::WorkspacePaths;
+
+/// A log past this size is moved to `<role>.log.1` when its guest starts.
+const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+/// Lines of a guest's log quoted when it fails to start.
+const TAIL_LINES: usize = 15;
+
+/// A running guest.
+#[derive(Debug)]
+pub struct Guest {
+    pub role: Role,
+    pub child: Child,
+    pub pid: u32,
+    pub started_at: String,
+    pub log: PathBuf,
+}
+
+/// `logs/<role>.log`.
+pub fn log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+    ws.logs().join(format!("{role}.log"))
+}
+
+/// Opens `path` for appending (rotating it first when large), for a child's stdout and stderr.
+pub fn open_log(path: &Path) -> Result<(std::fs::File, std::fs::File)> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+        let _ = std::fs::rename(path, path.with_extension("log.1"));
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open the log {}", path.display()))?;
+    let second = file
+        .try_clone()
+        .with_context(|| format!("cannot open the log {}", path.display()))?;
+    Ok((file, second))
+}
+
+/// Starts `binary` as `role` in its own process group, in the user's workspace, with `bootstrap`
+/// written to its stdin. The environment is passed through (oxydra-vm needs the provider's key;
+/// shell-vm drops everything but PATH and LANG itself).
+pub async fn spawn(
+    role: Role,
+    binary: &Path,
+    args: &[&str],
+    ws: &WorkspacePaths,
+    bootstrap: &str,
+) -> Result<Guest> {
+    let log = log_path(ws, role.name());
+    let (stdout, stderr) = open_log(&log)?;
+    let mut child = Command::new(binary)
+        .args(args)
+        .current_dir(&ws.root)
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", binary.display()))?;
+    let pid = child.id().unwrap_or_default();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(bootstrap.as_bytes())
+            .await
+            .with_context(|| format!("cannot hand {role} its bootstrap"))?;
+        // Dropping stdin closes it: the guest reads to end of file.
+    }
+    tracing::info!(%role, pid, "started");
+    Ok(Guest {
+        role,
+        child,
+        pid,
+        started_at: crate::out::now(),
+        log,
+    })
+}
+
+impl Guest {
+    /// Waits until the guest serves (shell-vm: its socket accepts; oxydra-vm: `ipc/gateway.json`
+    /// names this process and its port accepts), failing if it exits or `timeout` passes.
+    pub async fn wait_ready(&mut self, ws: &WorkspacePaths, timeout: Duration) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "{} exited before it was ready ({}); last lines of {}:\n{}",
+                    self.role,
+                    describe(status),
+                    self.log.display(),
+                    crate::out::tail(&self.log, TAIL_LINES)
+                );
+            }
+            if let Some(endpoint) = self.probe(ws).await {
+                return Ok(endpoint);
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} was not ready within {} s; last lines of {}:\n{}",
+                    self.role,
+                    timeout.as_secs(),
+                    self.log.display(),
+                    crate::out::tail(&self.log, TAIL_LINES)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn probe(&self, ws: &WorkspacePaths) -> Option<String> {
+        match self.role {
+            Role::ShellVm => {
+                let socket = types::shell_socket_path(&ws.clone());
+                tokio::net::UnixStream::connect(&socket).await.ok()?;
+                Some(socket.display().to_string())
+            }
+            Role::OxydraVm => {
+                let marker: GatewayMarker = read_json(&ws.ipc().join(GATEWAY_MARKER)).ok()??;
+                if marker.pid != self.pid {
+                    return None;
+                }
+                tokio::net::TcpStream::connect(marker.socket_addr()?)
+                    .await
+                    .ok()?;
+                Some(marker.url)
+            }
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; returns how it ended.
+    pub async fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return Some(status);
+        }
+        runner::signal(self.pid, Signal::TERM);
+        match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                tracing::warn!(role = %self.role, "did not stop within {} s; killing it", grace.as_secs());
+                let _ = self.child.start_kill();
+                self.child.wait().await.ok()
+            }
+        }
+    }
+}
+
+/// `exit status 1`, `killed by signal 9`.
+pub fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "ended".to_owned(),
+    }
+}

@@ -1,0 +1,33 @@
+//! The runner's shared pieces: what the `runner` and `oxydra-vm` binaries both need to agree on.
+//!
+//! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
+//! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
+//! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
+//! - `marker` — the files in `ipc/` ([`GatewayMarker`], [`Health`], [`RunnerMarker`])
+//! - `procs` — process liveness and signals by pid
+//! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
+//! - `error` — [`RunnerError`]
+//!
+//! It does not launch or supervise anything (that is the `runner` binary's process tier) and it
+//! does not run an agent (that is the `oxydra-vm` binary).
+
+mod bins;
+mod bootstrap;
+mod config;
+mod error;
+mod marker;
+mod procs;
+mod provision;
+
+pub use bins::{BIN_DIR_ENV, guest_binary};
+pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
+pub use config::{
+    CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
+};
+pub use error::RunnerError;
+pub use marker::{
+    ChildInfo, GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker,
+    read_json, remove_if_exists, write_json_atomic,
+};
+pub use procs::{is_alive, looks_like, signal};
+pub use provision::provision;

@@ -1,0 +1,150 @@
+//! The files a running user leaves in `ipc/` — endpoint, health, supervisor — written atomically.
+//! None holds a secret: `ipc/` is visible to the shell.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::RunnerError;
+
+/// `ipc/gateway.json`, written by `oxydra-vm` once its gateway listens.
+pub const GATEWAY_MARKER: &str = "gateway.json";
+/// `ipc/health.json`, written by `oxydra-vm` at start and refreshed while it runs.
+pub const HEALTH_FILE: &str = "health.json";
+/// `ipc/runner.json`, written by the runner supervising the user.
+pub const RUNNER_MARKER: &str = "runner.json";
+
+/// Where a user's gateway listens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayMarker {
+    /// `ws://127.0.0.1:PORT/`.
+    pub url: String,
+    /// The `oxydra-vm` process.
+    pub pid: u32,
+    /// RFC 3339.
+    pub started_at: String,
+}
+
+impl GatewayMarker {
+    /// `127.0.0.1:PORT` from the url.
+    pub fn socket_addr(&self) -> Option<std::net::SocketAddr> {
+        self.url
+            .strip_prefix("ws://")?
+            .trim_end_matches('/')
+            .parse()
+            .ok()
+    }
+}
+
+/// A short status of `oxydra-vm`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    /// `ok`, or `degraded` when something below is not.
+    pub status: String,
+    pub user_id: String,
+    pub memory: String,
+    pub provider: String,
+    pub shell: String,
+    pub sandbox: String,
+    pub updated_at: String,
+}
+
+impl Health {
+    /// One line for `runner status`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} (memory {}, provider {}, shell {}, sandbox {})",
+            self.status, self.memory, self.provider, self.shell, self.sandbox
+        )
+    }
+}
+
+/// One supervised child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildInfo {
+    pub pid: u32,
+    pub started_at: String,
+    /// Restarts after a crash since the runner started.
+    pub restarts: u32,
+}
+
+/// The runner supervising a user, and its children (so `stop` can reach them even if the runner
+/// itself died).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerMarker {
+    pub pid: u32,
+    pub started_at: String,
+    pub tier: String,
+    /// By role name (`oxydra-vm`, `shell-vm`).
+    pub children: BTreeMap<String, ChildInfo>,
+}
+
+/// Writes `value` as JSON to `path` through a temporary file and a rename (readers never see a
+/// half-written file). Mode 0644.
+pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), RunnerError> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec_pretty(value).map_err(|source| RunnerError::Json {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut file = std::fs::File::create(&tmp).map_err(RunnerError::io("write", &tmp))?;
+    file.write_all(&text)
+        .and_then(|()| file.write_all(b"\n"))
+        .map_err(RunnerError::io("write", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(RunnerError::io("write", path))
+}
+
+/// The JSON in `path`; `Ok(None)` when the file does not exist.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| RunnerError::Json {
+                path: path.to_owned(),
+                source,
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RunnerError::io("read", path)(e)),
+    }
+}
+
+/// Removes `path` if present.
+pub fn remove_if_exists(path: &Path) -> Result<(), RunnerError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(RunnerError::io("remove", path)(e))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_round_trip_and_parse_their_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GATEWAY_MARKER);
+        assert_eq!(read_json::<GatewayMarker>(&path).unwrap(), None);
+        let marker = GatewayMarker {
+            url: "ws://127.0.0.1:4242/".into(),
+            pid: 7,
+            started_at: "2025-01-01T00:00:00Z".into(),
+        };
+        write_json_atomic(&path, &marker).unwrap();
+        assert_eq!(
+            read_json::<GatewayMarker>(&path).unwrap(),
+            Some(marker.clone())
+        );
+        assert_eq!(
+            marker.socket_addr(),
+            Some("127.0.0.1:4242".parse().unwrap())
+        );
+        remove_if_exists(&path).unwrap();
+        remove_if_exists(&path).unwrap();
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,96 @@
+//! `runner stop`: signal each selected user's runner (it stops both guests and removes the
+//! markers), or — when that runner died — stop the guests it left and clean up after it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use runner::{GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerMarker, read_json};
+use rustix::process::Signal;
+use types::WorkspacePaths;
+
+use crate::Global;
+use crate::out::say;
+
+pub async fn run(global: &Global) -> Result<()> {
+    let config = global.runner_config()?;
+    let users = config.select(global.user.as_deref())?;
+    let budget = crate::supervise::stop_budget(&config);
+    for user in users {
+        let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
+        let line = stop_user(&ws, budget).await?;
+        say(format!("{}: {line}", user.id));
+    }
+    Ok(())
+}
+
+async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
+    let ipc = ws.ipc();
+    let marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))
+        .ok()
+        .flatten();
+    // Every process that may serve this user: the runner, its guests, a gateway it lost track of.
+    let mut guests: Vec<(String, u32)> = marker
+        .iter()
+        .flat_map(|m| m.children.iter().map(|(r, c)| (r.clone(), c.pid)))
+        .collect();
+    if let Some(g) = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
+        .ok()
+        .flatten()
+    {
+        guests.push(("oxydra-vm".into(), g.pid));
+    }
+    guests.retain(|(role, pid)| runner::looks_like(*pid, role));
+    let runner_pid = marker
+        .as_ref()
+        .map(|m| m.pid)
+        .filter(|pid| runner::looks_like(*pid, "runner"));
+    let line = match runner_pid {
+        Some(pid) => {
+            runner::signal(pid, Signal::TERM);
+            if wait_gone(&[pid], budget).await {
+                format!("stopped (runner pid {pid})")
+            } else {
+                runner::signal(pid, Signal::KILL);
+                format!(
+                    "runner pid {pid} did not stop within {} s; killed it",
+                    budget.as_secs()
+                )
+            }
+        }
+        None if guests.is_empty() => "not running".to_owned(),
+        None => "its runner was gone; stopped the guests it left".to_owned(),
+    };
+    // Guests still alive (the runner was killed, or died earlier): SIGTERM, then SIGKILL.
+    guests.retain(|(role, pid)| runner::looks_like(*pid, role));
+    for (_, pid) in &guests {
+        runner::signal(*pid, Signal::TERM);
+    }
+    let pids: Vec<u32> = guests.iter().map(|(_, p)| *p).collect();
+    if !wait_gone(&pids, Duration::from_secs(5)).await {
+        for pid in &pids {
+            runner::signal(*pid, Signal::KILL);
+        }
+        wait_gone(&pids, Duration::from_secs(2)).await;
+    }
+    for file in [
+        GATEWAY_MARKER,
+        HEALTH_FILE,
+        types::SHELL_SOCKET_NAME,
+        RUNNER_MARKER,
+    ] {
+        runner::remove_if_exists(&ipc.join(file))?;
+    }
+    Ok(line)
+}
+
+/// Waits until none of `pids` is alive; false on timeout.
+async fn wait_gone(pids: &[u32], timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while pids.iter().any(|p| runner::is_alive(*p)) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}

@@ -1,0 +1,284 @@
+//! One user's process-tier supervisor: provision, claim the workspace, start `shell-vm` then
+//! `oxydra-vm`, restart a crashed guest with backoff (within a bound), and on shutdown stop both
+//! and remove every marker.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use runner::{
+    ChildInfo, GATEWAY_MARKER, HEALTH_FILE, RUNNER_MARKER, RestartPolicy, RunnerConfig,
+    RunnerMarker, SandboxMode, Tier, UserEntry, VmBootstrap,
+};
+use sandbox::Role;
+use types::{CancellationToken, ShellBootstrap, WorkspacePaths};
+
+use crate::guest::{self, Guest};
+use crate::out::say;
+
+/// Everything one user's supervisor needs.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub config: RunnerConfig,
+    pub user: UserEntry,
+    pub ws: WorkspacePaths,
+    pub shell_bin: PathBuf,
+    pub vm_bin: PathBuf,
+    /// Landlock is missing and `--insecure` was given: guests run unconfined, loudly.
+    pub unconfined: bool,
+}
+
+struct Supervisor {
+    plan: Plan,
+    guests: BTreeMap<&'static str, Guest>,
+    restarts: BTreeMap<&'static str, u32>,
+    crashes: BTreeMap<&'static str, VecDeque<Instant>>,
+    started_at: String,
+}
+
+/// Runs the user's guests until `stop` is cancelled or a guest cannot be kept running. The caller
+/// has claimed the workspace (see `start_cmd`); markers are removed on the way out either way.
+pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
+    let mut sup = Supervisor {
+        plan,
+        guests: BTreeMap::new(),
+        restarts: BTreeMap::new(),
+        crashes: BTreeMap::new(),
+        started_at: crate::out::now(),
+    };
+    let result = sup.serve(&stop).await;
+    sup.stop_all().await;
+    result
+}
+
+impl Supervisor {
+    async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
+        self.write_marker()?;
+        let user = self.plan.user.id.clone();
+        let endpoint = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            r = self.start_both() => r.with_context(|| format!("cannot start {user}'s agent"))?,
+        };
+        let token = self
+            .plan
+            .ws
+            .internal()
+            .join(gateway::GatewayToken::FILE_NAME);
+        say(format!(
+            "{user}: ready at {endpoint} (token in {}; logs in {})",
+            token.display(),
+            self.plan.ws.logs().display()
+        ));
+        loop {
+            let (role, status) = self.wait_any(stop).await;
+            let Some(status) = status else {
+                return Ok(());
+            };
+            let what = guest::describe(status);
+            let log = guest::log_path(&self.plan.ws, role.name());
+            let policy = self.plan.config.supervision.restart;
+            if policy == RestartPolicy::Never
+                || (policy == RestartPolicy::OnFailure && status.success())
+            {
+                bail!(
+                    "{user}'s {role} exited ({what}); restart = {policy:?}, so {user} is stopped; see {}",
+                    log.display()
+                );
+            }
+            tracing::warn!(%user, %role, "{role} exited ({what}); restarting");
+            self.restart(role, &what, stop).await?;
+        }
+    }
+
+    /// The first guest to exit and how, or `None` once `stop` is cancelled.
+    async fn wait_any(
+        &mut self,
+        stop: &CancellationToken,
+    ) -> (Role, Option<std::process::ExitStatus>) {
+        let mut iter = self.guests.values_mut();
+        let (Some(a), Some(b)) = (iter.next(), iter.next()) else {
+            stop.cancelled().await;
+            return (Role::OxydraVm, None);
+        };
+        let (ra, rb) = (a.role, b.role);
+        tokio::select! {
+            () = stop.cancelled() => (ra, None),
+            s = a.child.wait() => (ra, Some(s.unwrap_or_else(|_| failed_status()))),
+            s = b.child.wait() => (rb, Some(s.unwrap_or_else(|_| failed_status()))),
+        }
+    }
+
+    async fn start_both(&mut self) -> Result<String> {
+        self.start(Role::ShellVm).await?;
+        self.start(Role::OxydraVm).await
+    }
+
+    /// Starts `role` after removing what a previous instance may have left, and waits for it.
+    async fn start(&mut self, role: Role) -> Result<String> {
+        let ipc = self.plan.ws.ipc();
+        let stale: &[&str] = match role {
+            Role::ShellVm => &[types::SHELL_SOCKET_NAME],
+            Role::OxydraVm => &[GATEWAY_MARKER, HEALTH_FILE],
+        };
+        for file in stale {
+            runner::remove_if_exists(&ipc.join(file))?;
+        }
+        let (binary, args, bootstrap) = self.launch_spec(role)?;
+        let mut guest = guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap).await?;
+        let ready = guest
+            .wait_ready(&self.plan.ws, self.plan.config.supervision.ready_timeout)
+            .await;
+        match ready {
+            Ok(endpoint) => {
+                self.guests.insert(role.name(), guest);
+                self.write_marker()?;
+                Ok(endpoint)
+            }
+            Err(e) => {
+                guest.stop(self.plan.config.supervision.stop_timeout).await;
+                Err(e)
+            }
+        }
+    }
+
+    fn launch_spec(&self, role: Role) -> Result<(PathBuf, Vec<&'static str>, String)> {
+        let p = &self.plan;
+        let mut args = Vec::new();
+        let bootstrap = match role {
+            Role::ShellVm => {
+                if p.unconfined {
+                    args.push("--allow-unconfined");
+                }
+                serde_json::to_string(&ShellBootstrap::new(
+                    p.user.id.clone(),
+                    p.config.workspace_root.clone(),
+                ))?
+            }
+            Role::OxydraVm => {
+                let mut boot = VmBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
+                boot.tier = Tier::Process;
+                // The process tier is --insecure: Landlock whenever the kernel has it; without it
+                // both guests run unconfined and say so in their logs.
+                boot.sandbox = SandboxMode::BestEffort;
+                boot.agent_config = p.user.agent_config.clone();
+                boot.gateway_port = p.user.gateway_port;
+                serde_json::to_string(&boot)?
+            }
+        };
+        let binary = match role {
+            Role::ShellVm => p.shell_bin.clone(),
+            Role::OxydraVm => p.vm_bin.clone(),
+        };
+        Ok((binary, args, bootstrap))
+    }
+
+    /// Restarts `role` with backoff until it is ready again, or gives up when it crashed more than
+    /// `max_restarts` times within the window.
+    async fn restart(&mut self, role: Role, what: &str, stop: &CancellationToken) -> Result<()> {
+        let user = self.plan.user.id.clone();
+        let s = self.plan.config.supervision.clone();
+        self.guests.remove(role.name());
+        let mut last = what.to_owned();
+        loop {
+            let crashes = self.crashes.entry(role.name()).or_default();
+            let now = Instant::now();
+            crashes.push_back(now);
+            while crashes
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > s.restart_window)
+            {
+                crashes.pop_front();
+            }
+            let n = u32::try_from(crashes.len()).unwrap_or(u32::MAX);
+            if n > s.max_restarts {
+                bail!(
+                    "{user}'s {role} failed {n} times within {} s (last: {last}); giving up — \
+                     see {}",
+                    s.restart_window.as_secs(),
+                    guest::log_path(&self.plan.ws, role.name()).display()
+                );
+            }
+            let wait = s.backoff(n);
+            tracing::warn!(%user, %role, attempt = n, "restarting in {} ms", wait.as_millis());
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                () = tokio::time::sleep(wait) => {}
+            }
+            *self.restarts.entry(role.name()).or_default() += 1;
+            match self.start(role).await {
+                Ok(endpoint) => {
+                    say(format!(
+                        "{user}: {role} restarted after it exited ({what}); ready at {endpoint}"
+                    ));
+                    return Ok(());
+                }
+                Err(e) => {
+                    last = format!("{e:#}")
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    tracing::warn!(%user, %role, "restart failed: {last}");
+                }
+            }
+        }
+    }
+
+    fn write_marker(&self) -> Result<()> {
+        let children = self
+            .guests
+            .iter()
+            .map(|(name, g)| {
+                let info = ChildInfo {
+                    pid: g.pid,
+                    started_at: g.started_at.clone(),
+                    restarts: self.restarts.get(name).copied().unwrap_or(0),
+                };
+                ((*name).to_owned(), info)
+            })
+            .collect();
+        let marker = RunnerMarker {
+            pid: std::process::id(),
+            started_at: self.started_at.clone(),
+            tier: Tier::Process.name().to_owned(),
+            children,
+        };
+        Ok(runner::write_json_atomic(
+            &self.plan.ws.ipc().join(RUNNER_MARKER),
+            &marker,
+        )?)
+    }
+
+    /// Stops oxydra-vm, then shell-vm, and removes every marker and the socket.
+    async fn stop_all(&mut self) {
+        let grace = self.plan.config.supervision.stop_timeout;
+        for role in [Role::OxydraVm, Role::ShellVm] {
+            if let Some(mut g) = self.guests.remove(role.name()) {
+                let how = g.stop(grace).await.map(guest::describe);
+                tracing::info!(%role, "stopped ({})", how.unwrap_or_default());
+            }
+        }
+        let ipc = self.plan.ws.ipc();
+        for file in [
+            GATEWAY_MARKER,
+            HEALTH_FILE,
+            types::SHELL_SOCKET_NAME,
+            RUNNER_MARKER,
+        ] {
+            if let Err(e) = runner::remove_if_exists(&ipc.join(file)) {
+                tracing::warn!(error = %e, "could not remove a marker");
+            }
+        }
+    }
+}
+
+fn failed_status() -> std::process::ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    std::process::ExitStatus::from_raw(1 << 8)
+}
+
+/// How long a user's supervisor may take to stop everything.
+pub fn stop_budget(config: &RunnerConfig) -> Duration {
+    config.supervision.stop_timeout * 2 + Duration::from_secs(5)
+}
