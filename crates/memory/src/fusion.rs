@@ -19,11 +19,13 @@ pub struct Weights {
     pub fts: f64,
 }
 
+/// The configuration's defaults (`memory.retrieval` in `agent.toml`): one source of truth.
 impl Default for Weights {
     fn default() -> Self {
+        let config = types::RetrievalConfig::default();
         Self {
-            vector: 0.7,
-            fts: 0.3,
+            vector: config.vector_weight,
+            fts: config.fts_weight,
         }
     }
 }

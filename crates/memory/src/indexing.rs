@@ -28,6 +28,30 @@ pub(crate) async fn prepare(embedder: &dyn Embedder, text: &str) -> Result<Prepa
     })
 }
 
+/// [`prepare`] for many texts, with the chunks of all of them embedded `batch` texts per call
+/// (one model call or request per batch instead of one per text).
+pub(crate) async fn prepare_many(
+    embedder: &dyn Embedder,
+    texts: &[&str],
+    batch: usize,
+) -> Result<Vec<Prepared>, MemoryError> {
+    let chunked: Vec<Vec<String>> = texts.iter().map(|t| chunk_text(t)).collect();
+    let all: Vec<String> = chunked.iter().flatten().cloned().collect();
+    let mut vectors = Vec::with_capacity(all.len());
+    for group in all.chunks(batch.max(1)) {
+        vectors.extend(embed_checked(embedder, group).await?);
+    }
+    let mut vectors = vectors.into_iter();
+    Ok(chunked
+        .into_iter()
+        .map(|chunks| Prepared {
+            vectors: vectors.by_ref().take(chunks.len()).collect(),
+            chunks,
+            model_id: embedder.model_id().to_owned(),
+        })
+        .collect())
+}
+
 /// Embeds `texts` and checks that the embedder kept its promises (count, size, unit length).
 pub(crate) async fn embed_checked(
     embedder: &dyn Embedder,
@@ -212,5 +236,28 @@ mod tests {
         assert_eq!(blob_to_vector(&vector_to_blob(&v)), Some(v));
         assert_eq!(vector_to_blob(&[1.0]), [0, 0, 128, 63]);
         assert_eq!(blob_to_vector(&[1, 2, 3]), None);
+    }
+
+    #[tokio::test]
+    async fn prepare_many_equals_prepare_one_by_one() {
+        let embedder = crate::embedding::HashEmbedder::new(32);
+        let long = "word ".repeat(800);
+        let texts = ["short note", long.as_str(), "another note", ""];
+        for batch in [1, 2, 64] {
+            let many = prepare_many(&embedder, &texts, batch).await.unwrap();
+            assert_eq!(many.len(), texts.len());
+            for (text, got) in texts.iter().zip(&many) {
+                let one = prepare(&embedder, text).await.unwrap();
+                assert_eq!((&got.chunks, &got.vectors), (&one.chunks, &one.vectors));
+            }
+        }
+        assert!(
+            many_chunks(&embedder, long.as_str()).await > 1,
+            "the long text is split"
+        );
+    }
+
+    async fn many_chunks(embedder: &dyn Embedder, text: &str) -> usize {
+        prepare(embedder, text).await.unwrap().chunks.len()
     }
 }

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use types::{Message, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::indexing::{
+    ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare, prepare_many,
+};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -235,19 +237,29 @@ impl MemoryStore {
         let batch_size = self.inner.batch_size;
         let mut pending = notes.into_iter().peekable();
         while pending.peek().is_some() {
-            let mut batch = Vec::new();
-            for note in pending.by_ref().take(batch_size) {
-                let content = validate(&note.content)?.to_owned();
-                let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
-                batch.push(NoteWrite {
+            let notes: Vec<ExportedNote> = pending.by_ref().take(batch_size).collect();
+            let contents: Vec<&str> = notes
+                .iter()
+                .map(|n| validate(&n.content))
+                .collect::<Result<_, _>>()?;
+            // One embedding call for the whole batch (the builtin model and remote endpoints
+            // are far cheaper per text in batches).
+            let prepared =
+                prepare_many(self.inner.embedder.as_ref(), &contents, batch_size).await?;
+            let contents: Vec<String> = contents.into_iter().map(str::to_owned).collect();
+            let batch: Vec<NoteWrite> = notes
+                .into_iter()
+                .zip(contents)
+                .zip(prepared)
+                .map(|((note, content), prepared)| NoteWrite {
                     note_id: note.note_id,
                     content,
                     metadata: note.metadata,
                     created_at: to_text(note.created_at),
                     updated_at: to_text(note.updated_at),
                     prepared,
-                });
-            }
+                })
+                .collect();
             let (user, index) = (user.clone(), self.inner.index.clone());
             added += self
                 .write(move |conn| async move {
