@@ -11,6 +11,9 @@ use types::{
 use super::transcript::from_history;
 use super::{App, ConnState, Entry, HistoryCursor, PendingApproval, ToolState, TurnState};
 
+/// The first notice of a new conversation.
+pub(super) const WELCOME: &str = "Type a message and press Enter to send (Alt+Enter for a new line). /help lists keys and commands.";
+
 /// Messages fetched per history page.
 pub(super) const HISTORY_PAGE: u32 = 50;
 
@@ -180,14 +183,20 @@ impl App {
             self.session = Some(session);
             return Vec::new();
         }
-        if let Some(wanted) = self.wanted_session.take()
-            && wanted != session.session_id
+        let wanted = self.wanted_session.take();
+        let fresh = session.messages == 0;
+        let load = self.attach(session);
+        if let Some(wanted) = wanted
+            && Some(&wanted) != self.current_session_id()
         {
             self.push(Entry::error(format!(
                 "Session {wanted} was not found, so a new one was started."
             )));
         }
-        self.attach(session)
+        if fresh {
+            self.push(Entry::info(WELCOME));
+        }
+        load
     }
 
     /// Makes `session` the current one with an empty transcript; asks for its stored messages.
@@ -343,12 +352,19 @@ impl App {
         }
     }
 
+    /// Appends to the turn's streaming text; notices that came in between (a reconnect) do not
+    /// split it.
     fn append_text(&mut self, turn_id: TurnId, text: &str) {
+        let last = self
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| !matches!(e, Entry::Notice { .. }));
         if let Some(Entry::Assistant {
             turn: Some(t),
             text: shown,
             streaming: true,
-        }) = self.entries.last_mut()
+        }) = last
             && *t == turn_id
         {
             shown.push_str(text);

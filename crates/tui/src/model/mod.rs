@@ -137,9 +137,7 @@ impl App {
             active_turn: None,
             pending_turn: None,
             turns_sent: 0,
-            entries: vec![Entry::info(
-                "Type a message and press Enter to send (Alt+Enter for a new line). /help lists keys and commands.",
-            )],
+            entries: vec![Entry::info(frames::WELCOME)],
             editor: Editor::default(),
             approval: None,
             show_details: false,

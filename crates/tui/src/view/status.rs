@@ -40,12 +40,21 @@ pub fn line(app: &App, width: usize) -> Line<'static> {
     } else {
         "/help ".to_owned()
     };
-    let conn_len = dot.chars().count() + 1 + conn.chars().count() + 1;
-    let used = left.chars().count() + right.chars().count();
-    let gap = width.saturating_sub(used).max(1);
-    let rest: String = left.chars().skip(conn_len).collect();
+    // The hint on the right goes first when space is short; then the left side is cut.
+    let right = if left.chars().count() + right.chars().count() < width {
+        right
+    } else {
+        String::new()
+    };
+    let left: String = left.chars().take(width).collect();
+    let conn_len = (dot.chars().count() + 2 + conn.chars().count()).min(left.chars().count());
+    let gap = width.saturating_sub(left.chars().count() + right.chars().count());
+    let (head, rest): (String, String) = (
+        left.chars().take(conn_len).collect(),
+        left.chars().skip(conn_len).collect(),
+    );
     Line::from(vec![
-        Span::styled(left.chars().take(conn_len).collect::<String>(), conn_style),
+        Span::styled(head, conn_style),
         Span::styled(rest, BAR),
         Span::styled(" ".repeat(gap), BAR),
         Span::styled(right, BAR.add_modifier(Modifier::DIM)),

@@ -1,0 +1,279 @@
+//! Snapshot tests of whole screens, drawn with ratatui's `TestBackend`.
+//!
+//! Each screen is compared with `tests/snapshots/<name>.txt` (the text of every cell, one line
+//! per row, trailing spaces kept visible by a `|` at the end). Run with `UPDATE_SNAPSHOTS=1` to
+//! rewrite them after an intended change, and review the diff.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tui::{App, ConnEvent};
+use types::{ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
+
+fn screen(app: &mut App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let mut drawn = None;
+    terminal.draw(|f| drawn = Some(tui::draw(f, app))).unwrap();
+    let drawn = drawn.unwrap();
+    app.set_layout(drawn.page, drawn.max_scroll);
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str("|\n");
+    }
+    out
+}
+
+fn check(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with UPDATE_SNAPSHOTS=1", path.display()));
+    assert!(
+        expected == actual,
+        "screen {name} differs from {}\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+fn sid() -> SessionId {
+    SessionId::parse("s-0b1c2d3e").unwrap()
+}
+
+fn tid() -> TurnId {
+    TurnId::parse("t-7f3a").unwrap()
+}
+
+fn online(title: Option<&str>) -> App {
+    let mut app = App::new(
+        UserId::parse("alice").unwrap(),
+        None,
+        Some("gpt-4o-mini".into()),
+    );
+    app.on_conn(ConnEvent::Frame(ServerFrame::HelloOk {
+        user_id: UserId::parse("alice").unwrap(),
+        session: SessionSummary {
+            session_id: sid(),
+            title: title.map(str::to_owned),
+            created_at: "2025-01-01T09:00:00.000Z".into(),
+            last_active_at: "2025-01-01T09:05:00.000Z".into(),
+            messages: 0,
+            active_turn: None,
+            last_seq: 0,
+        },
+        protocol_version: 1,
+    }));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+    app.on_key(KeyEvent::new(code, modifiers));
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c), KeyModifiers::NONE);
+    }
+}
+
+/// A turn: the user's message, a memory search, a save, and a Markdown reply in pieces.
+fn conversation(app: &mut App, finish: bool) {
+    type_text(app, "What do you know about my Lisbon trip?");
+    key(app, KeyCode::Enter, KeyModifiers::NONE);
+    let s = sid;
+    let t = tid;
+    let mut frames = vec![
+        ServerFrame::TurnStarted {
+            seq: 1,
+            session_id: s(),
+            turn_id: t(),
+            client_turn_id: "c-1".into(),
+        },
+        ServerFrame::ToolStarted {
+            seq: 2,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            arguments: r#"{"query":"Lisbon trip"}"#.into(),
+        },
+        ServerFrame::ToolFinished {
+            seq: 3,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            ok: true,
+            summary: r#"[{"note_id":"note-1","text":"loves the trams"},{"note_id":"note-2","text":"May"}]"#.into(),
+            duration_ms: 4,
+        },
+        ServerFrame::ToolStarted {
+            seq: 4,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_2".into(),
+            name: "memory_save".into(),
+            arguments: r#"{"content":"Asked about the Lisbon trip"}"#.into(),
+        },
+        ServerFrame::ToolFinished {
+            seq: 5,
+            session_id: s(),
+            turn_id: t(),
+            call_id: "call_2".into(),
+            name: "memory_save".into(),
+            ok: true,
+            summary: r#"{"message":"Saved. Use this note_id with memory_update or memory_delete to change or remove it.","note_id":"note-9a8b7c6d-…"#.into(),
+            duration_ms: 7,
+        },
+    ];
+    let reply = [
+        "## Your Lisbon trip\n\nYou told me you **love** the ",
+        "*trams*. Notes:\n\n- going in May\n- staying near ",
+        "`Alfama`\n\n```sh\nopen https://carris.pt\n```\nEnjoy!",
+    ];
+    for (i, text) in reply.iter().enumerate() {
+        frames.push(ServerFrame::AssistantDelta {
+            seq: 6 + i as u64,
+            session_id: s(),
+            turn_id: t(),
+            text: (*text).into(),
+        });
+    }
+    if finish {
+        frames.push(ServerFrame::TurnCompleted {
+            seq: 9,
+            session_id: s(),
+            turn_id: t(),
+            message: reply.concat(),
+            usage: Usage {
+                prompt_tokens: 812,
+                completion_tokens: 23,
+            },
+        });
+    }
+    for frame in frames {
+        app.on_frame(frame);
+    }
+}
+
+#[test]
+fn streaming_reply_with_tools_and_markdown() {
+    let mut app = online(Some("Trip planning"));
+    conversation(&mut app, false);
+    check("streaming", &screen(&mut app, 80, 26));
+}
+
+#[test]
+fn finished_turn_with_a_draft_in_the_input() {
+    let mut app = online(Some("Trip planning"));
+    conversation(&mut app, true);
+    type_text(&mut app, "And the hotel?");
+    key(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+    type_text(&mut app, "Which street was it?");
+    check("finished", &screen(&mut app, 80, 26));
+}
+
+#[test]
+fn tool_details_toggle() {
+    let mut app = online(None);
+    conversation(&mut app, true);
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    check("details", &screen(&mut app, 80, 40));
+}
+
+#[test]
+fn narrow_terminal_wraps_everything() {
+    let mut app = online(Some("Trip planning"));
+    conversation(&mut app, true);
+    check("narrow", &screen(&mut app, 36, 20));
+    // And back to wide: the same model draws at any size.
+    let wide = screen(&mut app, 80, 26);
+    assert!(wide.contains("Your Lisbon trip"));
+}
+
+#[test]
+fn approval_prompt() {
+    let mut app = online(None);
+    app.on_frame(ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: sid(),
+        turn_id: tid(),
+        client_turn_id: "other".into(),
+    });
+    app.on_frame(ServerFrame::ApprovalRequested {
+        seq: 2,
+        session_id: sid(),
+        turn_id: tid(),
+        call_id: "call_2".into(),
+        name: "shell_exec".into(),
+        arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
+    });
+    check("approval", &screen(&mut app, 80, 14));
+}
+
+#[test]
+fn offline_with_an_error() {
+    let mut app = online(None);
+    app.on_frame(ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: sid(),
+        turn_id: tid(),
+        client_turn_id: "c-9".into(),
+    });
+    app.on_frame(ServerFrame::TurnFailed {
+        seq: 2,
+        session_id: sid(),
+        turn_id: tid(),
+        reason: "the model call failed: check the provider settings".into(),
+    });
+    app.on_conn(ConnEvent::Offline {
+        reason: "the gateway closed the connection".into(),
+        retry_in: Duration::from_secs(2),
+    });
+    check("offline", &screen(&mut app, 80, 12));
+}
+
+#[test]
+fn help() {
+    let mut app = online(None);
+    type_text(&mut app, "/help");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    check("help", &screen(&mut app, 100, 30));
+}
+
+#[test]
+fn scrolling_back() {
+    let mut app = online(None);
+    conversation(&mut app, true);
+    screen(&mut app, 80, 12);
+    key(&mut app, KeyCode::PageUp, KeyModifiers::NONE);
+    check("scrolled", &screen(&mut app, 80, 12));
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    let mut app = online(None);
+    conversation(&mut app, false);
+    type_text(&mut app, "some draft text that is long");
+    for (w, h) in [(1, 1), (2, 3), (5, 2), (10, 4), (0, 0), (3, 40)] {
+        screen(&mut app, w, h);
+    }
+}
