@@ -1,0 +1,61 @@
+//! A real gateway for the client's tests: real libSQL files, the scripted model, a token file.
+
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test fixtures fail loudly; each test binary uses a subset"
+)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{HashEmbedder, MemoryStore};
+use provider::ProviderOptions;
+use runtime::ModelLimits;
+use test_support::ScriptedLlm;
+use types::{RetrievalConfig, RuntimeConfig, UserId, WorkspacePaths};
+
+/// A running gateway serving `user` under `root`, and the path of that user's token file.
+pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGateway, PathBuf) {
+    let ws = WorkspacePaths::new(root.join(user));
+    for dir in types::WorkspaceDir::ALL {
+        std::fs::create_dir_all(ws.dir(dir)).unwrap();
+    }
+    let token = GatewayToken::load_or_create(&ws.internal()).unwrap();
+    let store = MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
+        .await
+        .unwrap();
+    let provider = provider::from_config_with(
+        &llm.openai_config(),
+        ProviderOptions {
+            retry_base_delay: Duration::from_millis(5),
+            retry_max_delay: Duration::from_millis(20),
+            ..ProviderOptions::default()
+        },
+    )
+    .unwrap();
+    let settings = AgentSettings {
+        runtime: RuntimeConfig::default(),
+        retrieval: RetrievalConfig::default(),
+        limits: ModelLimits {
+            context_window: 128_000,
+            max_output_tokens: 1024,
+        },
+    };
+    let agent = UserAgent::standard(
+        UserId::parse(user).unwrap(),
+        token,
+        ws.clone(),
+        store,
+        provider,
+        settings,
+    )
+    .unwrap();
+    let mut gw = Gateway::new(GatewayConfig::default());
+    gw.add_user(agent).unwrap();
+    let running = gw.start().await.unwrap();
+    (running, ws.internal().join("gateway.token"))
+}
