@@ -98,7 +98,7 @@ impl Guest {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 bail!(
-                    "{} exited before it was ready ({}); last lines of {}:\n{}",
+                    "{} exited before it was ready ({})\nlast lines of {}:\n{}",
                     self.role,
                     describe(status),
                     self.log.display(),
@@ -110,7 +110,7 @@ impl Guest {
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "{} was not ready within {} s; last lines of {}:\n{}",
+                    "{} was not ready within {} s\nlast lines of {}:\n{}",
                     self.role,
                     timeout.as_secs(),
                     self.log.display(),

@@ -116,6 +116,20 @@ async fn two_users_chat_save_notes_stay_sandboxed_survive_a_crash_and_stop_clean
     runner::signal(before.pid, rustix::process::Signal::KILL);
     let after = setup.wait_gateway("alice", Some(before.pid)).await;
     assert_ne!(after.pid, before.pid);
+    // The runner records the new guest once it has seen it ready.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        let m: Option<RunnerMarker> =
+            runner::read_json(&alice_ws.ipc().join(RUNNER_MARKER)).unwrap_or(None);
+        if m.is_some_and(|m| m.children["oxydra-vm"].pid == after.pid) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "runner.json not updated"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let status = setup.runner_ok(&["status", "--user", "alice"]).await;
     assert!(status.contains("restarts 1"), "{status}");
     assert!(status.contains(&after.url), "{status}");

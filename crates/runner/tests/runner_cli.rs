@@ -1,0 +1,212 @@
+//! The runner's lifecycle commands as real processes: init, tier checks, a foreground runner
+//! stopped by a signal, the restart bound, and configuration mistakes reported before launch.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{Setup, StopOnDrop, respond, skip_without_landlock};
+use runner::{RUNNER_MARKER, RunnerMarker};
+use rustix::process::Signal;
+
+#[tokio::test]
+async fn init_writes_both_files_once_and_provisions_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("conf/runner.toml");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("--config")
+            .arg(&config)
+            .args(["--user", "carol", "init"])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loaded = runner::RunnerConfig::load(&config).unwrap();
+    let users: Vec<&str> = loaded.users.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(users, vec!["carol"]);
+    assert_eq!(loaded.workspace_root, dir.path().join("conf/workspaces"));
+    assert_eq!(
+        loaded.users[0].agent_config,
+        Some(dir.path().join("conf/agent.toml"))
+    );
+    runner::load_agent_config(loaded.users[0].agent_config.as_deref()).unwrap();
+    assert!(dir.path().join("conf/workspaces/carol/.oxydra").is_dir());
+    let again = run();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+#[tokio::test]
+async fn mistakes_are_reported_before_anything_starts() {
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let check = |out: std::process::Output, needle: &str| {
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success() && err.contains(needle),
+            "{needle}: {err}"
+        );
+    };
+    check(
+        setup
+            .runner(&["--insecure", "--user", "zed", "start"])
+            .await,
+        "no user `zed` (configured: alice)",
+    );
+    let text = std::fs::read_to_string(&setup.config).unwrap();
+    std::fs::write(&setup.config, format!("tier = \"container\"\n{text}")).unwrap();
+    check(
+        setup.runner(&["--insecure", "start"]).await,
+        "the container tier is not available yet",
+    );
+    std::fs::write(&setup.config, &text).unwrap();
+    let agent = setup.dir.path().join("agent.toml");
+    let agent_text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        agent_text.replace(
+            "api_key_env = \"\"",
+            "api_key_env = \"OXYDRA_TEST_UNSET_KEY\"",
+        ),
+    )
+    .unwrap();
+    check(
+        setup.runner(&["--insecure", "start"]).await,
+        "provider.api_key_env names OXYDRA_TEST_UNSET_KEY, which is not set",
+    );
+    std::fs::write(&agent, "[provider]\nmodle = \"x\"\n").unwrap();
+    check(
+        setup.runner(&["--insecure", "start"]).await,
+        "unknown field `modle`",
+    );
+    assert!(!setup.ws("alice").ipc().join(RUNNER_MARKER).exists());
+}
+
+/// A foreground `runner --insecure start` and its stdout, line by line.
+struct Foreground {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Foreground {
+    async fn next_line(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("a line in time")
+            .unwrap()
+            .expect("stdout open")
+    }
+}
+
+/// Starts a foreground `runner --insecure start` and waits until it says alice is ready.
+async fn foreground(setup: &Setup) -> Foreground {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("--config")
+        .arg(&setup.config)
+        .args(["--insecure", "start"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut fg = Foreground {
+        child,
+        lines: tokio::io::BufReader::new(stdout).lines(),
+    };
+    let ready = fg.next_line().await;
+    assert!(
+        ready.starts_with("alice: ready at ws://127.0.0.1:"),
+        "{ready}"
+    );
+    fg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_and_sigterm_stop_a_foreground_runner_and_its_guests() {
+    if skip_without_landlock("foreground runner") {
+        return;
+    }
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    let ipc = setup.ws("alice").ipc();
+    for sig in [Signal::INT, Signal::TERM] {
+        let mut fg = foreground(&setup).await;
+        let marker: RunnerMarker = runner::read_json(&ipc.join(RUNNER_MARKER))
+            .unwrap()
+            .unwrap();
+        runner::signal(fg.child.id().unwrap(), sig);
+        assert_eq!(fg.next_line().await, "stopped");
+        let status = tokio::time::timeout(Duration::from_secs(20), fg.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "{sig:?}: {status:?}");
+        for c in marker.children.values() {
+            assert!(!runner::is_alive(c.pid), "{sig:?}: guest {} alive", c.pid);
+        }
+        assert_eq!(
+            std::fs::read_dir(&ipc).unwrap().count(),
+            0,
+            "{sig:?}: ipc/ not empty"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_that_keeps_crashing_is_given_up_with_the_reason() {
+    if skip_without_landlock("restart bound") {
+        return;
+    }
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    let text = std::fs::read_to_string(&setup.config).unwrap();
+    std::fs::write(
+        &setup.config,
+        text.replace("[supervision]\n", "[supervision]\nmax_restarts = 1\n"),
+    )
+    .unwrap();
+    let mut fg = foreground(&setup).await;
+    let first = setup.gateway("alice").unwrap();
+    runner::signal(first.pid, Signal::KILL);
+    let restarted = fg.next_line().await;
+    assert!(
+        restarted.starts_with("alice: oxydra-vm restarted after it exited (killed by signal 9)"),
+        "{restarted}"
+    );
+    let second = setup.gateway("alice").unwrap();
+    runner::signal(second.pid, Signal::KILL);
+    let out = tokio::time::timeout(Duration::from_secs(20), fg.child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "alice's oxydra-vm failed 2 times within 60 s (last: killed by signal 9); giving up"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(setup.ws("alice").ipc()).unwrap().count(),
+        0
+    );
+}
