@@ -117,6 +117,11 @@ impl App {
                     self.append_text(turn_id, &message);
                 }
                 self.end_turn(Some(usage));
+                // A session gets its title with its first message: learn it quietly.
+                if self.session.as_ref().is_some_and(|s| s.title.is_none()) && !self.title_refresh {
+                    self.title_refresh = true;
+                    return vec![ClientFrame::ListSessions];
+                }
             }
             ServerFrame::TurnCancelled { usage, .. } => {
                 self.end_turn(Some(usage));
@@ -163,7 +168,6 @@ impl App {
     }
 
     fn hello_ok(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
-        let was_offline = matches!(self.conn, ConnState::Offline { .. });
         self.conn = ConnState::Online;
         if self.current_session_id() == Some(&session.session_id) {
             if session.last_seq < self.last_seq {
@@ -177,7 +181,7 @@ impl App {
                 } else {
                     self.push(Entry::info("Reconnected (the agent restarted)."));
                 }
-            } else if was_offline {
+            } else {
                 self.push(Entry::info("Reconnected."));
             }
             self.session = Some(session);
@@ -208,6 +212,7 @@ impl App {
         self.pending_turn = None;
         self.approval = None;
         self.scroll = 0;
+        self.title_asked = false;
         let load = session.messages > 0;
         let id = session.session_id.clone();
         self.session = Some(session);
@@ -278,6 +283,14 @@ impl App {
     }
 
     fn list(&mut self, sessions: Vec<SessionSummary>) {
+        if std::mem::take(&mut self.title_refresh) {
+            if let Some(current) = self.session.as_mut()
+                && let Some(listed) = sessions.iter().find(|s| s.session_id == current.session_id)
+            {
+                current.title.clone_from(&listed.title);
+            }
+            return;
+        }
         if sessions.is_empty() {
             self.push(Entry::info("No stored sessions yet."));
             return;

@@ -119,6 +119,10 @@ pub struct App {
     page: usize,
     max_scroll: usize,
     sessions: Vec<SessionSummary>,
+    /// A quiet `list_sessions` is on its way to learn the current session's new title.
+    title_refresh: bool,
+    /// The title was asked for once in this session already.
+    title_asked: bool,
     history: HistoryCursor,
     pub last_usage: Option<Usage>,
     pub quit: bool,
@@ -145,6 +149,8 @@ impl App {
             page: 10,
             max_scroll: 0,
             sessions: Vec::new(),
+            title_refresh: false,
+            title_asked: false,
             history: HistoryCursor::Start,
             last_usage: None,
             quit: false,
