@@ -213,9 +213,19 @@ fn result_text(outcome: &ToolOutcome) -> (bool, String) {
     }
 }
 
-/// The first line of a result, at most about 120 characters.
+/// A short summary of a result: "N results" for a JSON array (search results), otherwise the first
+/// line, at most about 120 characters.
 fn summary_line(text: &str) -> String {
     let first = text.lines().next().unwrap_or("").trim();
+    if first.starts_with('[')
+        && let Ok(serde_json::Value::Array(items)) = serde_json::from_str(first)
+    {
+        return match items.len() {
+            0 => "no results".to_owned(),
+            1 => "1 result".to_owned(),
+            n => format!("{n} results"),
+        };
+    }
     let mut end = first.len().min(120);
     while !first.is_char_boundary(end) {
         end -= 1;
@@ -224,5 +234,25 @@ fn summary_line(text: &str) -> String {
         format!("{}…", &first[..end])
     } else {
         first.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_line;
+
+    #[test]
+    fn summaries() {
+        let check = |text: &str, expected: &str| assert_eq!(summary_line(text), expected, "{text}");
+        check("[]", "no results");
+        check(r#"[{"note_id":"note-1","text":"a"}]"#, "1 result");
+        check(r#"[{"text":"a"},{"text":"b"},{"text":"c"}]"#, "3 results");
+        check(
+            "[1, 2]\nnote: the conversation part was skipped",
+            "2 results",
+        );
+        check("[not json", "[not json");
+        check("exit code 0\nhello", "exit code 0");
+        check(&"x".repeat(200), &format!("{}…", "x".repeat(120)));
     }
 }

@@ -131,8 +131,15 @@ fn short_note(id: &str) -> String {
 
 /// How many results a search summary holds: known when the summary is a whole JSON array.
 fn result_count(summary: &str) -> Option<usize> {
-    if summary.trim() == "[]" {
+    let summary = summary.trim();
+    if summary == "[]" || summary == "no results" {
         return Some(0);
+    }
+    if let Some(n) = summary
+        .strip_suffix(" results")
+        .or_else(|| summary.strip_suffix(" result"))
+    {
+        return n.parse().ok();
     }
     match serde_json::from_str::<serde_json::Value>(summary) {
         Ok(serde_json::Value::Array(items)) => Some(items.len()),
@@ -214,6 +221,19 @@ mod tests {
             ),
             "searched memory for \"x\": found notes",
         );
+        // The runtime's summary of a search result.
+        for (summary, expected) in [
+            ("4 results", "searched memory for \"x\": 4 results"),
+            ("1 result", "searched memory for \"x\": 1 result"),
+            ("no results", "searched memory for \"x\": nothing found"),
+        ] {
+            check(
+                "memory_search",
+                r#"{"query":"x"}"#,
+                done(true, summary),
+                expected,
+            );
+        }
         check(
             "shell_exec",
             r#"{"command":"ls -la"}"#,
