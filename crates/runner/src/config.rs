@@ -276,26 +276,9 @@ pub fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig, RunnerError
         path: path.to_owned(),
         problem,
     };
-    let mut raw: toml::Table =
-        toml::from_str(&text).map_err(|e| problem(e.message().to_owned()))?;
-    // `api_key_env = ""` means "no key" (local servers): the field's default names OPENAI_API_KEY,
-    // so leaving the line out cannot say that.
-    let no_key = raw
-        .get_mut("provider")
-        .and_then(toml::Value::as_table_mut)
-        .is_some_and(|p| {
-            let empty = p.get("api_key_env").and_then(toml::Value::as_str) == Some("");
-            if empty {
-                p.remove("api_key_env");
-            }
-            empty
-        });
-    let mut config: AgentConfig = raw
-        .try_into()
-        .map_err(|e: toml::de::Error| problem(e.message().to_owned()))?;
-    if no_key {
-        config.provider.api_key_env = None;
-    }
+    // `api_key_env = ""` ("no key", for local servers) is understood by `types::ProviderConfig`.
+    let config: AgentConfig =
+        toml::from_str(&text).map_err(|e: toml::de::Error| problem(e.message().to_owned()))?;
     config.validate().map_err(|e| problem(e.to_string()))?;
     Ok(config)
 }

@@ -309,8 +309,14 @@ mod tests {
             model: Some("nomic-embed-text".into()),
             ..openai
         };
-        assert_eq!(no_dims.validate().unwrap_err().setting, "memory.embedding.dimensions");
-        let ok = EmbeddingConfig { dimensions: Some(768), ..no_dims };
+        assert_eq!(
+            no_dims.validate().unwrap_err().setting,
+            "memory.embedding.dimensions"
+        );
+        let ok = EmbeddingConfig {
+            dimensions: Some(768),
+            ..no_dims
+        };
         assert!(ok.validate().is_ok());
     }
 }

@@ -24,7 +24,9 @@ pub struct ProviderConfig {
     /// `https://api.anthropic.com`.
     pub base_url: String,
     pub model: String,
-    /// Environment variable holding the API key; none for local servers without auth.
+    /// Environment variable holding the API key. `""` means no key (local servers without auth);
+    /// leaving the setting out keeps the default, `OPENAI_API_KEY`.
+    #[serde(deserialize_with = "empty_as_none")]
     pub api_key_env: Option<String>,
     /// Seconds before a request is abandoned.
     pub request_timeout_secs: u64,
@@ -34,6 +36,12 @@ pub struct ProviderConfig {
     pub context_window: u32,
     /// Upper bound on tokens generated per call.
     pub max_output_tokens: u32,
+}
+
+/// `""` → `None`, so a TOML file can say "no key" even though the default names one.
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value: Option<String> = Option::deserialize(d)?;
+    Ok(value.filter(|v| !v.is_empty()))
 }
 
 impl Default for ProviderConfig {
@@ -87,5 +95,25 @@ impl ProviderConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_api_key_env_means_no_key() {
+        let parse = |json: &str| {
+            serde_json::from_str::<ProviderConfig>(json)
+                .unwrap()
+                .api_key_env
+        };
+        assert_eq!(parse(r#"{"api_key_env": ""}"#), None);
+        assert_eq!(
+            parse(r#"{"api_key_env": "OPENROUTER_API_KEY"}"#),
+            Some("OPENROUTER_API_KEY".into())
+        );
+        assert_eq!(parse("{}"), Some("OPENAI_API_KEY".into()));
     }
 }
