@@ -181,6 +181,18 @@ mod tests {
     }
 
     #[test]
+    fn default_weights_are_the_configuration_defaults() {
+        let config = types::RetrievalConfig::default();
+        assert_eq!(
+            Weights::default(),
+            Weights {
+                vector: config.vector_weight,
+                fts: config.fts_weight,
+            }
+        );
+    }
+
+    #[test]
     fn weights_are_sanitized() {
         let got = fuse(
             Fusion::MinMax,
