@@ -8,7 +8,7 @@ use crate::RunnerError;
 /// Environment variable naming the directory that holds `oxydra-vm` and `shell-vm`.
 pub const BIN_DIR_ENV: &str = "OXYDRA_BIN_DIR";
 
-/// The path of guest binary `name` (`oxydra-vm` or `shell-vm`), checked to exist.
+/// The path of binary `name` (`oxydra-vm`, `shell-vm` or `oxydra-tui`), checked to exist.
 pub fn guest_binary(name: &'static str) -> Result<PathBuf, RunnerError> {
     let dir = match std::env::var_os(BIN_DIR_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -24,6 +24,7 @@ pub fn guest_binary(name: &'static str) -> Result<PathBuf, RunnerError> {
     }
     let package = match name {
         "shell-vm" => "shell-daemon",
+        "oxydra-tui" => "tui",
         _ => "runner",
     };
     Err(RunnerError::MissingBinary { name, package, dir })

@@ -24,8 +24,11 @@ pub struct Cli {
     /// Accept the process tier: agents run as host processes confined only by Landlock.
     #[arg(long, global = true)]
     pub insecure: bool,
+    /// Open the terminal chat client (oxydra-tui) on the --user's running agent.
+    #[arg(long)]
+    pub tui: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,6 +17,7 @@ mod status_cmd;
 mod stop_cmd;
 mod supervise;
 mod tools_cmd;
+mod tui_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,7 +76,14 @@ fn main() -> ExitCode {
         Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
     };
     let result = runtime.block_on(async move {
-        match cli.command {
+        let Some(command) = cli.command else {
+            return if cli.tui {
+                tui_cmd::run(&global)
+            } else {
+                anyhow::bail!("nothing to do: give a command (see runner --help) or --tui")
+            };
+        };
+        match command {
             cli::Command::Init { workspace_root } => init_cmd::run(&global, workspace_root),
             cli::Command::Start { detach, supervisor } => {
                 start_cmd::run(&global, detach, supervisor).await

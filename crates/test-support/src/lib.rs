@@ -11,10 +11,13 @@
 //!
 //! Modules:
 //! - `llm` — the scripted server (`script`, `server`, `wire`, `recorded`, `config`)
+//! - `tmux` — [`Tmux`]: drive a terminal program inside tmux (TUI end-to-end tests)
 
 mod llm;
+mod tmux;
 
 pub use llm::{
     RecordedRequest, Responder, SCRIPTED_MODEL, ScriptedLlm, ScriptedMessage, ScriptedReply,
     ScriptedToolCall, WireFormat,
 };
+pub use tmux::{Tmux, say_tmux_skipped, tmux_available};

@@ -15,11 +15,11 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
-use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
+use test_support::{
+    RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux, say_tmux_skipped,
+    tmux_available,
+};
 
 const NOTE: &str = "Alice loves the old yellow trams in Lisbon";
 
@@ -63,74 +63,10 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
     }
 }
 
-/// A tmux server of our own (its own socket), killed when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "tui"])
-    }
-
-    fn type_line(&self, text: &str) {
-        self.run(&["send-keys", "-t", "tui", "-l", text]);
-        self.run(&["send-keys", "-t", "tui", "Enter"]);
-    }
-
-    /// Waits until the screen satisfies `ok`; fails with the last screen.
-    async fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_save_new_session_and_recall_in_tmux() {
     if !tmux_available() {
-        eprintln!(
-            "\n==================== SKIPPED: tmux is not installed ====================\n\
-             e2e_tmux drives the real oxydra-tui inside tmux: install tmux to run it.\n"
-        );
+        say_tmux_skipped("e2e_tmux");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -144,22 +80,7 @@ async fn chat_save_new_session_and_recall_in_tmux() {
         gw.url(),
         token_file.display()
     );
-    let tmux = Tmux {
-        socket: format!("oxydra-tui-test-{}", std::process::id()),
-    };
-    tmux.run(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "tui",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &command,
-    ]);
+    let tmux = Tmux::start("oxydra-tui-test", 100, 30, &command);
 
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;
@@ -196,10 +117,10 @@ async fn chat_save_new_session_and_recall_in_tmux() {
     );
 
     // Tool details open and close with Ctrl+T.
-    tmux.run(&["send-keys", "-t", "tui", "C-t"]);
+    tmux.key("C-t");
     tmux.wait_for("tool details", |s| s.contains("memory_search arguments:"))
         .await;
-    tmux.run(&["send-keys", "-t", "tui", "C-t"]);
+    tmux.key("C-t");
     tmux.wait_for("details hidden", |s| {
         !s.contains("memory_search arguments:")
     })

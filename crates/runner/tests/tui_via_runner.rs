@@ -1,0 +1,88 @@
+//! `runner --tui --user U`: the real `oxydra-tui` inside tmux, started by the runner against a
+//! running process-tier agent with the scripted model — save a note, `/new`, recall it from the
+//! other session.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+mod common;
+
+use common::{Setup, StopOnDrop, guest_binaries, respond, skip_without_landlock};
+use test_support::{ScriptedLlm, Tmux, say_tmux_skipped, tmux_available};
+
+/// `oxydra-tui` next to the runner (built here when `cargo test -p runner` did not build it).
+fn ensure_tui_built() {
+    if !guest_binaries().join("oxydra-tui").is_file() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "tui", "--bins"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building oxydra-tui failed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
+    if skip_without_landlock("runner --tui e2e") {
+        return;
+    }
+    if !tmux_available() {
+        say_tmux_skipped("tui_via_runner");
+        return;
+    }
+    ensure_tui_built();
+    let server = ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+
+    // Not running yet: --tui says how to start the agent.
+    let out = setup.runner(&["--tui", "--user", "alice"]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("alice is not running"));
+
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    let command = format!(
+        "{} --config {} --tui --user alice; echo \"tui exited with $?\"; sleep 60",
+        env!("CARGO_BIN_EXE_runner"),
+        setup.config.display()
+    );
+    let tmux = Tmux::start("runner-tui-test", 100, 30, &command);
+    tmux.wait_for("the connection", |s| s.contains("● connected"))
+        .await;
+
+    tmux.type_line("save Alice loves the trams in Lisbon");
+    let screen = tmux
+        .wait_for("the saved note", |s| s.contains("✓ saved note note-"))
+        .await;
+    assert!(
+        screen.contains("› save Alice loves the trams in Lisbon"),
+        "{screen}"
+    );
+
+    tmux.type_line("/new");
+    tmux.wait_for("the new session", |s| s.contains("New session."))
+        .await;
+    tmux.type_line("search trams");
+    let screen = tmux
+        .wait_for("the recalled note", |s| {
+            s.contains("✓ searched memory for \"trams\": 1 result")
+                && s.contains("\"text\":\"Alice loves the trams")
+                && s.contains("ready")
+        })
+        .await;
+    assert!(
+        !screen.contains("› save Alice"),
+        "the new session starts empty:\n{screen}"
+    );
+
+    tmux.type_line("/quit");
+    let after = tmux
+        .wait_for("the exit", |s| s.contains("tui exited with"))
+        .await;
+    assert!(after.contains("tui exited with 0"), "{after}");
+    setup.runner_ok(&["stop"]).await;
+}
