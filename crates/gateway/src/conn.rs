@@ -270,7 +270,17 @@ impl Conn {
                 format!("a title is one line of at most {MAX_LABEL_BYTES} bytes"),
             ));
         }
-        let session = self.create(title)?;
+        let session = self
+            .user
+            .create_stored_session(title.as_deref())
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "creating a session failed");
+                (
+                    ErrorCode::Internal,
+                    "could not create the session; try again".to_owned(),
+                )
+            })?;
         self.attach(&session.session_id, None).await;
         Ok(Some(ServerFrame::SessionCreated { session }))
     }

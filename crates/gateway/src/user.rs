@@ -172,6 +172,18 @@ impl UserAgent {
         Ok(id)
     }
 
+    /// A new session the user asked for (`new_session`), stored at once with its title so that it
+    /// survives a restart even before its first message.
+    pub(crate) async fn create_stored_session(
+        &self,
+        title: Option<&str>,
+    ) -> Result<SessionSummary, MemoryError> {
+        let id = SessionId::parse(&format!("s-{}", uuid::Uuid::new_v4()))
+            .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
+        let info = self.store.create_session(&id, &self.user_id, title).await?;
+        Ok(self.summary_of(&info))
+    }
+
     /// After a turn: a new session now stored gets its title.
     pub(crate) async fn settle_session(&self, session: &SessionId) {
         let pending = self.live().pending.get(session).cloned();

@@ -269,3 +269,38 @@ async fn a_stalled_client_never_blocks_the_turn_or_other_clients() {
     assert_eq!(text_of(&second), "still fine", "{second:?}");
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_empty_new_session_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedLlm::start().await;
+    let gw = start(dir.path(), &["alice"], &server, test_config()).await;
+    let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
+    a.send(&ClientFrame::NewSession {
+        title: Some("Reading list".into()),
+    })
+    .await;
+    let created = match a.recv().await {
+        ServerFrame::SessionCreated { session } => session.session_id,
+        other => panic!("{other:?}"),
+    };
+    drop(a);
+    gw.shutdown().await;
+
+    let gw = start(dir.path(), &["alice"], &server, test_config()).await;
+    let (mut a, _) = Client::hello(&gw, dir.path(), "alice", Some(&created), None).await;
+    a.send(&ClientFrame::ListSessions).await;
+    let sessions = match a.recv().await {
+        ServerFrame::SessionList { sessions } => sessions,
+        other => panic!("{other:?}"),
+    };
+    let stored = sessions
+        .iter()
+        .find(|s| s.session_id == created)
+        .expect("the empty session is still listed after the restart");
+    assert_eq!(
+        (stored.title.as_deref(), stored.messages),
+        (Some("Reading list"), 0)
+    );
+    gw.shutdown().await;
+}

@@ -183,6 +183,37 @@ impl MemoryStore {
         .await
     }
 
+    /// Creates `session` for `user` now (rather than with its first message), with an optional
+    /// title, so that an empty session a user asked for survives a restart. Creating a session that
+    /// exists and belongs to `user` is harmless (the title, when given, is set); another user's is
+    /// refused.
+    pub async fn create_session(
+        &self,
+        session: &SessionId,
+        user: &UserId,
+        title: Option<&str>,
+    ) -> Result<SessionInfo, MemoryError> {
+        let (id, owner) = (session.clone(), user.clone());
+        let title = title
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned);
+        self.write(move |conn| async move {
+            ensure_session(&conn, &id, &owner, &now_text()).await?;
+            if let Some(title) = title {
+                conn.execute(
+                    "UPDATE sessions SET title = ?2 WHERE session_id = ?1",
+                    libsql::params![id.as_str(), title],
+                )
+                .await
+                .map_err(MemoryError::db("setting a session title"))?;
+            }
+            Ok(())
+        })
+        .await?;
+        self.session_info(session).await
+    }
+
     /// Sets the session's title (an empty title clears it).
     pub async fn set_session_title(
         &self,
