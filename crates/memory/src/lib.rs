@@ -17,6 +17,7 @@ mod error;
 mod fts;
 mod fusion;
 mod indexing;
+mod keyword;
 mod maintenance;
 mod migrations;
 mod notes;

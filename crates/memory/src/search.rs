@@ -2,7 +2,7 @@
 //!
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
 //!    legs, before anything is ranked.
-//! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`keyword_plan`] and
+//! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`crate::keyword`] and
 //!    [`crate::fts`]), filtered by the FTS table's own `session_id` column and ranked by FTS5.
 //! 3. Vector leg: exhaustive int8 scan of the in-memory index of those sessions, current model only,
 //!    best candidates rescored with the f32 query (see [`crate::vector_index`]).
@@ -24,9 +24,10 @@ use types::{NoteId, SessionId};
 
 use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
-use crate::fts::{query_terms, quote};
+use crate::fts::query_terms;
 use crate::fusion::{Fusion, Weights, fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
+use crate::keyword::{allowed_chunks, keyword_leg};
 use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
@@ -256,224 +257,6 @@ impl SearchJob {
     }
 }
 
-/// `AND ...` conditions on chunk alias `c` for the sessions and filters, with their parameters.
-fn scope_sql(sessions: &[String], filters: &QueryFilters, params: &mut Vec<Value>) -> String {
-    let marks = vec!["?"; sessions.len()].join(", ");
-    params.extend(sessions.iter().map(|s| Value::Text(s.clone())));
-    let mut sql = format!(" AND c.session_id IN ({marks})");
-    if let Some(after) = filters.created_after {
-        sql.push_str(" AND json_extract(c.metadata_json, '$.created_at') >= ?");
-        params.push(Value::Text(time::to_text(after)));
-    }
-    if let Some(before) = filters.created_before {
-        sql.push_str(" AND json_extract(c.metadata_json, '$.created_at') < ?");
-        params.push(Value::Text(time::to_text(before)));
-    }
-    if !filters.tags_any.is_empty() {
-        let marks = vec!["?"; filters.tags_any.len()].join(", ");
-        sql.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM json_each(c.metadata_json, '$.tags') t WHERE t.value IN ({marks}))"
-        ));
-        params.extend(filters.tags_any.iter().map(|t| Value::Text(t.clone())));
-    }
-    sql
-}
-
-async fn allowed_chunks(
-    conn: Connection,
-    sessions: Vec<String>,
-    filters: QueryFilters,
-) -> Result<HashSet<i64>, MemoryError> {
-    let mut params = Vec::new();
-    let sql = format!(
-        "SELECT c.chunk_id FROM chunks c WHERE 1 = 1{}",
-        scope_sql(&sessions, &filters, &mut params)
-    );
-    let ctx = "searching";
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = HashSet::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        out.insert(row.get::<i64>(0).map_err(MemoryError::db(ctx))?);
-    }
-    Ok(out)
-}
-
-/// (chunk id, relevance ≥ 0) best first; BM25 is negated so that larger is better.
-async fn keyword_leg(
-    conn: &Connection,
-    terms: &[String],
-    sessions: &[String],
-    filters: &QueryFilters,
-    limit: usize,
-    stored_chunks: usize,
-) -> Result<Vec<(i64, f64)>, MemoryError> {
-    // A store with no more chunks than the budget cannot exceed it: no need to count.
-    let plan = if i64::try_from(stored_chunks).unwrap_or(i64::MAX) <= MATCH_BUDGET {
-        Some(KeywordPlan {
-            expression: terms
-                .iter()
-                .map(|t| quote(t))
-                .collect::<Vec<_>>()
-                .join(" OR "),
-            fallback: None,
-        })
-    } else {
-        keyword_plan(conn, terms).await?
-    };
-    let Some(plan) = plan else {
-        return Ok(Vec::new());
-    };
-    let found = ranked_matches(conn, plan.expression, sessions, filters, limit).await?;
-    match plan.fallback {
-        Some(fallback) if found.is_empty() => {
-            ranked_matches(conn, fallback, sessions, filters, limit).await
-        }
-        _ => Ok(found),
-    }
-}
-
-/// The chunks of the scope matching `expression`, best BM25 first, at most `limit`. The scope (and
-/// filters) are conditions of the same statement, so they apply before `LIMIT`.
-async fn ranked_matches(
-    conn: &Connection,
-    expression: String,
-    sessions: &[String],
-    filters: &QueryFilters,
-    limit: usize,
-) -> Result<Vec<(i64, f64)>, MemoryError> {
-    let mut params = vec![Value::Text(expression)];
-    let sql = if filters.is_empty() {
-        // Scope on the FTS table's own column: FTS5 ranks by `rank` (BM25) and SQLite stops at
-        // the LIMIT-th in-scope row; no per-match join.
-        let marks = vec!["?"; sessions.len()].join(", ");
-        params.extend(sessions.iter().map(|s| Value::Text(s.clone())));
-        format!(
-            "SELECT rowid, rank FROM chunks_fts
-             WHERE chunks_fts MATCH ? AND session_id IN ({marks})
-             ORDER BY rank LIMIT ?"
-        )
-    } else {
-        let scope = scope_sql(sessions, filters, &mut params);
-        format!(
-            "SELECT c.chunk_id, bm25(chunks_fts) AS score
-             FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
-             WHERE chunks_fts MATCH ?{scope}
-             ORDER BY score LIMIT ?"
-        )
-    };
-    params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-    let ctx = "searching by keywords";
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let id: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
-        let rank: f64 = row.get(1).map_err(MemoryError::db(ctx))?;
-        out.push((id, (-rank).max(0.0)));
-    }
-    Ok(out)
-}
-
-/// The keyword leg ranks at most about this many matching chunks. FTS5 computes BM25 for every
-/// chunk matching the expression before sorting, so the number of matches is the cost of the leg
-/// (~1 µs each); terms found in very many chunks are also the ones BM25 weighs least.
-const MATCH_BUDGET: i64 = 1000;
-
-/// The `MATCH` expression to run, and a second one for when the first finds nothing.
-#[derive(Debug, PartialEq)]
-struct KeywordPlan {
-    expression: String,
-    fallback: Option<String>,
-}
-
-/// Chooses the terms: the rarest ones, `OR`ed, as long as their match counts add up to at most
-/// [`MATCH_BUDGET`]. When even the rarest term matches more (every term is common in a large
-/// store), the `AND` of all the terms is used instead (the chunks BM25 would rank first anyway),
-/// falling back to the rarest term alone if no chunk has them all. Terms found nowhere are dropped;
-/// no term found anywhere means no keyword leg. Counting stops past the budget, so planning costs
-/// at most `MATCH_BUDGET` index steps per term.
-async fn keyword_plan(
-    conn: &Connection,
-    terms: &[String],
-) -> Result<Option<KeywordPlan>, MemoryError> {
-    if terms.is_empty() {
-        return Ok(None);
-    }
-    // One statement counts every term (capped), saving a round trip per term.
-    let counts_sql = format!(
-        "SELECT {}",
-        (1..=terms.len())
-            .map(|i| format!(
-                "(SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?{i} LIMIT ?{}))",
-                terms.len() + 1
-            ))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut params: Vec<Value> = terms.iter().map(|t| Value::Text(quote(t))).collect();
-    params.push(Value::Integer(MATCH_BUDGET + 1));
-    let ctx = "searching by keywords";
-    let mut rows = conn
-        .query(&counts_sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let row = rows
-        .next()
-        .await
-        .map_err(MemoryError::db(ctx))?
-        .ok_or(MemoryError::Corrupt {
-            what: "term counts",
-            source: None,
-        })?;
-    let mut counted = Vec::with_capacity(terms.len());
-    for (i, term) in (0i32..).zip(terms) {
-        counted.push((row.get::<i64>(i).map_err(MemoryError::db(ctx))?, term));
-    }
-    Ok(plan_from_counts(counted))
-}
-
-/// [`keyword_plan`] once the (capped) match count of every term is known.
-fn plan_from_counts(mut counted: Vec<(i64, &String)>) -> Option<KeywordPlan> {
-    counted.retain(|(n, _)| *n > 0);
-    // Stable: equally rare terms keep the query's order.
-    counted.sort_by_key(|(n, _)| *n);
-    let mut total = 0;
-    let mut chosen = Vec::new();
-    for (n, term) in &counted {
-        if total + n > MATCH_BUDGET {
-            break;
-        }
-        total += n;
-        chosen.push(quote(term));
-    }
-    if !chosen.is_empty() {
-        return Some(KeywordPlan {
-            expression: chosen.join(" OR "),
-            fallback: None,
-        });
-    }
-    let rarest = quote(counted.first()?.1);
-    if counted.len() == 1 {
-        return Some(KeywordPlan {
-            expression: rarest,
-            fallback: None,
-        });
-    }
-    Some(KeywordPlan {
-        expression: counted
-            .iter()
-            .map(|(_, t)| quote(t))
-            .collect::<Vec<_>>()
-            .join(" AND "),
-        fallback: Some(rarest),
-    })
-}
-
 struct ChunkDetail {
     session: String,
     event_seq: i64,
@@ -572,49 +355,5 @@ impl Grouper {
             });
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(counts: &[(i64, &str)], expected: Option<(&str, Option<&str>)>) {
-        let terms: Vec<String> = counts.iter().map(|(_, t)| (*t).to_owned()).collect();
-        let counted = counts.iter().map(|(n, _)| *n).zip(&terms).collect();
-        let expected = expected.map(|(expression, fallback)| KeywordPlan {
-            expression: expression.to_owned(),
-            fallback: fallback.map(str::to_owned),
-        });
-        assert_eq!(plan_from_counts(counted), expected, "{counts:?}");
-    }
-
-    #[test]
-    fn keyword_plans() {
-        // Small stores: every term, rarest first.
-        check(
-            &[(3, "tea"), (1, "oolong")],
-            Some(("\"oolong\" OR \"tea\"", None)),
-        );
-        // Terms found nowhere are dropped; none found, no keyword leg.
-        check(&[(0, "zzz"), (5, "tea")], Some(("\"tea\"", None)));
-        check(&[(0, "zzz")], None);
-        check(&[], None);
-        // The commonest terms go once the budget is spent.
-        check(
-            &[
-                (1600, "user"),
-                (40, "kyoto"),
-                (400, "trip"),
-                (1700, "likes"),
-            ],
-            Some(("\"kyoto\" OR \"trip\"", None)),
-        );
-        // Every term common: all of them must match, else the rarest alone.
-        check(
-            &[(2001, "alice"), (2001, "berlin"), (2001, "prefer")],
-            Some(("\"alice\" AND \"berlin\" AND \"prefer\"", Some("\"alice\""))),
-        );
-        check(&[(2001, "user")], Some(("\"user\"", None)));
     }
 }
