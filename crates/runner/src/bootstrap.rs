@@ -21,13 +21,17 @@ use crate::RunnerError;
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Host processes confined with Landlock (`runner --insecure`).
-    #[default]
     Process,
-    /// Docker containers with role-differentiated mounts (not available yet).
+    /// Docker containers with role-differentiated mounts (the default).
+    #[default]
     Container,
 }
 
 impl Tier {
+    fn process() -> Self {
+        Tier::Process
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Tier::Process => "process",
@@ -57,7 +61,7 @@ pub struct VmBootstrap {
     pub user_id: UserId,
     /// The directory holding every user's workspace (absolute).
     pub workspace_root: PathBuf,
-    #[serde(default)]
+    #[serde(default = "Tier::process")]
     pub tier: Tier,
     #[serde(default)]
     pub sandbox: SandboxMode,

@@ -75,12 +75,35 @@ pub enum Command {
     },
     /// Read and change a user's memory directly (the same store the memory tools use).
     Memory(MemoryArgs),
+    /// The container tier's guest images (`oxydra-vm`, `shell-vm`).
+    #[command(subcommand)]
+    Images(ImagesCommand),
     /// List every built-in tool the model can be offered.
     Tools {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `runner images ...`.
+#[derive(Debug, Subcommand)]
+pub enum ImagesCommand {
+    /// Build both images from local binaries (no base image is pulled); only what changed is
+    /// rebuilt. Names and tags come from runner.toml's [container] table.
+    Build {
+        /// Directory holding the `oxydra-vm` and `shell-vm` binaries (default: next to `runner`).
+        #[arg(long = "bin-dir")]
+        bin_dir: Option<PathBuf>,
+        /// The statically linked busybox giving `shell-vm` its shell and core utilities.
+        #[arg(long, default_value = "/bin/busybox")]
+        busybox: PathBuf,
+        /// Rebuild even when the images are up to date.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show whether each image exists, its size and whether it matches the local binaries.
+    Status,
 }
 
 /// A log file of a user's workspace.

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use types::{AgentConfig, UserId};
 
-use crate::{RunnerError, Tier};
+use crate::container_config::RawContainer;
+use crate::{ContainerSettings, RunnerError, ShellNetwork, Tier};
 
 /// The file name looked for in the current directory, then in `~/.oxydra/`.
 pub const CONFIG_FILE_NAME: &str = "runner.toml";
@@ -20,6 +21,7 @@ struct RawConfig {
     tier: Option<Tier>,
     agent_config: Option<PathBuf>,
     supervision: Option<RawSupervision>,
+    container: Option<RawContainer>,
     #[serde(default)]
     users: BTreeMap<String, RawUser>,
 }
@@ -41,6 +43,7 @@ struct RawSupervision {
 struct RawUser {
     gateway_port: Option<u16>,
     agent_config: Option<PathBuf>,
+    shell_network: Option<ShellNetwork>,
 }
 
 /// What happens when a guest exits on its own.
@@ -99,6 +102,8 @@ pub struct UserEntry {
     pub gateway_port: u16,
     /// The user's `agent.toml` (absolute), if one exists.
     pub agent_config: Option<PathBuf>,
+    /// The network of the user's `shell-vm` container (container tier only).
+    pub shell_network: ShellNetwork,
 }
 
 /// `runner.toml`, resolved.
@@ -109,6 +114,7 @@ pub struct RunnerConfig {
     pub workspace_root: PathBuf,
     pub tier: Tier,
     pub supervision: Supervision,
+    pub container: ContainerSettings,
     pub users: Vec<UserEntry>,
 }
 
@@ -176,6 +182,7 @@ impl RunnerConfig {
             let next = base.join("agent.toml");
             next.is_file().then_some(next)
         });
+        let container = raw.container.unwrap_or_default().resolve(&problem)?;
         let mut users = Vec::new();
         for (name, user) in raw.users {
             let id = UserId::parse(&name).map_err(|e| problem(format!("[users.{name}]: {e}")))?;
@@ -193,6 +200,7 @@ impl RunnerConfig {
                 id,
                 gateway_port: user.gateway_port.unwrap_or(0),
                 agent_config,
+                shell_network: user.shell_network.unwrap_or(container.shell_network),
             });
         }
         let s = raw.supervision.unwrap_or_default();
@@ -226,6 +234,7 @@ impl RunnerConfig {
             workspace_root,
             tier: raw.tier.unwrap_or_default(),
             supervision,
+            container,
             users,
         })
     }
@@ -295,7 +304,8 @@ mod tests {
     fn defaults_resolve_against_the_file() {
         let c = parse("[users.alice]\n[users.bob]\ngateway_port = 9000\n").unwrap();
         assert_eq!(c.workspace_root, PathBuf::from("/etc/oxydra/workspaces"));
-        assert_eq!(c.tier, Tier::Process);
+        assert_eq!(c.tier, Tier::Container);
+        assert_eq!(c.container, ContainerSettings::default());
         assert_eq!(c.supervision, Supervision::default());
         let ports: Vec<(&str, u16)> = c
             .users

@@ -31,6 +31,9 @@ pub enum RunnerError {
         package: &'static str,
         dir: PathBuf,
     },
+    /// The Docker engine is unreachable or refused a request (container tier, images).
+    #[error("Docker: {0}")]
+    Docker(String),
     #[error("invalid JSON in {}", path.display())]
     Json {
         path: PathBuf,

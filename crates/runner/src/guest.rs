@@ -1,5 +1,6 @@
-//! One guest process of the process tier: spawn it with its bootstrap on stdin and its output in
-//! `logs/<role>.log`, wait until it is ready, stop it.
+//! One guest of either tier: a host process (spawned with its bootstrap on stdin and its output in
+//! `logs/<role>.log`) or a container (see `container_guest`); wait until it is ready, wait for it
+//! to exit, stop it.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -14,16 +15,26 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use types::WorkspacePaths;
 
+use crate::container_guest::ContainerGuest;
+
 /// A log past this size is moved to `<role>.log.1` when its guest starts.
 const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 /// Lines of a guest's log quoted when it fails to start.
 const TAIL_LINES: usize = 15;
 
+/// How a guest runs.
+#[derive(Debug)]
+pub enum Handle {
+    Process(Child),
+    Container(ContainerGuest),
+}
+
 /// A running guest.
 #[derive(Debug)]
 pub struct Guest {
     pub role: Role,
-    pub child: Child,
+    pub handle: Handle,
+    /// The host pid (for a container: its init process).
     pub pid: u32,
     pub started_at: String,
     pub log: PathBuf,
@@ -83,20 +94,65 @@ pub async fn spawn(
     tracing::info!(%role, pid, "started");
     Ok(Guest {
         role,
-        child,
+        handle: Handle::Process(child),
         pid,
         started_at: crate::out::now(),
         log,
     })
 }
 
+/// Starts `role` as the container `name` created from `body`, its output in `logs/<role>.log`.
+pub async fn launch_container(
+    role: Role,
+    docker: &bollard::Docker,
+    name: &str,
+    body: bollard::models::ContainerCreateBody,
+    ws: &WorkspacePaths,
+) -> Result<Guest> {
+    let log = log_path(ws, role.name());
+    // Rotate like the process tier; the follower appends.
+    drop(open_log(&log)?);
+    let container = ContainerGuest::launch(docker, name, body, &log).await?;
+    Ok(Guest {
+        role,
+        pid: container.pid,
+        handle: Handle::Container(container),
+        started_at: crate::out::now(),
+        log,
+    })
+}
+
 impl Guest {
+    /// The container's name, for a container guest.
+    pub fn container(&self) -> Option<&str> {
+        match &self.handle {
+            Handle::Container(c) => Some(&c.name),
+            Handle::Process(_) => None,
+        }
+    }
+
+    /// How the guest ended, if it has.
+    async fn try_exited(&mut self) -> Result<Option<ExitStatus>> {
+        match &mut self.handle {
+            Handle::Process(child) => Ok(child.try_wait()?),
+            Handle::Container(c) => Ok(c.try_exited().await),
+        }
+    }
+
+    /// Waits until the guest exits; how it ended.
+    pub async fn wait(&mut self) -> ExitStatus {
+        match &mut self.handle {
+            Handle::Process(child) => child.wait().await.unwrap_or_else(|_| failed_status()),
+            Handle::Container(c) => c.wait().await,
+        }
+    }
+
     /// Waits until the guest serves (shell-vm: its socket accepts; oxydra-vm: `ipc/gateway.json`
     /// names this process and its port accepts), failing if it exits or `timeout` passes.
     pub async fn wait_ready(&mut self, ws: &WorkspacePaths, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            if let Some(status) = self.try_exited().await? {
                 bail!(
                     "{} exited before it was ready ({})\nlast lines of {}:\n{}",
                     self.role,
@@ -130,7 +186,8 @@ impl Guest {
             }
             Role::OxydraVm => {
                 let marker: GatewayMarker = read_json(&ws.ipc().join(GATEWAY_MARKER)).ok()??;
-                if marker.pid != self.pid {
+                // A container's pids are its own; its stale marker was removed before it started.
+                if matches!(self.handle, Handle::Process(_)) && marker.pid != self.pid {
                     return None;
                 }
                 tokio::net::TcpStream::connect(marker.socket_addr()?)
@@ -141,18 +198,22 @@ impl Guest {
         }
     }
 
-    /// SIGTERM, then SIGKILL after `grace`; returns how it ended.
+    /// SIGTERM, then SIGKILL after `grace`; returns how it ended. A container is also removed.
     pub async fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
-        if let Ok(Some(status)) = self.child.try_wait() {
+        let child = match &mut self.handle {
+            Handle::Container(c) => return c.stop(grace).await,
+            Handle::Process(child) => child,
+        };
+        if let Ok(Some(status)) = child.try_wait() {
             return Some(status);
         }
         runner::signal(self.pid, Signal::TERM);
-        match tokio::time::timeout(grace, self.child.wait()).await {
+        match tokio::time::timeout(grace, child.wait()).await {
             Ok(status) => status.ok(),
             Err(_) => {
                 tracing::warn!(role = %self.role, "did not stop within {} s; killing it", grace.as_secs());
-                let _ = self.child.start_kill();
-                self.child.wait().await.ok()
+                let _ = child.start_kill();
+                child.wait().await.ok()
             }
         }
     }
@@ -166,4 +227,10 @@ pub fn describe(status: ExitStatus) -> String {
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => "ended".to_owned(),
     }
+}
+
+/// The status of a guest whose exit could not be read: a failure.
+pub fn failed_status() -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw(1 << 8)
 }

@@ -14,6 +14,9 @@
 mod bins;
 mod bootstrap;
 mod config;
+mod container_config;
+pub mod container_spec;
+mod docker;
 mod error;
 mod marker;
 mod procs;
@@ -23,6 +26,13 @@ pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
+};
+pub use container_config::{
+    ContainerSettings, Limits, ShellNetwork, default_oxydra_vm_image, default_shell_vm_image,
+};
+pub use docker::{
+    CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, LABEL_MANAGED, LABEL_ROLE, LABEL_USER,
+    LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
 pub use marker::{

@@ -7,7 +7,9 @@
 //! and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`, `out`.
 
 mod cli;
+mod container_guest;
 mod guest;
+mod images_cmd;
 mod init_cmd;
 mod logs_cmd;
 mod memory_cmd;
@@ -45,11 +47,7 @@ impl Global {
     pub fn launchable_config(&self) -> Result<RunnerConfig> {
         let config = self.runner_config()?;
         match config.tier {
-            Tier::Container => bail!(
-                "the container tier is not available yet in this build; set tier = \"process\" \
-                 in {} and start with --insecure",
-                config.path.display()
-            ),
+            Tier::Container => Ok(config),
             Tier::Process if !self.insecure => bail!(
                 "the process tier runs each agent and its shell as host processes confined only \
                  by Landlock; pass --insecure to accept that (e.g. `runner --insecure start`)"
@@ -89,7 +87,7 @@ fn main() -> ExitCode {
                 start_cmd::run(&global, detach, supervisor).await
             }
             cli::Command::Stop => stop_cmd::run(&global).await,
-            cli::Command::Status { json } => status_cmd::run(&global, json),
+            cli::Command::Status { json } => status_cmd::run(&global, json).await,
             cli::Command::Logs {
                 role,
                 follow,
@@ -100,6 +98,7 @@ fn main() -> ExitCode {
                 start_cmd::run(&global, detach, false).await
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
+            cli::Command::Images(command) => images_cmd::run(&global, command).await,
             cli::Command::Tools { json } => tools_cmd::run(json),
         }
     });

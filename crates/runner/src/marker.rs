@@ -68,6 +68,9 @@ pub struct ChildInfo {
     pub started_at: String,
     /// Restarts after a crash since the runner started.
     pub restarts: u32,
+    /// The container's name (container tier); `pid` is then the host pid of its init.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
 }
 
 /// The runner supervising a user, and its children (so `stop` can reach them even if the runner

@@ -8,34 +8,46 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use runner::{
-    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerConfig, RunnerMarker,
+    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerConfig, RunnerMarker, Tier,
     UserEntry, guest_binary, provision, read_json,
 };
 use rustix::process::Signal;
 use tokio::task::JoinSet;
-use types::{CancellationToken, DbPath, WorkspacePaths};
+use types::{AgentConfig, CancellationToken, DbPath, WorkspacePaths};
 
 use crate::Global;
+use crate::container_guest::remove_workspace_containers;
 use crate::out::say;
 use crate::supervise::{self, Plan};
 
 pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> {
     let config = global.launchable_config()?;
     let users = config.select(global.user.as_deref())?;
-    let shell_bin = guest_binary("shell-vm")?;
-    let vm_bin = guest_binary("oxydra-vm")?;
-    let unconfined = !sandbox::landlock_available();
-    if unconfined {
-        tracing::error!(
-            "this kernel has no Landlock: with --insecure the agents and shells run UNCONFINED \
-             (each can read every file this uid can, other users' workspaces included)"
-        );
-        say("WARNING: Landlock is not available on this kernel; guests run unconfined");
-    }
+    let container = config.tier == Tier::Container;
+    let (docker, shell_bin, vm_bin, unconfined) = if container {
+        let docker = runner::connect_docker().await?;
+        crate::container_guest::require_images(&docker, &config.container).await?;
+        (Some(docker), PathBuf::new(), PathBuf::new(), false)
+    } else {
+        let unconfined = !sandbox::landlock_available();
+        if unconfined {
+            tracing::error!(
+                "this kernel has no Landlock: with --insecure the agents and shells run UNCONFINED \
+                 (each can read every file this uid can, other users' workspaces included)"
+            );
+            say("WARNING: Landlock is not available on this kernel; guests run unconfined");
+        }
+        (
+            None,
+            guest_binary("shell-vm")?,
+            guest_binary("oxydra-vm")?,
+            unconfined,
+        )
+    };
     let mut plans = Vec::new();
     for user in users {
         let ws = provision(&config.workspace_root, &user.id)?;
-        preflight(&user, &ws).await?;
+        let agent = preflight(&user, &ws, config.tier).await?;
         plans.push(Plan {
             config: config.clone(),
             user,
@@ -43,10 +55,17 @@ pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> 
             shell_bin: shell_bin.clone(),
             vm_bin: vm_bin.clone(),
             unconfined,
+            agent,
+            docker: docker.clone(),
         });
     }
     for plan in &plans {
         refuse_if_running(plan)?;
+        if let Some(docker) = &plan.docker {
+            for name in remove_workspace_containers(docker, &plan.ws.root).await? {
+                tracing::warn!(user = %plan.user.id, "removed the stale container {name}");
+            }
+        }
     }
     if detach {
         return detach_all(global, &config, &plans).await;
@@ -153,7 +172,8 @@ fn refuse_if_running(plan: &Plan) -> Result<()> {
 
 /// Checks the user's agent.toml and provider key before anything starts (so a typo is one clear
 /// error, not a crash loop), and moves a legacy `./.oxydra/memory.db` into the workspace once.
-async fn preflight(user: &UserEntry, ws: &WorkspacePaths) -> Result<()> {
+/// Returns the user's agent settings.
+async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<AgentConfig> {
     let where_ = user.agent_config.as_ref().map_or_else(
         || "the defaults (no agent.toml)".to_owned(),
         |p| p.display().to_string(),
@@ -186,7 +206,27 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths) -> Result<()> {
             .await
             .context("cannot move the legacy memory database")?;
     }
-    Ok(())
+    if tier == Tier::Container && agent.memory.remote_url.is_none() {
+        let db = agent.memory.db_path.resolve(&ws.root);
+        if !db.starts_with(ws.internal()) {
+            bail!(
+                "{}: memory.db_path {} is not inside {}, the only place the oxydra-vm container \
+                 keeps its database; use db_path = \"auto\" (settings from {where_})",
+                user.id,
+                db.display(),
+                ws.internal().display()
+            );
+        }
+        // Phase D advisory: where a local database lives, and what to use across hosts.
+        tracing::warn!(
+            user = %user.id,
+            "memory: local database at {} on the host (the container's .oxydra/ is that host \
+             directory, so notes persist across container recreation); for several hosts or \
+             replicated agents use a remote libSQL server ([memory] remote_url)",
+            db.display()
+        );
+    }
+    Ok(agent)
 }
 
 /// Starts one background runner per user and waits until each serves.
@@ -200,8 +240,10 @@ async fn detach_all(global: &Global, config: &RunnerConfig, plans: &[Plan]) -> R
         cmd.arg("--config")
             .arg(&config.path)
             .arg("--user")
-            .arg(user.as_str())
-            .arg("--insecure");
+            .arg(user.as_str());
+        if config.tier == Tier::Process {
+            cmd.arg("--insecure");
+        }
         if global.verbose {
             cmd.arg("--verbose");
         }
@@ -251,9 +293,12 @@ async fn wait_detached(
         let gateway = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
             .ok()
             .flatten();
+        // A container's gateway pid is its own; its marker is written only once it serves.
         if let (Some(r), Some(g)) = (runner_marker, gateway)
             && r.pid == pid
-            && r.children.get("oxydra-vm").is_some_and(|c| c.pid == g.pid)
+            && r.children
+                .get("oxydra-vm")
+                .is_some_and(|c| c.pid == g.pid || c.container.is_some())
         {
             return Ok(g.url);
         }

@@ -1,32 +1,54 @@
-//! `runner status`: per user and role — pid, uptime, restarts, endpoint, health.
+//! `runner status`: per user and role — pid (or container and its state), uptime, restarts,
+//! endpoint, health.
 
 use anyhow::Result;
 use runner::{
     GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, read_json,
 };
+use std::collections::BTreeMap;
+
+use bollard::query_parameters::InspectContainerOptions;
+use runner::Tier;
 use serde_json::json;
 use types::WorkspacePaths;
 
 use crate::Global;
 use crate::out::{age, duration, say};
 
-pub fn run(global: &Global, as_json: bool) -> Result<()> {
+pub async fn run(global: &Global, as_json: bool) -> Result<()> {
     let config = global.runner_config()?;
     let users = config.select(global.user.as_deref())?;
+    let docker = match config.tier {
+        Tier::Container => runner::connect_docker().await.ok(),
+        Tier::Process => None,
+    };
     let mut rows = Vec::new();
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
         let ipc = ws.ipc();
         let marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))?
             .filter(|m| runner::looks_like(m.pid, "runner"));
+        let in_containers = marker
+            .as_ref()
+            .is_some_and(|m| m.tier == Tier::Container.name());
+        // A container's gateway pid is its own namespace's; its marker goes when it stops.
         let gateway = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))?
-            .filter(|g| runner::is_alive(g.pid));
+            .filter(|g| in_containers || runner::is_alive(g.pid));
         let health = read_json::<Health>(&ipc.join(HEALTH_FILE))?;
+        let mut states = BTreeMap::new();
+        if let (Some(docker), Some(m)) = (&docker, &marker) {
+            for (role, c) in &m.children {
+                if let Some(name) = &c.container {
+                    states.insert(role.clone(), container_state(docker, name).await);
+                }
+            }
+        }
         if as_json {
             rows.push(json!({
                 "user": user.id,
                 "running": marker.is_some(),
                 "runner": marker,
+                "containers": states,
                 "gateway": gateway,
                 "health": health,
             }));
@@ -44,7 +66,10 @@ pub fn run(global: &Global, as_json: bool) -> Result<()> {
             m.tier
         ));
         for (role, c) in &m.children {
-            let alive = runner::looks_like(c.pid, role);
+            let alive = match states.get(role) {
+                Some(state) => state == "running",
+                None => runner::looks_like(c.pid, role),
+            };
             let endpoint = match role.as_str() {
                 "oxydra-vm" => gateway.as_ref().map_or("-".to_owned(), |g| g.url.clone()),
                 _ => ipc.join(types::SHELL_SOCKET_NAME).display().to_string(),
@@ -59,6 +84,10 @@ pub fn run(global: &Global, as_json: bool) -> Result<()> {
                 },
                 c.restarts,
             ));
+            if let Some(name) = &c.container {
+                let state = states.get(role).map_or("unknown", String::as_str);
+                say(format!("  {:<10} container {name} ({state})", ""));
+            }
         }
         if let Some(h) = health {
             say(format!(
@@ -72,4 +101,19 @@ pub fn run(global: &Global, as_json: bool) -> Result<()> {
         say(serde_json::to_string_pretty(&rows)?);
     }
     Ok(())
+}
+
+/// `running`, `exited`, ... or `missing`.
+async fn container_state(docker: &bollard::Docker, name: &str) -> String {
+    match docker
+        .inspect_container(name, None::<InspectContainerOptions>)
+        .await
+    {
+        Ok(info) => info
+            .state
+            .and_then(|s| s.status)
+            .map_or_else(|| "unknown".to_owned(), |s| s.to_string()),
+        Err(e) if runner::is_not_found(&e) => "missing".to_owned(),
+        Err(e) => format!("unknown ({})", runner::docker_message(&e)),
+    }
 }

@@ -1,23 +1,40 @@
 //! `runner stop`: signal each selected user's runner (it stops both guests and removes the
-//! markers), or — when that runner died — stop the guests it left and clean up after it.
+//! markers), or — when that runner died — stop the guests it left and clean up after it. In the
+//! container tier, every container serving the user's workspace is removed either way.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use runner::{GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerMarker, read_json};
+use runner::{
+    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerMarker, Tier, read_json,
+};
 use rustix::process::Signal;
 use types::WorkspacePaths;
 
 use crate::Global;
+use crate::container_guest::remove_workspace_containers;
 use crate::out::say;
 
 pub async fn run(global: &Global) -> Result<()> {
     let config = global.runner_config()?;
     let users = config.select(global.user.as_deref())?;
     let budget = crate::supervise::stop_budget(&config);
+    let docker = match config.tier {
+        Tier::Container => Some(runner::connect_docker().await?),
+        Tier::Process => None,
+    };
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
-        let line = stop_user(&ws, budget).await?;
+        let mut line = stop_user(&ws, budget).await?;
+        if let Some(docker) = &docker {
+            let left = remove_workspace_containers(docker, &ws.root).await?;
+            if !left.is_empty() {
+                line.push_str(&format!(
+                    "; removed containers left behind: {}",
+                    left.join(", ")
+                ));
+            }
+        }
         say(format!("{}: {line}", user.id));
     }
     Ok(())
@@ -28,14 +45,20 @@ async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
     let marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))
         .ok()
         .flatten();
+    let in_containers = marker
+        .as_ref()
+        .is_some_and(|m| m.tier == Tier::Container.name());
     // Every process that may serve this user: the runner, its guests, a gateway it lost track of.
     let mut guests: Vec<(String, u32)> = marker
         .iter()
         .flat_map(|m| m.children.iter().map(|(r, c)| (r.clone(), c.pid)))
         .collect();
+    // A container's pids are its own namespace's: never signal them on the host.
+    guests.retain(|_| !in_containers);
     if let Some(g) = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
         .ok()
         .flatten()
+        .filter(|_| !in_containers)
     {
         guests.push(("oxydra-vm".into(), g.pid));
     }

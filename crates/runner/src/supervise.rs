@@ -1,18 +1,19 @@
-//! One user's process-tier supervisor: provision, claim the workspace, start `shell-vm` then
-//! `oxydra-vm`, restart a crashed guest with backoff (within a bound), and on shutdown stop both
-//! and remove every marker.
+//! One user's supervisor (either tier): start `shell-vm` then `oxydra-vm` — as host processes or
+//! as containers — restart a crashed guest with backoff (within a bound), and on shutdown stop
+//! both (removing their containers) and remove every marker.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use runner::container_spec::{GuestSpec, container_body};
 use runner::{
     ChildInfo, GATEWAY_MARKER, HEALTH_FILE, RUNNER_MARKER, RestartPolicy, RunnerConfig,
     RunnerMarker, SandboxMode, Tier, UserEntry, VmBootstrap,
 };
 use sandbox::Role;
-use types::{CancellationToken, ShellBootstrap, WorkspacePaths};
+use types::{AgentConfig, CancellationToken, ShellBootstrap, WorkspacePaths};
 
 use crate::guest::{self, Guest};
 use crate::out::say;
@@ -27,6 +28,10 @@ pub struct Plan {
     pub vm_bin: PathBuf,
     /// Landlock is missing and `--insecure` was given: guests run unconfined, loudly.
     pub unconfined: bool,
+    /// The user's agent settings (read before start).
+    pub agent: AgentConfig,
+    /// The engine, in the container tier.
+    pub docker: Option<bollard::Docker>,
 }
 
 struct Supervisor {
@@ -104,8 +109,8 @@ impl Supervisor {
         let (ra, rb) = (a.role, b.role);
         tokio::select! {
             () = stop.cancelled() => (ra, None),
-            s = a.child.wait() => (ra, Some(s.unwrap_or_else(|_| failed_status()))),
-            s = b.child.wait() => (rb, Some(s.unwrap_or_else(|_| failed_status()))),
+            s = a.wait() => (ra, Some(s)),
+            s = b.wait() => (rb, Some(s)),
         }
     }
 
@@ -124,8 +129,27 @@ impl Supervisor {
         for file in stale {
             runner::remove_if_exists(&ipc.join(file))?;
         }
-        let (binary, args, bootstrap) = self.launch_spec(role)?;
-        let mut guest = guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap).await?;
+        let mut guest = match &self.plan.docker {
+            Some(docker) => {
+                let p = &self.plan;
+                let body = container_body(&GuestSpec {
+                    role,
+                    user: &p.user,
+                    ws: &p.ws,
+                    settings: &p.config.container,
+                    agent: &p.agent,
+                    uid: rustix::process::getuid().as_raw(),
+                    gid: rustix::process::getgid().as_raw(),
+                })?;
+                let name =
+                    runner::container_name(&p.config.workspace_root, &p.user.id, role.name());
+                guest::launch_container(role, docker, &name, body, &p.ws).await?
+            }
+            None => {
+                let (binary, args, bootstrap) = self.launch_spec(role)?;
+                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap).await?
+            }
+        };
         let ready = guest
             .wait_ready(&self.plan.ws, self.plan.config.supervision.ready_timeout)
             .await;
@@ -178,7 +202,10 @@ impl Supervisor {
     async fn restart(&mut self, role: Role, what: &str, stop: &CancellationToken) -> Result<()> {
         let user = self.plan.user.id.clone();
         let s = self.plan.config.supervision.clone();
-        self.guests.remove(role.name());
+        if let Some(mut dead) = self.guests.remove(role.name()) {
+            // Reaps the process, or removes the exited container (keeping its log).
+            dead.stop(s.stop_timeout).await;
+        }
         let mut last = what.to_owned();
         loop {
             let crashes = self.crashes.entry(role.name()).or_default();
@@ -234,6 +261,7 @@ impl Supervisor {
                     pid: g.pid,
                     started_at: g.started_at.clone(),
                     restarts: self.restarts.get(name).copied().unwrap_or(0),
+                    container: g.container().map(str::to_owned),
                 };
                 ((*name).to_owned(), info)
             })
@@ -241,7 +269,7 @@ impl Supervisor {
         let marker = RunnerMarker {
             pid: std::process::id(),
             started_at: self.started_at.clone(),
-            tier: Tier::Process.name().to_owned(),
+            tier: self.plan.config.tier.name().to_owned(),
             children,
         };
         Ok(runner::write_json_atomic(
@@ -271,11 +299,6 @@ impl Supervisor {
             }
         }
     }
-}
-
-fn failed_status() -> std::process::ExitStatus {
-    use std::os::unix::process::ExitStatusExt;
-    std::process::ExitStatus::from_raw(1 << 8)
 }
 
 /// How long a user's supervisor may take to stop everything.

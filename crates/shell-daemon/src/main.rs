@@ -1,7 +1,8 @@
 //! `shell-vm`: one user's shell daemon.
 //!
 //! ```text
-//! shell-vm [--bootstrap FILE] [--allow-unconfined]      (bootstrap JSON on stdin without --bootstrap)
+//! shell-vm [--bootstrap FILE | --bootstrap-json JSON] [--allow-unconfined | --container]
+//!          (bootstrap JSON on stdin without either)
 //! ```
 //!
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
@@ -24,12 +25,19 @@ use types::ShellBootstrap;
     about = "One user's shell daemon (started by the runner)."
 )]
 struct Cli {
-    /// Bootstrap JSON file; without it the bootstrap is read from stdin.
-    #[arg(long)]
+    /// Bootstrap JSON file; without it (or --bootstrap-json) the bootstrap is read from stdin.
+    #[arg(long, conflicts_with = "bootstrap_json")]
     bootstrap: Option<PathBuf>,
+    /// The bootstrap itself (the container tier passes it this way; it holds no secret).
+    #[arg(long = "bootstrap-json")]
+    bootstrap_json: Option<String>,
     /// Keep running (loudly degraded) when the kernel cannot enforce the Landlock sandbox.
     #[arg(long)]
     allow_unconfined: bool,
+    /// Running in the container tier: the container's mounts confine the shell, and Landlock is
+    /// a second layer applied when the engine allows it.
+    #[arg(long, conflicts_with = "allow_unconfined")]
+    container: bool,
 }
 
 /// The daemon's own environment after start; everything else is dropped by a re-exec so that no
@@ -59,6 +67,10 @@ fn main() -> anyhow::Result<()> {
         Enforcement::Partial => tracing::warn!(
             "the shell sandbox is only partially enforced by this kernel; file visibility is \
              enforced, newer restrictions are not"
+        ),
+        Enforcement::None if cli.container => tracing::info!(
+            "Landlock is not available inside this container; its mounts alone confine the shell \
+             (.oxydra/ and vault/ are not mounted here)"
         ),
         Enforcement::None if cli.allow_unconfined => tracing::error!(
             "RUNNING UNCONFINED (--allow-unconfined): this kernel has no Landlock, so shell \
@@ -105,10 +117,11 @@ fn scrub_environment() -> anyhow::Result<()> {
 }
 
 fn read_bootstrap(cli: &Cli) -> anyhow::Result<ShellBootstrap> {
-    let text = match &cli.bootstrap {
-        Some(path) => std::fs::read_to_string(path)
+    let text = match (&cli.bootstrap, &cli.bootstrap_json) {
+        (_, Some(json)) => json.clone(),
+        (Some(path), None) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the bootstrap {}", path.display()))?,
-        None => {
+        (None, None) => {
             let mut text = String::new();
             std::io::stdin()
                 .take(1024 * 1024)

@@ -105,7 +105,7 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("runner.toml");
         let mut text = String::from(
-            "workspace_root = \"ws\"\n[supervision]\nready_timeout_secs = 20\nstop_timeout_secs = 5\n\
+            "tier = \"process\"\nworkspace_root = \"ws\"\n[supervision]\nready_timeout_secs = 20\nstop_timeout_secs = 5\n\
              backoff_initial_ms = 100\n",
         );
         for u in users {

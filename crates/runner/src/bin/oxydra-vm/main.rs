@@ -1,7 +1,8 @@
 //! `oxydra-vm`: one user's agent — gateway, runtime, tools, memory.
 //!
 //! ```text
-//! oxydra-vm [--bootstrap FILE] [--insecure]      (bootstrap JSON on stdin without --bootstrap)
+//! oxydra-vm [--bootstrap FILE | --bootstrap-json JSON] [--insecure]
+//!           (bootstrap JSON on stdin without either)
 //! ```
 //!
 //! Order matters: read and validate the bootstrap and the user's `agent.toml`, load the gateway
@@ -27,9 +28,12 @@ use sandbox::{Enforcement, Role};
     about = "One user's agent (started by the runner)."
 )]
 struct Cli {
-    /// Bootstrap JSON file; without it the bootstrap is read from stdin.
-    #[arg(long)]
+    /// Bootstrap JSON file; without it (or --bootstrap-json) the bootstrap is read from stdin.
+    #[arg(long, conflicts_with = "bootstrap_json")]
     bootstrap: Option<PathBuf>,
+    /// The bootstrap itself (the container tier passes it this way; it holds no secret).
+    #[arg(long = "bootstrap-json")]
+    bootstrap_json: Option<String>,
     /// Run unconfined (loudly) when the kernel cannot enforce Landlock, whatever the bootstrap says.
     #[arg(long)]
     insecure: bool,
@@ -102,6 +106,7 @@ fn confine(boot: &VmBootstrap, ws: &types::WorkspacePaths) -> anyhow::Result<&'s
     let confinement =
         sandbox::confine(Role::OxydraVm, ws, &[]).context("cannot confine oxydra-vm")?;
     match confinement.enforcement {
+        Enforcement::Full if boot.tier == runner::Tier::Container => Ok("container+landlock"),
         Enforcement::Full => Ok("landlock"),
         Enforcement::Partial => {
             tracing::warn!(
@@ -109,6 +114,13 @@ fn confine(boot: &VmBootstrap, ws: &types::WorkspacePaths) -> anyhow::Result<&'s
                  is enforced, newer restrictions are not"
             );
             Ok("landlock-partial")
+        }
+        Enforcement::None if boot.tier == runner::Tier::Container => {
+            tracing::info!(
+                "Landlock is not available inside this container; its mounts alone confine the \
+                 agent"
+            );
+            Ok("container")
         }
         Enforcement::None if boot.sandbox == SandboxMode::BestEffort => {
             tracing::error!(
@@ -126,10 +138,11 @@ fn confine(boot: &VmBootstrap, ws: &types::WorkspacePaths) -> anyhow::Result<&'s
 }
 
 fn read_bootstrap(cli: &Cli) -> anyhow::Result<VmBootstrap> {
-    let text = match &cli.bootstrap {
-        Some(path) => std::fs::read_to_string(path)
+    let text = match (&cli.bootstrap, &cli.bootstrap_json) {
+        (_, Some(json)) => json.clone(),
+        (Some(path), None) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the bootstrap {}", path.display()))?,
-        None => {
+        (None, None) => {
             let mut text = String::new();
             std::io::stdin()
                 .take(1024 * 1024)

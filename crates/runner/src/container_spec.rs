@@ -1,0 +1,305 @@
+//! What Docker is asked to create for one guest of the container tier: [`container_body`] turns a
+//! user, a role and the settings into a `ContainerCreateBody` — mounts per DESIGN §4, networking,
+//! hardening, limits, labels, and the bootstrap. Pure: no engine is contacted here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use sandbox::Role;
+use types::{AgentConfig, ShellBootstrap, WorkspaceDir, WorkspacePaths};
+
+use crate::{
+    CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, ContainerSettings, LABEL_MANAGED, LABEL_ROLE,
+    LABEL_USER, LABEL_WORKSPACE, RunnerError, SandboxMode, Tier, UserEntry, VmBootstrap,
+};
+
+/// `/tmp` inside both containers: a small private tmpfs (the root filesystem is read-only).
+pub const TMPFS_OPTIONS: &str = "rw,nosuid,nodev,noexec,size=64m";
+
+/// The workspace directories each role gets, and whether read-only. The whole table lives here so
+/// a test can hold it against DESIGN §4.
+pub fn role_mounts(role: Role) -> &'static [(WorkspaceDir, bool)] {
+    match role {
+        Role::OxydraVm => &[
+            (WorkspaceDir::Internal, false),
+            (WorkspaceDir::Shared, false),
+            (WorkspaceDir::Tmp, false),
+            (WorkspaceDir::Vault, true),
+            (WorkspaceDir::Logs, false),
+            (WorkspaceDir::Ipc, false),
+        ],
+        Role::ShellVm => &[
+            (WorkspaceDir::Shared, false),
+            (WorkspaceDir::Tmp, false),
+            (WorkspaceDir::Logs, false),
+            (WorkspaceDir::Ipc, false),
+        ],
+    }
+}
+
+/// Everything [`container_body`] needs for one guest.
+#[derive(Debug, Clone)]
+pub struct GuestSpec<'a> {
+    pub role: Role,
+    pub user: &'a UserEntry,
+    /// The user's workspace on the host.
+    pub ws: &'a WorkspacePaths,
+    pub settings: &'a ContainerSettings,
+    /// The user's agent settings (which environment variables hold its keys).
+    pub agent: &'a AgentConfig,
+    /// `uid:gid` the guest runs as (the invoking user's).
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// The user's workspace as both containers see it: `/workspace/<user>`.
+pub fn container_workspace(user: &UserEntry) -> WorkspacePaths {
+    WorkspacePaths::for_user(Path::new(CONTAINER_WORKSPACE_ROOT), &user.id)
+}
+
+/// The environment variables that hold `agent`'s secrets (provider key, embedding key, remote
+/// database token): passed to `oxydra-vm` only, and only those that are set.
+pub fn secret_env_names(agent: &AgentConfig) -> Vec<String> {
+    [
+        agent.provider.api_key_env.clone(),
+        agent.memory.embedding.api_key_env.clone(),
+        agent.memory.auth_token_env.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|n| !n.is_empty())
+    .collect()
+}
+
+/// The create request for `spec`'s guest.
+pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, RunnerError> {
+    let inner = container_workspace(spec.user);
+    let mut mounts: Vec<Mount> = role_mounts(spec.role)
+        .iter()
+        .map(|(dir, read_only)| bind(&spec.ws.dir(*dir), &inner.dir(*dir), *read_only))
+        .collect();
+    let mut env = vec!["LANG=C.UTF-8".to_owned()];
+    if let Ok(level) = std::env::var("OXYDRA_LOG") {
+        env.push(format!("OXYDRA_LOG={level}"));
+    }
+    let limits = match spec.role {
+        Role::OxydraVm => spec.settings.oxydra_vm,
+        Role::ShellVm => spec.settings.shell_vm,
+    };
+    let (image, cmd, network, workdir) = match spec.role {
+        Role::OxydraVm => {
+            let mut boot = VmBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+            boot.tier = Tier::Container;
+            // The mounts confine it; Landlock is added inside when the engine lets it.
+            boot.sandbox = SandboxMode::BestEffort;
+            boot.gateway_port = spec.user.gateway_port;
+            if let Some(agent_toml) = &spec.user.agent_config {
+                mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
+                boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));
+            }
+            for name in secret_env_names(spec.agent) {
+                if let Ok(value) = std::env::var(&name) {
+                    env.push(format!("{name}={value}"));
+                }
+            }
+            (
+                spec.settings.oxydra_vm_image.clone(),
+                vec!["--bootstrap-json".to_owned(), json(&boot)?],
+                "host".to_owned(),
+                inner.root.clone(),
+            )
+        }
+        Role::ShellVm => {
+            let boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+            (
+                spec.settings.shell_vm_image.clone(),
+                vec![
+                    "--bootstrap-json".to_owned(),
+                    json(&boot)?,
+                    "--container".to_owned(),
+                ],
+                spec.user.shell_network.docker_mode().to_owned(),
+                inner.shared(),
+            )
+        }
+    };
+    let labels = HashMap::from([
+        (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_USER.to_owned(), spec.user.id.to_string()),
+        (LABEL_ROLE.to_owned(), spec.role.name().to_owned()),
+        (
+            LABEL_WORKSPACE.to_owned(),
+            spec.ws.root.display().to_string(),
+        ),
+    ]);
+    Ok(ContainerCreateBody {
+        image: Some(image),
+        cmd: Some(cmd),
+        env: Some(env),
+        user: Some(format!("{}:{}", spec.uid, spec.gid)),
+        working_dir: Some(workdir.display().to_string()),
+        labels: Some(labels),
+        network_disabled: None,
+        host_config: Some(HostConfig {
+            mounts: Some(mounts),
+            network_mode: Some(network),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
+            readonly_rootfs: Some(true),
+            tmpfs: Some(HashMap::from([(
+                "/tmp".to_owned(),
+                TMPFS_OPTIONS.to_owned(),
+            )])),
+            init: Some(true),
+            pids_limit: Some(limits.pids),
+            memory: Some(limits.memory_bytes()),
+            memory_swap: Some(limits.memory_bytes()),
+            nano_cpus: Some(limits.nano_cpus),
+            auto_remove: Some(false),
+            ..HostConfig::default()
+        }),
+        ..ContainerCreateBody::default()
+    })
+}
+
+fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
+    Mount {
+        source: Some(source.display().to_string()),
+        target: Some(target.display().to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Mount::default()
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<String, RunnerError> {
+    serde_json::to_string(value)
+        .map_err(|e| RunnerError::Bootstrap(format!("cannot encode the bootstrap: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ShellNetwork;
+    use types::UserId;
+
+    fn spec_body(role: Role, network: ShellNetwork) -> ContainerCreateBody {
+        let user = UserEntry {
+            id: UserId::parse("alice").unwrap(),
+            gateway_port: 0,
+            agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
+            shell_network: network,
+        };
+        let ws = WorkspacePaths::new("/srv/ws/alice");
+        let settings = ContainerSettings::default();
+        let agent = AgentConfig::default();
+        container_body(&GuestSpec {
+            role,
+            user: &user,
+            ws: &ws,
+            settings: &settings,
+            agent: &agent,
+            uid: 1000,
+            gid: 100,
+        })
+        .unwrap()
+    }
+
+    fn mounts(body: &ContainerCreateBody) -> Vec<(String, String, bool)> {
+        let host = body.host_config.as_ref().unwrap();
+        host.mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m.source.clone().unwrap(),
+                    m.target.clone().unwrap(),
+                    m.read_only.unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn oxydra_vm_mounts_follow_the_visibility_table() {
+        let body = spec_body(Role::OxydraVm, ShellNetwork::None);
+        let m = |dir: &str, ro| {
+            (
+                format!("/srv/ws/alice/{dir}"),
+                format!("/workspace/alice/{dir}"),
+                ro,
+            )
+        };
+        assert_eq!(
+            mounts(&body),
+            vec![
+                m(".oxydra", false),
+                m("shared", false),
+                m("tmp", false),
+                m("vault", true),
+                m("logs", false),
+                m("ipc", false),
+                (
+                    "/etc/agents/alice.toml".into(),
+                    "/etc/oxydra/agent.toml".into(),
+                    true
+                ),
+            ]
+        );
+        let host = body.host_config.as_ref().unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("host"));
+        let cmd = body.cmd.as_ref().unwrap();
+        let boot = VmBootstrap::from_json(&cmd[1]).unwrap();
+        assert_eq!(boot.workspace_root, PathBuf::from("/workspace"));
+        assert_eq!(boot.tier, Tier::Container);
+        assert_eq!(
+            boot.agent_config,
+            Some(PathBuf::from("/etc/oxydra/agent.toml"))
+        );
+    }
+
+    #[test]
+    fn shell_vm_gets_four_dirs_and_no_network_by_default() {
+        let body = spec_body(Role::ShellVm, ShellNetwork::None);
+        let targets: Vec<String> = mounts(&body).into_iter().map(|(_, t, _)| t).collect();
+        assert_eq!(
+            targets,
+            ["shared", "tmp", "logs", "ipc"]
+                .map(|d| format!("/workspace/alice/{d}"))
+                .to_vec()
+        );
+        assert!(mounts(&body).iter().all(|(_, _, ro)| !ro));
+        let host = body.host_config.as_ref().unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        let with_net = spec_body(Role::ShellVm, ShellNetwork::Host);
+        assert_eq!(
+            with_net.host_config.unwrap().network_mode.as_deref(),
+            Some("host")
+        );
+    }
+
+    #[test]
+    fn both_roles_are_hardened_and_limited() {
+        for role in [Role::OxydraVm, Role::ShellVm] {
+            let body = spec_body(role, ShellNetwork::None);
+            assert_eq!(body.user.as_deref(), Some("1000:100"));
+            let host = body.host_config.unwrap();
+            assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+            assert_eq!(
+                host.security_opt,
+                Some(vec!["no-new-privileges:true".to_owned()])
+            );
+            assert_eq!(host.readonly_rootfs, Some(true));
+            assert_eq!(host.init, Some(true));
+            assert!(host.pids_limit.unwrap() >= 16);
+            assert!(host.memory.unwrap() >= 64 << 20);
+            assert!(host.nano_cpus.unwrap() > 0);
+            let labels = body.labels.unwrap();
+            assert_eq!(labels[LABEL_USER], "alice");
+            assert_eq!(labels[LABEL_ROLE], role.name());
+            assert_eq!(labels[LABEL_WORKSPACE], "/srv/ws/alice");
+        }
+    }
+}
