@@ -38,6 +38,9 @@ pub enum Command {
         /// Where users' workspaces go (default ./workspaces, next to runner.toml).
         #[arg(long = "workspace-root")]
         workspace_root: Option<PathBuf>,
+        /// Where the agents will run (default: container).
+        #[arg(long, value_enum)]
+        tier: Option<TierArg>,
     },
     /// Start the users' agents (foreground; Ctrl-C stops them).
     Start {
@@ -84,6 +87,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A tier named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TierArg {
+    Container,
+    Process,
 }
 
 /// `runner images ...`.

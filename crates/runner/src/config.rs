@@ -375,6 +375,50 @@ mod tests {
     }
 
     #[test]
+    fn the_example_file_states_the_defaults() {
+        let c = parse(include_str!("../../../runner.toml.example")).unwrap();
+        assert_eq!(c.tier, Tier::Container);
+        assert_eq!(c.container, ContainerSettings::default());
+        assert_eq!(c.supervision, Supervision::default());
+        assert_eq!(c.users[0].shell_network, ShellNetwork::None);
+    }
+
+    #[test]
+    fn container_settings_are_checked() {
+        let c = parse(
+            "[container]\nshell_network = \"host\"\n[container.shell_vm]\ncpus = 0.5\n\
+             [users.a]\n[users.b]\nshell_network = \"none\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.container.shell_vm.nano_cpus, 500_000_000);
+        let nets: Vec<ShellNetwork> = c.users.iter().map(|u| u.shell_network).collect();
+        assert_eq!(nets, vec![ShellNetwork::Host, ShellNetwork::None]);
+        for (text, needle) in [
+            (
+                "[container]\nshell_network = \"bridge\"",
+                "unknown variant `bridge`",
+            ),
+            (
+                "[container.oxydra_vm]\nmemory_mb = 8",
+                "memory_mb = 8 is too small",
+            ),
+            (
+                "[container.shell_vm]\ncpus = -1.0",
+                "cpus = -1 is out of range",
+            ),
+            ("[container.shell_vm]\npids = 2", "pids = 2 is too small"),
+            (
+                "[container]\noxydra_vm_image = \"a b\"",
+                "must be an image reference",
+            ),
+            ("[container]\nimage = \"x\"", "unknown field `image`"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn backoff_doubles_up_to_the_cap() {
         let s = Supervision::default();
         let waits: Vec<u64> = (1..=7).map(|n| s.backoff(n).as_millis() as u64).collect();

@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use runner::{CONFIG_FILE_NAME, RunnerConfig, provision};
+use runner::{CONFIG_FILE_NAME, RunnerConfig, Tier, provision};
 use types::UserId;
 
 use crate::Global;
+use crate::cli::TierArg;
 use crate::out::say;
 
 const RUNNER_EXAMPLE: &str = include_str!("../../../runner.toml.example");
@@ -15,7 +16,7 @@ const AGENT_EXAMPLE: &str = include_str!("../../../agent.toml.example");
 /// The user entry of the example, replaced by the chosen user.
 const EXAMPLE_USER: &str = "[users.alice]";
 
-pub fn run(global: &Global, workspace_root: Option<PathBuf>) -> Result<()> {
+pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierArg>) -> Result<()> {
     let config_path = global
         .config
         .clone()
@@ -43,6 +44,9 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>) -> Result<()> {
         );
         runner_text = runner_text.replace("workspace_root = \"workspaces\"", &line);
     }
+    if tier == Some(TierArg::Process) {
+        runner_text = runner_text.replace("tier = \"container\"", "tier = \"process\"");
+    }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_new(&config_path, &runner_text)?;
     write_new(&agent_path, AGENT_EXAMPLE)?;
@@ -55,7 +59,13 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>) -> Result<()> {
     ));
     say(format!("provisioned {}", ws.root.display()));
     say("next: set [provider] in agent.toml (and export its API key), then:");
-    say(format!("  runner --insecure --user {user} start"));
+    match config.tier {
+        Tier::Container => {
+            say("  scripts/build-guest-images.sh      (once: builds the container images)");
+            say(format!("  runner --user {user} start"));
+        }
+        Tier::Process => say(format!("  runner --insecure --user {user} start")),
+    }
     Ok(())
 }
 

@@ -82,7 +82,10 @@ fn main() -> ExitCode {
             };
         };
         match command {
-            cli::Command::Init { workspace_root } => init_cmd::run(&global, workspace_root),
+            cli::Command::Init {
+                workspace_root,
+                tier,
+            } => init_cmd::run(&global, workspace_root, tier),
             cli::Command::Start { detach, supervisor } => {
                 start_cmd::run(&global, detach, supervisor).await
             }
