@@ -67,12 +67,39 @@ async fn mistakes_are_reported_before_anything_starts() {
             .await,
         "no user `zed` (configured: alice)",
     );
+    // The container tier with an image that was never built: says so (or that no engine runs).
     let text = std::fs::read_to_string(&setup.config).unwrap();
-    std::fs::write(&setup.config, format!("tier = \"container\"\n{text}")).unwrap();
-    check(
-        setup.runner(&["--insecure", "start"]).await,
-        "the container tier is not available yet",
-    );
+    assert!(text.starts_with("tier = \"process\"\n"), "{text}");
+    std::fs::write(
+        &setup.config,
+        format!(
+            "{}\n[container]\noxydra_vm_image = \"oxydra-vm:missing-e2e\"\n",
+            text.replacen("tier = \"process\"", "tier = \"container\"", 1)
+        ),
+    )
+    .unwrap();
+    let expected = if runner::connect_docker().await.is_ok() {
+        "is not built"
+    } else {
+        "Docker"
+    };
+    let out = tokio::time::timeout(Duration::from_secs(120), setup.runner(&["start"]))
+        .await
+        .expect("start with a missing image fails in time");
+    check(out, expected);
+    if expected == "is not built" {
+        // Nothing is left behind by the failed start.
+        let filter = format!(
+            "label={}={}",
+            runner::LABEL_WORKSPACE,
+            setup.ws("alice").root.display()
+        );
+        let left = std::process::Command::new("docker")
+            .args(["ps", "-a", "-q", "--filter", &filter])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&left.stdout), "", "containers left");
+    }
     std::fs::write(&setup.config, &text).unwrap();
     let agent = setup.dir.path().join("agent.toml");
     let agent_text = std::fs::read_to_string(&agent).unwrap();
