@@ -5,6 +5,7 @@
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
 //! - `marker` — the files in `ipc/` ([`GatewayMarker`], [`Health`], [`RunnerMarker`])
 //! - `procs` — process liveness and signals by pid
+//! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
 //! - `error` — [`RunnerError`]
 //!
@@ -18,6 +19,7 @@ mod container_config;
 pub mod container_spec;
 mod docker;
 mod error;
+pub mod images;
 mod marker;
 mod procs;
 mod provision;
