@@ -218,21 +218,6 @@ async fn replace_stale(docker: &Docker, name: &str, workspace: &str) -> Result<(
     remove(docker, name).await
 }
 
-/// Fails unless both guest images exist, saying how to build them.
-pub async fn require_images(docker: &Docker, settings: &runner::ContainerSettings) -> Result<()> {
-    for image in [&settings.oxydra_vm_image, &settings.shell_vm_image] {
-        match docker.inspect_image(image).await {
-            Ok(_) => {}
-            Err(e) if is_not_found(&e) => bail!(
-                "image {image} is not built; build the guest images with \
-                 scripts/build-guest-images.sh (or runner images build)"
-            ),
-            Err(e) => bail!("cannot inspect image {image}: {}", docker_message(&e)),
-        }
-    }
-    Ok(())
-}
-
 /// Force-removes the container `name` (gone already is fine).
 pub async fn remove(docker: &Docker, name: &str) -> Result<()> {
     let options = RemoveContainerOptionsBuilder::default().force(true).build();

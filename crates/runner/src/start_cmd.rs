@@ -26,7 +26,7 @@ pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> 
     let container = config.tier == Tier::Container;
     let (docker, shell_bin, vm_bin, unconfined) = if container {
         let docker = runner::connect_docker().await?;
-        crate::container_guest::require_images(&docker, &config.container).await?;
+        runner::images::require_images(&docker, &config.container).await?;
         (Some(docker), PathBuf::new(), PathBuf::new(), false)
     } else {
         let unconfined = !sandbox::landlock_available();

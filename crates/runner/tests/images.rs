@@ -187,9 +187,23 @@ async fn guest_images_build_from_scratch_run_and_rebuild_only_what_changed() {
             std::fs::copy(bins.join("oxydra-vm"), changed.path().join("oxydra-vm")).map(drop)
         })
         .unwrap();
-    let mut shell_vm = std::fs::read(bins.join("shell-vm")).unwrap();
-    shell_vm.push(0);
-    std::fs::write(changed.path().join("shell-vm"), shell_vm).unwrap();
+    // An extra section changes the binary in a way the builder's `objcopy --strip-debug` keeps
+    // (trailing bytes, for instance, would be stripped away and leave the image current).
+    let note = changed.path().join("note");
+    std::fs::write(&note, "changed").unwrap();
+    let added = Command::new("objcopy")
+        .arg(format!("--add-section=.oxydra_test={}", note.display()))
+        .arg(bins.join("shell-vm"))
+        .arg(changed.path().join("shell-vm"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !added {
+        // Without objcopy the builder does not strip either: any changed byte counts.
+        let mut shell_vm = std::fs::read(bins.join("shell-vm")).unwrap();
+        shell_vm.push(0);
+        std::fs::write(changed.path().join("shell-vm"), shell_vm).unwrap();
+    }
+    std::fs::remove_file(&note).unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_runner"))
         .arg("--config")
         .arg(&config)

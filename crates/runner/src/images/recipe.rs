@@ -46,7 +46,10 @@ pub(crate) fn context(
         });
     }
     let mut rootfs = Rootfs::default();
-    rootfs.host_file(&entrypoint(image), &binary)?;
+    match stripped(&binary) {
+        Some(bytes) => rootfs.bytes(&entrypoint(image), &bytes, MODE_EXEC)?,
+        None => rootfs.host_file(&entrypoint(image), &binary)?,
+    }
     if let Linkage::Dynamic(libraries) = linkage(&binary)? {
         for library in libraries {
             rootfs.host_file(&library.to_string_lossy(), &library)?;
@@ -60,6 +63,34 @@ pub(crate) fn context(
         add_busybox(&mut rootfs, busybox)?;
     }
     Context::new(&dockerfile(image), &rootfs)
+}
+
+/// `binary` without its debug sections (two thirds of a release binary, which keeps line tables
+/// for backtraces on the host), via binutils' `objcopy --strip-debug`. `None` (the binary goes in
+/// as it is, with a warning) when `objcopy` is missing or fails.
+fn stripped(binary: &Path) -> Option<Vec<u8>> {
+    let out = std::env::temp_dir().join(format!(
+        "oxydra-image-{}-{}",
+        std::process::id(),
+        binary.file_name()?.to_string_lossy()
+    ));
+    let status = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(binary)
+        .arg(&out)
+        .status();
+    let bytes = match status {
+        Ok(s) if s.success() => std::fs::read(&out).ok(),
+        _ => None,
+    };
+    let _ = std::fs::remove_file(&out);
+    if bytes.is_none() {
+        tracing::warn!(
+            binary = %binary.display(),
+            "objcopy is missing or failed: the image gets the binary with its debug information"
+        );
+    }
+    bytes
 }
 
 /// `/bin/busybox` and `/bin/<applet> -> busybox` for each applet it lists; `/usr/bin/env` too,
