@@ -43,7 +43,9 @@ echo "idle RSS runner: $(rss "$runner_pid")"
 for role in oxydra-vm shell-vm; do
   if [ "$tier" = container ]; then
     name=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['container'])" "$role")
-    echo "idle memory $role container (cgroup, incl. init): $(docker stats --no-stream --format '{{.MemUsage}}' "$name")"
+    init=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
+    guest=$(pgrep -P "$init" | head -n 1)
+    echo "idle RSS $role (in $name): $(rss "$guest"); docker-init: $(rss "$init"); cgroup usage: $(docker stats --no-stream --format '{{.MemUsage}}' "$name")"
   else
     pid=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
     echo "idle RSS $role: $(rss "$pid")"
