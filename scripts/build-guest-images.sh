@@ -15,12 +15,12 @@ for ((i = 1; i <= $#; i++)); do
   esac
 done
 
+. scripts/lib/host.sh
 # The shell image's /bin/sh and core utilities come from Debian's statically linked busybox.
-if [ "$busybox" = /bin/busybox ] && [ ! -x /bin/busybox ]; then
-  echo "==> installing busybox-static (the shell image's /bin/sh and utilities)"
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq busybox-static >/dev/null
+if [ "$busybox" = /bin/busybox ]; then
+  ensure_static_busybox
 fi
+ensure_docker_engine || { echo "error: the guest images need a running Docker engine" >&2; exit 1; }
 
 echo "==> cargo build --release -p runner -p shell-daemon"
 cargo build --release -p runner -p shell-daemon

@@ -17,8 +17,9 @@ echo "==> building runner, oxydra-vm, shell-vm and oxydra-tui (release)"
 cargo build --release -p runner -p shell-daemon -p tui
 bin="$PWD/target/release"
 
+. scripts/lib/host.sh
 if [ ! -f runner.toml ]; then
-  if docker info >/dev/null 2>&1; then
+  if ensure_docker_engine; then
     tier=container
   else
     tier=process

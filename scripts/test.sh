@@ -4,19 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. scripts/lib/host.sh
+
 # tmux drives the real oxydra-tui binary in its end-to-end test.
 if ! command -v tmux >/dev/null 2>&1; then
   echo "==> installing tmux (TUI end-to-end test)"
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null
+  apt_install tmux
 fi
-
-# Debian's static busybox gives the shell-vm guest image its /bin/sh (crates/runner/tests/images.rs).
-if [ ! -x /bin/busybox ]; then
-  echo "==> installing busybox-static (shell-vm guest image test)"
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq busybox-static >/dev/null
+# The container-tier tests build guest images (static busybox, objcopy) and run them on the engine.
+ensure_static_busybox
+if ! command -v objcopy >/dev/null 2>&1; then
+  echo "==> installing binutils (objcopy strips the guest binaries)"
+  apt_install binutils
 fi
+ensure_docker_engine || echo "==> WARNING: no Docker engine: the container-tier tests will be SKIPPED"
 
 echo "==> cargo test --workspace"
 cargo test --workspace --all-targets
