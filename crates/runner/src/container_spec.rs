@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType};
 use sandbox::Role;
 use types::{AgentConfig, ShellBootstrap, WorkspaceDir, WorkspacePaths};
 
@@ -157,6 +157,15 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
             memory_swap: Some(limits.memory_bytes()),
             nano_cpus: Some(limits.nano_cpus),
             auto_remove: Some(false),
+            // The runner copies the output into logs/<role>.log; the engine's own copy (which
+            // that follower and `docker logs` read) is bounded whatever the daemon's default.
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("json-file".to_owned()),
+                config: Some(HashMap::from([
+                    ("max-size".to_owned(), "10m".to_owned()),
+                    ("max-file".to_owned(), "2".to_owned()),
+                ])),
+            }),
             ..HostConfig::default()
         }),
         ..ContainerCreateBody::default()
@@ -296,6 +305,9 @@ mod tests {
             assert!(host.pids_limit.unwrap() >= 16);
             assert!(host.memory.unwrap() >= 64 << 20);
             assert!(host.nano_cpus.unwrap() > 0);
+            let log = host.log_config.unwrap();
+            assert_eq!(log.typ.as_deref(), Some("json-file"));
+            assert_eq!(log.config.unwrap()["max-size"], "10m");
             let labels = body.labels.unwrap();
             assert_eq!(labels[LABEL_USER], "alice");
             assert_eq!(labels[LABEL_ROLE], role.name());
