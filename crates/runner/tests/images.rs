@@ -9,33 +9,15 @@
     reason = "tests fail loudly"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 use bollard::Docker;
+use common::guest_binaries;
 use runner::images::{self, LABEL_CONTEXT};
 use runner::{ContainerSettings, LABEL_MANAGED, LABEL_ROLE};
-
-/// `oxydra-vm` and `shell-vm` next to `runner` (building `shell-vm`, another package's, if
-/// missing).
-fn guest_binaries() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_runner"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    assert!(
-        dir.join("oxydra-vm").is_file(),
-        "oxydra-vm is built with runner"
-    );
-    if !dir.join("shell-vm").is_file() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "shell-daemon", "--bins"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building shell-vm failed");
-    }
-    dir
-}
 
 /// Removes the test's images however the test ends.
 struct RemoveImages(Vec<String>);

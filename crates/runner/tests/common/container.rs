@@ -11,14 +11,14 @@ use std::process::Output;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use runner::{LABEL_WORKSPACE, container_name};
 use serde_json::Value;
 use test_support::ScriptedLlm;
 use tokio_tungstenite::tungstenite::Message;
 use types::{ClientFrame, ErrorCode, PROTOCOL_VERSION, ServerFrame, UserId};
 
-use crate::common::{Setup, WAIT, guest_binaries};
+use crate::common::{Setup, guest_binaries};
 
 /// The images the tests build and run (never a user's own tags).
 pub const OXYDRA_VM_IMAGE: &str = "oxydra-vm:e2e";
@@ -288,16 +288,7 @@ pub async fn hello(url: &str, token: &str, user: &str) -> ServerFrame {
     ws.send(Message::Text(serde_json::to_string(&frame).unwrap().into()))
         .await
         .unwrap();
-    loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("a frame in time")
-            .expect("connection open")
-            .unwrap();
-        if let Message::Text(text) = msg {
-            return serde_json::from_str(text.as_str()).unwrap();
-        }
-    }
+    crate::common::next_frame(&mut ws).await
 }
 
 /// True when `frame` refuses a hello as unauthorized.

@@ -233,16 +233,7 @@ impl Chat {
     }
 
     pub async fn recv(&mut self) -> ServerFrame {
-        loop {
-            let msg = tokio::time::timeout(WAIT, self.ws.next())
-                .await
-                .expect("a frame in time")
-                .expect("connection open")
-                .unwrap();
-            if let Message::Text(text) = msg {
-                return serde_json::from_str(text.as_str()).unwrap();
-            }
-        }
+        next_frame(&mut self.ws).await
     }
 
     /// Sends `text` and collects the turn.
@@ -273,5 +264,19 @@ impl Chat {
         let names: Vec<&str> = turn.tools.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, vec!["shell_exec"], "{cmd}: {turn:?}");
         turn.message
+    }
+}
+
+/// The next server frame on `ws` (skipping non-text messages), within [`WAIT`].
+pub async fn next_frame(ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>) -> ServerFrame {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("connection open")
+            .unwrap();
+        if let Message::Text(text) = msg {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
     }
 }
