@@ -84,12 +84,7 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
 
     // Chat and memory through the gateway; the key reached the provider.
     let mut alice = Chat::connect(&setup, "alice", None).await;
-    let saved = alice.turn("save Alice's favourite colour is teal").await;
-    assert_eq!(
-        saved.tools,
-        vec![("memory_save".to_owned(), true)],
-        "{saved:?}"
-    );
+    alice.save("Alice's favourite colour is teal").await;
     let found = alice.turn("search favourite colour").await;
     assert_eq!(found.tools, vec![("memory_search".to_owned(), true)]);
     assert!(found.message.contains("teal"), "{found:?}");
@@ -371,12 +366,7 @@ async fn two_users_are_isolated() {
 
     let mut alice = Chat::connect(&setup, "alice", None).await;
     let mut bob = Chat::connect(&setup, "bob", None).await;
-    let saved = bob.turn("save Bob plays chess on Sundays").await;
-    assert_eq!(
-        saved.tools,
-        vec![("memory_save".to_owned(), true)],
-        "{saved:?}"
-    );
+    bob.save("Bob plays chess on Sundays").await;
     let found = bob.turn("search chess").await.message;
     assert!(found.contains("Bob plays chess"), "{found}");
     let found = alice.turn("search chess").await;
@@ -447,12 +437,7 @@ async fn a_killed_shell_comes_back_stop_removes_everything_and_notes_survive() {
     start(&setup).await;
     let ws = setup.ws("dave");
     let mut dave = Chat::connect(&setup, "dave", None).await;
-    let saved = dave.turn("save Dave keeps bees on the roof").await;
-    assert_eq!(
-        saved.tools,
-        vec![("memory_save".to_owned(), true)],
-        "{saved:?}"
-    );
+    dave.save("Dave keeps bees on the roof").await;
 
     // docker kill of the shell: the supervisor brings a new one up and the shell works again.
     let shell_name = name(&setup, "dave", "shell-vm");

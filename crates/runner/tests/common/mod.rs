@@ -258,6 +258,16 @@ impl Chat {
         }
     }
 
+    /// Saves `fact` through the model's `memory_save`, which must succeed.
+    pub async fn save(&mut self, fact: &str) {
+        let turn = self.turn(&format!("save {fact}")).await;
+        assert_eq!(
+            turn.tools,
+            vec![("memory_save".to_owned(), true)],
+            "{fact}: {turn:?}"
+        );
+    }
+
     /// Runs `sh CMD` through the model and returns the shell's report.
     pub async fn shell(&mut self, cmd: &str) -> String {
         let turn = self.turn(&format!("sh {cmd}")).await;
