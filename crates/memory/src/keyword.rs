@@ -8,6 +8,7 @@ use libsql::{Connection, Value};
 use crate::error::MemoryError;
 use crate::fts::quote;
 use crate::query::QueryFilters;
+use crate::term_counts::TermCounts;
 use crate::time;
 
 /// `AND ...` conditions on chunk alias `c` for the sessions and filters, with their parameters.
@@ -63,6 +64,7 @@ pub(crate) async fn keyword_leg(
     filters: &QueryFilters,
     limit: usize,
     stored_chunks: usize,
+    cache: &TermCounts,
 ) -> Result<Vec<(i64, f64)>, MemoryError> {
     // A store with no more chunks than the budget cannot exceed it: no need to count.
     let plan = if i64::try_from(stored_chunks).unwrap_or(i64::MAX) <= MATCH_BUDGET {
@@ -75,7 +77,7 @@ pub(crate) async fn keyword_leg(
             fallback: None,
         })
     } else {
-        keyword_plan(conn, terms).await?
+        keyword_plan(conn, terms, cache).await?
     };
     let Some(plan) = plan else {
         return Ok(Vec::new());
@@ -149,16 +151,51 @@ pub(crate) struct KeywordPlan {
 /// [`MATCH_BUDGET`]. When even the rarest term matches more (every term is common in a large
 /// store), the `AND` of all the terms is used instead (the chunks BM25 would rank first anyway),
 /// falling back to the rarest term alone if no chunk has them all. Terms found nowhere are dropped;
-/// no term found anywhere means no keyword leg. Counting stops past the budget, so planning costs
-/// at most `MATCH_BUDGET` index steps per term.
+/// no term found anywhere means no keyword leg. The counts are cached until the next write (see
+/// [`crate::term_counts`]).
 async fn keyword_plan(
     conn: &Connection,
     terms: &[String],
+    cache: &TermCounts,
 ) -> Result<Option<KeywordPlan>, MemoryError> {
+    let counts = term_counts(conn, terms, cache).await?;
+    Ok(plan_from_counts(counts.into_iter().zip(terms).collect()))
+}
+
+/// The match count of every term, capped at `MATCH_BUDGET + 1`: from the cache, else counted (and
+/// then cached).
+pub(crate) async fn term_counts(
+    conn: &Connection,
+    terms: &[String],
+    cache: &TermCounts,
+) -> Result<Vec<i64>, MemoryError> {
+    let snapshot = cache.get(terms);
+    let missing: Vec<&String> = terms
+        .iter()
+        .zip(&snapshot.counts)
+        .filter(|(_, n)| n.is_none())
+        .map(|(t, _)| t)
+        .collect();
+    let counted = count_terms(conn, &missing).await?;
+    cache.put(snapshot.generation, &counted);
+    let mut counted = counted.into_iter();
+    Ok(snapshot
+        .counts
+        .into_iter()
+        .map(|n| n.or_else(|| counted.next().map(|(_, n)| n)).unwrap_or(0))
+        .collect())
+}
+
+/// Counts the matches of each term in the whole FTS table, capped at `MATCH_BUDGET + 1`, in one
+/// statement (saving a round trip per term). Counting stops past the cap, so it costs at most
+/// `MATCH_BUDGET` index steps per term.
+async fn count_terms<'t>(
+    conn: &Connection,
+    terms: &[&'t String],
+) -> Result<Vec<(&'t String, i64)>, MemoryError> {
     if terms.is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    // One statement counts every term (capped), saving a round trip per term.
     let counts_sql = format!(
         "SELECT {}",
         (1..=terms.len())
@@ -186,9 +223,9 @@ async fn keyword_plan(
         })?;
     let mut counted = Vec::with_capacity(terms.len());
     for (i, term) in (0i32..).zip(terms) {
-        counted.push((row.get::<i64>(i).map_err(MemoryError::db(ctx))?, term));
+        counted.push((*term, row.get::<i64>(i).map_err(MemoryError::db(ctx))?));
     }
-    Ok(plan_from_counts(counted))
+    Ok(counted)
 }
 
 /// [`keyword_plan`] once the (capped) match count of every term is known.

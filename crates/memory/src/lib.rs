@@ -29,6 +29,7 @@ mod search;
 mod sessions;
 mod store;
 mod summary;
+mod term_counts;
 mod time;
 mod vector_index;
 mod worker;

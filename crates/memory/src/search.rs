@@ -31,6 +31,7 @@ use crate::keyword::{allowed_chunks, keyword_leg};
 use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
+use crate::term_counts::TermCounts;
 use crate::time;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
@@ -82,6 +83,7 @@ impl MemoryStore {
             filters: query.filters.clone(),
             candidates,
             stored_chunks: self.inner.index.len(),
+            term_counts: Arc::clone(&self.inner.term_counts),
             fusion: query.fusion,
             weights: query.weights,
             top_k,
@@ -204,6 +206,7 @@ struct SearchJob {
     candidates: usize,
     /// Chunks of the active model in the whole store (the FTS table's size, near enough).
     stored_chunks: usize,
+    term_counts: Arc<TermCounts>,
     fusion: Fusion,
     weights: Weights,
     top_k: usize,
@@ -226,6 +229,7 @@ impl SearchJob {
                 &self.filters,
                 self.candidates,
                 self.stored_chunks,
+                &self.term_counts,
             )
             .await?
         };

@@ -14,6 +14,7 @@ use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
 use crate::search::InlineEmbedder;
+use crate::term_counts::TermCounts;
 use crate::vector_index::VectorIndex;
 use crate::worker::{DbThread, Target};
 
@@ -51,6 +52,8 @@ pub(crate) struct Inner {
     next_reader: AtomicUsize,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) index: Arc<VectorIndex>,
+    /// The keyword leg's term counts; emptied after every write job.
+    pub(crate) term_counts: Arc<TermCounts>,
     pub(crate) target: Target,
     pub(crate) batch_size: usize,
     /// Set for the builtin model: embeds short queries without a thread hop.
@@ -130,6 +133,7 @@ impl MemoryStore {
                 inline_embedder: InlineEmbedder::for_embedder(embedder.as_ref()),
                 embedder,
                 index,
+                term_counts: Arc::default(),
                 target,
                 batch_size: batch_size.max(1),
             }),
@@ -145,14 +149,24 @@ impl MemoryStore {
         self.inner.embedder.model_id()
     }
 
-    /// Runs a job on the writer thread (every write goes through here, one at a time).
+    /// Runs a job on the writer thread (every write goes through here, one at a time). When the
+    /// job ends, still on the writer thread (so even if this call is dropped meanwhile), the term
+    /// count cache is emptied: no search after the write can plan with counts from before it.
     pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
     where
         F: FnOnce(Connection) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, MemoryError>> + 'static,
         T: Send + 'static,
     {
-        self.inner.writer.run(job).await
+        let term_counts = Arc::clone(&self.inner.term_counts);
+        self.inner
+            .writer
+            .run(move |conn| async move {
+                let outcome = job(conn).await;
+                term_counts.invalidate();
+                outcome
+            })
+            .await
     }
 
     /// Runs a read-only job on one of the reader threads.
