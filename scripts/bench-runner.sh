@@ -38,16 +38,16 @@ for i in 1 2 3 4 5; do
 done
 sleep 3
 rss() { awk '/VmRSS/ {print $2, $3}' "/proc/$1/status"; }
-runner_pid=$(python3 -c "import json; print(json.load(open('workspaces/alice/ipc/runner.json'))['pid'])")
+runner_pid=$(python3 -c "import json; print(json.load(open('workspaces/alice/.oxydra/runner.json'))['pid'])")
 echo "idle RSS runner: $(rss "$runner_pid")"
 for role in oxydra-vm shell-vm; do
   if [ "$tier" = container ]; then
-    name=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['container'])" "$role")
-    init=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
+    name=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/.oxydra/runner.json'))['children'][sys.argv[1]]['container'])" "$role")
+    init=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/.oxydra/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
     guest=$(pgrep -P "$init" | head -n 1)
     echo "idle RSS $role (in $name): $(rss "$guest"); docker-init: $(rss "$init"); cgroup usage: $(docker stats --no-stream --format '{{.MemUsage}}' "$name")"
   else
-    pid=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/ipc/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
+    pid=$(python3 -c "import json,sys; print(json.load(open('workspaces/alice/.oxydra/runner.json'))['children'][sys.argv[1]]['pid'])" "$role")
     echo "idle RSS $role: $(rss "$pid")"
   fi
 done

@@ -8,7 +8,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use runner::{GATEWAY_MARKER, GatewayMarker, read_json};
+use runner::{GatewayMarker, read_json};
 use rustix::process::Signal;
 use sandbox::Role;
 use tokio::io::AsyncWriteExt;
@@ -147,7 +147,7 @@ impl Guest {
         }
     }
 
-    /// Waits until the guest serves (shell-vm: its socket accepts; oxydra-vm: `ipc/gateway.json`
+    /// Waits until the guest serves (shell-vm: its socket accepts; oxydra-vm: `.oxydra/gateway.json`
     /// names this process and its port accepts), failing if it exits or `timeout` passes.
     pub async fn wait_ready(&mut self, ws: &WorkspacePaths, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
@@ -185,7 +185,7 @@ impl Guest {
                 Some(socket.display().to_string())
             }
             Role::OxydraVm => {
-                let marker: GatewayMarker = read_json(&ws.ipc().join(GATEWAY_MARKER)).ok()??;
+                let marker: GatewayMarker = read_json(&ws.endpoint()).ok()??;
                 // A container's pids are its own; its stale marker was removed before it started.
                 if matches!(self.handle, Handle::Process(_)) && marker.pid != self.pid {
                     return None;

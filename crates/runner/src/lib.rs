@@ -3,7 +3,8 @@
 //! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
 //! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
-//! - `marker` — the files in `ipc/` ([`GatewayMarker`], [`Health`], [`RunnerMarker`])
+//! - `marker` — the files of a running user ([`GatewayMarker`], [`Health`], [`RunnerMarker`]) and
+//!   where each lives
 //! - `procs` — process liveness and signals by pid
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -38,8 +39,8 @@ pub use docker::{
 };
 pub use error::RunnerError;
 pub use marker::{
-    ChildInfo, GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker,
-    read_json, remove_if_exists, write_json_atomic,
+    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, health_path,
+    oxydra_vm_files, read_json, remove_if_exists, run_files, runner_marker_path, write_json_atomic,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

@@ -1,20 +1,52 @@
-//! The files a running user leaves in `ipc/` — endpoint, health, supervisor — written atomically.
-//! None holds a secret: `ipc/` is visible to the shell.
+//! The files a running user leaves behind — endpoint, health, supervisor — written atomically.
+//!
+//! Where each lives is a security decision: the shell can write `ipc/` (its socket is there), so
+//! nothing a trusted reader acts on lives only there. The endpoint the runner and the TUI use
+//! (they send the token to it) and the runner marker (`stop` signals the pids in it) are in
+//! `.oxydra/`, which the shell can neither see nor forge. `ipc/` holds a public copy of the
+//! endpoint and the health file, informational only. None of these files holds a secret.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use types::WorkspacePaths;
 
 use crate::RunnerError;
 
-/// `ipc/gateway.json`, written by `oxydra-vm` once its gateway listens.
-pub const GATEWAY_MARKER: &str = "gateway.json";
 /// `ipc/health.json`, written by `oxydra-vm` at start and refreshed while it runs.
 pub const HEALTH_FILE: &str = "health.json";
-/// `ipc/runner.json`, written by the runner supervising the user.
+/// `.oxydra/runner.json`, written by the runner supervising the user.
 pub const RUNNER_MARKER: &str = "runner.json";
+
+/// `.oxydra/runner.json`: the supervising runner and its children.
+pub fn runner_marker_path(ws: &WorkspacePaths) -> PathBuf {
+    ws.internal().join(RUNNER_MARKER)
+}
+
+/// `ipc/health.json`.
+pub fn health_path(ws: &WorkspacePaths) -> PathBuf {
+    ws.ipc().join(HEALTH_FILE)
+}
+
+/// What `oxydra-vm` writes while it runs (and removes when it stops): both endpoint copies and
+/// the health file.
+pub fn oxydra_vm_files(ws: &WorkspacePaths) -> [PathBuf; 3] {
+    [ws.endpoint(), ws.public_endpoint(), health_path(ws)]
+}
+
+/// Every file a running user leaves behind: what `start` clears first and `stop` removes.
+pub fn run_files(ws: &WorkspacePaths) -> [PathBuf; 5] {
+    let [endpoint, public, health] = oxydra_vm_files(ws);
+    [
+        endpoint,
+        public,
+        health,
+        types::shell_socket_path(ws),
+        runner_marker_path(ws),
+    ]
+}
 
 /// Where a user's gateway listens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,7 +162,7 @@ mod tests {
     #[test]
     fn markers_round_trip_and_parse_their_address() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(GATEWAY_MARKER);
+        let path = dir.path().join(types::ENDPOINT_FILE);
         assert_eq!(read_json::<GatewayMarker>(&path).unwrap(), None);
         let marker = GatewayMarker {
             url: "ws://127.0.0.1:4242/".into(),

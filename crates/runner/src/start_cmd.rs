@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use runner::{
-    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerConfig, RunnerMarker, Tier,
-    UserEntry, guest_binary, provision, read_json,
+    GatewayMarker, RunnerConfig, RunnerMarker, Tier, UserEntry, guest_binary, provision, read_json,
 };
 use rustix::process::Signal;
 use tokio::task::JoinSet;
@@ -134,14 +133,14 @@ async fn wait_for_signal() {
 /// Refuses a user another runner already serves; clears what a dead one left behind (stopping
 /// guests it orphaned).
 fn refuse_if_running(plan: &Plan) -> Result<()> {
-    let ipc = plan.ws.ipc();
+    let ws = &plan.ws;
     let user = &plan.user.id;
-    if let Some(marker) = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))
+    if let Some(marker) = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
         .ok()
         .flatten()
     {
         if marker.pid != std::process::id() && runner::looks_like(marker.pid, "runner") {
-            let url = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
+            let url = read_json::<GatewayMarker>(&ws.endpoint())
                 .ok()
                 .flatten()
                 .map_or_else(|| "starting".to_owned(), |m| m.url);
@@ -159,13 +158,8 @@ fn refuse_if_running(plan: &Plan) -> Result<()> {
             }
         }
     }
-    for file in [
-        RUNNER_MARKER,
-        GATEWAY_MARKER,
-        HEALTH_FILE,
-        types::SHELL_SOCKET_NAME,
-    ] {
-        runner::remove_if_exists(&ipc.join(file))?;
+    for file in runner::run_files(ws) {
+        runner::remove_if_exists(&file)?;
     }
     Ok(())
 }
@@ -286,13 +280,10 @@ async fn wait_detached(
                 crate::out::tail(log, 15)
             );
         }
-        let ipc = ws.ipc();
-        let runner_marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))
+        let runner_marker = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
             .ok()
             .flatten();
-        let gateway = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
-            .ok()
-            .flatten();
+        let gateway = read_json::<GatewayMarker>(&ws.endpoint()).ok().flatten();
         // A container's gateway pid is its own; its marker is written only once it serves.
         if let (Some(r), Some(g)) = (runner_marker, gateway)
             && r.pid == pid

@@ -2,9 +2,7 @@
 //! endpoint, health.
 
 use anyhow::Result;
-use runner::{
-    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, read_json,
-};
+use runner::{GatewayMarker, Health, RunnerMarker, read_json};
 use std::collections::BTreeMap;
 
 use bollard::query_parameters::InspectContainerOptions;
@@ -25,16 +23,15 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
     let mut rows = Vec::new();
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
-        let ipc = ws.ipc();
-        let marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))?
+        let marker = read_json::<RunnerMarker>(&runner::runner_marker_path(&ws))?
             .filter(|m| runner::looks_like(m.pid, "runner"));
         let in_containers = marker
             .as_ref()
             .is_some_and(|m| m.tier == Tier::Container.name());
         // A container's gateway pid is its own namespace's; its marker goes when it stops.
-        let gateway = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))?
+        let gateway = read_json::<GatewayMarker>(&ws.endpoint())?
             .filter(|g| in_containers || runner::is_alive(g.pid));
-        let health = read_json::<Health>(&ipc.join(HEALTH_FILE))?;
+        let health = read_json::<Health>(&runner::health_path(&ws))?;
         let mut states = BTreeMap::new();
         if let (Some(docker), Some(m)) = (&docker, &marker) {
             for (role, c) in &m.children {
@@ -72,7 +69,7 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             };
             let endpoint = match role.as_str() {
                 "oxydra-vm" => gateway.as_ref().map_or("-".to_owned(), |g| g.url.clone()),
-                _ => ipc.join(types::SHELL_SOCKET_NAME).display().to_string(),
+                _ => types::shell_socket_path(&ws).display().to_string(),
             };
             say(format!(
                 "  {role:<10} pid {:<7} {} restarts {}  {endpoint}",

@@ -5,9 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use runner::{
-    GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, RUNNER_MARKER, RunnerMarker, Tier, read_json,
-};
+use runner::{GatewayMarker, RunnerMarker, Tier, read_json};
 use rustix::process::Signal;
 use types::WorkspacePaths;
 
@@ -41,8 +39,7 @@ pub async fn run(global: &Global) -> Result<()> {
 }
 
 async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
-    let ipc = ws.ipc();
-    let marker = read_json::<RunnerMarker>(&ipc.join(RUNNER_MARKER))
+    let marker = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
         .ok()
         .flatten();
     let in_containers = marker
@@ -55,7 +52,7 @@ async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
         .collect();
     // A container's pids are its own namespace's: never signal them on the host.
     guests.retain(|_| !in_containers);
-    if let Some(g) = read_json::<GatewayMarker>(&ipc.join(GATEWAY_MARKER))
+    if let Some(g) = read_json::<GatewayMarker>(&ws.endpoint())
         .ok()
         .flatten()
         .filter(|_| !in_containers)
@@ -95,13 +92,8 @@ async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
         }
         wait_gone(&pids, Duration::from_secs(2)).await;
     }
-    for file in [
-        GATEWAY_MARKER,
-        HEALTH_FILE,
-        types::SHELL_SOCKET_NAME,
-        RUNNER_MARKER,
-    ] {
-        runner::remove_if_exists(&ipc.join(file))?;
+    for file in runner::run_files(ws) {
+        runner::remove_if_exists(&file)?;
     }
     Ok(line)
 }

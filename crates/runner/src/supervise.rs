@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use runner::container_spec::{GuestSpec, container_body};
 use runner::{
-    ChildInfo, GATEWAY_MARKER, HEALTH_FILE, RUNNER_MARKER, RestartPolicy, RunnerConfig,
-    RunnerMarker, SandboxMode, Tier, UserEntry, VmBootstrap,
+    ChildInfo, RestartPolicy, RunnerConfig, RunnerMarker, SandboxMode, Tier, UserEntry, VmBootstrap,
 };
 use sandbox::Role;
 use types::{AgentConfig, CancellationToken, ShellBootstrap, WorkspacePaths};
@@ -121,13 +120,13 @@ impl Supervisor {
 
     /// Starts `role` after removing what a previous instance may have left, and waits for it.
     async fn start(&mut self, role: Role) -> Result<String> {
-        let ipc = self.plan.ws.ipc();
-        let stale: &[&str] = match role {
-            Role::ShellVm => &[types::SHELL_SOCKET_NAME],
-            Role::OxydraVm => &[GATEWAY_MARKER, HEALTH_FILE],
+        let ws = &self.plan.ws;
+        let stale = match role {
+            Role::ShellVm => vec![types::shell_socket_path(ws)],
+            Role::OxydraVm => runner::oxydra_vm_files(ws).to_vec(),
         };
-        for file in stale {
-            runner::remove_if_exists(&ipc.join(file))?;
+        for file in &stale {
+            runner::remove_if_exists(file)?;
         }
         let mut guest = match &self.plan.docker {
             Some(docker) => {
@@ -273,7 +272,7 @@ impl Supervisor {
             children,
         };
         Ok(runner::write_json_atomic(
-            &self.plan.ws.ipc().join(RUNNER_MARKER),
+            &runner::runner_marker_path(&self.plan.ws),
             &marker,
         )?)
     }
@@ -287,14 +286,8 @@ impl Supervisor {
                 tracing::info!(%role, "stopped ({})", how.unwrap_or_default());
             }
         }
-        let ipc = self.plan.ws.ipc();
-        for file in [
-            GATEWAY_MARKER,
-            HEALTH_FILE,
-            types::SHELL_SOCKET_NAME,
-            RUNNER_MARKER,
-        ] {
-            if let Err(e) = runner::remove_if_exists(&ipc.join(file)) {
+        for file in runner::run_files(&self.plan.ws) {
+            if let Err(e) = runner::remove_if_exists(&file) {
                 tracing::warn!(error = %e, "could not remove a marker");
             }
         }

@@ -1,11 +1,10 @@
 //! `runner --tui --user U`: replaces the runner with `oxydra-tui` on that user's running agent
-//! (the TUI finds the endpoint in `ipc/gateway.json` and the token in `.oxydra/gateway.token`).
+//! (the TUI finds the endpoint in `.oxydra/gateway.json` and the token in `.oxydra/gateway.token`).
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use runner::GATEWAY_MARKER;
 use types::WorkspacePaths;
 
 use crate::Global;
@@ -17,9 +16,14 @@ pub fn run(global: &Global) -> Result<()> {
         bail!("--tui talks to one user's agent: pass --user <id>");
     };
     let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
-    if !ws.ipc().join(GATEWAY_MARKER).is_file() {
+    if !ws.endpoint().is_file() {
+        let insecure = match config.tier {
+            runner::Tier::Process => "--insecure ",
+            runner::Tier::Container => "",
+        };
         bail!(
-            "{} is not running: start the agent first with `runner --insecure --user {} start --detach`",
+            "{} is not running: start the agent first with `runner {insecure}--user {} start \
+             --detach`",
             user.id,
             user.id
         );

@@ -10,8 +10,8 @@
 
 mod common;
 
-use common::{Chat, Setup, StopOnDrop, respond, skip_without_landlock};
-use runner::{RUNNER_MARKER, RunnerMarker};
+use common::{Chat, Setup, StopOnDrop, left_behind, respond, skip_without_landlock};
+use runner::RunnerMarker;
 use types::ClientFrame;
 
 /// A shell report for a command that failed (non-zero exit).
@@ -110,7 +110,7 @@ async fn two_users_chat_save_notes_stay_sandboxed_survive_a_crash_and_stop_clean
     let deadline = std::time::Instant::now() + common::WAIT;
     loop {
         let m: Option<RunnerMarker> =
-            runner::read_json(&alice_ws.ipc().join(RUNNER_MARKER)).unwrap_or(None);
+            runner::read_json(&runner::runner_marker_path(&alice_ws)).unwrap_or(None);
         if m.is_some_and(|m| m.children["oxydra-vm"].pid == after.pid) {
             break;
         }
@@ -139,7 +139,7 @@ async fn two_users_chat_save_notes_stay_sandboxed_survive_a_crash_and_stop_clean
     drop(bob);
 
     // stop leaves no process, socket or marker behind.
-    let marker: RunnerMarker = runner::read_json(&alice_ws.ipc().join(RUNNER_MARKER))
+    let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&alice_ws))
         .unwrap()
         .unwrap();
     let stopped = setup.runner_ok(&["stop"]).await;
@@ -153,11 +153,7 @@ async fn two_users_chat_save_notes_stay_sandboxed_survive_a_crash_and_stop_clean
         assert!(!runner::is_alive(pid), "pid {pid} still alive");
     }
     for ws in [&alice_ws, &bob_ws] {
-        let left: Vec<_> = std::fs::read_dir(ws.ipc())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert!(left.is_empty(), "left in ipc/: {left:?}");
+        assert_eq!(left_behind(ws), Vec::<String>::new());
     }
     let status = setup.runner_ok(&["status"]).await;
     assert_eq!(status, "alice  stopped\nbob  stopped\n");

@@ -13,8 +13,8 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Setup, StopOnDrop, respond, skip_without_landlock};
-use runner::{RUNNER_MARKER, RunnerMarker};
+use common::{Setup, StopOnDrop, left_behind, respond, skip_without_landlock};
+use runner::RunnerMarker;
 use rustix::process::Signal;
 
 #[tokio::test]
@@ -120,7 +120,7 @@ async fn mistakes_are_reported_before_anything_starts() {
         setup.runner(&["--insecure", "start"]).await,
         "unknown field `modle`",
     );
-    assert!(!setup.ws("alice").ipc().join(RUNNER_MARKER).exists());
+    assert!(!runner::runner_marker_path(&setup.ws("alice")).exists());
 }
 
 /// A foreground `runner --insecure start` and its stdout, line by line.
@@ -172,10 +172,10 @@ async fn sigint_and_sigterm_stop_a_foreground_runner_and_its_guests() {
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = Setup::new(&server, &["alice"]);
     let _guard = StopOnDrop(setup.config.clone());
-    let ipc = setup.ws("alice").ipc();
+    let ws = setup.ws("alice");
     for sig in [Signal::INT, Signal::TERM] {
         let mut fg = foreground(&setup).await;
-        let marker: RunnerMarker = runner::read_json(&ipc.join(RUNNER_MARKER))
+        let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&ws))
             .unwrap()
             .unwrap();
         runner::signal(fg.child.id().unwrap(), sig);
@@ -188,11 +188,7 @@ async fn sigint_and_sigterm_stop_a_foreground_runner_and_its_guests() {
         for c in marker.children.values() {
             assert!(!runner::is_alive(c.pid), "{sig:?}: guest {} alive", c.pid);
         }
-        assert_eq!(
-            std::fs::read_dir(&ipc).unwrap().count(),
-            0,
-            "{sig:?}: ipc/ not empty"
-        );
+        assert_eq!(left_behind(&ws), Vec::<String>::new(), "{sig:?}");
     }
 }
 
@@ -232,8 +228,5 @@ async fn a_guest_that_keeps_crashing_is_given_up_with_the_reason() {
         ),
         "{err}"
     );
-    assert_eq!(
-        std::fs::read_dir(setup.ws("alice").ipc()).unwrap().count(),
-        0
-    );
+    assert_eq!(left_behind(&setup.ws("alice")), Vec::<String>::new());
 }

@@ -1,6 +1,7 @@
 //! `runner --tui --user U`: the real `oxydra-tui` inside tmux, started by the runner against a
 //! running process-tier agent with the scripted model — save a note, `/new`, recall it from the
-//! other session.
+//! other session — after the agent's shell forged the public endpoint in `ipc/` (the TUI must not
+//! follow it).
 
 #![allow(
     clippy::unwrap_used,
@@ -11,7 +12,7 @@
 
 mod common;
 
-use common::{Setup, StopOnDrop, guest_binaries, respond, skip_without_landlock};
+use common::{Chat, Setup, StopOnDrop, guest_binaries, respond, skip_without_landlock};
 use test_support::{ScriptedLlm, Tmux, say_tmux_skipped, tmux_available};
 
 /// `oxydra-tui` next to the runner (built here when `cargo test -p runner` did not build it).
@@ -45,6 +46,31 @@ async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("alice is not running"));
 
     setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+
+    // A command run by the agent's shell rewrites the public endpoint in ipc/ to point at a
+    // listener of its own (which would receive the gateway token); it cannot touch .oxydra/.
+    let decoy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let decoy_port = decoy.local_addr().unwrap().port();
+    let ws = setup.ws("alice");
+    let mut alice = Chat::connect(&setup, "alice", None).await;
+    let forged = format!(r#"{{"url":"ws://127.0.0.1:{decoy_port}/","pid":1,"started_at":"x"}}"#);
+    let report = alice
+        .shell(&format!(
+            "printf '%s' '{forged}' > {ipc}/gateway.json; printf '%s' '{forged}' > \
+             {internal}/gateway.json",
+            ipc = ws.ipc().display(),
+            internal = ws.internal().display()
+        ))
+        .await;
+    assert!(report.contains("Permission denied"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(ws.public_endpoint()).unwrap(),
+        forged
+    );
+    let real = setup.gateway("alice").unwrap();
+    assert_ne!(real.url, format!("ws://127.0.0.1:{decoy_port}/"));
+    drop(alice);
+
     let command = format!(
         "{} --config {} --tui --user alice; echo \"tui exited with $?\"; sleep 60",
         env!("CARGO_BIN_EXE_runner"),
@@ -53,6 +79,13 @@ async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
     let tmux = Tmux::start("runner-tui-test", 100, 30, &command);
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;
+    // The TUI went to the real gateway: the decoy was never contacted.
+    let contacted =
+        tokio::time::timeout(std::time::Duration::from_millis(200), decoy.accept()).await;
+    assert!(
+        contacted.is_err(),
+        "the TUI connected to the forged endpoint"
+    );
 
     tmux.type_line("save Alice loves the trams in Lisbon");
     let screen = tmux

@@ -1,7 +1,9 @@
 //! The command line and where it leads: which gateway, as which user, with which token.
 //!
 //! Explicit flags (`--url`, `--token-file`) win; `--workspace <root>/<user>` fills in what they
-//! leave out from the files oxydra-vm writes there (`ipc/gateway.json`, `.oxydra/gateway.token`).
+//! leave out from the files oxydra-vm writes there (`.oxydra/gateway.json`, `.oxydra/gateway.token`).
+//! The endpoint comes from `.oxydra/`, never from the copy in `ipc/`: the shell can rewrite `ipc/`,
+//! and a forged address there would receive the token.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,7 @@ pub struct Args {
     /// The file holding your gateway token (64 hex characters).
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
-    /// Your workspace, `<workspace_root>/<user>`: reads `ipc/gateway.json` and
+    /// Your workspace, `<workspace_root>/<user>`: reads `.oxydra/gateway.json` and
     /// `.oxydra/gateway.token` for whatever --url and --token-file leave out.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -53,7 +55,7 @@ impl Args {
         let workspace = self.workspace.as_deref().map(WorkspacePaths::new);
         let endpoint = match (&self.url, &workspace) {
             (Some(_), _) | (None, None) => None,
-            (None, Some(ws)) => Some(read_endpoint(&ws.ipc().join("gateway.json"))?),
+            (None, Some(ws)) => Some(read_endpoint(&ws.endpoint())?),
         };
         let url = match (&self.url, &endpoint) {
             (Some(url), _) => url.clone(),
@@ -97,7 +99,7 @@ impl Args {
     }
 }
 
-/// What `ipc/gateway.json` tells a client.
+/// What `.oxydra/gateway.json` tells a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Endpoint {
     url: String,
@@ -105,7 +107,14 @@ struct Endpoint {
 }
 
 fn read_endpoint(path: &Path) -> Result<Endpoint, TuiError> {
-    let text = read(path)?;
+    let text = read(path).map_err(|e| match e {
+        TuiError::ReadFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            TuiError::NotRunning {
+                path: path.to_owned(),
+            }
+        }
+        other => other,
+    })?;
     let invalid = |reason: &str| TuiError::Endpoint {
         path: path.to_owned(),
         reason: reason.to_owned(),
@@ -189,8 +198,14 @@ mod tests {
         std::fs::create_dir_all(ws.ipc()).expect("ipc");
         std::fs::create_dir_all(ws.internal()).expect("internal");
         std::fs::write(
-            ws.ipc().join("gateway.json"),
+            ws.endpoint(),
             r#"{"url":"ws://127.0.0.1:9","pid":4,"model":"gpt-x"}"#,
+        )
+        .expect("write");
+        // What the shell may have written into ipc/ is never where the token goes.
+        std::fs::write(
+            ws.public_endpoint(),
+            r#"{"url":"ws://127.0.0.1:6666","pid":4,"model":"forged"}"#,
         )
         .expect("write");
         std::fs::write(ws.internal().join("gateway.token"), "f00d").expect("write");
@@ -205,6 +220,20 @@ mod tests {
         assert_eq!(target.url, "ws://127.0.0.1:9");
         assert_eq!(target.token, "f00d");
         assert_eq!(target.model.as_deref(), Some("gpt-x"));
+
+        // Only the public copy (no agent has run here): not running, not a forged address.
+        std::fs::remove_file(ws.endpoint()).expect("remove");
+        let error = args(&[
+            "--user",
+            "bob",
+            "--workspace",
+            dir.path().to_str().expect("utf8"),
+        ])
+        .resolve();
+        assert!(
+            matches!(error, Err(TuiError::NotRunning { .. })),
+            "{error:?}"
+        );
     }
 
     #[test]

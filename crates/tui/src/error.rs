@@ -15,7 +15,13 @@ pub enum TuiError {
     /// The flags do not say where or who to connect as.
     #[error("{0}")]
     Usage(String),
-    /// `ipc/gateway.json` is not what oxydra-vm writes.
+    /// The workspace has no endpoint file: its agent is not running.
+    #[error(
+        "no agent is running for this workspace ({path} does not exist); start it with \
+         `runner --user <id> start --detach`"
+    )]
+    NotRunning { path: PathBuf },
+    /// `.oxydra/gateway.json` is not what oxydra-vm writes.
     #[error("{path} is not a gateway endpoint file: {reason}")]
     Endpoint { path: PathBuf, reason: String },
     /// The terminal could not be set up, drawn or read.

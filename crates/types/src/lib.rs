@@ -37,4 +37,4 @@ pub use shell::{
     ShellResponse, encode_line, shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};
-pub use workspace::{WorkspaceDir, WorkspacePaths};
+pub use workspace::{ENDPOINT_FILE, WorkspaceDir, WorkspacePaths};

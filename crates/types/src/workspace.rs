@@ -4,6 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// The gateway endpoint file's name (`{"url": "ws://127.0.0.1:PORT/", ...}`), written by
+/// `oxydra-vm` in `.oxydra/` and, as a public copy, in `ipc/`.
+pub const ENDPOINT_FILE: &str = "gateway.json";
+
 /// The directories of a user's workspace, named once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,6 +97,19 @@ impl WorkspacePaths {
         self.dir(WorkspaceDir::Ipc)
     }
 
+    /// Where the user's gateway listens, as clients holding the token must read it:
+    /// `.oxydra/gateway.json`. The shell cannot see or forge this copy; the one in `ipc/`
+    /// ([`WorkspacePaths::public_endpoint`]) it can rewrite, so a client never sends its token to
+    /// the address found there.
+    pub fn endpoint(&self) -> PathBuf {
+        self.internal().join(ENDPOINT_FILE)
+    }
+
+    /// `ipc/gateway.json`: the same endpoint, for whoever can read `ipc/` (informational only).
+    pub fn public_endpoint(&self) -> PathBuf {
+        self.ipc().join(ENDPOINT_FILE)
+    }
+
     /// The default location of the user's memory database: `.oxydra/memory.db`.
     pub fn default_memory_db(&self) -> PathBuf {
         self.internal().join("memory.db")
@@ -112,6 +129,14 @@ mod tests {
             PathBuf::from("/srv/oxydra/alice/.oxydra/memory.db")
         );
         assert_eq!(ws.vault(), PathBuf::from("/srv/oxydra/alice/vault"));
+        assert_eq!(
+            ws.endpoint(),
+            PathBuf::from("/srv/oxydra/alice/.oxydra/gateway.json")
+        );
+        assert_eq!(
+            ws.public_endpoint(),
+            PathBuf::from("/srv/oxydra/alice/ipc/gateway.json")
+        );
         for d in WorkspaceDir::ALL {
             assert_eq!(WorkspaceDir::from_name(d.name()), Some(d));
         }

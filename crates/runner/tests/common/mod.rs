@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use runner::{GATEWAY_MARKER, GatewayMarker};
+use runner::GatewayMarker;
 use serde_json::json;
 use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
 use tokio::net::TcpStream;
@@ -32,6 +32,22 @@ pub fn skip_without_landlock(test: &str) -> bool {
         eprintln!("SKIPPED {test}: this kernel has no Landlock; the process tier cannot confine");
     }
     true
+}
+
+/// What a stopped user left behind: anything in `ipc/`, and any of the run files (endpoint,
+/// runner marker) in `.oxydra/`. Empty after a clean stop.
+pub fn left_behind(ws: &WorkspacePaths) -> Vec<String> {
+    let mut left: Vec<String> = std::fs::read_dir(ws.ipc())
+        .unwrap()
+        .map(|e| format!("ipc/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    left.extend(
+        runner::run_files(ws)
+            .into_iter()
+            .filter(|f| f.exists())
+            .map(|f| f.display().to_string()),
+    );
+    left
 }
 
 /// Makes sure `shell-vm` sits next to `runner` (it belongs to another package): builds it once
@@ -154,7 +170,7 @@ impl Setup {
     }
 
     pub fn gateway(&self, user: &str) -> Option<GatewayMarker> {
-        runner::read_json(&self.ws(user).ipc().join(GATEWAY_MARKER)).unwrap_or(None)
+        runner::read_json(&self.ws(user).endpoint()).unwrap_or(None)
     }
 
     /// Waits for a gateway marker whose pid is not `old_pid` and whose port accepts.

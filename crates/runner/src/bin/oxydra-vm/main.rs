@@ -8,8 +8,9 @@
 //! Order matters: read and validate the bootstrap and the user's `agent.toml`, load the gateway
 //! token, confine this single thread with Landlock as `oxydra-vm`, and only then start tokio — so
 //! every worker thread, database thread and child inherits the sandbox. Then open memory, build
-//! the provider, start the gateway on 127.0.0.1, write `ipc/gateway.json` and `ipc/health.json`,
-//! and serve until SIGTERM or SIGINT (which removes both files).
+//! the provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
+//! public copy in `ipc/`) and `ipc/health.json`, and serve until SIGTERM or SIGINT (which removes
+//! them).
 
 mod serve;
 

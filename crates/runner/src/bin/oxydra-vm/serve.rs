@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::Context;
 use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{LegacyDir, MemoryStore, OpenOptions};
-use runner::{GATEWAY_MARKER, GatewayMarker, HEALTH_FILE, Health, VmBootstrap};
+use runner::{GatewayMarker, Health, VmBootstrap};
 use runtime::ModelLimits;
 use types::{AgentConfig, WorkspacePaths};
 
@@ -62,7 +62,10 @@ pub async fn run(
     };
     // Health first, so whoever sees the endpoint also finds the health file.
     probe.write().await;
-    runner::write_json_atomic(&ws.ipc().join(GATEWAY_MARKER), &marker)?;
+    // The public copy first: once the trusted one exists the runner reports ready, and a client
+    // reading `ipc/` then finds the endpoint too.
+    runner::write_json_atomic(&ws.public_endpoint(), &marker)?;
+    runner::write_json_atomic(&ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
     let stop = shutdown_signal();
@@ -80,8 +83,8 @@ pub async fn run(
 }
 
 async fn stop_gateway(running: RunningGateway, ws: &WorkspacePaths) {
-    for file in [GATEWAY_MARKER, HEALTH_FILE] {
-        if let Err(e) = runner::remove_if_exists(&ws.ipc().join(file)) {
+    for file in runner::oxydra_vm_files(ws) {
+        if let Err(e) = runner::remove_if_exists(&file) {
             tracing::warn!(error = %e, "could not remove a marker");
         }
     }
@@ -129,7 +132,7 @@ impl HealthProbe<'_> {
             sandbox: self.sandbox.into(),
             updated_at: now(),
         };
-        if let Err(e) = runner::write_json_atomic(&self.ws.ipc().join(HEALTH_FILE), &health) {
+        if let Err(e) = runner::write_json_atomic(&runner::health_path(self.ws), &health) {
             tracing::warn!(error = %e, "could not write the health file");
         }
     }
