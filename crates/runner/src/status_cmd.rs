@@ -40,6 +40,11 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
                 }
             }
         }
+        // Containers of this workspace with no live runner: left by one that was killed.
+        let orphans = match (&docker, &marker) {
+            (Some(docker), None) => orphaned(docker, &ws).await,
+            _ => Vec::new(),
+        };
         if as_json {
             rows.push(json!({
                 "user": user.id,
@@ -48,11 +53,21 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
                 "containers": states,
                 "gateway": gateway,
                 "health": health,
+                "left_behind": orphans,
             }));
             continue;
         }
         let Some(m) = marker else {
-            say(format!("{}  stopped", user.id));
+            if orphans.is_empty() {
+                say(format!("{}  stopped", user.id));
+            } else {
+                say(format!(
+                    "{id}  stopped, but a runner that died left containers behind: {}; \
+                     `runner --user {id} stop` removes them (`start` replaces them)",
+                    orphans.join(", "),
+                    id = user.id
+                ));
+            }
             continue;
         };
         say(format!(
@@ -98,6 +113,26 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
         say(serde_json::to_string_pretty(&rows)?);
     }
     Ok(())
+}
+
+/// The containers serving `ws` (as `name (state)`), when no runner supervises them.
+async fn orphaned(docker: &bollard::Docker, ws: &WorkspacePaths) -> Vec<String> {
+    match crate::container_guest::workspace_containers(docker, &ws.root).await {
+        Ok(found) => found
+            .into_iter()
+            .map(|c| {
+                let name = c
+                    .names
+                    .and_then(|n| n.into_iter().next())
+                    .unwrap_or_default();
+                let state = c
+                    .state
+                    .map_or_else(|| "unknown".to_owned(), |s| s.to_string());
+                format!("{} ({state})", name.trim_start_matches('/'))
+            })
+            .collect(),
+        Err(e) => vec![format!("unknown ({e:#})")],
+    }
 }
 
 /// `running`, `exited`, ... or `missing`.

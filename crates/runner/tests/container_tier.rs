@@ -562,3 +562,75 @@ async fn a_shell_that_keeps_crashing_is_given_up_and_cleaned_up() {
     let status = runner_ok(&setup, &["status"]).await;
     assert_eq!(status, "erin  stopped\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn containers_left_by_a_killed_runner_are_reported_replaced_and_removed() {
+    if !prepare("container tier: a killed runner").await {
+        return;
+    }
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = container_setup(&server, &[("fay", "")]);
+    let _guard = ContainersOnDrop::new(&setup, &["fay"]);
+    start(&setup).await;
+    let ws = setup.ws("fay");
+    let mut fay = Chat::connect(&setup, "fay", None).await;
+    fay.save("Fay collects enamel pins").await;
+    drop(fay);
+
+    // kill -9 of the runner: nothing stops its containers, and status says so.
+    kill_runner(&ws).await;
+    let ids_before = containers_of(&ws.root).await;
+    assert_eq!(
+        ids_before.len(),
+        2,
+        "the containers should outlive their runner"
+    );
+    let status = runner_ok(&setup, &["status", "--user", "fay"]).await;
+    let shell_name = name(&setup, "fay", "shell-vm");
+    assert!(
+        status.contains("a runner that died left containers behind")
+            && status.contains(&format!("{shell_name} (running)")),
+        "{status}"
+    );
+
+    // start again: the stale containers of the same names are replaced, and memory is intact.
+    start(&setup).await;
+    let ids_after = containers_of(&ws.root).await;
+    assert_eq!(ids_after.len(), 2, "{ids_after:?}");
+    assert!(
+        ids_after.iter().all(|id| !ids_before.contains(id)),
+        "stale containers were kept: {ids_before:?} / {ids_after:?}"
+    );
+    let mut fay = Chat::connect(&setup, "fay", None).await;
+    let found = fay.turn("search enamel").await.message;
+    assert!(found.contains("enamel pins"), "{found}");
+    drop(fay);
+
+    // Killed again, then stop: it removes what the dead runner left, and every marker.
+    kill_runner(&ws).await;
+    let stopped = runner_ok(&setup, &["stop"]).await;
+    assert!(
+        stopped.contains("fay:") && stopped.contains("removed containers left behind"),
+        "{stopped}"
+    );
+    assert_eq!(containers_of(&ws.root).await, Vec::<String>::new());
+    assert_eq!(left_behind(&ws), Vec::<String>::new());
+    assert_eq!(runner_ok(&setup, &["status"]).await, "fay  stopped\n");
+}
+
+/// SIGKILL to the runner supervising `ws` (named in `.oxydra/runner.json`); waits until it is gone.
+async fn kill_runner(ws: &types::WorkspacePaths) {
+    let marker: runner::RunnerMarker = runner::read_json(&runner::runner_marker_path(ws))
+        .unwrap()
+        .expect("a running runner's marker");
+    runner::signal(marker.pid, rustix::process::Signal::KILL);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runner::is_alive(marker.pid) {
+        assert!(
+            Instant::now() < deadline,
+            "runner {} survived SIGKILL",
+            marker.pid
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
