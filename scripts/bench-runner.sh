@@ -13,8 +13,8 @@ if [ "$tier" = container ]; then
   ./scripts/build-guest-images.sh >&2
   flags=()
 else
-  echo "==> building release binaries" >&2
-  cargo build --release -p runner -p shell-daemon >&2
+  . scripts/lib/host.sh
+  build_release >&2
   flags=(--insecure)
 fi
 bin="$PWD/target/release"

@@ -22,8 +22,7 @@ if [ "$busybox" = /bin/busybox ]; then
 fi
 ensure_docker_engine || { echo "error: the guest images need a running Docker engine" >&2; exit 1; }
 
-echo "==> cargo build --release -p runner -p shell-daemon"
-cargo build --release -p runner -p shell-daemon
+build_release
 
 echo "==> runner images build --bin-dir target/release $*"
 target/release/runner images build --bin-dir target/release "$@"

@@ -13,11 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 user="${1:-alice}"
 
-echo "==> building runner, oxydra-vm, shell-vm and oxydra-tui (release)"
-cargo build --release -p runner -p shell-daemon -p tui
-bin="$PWD/target/release"
-
 . scripts/lib/host.sh
+build_release
+bin="$PWD/target/release"
 if [ ! -f runner.toml ]; then
   if ensure_docker_engine; then
     tier=container

@@ -44,3 +44,11 @@ ensure_docker_engine() {
   echo "==> the Docker engine did not come up within 30 s; see /tmp/oxydra-dockerd.log"
   return 1
 }
+
+# build_release — the release binaries every script uses (runner, oxydra-vm, shell-vm, oxydra-tui).
+# One package set for all scripts: cargo unifies dependency features over the packages it is given,
+# so building a different set would rebuild tokio, hyper and the rest a second time.
+build_release() {
+  echo "==> cargo build --release -p runner -p shell-daemon -p tui"
+  cargo build --release -p runner -p shell-daemon -p tui
+}
