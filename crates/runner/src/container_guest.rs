@@ -16,7 +16,6 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 use runner::{LABEL_MANAGED, LABEL_WORKSPACE, docker_message, is_not_found};
-use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 
 /// A started container.
@@ -153,37 +152,19 @@ impl Drop for ContainerGuest {
     }
 }
 
-/// Appends the container's stdout and stderr to `log` until the container stops.
+/// Appends the container's stdout and stderr to `log` until the container stops, rotating it
+/// when it grows large (see [`crate::log_file`]).
 async fn follow_logs(docker: Docker, name: String, log: PathBuf) {
-    let file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .await;
-    let Ok(mut file) = file else {
-        tracing::warn!(log = %log.display(), "cannot open the log");
-        return;
-    };
     let options = LogsOptionsBuilder::default()
         .follow(true)
         .stdout(true)
         .stderr(true)
         .build();
-    let mut stream = docker.logs(&name, Some(options));
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(out) => {
-                if file.write_all(&out.into_bytes()).await.is_err() {
-                    break;
-                }
-            }
-            Err(e) => {
-                tracing::debug!(container = %name, "log stream ended: {}", docker_message(&e));
-                break;
-            }
-        }
-    }
-    let _ = file.flush().await;
+    let output = docker
+        .logs(&name, Some(options))
+        .map(|item| item.map(|o| o.into_bytes()).map_err(|e| docker_message(&e)));
+    crate::log_file::copy_rotating(std::pin::pin!(output), &log, crate::log_file::ROTATE_BYTES)
+        .await;
 }
 
 /// A container's exit code as a process status (128 + n means killed by signal n).

@@ -17,8 +17,6 @@ use types::WorkspacePaths;
 
 use crate::container_guest::ContainerGuest;
 
-/// A log past this size is moved to `<role>.log.1` when its guest starts.
-const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 /// Lines of a guest's log quoted when it fails to start.
 const TAIL_LINES: usize = 15;
 
@@ -47,9 +45,7 @@ pub fn log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
 
 /// Opens `path` for appending (rotating it first when large), for a child's stdout and stderr.
 pub fn open_log(path: &Path) -> Result<(std::fs::File, std::fs::File)> {
-    if std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
-        let _ = std::fs::rename(path, path.with_extension("log.1"));
-    }
+    crate::log_file::rotate_if_large(path, crate::log_file::ROTATE_BYTES);
     let file = OpenOptions::new()
         .create(true)
         .append(true)

@@ -11,6 +11,7 @@ mod container_guest;
 mod guest;
 mod images_cmd;
 mod init_cmd;
+mod log_file;
 mod logs_cmd;
 mod memory_cmd;
 mod out;
