@@ -147,6 +147,7 @@ impl Guest {
     /// names this process and its port accepts), failing if it exits or `timeout` passes.
     pub async fn wait_ready(&mut self, ws: &WorkspacePaths, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
+        let mut poll = crate::out::Poll::new();
         loop {
             if let Some(status) = self.try_exited().await? {
                 bail!(
@@ -169,7 +170,7 @@ impl Guest {
                     crate::out::tail(&self.log, TAIL_LINES)
                 );
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            poll.pause().await;
         }
     }
 

@@ -40,3 +40,25 @@ pub fn tail(path: &std::path::Path, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// The pause between two checks of something that is about to happen (a guest getting ready):
+/// 5 ms at first, doubling up to 50 ms, so a quick start is seen within a few milliseconds and a
+/// slow one costs few checks.
+#[derive(Debug)]
+pub struct Poll {
+    next: std::time::Duration,
+}
+
+impl Poll {
+    const FIRST: std::time::Duration = std::time::Duration::from_millis(5);
+    const MAX: std::time::Duration = std::time::Duration::from_millis(50);
+
+    pub fn new() -> Self {
+        Self { next: Self::FIRST }
+    }
+
+    pub async fn pause(&mut self) {
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(Self::MAX);
+    }
+}

@@ -271,6 +271,7 @@ async fn wait_detached(
     log: &Path,
 ) -> Result<String> {
     let deadline = Instant::now() + budget;
+    let mut poll = crate::out::Poll::new();
     loop {
         if let Some(status) = child.try_wait()? {
             bail!(
@@ -300,6 +301,6 @@ async fn wait_detached(
                 log.display()
             );
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        poll.pause().await;
     }
 }
