@@ -113,13 +113,60 @@ impl Supervisor {
         }
     }
 
+    /// Launches both guests at once and waits until both serve: creating and starting a container
+    /// is most of a start, and `oxydra-vm` needs the shell only when it runs a command (its health
+    /// says `shell: not running` until the shell serves). If either fails, both are stopped.
     async fn start_both(&mut self) -> Result<String> {
-        self.start(Role::ShellVm).await?;
-        self.start(Role::OxydraVm).await
+        let grace = self.plan.config.supervision.stop_timeout;
+        let timeout = self.plan.config.supervision.ready_timeout;
+        let (shell, vm) = tokio::join!(self.launch(Role::ShellVm), self.launch(Role::OxydraVm));
+        let (mut shell, mut vm) = match (shell, vm) {
+            (Ok(shell), Ok(vm)) => (shell, vm),
+            (Ok(mut started), Err(e)) | (Err(e), Ok(mut started)) => {
+                started.stop(grace).await;
+                return Err(e);
+            }
+            (Err(e), Err(_)) => return Err(e),
+        };
+        let ws = &self.plan.ws;
+        let (shell_ready, vm_ready) =
+            tokio::join!(shell.wait_ready(ws, timeout), vm.wait_ready(ws, timeout));
+        let endpoint = match (shell_ready, vm_ready) {
+            (Ok(_), Ok(endpoint)) => endpoint,
+            (Err(e), _) | (_, Err(e)) => {
+                vm.stop(grace).await;
+                shell.stop(grace).await;
+                return Err(e);
+            }
+        };
+        self.guests.insert(Role::ShellVm.name(), shell);
+        self.guests.insert(Role::OxydraVm.name(), vm);
+        self.write_marker()?;
+        Ok(endpoint)
     }
 
-    /// Starts `role` after removing what a previous instance may have left, and waits for it.
+    /// Starts `role` and waits until it serves.
     async fn start(&mut self, role: Role) -> Result<String> {
+        let mut guest = self.launch(role).await?;
+        let ready = guest
+            .wait_ready(&self.plan.ws, self.plan.config.supervision.ready_timeout)
+            .await;
+        match ready {
+            Ok(endpoint) => {
+                self.guests.insert(role.name(), guest);
+                self.write_marker()?;
+                Ok(endpoint)
+            }
+            Err(e) => {
+                guest.stop(self.plan.config.supervision.stop_timeout).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Launches `role` (a host process or a container) after removing what a previous instance
+    /// may have left; does not wait for it to serve.
+    async fn launch(&self, role: Role) -> Result<Guest> {
         let ws = &self.plan.ws;
         let stale = match role {
             Role::ShellVm => vec![types::shell_socket_path(ws)],
@@ -128,7 +175,7 @@ impl Supervisor {
         for file in &stale {
             runner::remove_if_exists(file)?;
         }
-        let mut guest = match &self.plan.docker {
+        let guest = match &self.plan.docker {
             Some(docker) => {
                 let p = &self.plan;
                 let body = container_body(&GuestSpec {
@@ -149,20 +196,7 @@ impl Supervisor {
                 guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap).await?
             }
         };
-        let ready = guest
-            .wait_ready(&self.plan.ws, self.plan.config.supervision.ready_timeout)
-            .await;
-        match ready {
-            Ok(endpoint) => {
-                self.guests.insert(role.name(), guest);
-                self.write_marker()?;
-                Ok(endpoint)
-            }
-            Err(e) => {
-                guest.stop(self.plan.config.supervision.stop_timeout).await;
-                Err(e)
-            }
-        }
+        Ok(guest)
     }
 
     fn launch_spec(&self, role: Role) -> Result<(PathBuf, Vec<&'static str>, String)> {

@@ -11,6 +11,9 @@ use types::{AgentConfig, WorkspacePaths};
 
 /// How often `ipc/health.json` is refreshed.
 const HEALTH_EVERY: Duration = Duration::from_secs(10);
+/// How often while the shell does not answer (it starts beside this process, or is restarting):
+/// the file says `ok` soon after the shell serves.
+const HEALTH_RETRY: Duration = Duration::from_millis(250);
 
 pub async fn run(
     boot: VmBootstrap,
@@ -61,7 +64,7 @@ pub async fn run(
         sandbox,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
-    probe.write().await;
+    let mut healthy = probe.write().await;
     // The public copy first: once the trusted one exists the runner reports ready, and a client
     // reading `ipc/` then finds the endpoint too.
     runner::write_json_atomic(&ws.public_endpoint(), &marker)?;
@@ -70,12 +73,11 @@ pub async fn run(
 
     let stop = shutdown_signal();
     tokio::pin!(stop);
-    let mut tick = tokio::time::interval(HEALTH_EVERY);
-    tick.tick().await;
     loop {
+        let wait = if healthy { HEALTH_EVERY } else { HEALTH_RETRY };
         tokio::select! {
             () = &mut stop => break,
-            _ = tick.tick() => probe.write().await,
+            () = tokio::time::sleep(wait) => healthy = probe.write().await,
         }
     }
     stop_gateway(running, &ws).await;
@@ -105,7 +107,8 @@ struct HealthProbe<'a> {
 }
 
 impl HealthProbe<'_> {
-    async fn write(&self) {
+    /// Writes the health file; true when everything is `ok`.
+    async fn write(&self) -> bool {
         let shell = match tokio::net::UnixStream::connect(self.boot.shell_socket()).await {
             Ok(_) => "connected",
             Err(_) => "not running",
@@ -135,6 +138,7 @@ impl HealthProbe<'_> {
         if let Err(e) = runner::write_json_atomic(&runner::health_path(self.ws), &health) {
             tracing::warn!(error = %e, "could not write the health file");
         }
+        health.status == "ok"
     }
 }
 
