@@ -33,6 +33,11 @@ pub async fn run(global: &Global) -> Result<()> {
                 ));
             }
         }
+        // Only now that no guest is left can nothing write these again (an orphaned oxydra-vm
+        // refreshes its health file until its container is gone).
+        for file in runner::run_files(&ws) {
+            runner::remove_if_exists(&file)?;
+        }
         say(format!("{}: {line}", user.id));
     }
     Ok(())
@@ -91,9 +96,6 @@ async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
             runner::signal(*pid, Signal::KILL);
         }
         wait_gone(&pids, Duration::from_secs(2)).await;
-    }
-    for file in runner::run_files(ws) {
-        runner::remove_if_exists(&file)?;
     }
     Ok(line)
 }
