@@ -82,6 +82,21 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
         "no advisory about the local memory database: {said}"
     );
 
+    // Both guests were launched at once: the agent's health turns ok once the shell serves.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let health: Option<runner::Health> =
+            runner::read_json(&runner::health_path(&ws)).unwrap_or(None);
+        if let Some(h) = &health
+            && h.status == "ok"
+        {
+            assert_eq!(h.shell, "connected");
+            break;
+        }
+        assert!(Instant::now() < deadline, "health is not ok: {health:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     // Chat and memory through the gateway; the key reached the provider.
     let mut alice = Chat::connect(&setup, "alice", None).await;
     alice.save("Alice's favourite colour is teal").await;

@@ -11,9 +11,11 @@ use types::{AgentConfig, WorkspacePaths};
 
 /// How often `ipc/health.json` is refreshed.
 const HEALTH_EVERY: Duration = Duration::from_secs(10);
-/// How often while the shell does not answer (it starts beside this process, or is restarting):
-/// the file says `ok` soon after the shell serves.
-const HEALTH_RETRY: Duration = Duration::from_millis(250);
+/// While the shell does not answer (it starts beside this process, or is restarting), the health
+/// is checked again after 10 ms, then twice as long each time up to 250 ms: the file says `ok`
+/// within moments of the shell serving.
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+const RETRY_MAX: Duration = Duration::from_millis(250);
 
 pub async fn run(
     boot: VmBootstrap,
@@ -73,8 +75,16 @@ pub async fn run(
 
     let stop = shutdown_signal();
     tokio::pin!(stop);
+    let mut retry = RETRY_FIRST;
     loop {
-        let wait = if healthy { HEALTH_EVERY } else { HEALTH_RETRY };
+        let wait = if healthy {
+            retry = RETRY_FIRST;
+            HEALTH_EVERY
+        } else {
+            let wait = retry;
+            retry = (retry * 2).min(RETRY_MAX);
+            wait
+        };
         tokio::select! {
             () = &mut stop => break,
             () = tokio::time::sleep(wait) => healthy = probe.write().await,
