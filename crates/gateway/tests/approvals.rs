@@ -8,7 +8,7 @@
     reason = "test helpers fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use common::{Client, start};
 use gateway::GatewayConfig;

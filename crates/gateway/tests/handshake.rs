@@ -7,7 +7,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use common::{Client, code, start, test_config, token_of};
 use test_support::ScriptedLlm;

@@ -13,7 +13,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use common::{Client, start, test_config};
 use serde_json::{Value, json};

@@ -2,8 +2,8 @@
 //! every example frame fits the schema, and every JSON example in `docs/protocol.md` parses as a
 //! frame, with every frame type shown.
 //!
-//! After changing a frame: `UPDATE_SCHEMA=1 cargo test -p gateway --test schema` rewrites the
-//! schema file; then update docs/protocol.md.
+//! After changing a frame: `UPDATE_SCHEMA=1 cargo test -p gateway --test all -- schema::` rewrites
+//! the schema file; then update docs/protocol.md.
 
 #![allow(
     clippy::unwrap_used,
@@ -33,7 +33,7 @@ fn schema_file_matches_the_types() {
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == generated,
-        "docs/protocol.schema.json is out of date: run UPDATE_SCHEMA=1 cargo test -p gateway --test schema"
+        "docs/protocol.schema.json is out of date: run UPDATE_SCHEMA=1 cargo test -p gateway --test all -- schema::"
     );
 }
 

@@ -7,7 +7,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

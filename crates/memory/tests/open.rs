@@ -7,7 +7,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
 //! Retries, timeouts and errors, against real HTTP failures.
 
-mod common;
+use crate::common;
 
 use common::{KINDS, ask, closed_port, fast, provider};
 use provider::{ApiKey, ProviderError, ProviderOptions};

@@ -1,6 +1,6 @@
 //! What goes over the wire: request bodies and headers in each format, checked on the server side.
 
-mod common;
+use crate::common;
 
 use common::{fast, provider};
 use provider::{ApiKey, ChatRequest, ProviderOptions, collect_response};

@@ -1,6 +1,6 @@
 //! Replies over real HTTP from the scripted server, in both wire formats, streamed and not.
 
-mod common;
+use crate::common;
 
 use common::{KINDS, ask, provider, stream_events};
 use provider::{FinishReason, ProviderError, StreamEvent, collect_response};

@@ -9,7 +9,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

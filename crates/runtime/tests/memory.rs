@@ -9,7 +9,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use common::{ctx, memory_registry, open_store, provider, run, runtime, tool_result};
 use runtime::{TurnEvent, TurnStatus};

@@ -9,7 +9,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use common::{ctx, open_store, provider, registry, run};
 use memory::SummaryState;

@@ -41,14 +41,6 @@ fn fixture() -> Fixture {
     }
 }
 
-fn landlock_or_skip(test: &str) -> bool {
-    if sandbox::landlock_available() {
-        return true;
-    }
-    eprintln!("SKIPPED {test}: this kernel has no Landlock; the sandbox is NOT being tested");
-    false
-}
-
 /// Runs `script` under `/bin/sh` confined as `role` in `ws`; returns (success, stdout+stderr).
 fn run(role: &str, ws: &Path, script: &str) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sandbox-exec"))
@@ -84,10 +76,9 @@ fn sh_path(p: PathBuf) -> String {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn shell_vm_sees_only_shared_tmp_ipc_logs() {
-    if !landlock_or_skip("shell_vm_sees_only_shared_tmp_ipc_logs") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let f = fixture();
     let ws = &f.alice;
     let denied = [
@@ -140,10 +131,9 @@ fn shell_vm_sees_only_shared_tmp_ipc_logs() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn oxydra_vm_reads_vault_but_never_writes_it_nor_sees_other_users() {
-    if !landlock_or_skip("oxydra_vm_reads_vault_but_never_writes_it_nor_sees_other_users") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let f = fixture();
     let ws = &f.alice;
     let allowed = [

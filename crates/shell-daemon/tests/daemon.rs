@@ -7,7 +7,7 @@
     reason = "test helpers: a failed setup should fail the test"
 )]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -39,10 +39,9 @@ fn check(d: &Daemon, command: &str, stdout: &str, stderr: &str, code: i32) {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn output_exit_codes_and_stderr() {
-    if common::skip_without_landlock("output_exit_codes_and_stderr") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     check(&d, "echo hi", "hi\n", "", 0);
     check(&d, "exit 3", "", "", 3);
@@ -54,10 +53,9 @@ fn output_exit_codes_and_stderr() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn a_timeout_kills_the_whole_process_group() {
-    if common::skip_without_landlock("a_timeout_kills_the_whole_process_group") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let mut client = d.connect();
     client.send(1, "echo $$; sleep 100 & sleep 100", Some(500));
@@ -68,10 +66,9 @@ fn a_timeout_kills_the_whole_process_group() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn background_processes_die_with_their_shell() {
-    if common::skip_without_landlock("background_processes_die_with_their_shell") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let run = d.run("echo $$; sleep 100 > /dev/null 2>&1 &");
     assert_eq!(run.last, Some(exit(Some(0), None, false, false)));
@@ -79,10 +76,9 @@ fn background_processes_die_with_their_shell() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn hanging_up_kills_the_command() {
-    if common::skip_without_landlock("hanging_up_kills_the_command") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let mut client = d.connect();
     client.send(1, "echo $$; sleep 100 & sleep 100", None);
@@ -96,10 +92,9 @@ fn hanging_up_kills_the_command() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn output_beyond_the_cap_is_dropped_and_flagged() {
-    if common::skip_without_landlock("output_beyond_the_cap_is_dropped_and_flagged") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start_with(|b| b.max_output_bytes = 4096);
     let run = d.run("head -c 100000 /dev/zero | tr '\\0' a; echo done >&2");
     assert_eq!(run.last, Some(exit(Some(0), None, false, true)));
@@ -108,10 +103,9 @@ fn output_beyond_the_cap_is_dropped_and_flagged() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn commands_run_concurrently() {
-    if common::skip_without_landlock("commands_run_concurrently") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let mut client = d.connect();
     // The first waits for a file only the second creates: run one at a time, it would time out.
@@ -142,10 +136,9 @@ fn commands_run_concurrently() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn commands_see_no_secret_from_the_daemons_environment() {
-    if common::skip_without_landlock("commands_see_no_secret_from_the_daemons_environment") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let run = d.run("env");
     assert_eq!(run.code(), Some(0), "{run:?}");
@@ -163,10 +156,9 @@ fn commands_see_no_secret_from_the_daemons_environment() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn the_shell_never_sees_internal_files_or_the_vault() {
-    if common::skip_without_landlock("the_shell_never_sees_internal_files_or_the_vault") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     for command in [
         "cat ../.oxydra/memory.db",
@@ -212,10 +204,9 @@ fn the_shell_never_sees_internal_files_or_the_vault() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn the_socket_is_private_and_bad_requests_get_errors() {
-    if common::skip_without_landlock("the_socket_is_private_and_bad_requests_get_errors") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let mode = std::fs::metadata(&d.socket).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
@@ -235,10 +226,9 @@ fn the_socket_is_private_and_bad_requests_get_errors() {
 }
 
 #[test]
+#[ignore = "needs landlock"]
 fn a_stale_socket_is_replaced_but_nothing_else_is() {
-    if common::skip_without_landlock("a_stale_socket_is_replaced_but_nothing_else_is") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let dir = tempfile::tempdir().unwrap();
     let ws = common::provision(dir.path(), "alice");
     let socket = types::shell_socket_path(&ws);

@@ -5,7 +5,7 @@
     reason = "test helpers: a failed setup should fail the test"
 )]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,10 +51,9 @@ async fn check(d: &Daemon, command: &str, expected: &str) {
 }
 
 #[tokio::test]
+#[ignore = "needs landlock"]
 async fn runs_commands_in_the_users_shell() {
-    if common::skip_without_landlock("runs_commands_in_the_users_shell") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     check(&d, "echo hi", "exit code 0\n--- stdout ---\nhi\n").await;
     check(
@@ -73,10 +72,9 @@ async fn runs_commands_in_the_users_shell() {
 }
 
 #[tokio::test]
+#[ignore = "needs landlock"]
 async fn internal_files_and_the_vault_are_out_of_reach() {
-    if common::skip_without_landlock("internal_files_and_the_vault_are_out_of_reach") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     for command in [
         "cat ../.oxydra/memory.db",
@@ -96,10 +94,9 @@ async fn internal_files_and_the_vault_are_out_of_reach() {
 }
 
 #[tokio::test]
+#[ignore = "needs landlock"]
 async fn timeout_secs_kills_the_command() {
-    if common::skip_without_landlock("timeout_secs_kills_the_command") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let outcome = call(&d, json!({"command": "sleep 100", "timeout_secs": 1})).await;
     assert_eq!(
@@ -109,10 +106,9 @@ async fn timeout_secs_kills_the_command() {
 }
 
 #[tokio::test]
+#[ignore = "needs landlock"]
 async fn cancelling_the_turn_kills_the_command() {
-    if common::skip_without_landlock("cancelling_the_turn_kills_the_command") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let d = Daemon::start();
     let ctx = ctx(&d);
     let pid_file = d.ws.tmp().join("pid");

@@ -12,12 +12,16 @@
 //! Modules:
 //! - `llm` — the scripted server (`script`, `server`, `wire`, `recorded`, `config`)
 //! - `tmux` — [`Tmux`]: drive a terminal program inside tmux (TUI end-to-end tests)
+//! - `need` — [`need`]: what a test needs from the machine (Docker, Landlock, tmux, sqld), never
+//!   skipped silently
 
 mod llm;
+mod need;
 mod tmux;
 
 pub use llm::{
     RecordedRequest, Responder, SCRIPTED_MODEL, ScriptedLlm, ScriptedMessage, ScriptedReply,
     ScriptedToolCall, WireFormat,
 };
-pub use tmux::{Tmux, say_tmux_skipped, tmux_available};
+pub use need::{Need, need, sqld_binary};
+pub use tmux::Tmux;

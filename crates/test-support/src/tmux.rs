@@ -4,24 +4,6 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Whether `tmux` can run here. Tests that need it print a loud SKIPPED line when it cannot.
-pub fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Prints the loud line a test shows when it cannot run because tmux is missing.
-#[allow(clippy::print_stderr, reason = "a skipped test must say so loudly")]
-pub fn say_tmux_skipped(test: &str) {
-    eprintln!(
-        "\n==================== SKIPPED: tmux is not installed ====================\n\
-         {test} drives a real terminal program inside tmux: install tmux to run it \
-         (scripts/test.sh does).\n"
-    );
-}
-
 /// One tmux server running one window, `tui`, sized `width`×`height`, running `command` (a shell
 /// command line).
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! What each file tool does with legitimate requests, and the visibility table of DESIGN.md §4 for
 //! file tools: shared/ and tmp/ read-write, vault/ read-only, .oxydra/, logs/ and ipc/ denied.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -1,7 +1,7 @@
 //! Every hostile path is refused by every file tool that takes a path, nothing outside the
 //! accessible areas is read or changed, and errors never show host paths.
 
-mod common;
+use crate::common;
 
 use std::os::fd::AsFd;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
     reason = "test helpers: a failed setup should fail the test"
 )]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,8 @@
 //! and see the note recalled from the other session through memory_search. Then `/quit` and check
 //! the terminal was given back (alternate screen left, exit status 0).
 //!
-//! Needs `tmux`; without it the test prints a loud SKIPPED line and passes.
+//! Needs `tmux`: the test is `#[ignore = "needs tmux"]` and fails without it when run
+//! (`scripts/test.sh` runs it).
 
 #![allow(
     clippy::unwrap_used,
@@ -13,13 +14,10 @@
     reason = "tests fail loudly and say when they skip"
 )]
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
-use test_support::{
-    RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux, say_tmux_skipped,
-    tmux_available,
-};
+use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux};
 
 const NOTE: &str = "Alice loves the old yellow trams in Lisbon";
 
@@ -64,11 +62,9 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux"]
 async fn chat_save_new_session_and_recall_in_tmux() {
-    if !tmux_available() {
-        say_tmux_skipped("e2e_tmux");
-        return;
-    }
+    test_support::need(test_support::Need::Tmux);
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::with_responder(respond).await;
     let (gw, token_file) = common::gateway(dir.path(), "alice", &llm).await;

@@ -9,7 +9,7 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -25,18 +25,6 @@ pub struct Daemon {
     pub socket: PathBuf,
 }
 
-/// True (after saying so loudly) when Landlock is missing and the test should be skipped.
-pub fn skip_without_landlock(test: &str) -> bool {
-    if sandbox::landlock_available() {
-        return false;
-    }
-    #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-    {
-        eprintln!("SKIPPED {test}: this kernel has no Landlock; shell-vm cannot be confined");
-    }
-    true
-}
-
 pub fn provision(root: &Path, user: &str) -> WorkspacePaths {
     let ws = WorkspacePaths::new(root.join(user));
     for d in types::WorkspaceDir::ALL {

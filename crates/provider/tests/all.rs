@@ -1,0 +1,9 @@
+//! Every integration test of `provider`, in one binary: a module per file (each binary links the
+//! whole dependency tree again, so one per crate keeps builds and CI short). A new test file is
+//! added as a `mod` line here and reaches the shared fixtures as `crate::common`.
+
+mod common;
+
+mod failures;
+mod requests;
+mod streaming;

@@ -1,0 +1,5 @@
+//! Every integration test of `sandbox`, in one binary: a module per file (each binary links the
+//! whole dependency tree again, so one per crate keeps builds and CI short). A new test file is
+//! added as a `mod` line here.
+
+mod confinement;
