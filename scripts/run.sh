@@ -2,50 +2,74 @@
 # The main job, in one command: build Oxydra, provision a user, start their agent and open the
 # terminal chat client on it.
 #
-#   OPENAI_API_KEY=sk-... ./scripts/run.sh [user]      (default user: alice)
+#   OPENAI_API_KEY=sk-... ./scripts/run.sh [--process] [user]      (default user: alice)
 #
 # The agent runs in the container tier (Docker containers with role-differentiated mounts; the
-# images are built locally from scratch, nothing is pulled) when a Docker engine answers, else in
-# the process tier (host processes confined with Landlock). The choice is written to runner.toml on
-# the first run. The model is set in ./agent.toml [provider] (written on the first run from
-# agent.toml.example): OpenAI by default; OpenRouter, Ollama or Anthropic examples are in README.md.
+# images are built locally from scratch, nothing is pulled). Without a Docker engine the process
+# tier (host processes confined with Landlock) is used only when you choose it: --process, or "y"
+# to the question asked on a terminal. The first run writes runner.toml with that tier; switch by
+# editing `tier` there. A user not yet in runner.toml is added (`runner --user NAME init`). The
+# model is set in ./agent.toml [provider] (written on the first run from agent.toml.example):
+# OpenAI by default; OpenRouter, Ollama or Anthropic examples are in README.md. After editing
+# agent.toml, re-run this script: an agent started with other settings is restarted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+process=no
+if [ "${1:-}" = --process ]; then
+  process=yes
+  shift
+fi
 user="${1:-alice}"
 
 . scripts/lib/host.sh
+if [ ! -f runner.toml ]; then
+  # Before the build: a missing engine is a question for the user, not a 10-minute surprise.
+  tier=$(choose_first_tier "$user" "$process")
+fi
 build_release
 bin="$PWD/target/release"
 if [ ! -f runner.toml ]; then
-  if ensure_docker_engine; then
-    tier=container
-  else
-    tier=process
-    echo "==> no Docker engine answers: using the process tier (Landlock-confined host processes)"
-  fi
   echo "==> first run: writing runner.toml ($tier tier) and agent.toml, provisioning ./workspaces/$user"
   "$bin/runner" --user "$user" init --tier "$tier"
+elif ! out=$("$bin/runner" --user "$user" init 2>&1); then
+  case "$out" in
+    *"already exists in"*) ;;
+    *) echo "$out" >&2; exit 1 ;;
+  esac
+else
+  echo "==> added $user to runner.toml"
+  echo "$out"
 fi
 tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
 tier="${tier:-container}"
 
 flags=()
 if [ "$tier" = container ]; then
+  if [ "$process" = yes ]; then
+    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
+    exit 1
+  fi
   echo "==> building the guest images (only what changed)"
-  ./scripts/build-guest-images.sh
+  if ! ./scripts/build-guest-images.sh; then
+    echo "==> no container images without a Docker engine: start Docker and re-run, or set" >&2
+    echo "    tier = \"process\" in runner.toml and re-run with --process" >&2
+    exit 1
+  fi
 else
+  echo "==> process tier (runner.toml: tier = \"process\"): host processes confined by Landlock;"
+  echo "    to use Docker containers instead, set tier = \"container\" there"
   flags=(--insecure)
 fi
 
 echo "==> starting $user's agent ($tier tier)"
-if ! out=$("$bin/runner" "${flags[@]}" --user "$user" start --detach 2>&1); then
-  case "$out" in
-    *"already running"*) echo "$user's agent is already running" ;;
-    *) echo "$out" >&2; exit 1 ;;
-  esac
-else
-  echo "$out"
-fi
+status=0
+out=$("$bin/runner" "${flags[@]}" --user "$user" start --detach 2>&1) || status=$?
+case "$status:$out" in
+  0:*) echo "$out" ;;
+  130:*) echo "$out" >&2; exit 130 ;;
+  *"already running"*) echo "$user's agent is already running (settings unchanged)" ;;
+  *) echo "$out" >&2; exit 1 ;;
+esac
 
 echo "==> opening the chat (/help for commands, /quit to leave; the agent keeps running:"
 echo "    stop it with: $bin/runner --user $user stop)"

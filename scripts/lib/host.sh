@@ -19,8 +19,8 @@ ensure_static_busybox() {
 }
 
 # ensure_docker_engine — starts the installed Docker daemon when it does not answer (a machine
-# whose init system did not start it). Returns non-zero when no engine can be had; callers decide
-# whether that is fatal (the container tests then skip, saying so loudly).
+# whose init system did not start it). Returns non-zero when no engine can be had (at once when
+# the daemon it started exits); callers decide whether that is fatal.
 ensure_docker_engine() {
   if ! command -v docker >/dev/null 2>&1; then
     echo "==> no Docker client on this machine"
@@ -33,15 +33,51 @@ ensure_docker_engine() {
     echo "==> the Docker engine does not answer and dockerd is not installed"
     return 1
   fi
-  echo "==> starting the Docker engine (dockerd; log in /tmp/oxydra-dockerd.log)"
-  $SUDO sh -c 'nohup dockerd >/tmp/oxydra-dockerd.log 2>&1 &'
+  local log="${OXYDRA_DOCKERD_LOG:-/tmp/oxydra-dockerd.log}" pid
+  echo "==> starting the Docker engine (dockerd; log in $log)"
+  pid=$($SUDO sh -c "nohup dockerd >$log 2>&1 </dev/null & echo \$!")
   for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then
       return 0
     fi
+    if [ -n "$pid" ] && [ ! -e "/proc/$pid" ]; then
+      echo "==> dockerd exited at once; the end of $log:"
+      tail -n 5 "$log" 2>/dev/null | sed 's/^/    /'
+      return 1
+    fi
     sleep 0.5
   done
-  echo "==> the Docker engine did not come up within 30 s; see /tmp/oxydra-dockerd.log"
+  echo "==> the Docker engine did not come up within 30 s; see $log"
+  return 1
+}
+
+# choose_first_tier USER PROCESS_FLAG — the tier of a first run, on stdout: "container" when a
+# Docker engine answers, "process" when the user chose it (PROCESS_FLAG = yes, or "y" to the
+# question asked on a terminal). Without an engine and without that choice it says how to choose
+# and returns non-zero: the process tier is never picked for the user.
+choose_first_tier() {
+  local user="$1" process="$2" answer
+  if [ "$process" = yes ]; then
+    echo process
+    return 0
+  fi
+  if ensure_docker_engine >&2; then
+    echo container
+    return 0
+  fi
+  if [ -t 0 ] && [ -t 2 ]; then
+    printf '%s' "==> no Docker engine answers. Run $user's agent in the process tier instead (host \
+processes confined only by Landlock; written to runner.toml)? [y/N] " >&2
+    read -r answer || answer=""
+    case "$answer" in
+      y|Y|yes|YES) echo process; return 0 ;;
+    esac
+  fi
+  {
+    echo "error: no Docker engine answers, and the container tier needs one."
+    echo "  Start Docker and re-run, or choose the process tier (host processes confined only by"
+    echo "  Landlock) with:  ./scripts/run.sh --process $user"
+  } >&2
   return 1
 }
 

@@ -33,7 +33,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write runner.toml and agent.toml (from the examples) with one user, and provision them.
+    /// Write runner.toml and agent.toml with one user, or add the --user to runner.toml.
+    ///
+    /// A new runner.toml and agent.toml come from the examples; on an existing runner.toml the
+    /// user's table is appended (the rest of the file is kept as it is). The user's workspace is
+    /// provisioned either way.
     Init {
         /// Where users' workspaces go (default ./workspaces, next to runner.toml).
         #[arg(long = "workspace-root")]
@@ -43,6 +47,9 @@ pub enum Command {
         tier: Option<TierArg>,
     },
     /// Start the users' agents (foreground; Ctrl-C stops them).
+    ///
+    /// Users already running are skipped (refused when named with --user); an agent started with
+    /// other settings (an edited agent.toml) is restarted on the new ones.
     Start {
         /// Run in the background and return once every agent is ready.
         #[arg(long)]
@@ -71,7 +78,7 @@ pub enum Command {
         #[arg(long, short = 'n', default_value_t = 100)]
         lines: usize,
     },
-    /// Stop, then start (in the background with --detach).
+    /// Stop, then start (in the background with --detach, or when it ran there).
     Restart {
         #[arg(long)]
         detach: bool,

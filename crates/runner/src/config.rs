@@ -9,6 +9,7 @@ use serde::Deserialize;
 use types::{AgentConfig, UserId};
 
 use crate::container_config::RawContainer;
+use crate::toml_error::toml_problem;
 use crate::{ContainerSettings, RunnerError, ShellNetwork, Tier};
 
 /// The file name looked for in the current directory, then in `~/.oxydra/`.
@@ -155,7 +156,7 @@ impl RunnerConfig {
             path: path.to_owned(),
             problem,
         };
-        let raw: RawConfig = toml::from_str(text).map_err(|e| problem(e.message().to_owned()))?;
+        let raw: RawConfig = toml::from_str(text).map_err(|e| problem(toml_problem(text, &e)))?;
         let base = path.parent().unwrap_or(Path::new("/"));
         let abs = |p: &Path| {
             if p.is_absolute() {
@@ -259,10 +260,16 @@ impl RunnerConfig {
             Some(u) => Ok(vec![u.clone()]),
             None => {
                 let known: Vec<&str> = self.users.iter().map(|u| u.id.as_str()).collect();
+                let hint = match closest(name, &known) {
+                    Some(near) => format!(
+                        "did you mean `{near}`? Or add {name} with `runner --user {name} init`"
+                    ),
+                    None => format!("add {name} with `runner --user {name} init`"),
+                };
                 Err(RunnerError::Config {
                     path: self.path.clone(),
                     problem: format!(
-                        "no user `{name}` (configured: {}); add [users.{name}]",
+                        "no user `{name}` (configured: {}); {hint}",
                         if known.is_empty() {
                             "none".to_owned()
                         } else {
@@ -273,6 +280,18 @@ impl RunnerConfig {
             }
         }
     }
+}
+
+/// The configured user `name` was most likely meant to be: the nearest by edit distance, when
+/// that is at most a third of its length (at least 1), so `alcie` finds `alice`.
+fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(name, k), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
 }
 
 /// Reads and validates an `agent.toml`; defaults without one.
@@ -287,7 +306,7 @@ pub fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig, RunnerError
     };
     // `api_key_env = ""` ("no key", for local servers) is understood by `types::ProviderConfig`.
     let config: AgentConfig =
-        toml::from_str(&text).map_err(|e: toml::de::Error| problem(e.message().to_owned()))?;
+        toml::from_str(&text).map_err(|e: toml::de::Error| problem(toml_problem(&text, &e)))?;
     config.validate().map_err(|e| problem(e.to_string()))?;
     Ok(config)
 }
@@ -334,13 +353,18 @@ mod tests {
             "agent_config = \"nope.toml\"",
             "agent_config /etc/oxydra/nope.toml does not exist",
         );
-        let c = parse("[users.alice]").unwrap();
+        let c = parse("[users.alice]\n[users.bob]").unwrap();
+        let unknown = |name: &str| c.select(Some(name)).unwrap_err().to_string();
         assert!(
-            c.select(Some("carol"))
-                .unwrap_err()
-                .to_string()
-                .contains("no user `carol` (configured: alice)")
+            unknown("carol").contains(
+                "no user `carol` (configured: alice, bob); add carol with `runner --user carol init`"
+            ),
+            "{}",
+            unknown("carol")
         );
+        assert!(unknown("alcie").contains("did you mean `alice`?"));
+        assert!(unknown("bbo").contains("did you mean `bob`?"));
+        assert!(!unknown("zed").contains("did you mean"));
     }
 
     #[test]
@@ -371,6 +395,41 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("unknown field `modle`")
+        );
+    }
+
+    /// Each provider example in README.md, under `[provider]`, is a valid agent.toml whose
+    /// `base_url` has the form its wire format needs (the Anthropic client appends /v1/messages,
+    /// the OpenAI-compatible one /chat/completions).
+    #[test]
+    fn the_readme_provider_examples_are_valid() {
+        let readme = include_str!("../../../README.md");
+        let block = readme
+            .split("```toml\n")
+            .map(|rest| rest.split("```").next().unwrap_or_default())
+            .find(|b| b.contains("# Anthropic"))
+            .expect("a toml block with the Anthropic example");
+        let mut kinds = Vec::new();
+        for example in block.split("\n\n") {
+            let name = example.lines().next().unwrap_or_default().to_owned();
+            let config: AgentConfig = toml::from_str(&format!("[provider]\n{example}"))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            config.validate().unwrap();
+            let p = &config.provider;
+            let v1 = p.base_url.trim_end_matches('/').ends_with("/v1");
+            assert_eq!(
+                v1,
+                p.kind == types::ProviderKind::Openai,
+                "{name}: {}",
+                p.base_url
+            );
+            kinds.push((name, p.kind));
+        }
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert!(
+            kinds
+                .iter()
+                .any(|(n, k)| n.starts_with("# Anthropic") && *k == types::ProviderKind::Anthropic)
         );
     }
 

@@ -1,5 +1,6 @@
 //! `runner init`: writes `runner.toml` (with one user) and `agent.toml` from the examples shipped
-//! in the binary, refusing to overwrite either, and provisions the user's workspace.
+//! in the binary and provisions the user's workspace; on an existing `runner.toml` it adds the
+//! user instead (appending their table, leaving every other byte of the file as it was).
 
 use std::path::{Path, PathBuf};
 
@@ -21,22 +22,27 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierAr
         .config
         .clone()
         .unwrap_or_else(|| PathBuf::from(CONFIG_FILE_NAME));
+    if config_path.exists() {
+        return add_user(
+            global,
+            &config_path,
+            workspace_root.is_some() || tier.is_some(),
+        );
+    }
     let dir = config_path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_owned();
     let agent_path = dir.join("agent.toml");
-    for path in [&config_path, &agent_path] {
-        if path.exists() {
-            bail!(
-                "{} already exists; edit it, or remove it to start over",
-                path.display()
-            );
-        }
+    if agent_path.exists() {
+        bail!(
+            "{} already exists; edit it, or remove it to start over",
+            agent_path.display()
+        );
     }
     let user = pick_user(global.user.as_deref())?;
-    let mut runner_text = RUNNER_EXAMPLE.replace(EXAMPLE_USER, &format!("[users.{user}]"));
+    let mut runner_text = RUNNER_EXAMPLE.replace(EXAMPLE_USER, &user_table(&user));
     if let Some(root) = &workspace_root {
         let line = format!(
             "workspace_root = {}",
@@ -59,6 +65,60 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierAr
     ));
     say(format!("provisioned {}", ws.root.display()));
     say("next: set [provider] in agent.toml (and export its API key), then:");
+    next_steps(&config, &user);
+    Ok(())
+}
+
+/// Adds `--user` to the existing `runner.toml` at `path`: appends `[users.<id>]` (the rest of the
+/// file is kept byte for byte) and provisions the workspace.
+fn add_user(global: &Global, path: &Path, new_file_options: bool) -> Result<()> {
+    if new_file_options {
+        bail!(
+            "{} already exists: --tier and --workspace-root only shape a new file; edit `tier` or \
+             `workspace_root` in it instead",
+            path.display()
+        );
+    }
+    let Some(name) = global.user.as_deref() else {
+        bail!(
+            "{} already exists; add a user with `runner --user NAME init`, or edit it",
+            path.display()
+        );
+    };
+    let user = pick_user(Some(name))?;
+    let config = RunnerConfig::load(path)?;
+    if config.users.iter().any(|u| u.id == user) {
+        bail!(
+            "user {user} already exists in {}; start them with `runner --user {user} start`",
+            path.display()
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let separator = if text.is_empty() || text.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    let updated = format!("{text}{separator}\n{}\n", user_table(&user));
+    // The file must still parse and now name the user (e.g. not when `users` is an inline table).
+    let check = RunnerConfig::parse(&updated, &config.path);
+    if !check.is_ok_and(|c| c.users.iter().any(|u| u.id == user)) {
+        bail!(
+            "cannot add {user} to {} by appending a [users] table; add `{}` there by hand",
+            path.display(),
+            user_table(&user)
+        );
+    }
+    write_atomic(path, &updated)?;
+    let ws = provision(&config.workspace_root, &user)?;
+    say(format!("added {user} to {}", path.display()));
+    say(format!("provisioned {}", ws.root.display()));
+    next_steps(&config, &user);
+    Ok(())
+}
+
+fn next_steps(config: &RunnerConfig, user: &UserId) {
     match config.tier {
         Tier::Container => {
             say("  scripts/build-guest-images.sh      (once: builds the container images)");
@@ -66,7 +126,20 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierAr
         }
         Tier::Process => say(format!("  runner --insecure --user {user} start")),
     }
-    Ok(())
+}
+
+/// `[users.<id>]`, the id quoted when it is not a bare TOML key (it may hold `.` or `@`).
+fn user_table(user: &UserId) -> String {
+    let id = user.as_str();
+    let bare = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if bare {
+        format!("[users.{id}]")
+    } else {
+        format!("[users.{}]", toml_string(id))
+    }
 }
 
 /// `--user`, else `$USER` when it is a valid user id, else `me`.
@@ -96,4 +169,25 @@ fn write_new(path: &Path, text: &str) -> Result<()> {
 
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
+}
+
+/// Replaces `path` with `text` through a temporary file and a rename.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_tables_quote_ids_that_are_not_bare_keys() {
+        let table = |id: &str| user_table(&UserId::parse(id).unwrap());
+        assert_eq!(table("alice"), "[users.alice]");
+        assert_eq!(table("a-b_c9"), "[users.a-b_c9]");
+        assert_eq!(table("bob.smith"), "[users.\"bob.smith\"]");
+        assert_eq!(table("eve@example.org"), "[users.\"eve@example.org\"]");
+    }
 }

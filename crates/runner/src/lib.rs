@@ -8,6 +8,7 @@
 //! - `procs` — process liveness and signals by pid
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
+//! - `toml_error` — TOML mistakes as `line N, key.path: message`
 //! - `error` — [`RunnerError`]
 //!
 //! It does not launch or supervise anything (that is the `runner` binary's process tier) and it
@@ -24,6 +25,7 @@ pub mod images;
 mod marker;
 mod procs;
 mod provision;
+mod toml_error;
 
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};

@@ -2,19 +2,24 @@
 //! stops their agents (`init`, `start`, `stop`, `status`, `logs`, `restart`; the process tier),
 //! manages a user's memory (`runner memory ...`) and prints the tool catalogue (`runner tools`).
 //!
-//! Modules: `cli` (clap surface), `init_cmd`, `start_cmd` (foreground and `--detach`),
-//! `supervise` (one user's guests: launch, readiness, restart, stop), `guest` (spawning one guest
-//! and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`, `out`.
+//! Modules: `cli` (clap surface), `init_cmd`, `start_cmd` (foreground), `detach` (`--detach`),
+//! `running` (what already serves a user, with which settings), `interrupt` (Ctrl-C while
+//! starting), `supervise` (one user's guests: launch, readiness, restart, stop), `guest` (spawning
+//! one guest and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`,
+//! `out`.
 
 mod cli;
 mod container_guest;
+mod detach;
 mod guest;
 mod images_cmd;
 mod init_cmd;
+mod interrupt;
 mod log_file;
 mod logs_cmd;
 mod memory_cmd;
 mod out;
+mod running;
 mod start_cmd;
 mod status_cmd;
 mod stop_cmd;
@@ -88,7 +93,12 @@ fn main() -> ExitCode {
                 tier,
             } => init_cmd::run(&global, workspace_root, tier),
             cli::Command::Start { detach, supervisor } => {
-                start_cmd::run(&global, detach, supervisor).await
+                let mode = match (supervisor, detach) {
+                    (true, _) => start_cmd::Mode::Supervisor,
+                    (false, true) => start_cmd::Mode::Detached,
+                    (false, false) => start_cmd::Mode::Foreground,
+                };
+                start_cmd::run(&global, mode).await
             }
             cli::Command::Stop => stop_cmd::run(&global).await,
             cli::Command::Status { json } => status_cmd::run(&global, json).await,
@@ -98,8 +108,14 @@ fn main() -> ExitCode {
                 lines,
             } => logs_cmd::run(&global, role, follow, lines).await,
             cli::Command::Restart { detach } => {
+                // An agent running in the background comes back in the background.
+                let mode = if detach || stop_cmd::any_detached(&global)? {
+                    start_cmd::Mode::Detached
+                } else {
+                    start_cmd::Mode::Foreground
+                };
                 stop_cmd::run(&global).await?;
-                start_cmd::run(&global, detach, false).await
+                start_cmd::run(&global, mode).await
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
@@ -108,11 +124,27 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `runner tools --json | head`: the reader has all it wanted; nothing went wrong.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
 }
 
-/// One line on stderr, the cause chain joined, then a non-zero exit.
+/// True when the error is a write to a pipe whose reader has gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// One line on stderr, the cause chain joined, then a non-zero exit (130 when a signal stopped a
+/// command before it was done).
 fn fail(error: &anyhow::Error) -> ExitCode {
     let line: Vec<String> = error.chain().map(ToString::to_string).collect();
     #[allow(
@@ -122,7 +154,11 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     {
         eprintln!("error: {}", line.join(": "));
     }
-    ExitCode::FAILURE
+    if error.downcast_ref::<interrupt::Interrupted>().is_some() {
+        ExitCode::from(interrupt::EXIT_INTERRUPTED)
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn init_tracing(verbose: bool) {

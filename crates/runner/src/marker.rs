@@ -114,6 +114,9 @@ pub struct RunnerMarker {
     pub tier: String,
     /// By role name (`oxydra-vm`, `shell-vm`).
     pub children: BTreeMap<String, ChildInfo>,
+    /// A digest of the settings the guests were started with (`start` restarts on a change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_digest: Option<String>,
 }
 
 /// Writes `value` as JSON to `path` through a temporary file and a rename (readers never see a

@@ -1,25 +1,38 @@
 //! `runner start`: check, provision and claim each selected user's workspace, then supervise their
 //! guests in the foreground (Ctrl-C or SIGTERM stops them) or, with `--detach`, in one background
-//! runner per user, returning once every agent is ready.
+//! runner per user (see `detach`), returning once every agent is ready.
+//!
+//! A user whose agent already runs is restarted when its settings changed since it started (see
+//! `running`), skipped when every user was asked for, and refused when named with `--user`. A
+//! signal before every agent is ready stops what this start began and exits with status 130.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use runner::{
-    GatewayMarker, RunnerConfig, RunnerMarker, Tier, UserEntry, guest_binary, provision, read_json,
-};
+use runner::{RunnerMarker, Tier, UserEntry, guest_binary, provision, read_json};
 use rustix::process::Signal;
 use tokio::task::JoinSet;
 use types::{AgentConfig, CancellationToken, DbPath, WorkspacePaths};
 
 use crate::Global;
 use crate::container_guest::remove_workspace_containers;
+use crate::interrupt::{Interrupt, Interrupted};
 use crate::out::say;
+use crate::running::{config_digest, running};
 use crate::supervise::{self, Plan};
 
-pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> {
+/// Where the agents run once started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// In this process, until Ctrl-C.
+    Foreground,
+    /// One background runner per user (`--detach`).
+    Detached,
+    /// This process is the background runner a `--detach` started.
+    Supervisor,
+}
+
+pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     let config = global.launchable_config()?;
     let users = config.select(global.user.as_deref())?;
     let container = config.tier == Tier::Container;
@@ -48,6 +61,7 @@ pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> 
         let ws = provision(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
         plans.push(Plan {
+            config_digest: config_digest(&config, &user),
             config: config.clone(),
             user,
             ws,
@@ -58,99 +72,73 @@ pub async fn run(global: &Global, detach: bool, supervisor: bool) -> Result<()> 
             docker: docker.clone(),
         });
     }
-    for plan in &plans {
-        refuse_if_running(plan)?;
-        if let Some(docker) = &plan.docker {
-            for name in remove_workspace_containers(docker, &plan.ws.root).await? {
-                tracing::warn!(user = %plan.user.id, "removed the stale container {name}");
-            }
-        }
-    }
-    if detach {
-        return detach_all(global, &config, &plans).await;
-    }
-    if supervisor {
-        // The background supervisor of `--detach`: its own session, away from the terminal.
-        if let Err(e) = rustix::process::setsid() {
-            tracing::debug!(error = %e, "setsid");
-        }
-    }
-    foreground(plans).await
-}
-
-/// Supervises every plan in this process until SIGINT or SIGTERM.
-async fn foreground(plans: Vec<Plan>) -> Result<()> {
-    let stop = CancellationToken::default();
-    let mut tasks = JoinSet::new();
+    // From here on a signal stops what this start began (nothing is launched before this line).
+    let mut interrupt = Interrupt::listen()?;
+    let named = global.user.is_some() || mode == Mode::Supervisor;
+    let mut to_start = Vec::new();
     for plan in plans {
-        let stop = stop.clone();
-        let user = plan.user.id.clone();
-        tasks.spawn(async move { (user, supervise::run(plan, stop).await) });
+        if claim(&plan, named).await? {
+            to_start.push(plan);
+        }
     }
-    let signals = stop.clone();
-    let watcher = tokio::spawn(async move {
-        wait_for_signal().await;
-        signals.cancel();
-    });
-    let mut errors = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((_, Ok(()))) => {}
-            Ok((user, Err(e))) => {
-                tracing::error!(%user, "{e:#}");
-                errors.push(format!("{e:#}"));
-                // One user failing stops the others: the operator sees one clear state.
-                stop.cancel();
+    if to_start.is_empty() {
+        return Ok(());
+    }
+    if let Some(sig) = interrupt.arrived() {
+        return Err(Interrupted(format!(
+            "{sig} before anything started; nothing was started"
+        ))
+        .into());
+    }
+    match mode {
+        Mode::Detached => crate::detach::detach_all(global, &config, &to_start, interrupt).await,
+        Mode::Supervisor => {
+            // The background supervisor of `--detach`: its own session, away from the terminal.
+            if let Err(e) = rustix::process::setsid() {
+                tracing::debug!(error = %e, "setsid");
             }
-            Err(e) => errors.push(format!("a supervisor task failed: {e}")),
+            foreground(to_start, interrupt).await
         }
-    }
-    watcher.abort();
-    match errors.len() {
-        0 => {
-            say("stopped");
-            Ok(())
-        }
-        _ => bail!(errors.join("; ")),
+        Mode::Foreground => foreground(to_start, interrupt).await,
     }
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = int.recv() => tracing::info!("SIGINT: stopping"),
-    }
-}
-
-/// Refuses a user another runner already serves; clears what a dead one left behind (stopping
-/// guests it orphaned).
-fn refuse_if_running(plan: &Plan) -> Result<()> {
+/// Makes the user's workspace this runner's to start: true when it should be started. A live
+/// runner started with other settings is stopped (the agent is restarted with the new ones); one
+/// with the same settings is refused when the user was `named`, else skipped. What a dead runner
+/// left behind is cleared (stopping guests it orphaned).
+async fn claim(plan: &Plan, named: bool) -> Result<bool> {
     let ws = &plan.ws;
     let user = &plan.user.id;
+    if let Some(live) = running(ws) {
+        let url = live.url.clone().unwrap_or_else(|| "starting".to_owned());
+        if live.is_stale(&plan.config_digest) {
+            say(format!(
+                "{user}: its settings changed since its agent started (runner pid {}); \
+                 restarting it",
+                live.pid
+            ));
+            let line = crate::stop_cmd::stop_one(&plan.config, plan.docker.as_ref(), ws).await?;
+            tracing::info!(%user, "{line}");
+        } else if named {
+            bail!(
+                "{user} is already running (runner pid {}, gateway {url}, workspace {}); stop it \
+                 with `runner --user {user} stop`, or `runner --user {user} restart` to restart it",
+                live.pid,
+                ws.root.display()
+            );
+        } else {
+            say(format!(
+                "{user}: already running (runner pid {}, gateway {url})",
+                live.pid
+            ));
+            return Ok(false);
+        }
+    }
     if let Some(marker) = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
         .ok()
         .flatten()
     {
-        if marker.pid != std::process::id() && runner::looks_like(marker.pid, "runner") {
-            let url = read_json::<GatewayMarker>(&ws.endpoint())
-                .ok()
-                .flatten()
-                .map_or_else(|| "starting".to_owned(), |m| m.url);
-            bail!(
-                "{user} is already running (runner pid {}, gateway {url}, workspace {}); stop it \
-                 with `runner --user {user} stop`",
-                marker.pid,
-                plan.ws.root.display()
-            );
-        }
         for (role, child) in &marker.children {
             if runner::looks_like(child.pid, role) {
                 tracing::warn!(%user, %role, pid = child.pid, "stopping a guest left by a runner that died");
@@ -161,7 +149,81 @@ fn refuse_if_running(plan: &Plan) -> Result<()> {
     for file in runner::run_files(ws) {
         runner::remove_if_exists(&file)?;
     }
+    if let Some(docker) = &plan.docker {
+        for name in remove_workspace_containers(docker, &ws.root).await? {
+            tracing::warn!(%user, "removed the stale container {name}");
+        }
+    }
+    Ok(true)
+}
+
+/// Supervises every plan in this process until SIGINT or SIGTERM (or one user fails).
+async fn foreground(plans: Vec<Plan>, mut interrupt: Interrupt) -> Result<()> {
+    let stop = CancellationToken::default();
+    let mut tasks = JoinSet::new();
+    for plan in &plans {
+        let (stop, plan) = (stop.clone(), plan.clone());
+        let user = plan.user.id.clone();
+        tasks.spawn(async move { (user, supervise::run(plan, stop).await) });
+    }
+    let mut errors = Vec::new();
+    let mut not_ready: Vec<String> = Vec::new();
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                None => break,
+                Some(Ok((_, Ok(())))) => {}
+                Some(Ok((user, Err(e)))) => {
+                    tracing::error!(%user, "{e:#}");
+                    errors.push(format!("{e:#}"));
+                    // One user failing stops the others: the operator sees one clear state.
+                    stop.cancel();
+                }
+                Some(Err(e)) => errors.push(format!("a supervisor task failed: {e}")),
+            },
+            sig = interrupt.recv(), if !stop.is_cancelled() => {
+                tracing::info!("{sig}: stopping");
+                not_ready = plans
+                    .iter()
+                    .filter(|p| !is_ready(&p.ws))
+                    .map(|p| p.user.id.to_string())
+                    .collect();
+                stop.cancel();
+            }
+        }
+    }
+    // A guest created while the supervisor was being stopped is removed all the same.
+    for plan in &plans {
+        if let Some(docker) = &plan.docker {
+            match remove_workspace_containers(docker, &plan.ws.root).await {
+                Ok(left) if !left.is_empty() => {
+                    tracing::warn!(user = %plan.user.id, "removed containers left behind: {}", left.join(", "));
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(format!("{e:#}")),
+            }
+        }
+    }
+    if !errors.is_empty() {
+        bail!(errors.join("; "));
+    }
+    if !not_ready.is_empty() {
+        return Err(Interrupted(format!(
+            "interrupted before {} was ready; stopped what had started",
+            not_ready.join(", ")
+        ))
+        .into());
+    }
+    say("stopped");
     Ok(())
+}
+
+/// True once the user's supervisor recorded running guests (it does so when both serve).
+fn is_ready(ws: &WorkspacePaths) -> bool {
+    read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.pid == std::process::id() && !m.children.is_empty())
 }
 
 /// Checks the user's agent.toml and provider key before anything starts (so a typo is one clear
@@ -221,86 +283,4 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
         );
     }
     Ok(agent)
-}
-
-/// Starts one background runner per user and waits until each serves.
-async fn detach_all(global: &Global, config: &RunnerConfig, plans: &[Plan]) -> Result<()> {
-    let exe = std::env::current_exe().context("cannot find the runner executable")?;
-    for plan in plans {
-        let user = &plan.user.id;
-        let log = crate::guest::log_path(&plan.ws, "runner");
-        let (stdout, stderr) = crate::guest::open_log(&log)?;
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.arg("--config")
-            .arg(&config.path)
-            .arg("--user")
-            .arg(user.as_str());
-        if config.tier == Tier::Process {
-            cmd.arg("--insecure");
-        }
-        if global.verbose {
-            cmd.arg("--verbose");
-        }
-        let mut child = cmd
-            .args(["start", "--supervisor"])
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .spawn()
-            .with_context(|| format!("cannot start a background runner for {user}"))?;
-        let pid = child.id();
-        let budget = config.supervision.ready_timeout * 2 + Duration::from_secs(5);
-        let url = wait_detached(&plan.ws, pid, budget, &mut child, &log).await?;
-        say(format!(
-            "{user}: running in the background (runner pid {pid}) at {url}; token in {}; stop \
-             with `runner --user {user} stop`",
-            plan.ws
-                .internal()
-                .join(gateway::GatewayToken::FILE_NAME)
-                .display()
-        ));
-    }
-    Ok(())
-}
-
-async fn wait_detached(
-    ws: &WorkspacePaths,
-    pid: u32,
-    budget: Duration,
-    child: &mut std::process::Child,
-    log: &Path,
-) -> Result<String> {
-    let deadline = Instant::now() + budget;
-    let mut poll = crate::out::Poll::new();
-    loop {
-        if let Some(status) = child.try_wait()? {
-            bail!(
-                "the background runner exited ({}); last lines of {}:\n{}",
-                crate::guest::describe(status),
-                log.display(),
-                crate::out::tail(log, 15)
-            );
-        }
-        let runner_marker = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
-            .ok()
-            .flatten();
-        let gateway = read_json::<GatewayMarker>(&ws.endpoint()).ok().flatten();
-        // A container's gateway pid is its own; its marker is written only once it serves.
-        if let (Some(r), Some(g)) = (runner_marker, gateway)
-            && r.pid == pid
-            && r.children
-                .get("oxydra-vm")
-                .is_some_and(|c| c.pid == g.pid || c.container.is_some())
-        {
-            return Ok(g.url);
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "the background runner was not ready within {} s; see {}",
-                budget.as_secs(),
-                log.display()
-            );
-        }
-        poll.pause().await;
-    }
 }

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use runner::{GatewayMarker, RunnerMarker, Tier, read_json};
+use runner::{GatewayMarker, RunnerConfig, RunnerMarker, Tier, read_json};
 use rustix::process::Signal;
 use types::WorkspacePaths;
 
@@ -16,31 +16,53 @@ use crate::out::say;
 pub async fn run(global: &Global) -> Result<()> {
     let config = global.runner_config()?;
     let users = config.select(global.user.as_deref())?;
-    let budget = crate::supervise::stop_budget(&config);
     let docker = match config.tier {
         Tier::Container => Some(runner::connect_docker().await?),
         Tier::Process => None,
     };
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
-        let mut line = stop_user(&ws, budget).await?;
-        if let Some(docker) = &docker {
-            let left = remove_workspace_containers(docker, &ws.root).await?;
-            if !left.is_empty() {
-                line.push_str(&format!(
-                    "; removed containers left behind: {}",
-                    left.join(", ")
-                ));
-            }
-        }
-        // Only now that no guest is left can nothing write these again (an orphaned oxydra-vm
-        // refreshes its health file until its container is gone).
-        for file in runner::run_files(&ws) {
-            runner::remove_if_exists(&file)?;
-        }
+        let line = stop_one(&config, docker.as_ref(), &ws).await?;
         say(format!("{}: {line}", user.id));
     }
     Ok(())
+}
+
+/// True when any selected user's agent runs in the background (`start --detach`): `restart`
+/// then restarts in the background too.
+pub fn any_detached(global: &Global) -> Result<bool> {
+    let config = global.runner_config()?;
+    let users = config.select(global.user.as_deref())?;
+    Ok(users.iter().any(|u| {
+        let ws = WorkspacePaths::for_user(&config.workspace_root, &u.id);
+        crate::running::running(&ws).is_some_and(|r| r.detached)
+    }))
+}
+
+/// Stops one user (the workspace `ws`): its runner, any guest or container left, its run files.
+/// One line saying what was done.
+pub async fn stop_one(
+    config: &RunnerConfig,
+    docker: Option<&bollard::Docker>,
+    ws: &WorkspacePaths,
+) -> Result<String> {
+    let budget = crate::supervise::stop_budget(config);
+    let mut line = stop_user(ws, budget).await?;
+    if let Some(docker) = docker {
+        let left = remove_workspace_containers(docker, &ws.root).await?;
+        if !left.is_empty() {
+            line.push_str(&format!(
+                "; removed containers left behind: {}",
+                left.join(", ")
+            ));
+        }
+    }
+    // Only now that no guest is left can nothing write these again (an orphaned oxydra-vm
+    // refreshes its health file until its container is gone).
+    for file in runner::run_files(ws) {
+        runner::remove_if_exists(&file)?;
+    }
+    Ok(line)
 }
 
 async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {

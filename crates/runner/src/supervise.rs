@@ -31,6 +31,8 @@ pub struct Plan {
     pub agent: AgentConfig,
     /// The engine, in the container tier.
     pub docker: Option<bollard::Docker>,
+    /// A digest of the user's settings, kept in the runner marker (see `start_cmd`).
+    pub config_digest: String,
 }
 
 struct Supervisor {
@@ -60,9 +62,10 @@ impl Supervisor {
     async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
         self.write_marker()?;
         let user = self.plan.user.id.clone();
-        let endpoint = tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            r = self.start_both() => r.with_context(|| format!("cannot start {user}'s agent"))?,
+        let started = self.start_both(stop).await;
+        let Some(endpoint) = started.with_context(|| format!("cannot start {user}'s agent"))?
+        else {
+            return Ok(());
         };
         let token = self
             .plan
@@ -115,8 +118,9 @@ impl Supervisor {
 
     /// Launches both guests at once and waits until both serve: creating and starting a container
     /// is most of a start, and `oxydra-vm` needs the shell only when it runs a command (its health
-    /// says `shell: not running` until the shell serves). If either fails, both are stopped.
-    async fn start_both(&mut self) -> Result<String> {
+    /// says `shell: not running` until the shell serves). If either fails, or `stop` is cancelled
+    /// while they get ready (`None`), both are stopped.
+    async fn start_both(&mut self, stop: &CancellationToken) -> Result<Option<String>> {
         let grace = self.plan.config.supervision.stop_timeout;
         let timeout = self.plan.config.supervision.ready_timeout;
         let (shell, vm) = tokio::join!(self.launch(Role::ShellVm), self.launch(Role::OxydraVm));
@@ -129,20 +133,27 @@ impl Supervisor {
             (Err(e), Err(_)) => return Err(e),
         };
         let ws = &self.plan.ws;
-        let (shell_ready, vm_ready) =
-            tokio::join!(shell.wait_ready(ws, timeout), vm.wait_ready(ws, timeout));
-        let endpoint = match (shell_ready, vm_ready) {
-            (Ok(_), Ok(endpoint)) => endpoint,
-            (Err(e), _) | (_, Err(e)) => {
+        let ready = tokio::select! {
+            r = async { tokio::join!(shell.wait_ready(ws, timeout), vm.wait_ready(ws, timeout)) } => Some(r),
+            () = stop.cancelled() => None,
+        };
+        let endpoint = match ready {
+            Some((Ok(_), Ok(endpoint))) => endpoint,
+            Some((Err(e), _) | (_, Err(e))) => {
                 vm.stop(grace).await;
                 shell.stop(grace).await;
                 return Err(e);
+            }
+            None => {
+                vm.stop(grace).await;
+                shell.stop(grace).await;
+                return Ok(None);
             }
         };
         self.guests.insert(Role::ShellVm.name(), shell);
         self.guests.insert(Role::OxydraVm.name(), vm);
         self.write_marker()?;
-        Ok(endpoint)
+        Ok(Some(endpoint))
     }
 
     /// Starts `role` and waits until it serves.
@@ -304,6 +315,7 @@ impl Supervisor {
             started_at: self.started_at.clone(),
             tier: self.plan.config.tier.name().to_owned(),
             children,
+            config_digest: Some(self.plan.config_digest.clone()),
         };
         Ok(runner::write_json_atomic(
             &runner::runner_marker_path(&self.plan.ws),

@@ -1,7 +1,7 @@
 //! The container tier end to end: real `runner`, real `oxydra-vm` and `shell-vm` containers on
 //! the machine's Docker engine (images built locally with `runner images build`, tag `e2e`), a
-//! real WebSocket client, and the scripted model as the provider. Without an engine each test
-//! prints `SKIPPED` and returns.
+//! real WebSocket client, and the scripted model as the provider. Each test is
+//! `#[ignore = "needs docker"]` and fails without an engine when run (`scripts/test.sh` runs it).
 
 #![allow(
     clippy::unwrap_used,
@@ -10,9 +10,8 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
+use crate::common;
+use crate::common::container;
 
 use std::time::{Duration, Instant};
 
@@ -60,10 +59,10 @@ async fn probe_mounts_of(from: &str, cmd: &str) -> std::process::Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn chat_and_memory_run_in_hardened_labelled_containers() {
-    if !prepare("container tier: chat and memory").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     const KEY_VAR: &str = "OXYDRA_E2E_KEY";
     const KEY: &str = "oxydra-e2e-provider-key";
     let server = test_support::ScriptedLlm::with_responder(respond).await;
@@ -230,10 +229,10 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn the_visibility_table_holds_inside_the_containers() {
-    if !prepare("container tier: visibility table").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let port = server.addr().port();
     let setup = container_setup(
@@ -368,10 +367,10 @@ async fn the_visibility_table_holds_inside_the_containers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn two_users_are_isolated() {
-    if !prepare("container tier: two users").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = container_setup(&server, &[("alice", ""), ("bob", "")]);
     let _guard = ContainersOnDrop::new(&setup, &["alice", "bob"]);
@@ -442,10 +441,10 @@ async fn two_users_are_isolated() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn a_killed_shell_comes_back_stop_removes_everything_and_notes_survive() {
-    if !prepare("container tier: lifecycle").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = container_setup(&server, &[("dave", "")]);
     let _guard = ContainersOnDrop::new(&setup, &["dave"]);
@@ -529,10 +528,10 @@ async fn a_killed_shell_comes_back_stop_removes_everything_and_notes_survive() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn a_shell_that_keeps_crashing_is_given_up_and_cleaned_up() {
-    if !prepare("container tier: restart bound").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = container_setup(&server, &[("erin", "")]);
     let text = std::fs::read_to_string(&setup.config).unwrap();
@@ -579,10 +578,10 @@ async fn a_shell_that_keeps_crashing_is_given_up_and_cleaned_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
 async fn containers_left_by_a_killed_runner_are_reported_replaced_and_removed() {
-    if !prepare("container tier: a killed runner").await {
-        return;
-    }
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = container_setup(&server, &[("fay", "")]);
     let _guard = ContainersOnDrop::new(&setup, &["fay"]);
@@ -648,4 +647,85 @@ async fn kill_runner(ws: &types::WorkspacePaths) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
+async fn ctrl_c_during_a_start_removes_the_containers_it_created() {
+    use std::os::unix::process::ExitStatusExt;
+    test_support::need(test_support::Need::Docker);
+    prepare().await;
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = container_setup(&server, &[("gus", "")]);
+    let _guard = ContainersOnDrop::new(&setup, &["gus"]);
+    let ws = setup.ws("gus");
+    let mut outcomes = Vec::new();
+    // Foreground at several delays, then `start --detach` (what scripts/run.sh runs).
+    for (delay_ms, detach) in [(150, false), (300, false), (800, false), (600, true)] {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_runner"));
+        cmd.arg("--config").arg(&setup.config).arg("start");
+        if detach {
+            cmd.arg("--detach");
+        }
+        let child = cmd
+            .env_remove("OXYDRA_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        runner::signal(child.id().unwrap(), rustix::process::Signal::INT);
+        let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .expect("the runner stops in time")
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!(
+            "SIGINT after {delay_ms} ms (detach: {detach}): {:?}\n{stdout}{stderr}",
+            out.status
+        );
+        if stdout.contains("gus: ready at") || stdout.contains("gus: running in the background") {
+            outcomes.push("ready first");
+            if detach {
+                runner_ok(&setup, &["stop"]).await;
+            } else {
+                assert!(
+                    out.status.success() && stdout.ends_with("stopped\n"),
+                    "{what}"
+                );
+            }
+        } else if out.status.signal() == Some(rustix::process::Signal::INT.as_raw()) {
+            outcomes.push("killed before it launched anything");
+        } else {
+            assert_eq!(out.status.code(), Some(130), "{what}");
+            outcomes.push("interrupted while starting");
+        }
+        // Wait out a background runner still stopping (the detached case), then check.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !containers_of(&ws.root).await.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(
+            containers_of(&ws.root).await,
+            Vec::<String>::new(),
+            "{what}"
+        );
+        if ws.ipc().is_dir() {
+            assert_eq!(left_behind(&ws), Vec::<String>::new(), "{what}");
+        }
+        assert_eq!(
+            runner_ok(&setup, &["status"]).await,
+            "gus  stopped\n",
+            "{what}"
+        );
+    }
+    eprintln!("outcomes: {outcomes:?}");
+    assert!(
+        outcomes.contains(&"interrupted while starting"),
+        "no signal landed while gus was starting: {outcomes:?}"
+    );
 }

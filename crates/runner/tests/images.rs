@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 use bollard::Docker;
 use common::guest_binaries;
@@ -74,14 +74,10 @@ async fn labels(docker: &Docker, reference: &str) -> (String, String, String, St
 }
 
 #[tokio::test]
+#[ignore = "needs docker"]
 async fn guest_images_build_from_scratch_run_and_rebuild_only_what_changed() {
-    let Ok(docker) = runner::connect_docker().await else {
-        #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-        {
-            eprintln!("SKIPPED guest_images_build_from_scratch...: no Docker engine");
-        }
-        return;
-    };
+    test_support::need(test_support::Need::Docker);
+    let docker = runner::connect_docker().await.unwrap();
     let bins = guest_binaries();
     let pid = std::process::id();
     let settings = ContainerSettings {

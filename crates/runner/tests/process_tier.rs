@@ -8,9 +8,9 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
-use common::{Chat, Setup, StopOnDrop, left_behind, respond, skip_without_landlock};
+use common::{Chat, Setup, StopOnDrop, left_behind, respond};
 use runner::RunnerMarker;
 use types::ClientFrame;
 
@@ -20,10 +20,9 @@ fn failed(report: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
 async fn two_users_chat_save_notes_stay_sandboxed_survive_a_crash_and_stop_cleanly() {
-    if skip_without_landlock("process tier e2e") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = Setup::new(&server, &["alice", "bob"]);
     let _guard = StopOnDrop(setup.config.clone());

@@ -8,12 +8,12 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Setup, StopOnDrop, left_behind, respond, skip_without_landlock};
+use common::{Setup, StopOnDrop, left_behind, respond};
 use runner::RunnerMarker;
 use rustix::process::Signal;
 
@@ -48,6 +48,51 @@ async fn init_writes_both_files_once_and_provisions_the_user() {
     let again = run();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    // On the existing file, init adds a user (an id that must be quoted as a TOML key) and keeps
+    // every other byte; options that only shape a new file are refused.
+    let before = std::fs::read_to_string(&config).unwrap();
+    let add = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = add(&["--user", "eve@example.org", "init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(after, format!("{before}\n[users.\"eve@example.org\"]\n"));
+    let users: Vec<String> = runner::RunnerConfig::load(&config)
+        .unwrap()
+        .users
+        .iter()
+        .map(|u| u.id.to_string())
+        .collect();
+    assert_eq!(users, vec!["carol", "eve@example.org"]);
+    assert!(
+        dir.path()
+            .join("conf/workspaces/eve@example.org/.oxydra")
+            .is_dir()
+    );
+    let out = add(&["--user", "dan", "init", "--tier", "process"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--tier and --workspace-root only shape a new file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = add(&["--user", "carlo", "status"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("did you mean `carol`?"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test]
@@ -165,10 +210,9 @@ async fn foreground(setup: &Setup) -> Foreground {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs landlock"]
 async fn sigint_and_sigterm_stop_a_foreground_runner_and_its_guests() {
-    if skip_without_landlock("foreground runner") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = Setup::new(&server, &["alice"]);
     let _guard = StopOnDrop(setup.config.clone());
@@ -193,10 +237,9 @@ async fn sigint_and_sigterm_stop_a_foreground_runner_and_its_guests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs landlock"]
 async fn a_guest_that_keeps_crashing_is_given_up_with_the_reason() {
-    if skip_without_landlock("restart bound") {
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
     let server = test_support::ScriptedLlm::with_responder(respond).await;
     let setup = Setup::new(&server, &["alice"]);
     let _guard = StopOnDrop(setup.config.clone());

@@ -58,3 +58,26 @@ fn catalogue_lists_every_builtin_tool_with_schema_tier_and_timeout() {
         rows.len()
     );
 }
+
+/// `runner tools --json | head -1`: a reader that stops early is not an error.
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    for args in [&["tools", "--json"][..], &["tools"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // The reader has gone before the first write: every write fails with EPIPE.
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).as_ref()
+            ),
+            (Some(0), ""),
+            "{args:?}"
+        );
+    }
+}

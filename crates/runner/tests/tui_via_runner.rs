@@ -10,10 +10,10 @@
     reason = "tests fail loudly"
 )]
 
-mod common;
+use crate::common;
 
-use common::{Chat, Setup, StopOnDrop, guest_binaries, respond, skip_without_landlock};
-use test_support::{ScriptedLlm, Tmux, say_tmux_skipped, tmux_available};
+use common::{Chat, Setup, StopOnDrop, guest_binaries, respond};
+use test_support::{ScriptedLlm, Tmux};
 
 /// `oxydra-tui` next to the runner (built here when `cargo test -p runner` did not build it).
 fn ensure_tui_built() {
@@ -27,14 +27,10 @@ fn ensure_tui_built() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs landlock, tmux"]
 async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
-    if skip_without_landlock("runner --tui e2e") {
-        return;
-    }
-    if !tmux_available() {
-        say_tmux_skipped("tui_via_runner");
-        return;
-    }
+    test_support::need(test_support::Need::Landlock);
+    test_support::need(test_support::Need::Tmux);
     ensure_tui_built();
     let server = ScriptedLlm::with_responder(respond).await;
     let setup = Setup::new(&server, &["alice"]);

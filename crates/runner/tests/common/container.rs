@@ -1,10 +1,9 @@
-//! Fixtures for the container-tier tests: the Docker check (a test without an engine says
-//! SKIPPED and returns), the guest images built once per test binary under the `e2e` tag, a
-//! runner.toml for the container tier, the `docker` CLI, and a guard that removes the test's
-//! containers however the test ends.
+//! Fixtures for the container-tier tests (each `#[ignore = "needs docker"]`, calling
+//! `test_support::need(Need::Docker)` first): the guest images built once per test binary under
+//! the `e2e` tag, a runner.toml for the container tier, the `docker` CLI, and a guard that removes
+//! the test's containers however the test ends.
 //!
-//! Only `container_tier.rs` uses it (as `#[path = "common/container.rs"] mod container;`), so the
-//! other test binaries' `mod common;` stays as it is.
+//! Only `container_tier.rs` uses it.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -26,20 +25,6 @@ pub const SHELL_VM_IMAGE: &str = "oxydra-shell-vm:e2e";
 
 /// How long a runner command may take (a start creates containers on a 2-core machine).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// True (after saying so loudly) when no Docker engine answers and the test should be skipped.
-pub async fn skip_without_docker(test: &str) -> bool {
-    match runner::connect_docker().await {
-        Ok(_) => false,
-        Err(e) => {
-            #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-            {
-                eprintln!("SKIPPED {test}: no Docker engine ({e})");
-            }
-            true
-        }
-    }
-}
 
 /// Builds both guest images (tag `e2e`) from the binaries next to `runner`, once per test
 /// binary; the builder itself skips what is up to date, so later runs are quick.
@@ -90,14 +75,9 @@ pub fn build_images() {
     }
 }
 
-/// Everything a container test starts with: the Docker check, then the images.
-/// Returns false (the test is skipped) without an engine.
-pub async fn prepare(test: &str) -> bool {
-    if skip_without_docker(test).await {
-        return false;
-    }
+/// What a container test does after `need(Need::Docker)`: builds the images (once per binary).
+pub async fn prepare() {
     tokio::task::block_in_place(build_images);
-    true
 }
 
 /// A [`Setup`] for the container tier with the `e2e` images: `users` are `(id, extra lines of

@@ -6,6 +6,8 @@
     reason = "each test binary uses a different subset of the fixtures"
 )]
 
+pub mod container;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
@@ -21,18 +23,6 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use types::{ClientFrame, PROTOCOL_VERSION, ServerFrame, SessionId, UserId, WorkspacePaths};
 
 pub const WAIT: Duration = Duration::from_secs(20);
-
-/// True (after saying so loudly) when Landlock is missing and the test should be skipped.
-pub fn skip_without_landlock(test: &str) -> bool {
-    if sandbox::landlock_available() {
-        return false;
-    }
-    #[allow(clippy::print_stderr, reason = "a skipped test must say so")]
-    {
-        eprintln!("SKIPPED {test}: this kernel has no Landlock; the process tier cannot confine");
-    }
-    true
-}
 
 /// What a stopped user left behind: anything in `ipc/`, and any of the run files (endpoint,
 /// runner marker) in `.oxydra/`. Empty after a clean stop.

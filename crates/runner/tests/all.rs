@@ -1,0 +1,22 @@
+//! Every integration test of `runner`, in one binary: a module per file (each binary links the
+//! whole dependency tree again, so one per crate keeps builds and CI short). A new test file is
+//! added as a `mod` line here and reaches the shared fixtures as `crate::common`.
+
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test fixtures fail loudly"
+)]
+mod common;
+
+mod container_tier;
+mod host_script;
+mod images;
+mod lifecycle;
+mod memory_cli;
+mod process_tier;
+mod run_script;
+mod runner_cli;
+mod tools_cli;
+mod tui_via_runner;

@@ -1,0 +1,250 @@
+//! `scripts/run.sh` itself, run by a real bash in a copy of the scripts whose `target/release/`
+//! holds this build's binaries: no Docker engine (stand-in `docker`/`dockerd`), a no-op `cargo`
+//! (the binaries are built) and a stand-in `oxydra-tui` that prints its arguments. The agents
+//! are real (process tier, real Landlock).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use test_support::Need;
+use tokio::io::AsyncBufReadExt;
+
+use crate::common::{guest_binaries, left_behind};
+
+const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts");
+
+fn write_exe(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A checkout-shaped directory: `scripts/run.sh`, `scripts/lib/host.sh`, `target/release/` with
+/// this build's `runner`, `oxydra-vm`, `shell-vm` and a stand-in `oxydra-tui`; and `fake/` with
+/// `cargo`, `docker` (no engine) and `dockerd` (exits at once) for PATH.
+struct Checkout {
+    dir: tempfile::TempDir,
+}
+
+impl Checkout {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("scripts/lib")).unwrap();
+        for file in ["run.sh", "lib/host.sh"] {
+            std::fs::copy(
+                Path::new(SCRIPTS).join(file),
+                root.join("scripts").join(file),
+            )
+            .unwrap();
+        }
+        let release = root.join("target/release");
+        std::fs::create_dir_all(&release).unwrap();
+        let bins = guest_binaries();
+        for name in ["runner", "oxydra-vm", "shell-vm"] {
+            std::os::unix::fs::symlink(bins.join(name), release.join(name)).unwrap();
+        }
+        write_exe(&release.join("oxydra-tui"), "echo \"oxydra-tui $*\"");
+        let fake = root.join("fake");
+        std::fs::create_dir_all(&fake).unwrap();
+        write_exe(&fake.join("cargo"), "exit 0");
+        write_exe(&fake.join("docker"), "exit 1");
+        write_exe(
+            &fake.join("dockerd"),
+            "echo 'dockerd: no cgroups' >&2; exit 1",
+        );
+        Self { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let root = self.root();
+        let path = format!(
+            "{}:{}",
+            root.join("fake").display(),
+            std::env::var("PATH").unwrap()
+        );
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(root.join("scripts/run.sh"))
+            .args(args)
+            .env("PATH", path)
+            .env("OXYDRA_BIN_DIR", root.join("target/release"))
+            .env("OXYDRA_DOCKERD_LOG", root.join("fake/dockerd.log"))
+            .env("OPENAI_API_KEY", "sk-test")
+            .env_remove("OXYDRA_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> (Output, String) {
+        let out = tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
+            .await
+            .expect("run.sh returns")
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, text)
+    }
+
+    fn config(&self) -> PathBuf {
+        self.root().join("runner.toml")
+    }
+
+    fn ws(&self, user: &str) -> types::WorkspacePaths {
+        types::WorkspacePaths::new(self.root().join("workspaces").join(user))
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(guest_binaries().join("runner"))
+            .arg("--config")
+            .arg(self.config())
+            .arg("stop")
+            .output();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs landlock"]
+async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_ctrl_c() {
+    test_support::need(Need::Landlock);
+    let co = Checkout::new();
+
+    // No engine and no choice: it says how to choose and writes nothing.
+    let (out, text) = co.run(&["alice"]).await;
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("./scripts/run.sh --process alice"), "{text}");
+    assert!(text.contains("dockerd exited at once"), "{text}");
+    assert!(!co.config().exists());
+
+    // Chosen: the process tier, said so, and how to switch back; the chat opens on alice.
+    let (out, text) = co.run(&["--process", "alice"]).await;
+    assert!(out.status.success(), "{text}");
+    assert!(
+        std::fs::read_to_string(co.config())
+            .unwrap()
+            .contains("\ntier = \"process\"\n")
+    );
+    assert!(text.contains("set tier = \"container\" there"), "{text}");
+    assert!(text.contains("alice: running in the background"), "{text}");
+    assert!(
+        text.contains("oxydra-tui --user alice --workspace"),
+        "{text}"
+    );
+
+    // Unchanged settings: the running agent is used as it is.
+    let (out, text) = co.run(&["alice"]).await;
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("alice's agent is already running (settings unchanged)"),
+        "{text}"
+    );
+
+    // An edited agent.toml takes effect on the next run.
+    let agent = co.root().join("agent.toml");
+    let before = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(&agent, before.replace("max_retries = 3", "max_retries = 2")).unwrap();
+    let (out, text) = co.run(&["alice"]).await;
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("alice: its settings changed since its agent started"),
+        "{text}"
+    );
+
+    // Another user is one command.
+    let (out, text) = co.run(&["bob"]).await;
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("added bob to runner.toml")
+            && text.contains("bob: running in the background"),
+        "{text}"
+    );
+
+    // Ctrl+C (SIGINT to the script's process group, as a terminal sends it) while alice starts,
+    // at several moments after the script says it starts her.
+    let ws = co.ws("alice");
+    let runner_log = ws.logs().join("runner.log");
+    let mut outcomes = Vec::new();
+    for delay_ms in [0u64, 20, 40, 60, 100, 150, 300] {
+        let stop = std::process::Command::new(guest_binaries().join("runner"))
+            .arg("--config")
+            .arg(co.config())
+            .args(["--user", "alice", "stop"])
+            .output()
+            .unwrap();
+        assert!(stop.status.success());
+        let _ = std::fs::remove_file(&runner_log);
+        let mut child = co.command(&["alice"]).process_group(0).spawn().unwrap();
+        let pgid = child.id().unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .expect("run.sh prints that it starts alice");
+            if line.starts_with("==> starting alice's agent") {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        // The group may be gone already (run.sh finished): that is an outcome too.
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_raw(i32::try_from(pgid).unwrap()).unwrap(),
+            rustix::process::Signal::INT,
+        );
+        let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        let mut rest = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        let marker: Option<runner::RunnerMarker> =
+            runner::read_json(&runner::runner_marker_path(&ws)).unwrap();
+        if status.success() || rest.contains("alice: running in the background") {
+            // Alice was ready before the signal (it reached the chat, which it leaves running).
+            assert!(marker.is_some_and(|m| runner::is_alive(m.pid)));
+            outcomes.push("ready first");
+            continue;
+        }
+        assert!(marker.is_none(), "after {delay_ms} ms: {marker:?}");
+        assert_eq!(crate::lifecycle::processes_in(&ws.root), Vec::<u32>::new());
+        assert_eq!(left_behind(&ws), Vec::<String>::new());
+        assert!(
+            runner::read_json::<runner::GatewayMarker>(&ws.endpoint())
+                .unwrap()
+                .is_none()
+        );
+        outcomes.push(if runner_log.exists() {
+            "interrupted while the background runner started"
+        } else {
+            "interrupted before the runner began"
+        });
+    }
+    eprintln!("run.sh and Ctrl+C: {outcomes:?}");
+    assert!(
+        outcomes.contains(&"interrupted while the background runner started"),
+        "{outcomes:?}"
+    );
+}
