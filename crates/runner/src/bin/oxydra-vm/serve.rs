@@ -1,12 +1,12 @@
-//! The async half of `oxydra-vm`: memory, provider, gateway, markers, health, shutdown.
+//! The async half of `oxydra-vm`: the agent (composed by [`runner::compose`]: store, tools,
+//! runtime), the gateway serving it, markers, health, shutdown.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
-use memory::{LegacyDir, MemoryStore, OpenOptions};
-use runner::{GatewayMarker, Health, VmBootstrap};
-use runtime::ModelLimits;
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{LegacyDir, OpenOptions};
+use runner::{GatewayMarker, Health, MemoryState, VmBootstrap};
 use types::{AgentConfig, WorkspacePaths};
 
 /// How often `ipc/health.json` is refreshed.
@@ -29,28 +29,15 @@ pub async fn run(
         legacy_dir: LegacyDir::Skip,
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &ws.root, options)
-        .await
-        .context("cannot open the memory store")?;
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    let settings = AgentSettings {
-        runtime: config.runtime.clone(),
-        retrieval: config.retrieval.clone(),
-        limits: ModelLimits::from(&config.provider),
-    };
-    let agent = UserAgent::standard(
-        boot.user_id.clone(),
-        token,
-        ws.clone(),
-        store,
-        provider,
-        settings,
-    )?;
+    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    let memory = agent.memory;
+    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
         ..GatewayConfig::default()
     });
-    gateway.add_user(agent)?;
+    gateway.add_user(user)?;
     let running = gateway.start().await?;
 
     let started_at = now();
@@ -63,6 +50,7 @@ pub async fn run(
         boot: &boot,
         ws: &ws,
         config: &config,
+        memory,
         sandbox,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
@@ -113,6 +101,7 @@ struct HealthProbe<'a> {
     boot: &'a VmBootstrap,
     ws: &'a WorkspacePaths,
     config: &'a AgentConfig,
+    memory: MemoryState,
     sandbox: &'static str,
 }
 
@@ -123,13 +112,6 @@ impl HealthProbe<'_> {
             Ok(_) => "connected",
             Err(_) => "not running",
         };
-        let memory = if !self.config.memory.enabled {
-            "disabled"
-        } else if self.config.memory.remote_url.is_some() {
-            "open (remote)"
-        } else {
-            "open"
-        };
         let p = &self.config.provider;
         let health = Health {
             status: if shell == "connected" {
@@ -139,7 +121,7 @@ impl HealthProbe<'_> {
             }
             .into(),
             user_id: self.boot.user_id.to_string(),
-            memory: memory.into(),
+            memory: self.memory.as_str().into(),
             provider: format!("{}/{}", serde_plain(&p.kind), p.model),
             shell: shell.into(),
             sandbox: self.sandbox.into(),
