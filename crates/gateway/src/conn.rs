@@ -388,8 +388,8 @@ impl Conn {
         let page = usize::try_from(limit).unwrap_or(usize::MAX);
         let events = self
             .user
-            .store
-            .history(session, before, page)
+            .runtime
+            .history_page(session, before, page)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "reading history failed");

@@ -1,10 +1,13 @@
 //! The runner's shared pieces: what the `runner` and `oxydra-vm` binaries both need to agree on.
 //!
+//! - `agent` — [`compose`]: one user's agent (store, tool registry, runtime), built in one place
 //! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
 //! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
 //! - `marker` — the files of a running user ([`GatewayMarker`], [`Health`], [`RunnerMarker`]) and
 //!   where each lives
+//! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
+//!   (no link, FIFO or hard link planted there is ever followed)
 //! - `procs` — process liveness and signals by pid
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -12,8 +15,10 @@
 //! - `error` — [`RunnerError`]
 //!
 //! It does not launch or supervise anything (that is the `runner` binary's process tier) and it
-//! does not run an agent (that is the `oxydra-vm` binary).
+//! does not serve an agent (the `oxydra-vm` binary serves what [`compose`] builds).
 
+mod agent;
+mod beneath;
 mod bins;
 mod bootstrap;
 mod config;
@@ -27,6 +32,8 @@ mod procs;
 mod provision;
 mod toml_error;
 
+pub use agent::{Agent, ComposeError, MemoryState, compose};
+pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
 pub use config::{
@@ -41,8 +48,9 @@ pub use docker::{
 };
 pub use error::RunnerError;
 pub use marker::{
-    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, health_path,
-    oxydra_vm_files, read_json, remove_if_exists, run_files, runner_marker_path, write_json_atomic,
+    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
+    health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
+    runner_log_path, runner_marker_path, write_json_atomic,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;
