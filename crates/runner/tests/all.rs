@@ -18,5 +18,6 @@ mod memory_cli;
 mod process_tier;
 mod run_script;
 mod runner_cli;
+mod separation;
 mod tools_cli;
 mod tui_via_runner;
