@@ -67,6 +67,8 @@ fn slow_shell_bin_dir(dir: &Path, hold_s: u32) -> std::path::PathBuf {
         started = dir.join("started").display(),
         real = real.join("shell-vm").display(),
     );
+    // The shell runs as the user's own uid when the runner is root: it must be able to announce.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let wrapper = bin.join("shell-vm");
     std::fs::write(&wrapper, script).unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -126,7 +128,11 @@ async fn ctrl_c_while_a_foreground_start_is_under_way_stops_what_it_started() {
         "{what}"
     );
     assert!(!stdout.contains("ready at"), "{what}");
-    assert_eq!(processes_in(&ws.root), Vec::<u32>::new(), "{what}");
+    let left: Vec<String> = processes_in(&ws.root)
+        .iter()
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "{what}");
     assert_eq!(left_behind(&ws), Vec::<String>::new(), "{what}");
 }
 
