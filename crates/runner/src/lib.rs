@@ -50,8 +50,8 @@ pub use marker::{
 };
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
-    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, runs_as_root,
-    separation, write_owned,
+    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
+    runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

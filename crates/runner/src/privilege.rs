@@ -125,6 +125,13 @@ pub fn guest_identity(
     Ok(GuestIdentity { uid: id, gid: id })
 }
 
+/// `user`'s identity if one was recorded under `workspace_root` (nothing is allocated).
+pub fn recorded_identity(workspace_root: &Path, user: &UserId) -> Option<GuestIdentity> {
+    let record: Record = crate::read_json(&workspace_root.join(GUEST_IDS_FILE)).ok()??;
+    let id = record.base.checked_add(*record.users.get(user.as_str())?)?;
+    Some(GuestIdentity { uid: id, gid: id })
+}
+
 fn bad_record(path: &Path) -> RunnerError {
     RunnerError::Config {
         path: path.to_owned(),
@@ -348,6 +355,11 @@ mod tests {
         let b = guest_identity(dir.path(), base, &bob).unwrap();
         // A later base does not move users already recorded.
         let again = guest_identity(dir.path(), 42, &alice).unwrap();
+        assert_eq!(recorded_identity(dir.path(), &bob), Some(b));
+        assert_eq!(
+            recorded_identity(dir.path(), &UserId::parse("dan").unwrap()),
+            None
+        );
         assert_eq!(
             (a, b, again),
             (
