@@ -57,7 +57,6 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
         )
     };
     if !runner::runs_as_root() && !container && mode != Mode::Supervisor {
-        tracing::warn!("{}", runner::SHARED_UID_NOTICE);
         say(format!("note: {}", runner::SHARED_UID_NOTICE));
     }
     let mut plans = Vec::new();

@@ -136,3 +136,70 @@ async fn a_users_shell_cannot_reach_root_files_docker_devices_or_another_user() 
     assert!(report.contains("bob's secret"), "{report}");
     setup.runner_ok(&["stop"]).await;
 }
+
+/// A runner started as an ordinary user says once what it cannot guarantee; every guest then
+/// shares its uid and Landlock cannot stop a shell from connecting to another user's socket — the
+/// shell secret alone keeps alice's shell from driving bob's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock and root"]
+async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart() {
+    test_support::need(Need::Landlock);
+    test_support::need(Need::Root);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice", "bob"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    // `nobody` owns the directory the runner works in, and runs it.
+    let nobody = rustix::process::Uid::from_raw(65534);
+    rustix::fs::chown(
+        setup.dir.path(),
+        Some(nobody),
+        Some(rustix::process::Gid::from_raw(65534)),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_runner"))
+        .arg("--config")
+        .arg(&setup.config)
+        .args(["--insecure", "start", "--detach"])
+        .env_remove("OXYDRA_LOG")
+        .env_remove("OXYDRA_BIN_DIR")
+        .env("HOME", setup.dir.path())
+        .output()
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        text.matches("the runner is not running as root").count(),
+        1,
+        "{text}"
+    );
+    let (alice_ws, bob_ws) = (setup.ws("alice"), setup.ws("bob"));
+    assert_eq!(std::fs::metadata(&bob_ws.root).unwrap().uid(), 65534);
+
+    let mut alice = Chat::connect(&setup, "alice", None).await;
+    let pwned = bob_ws.shared().join("pwned");
+    let report = alice
+        .shell(&drive_socket(
+            &types::shell_socket_path(&bob_ws).display().to_string(),
+            &format!("touch {}", pwned.display()),
+        ))
+        .await;
+    assert!(failed(&report), "{report}");
+    assert!(report.contains("not authenticated"), "{report}");
+    assert!(
+        !pwned.exists(),
+        "alice's shell ran a command in bob's shell"
+    );
+    let refused = std::fs::read_to_string(bob_ws.logs().join("shell-vm.log")).unwrap();
+    assert!(refused.contains("connection refused"), "{refused}");
+    // Alice's own agent still drives her shell.
+    let report = alice.shell("echo mine > mine.txt").await;
+    assert!(report.starts_with("done: exit code 0"), "{report}");
+    assert!(alice_ws.shared().join("mine.txt").exists());
+}
