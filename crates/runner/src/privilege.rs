@@ -385,4 +385,47 @@ mod tests {
         let id = guest_identity(dir.path(), 0, &UserId::parse("carol").unwrap()).unwrap();
         assert!(id.uid > 0 && !host.uses(id.uid), "{id:?}");
     }
+
+    #[test]
+    #[ignore = "needs root"]
+    fn owning_a_workspace_follows_no_link_and_takes_no_hard_linked_file() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        test_support::need(test_support::Need::Root);
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        let outside_dir = dir.path().join("outside");
+        std::fs::write(&outside, "host file").unwrap();
+        std::fs::create_dir(&outside_dir).unwrap();
+        let ws = crate::provision(dir.path(), &UserId::parse("alice").unwrap()).unwrap();
+        std::fs::write(ws.default_memory_db(), "db").unwrap();
+        std::fs::write(ws.shared().join("notes.md"), "n").unwrap();
+        std::os::unix::fs::symlink(&outside, ws.logs().join("shell-vm.log")).unwrap();
+        std::os::unix::fs::symlink(&outside_dir, ws.ipc().join("swapped")).unwrap();
+        std::fs::hard_link(&outside, ws.tmp().join("hard")).unwrap();
+        let id = GuestIdentity {
+            uid: 3_000_000_007,
+            gid: 3_000_000_008,
+        };
+        own_workspace(&ws, id).unwrap();
+        let owner = |p: &Path| {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            (m.uid(), m.gid())
+        };
+        let guest = (id.uid, id.gid);
+        let host = (0, 0);
+        assert_eq!(
+            [
+                owner(&ws.root),
+                owner(&ws.internal()),
+                owner(&ws.default_memory_db()),
+                owner(&ws.shared().join("notes.md")),
+                owner(&outside),
+                owner(&outside_dir),
+                owner(&ws.logs().join("shell-vm.log")),
+            ],
+            [guest, guest, guest, guest, host, host, host]
+        );
+        let mode = std::fs::metadata(&ws.root).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700);
+    }
 }
