@@ -241,8 +241,6 @@ pub fn own_workspace(ws: &WorkspacePaths, id: GuestIdentity) -> Result<(), Runne
         .map_err(|e| err("inspect")(e.into()))?
         .st_uid
         != id.uid;
-    chown_fd(&root, id).map_err(|e| err("chown")(e.into()))?;
-    rustix::fs::fchmod(&root, Mode::from_raw_mode(0o700)).map_err(|e| err("chmod")(e.into()))?;
     for dir in WorkspaceDir::ALL {
         let name = ws.dir(dir);
         let name = name.file_name().unwrap_or_default();
@@ -255,7 +253,9 @@ pub fn own_workspace(ws: &WorkspacePaths, id: GuestIdentity) -> Result<(), Runne
             chown_tree(&sub, id, 0).map_err(|e| RunnerError::io("chown", ws.dir(dir))(e.into()))?;
         }
     }
-    Ok(())
+    // Last: an interrupted first walk is redone in full next time.
+    chown_fd(&root, id).map_err(|e| err("chown")(e.into()))?;
+    rustix::fs::fchmod(&root, Mode::from_raw_mode(0o700)).map_err(|e| err("chmod")(e.into()))
 }
 
 /// Deepest directory nesting [`own_workspace`] descends into.
