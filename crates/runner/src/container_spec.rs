@@ -300,6 +300,14 @@ mod tests {
         for role in [Role::OxydraVm, Role::ShellVm] {
             let body = spec_body(role, ShellNetwork::None);
             assert_eq!(body.user.as_deref(), Some("1000:100"));
+            // No engine socket, in any form, reaches a guest.
+            assert!(
+                mounts(&body)
+                    .iter()
+                    .all(|(source, target, _)| !source.contains("docker")
+                        && !target.contains("docker")),
+                "{role}"
+            );
             let host = body.host_config.unwrap();
             assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
             assert_eq!(
