@@ -156,6 +156,33 @@ impl SafeDir {
         rfs::renameat(&self.fd, from, &self.fd, to).map_err(err)
     }
 
+    /// Removes the temporary files of [`SafeDir::write_atomic`] for `name` (`.{name}.*.tmp`) that
+    /// a writer killed mid-write left behind. Call it only while no writer runs.
+    pub fn remove_temps(&self, name: &str) -> Result<(), RunnerError> {
+        let err = |e: Errno| RunnerError::io("clean", &self.shown)(e.into());
+        check_name(name).map_err(err)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let listing = rfs::openat(&self.fd, ".", flags, Mode::empty()).map_err(err)?;
+        let prefix = format!(".{name}.");
+        let mut stale = Vec::new();
+        for entry in rfs::Dir::read_from(&listing).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            if let Ok(file) = entry.file_name().to_str()
+                && file.starts_with(&prefix)
+                && file.ends_with(".tmp")
+            {
+                stale.push(file.to_owned());
+            }
+        }
+        for file in stale {
+            // Best effort: whatever cannot go (a planted directory) is only in the way of nobody.
+            if let Err(e) = self.remove(&file) {
+                tracing::warn!(error = %e, "could not remove a leftover temporary file");
+            }
+        }
+        Ok(())
+    }
+
     /// Removes the file (or link, FIFO, socket) `name` if present; never follows it and never
     /// removes a directory.
     pub fn remove(&self, name: &str) -> Result<(), RunnerError> {
@@ -175,11 +202,12 @@ pub fn write_beneath(root: &Path, path: &Path, bytes: &[u8]) -> Result<(), Runne
     SafeDir::open(root, &dir)?.write_atomic(&name, bytes)
 }
 
-/// Removes `path` (below the trusted `root`) with [`SafeDir::remove`]; absent is fine.
+/// Removes `path` (below the trusted `root`) with [`SafeDir::remove`], and what an interrupted
+/// [`SafeDir::write_atomic`] of it left behind; absent is fine.
 pub fn remove_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
     let (dir, name) = split(root, path)?;
     match SafeDir::open(root, &dir) {
-        Ok(dir) => dir.remove(&name),
+        Ok(dir) => dir.remove(&name).and_then(|()| dir.remove_temps(&name)),
         Err(RunnerError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             Ok(())
         }

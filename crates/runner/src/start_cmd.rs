@@ -163,7 +163,7 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
         }
     }
     for file in runner::run_files(ws) {
-        runner::remove_if_exists(&file)?;
+        runner::remove_beneath(&ws.root, &file)?;
     }
     if let Some(docker) = &plan.docker {
         for name in remove_workspace_containers(docker, &ws.root).await? {

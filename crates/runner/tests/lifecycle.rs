@@ -37,10 +37,10 @@ pub fn processes_in(dir: &Path) -> Vec<u32> {
     found
 }
 
-/// The command lines of processes still in `dir` once every process there has had up to 5 s to
+/// The command lines of processes still in `dir` once every process there has had up to 30 s to
 /// finish dying (a guest's own child gets its signal as the guest exits, and dies a moment later).
-fn processes_left_in(dir: &Path) -> Vec<String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+pub fn processes_left_in(dir: &Path) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let left = processes_in(dir);
         if left.is_empty() || std::time::Instant::now() >= deadline {
