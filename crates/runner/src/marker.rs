@@ -187,6 +187,12 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerEr
 /// them for a link.
 pub fn remove_if_exists(path: &Path) -> Result<(), RunnerError> {
     match std::fs::remove_file(path) {
+        // A directory planted by the shell (in `ipc/`) where a file belongs: not ours to empty,
+        // and no reason to stop a start or a stop.
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            tracing::warn!(path = %path.display(), "a directory is in the way; left as it is");
+            Ok(())
+        }
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(RunnerError::io("remove", path)(e))
         }

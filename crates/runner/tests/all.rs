@@ -19,5 +19,6 @@ mod memory_longevity;
 mod process_tier;
 mod run_script;
 mod runner_cli;
+mod shell_attacks;
 mod tools_cli;
 mod tui_via_runner;
