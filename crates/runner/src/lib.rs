@@ -47,7 +47,7 @@ pub use error::RunnerError;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
-    runner_log_path, runner_marker_path, write_json_atomic,
+    runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

@@ -50,11 +50,16 @@ fn runner_logs_rel(ws: &WorkspacePaths) -> (PathBuf, PathBuf) {
     (root, Path::new(RUNNER_DIR).join(user).join("logs"))
 }
 
-/// `<workspace_root>/.runner/<user>/logs/<role>.log`: the runner's copy of a guest's output (and
-/// a detached runner's own log). Only the runner writes there.
-pub fn runner_log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+/// `<workspace_root>/.runner/<user>/logs/`: where the runner keeps its copies of the guests'
+/// output (and a detached runner's own log). Only the runner writes there.
+pub fn runner_logs(ws: &WorkspacePaths) -> PathBuf {
     let (root, rel) = runner_logs_rel(ws);
-    root.join(rel).join(format!("{role}.log"))
+    root.join(rel)
+}
+
+/// `<workspace_root>/.runner/<user>/logs/<role>.log`.
+pub fn runner_log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+    runner_logs(ws).join(format!("{role}.log"))
 }
 
 /// The directory of [`runner_log_path`], created (mode 0700) and opened without following links.
