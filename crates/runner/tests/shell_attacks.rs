@@ -1,7 +1,7 @@
 //! The shell attacks the processes above it, as a prompt-injected model would: from inside the
 //! shell (commands run through `shell_exec`), it plants symbolic links, a hard link, FIFOs and
 //! directories at every name the runner or `oxydra-vm` writes (or used to write) in `ipc/` and
-//! `logs/`, then the guests are killed so everything is written again (the runner restarts
+//! `logs/`, tries to swap those directories themselves for links or its own, then the guests are killed so everything is written again (the runner restarts
 //! them, reopens their logs; `oxydra-vm` writes its health and endpoint files). Afterwards no file
 //! outside its place has changed — a sentinel on the host that the links point at, a file the
 //! hard link shares — the memory database passes `PRAGMA integrity_check` with its notes, and
@@ -54,6 +54,30 @@ fn plant(w: &str, sentinel: &Path) -> String {
         format!("ls -la {w}/ipc {w}/logs"),
     ]
     .join(" && ")
+}
+
+/// The shell tries to swap the directories themselves (`ipc/`, `logs/`) for its own or for links;
+/// the design relies on this failing: the workspace root is writable by no guest. (The targets are
+/// in the workspace root, so no copy fallback of `mv` can empty a directory either.)
+fn swap(w: &str) -> String {
+    format!(
+        "rmdir {w}/logs; mv {w}/logs {w}/logs.old; mv {w}/ipc {w}/ipc.old; \
+         ln -s /etc {w}/sideways; true"
+    )
+}
+
+/// `ipc/` and `logs/` are still the workspace's own directories after [`swap`].
+fn assert_not_swapped(ws: &WorkspacePaths) {
+    for dir in [ws.ipc(), ws.logs()] {
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir(), "{} was replaced", dir.display());
+    }
+    for name in ["logs.old", "ipc.old", "sideways"] {
+        assert!(
+            std::fs::symlink_metadata(ws.root.join(name)).is_err(),
+            "{name}"
+        );
+    }
 }
 
 /// What each tier must leave intact after the attack.
@@ -146,9 +170,10 @@ async fn process_tier_links_fifos_and_hard_links_planted_by_the_shell_are_never_
     setup.runner_ok(&["--insecure", "start", "--detach"]).await;
     let mut chat = Chat::connect(&setup, "alice", None).await;
 
-    let report = chat
-        .shell(&plant(&ws.root.display().to_string(), &sentinel))
-        .await;
+    let w = ws.root.display().to_string();
+    chat.shell(&swap(&w)).await;
+    assert_not_swapped(&ws);
+    let report = chat.shell(&plant(&w, &sentinel)).await;
     assert!(report.starts_with("done: exit code 0"), "{report}");
     drop(chat);
 
@@ -202,6 +227,8 @@ async fn container_tier_links_fifos_and_hard_links_planted_by_the_shell_are_neve
 
     // The links name the sentinel's host path: harmless inside the container, an escape for
     // whoever follows them on the host.
+    chat.shell(&swap("/workspace/alice")).await;
+    assert_not_swapped(&ws);
     let report = chat.shell(&plant("/workspace/alice", &sentinel)).await;
     assert!(report.starts_with("done: exit code 0"), "{report}");
     drop(chat);
