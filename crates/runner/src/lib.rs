@@ -1,5 +1,6 @@
 //! The runner's shared pieces: what the `runner` and `oxydra-vm` binaries both need to agree on.
 //!
+//! - `agent` — [`compose`]: one user's agent (store, tool registry, runtime), built in one place
 //! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
 //! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
@@ -14,8 +15,9 @@
 //! - `error` — [`RunnerError`]
 //!
 //! It does not launch or supervise anything (that is the `runner` binary's process tier) and it
-//! does not run an agent (that is the `oxydra-vm` binary).
+//! does not serve an agent (the `oxydra-vm` binary serves what [`compose`] builds).
 
+mod agent;
 mod beneath;
 mod bins;
 mod bootstrap;
@@ -30,6 +32,7 @@ mod procs;
 mod provision;
 mod toml_error;
 
+pub use agent::{Agent, ComposeError, MemoryState, compose};
 pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};

@@ -5,7 +5,7 @@
 //! link or FIFO planted at any name cannot redirect or block the write. There is no copy in
 //! `ipc/`.
 
-use runner::{Health, VmBootstrap};
+use runner::{Health, MemoryState, VmBootstrap};
 use types::{AgentConfig, WorkspacePaths};
 
 /// What the health file reports on, for one user.
@@ -13,6 +13,7 @@ pub struct HealthProbe<'a> {
     pub boot: &'a VmBootstrap,
     pub ws: &'a WorkspacePaths,
     pub config: &'a AgentConfig,
+    pub memory: MemoryState,
     pub sandbox: &'static str,
 }
 
@@ -23,13 +24,6 @@ impl HealthProbe<'_> {
             Ok(_) => "connected",
             Err(_) => "not running",
         };
-        let memory = if !self.config.memory.enabled {
-            "disabled"
-        } else if self.config.memory.remote_url.is_some() {
-            "open (remote)"
-        } else {
-            "open"
-        };
         let p = &self.config.provider;
         let health = Health {
             status: if shell == "connected" {
@@ -39,7 +33,7 @@ impl HealthProbe<'_> {
             }
             .into(),
             user_id: self.boot.user_id.to_string(),
-            memory: memory.into(),
+            memory: self.memory.as_str().into(),
             provider: format!("{}/{}", serde_plain(&p.kind), p.model),
             shell: shell.into(),
             sandbox: self.sandbox.into(),

@@ -7,8 +7,9 @@
 //!
 //! Order matters: read and validate the bootstrap and the user's `agent.toml`, load the gateway
 //! token, confine this single thread with Landlock as `oxydra-vm`, and only then start tokio — so
-//! every worker thread, database thread and child inherits the sandbox. Then open memory, build
-//! the provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
+//! every worker thread, database thread and child inherits the sandbox. Then compose the agent
+//! ([`runner::compose`]: the store unless `[memory] enabled = false`, the tools, the runtime) with
+//! its provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
 //! public copy in `ipc/`) and `.oxydra/health.json`, and serve until SIGTERM or SIGINT (which
 //! removes them). Every file it writes goes through `runner::SafeDir` (never through a link).
 
@@ -73,7 +74,8 @@ fn run() -> anyhow::Result<()> {
     let token =
         GatewayToken::load_or_create(&token_dir).context("cannot load the gateway token")?;
     let db = config.memory.db_path.resolve(&ws.root);
-    if config.memory.remote_url.is_none()
+    if config.memory.enabled
+        && config.memory.remote_url.is_none()
         && !db.starts_with(&ws.root)
         && boot.sandbox != SandboxMode::Off
     {

@@ -1,13 +1,12 @@
-//! The async half of `oxydra-vm`: memory, provider, gateway, markers, health (see `health`),
-//! shutdown.
+//! The async half of `oxydra-vm`: the agent (composed by [`runner::compose`]: store, tools,
+//! runtime), the gateway serving it, markers, health (see `health`), shutdown.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
-use memory::{LegacyDir, MemoryStore, OpenOptions};
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{LegacyDir, OpenOptions};
 use runner::{GatewayMarker, VmBootstrap};
-use runtime::ModelLimits;
 use types::{AgentConfig, WorkspacePaths};
 
 use crate::health::HealthProbe;
@@ -32,28 +31,15 @@ pub async fn run(
         legacy_dir: LegacyDir::Skip,
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &ws.root, options)
-        .await
-        .context("cannot open the memory store")?;
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    let settings = AgentSettings {
-        runtime: config.runtime.clone(),
-        retrieval: config.retrieval.clone(),
-        limits: ModelLimits::from(&config.provider),
-    };
-    let agent = UserAgent::standard(
-        boot.user_id.clone(),
-        token,
-        ws.clone(),
-        store,
-        provider,
-        settings,
-    )?;
+    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    let memory = agent.memory;
+    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
         ..GatewayConfig::default()
     });
-    gateway.add_user(agent)?;
+    gateway.add_user(user)?;
     let running = gateway.start().await?;
 
     let started_at = now();
@@ -66,6 +52,7 @@ pub async fn run(
         boot: &boot,
         ws: &ws,
         config: &config,
+        memory,
         sandbox,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
