@@ -274,3 +274,27 @@ async fn container_tier_links_fifos_and_hard_links_planted_by_the_shell_are_neve
     assert_nothing_escaped(&ws, &sentinel);
     assert_eq!(integrity(&ws).await, "ok");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs landlock"]
+async fn a_memory_database_where_the_shell_can_write_is_refused() {
+    test_support::need(test_support::Need::Landlock);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    let agent = setup.dir.path().join("agent.toml");
+    let mut text = std::fs::read_to_string(&agent).unwrap();
+    text.push_str("[memory]\ndb_path = \"shared/memory.db\"\n");
+    std::fs::write(&agent, text).unwrap();
+    let out = setup.runner(&["--insecure", "start", "--detach"]).await;
+    let said = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(runner::runner_log_path(&setup.ws("alice"), "oxydra-vm"))
+            .unwrap_or_default()
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("not in .oxydra/"), "{said}");
+    assert!(!setup.ws("alice").shared().join("memory.db").exists());
+}
