@@ -8,6 +8,7 @@
 //!   where each lives
 //! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
 //!   (no link, FIFO or hard link planted there is ever followed)
+//! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -24,6 +25,7 @@ mod bootstrap;
 mod config;
 mod container_config;
 pub mod container_spec;
+mod db_place;
 mod docker;
 mod error;
 pub mod images;
@@ -42,6 +44,7 @@ pub use config::{
 pub use container_config::{
     ContainerSettings, Limits, ShellNetwork, default_oxydra_vm_image, default_shell_vm_image,
 };
+pub use db_place::check_db_place;
 pub use docker::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, LABEL_MANAGED, LABEL_ROLE, LABEL_USER,
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,

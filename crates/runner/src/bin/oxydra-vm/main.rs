@@ -86,20 +86,7 @@ fn run() -> anyhow::Result<()> {
             ws.root.display()
         );
     }
-    // Inside the workspace, a local database belongs in `.oxydra/`: anywhere the shell can
-    // write, it could read the notes and plant links at `memory.db-wal` or `-journal` that SQLite
-    // would follow.
-    if config.memory.enabled
-        && config.memory.remote_url.is_none()
-        && db.starts_with(&ws.root)
-        && !db.starts_with(ws.internal())
-    {
-        bail!(
-            "memory.db_path {} is in the user's workspace but not in .oxydra/, where only the \
-             agent can write; use db_path = \"auto\"",
-            db.display()
-        );
-    }
+    runner::check_db_place(&config.memory, &ws)?;
     std::env::set_current_dir(&ws.root)
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
     tracing::info!(user = %boot.user_id, tier = boot.tier.name(), "oxydra-vm starting");
