@@ -14,5 +14,6 @@ mod approvals;
 mod handshake;
 mod isolation;
 mod limits;
+mod notices;
 mod schema;
 mod turns;

@@ -23,7 +23,8 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig, RuntimeConfig,
+    GatewayLimitsConfig, MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig,
+    RuntimeConfig,
 };
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
