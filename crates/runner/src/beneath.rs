@@ -215,6 +215,26 @@ pub fn remove_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
     }
 }
 
+/// The contents of the regular file `path` (at most `limit` bytes are read), opened
+/// `O_NOFOLLOW | O_NONBLOCK`: a link at the final name is refused and a FIFO cannot block the
+/// reader (a marker in `.oxydra/` could be planted by `oxydra-vm`, which the runner does not trust
+/// more than that). Absent files give `NotFound`.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rfs::open(path, flags, Mode::empty())?;
+    let stat = rfs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd).take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// `path` below `root` as (directory relative to `root`, final name).
 fn split(root: &Path, path: &Path) -> Result<(PathBuf, String), RunnerError> {
     let invalid = || RunnerError::io("write", path)(Errno::INVAL.into());

@@ -53,6 +53,7 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }
     let user_root = root.join(user.as_str());
+    runner::check_db_place(&config.memory, &types::WorkspacePaths::new(&user_root))?;
     let options = OpenOptions {
         progress: Some(Box::new(progress("re-embedding"))),
         ..Default::default()

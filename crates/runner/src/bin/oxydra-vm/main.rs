@@ -86,6 +86,7 @@ fn run() -> anyhow::Result<()> {
             ws.root.display()
         );
     }
+    runner::check_db_place(&config.memory, &ws)?;
     std::env::set_current_dir(&ws.root)
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
     tracing::info!(user = %boot.user_id, tier = boot.tier.name(), "oxydra-vm starting");
