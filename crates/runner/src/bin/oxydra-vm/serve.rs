@@ -61,7 +61,7 @@ pub async fn run(
     runner::write_json_atomic(&ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
-    let stop = shutdown_signal();
+    let stop = sandbox::guest::shutdown_signal();
     tokio::pin!(stop);
     let mut retry = RETRY_FIRST;
     loop {
@@ -143,19 +143,4 @@ fn serde_plain(kind: &types::ProviderKind) -> String {
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = int.recv() => tracing::info!("SIGINT"),
-    }
 }
