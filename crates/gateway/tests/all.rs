@@ -13,5 +13,6 @@ mod common;
 mod approvals;
 mod handshake;
 mod isolation;
+mod no_memory;
 mod schema;
 mod turns;
