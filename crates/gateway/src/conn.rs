@@ -9,6 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame, SessionId, SessionSummary, Tool
 
 use crate::frames::{Incoming, read_frame};
 use crate::handshake::{Hello, drain, handshake};
+use crate::limits::Admission;
 use crate::outbound::{Outbox, start_writer};
 use crate::server::Shared;
 use crate::session::SessionHub;
@@ -21,13 +22,15 @@ const MAX_LABEL_BYTES: usize = 200;
 pub const MAX_HISTORY_PAGE: u32 = 200;
 
 /// Serves one WebSocket from upgrade to close.
-pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
+pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Admission) {
     let id = shared.next_conn_id();
     let (mut sink, mut stream) = socket.split();
-    let Some(hello) = handshake(&shared, &mut sink, &mut stream).await else {
+    let deadline = admission.hello_deadline(shared.config.auth_timeout);
+    let Some(hello) = handshake(&shared, &mut sink, &mut stream, deadline).await else {
         drain(&mut stream).await;
         return;
     };
+    admission.authenticated();
     let outbox = start_writer(
         id,
         sink,

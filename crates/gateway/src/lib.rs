@@ -24,6 +24,8 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
 //! - `schema` — the JSON Schema of the protocol ([`protocol_schema`])
+//! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
+//! - `trim` — returning memory to the system after a flood of connections
 //! - `config` — [`GatewayConfig`]
 //! - `error` — [`GatewayError`]
 
@@ -32,11 +34,13 @@ mod conn;
 mod error;
 mod frames;
 mod handshake;
+mod limits;
 mod outbound;
 mod schema;
 mod server;
 mod session;
 mod token;
+mod trim;
 mod turn;
 mod user;
 
@@ -44,6 +48,7 @@ pub use config::GatewayConfig;
 pub use conn::MAX_HISTORY_PAGE;
 pub use error::GatewayError;
 pub use frames::CLIENT_FRAME_TYPES;
+pub use limits::{ConnectionStats, RESERVED_FDS};
 pub use schema::{example_client_frames, example_server_frames, protocol_schema};
 pub use server::{Gateway, RunningGateway};
 pub use token::GatewayToken;

@@ -13,6 +13,7 @@ mod common;
 mod approvals;
 mod handshake;
 mod isolation;
+mod limits;
 mod no_memory;
 mod schema;
 mod turns;

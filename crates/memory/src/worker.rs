@@ -138,6 +138,12 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
         conn.execute("PRAGMA foreign_keys=ON", ())
             .await
             .map_err(MemoryError::db("configuring the connection"))?;
+        // SQLite puts statement journals and large sorts in `etilqs_*` files under /var/tmp or
+        // /tmp once a store grows; the sandbox (Landlock, or the container) allows neither, so
+        // every later write would fail. Keep them in memory, on every connection, every surface.
+        conn.execute("PRAGMA temp_store=MEMORY", ())
+            .await
+            .map_err(MemoryError::db("configuring the connection"))?;
     }
     Ok((db, conn))
 }

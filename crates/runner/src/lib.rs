@@ -6,6 +6,8 @@
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
 //! - `marker` — the files of a running user ([`GatewayMarker`], [`Health`], [`RunnerMarker`]) and
 //!   where each lives
+//! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
+//!   (no link, FIFO or hard link planted there is ever followed)
 //! - `procs` — process liveness and signals by pid
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -16,6 +18,7 @@
 //! does not serve an agent (the `oxydra-vm` binary serves what [`compose`] builds).
 
 mod agent;
+mod beneath;
 mod bins;
 mod bootstrap;
 mod config;
@@ -30,6 +33,7 @@ mod provision;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose};
+pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
 pub use config::{
@@ -44,8 +48,9 @@ pub use docker::{
 };
 pub use error::RunnerError;
 pub use marker::{
-    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, health_path,
-    oxydra_vm_files, read_json, remove_if_exists, run_files, runner_marker_path, write_json_atomic,
+    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
+    health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
+    runner_log_path, runner_marker_path, write_json_atomic,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

@@ -75,7 +75,9 @@ impl Supervisor {
         say(format!(
             "{user}: ready at {endpoint} (token in {}; logs in {})",
             token.display(),
-            self.plan.ws.logs().display()
+            runner::runner_log_path(&self.plan.ws, "")
+                .with_file_name("")
+                .display()
         ));
         loop {
             let (role, status) = self.wait_any(stop).await;
@@ -318,6 +320,7 @@ impl Supervisor {
             config_digest: Some(self.plan.config_digest.clone()),
         };
         Ok(runner::write_json_atomic(
+            &self.plan.ws.root,
             &runner::runner_marker_path(&self.plan.ws),
             &marker,
         )?)

@@ -16,6 +16,7 @@ mod images;
 mod lifecycle;
 mod memory_cli;
 mod memory_disabled;
+mod memory_longevity;
 mod process_tier;
 mod run_script;
 mod runner_cli;

@@ -74,7 +74,8 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
     let (out, err) = runner_env_ok(&setup, &["start", "--detach"], &[(KEY_VAR, KEY)]).await;
     assert!(out.contains("alice"), "{out}{err}");
     // A local memory database gets the advisory about .oxydra/ and remote libSQL.
-    let runner_log = std::fs::read_to_string(ws.logs().join("runner.log")).unwrap_or_default();
+    let runner_log =
+        std::fs::read_to_string(runner::runner_log_path(&ws, "runner")).unwrap_or_default();
     let said = format!("{out}{err}{runner_log}");
     assert!(
         said.contains(".oxydra/") && said.to_lowercase().contains("libsql"),
@@ -559,7 +560,8 @@ async fn a_shell_that_keeps_crashing_is_given_up_and_cleaned_up() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let left = containers_of(&ws.root).await;
-        let log = std::fs::read_to_string(ws.logs().join("runner.log")).unwrap_or_default();
+        let log =
+            std::fs::read_to_string(runner::runner_log_path(&ws, "runner")).unwrap_or_default();
         if left.is_empty() && log.contains("giving up") {
             assert!(
                 log.contains("erin's shell-vm failed 2 times within 60 s"),

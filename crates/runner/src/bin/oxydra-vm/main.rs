@@ -10,10 +10,12 @@
 //! every worker thread, database thread and child inherits the sandbox. Then compose the agent
 //! ([`runner::compose`]: the store unless `[memory] enabled = false`, the tools, the runtime) with
 //! its provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
-//! public copy in `ipc/`) and `ipc/health.json`, and serve until SIGTERM or SIGINT (which removes
-//! them). The steps it shares with `shell-vm` (logging, bootstrap, confinement decision, signal
-//! wait) are `sandbox::guest`.
+//! public copy in `ipc/`) and `.oxydra/health.json`, and serve until SIGTERM or SIGINT (which
+//! removes them). Every file it writes goes through `runner::SafeDir` (never through a link). The
+//! steps it shares with `shell-vm` (logging, bootstrap, confinement decision, signal wait) are
+//! `sandbox::guest`.
 
+mod health;
 mod serve;
 
 use std::path::PathBuf;

@@ -1,15 +1,17 @@
 //! The async half of `oxydra-vm`: the agent (composed by [`runner::compose`]: store, tools,
-//! runtime), the gateway serving it, markers, health, shutdown.
+//! runtime), the gateway serving it, markers, health (see `health`), shutdown.
 
 use std::time::Duration;
 
 use anyhow::Context;
 use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{LegacyDir, OpenOptions};
-use runner::{GatewayMarker, Health, MemoryState, VmBootstrap};
+use runner::{GatewayMarker, VmBootstrap};
 use types::{AgentConfig, WorkspacePaths};
 
-/// How often `ipc/health.json` is refreshed.
+use crate::health::HealthProbe;
+
+/// How often `.oxydra/health.json` is refreshed.
 const HEALTH_EVERY: Duration = Duration::from_secs(10);
 /// While the shell does not answer (it starts beside this process, or is restarting), the health
 /// is checked again after 10 ms, then twice as long each time up to 250 ms: the file says `ok`
@@ -56,9 +58,12 @@ pub async fn run(
     // Health first, so whoever sees the endpoint also finds the health file.
     let mut healthy = probe.write().await;
     // The public copy first: once the trusted one exists the runner reports ready, and a client
-    // reading `ipc/` then finds the endpoint too.
-    runner::write_json_atomic(&ws.public_endpoint(), &marker)?;
-    runner::write_json_atomic(&ws.endpoint(), &marker)?;
+    // reading `ipc/` then finds the endpoint too. The shell can write `ipc/` (and plant a
+    // directory at that name): a failure there is only a warning.
+    if let Err(e) = runner::write_json_atomic(&ws.root, &ws.public_endpoint(), &marker) {
+        tracing::warn!(error = %e, "could not write the public endpoint copy in ipc/");
+    }
+    runner::write_json_atomic(&ws.root, &ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
     let stop = sandbox::guest::shutdown_signal();
@@ -97,50 +102,6 @@ async fn stop_gateway(running: RunningGateway, ws: &WorkspacePaths) {
     tracing::info!("oxydra-vm stopped");
 }
 
-struct HealthProbe<'a> {
-    boot: &'a VmBootstrap,
-    ws: &'a WorkspacePaths,
-    config: &'a AgentConfig,
-    memory: MemoryState,
-    sandbox: &'static str,
-}
-
-impl HealthProbe<'_> {
-    /// Writes the health file; true when everything is `ok`.
-    async fn write(&self) -> bool {
-        let shell = match tokio::net::UnixStream::connect(self.boot.shell_socket()).await {
-            Ok(_) => "connected",
-            Err(_) => "not running",
-        };
-        let p = &self.config.provider;
-        let health = Health {
-            status: if shell == "connected" {
-                "ok"
-            } else {
-                "degraded"
-            }
-            .into(),
-            user_id: self.boot.user_id.to_string(),
-            memory: self.memory.as_str().into(),
-            provider: format!("{}/{}", serde_plain(&p.kind), p.model),
-            shell: shell.into(),
-            sandbox: self.sandbox.into(),
-            updated_at: now(),
-        };
-        if let Err(e) = runner::write_json_atomic(&runner::health_path(self.ws), &health) {
-            tracing::warn!(error = %e, "could not write the health file");
-        }
-        health.status == "ok"
-    }
-}
-
-fn serde_plain(kind: &types::ProviderKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn now() -> String {
+pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
