@@ -3,7 +3,8 @@
 //! bootstrap from `--bootstrap FILE`, `--bootstrap-json JSON` or stdin ([`BootstrapArgs`]);
 //! confine the still single-threaded process as their role and decide what a sandbox the kernel
 //! does not enforce means ([`confine_guest`]); and wait for SIGTERM or SIGINT
-//! ([`shutdown_signal`]). One copy, so the two guests cannot drift apart.
+//! ([`ShutdownSignal`], listened for from the runtime's start). One copy, so the two guests cannot
+//! drift apart.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -162,19 +163,40 @@ pub fn decide(
     }
 }
 
-/// Returns at the first SIGTERM or SIGINT (never, with a warning, if they cannot be listened for).
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = int.recv() => tracing::info!("SIGINT"),
+/// SIGTERM and SIGINT, listened for from creation on: a guest creates it as soon as its async
+/// runtime runs, so a signal that lands while it is still starting (writing its markers, say) is
+/// not the default action killing it half-way, but a stop it sees once it is up.
+#[derive(Debug)]
+pub struct ShutdownSignal {
+    /// `None` when the signal cannot be listened for (then the guest stops only with SIGKILL).
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignal {
+    /// Starts listening. Call it inside the tokio runtime.
+    pub fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (term, int) = (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        );
+        if term.is_none() || int.is_none() {
+            tracing::warn!("cannot listen for signals; stop with SIGKILL");
+        }
+        Self { term, int }
+    }
+
+    /// Returns at the next SIGTERM or SIGINT (one received since [`ShutdownSignal::listen`]
+    /// counts). Cancel-safe: a `select!` may drop it and call it again.
+    pub async fn recv(&mut self) {
+        let (Some(term), Some(int)) = (self.term.as_mut(), self.int.as_mut()) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM"),
+            _ = int.recv() => tracing::info!("SIGINT"),
+        }
     }
 }
 
@@ -206,6 +228,21 @@ mod tests {
         check(None, true, Refuse, Some(Confined::Container));
         check(None, false, RunLoudly, Some(Confined::Unconfined));
         check(None, false, Refuse, Option::None);
+    }
+
+    /// A SIGTERM that arrives while the guest is still starting (before it waits) stops it once
+    /// it waits, instead of killing it half-way.
+    #[tokio::test]
+    async fn a_signal_before_the_wait_is_kept() {
+        let mut stop = ShutdownSignal::listen();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        tokio::time::timeout(std::time::Duration::from_secs(30), stop.recv())
+            .await
+            .expect("the signal sent before recv is seen");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
-//! confine this single thread with Landlock as `shell-vm`, bind the socket, and only then start
-//! tokio — so every worker thread and every command inherits the sandbox. The steps it shares
+//! confine this single thread with Landlock as `shell-vm`, and only then start tokio — so every
+//! worker thread and every command inherits the sandbox — listen for SIGTERM/SIGINT, bind the
+//! socket and serve. The steps it shares
 //! with `oxydra-vm` (logging, bootstrap, confinement decision, signal wait) are `sandbox::guest`.
 
 use std::os::unix::process::CommandExt;
@@ -15,7 +16,7 @@ use std::os::unix::process::CommandExt;
 use anyhow::Context;
 use clap::Parser;
 use sandbox::Role;
-use sandbox::guest::{BootstrapArgs, GuestPolicy, Unenforced, confine_guest, shutdown_signal};
+use sandbox::guest::{BootstrapArgs, GuestPolicy, ShutdownSignal, Unenforced, confine_guest};
 use shell_daemon::{DaemonConfig, bind_socket, serve};
 use types::ShellBootstrap;
 
@@ -61,18 +62,24 @@ fn main() -> anyhow::Result<()> {
     };
     confine_guest(Role::ShellVm, &ws, policy).context("cannot confine the shell")?;
 
-    let socket = boot.socket();
-    let listener = bind_socket(&socket)?;
-    tracing::info!(socket = %socket.display(), "listening");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Listen before the socket exists: a SIGTERM/SIGINT from then on is a clean stop (which
+    // removes the socket), never the default action leaving it behind.
+    let mut stop = {
+        let _in_runtime = runtime.enter();
+        ShutdownSignal::listen()
+    };
+    let socket = boot.socket();
+    let listener = bind_socket(&socket)?;
+    tracing::info!(socket = %socket.display(), "listening");
     let result = runtime.block_on(serve(
         listener,
         DaemonConfig::from_bootstrap(&boot),
-        shutdown_signal(),
+        async move { stop.recv().await },
     ));
     let _ = std::fs::remove_file(&socket);
     result?;

@@ -26,6 +26,9 @@ pub async fn run(
     token: GatewayToken,
     sandbox: &'static str,
 ) -> anyhow::Result<()> {
+    // From here on SIGTERM/SIGINT are a stop seen once the markers are written (and then removed),
+    // never the default action killing this process half-way through writing one.
+    let mut stop = sandbox::guest::ShutdownSignal::listen();
     // The runner moved any legacy database before launch; this process cannot see its old place.
     let options = OpenOptions {
         legacy_dir: LegacyDir::Skip,
@@ -66,8 +69,6 @@ pub async fn run(
     runner::write_json_atomic(&ws.root, &ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
-    let stop = sandbox::guest::shutdown_signal();
-    tokio::pin!(stop);
     let mut retry = RETRY_FIRST;
     loop {
         let wait = if healthy {
@@ -79,7 +80,7 @@ pub async fn run(
             wait
         };
         tokio::select! {
-            () = &mut stop => break,
+            () = stop.recv() => break,
             () = tokio::time::sleep(wait) => healthy = probe.write().await,
         }
     }
