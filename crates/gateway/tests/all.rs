@@ -15,5 +15,6 @@ mod handshake;
 mod isolation;
 mod limits;
 mod notices;
+mod no_memory;
 mod schema;
 mod turns;

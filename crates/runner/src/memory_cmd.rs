@@ -75,10 +75,7 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
             }
             let mut q = HybridQuery::new(vec![SessionId::user_memory(&user)], query, top_k);
-            q.weights = Weights {
-                vector: config.retrieval.vector_weight,
-                fts: config.retrieval.fts_weight,
-            };
+            q.weights = Weights::from(&config.retrieval);
             let hits = store.hybrid_query(&q).await?;
             if json {
                 let rows: Vec<_> = hits

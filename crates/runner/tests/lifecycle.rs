@@ -69,8 +69,9 @@ async fn runner_within(setup: &Setup, args: &[&str], within: Duration) -> std::p
 }
 
 /// A bin dir whose `shell-vm` announces itself in `started`, then waits `hold` before becoming
-/// the real `shell-vm` (and ends, with its wait, on SIGTERM): a start that is certainly still under
-/// way while the test acts.
+/// the real `shell-vm` (and ends, with its wait, on SIGTERM — after reaping the `sleep`, so that
+/// nothing of it outlives the runner): a start that is certainly still under way while the test
+/// acts.
 fn slow_shell_bin_dir(dir: &Path, hold_s: u32) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let real = common::guest_binaries();
@@ -78,8 +79,8 @@ fn slow_shell_bin_dir(dir: &Path, hold_s: u32) -> std::path::PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real.join("oxydra-vm"), bin.join("oxydra-vm")).unwrap();
     let script = format!(
-        "#!/bin/sh\ntouch '{started}'\ntrap 'kill $! 2>/dev/null; exit 143' TERM INT\n\
-         sleep {hold_s} &\nwait $!\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\ntrap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 143' TERM INT\n\
+         touch '{started}'\nsleep {hold_s} &\nwait $!\nexec '{real}' \"$@\"\n",
         started = dir.join("started").display(),
         real = real.join("shell-vm").display(),
     );

@@ -32,10 +32,7 @@ impl MemorySearch {
 
     fn query(&self, sessions: Vec<SessionId>, text: &str, top_k: usize) -> HybridQuery {
         let mut q = HybridQuery::new(sessions, text, top_k);
-        q.weights = Weights {
-            vector: self.retrieval.vector_weight,
-            fts: self.retrieval.fts_weight,
-        };
+        q.weights = Weights::from(&self.retrieval);
         q
     }
 }
