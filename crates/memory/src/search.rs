@@ -1,5 +1,7 @@
 //! Hybrid search: scope, run both legs, fuse, group per note or message.
 //!
+//! 0. Catch up: commits by other writers are applied to this process's index first (see
+//!    [`crate::freshness`]).
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
 //!    legs, before anything is ranked.
 //! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`crate::keyword`] and
@@ -52,6 +54,8 @@ impl MemoryStore {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
+        // Other writers' commits (the runner CLI, another process) are applied first.
+        self.catch_up().await?;
         // Several chunks can belong to one note, so each leg brings more candidates than hits.
         let candidates = (top_k * 10).clamp(50, 1000);
 
