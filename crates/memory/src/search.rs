@@ -253,7 +253,8 @@ impl SearchJob {
             start = end;
             window *= 2;
         }
-        let hits = grouper.hits;
+        let mut hits = grouper.hits;
+        note_texts(&conn, &mut hits).await?;
         tracing::debug!(
             sessions = self.sessions.len(),
             vector = vector.len(),
@@ -306,6 +307,35 @@ async fn chunk_details(
     Ok(out)
 }
 
+/// Fills in the whole text of every note hit (a note deleted since its chunk was read keeps none).
+async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
+    let ids: Vec<Value> = hits
+        .iter()
+        .filter_map(|h| h.note_id.as_ref())
+        .map(|id| Value::Text(id.to_string()))
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT note_id, content FROM notes WHERE note_id IN ({marks})");
+    let ctx = "reading search results";
+    let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
+    let mut texts = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        texts.insert(
+            row.get::<String>(0).map_err(MemoryError::db(ctx))?,
+            row.get::<String>(1).map_err(MemoryError::db(ctx))?,
+        );
+    }
+    for hit in hits {
+        if let Some(id) = &hit.note_id {
+            hit.note_text = texts.remove(id.as_str());
+        }
+    }
+    Ok(())
+}
+
 /// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
 struct Grouper {
     top_k: usize,
@@ -356,6 +386,7 @@ impl Grouper {
                 source: HitSource::parse(&d.meta.source),
                 note_id,
                 text: d.text.clone(),
+                note_text: None,
                 score: *score,
                 created_at: time::parse(&d.meta.created_at)?,
                 updated_at: time::parse(&d.meta.updated_at)?,

@@ -30,7 +30,8 @@ fn call(id: &str, name: &str, args: Value) -> ScriptedReply {
 
 /// The search results the model saw: `(note_id, text)` per hit.
 fn hits(result: &str) -> Vec<(String, String)> {
-    let rows: Vec<Value> = serde_json::from_str(result).expect("search result is a JSON array");
+    let page: Value = serde_json::from_str(result).expect("search result is a JSON object");
+    let rows = page["results"].as_array().expect("with a results array");
     rows.iter()
         .map(|r| {
             (
@@ -105,7 +106,11 @@ async fn roundtrip(kind: ProviderKind) {
         call(
             "c3",
             "memory_update",
-            json!({"note_id": note_id, "content": "User prefers to be called SG"}),
+            json!({
+                "note_id": note_id,
+                "content": "User prefers to be called SG",
+                "version": memory::note_version("User's name is Shantanu"),
+            }),
         ),
         ScriptedReply::text("Got it, SG."),
         call(
