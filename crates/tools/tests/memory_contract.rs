@@ -449,3 +449,80 @@ async fn a_write_still_unfinished_says_its_outcome_is_unknown_and_how_to_check()
         out.output
     );
 }
+
+/// A side-effecting tool that finishes only once it is told to stop (its token is cancelled), as
+/// a write that commits just after its deadline does; `grace` is what it asks the registry for.
+struct LateWriter {
+    interruption: tools::Interruption,
+    answers: bool,
+}
+
+#[async_trait]
+impl tools::Tool for LateWriter {
+    fn name(&self) -> &str {
+        "late_writer"
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    }
+    fn safety_tier(&self) -> types::SafetyTier {
+        types::SafetyTier::SideEffecting
+    }
+    fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(1)
+    }
+    fn interruption(&self) -> tools::Interruption {
+        self.interruption
+    }
+    async fn execute(
+        &self,
+        _args: &Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, tools::ToolError> {
+        ctx.cancellation.cancelled().await;
+        if self.answers {
+            Ok("committed".to_owned())
+        } else {
+            std::future::pending().await
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_a_timeout_a_settling_tool_reports_its_own_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = async |interruption, answers| {
+        let mut registry = ToolRegistry::default();
+        registry
+            .register(Arc::new(LateWriter {
+                interruption,
+                answers,
+            }))
+            .unwrap();
+        registry
+            .execute("late_writer", "{}", &ctx(dir.path(), Some("c1")))
+            .await
+    };
+    let settle = tools::Interruption::Settle {
+        grace: std::time::Duration::from_secs(30),
+        check: "look",
+    };
+    let out = run(settle, true).await;
+    assert_eq!((out.ok, out.output.as_str()), (true, "committed"));
+    let out = run(tools::Interruption::Abandon, true).await;
+    assert_eq!(out.error_kind, Some("timeout"));
+    let unknown = tools::Interruption::Settle {
+        grace: std::time::Duration::from_millis(1),
+        check: "call memory_search to check",
+    };
+    let out = run(unknown, false).await;
+    assert_eq!(out.error_kind, Some("outcome_unknown"));
+    assert!(
+        out.output.ends_with("call memory_search to check"),
+        "{}",
+        out.output
+    );
+}
