@@ -231,18 +231,28 @@ fn result_text(outcome: &ToolOutcome) -> (bool, String) {
     }
 }
 
-/// A short summary of a result: "N results" for a JSON array (search results), otherwise the first
-/// line, at most about 120 characters.
+/// A short summary of a result: "N results" for search results (a JSON array, or an object with a
+/// `results` array), "<note_id>: <message>" for a note write, otherwise the first line; at most
+/// about 120 characters.
 fn summary_line(text: &str) -> String {
-    let first = text.lines().next().unwrap_or("").trim();
-    let items = match serde_json::from_str(first) {
+    let mut first = text.lines().next().unwrap_or("").trim().to_owned();
+    let items = match serde_json::from_str(&first) {
         Ok(serde_json::Value::Array(items)) => Some(items.len()),
-        Ok(serde_json::Value::Object(map)) => map
-            .get("results")
-            .and_then(serde_json::Value::as_array)
-            .map(Vec::len),
+        Ok(serde_json::Value::Object(map)) => {
+            // A note write: its id first, so that a short summary always names the note.
+            if let (Some(id), Some(message)) = (
+                map.get("note_id").and_then(serde_json::Value::as_str),
+                map.get("message").and_then(serde_json::Value::as_str),
+            ) {
+                first = format!("{id}: {message}");
+            }
+            map.get("results")
+                .and_then(serde_json::Value::as_array)
+                .map(Vec::len)
+        }
         _ => None,
     };
+    let first = first.as_str();
     if let Some(items) = items {
         return match items {
             0 => "no results".to_owned(),
@@ -281,6 +291,10 @@ mod tests {
             "2 results",
         );
         check(r#"{"results":[]}"#, "no results");
+        check(
+            r#"{"message":"Saved. A long explanation that would push the id out of a short summary line.","note_id":"note-1","version":"ab"}"#,
+            "note-1: Saved. A long explanation that would push the id out of a short summary line.",
+        );
         check("exit code 0\nhello", "exit code 0");
         check(&"x".repeat(200), &format!("{}…", "x".repeat(120)));
     }
