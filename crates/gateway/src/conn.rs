@@ -239,6 +239,7 @@ impl Conn {
             turn_id,
             workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
+            call_id: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

@@ -40,6 +40,6 @@ pub use shell::{
     SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun, read_secret,
     render as render_shell_run, run_command,
 };
-pub use tool::Tool;
-pub use truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
+pub use tool::{Interruption, OutputFormat, Tool};
+pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};
 pub use validate::validate_args;
