@@ -80,7 +80,9 @@ fn online(title: Option<&str>) -> App {
             last_seq: 0,
         },
         protocol_version: 1,
+        model: None,
     }));
+    app.arm_delay = Duration::ZERO;
     app
 }
 
@@ -227,6 +229,10 @@ fn approval_prompt() {
         arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
     });
     check("approval", &screen(&mut app, 80, 14));
+    // Down picks the first answer; Enter without a choice would only have hinted.
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    check("approval_session", &screen(&mut app, 80, 14));
 }
 
 #[test]

@@ -27,7 +27,13 @@ impl App {
             self.last_seq = seq;
         }
         match frame {
-            ServerFrame::HelloOk { session, .. } => return self.hello_ok(session),
+            ServerFrame::HelloOk { session, model, .. } => {
+                // The gateway knows the model it talks to; older gateways do not say.
+                if model.is_some() {
+                    self.model = model;
+                }
+                return self.hello_ok(session);
+            }
             ServerFrame::TurnStarted {
                 turn_id,
                 client_turn_id,
@@ -91,11 +97,11 @@ impl App {
             } => {
                 self.end_streaming();
                 self.turn = TurnState::Approval;
-                self.approval = Some(PendingApproval {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                });
+                self.approval = Some(PendingApproval::new(
+                    call_id.clone(),
+                    name.clone(),
+                    arguments.clone(),
+                ));
                 self.push(Entry::Approval {
                     call_id,
                     name,

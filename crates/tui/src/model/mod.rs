@@ -5,12 +5,16 @@
 //! - `tool_line` — one compact line per tool call
 //! - `frames` — the reducer over [`ServerFrame`]s (dedup by `seq`, resume, sessions)
 //! - `keys` — keys, pastes and slash commands
+//! - `approval` — the focused approval prompt ([`ApprovalChoice`])
 
+mod approval;
 mod frames;
 mod keys;
 pub mod tool_line;
 pub mod transcript;
 
+#[cfg(test)]
+mod approval_tests;
 #[cfg(test)]
 mod tests;
 
@@ -19,6 +23,7 @@ use std::time::Duration;
 use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
 
 use crate::editor::Editor;
+pub use approval::{ARM_DELAY, ApprovalChoice, PendingApproval};
 pub use tool_line::ToolState;
 pub use transcript::{Entry, Level};
 
@@ -86,14 +91,6 @@ enum HistoryCursor {
     Start,
 }
 
-/// A call waiting for the user's yes or no.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingApproval {
-    pub call_id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
 /// The whole state of the client.
 #[derive(Debug)]
 pub struct App {
@@ -113,6 +110,9 @@ pub struct App {
     pub entries: Vec<Entry>,
     pub editor: Editor,
     pub approval: Option<PendingApproval>,
+    /// Keys pressed this soon after an approval prompt appears do not count ([`ARM_DELAY`];
+    /// tests set zero).
+    pub arm_delay: Duration,
     pub show_details: bool,
     /// Lines scrolled up from the bottom (0: follow new text).
     pub scroll: usize,
@@ -144,6 +144,7 @@ impl App {
             entries: vec![Entry::info(frames::WELCOME)],
             editor: Editor::default(),
             approval: None,
+            arm_delay: ARM_DELAY,
             show_details: false,
             scroll: 0,
             page: 10,
