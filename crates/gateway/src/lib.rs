@@ -18,6 +18,7 @@
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
+//! - `title` — a session's title from its first message
 //! - `turn` — running a turn with its own context; runtime events to frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
 //! - `user` — [`UserAgent`]: one user's token, store, runtime and sessions
@@ -35,6 +36,7 @@ mod outbound;
 mod schema;
 mod server;
 mod session;
+mod title;
 mod token;
 mod turn;
 mod user;

@@ -50,6 +50,7 @@ async fn run(request: TurnRequest) {
     let session = ctx.session_id.clone();
     let turn = ctx.turn_id.clone();
     let runtime = Arc::clone(&user.runtime);
+    user.name_session(&session, &text).await;
     let work = async move {
         let result = runtime.run_turn(&ctx, &text, &tx).await;
         drop(tx);

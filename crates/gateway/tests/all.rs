@@ -14,4 +14,5 @@ mod approvals;
 mod handshake;
 mod isolation;
 mod schema;
+mod session_titles;
 mod turns;

@@ -33,6 +33,9 @@ pub struct Args {
     /// Resume this session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Continue your most recent conversation.
+    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+    pub continue_last: bool,
     /// The model name to show in the status bar until the gateway names its own.
     #[arg(long)]
     pub model: Option<String>,
@@ -49,6 +52,8 @@ pub struct Target {
     pub user: UserId,
     pub token: String,
     pub session: Option<SessionId>,
+    /// Continue the most recent conversation (`--continue`).
+    pub continue_last: bool,
     pub model: Option<String>,
     /// Where to look again before each reconnect (a restarted agent may have moved).
     pub source: Source,
@@ -137,6 +142,7 @@ impl Args {
             user,
             token,
             session,
+            continue_last: self.continue_last,
             model,
             source,
             approval_arm_delay,
@@ -231,6 +237,7 @@ mod tests {
                 user: UserId::parse("alice").expect("id"),
                 token: "abc".into(),
                 session: Some(SessionId::parse("s-1").expect("id")),
+                continue_last: false,
                 model: None,
                 source: Source {
                     endpoint: None,

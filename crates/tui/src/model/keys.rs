@@ -179,7 +179,7 @@ impl App {
             return Vec::new();
         }
         match cmd {
-            Command::New { title } => vec![ClientFrame::NewSession { title }],
+            Command::New { title } => self.new_session(title),
             Command::Sessions => vec![ClientFrame::ListSessions],
             Command::Switch { target } => match self.session_named(&target) {
                 Ok(session_id) => vec![ClientFrame::SwitchSession {

@@ -5,16 +5,20 @@
 //! - `tool_line` — one compact line per tool call
 //! - `frames` — the reducer over [`ServerFrame`]s (dedup by `seq`, resume, sessions)
 //! - `keys` — keys, pastes and slash commands
+//! - `sessions` — the session list, `/switch` targets, `--continue`, `/new`
 //! - `approval` — the focused approval prompt ([`ApprovalChoice`])
 
 mod approval;
 mod frames;
 mod keys;
+mod sessions;
 pub mod tool_line;
 pub mod transcript;
 
 #[cfg(test)]
 mod approval_tests;
+#[cfg(test)]
+mod sessions_tests;
 #[cfg(test)]
 mod tests;
 
@@ -121,6 +125,12 @@ pub struct App {
     sessions: Vec<SessionSummary>,
     /// A quiet `list_sessions` is on its way to learn the current session's new title.
     title_refresh: bool,
+    /// A `--session` the gateway did not know, to mention once the new session is attached.
+    missing_session: Option<SessionId>,
+    /// Continue the most recent conversation once signed in (`--continue`).
+    pub continue_last: bool,
+    /// A quiet `list_sessions` is on its way to find the most recent conversation.
+    finding_latest: bool,
     /// The title was asked for once in this session already.
     title_asked: bool,
     history: HistoryCursor,
@@ -151,6 +161,9 @@ impl App {
             max_scroll: 0,
             sessions: Vec::new(),
             title_refresh: false,
+            missing_session: None,
+            continue_last: false,
+            finding_latest: false,
             title_asked: false,
             history: HistoryCursor::Start,
             last_usage: None,

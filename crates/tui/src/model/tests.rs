@@ -81,7 +81,7 @@ pub(super) fn online() -> App {
     app
 }
 
-fn typed(app: &mut App, text: &str) -> Vec<ClientFrame> {
+pub(super) fn typed(app: &mut App, text: &str) -> Vec<ClientFrame> {
     for c in text.chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
