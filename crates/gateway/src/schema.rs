@@ -253,6 +253,15 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             name: "shell_exec".into(),
             arguments: r#"{"command":"ls"}"#.into(),
         }),
+        both(ServerFrame::ModelRetry {
+            seq: 18,
+            session_id: s(),
+            turn_id: t(),
+            attempt: 2,
+            max_attempts: 4,
+            wait_ms: 1200,
+            reason: "timed out".into(),
+        }),
         both(ServerFrame::TurnCompleted {
             seq: 18,
             session_id: s(),
@@ -329,6 +338,7 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::ToolStarted { .. }
         | ServerFrame::ToolFinished { .. }
         | ServerFrame::ApprovalRequested { .. }
+        | ServerFrame::ModelRetry { .. }
         | ServerFrame::TurnCompleted { .. }
         | ServerFrame::TurnCancelled { .. }
         | ServerFrame::TurnFailed { .. }

@@ -118,6 +118,20 @@ fn frame(seq: u64, session: &SessionId, turn: &TurnId, event: TurnEvent) -> Serv
             name,
             arguments,
         },
+        TurnEvent::ModelRetry {
+            attempt,
+            max_attempts,
+            wait_ms,
+            reason,
+        } => ServerFrame::ModelRetry {
+            seq,
+            session_id,
+            turn_id,
+            attempt,
+            max_attempts,
+            wait_ms,
+            reason,
+        },
         TurnEvent::TurnCompleted { message, usage } => ServerFrame::TurnCompleted {
             seq,
             session_id,

@@ -8,4 +8,5 @@ mod approval_tmux;
 mod e2e_tmux;
 mod moved_gateway;
 mod reconnect;
+mod retry_status;
 mod screens;

@@ -9,7 +9,7 @@
     reason = "tests fail loudly"
 )]
 
-use crate::common;
+use crate::common::{self, until};
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use test_support::{ScriptedLlm, ScriptedReply};
 use tokio::sync::{mpsc, watch};
 use tui::model::Entry;
 use tui::net::{self, NetConfig};
-use tui::{App, Args, ConnEvent, ConnState};
+use tui::{App, Args, ConnState};
 use types::WorkspacePaths;
 
 fn write_marker(workspace: &Path, url: &str) {
@@ -30,28 +30,6 @@ fn write_marker(workspace: &Path, url: &str) {
         marker.to_string(),
     )
     .unwrap();
-}
-
-/// Applies events until `done` holds for the app; sends what the app answers.
-async fn until(
-    app: &mut App,
-    events: &mut mpsc::Receiver<ConnEvent>,
-    out: &mpsc::Sender<types::ClientFrame>,
-    resume: &watch::Sender<tui::Resume>,
-    what: &str,
-    done: impl Fn(&App) -> bool,
-) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done(app) {
-        let event = tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:?}", app.conn))
-            .expect("the client runs");
-        for frame in app.on_conn(event) {
-            out.send(frame).await.unwrap();
-        }
-        resume.send_replace(app.resume());
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

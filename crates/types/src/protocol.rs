@@ -139,6 +139,17 @@ pub enum ServerFrame {
         name: String,
         arguments: String,
     },
+    /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
+    /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").
+    ModelRetry {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        attempt: u32,
+        max_attempts: u32,
+        wait_ms: u64,
+        reason: String,
+    },
     /// The turn ended normally; `message` is the final assistant text.
     TurnCompleted {
         seq: u64,
@@ -204,6 +215,7 @@ impl ServerFrame {
             | ServerFrame::ToolStarted { seq, .. }
             | ServerFrame::ToolFinished { seq, .. }
             | ServerFrame::ApprovalRequested { seq, .. }
+            | ServerFrame::ModelRetry { seq, .. }
             | ServerFrame::TurnCompleted { seq, .. }
             | ServerFrame::TurnCancelled { seq, .. }
             | ServerFrame::TurnFailed { seq, .. } => Some(*seq),

@@ -110,6 +110,18 @@ impl App {
                     answer: None,
                 });
             }
+            ServerFrame::ModelRetry {
+                attempt,
+                max_attempts,
+                reason,
+                ..
+            } => {
+                self.turn = TurnState::Retrying {
+                    attempt,
+                    max_attempts,
+                    reason,
+                };
+            }
             ServerFrame::TurnCompleted {
                 turn_id,
                 message,
@@ -413,6 +425,7 @@ fn event_session(frame: &ServerFrame) -> Option<&SessionId> {
         | ServerFrame::ToolStarted { session_id, .. }
         | ServerFrame::ToolFinished { session_id, .. }
         | ServerFrame::ApprovalRequested { session_id, .. }
+        | ServerFrame::ModelRetry { session_id, .. }
         | ServerFrame::TurnCompleted { session_id, .. }
         | ServerFrame::TurnCancelled { session_id, .. }
         | ServerFrame::TurnFailed { session_id, .. } => Some(session_id),

@@ -56,6 +56,12 @@ pub enum TurnState {
     /// Sent; the gateway has not started it yet.
     Sending,
     Thinking,
+    /// The model did not answer and is asked again: attempt `attempt` of `max_attempts`.
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        reason: String,
+    },
     Writing,
     Tool(String),
     Approval,

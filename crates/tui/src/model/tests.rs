@@ -372,3 +372,29 @@ fn no_key_panics() {
     }
     app.on_paste("x\r\ny\u{1b}[31m");
 }
+
+#[test]
+fn a_model_retry_shows_in_the_turn_state() {
+    let mut app = online();
+    typed(&mut app, "hi");
+    app.on_frame(started(1));
+    app.on_frame(ServerFrame::ModelRetry {
+        seq: 2,
+        session_id: sid("s-1"),
+        turn_id: tid("t-1"),
+        attempt: 2,
+        max_attempts: 4,
+        wait_ms: 500,
+        reason: "timed out".into(),
+    });
+    assert_eq!(
+        app.turn,
+        TurnState::Retrying {
+            attempt: 2,
+            max_attempts: 4,
+            reason: "timed out".into()
+        }
+    );
+    app.on_frame(delta(3, "ok"));
+    assert_eq!(app.turn, TurnState::Writing);
+}
