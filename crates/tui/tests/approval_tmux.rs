@@ -47,8 +47,14 @@ async fn typing_why_does_not_approve_and_allow_for_session_skips_the_next_prompt
         token_file.display()
     );
     let tmux = Tmux::start("oxydra-tui-approval", 100, 30, &command);
-    tmux.wait_for("the connection", |s| s.contains("● connected"))
+    let screen = tmux
+        .wait_for("the connection", |s| s.contains("● connected"))
         .await;
+    // The status bar names the model the gateway reported in hello_ok (no --model flag given).
+    assert!(
+        screen.contains(test_support::SCRIPTED_MODEL),
+        "the model is shown:\n{screen}"
+    );
 
     tmux.type_line("list my files");
     tmux.wait_for("the approval prompt", |s| {

@@ -258,6 +258,27 @@ fn offline_with_an_error() {
 }
 
 #[test]
+fn retrying_model() {
+    let mut app = online(Some("Trip planning"));
+    app.on_frame(ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: sid(),
+        turn_id: tid(),
+        client_turn_id: "c-9".into(),
+    });
+    app.on_frame(ServerFrame::ModelRetry {
+        seq: 2,
+        session_id: sid(),
+        turn_id: tid(),
+        attempt: 2,
+        max_attempts: 4,
+        wait_ms: 800,
+        reason: "timed out".into(),
+    });
+    check("retrying", &screen(&mut app, 90, 6));
+}
+
+#[test]
 fn help() {
     let mut app = online(None);
     type_text(&mut app, "/help");
