@@ -106,7 +106,10 @@ impl App {
         let pending = self.approval.as_mut()?;
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let action = match key.code {
-            KeyCode::Char(_) if ctrl => PromptKey::Pass,
+            // Ctrl+C stops the turn, Ctrl+D quits, Ctrl+T details, Ctrl+L newest; other editing
+            // keys would change the hidden input.
+            KeyCode::Char('c' | 'd' | 't' | 'l') if ctrl => PromptKey::Pass,
+            KeyCode::Char(_) if ctrl => PromptKey::Ignore,
             KeyCode::PageUp | KeyCode::PageDown => PromptKey::Pass,
             _ if pending.since.elapsed() < self.arm_delay => PromptKey::Ignore,
             KeyCode::Char('y' | 'Y' | '1') => PromptKey::Pick(ApprovalChoice::Once),

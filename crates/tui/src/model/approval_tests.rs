@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crossterm::event::KeyCode;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use types::{ClientFrame, ServerFrame, UserId};
 
 use super::tests::{key, online, sid, started, summary, tid};
@@ -143,4 +143,23 @@ fn the_status_bar_model_comes_from_the_gateway() {
         model: Some("gpt-4o-mini".into()),
     }));
     assert_eq!(app.model.as_deref(), Some("gpt-4o-mini"));
+}
+
+#[test]
+fn control_keys_at_the_prompt_do_not_edit_the_hidden_input() {
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    let mut app = asking();
+    app.editor.insert_str("draft");
+    for c in ['u', 'w', 'k', 'j'] {
+        assert!(app.on_key(ctrl(c)).is_empty());
+    }
+    assert_eq!(app.editor.text(), "draft");
+    assert!(app.approval.is_some());
+    // Ctrl+C still stops the turn.
+    assert_eq!(
+        app.on_key(ctrl('c')),
+        vec![ClientFrame::CancelTurn {
+            session_id: sid("s-1")
+        }]
+    );
 }
