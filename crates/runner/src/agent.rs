@@ -159,6 +159,7 @@ mod tests {
             turn_id: TurnId::parse("t1").unwrap(),
             workspace: WorkspacePaths::new(root),
             cancellation: CancellationToken::default(),
+            call_id: None,
         };
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

@@ -6,7 +6,7 @@
 //!   timeout, cancellation, scrubbing, truncation) with the turn's context, unchanged. Failures come
 //!   back to the model as the result text, prefixed `error:`, so it can correct itself.
 //! - `Privileged` calls pass `runtime.approval` first: `allow` runs them, `deny` refuses them, `ask`
-//!   asks the user (see [`crate::approval`]).
+//!   asks the user (see [`crate::approval`]), unless the user allowed that tool for the session.
 //! - After cancellation, calls that had not started get a "cancelled before it ran" result and calls
 //!   that were running a "cancelled while it ran" one: every call always has exactly one result.
 //!   Tools that settle (memory writes: see `tools::Interruption`) report what really happened
@@ -143,6 +143,9 @@ impl Turn<'_> {
             ApprovalPolicy::Deny => return Gate::Refuse(DENIED),
             ApprovalPolicy::Ask => {}
         }
+        if self.rt.grants.allows(&self.ctx.session_id, &call.name) {
+            return Gate::Run;
+        }
         let Some(approver) = self.rt.approver.clone() else {
             return Gate::Refuse(NO_APPROVER);
         };
@@ -169,6 +172,10 @@ impl Turn<'_> {
             () = cancel.cancelled() => Gate::Cancelled,
             answer = tokio::time::timeout(wait, answer) => match answer {
                 Ok(ApprovalDecision::Approve) => Gate::Run,
+                Ok(ApprovalDecision::ApproveForSession) => {
+                    self.rt.grants.grant(&self.ctx.session_id, &call.name);
+                    Gate::Run
+                }
                 Ok(ApprovalDecision::Decline) => Gate::Refuse(DECLINED),
                 Err(_) => Gate::Refuse(APPROVAL_TIMEOUT),
             },

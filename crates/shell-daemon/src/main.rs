@@ -83,11 +83,7 @@ fn main() -> anyhow::Result<()> {
     let socket = boot.socket();
     let listener = bind_socket(&socket)?;
     tracing::info!(socket = %socket.display(), "listening");
-    let result = runtime.block_on(serve(
-        listener,
-        config,
-        async move { stop.recv().await },
-    ));
+    let result = runtime.block_on(serve(listener, config, async move { stop.recv().await }));
     let _ = std::fs::remove_file(&socket);
     result?;
     tracing::info!("shell-vm stopped");

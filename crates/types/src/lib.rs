@@ -30,7 +30,8 @@ pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{
-    ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame, SessionSummary,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
+    SessionSummary,
 };
 pub use shell::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,

@@ -1,15 +1,20 @@
-//! A real gateway for the client's tests: real libSQL files, the scripted model, a token file.
+//! A real gateway for the client's tests (real libSQL files, the scripted model, a token file),
+//! and `until`: drive an [`App`] with its connection events until a condition holds.
 
 #![allow(
     dead_code,
     clippy::unwrap_used,
     clippy::expect_used,
+    clippy::panic,
     reason = "test fixtures fail loudly; each test binary uses a subset"
 )]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tui::{App, ConnEvent};
 
 use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
@@ -60,4 +65,26 @@ pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGate
     gw.add_user(agent).unwrap();
     let running = gw.start().await.unwrap();
     (running, ws.internal().join("gateway.token"))
+}
+
+/// Applies events until `done` holds for the app; sends what the app answers.
+pub async fn until(
+    app: &mut App,
+    events: &mut mpsc::Receiver<ConnEvent>,
+    out: &mpsc::Sender<types::ClientFrame>,
+    resume: &watch::Sender<tui::Resume>,
+    what: &str,
+    done: impl Fn(&App) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done(app) {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:?}", app.conn))
+            .expect("the client runs");
+        for frame in app.on_conn(event) {
+            out.send(frame).await.unwrap();
+        }
+        resume.send_replace(app.resume());
+    }
 }
