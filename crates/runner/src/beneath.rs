@@ -202,12 +202,11 @@ pub fn write_beneath(root: &Path, path: &Path, bytes: &[u8]) -> Result<(), Runne
     SafeDir::open(root, &dir)?.write_atomic(&name, bytes)
 }
 
-/// Removes `path` (below the trusted `root`) with [`SafeDir::remove`], and what an interrupted
-/// [`SafeDir::write_atomic`] of it left behind; absent is fine.
+/// Removes `path` (below the trusted `root`) with [`SafeDir::remove`]; absent is fine.
 pub fn remove_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
     let (dir, name) = split(root, path)?;
     match SafeDir::open(root, &dir) {
-        Ok(dir) => dir.remove(&name).and_then(|()| dir.remove_temps(&name)),
+        Ok(dir) => dir.remove(&name),
         Err(RunnerError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             Ok(())
         }
@@ -233,6 +232,16 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     File::from(fd).take(limit).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// Removes what an interrupted [`SafeDir::write_atomic`] of `path` (below the trusted `root`)
+/// left behind, best effort: a directory that is missing or cannot be opened holds none.
+pub fn remove_temps_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
+    let (dir, name) = split(root, path)?;
+    match SafeDir::open(root, &dir) {
+        Ok(dir) => dir.remove_temps(&name),
+        Err(_) => Ok(()),
+    }
 }
 
 /// `path` below `root` as (directory relative to `root`, final name).

@@ -56,8 +56,8 @@ pub use docker::{
 pub use error::RunnerError;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
-    health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
-    runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
+    health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
+    runner_log_dir, runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
 };
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,

@@ -192,6 +192,16 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerEr
     }
 }
 
+/// Removes every [`run_files`] entry of `ws` (see [`remove_if_exists`]) and the temporary files
+/// an interrupted write of one left behind: what `start` clears first and `stop` removes last.
+pub fn remove_run_files(ws: &WorkspacePaths) -> Result<(), RunnerError> {
+    for file in run_files(ws) {
+        remove_if_exists(&file)?;
+        crate::beneath::remove_temps_beneath(&ws.root, &file)?;
+    }
+    Ok(())
+}
+
 /// Removes `path` if present. `unlink` never follows the final name, and the directories above it
 /// (`.oxydra/`, `ipc/`) sit in the workspace root, which no guest can write, so no guest can swap
 /// them for a link.

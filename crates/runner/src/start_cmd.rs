@@ -162,9 +162,7 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
             }
         }
     }
-    for file in runner::run_files(ws) {
-        runner::remove_beneath(&ws.root, &file)?;
-    }
+    runner::remove_run_files(ws)?;
     if let Some(docker) = &plan.docker {
         for name in remove_workspace_containers(docker, &ws.root).await? {
             tracing::warn!(%user, "removed the stale container {name}");
