@@ -159,7 +159,7 @@ fn dedup(hits: Vec<SearchHit>) -> Vec<SearchHit> {
     let note_texts: HashSet<String> = hits
         .iter()
         .filter(|h| h.source == HitSource::UserMemory)
-        .map(|h| normal(&h.text))
+        .map(|h| normal(h.note_text.as_deref().unwrap_or(&h.text)))
         .collect();
     let mut seen = HashSet::new();
     hits.into_iter()
