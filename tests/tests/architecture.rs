@@ -17,10 +17,9 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("tools", &["types", "memory"][..]),
         ("provider", &["types"][..]),
         ("runtime", &["types", "memory", "tools", "provider"][..]),
-        (
-            "gateway",
-            &["types", "runtime", "memory", "tools", "provider"][..],
-        ),
+        // The gateway reaches memory, tools and providers only through `runtime`; `oxydra-vm`
+        // (runner) composes each user's agent.
+        ("gateway", &["types", "runtime"][..]),
         (
             "runner",
             &[

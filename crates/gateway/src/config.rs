@@ -7,8 +7,18 @@ use std::time::Duration;
 pub struct GatewayConfig {
     /// Port on `127.0.0.1`; 0 picks a free one (see [`crate::RunningGateway::local_addr`]).
     pub port: u16,
-    /// A connection that has not sent a valid `hello` by then is closed.
+    /// A connection that has not completed the WebSocket upgrade and a valid `hello` this long
+    /// after its TCP connection was accepted is closed (the socket itself a second later, so a
+    /// half-open connection that never sends an HTTP request is closed too).
     pub auth_timeout: Duration,
+    /// Connections held at once, authenticated or not; more are closed as soon as accepted.
+    /// `None`: the open-file limit (raised to its hard limit at start) less
+    /// [`crate::RESERVED_FDS`], at most 32,768.
+    pub max_connections: Option<usize>,
+    /// Connections held at once that have not completed `hello`; a newer one closes the oldest.
+    /// What `max_connections` leaves above it is reserved for authenticated clients. `None`: a
+    /// quarter of `max_connections`, at most 1024.
+    pub max_unauthenticated: Option<usize>,
     /// Largest text frame accepted; a larger one gets `frame_too_large` and the connection closes.
     pub max_frame_bytes: usize,
     /// Frames queued for one client before it counts as lagging and is unsubscribed.
@@ -30,6 +40,8 @@ impl Default for GatewayConfig {
         Self {
             port: 0,
             auth_timeout: Duration::from_secs(5),
+            max_connections: None,
+            max_unauthenticated: None,
             max_frame_bytes: Self::DEFAULT_MAX_FRAME_BYTES,
             client_queue: 256,
             session_log: 4096,

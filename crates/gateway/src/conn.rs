@@ -12,6 +12,7 @@ use types::{
 
 use crate::frames::{Incoming, read_frame};
 use crate::handshake::{Hello, drain, handshake};
+use crate::limits::Admission;
 use crate::outbound::{Outbox, start_writer};
 use crate::server::Shared;
 use crate::session::SessionHub;
@@ -24,13 +25,15 @@ const MAX_LABEL_BYTES: usize = 200;
 pub const MAX_HISTORY_PAGE: u32 = 200;
 
 /// Serves one WebSocket from upgrade to close.
-pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
+pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Admission) {
     let id = shared.next_conn_id();
     let (mut sink, mut stream) = socket.split();
-    let Some(hello) = handshake(&shared, &mut sink, &mut stream).await else {
+    let deadline = admission.hello_deadline(shared.config.auth_timeout);
+    let Some(hello) = handshake(&shared, &mut sink, &mut stream, deadline).await else {
         drain(&mut stream).await;
         return;
     };
+    admission.authenticated();
     let outbox = start_writer(
         id,
         sink,
@@ -356,13 +359,9 @@ impl Conn {
     async fn attach(&mut self, session: &SessionId, last_seq: Option<u64>) {
         self.detach();
         let hub = self.user.hub(session, self.shared.config.session_log);
-        let subscribed = hub.subscribe(&self.outbox, last_seq);
+        // An `events_expired` notice, if any, is queued ahead of the replay.
+        hub.subscribe(&self.outbox, last_seq, None);
         self.hub = Some(hub);
-        if subscribed.expired {
-            let _ = self
-                .reply_error(ErrorCode::EventsExpired, expired_message(), None)
-                .await;
-        }
     }
 
     fn detach(&mut self) {
@@ -377,9 +376,8 @@ impl Conn {
         after_seq: u64,
     ) -> Result<Option<ServerFrame>, Refusal> {
         let hub = self.current(session)?;
-        if hub.subscribe(&self.outbox, Some(after_seq)).expired {
-            return Err((ErrorCode::EventsExpired, expired_message()));
-        }
+        // An `events_expired` notice, if any, is queued ahead of the replay.
+        hub.subscribe(&self.outbox, Some(after_seq), Some("resync"));
         Ok(None)
     }
 
@@ -399,8 +397,8 @@ impl Conn {
         let page = usize::try_from(limit).unwrap_or(usize::MAX);
         let events = self
             .user
-            .store
-            .history(session, before, page)
+            .runtime
+            .history_page(session, before, page)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "reading history failed");
@@ -452,10 +450,6 @@ impl Conn {
             ))
         }
     }
-}
-
-fn expired_message() -> String {
-    "some events are no longer buffered: reload the session with get_history".into()
 }
 
 fn internal(e: impl std::fmt::Display) -> Refusal {

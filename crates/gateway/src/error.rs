@@ -37,16 +37,4 @@ pub enum GatewayError {
     /// The gateway was given no users to serve.
     #[error("the gateway has no users to serve")]
     NoUsers,
-
-    /// A user's tool registry could not be assembled.
-    #[error("tools for user {user}: {source}")]
-    Tools {
-        user: UserId,
-        #[source]
-        source: tools::ToolError,
-    },
-
-    /// A memory store operation failed.
-    #[error("memory: {0}")]
-    Memory(#[from] memory::MemoryError),
 }

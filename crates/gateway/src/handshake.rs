@@ -1,4 +1,4 @@
-//! The first frame: `hello` within `auth_timeout`, the right protocol version, a user this
+//! The first frame: `hello` within `auth_timeout` of the TCP accept, the right protocol version, a user this
 //! gateway serves, and that user's token. Anything else gets an `error` frame and a close.
 
 use std::sync::Arc;
@@ -20,14 +20,16 @@ pub(crate) struct Hello {
     pub(crate) last_seq: Option<u64>,
 }
 
-/// Reads and checks the `hello`. On failure the error has been sent and the socket closed.
+/// Reads and checks the `hello`, which must arrive by `deadline`. On failure the error has been
+/// sent and the socket closed.
 pub(crate) async fn handshake(
     shared: &Shared,
     sink: &mut SplitSink<WebSocket, Message>,
     stream: &mut SplitStream<WebSocket>,
+    deadline: tokio::time::Instant,
 ) -> Option<Hello> {
     let config = &shared.config;
-    let first = tokio::time::timeout(config.auth_timeout, read_frame(stream, config)).await;
+    let first = tokio::time::timeout_at(deadline, read_frame(stream, config)).await;
     let refusal = match first {
         Err(_) => (
             ErrorCode::AuthTimeout,

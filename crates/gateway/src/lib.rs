@@ -1,16 +1,17 @@
 //! The WebSocket gateway: how clients reach a user's agent.
 //!
-//! A [`Gateway`] serves a fixed set of users ([`UserAgent`]: token, workspace, their own memory
-//! store, tool registry and runtime) on `127.0.0.1`. A client's first frame is `hello` with the
-//! user's [`GatewayToken`]; then it sends turns, cancels them, creates, lists and switches
+//! A [`Gateway`] serves a fixed set of users ([`UserAgent`]: token, workspace and the user's own
+//! [`runtime::AgentRuntime`], composed by `oxydra-vm`) on `127.0.0.1`. A client's first frame is
+//! `hello` with the user's [`GatewayToken`]; then it sends turns, cancels them, creates, lists and
+//! switches
 //! sessions, pages history and answers approvals (protocol v1, [`types::ClientFrame`] /
 //! [`types::ServerFrame`], documented in `docs/protocol.md`). Each turn gets a fresh
 //! [`types::ToolExecutionContext`]; nothing about identity is shared or mutable. Turn events are
 //! numbered per session and logged (bounded), so clients that reconnect or fall behind resume
 //! by `seq` without losing or repeating events; a slow client never slows a turn or other clients.
 //!
-//! It does not run the agent loop (runtime), store anything itself (memory), or launch processes
-//! (runner).
+//! It does not run the agent loop (runtime), compose an agent or open a store (`oxydra-vm` does),
+//! read the store (sessions and history come through the runtime), or launch processes (runner).
 //!
 //! Modules:
 //! - `server` — [`Gateway`], [`RunningGateway`]: users, listener, shutdown
@@ -21,9 +22,11 @@
 //! - `title` — a session's title from its first message
 //! - `turn` — running a turn with its own context; runtime events to frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
-//! - `user` — [`UserAgent`]: one user's token, store, runtime and sessions
+//! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
 //! - `schema` — the JSON Schema of the protocol ([`protocol_schema`])
+//! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
+//! - `trim` — returning memory to the system after a flood of connections
 //! - `config` — [`GatewayConfig`]
 //! - `error` — [`GatewayError`]
 
@@ -32,12 +35,14 @@ mod conn;
 mod error;
 mod frames;
 mod handshake;
+mod limits;
 mod outbound;
 mod schema;
 mod server;
 mod session;
 mod title;
 mod token;
+mod trim;
 mod turn;
 mod user;
 
@@ -45,7 +50,8 @@ pub use config::GatewayConfig;
 pub use conn::MAX_HISTORY_PAGE;
 pub use error::GatewayError;
 pub use frames::CLIENT_FRAME_TYPES;
+pub use limits::{ConnectionStats, RESERVED_FDS};
 pub use schema::{example_client_frames, example_server_frames, protocol_schema};
 pub use server::{Gateway, RunningGateway};
 pub use token::GatewayToken;
-pub use user::{AgentSettings, UserAgent};
+pub use user::UserAgent;

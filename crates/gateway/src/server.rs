@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
 use axum::routing::get;
-use axum::serve::ListenerExt;
+use tokio::sync::watch;
 use types::{CancellationToken, UserId};
 
+use crate::limits::{Admission, Caps, LimitedListener, Limits, raise_fd_limit};
 use crate::outbound::ConnId;
 use crate::user::UserAgent;
 use crate::{GatewayConfig, GatewayError};
@@ -30,6 +31,7 @@ pub(crate) struct Shared {
     pub(crate) config: GatewayConfig,
     pub(crate) users: HashMap<UserId, Arc<UserAgent>>,
     pub(crate) shutdown: CancellationToken,
+    limits: Arc<Limits>,
     next_conn: AtomicU64,
 }
 
@@ -58,7 +60,8 @@ impl Gateway {
     }
 
     /// Binds `127.0.0.1:<port>` and serves WebSocket clients on `/` (and `/ws`) until
-    /// [`RunningGateway::shutdown`].
+    /// [`RunningGateway::shutdown`]. Raises the process's soft open-file limit to its hard limit
+    /// and derives the connection caps the configuration leaves open from it.
     pub async fn start(self) -> Result<RunningGateway, GatewayError> {
         if self.users.is_empty() {
             return Err(GatewayError::NoUsers);
@@ -69,47 +72,54 @@ impl Gateway {
             .await
             .map_err(bind)?;
         let addr = listener.local_addr().map_err(bind)?;
+        let caps = Caps::resolve(&self.config, raise_fd_limit());
+        let limits = Limits::new(caps, self.config.auth_timeout);
         let shared = Arc::new(Shared {
             config: self.config,
             users: self.users,
             shutdown: CancellationToken::default(),
+            limits: Arc::clone(&limits),
             next_conn: AtomicU64::new(1),
         });
-        // Small frames, sent one at a time: no Nagle delay.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
+        let listener = LimitedListener::new(listener, limits);
         let app = Router::new()
             .route("/", get(upgrade))
             .route("/ws", get(upgrade))
             .with_state(Arc::clone(&shared));
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<Admission>();
             let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled());
             if let Err(e) = serve.await {
                 tracing::error!(error = %e, "gateway stopped");
             }
         });
-        tracing::info!(%addr, users = shared.users.len(), "gateway listening");
+        tracing::info!(
+            %addr,
+            users = shared.users.len(),
+            max_connections = caps.total,
+            max_unauthenticated = caps.unauthenticated,
+            "gateway listening"
+        );
         Ok(RunningGateway { addr, shared, task })
     }
 }
 
-async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
-    // Read a little past the limit so an oversize frame gets a clear error rather than a reset.
-    let hard_limit = shared
-        .config
-        .max_frame_bytes
-        .saturating_mul(4)
-        .max(64 * 1024);
+async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(admission): ConnectInfo<Admission>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    // The WebSocket layer refuses a larger frame from its header (before reserving room for its
+    // payload), which `frames` turns into `frame_too_large`: an unauthenticated socket cannot
+    // make the gateway hold more than this.
+    let hard_limit = shared.config.max_frame_bytes.max(1024);
     // Frames are small: modest buffers keep an idle connection cheap (the default is 128 KiB).
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
         .read_buffer_size(8 * 1024)
         .write_buffer_size(8 * 1024)
-        .on_upgrade(move |socket| crate::conn::serve(socket, shared))
+        .on_upgrade(move |socket| crate::conn::serve(socket, shared, admission))
 }
 
 /// A gateway that is listening.
@@ -129,6 +139,11 @@ impl RunningGateway {
     /// `ws://127.0.0.1:PORT/`.
     pub fn url(&self) -> String {
         format!("ws://{}/", self.addr)
+    }
+
+    /// The connection counters, updated as connections come and go.
+    pub fn connections(&self) -> watch::Receiver<crate::ConnectionStats> {
+        self.shared.limits.subscribe()
     }
 
     /// The user served as `user`, if any.

@@ -1,30 +1,20 @@
-//! [`UserAgent`]: everything the gateway holds for one user — their token, workspace, database,
-//! runtime, pending approvals — and the live state of their sessions.
+//! [`UserAgent`]: everything the gateway holds for one user — their token, workspace, runtime,
+//! pending approvals — and the live state of their sessions.
 //!
-//! Each user has their own [`MemoryStore`] and their own tool registry built over *that* store, so
-//! nothing about one user can reach another's; identity for a turn is then passed explicitly in
-//! the turn's [`types::ToolExecutionContext`].
+//! The agent itself (the user's store, the tool registry over that store, the runtime) is composed
+//! by whoever starts the gateway (`oxydra-vm`); the gateway reads sessions and history only
+//! through the runtime. Identity for a turn is passed explicitly in the turn's
+//! [`types::ToolExecutionContext`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use memory::{MemoryError, MemoryStore, SessionInfo, SessionKind};
-use provider::Provider;
-use runtime::{AgentRuntime, ModelLimits, PendingApprovals};
-use tools::{ShellExec, ToolRegistry, register_memory_tools};
-use types::{RetrievalConfig, RuntimeConfig, SessionId, SessionSummary, UserId, WorkspacePaths};
+use runtime::{AgentRuntime, Conversation, PendingApprovals, RuntimeError};
+use types::{SessionId, SessionSummary, UserId, WorkspacePaths};
 
+use crate::GatewayToken;
 use crate::session::SessionHub;
-use crate::{GatewayError, GatewayToken};
-
-/// The agent settings a standard [`UserAgent`] is built with.
-#[derive(Debug, Clone)]
-pub struct AgentSettings {
-    pub runtime: RuntimeConfig,
-    pub retrieval: RetrievalConfig,
-    pub limits: ModelLimits,
-}
 
 /// One user served by the gateway.
 #[derive(Debug)]
@@ -32,7 +22,6 @@ pub struct UserAgent {
     pub(crate) user_id: UserId,
     pub(crate) token: GatewayToken,
     pub(crate) workspace: WorkspacePaths,
-    pub(crate) store: MemoryStore,
     pub(crate) runtime: Arc<AgentRuntime>,
     pub(crate) approvals: PendingApprovals,
     live: Mutex<Live>,
@@ -56,80 +45,41 @@ struct Pending {
 pub(crate) enum SessionLookup {
     /// Not this user's (absent, another user's, or a memory namespace).
     NotFound,
-    Failed(MemoryError),
+    Failed(RuntimeError),
+}
+
+/// Why a stored session could not be created.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CreateError {
+    #[error(transparent)]
+    Id(#[from] types::IdError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
 }
 
 impl UserAgent {
-    /// A user served by `runtime`. `runtime` must keep its history in `store` and, for approvals,
-    /// use `approvals` as its approver (see [`UserAgent::standard`], which does both).
+    /// A user served by `runtime` (composed with the user's store and tools by the caller). The
+    /// user's clients answer its approval requests: `runtime`'s approver is set here.
     pub fn new(
         user_id: UserId,
         token: GatewayToken,
         workspace: WorkspacePaths,
-        store: MemoryStore,
         runtime: AgentRuntime,
-        approvals: PendingApprovals,
     ) -> Self {
+        let approvals = PendingApprovals::default();
+        let runtime = runtime.with_approver(Arc::new(approvals.clone()));
         Self {
             user_id,
             token,
             workspace,
-            store,
             runtime: Arc::new(runtime),
             approvals,
             live: Mutex::default(),
         }
     }
 
-    /// The standard agent: file tools, the four memory tools over this user's `store` and
-    /// `shell_exec` (to the user's shell-vm); history
-    /// and recall in `store`, approvals answered by the user's clients.
-    pub fn standard(
-        user_id: UserId,
-        token: GatewayToken,
-        workspace: WorkspacePaths,
-        store: MemoryStore,
-        provider: Arc<dyn Provider>,
-        settings: AgentSettings,
-    ) -> Result<Self, GatewayError> {
-        let mut registry = ToolRegistry::with_file_tools();
-        register_memory_tools(
-            &mut registry,
-            Some(Arc::new(store.clone())),
-            &settings.retrieval,
-        )
-        .map_err(|source| GatewayError::Tools {
-            user: user_id.clone(),
-            source,
-        })?;
-        // The shell runs in the user's shell-vm; without one the tool says so and runs nothing.
-        registry
-            .register(Arc::new(ShellExec))
-            .map_err(|source| GatewayError::Tools {
-                user: user_id.clone(),
-                source,
-            })?;
-        let approvals = PendingApprovals::default();
-        let runtime = AgentRuntime::new(
-            provider,
-            Arc::new(registry),
-            settings.runtime,
-            settings.limits,
-        )
-        .with_memory(store.clone())
-        .with_retrieval(settings.retrieval)
-        .with_approver(Arc::new(approvals.clone()));
-        Ok(Self::new(
-            user_id, token, workspace, store, runtime, approvals,
-        ))
-    }
-
     pub fn user_id(&self) -> &UserId {
         &self.user_id
-    }
-
-    pub fn store(&self) -> &MemoryStore {
-        &self.store
     }
 
     pub fn runtime(&self) -> &AgentRuntime {
@@ -192,10 +142,12 @@ impl UserAgent {
     pub(crate) async fn create_stored_session(
         &self,
         title: Option<&str>,
-    ) -> Result<SessionSummary, MemoryError> {
-        let id = SessionId::parse(&format!("s-{}", uuid::Uuid::new_v4()))
-            .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
-        let info = self.store.create_session(&id, &self.user_id, title).await?;
+    ) -> Result<SessionSummary, CreateError> {
+        let id = SessionId::parse(&format!("s-{}", uuid::Uuid::new_v4()))?;
+        let info = self
+            .runtime
+            .create_conversation(&self.user_id, &id, title)
+            .await?;
         Ok(self.summary_of(&info))
     }
 
@@ -212,14 +164,18 @@ impl UserAgent {
                 return;
             }
         }
-        let Ok(info) = self.store.session_info(session).await else {
+        // Only this user's conversations (`conversation` checks the owner).
+        let Ok(Some(info)) = self.runtime.conversation(&self.user_id, session).await else {
             return;
         };
-        if info.user_id != self.user_id || info.title.is_some() {
+        if info.title.is_some() {
             return;
         }
         if let Some(title) = crate::title::title_from(text)
-            && let Err(e) = self.store.set_session_title(session, &title).await
+            && let Err(e) = self
+                .runtime
+                .set_conversation_title(&self.user_id, session, &title)
+                .await
         {
             tracing::warn!(error = %e, session = %session, "could not store the session title");
         }
@@ -231,12 +187,12 @@ impl UserAgent {
         let Some(pending) = pending else {
             return;
         };
-        if let Ok(info) = self.store.session_info(session).await {
-            if info.user_id != self.user_id {
-                return;
-            }
+        if let Ok(Some(_)) = self.runtime.conversation(&self.user_id, session).await {
             if let Some(title) = &pending.title
-                && let Err(e) = self.store.set_session_title(session, title).await
+                && let Err(e) = self
+                    .runtime
+                    .set_conversation_title(&self.user_id, session, title)
+                    .await
             {
                 tracing::warn!(error = %e, session = %session, "could not store the session title");
                 return;
@@ -254,18 +210,16 @@ impl UserAgent {
         if let Some(p) = pending {
             return Ok(self.summary_of_pending(session, &p));
         }
-        match self.store.session_info(session).await {
-            Ok(info) if info.user_id == self.user_id && info.kind == SessionKind::Conversation => {
-                Ok(self.summary_of(&info))
-            }
-            Ok(_) | Err(MemoryError::SessionNotFound(_)) => Err(SessionLookup::NotFound),
+        match self.runtime.conversation(&self.user_id, session).await {
+            Ok(Some(info)) => Ok(self.summary_of(&info)),
+            Ok(None) => Err(SessionLookup::NotFound),
             Err(e) => Err(SessionLookup::Failed(e)),
         }
     }
 
     /// The user's conversations, most recently active first (new, unstored ones first).
-    pub(crate) async fn sessions(&self) -> Result<Vec<SessionSummary>, MemoryError> {
-        let stored = self.store.list_sessions(&self.user_id).await?;
+    pub(crate) async fn sessions(&self) -> Result<Vec<SessionSummary>, RuntimeError> {
+        let stored = self.runtime.conversations(&self.user_id).await?;
         let pending: Vec<(SessionId, Pending)> = self
             .live()
             .pending
@@ -278,21 +232,16 @@ impl UserAgent {
             .map(|(id, p)| self.summary_of_pending(id, p))
             .collect();
         out.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-        out.extend(
-            stored
-                .iter()
-                .filter(|s| s.kind == SessionKind::Conversation)
-                .map(|s| {
-                    let mut summary = self.summary_of(s);
-                    if summary.title.is_none() {
-                        summary.title = pending
-                            .iter()
-                            .find(|(id, _)| id == &s.session_id)
-                            .and_then(|(_, p)| p.title.clone());
-                    }
-                    summary
-                }),
-        );
+        out.extend(stored.iter().map(|s| {
+            let mut summary = self.summary_of(s);
+            if summary.title.is_none() {
+                summary.title = pending
+                    .iter()
+                    .find(|(id, _)| id == &s.session_id)
+                    .and_then(|(_, p)| p.title.clone());
+            }
+            summary
+        }));
         Ok(out)
     }
 
@@ -301,14 +250,14 @@ impl UserAgent {
         hub.map(|h| h.live()).unwrap_or((0, None))
     }
 
-    fn summary_of(&self, info: &SessionInfo) -> SessionSummary {
+    fn summary_of(&self, info: &Conversation) -> SessionSummary {
         let (last_seq, active_turn) = self.live_bits(&info.session_id);
         SessionSummary {
             session_id: info.session_id.clone(),
             title: info.title.clone(),
             created_at: rfc3339(info.created_at),
             last_active_at: rfc3339(info.last_active_at),
-            messages: info.events,
+            messages: info.messages,
             active_turn,
             last_seq,
         }

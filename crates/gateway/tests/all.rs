@@ -13,6 +13,8 @@ mod common;
 mod approvals;
 mod handshake;
 mod isolation;
+mod limits;
+mod notices;
 mod schema;
 mod session_titles;
 mod turns;

@@ -148,7 +148,8 @@ async fn concurrent_turns_of_two_users_keep_notes_and_searches_apart() {
     // Every note is in its own user's database, in that user's namespace.
     for user in USERS {
         let id = UserId::parse(user).unwrap();
-        let store = gw.user(&id).unwrap().store();
+        // A second connection to the user's database file: what the agent wrote is on disk.
+        let store = common::open_store(dir.path(), user).await;
         let mut notes: Vec<String> = store
             .list_notes(&id)
             .await

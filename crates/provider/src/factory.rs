@@ -113,6 +113,14 @@ pub fn from_config_with(
         }
     };
 
+    // The same check the HTTP client makes at the first request, made at start instead.
+    if let Err(e) = reqwest::Url::parse(&endpoint) {
+        return Err(types::ConfigError::new(
+            "provider.base_url",
+            format!("is not a valid URL ({e})"),
+        )
+        .into());
+    }
     let client = reqwest::Client::builder()
         .connect_timeout(options.connect_timeout.min(request_timeout))
         .user_agent(concat!("oxydra/", env!("CARGO_PKG_VERSION")))

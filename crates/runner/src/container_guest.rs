@@ -1,8 +1,8 @@
 //! One guest of the container tier: create and start its container (replacing a stale one of the
-//! same name), copy its output into `logs/<role>.log`, wait for it to exit, stop and remove it.
+//! same name), copy its output into the runner's `<role>.log` (see `log_file`), wait for it to exit, stop and remove it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use bollard::query_parameters::{
     WaitContainerOptionsBuilder,
 };
 use futures::StreamExt;
-use runner::{LABEL_MANAGED, LABEL_WORKSPACE, docker_message, is_not_found};
+use runner::{LABEL_MANAGED, LABEL_WORKSPACE, SafeDir, docker_message, is_not_found};
 use tokio::task::JoinHandle;
 
 /// A started container.
@@ -30,12 +30,13 @@ pub struct ContainerGuest {
 
 impl ContainerGuest {
     /// Removes any container called `name` (it must be one of ours for the same workspace), then
-    /// creates and starts `body` under that name, appending its output to `log`.
+    /// creates and starts `body` under that name, appending its output to `log` in `dir`.
     pub async fn launch(
         docker: &Docker,
         name: &str,
         body: ContainerCreateBody,
-        log: &Path,
+        dir: SafeDir,
+        log: String,
     ) -> Result<Self> {
         let workspace = body
             .labels
@@ -65,7 +66,7 @@ impl ContainerGuest {
         }
         // Following a started container yields its output from the beginning, so nothing it
         // printed before the stream opened is missed (a created one would end the stream at once).
-        let follower = tokio::spawn(follow_logs(docker.clone(), name.to_owned(), log.to_owned()));
+        let follower = tokio::spawn(follow_logs(docker.clone(), name.to_owned(), dir, log));
         let pid = docker
             .inspect_container(name, None::<InspectContainerOptions>)
             .await
@@ -154,7 +155,7 @@ impl Drop for ContainerGuest {
 
 /// Appends the container's stdout and stderr to `log` until the container stops, rotating it
 /// when it grows large (see [`crate::log_file`]).
-async fn follow_logs(docker: Docker, name: String, log: PathBuf) {
+async fn follow_logs(docker: Docker, name: String, dir: SafeDir, log: String) {
     let options = LogsOptionsBuilder::default()
         .follow(true)
         .stdout(true)
@@ -163,8 +164,13 @@ async fn follow_logs(docker: Docker, name: String, log: PathBuf) {
     let output = docker
         .logs(&name, Some(options))
         .map(|item| item.map(|o| o.into_bytes()).map_err(|e| docker_message(&e)));
-    crate::log_file::copy_rotating(std::pin::pin!(output), &log, crate::log_file::ROTATE_BYTES)
-        .await;
+    crate::log_file::copy_rotating(
+        std::pin::pin!(output),
+        &dir,
+        &log,
+        crate::log_file::ROTATE_BYTES,
+    )
+    .await;
 }
 
 /// A container's exit code as a process status (128 + n means killed by signal n).

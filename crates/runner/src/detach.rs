@@ -28,7 +28,7 @@ pub async fn detach_all(
     for plan in plans {
         let user = &plan.user.id;
         let log = crate::guest::log_path(&plan.ws, "runner");
-        let (stdout, stderr) = crate::guest::open_log(&log)?;
+        let (stdout, stderr) = crate::guest::open_log(&plan.ws, "runner")?;
         let mut cmd = std::process::Command::new(&exe);
         cmd.arg("--config")
             .arg(&config.path)

@@ -1,8 +1,7 @@
 //! One guest of either tier: a host process (spawned with its bootstrap on stdin and its output in
-//! `logs/<role>.log`) or a container (see `container_guest`); wait until it is ready, wait for it
+//! the runner's `<workspace_root>/.runner/<user>/logs/<role>.log`) or a container (see `container_guest`); wait until it is ready, wait for it
 //! to exit, stop it.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -38,38 +37,52 @@ pub struct Guest {
     pub log: PathBuf,
 }
 
-/// `logs/<role>.log`.
+/// `<workspace_root>/.runner/<user>/logs/<role>.log` (never in the workspace's `logs/`, which
+/// the shell can write: see [`runner::runner_log_path`]).
 pub fn log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
-    ws.logs().join(format!("{role}.log"))
+    runner::runner_log_path(ws, role)
 }
 
-/// Opens `path` for appending (rotating it first when large), for a child's stdout and stderr.
-pub fn open_log(path: &Path) -> Result<(std::fs::File, std::fs::File)> {
-    crate::log_file::rotate_if_large(path, crate::log_file::ROTATE_BYTES);
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open the log {}", path.display()))?;
+/// Opens `role`'s log for appending (rotating it first when large), for a child's stdout and
+/// stderr; never through a link, FIFO or hard link (see [`runner::SafeDir::open_append`]).
+pub fn open_log(ws: &WorkspacePaths, role: &str) -> Result<(std::fs::File, std::fs::File)> {
+    let dir = runner::runner_log_dir(ws)?;
+    let name = format!("{role}.log");
+    crate::log_file::rotate_if_large(&dir, &name, crate::log_file::ROTATE_BYTES);
+    let file = dir.open_append(&name)?;
     let second = file
         .try_clone()
-        .with_context(|| format!("cannot open the log {}", path.display()))?;
+        .with_context(|| format!("cannot open the log {}", dir.path().join(&name).display()))?;
     Ok((file, second))
 }
 
 /// Starts `binary` as `role` in its own process group, in the user's workspace, with `bootstrap`
-/// written to its stdin. The environment is passed through (oxydra-vm needs the provider's key;
-/// shell-vm drops everything but PATH and LANG itself).
+/// written to its stdin, as `identity` when given (see [`runner::drop_to`]). The environment is
+/// passed through (oxydra-vm needs the provider's key; shell-vm drops everything but PATH and
+/// LANG itself).
 pub async fn spawn(
     role: Role,
     binary: &Path,
     args: &[&str],
     ws: &WorkspacePaths,
     bootstrap: &str,
+    identity: Option<runner::GuestIdentity>,
 ) -> Result<Guest> {
     let log = log_path(ws, role.name());
-    let (stdout, stderr) = open_log(&log)?;
-    let mut child = Command::new(binary)
+    let (stdout, stderr) = open_log(ws, role.name())?;
+    let mut command = Command::new(binary);
+    if let Some(id) = identity {
+        // SAFETY: `drop_to` makes only raw system calls (no allocation, no locks), which is
+        // what a forked child of a multi-threaded process may do before it execs.
+        #[allow(
+            unsafe_code,
+            reason = "pre_exec is the only way to drop privileges between fork and exec"
+        )]
+        unsafe {
+            command.pre_exec(move || runner::drop_to(id));
+        }
+    }
+    let mut child = command
         .args(args)
         .current_dir(&ws.root)
         .stdin(Stdio::piped())
@@ -97,7 +110,8 @@ pub async fn spawn(
     })
 }
 
-/// Starts `role` as the container `name` created from `body`, its output in `logs/<role>.log`.
+/// Starts `role` as the container `name` created from `body`, its output copied to the runner's
+/// `<role>.log`.
 pub async fn launch_container(
     role: Role,
     docker: &bollard::Docker,
@@ -107,8 +121,10 @@ pub async fn launch_container(
 ) -> Result<Guest> {
     let log = log_path(ws, role.name());
     // Rotate like the process tier; the follower appends.
-    drop(open_log(&log)?);
-    let container = ContainerGuest::launch(docker, name, body, &log).await?;
+    drop(open_log(ws, role.name())?);
+    let dir = runner::runner_log_dir(ws)?;
+    let container =
+        ContainerGuest::launch(docker, name, body, dir, format!("{}.log", role.name())).await?;
     Ok(Guest {
         role,
         pid: container.pid,

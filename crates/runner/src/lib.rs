@@ -1,32 +1,45 @@
 //! The runner's shared pieces: what the `runner` and `oxydra-vm` binaries both need to agree on.
 //!
+//! - `agent` — [`compose`]: one user's agent (store, tool registry, runtime), built in one place
 //! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
 //! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
 //! - `marker` — the files of a running user ([`GatewayMarker`], [`Health`], [`RunnerMarker`]) and
 //!   where each lives
+//! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
+//!   (no link, FIFO or hard link planted there is ever followed)
+//! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
+//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
 //! - `toml_error` — TOML mistakes as `line N, key.path: message`
 //! - `error` — [`RunnerError`]
 //!
 //! It does not launch or supervise anything (that is the `runner` binary's process tier) and it
-//! does not run an agent (that is the `oxydra-vm` binary).
+//! does not serve an agent (the `oxydra-vm` binary serves what [`compose`] builds).
 
+mod agent;
+mod beneath;
 mod bins;
 mod bootstrap;
 mod config;
 mod container_config;
 pub mod container_spec;
+mod db_place;
 mod docker;
 mod error;
 pub mod images;
 mod marker;
+mod privilege;
 mod procs;
 mod provision;
+mod shell_secret;
 mod toml_error;
 
+pub use agent::{Agent, ComposeError, MemoryState, compose};
+pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
 pub use config::{
@@ -35,14 +48,22 @@ pub use config::{
 pub use container_config::{
     ContainerSettings, Limits, ShellNetwork, default_oxydra_vm_image, default_shell_vm_image,
 };
+pub use db_place::check_db_place;
 pub use docker::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, LABEL_MANAGED, LABEL_ROLE, LABEL_USER,
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
 pub use marker::{
-    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_MARKER, RunnerMarker, health_path,
-    oxydra_vm_files, read_json, remove_if_exists, run_files, runner_marker_path, write_json_atomic,
+    ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
+    health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
+    runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
+};
+pub use privilege::{
+    DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
+    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
+    runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;
+pub use shell_secret::{issue_shell_secret, stored_verifier, verifier_of};

@@ -1,22 +1,28 @@
 //! The files a running user leaves behind — endpoint, health, supervisor — written atomically.
 //!
-//! Where each lives is a security decision: the shell can write `ipc/` (its socket is there), so
-//! nothing a trusted reader acts on lives only there. The endpoint the runner and the TUI use
-//! (they send the token to it) and the runner marker (`stop` signals the pids in it) are in
-//! `.oxydra/`, which the shell can neither see nor forge. `ipc/` holds a public copy of the
-//! endpoint and the health file, informational only. None of these files holds a secret.
+//! Where each lives is a security decision: the shell can write `ipc/` (its socket is there) and
+//! `logs/`, so nothing a trusted reader acts on lives there. The endpoint the runner and the TUI
+//! use (they send the token to it), the health file and the runner marker (`stop` signals the
+//! pids in it) are in `.oxydra/`, which the shell can neither see nor forge. `ipc/` holds only a
+//! public copy of the endpoint, informational. The runner's copies of the guests' logs are in
+//! `<workspace_root>/.runner/<user>/logs/`, outside every workspace, where only the runner writes.
+//! Every write goes through [`crate::beneath`]: no link, FIFO or hard link planted at any of
+//! these names is ever opened. None of these files holds a secret.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use types::WorkspacePaths;
 
 use crate::RunnerError;
+use crate::beneath::SafeDir;
 
-/// `ipc/health.json`, written by `oxydra-vm` at start and refreshed while it runs.
+/// `.oxydra/health.json`, written by `oxydra-vm` at start and refreshed while it runs.
 pub const HEALTH_FILE: &str = "health.json";
+/// A marker larger than this is not read past it (they are a few hundred bytes).
+const MAX_MARKER_BYTES: u64 = 1024 * 1024;
+
 /// `.oxydra/runner.json`, written by the runner supervising the user.
 pub const RUNNER_MARKER: &str = "runner.json";
 
@@ -25,9 +31,44 @@ pub fn runner_marker_path(ws: &WorkspacePaths) -> PathBuf {
     ws.internal().join(RUNNER_MARKER)
 }
 
-/// `ipc/health.json`.
+/// `<workspace_root>/.runner/`: the runner's own files about its users. User ids never start
+/// with `.`, so this is no user's workspace, and no guest of either tier can reach it.
+pub const RUNNER_DIR: &str = ".runner";
+
+/// `.oxydra/health.json`.
 pub fn health_path(ws: &WorkspacePaths) -> PathBuf {
-    ws.ipc().join(HEALTH_FILE)
+    ws.internal().join(HEALTH_FILE)
+}
+
+/// The directory holding every workspace, and this one's user id.
+fn root_and_user(ws: &WorkspacePaths) -> (PathBuf, PathBuf) {
+    let user = ws.root.file_name().map(PathBuf::from).unwrap_or_default();
+    let root = ws.root.parent().map(Path::to_owned).unwrap_or_default();
+    (root, user)
+}
+
+/// `<workspace_root>/.runner/<user>/logs`, relative to the workspace root.
+fn runner_logs_rel(ws: &WorkspacePaths) -> (PathBuf, PathBuf) {
+    let (root, user) = root_and_user(ws);
+    (root, Path::new(RUNNER_DIR).join(user).join("logs"))
+}
+
+/// `<workspace_root>/.runner/<user>/logs/`: where the runner keeps its copies of the guests'
+/// output (and a detached runner's own log). Only the runner writes there.
+pub fn runner_logs(ws: &WorkspacePaths) -> PathBuf {
+    let (root, rel) = runner_logs_rel(ws);
+    root.join(rel)
+}
+
+/// `<workspace_root>/.runner/<user>/logs/<role>.log`.
+pub fn runner_log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+    runner_logs(ws).join(format!("{role}.log"))
+}
+
+/// The directory of [`runner_log_path`], created (mode 0700) and opened without following links.
+pub fn runner_log_dir(ws: &WorkspacePaths) -> Result<SafeDir, RunnerError> {
+    let (root, rel) = runner_logs_rel(ws);
+    SafeDir::create(&root, &rel, 0o700)
 }
 
 /// What `oxydra-vm` writes while it runs (and removes when it stops): both endpoint copies and
@@ -119,24 +160,27 @@ pub struct RunnerMarker {
     pub config_digest: Option<String>,
 }
 
-/// Writes `value` as JSON to `path` through a temporary file and a rename (readers never see a
-/// half-written file). Mode 0644.
-pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), RunnerError> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(value).map_err(|source| RunnerError::Json {
+/// Writes `value` as JSON to `path` (below the trusted directory `root`, usually the workspace)
+/// through a fresh temporary file and a rename, never following a link (see [`crate::beneath`]):
+/// readers never see a half-written file. Mode 0644.
+pub fn write_json_atomic(
+    root: &Path,
+    path: &Path,
+    value: &impl Serialize,
+) -> Result<(), RunnerError> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|source| RunnerError::Json {
         path: path.to_owned(),
         source,
     })?;
-    let mut file = std::fs::File::create(&tmp).map_err(RunnerError::io("write", &tmp))?;
-    file.write_all(&text)
-        .and_then(|()| file.write_all(b"\n"))
-        .map_err(RunnerError::io("write", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(RunnerError::io("write", path))
+    text.push(b'\n');
+    crate::beneath::write_beneath(root, path, &text)
 }
 
-/// The JSON in `path`; `Ok(None)` when the file does not exist.
+/// The JSON in `path`; `Ok(None)` when the file does not exist. A link, FIFO or anything but a
+/// regular file there is an error, never followed or waited on (see
+/// [`crate::beneath::read_regular`]).
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerError> {
-    match std::fs::read(path) {
+    match crate::beneath::read_regular(path, MAX_MARKER_BYTES) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|source| RunnerError::Json {
@@ -148,9 +192,17 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerEr
     }
 }
 
-/// Removes `path` if present.
+/// Removes `path` if present. `unlink` never follows the final name, and the directories above it
+/// (`.oxydra/`, `ipc/`) sit in the workspace root, which no guest can write, so no guest can swap
+/// them for a link.
 pub fn remove_if_exists(path: &Path) -> Result<(), RunnerError> {
     match std::fs::remove_file(path) {
+        // A directory planted by the shell (in `ipc/`) where a file belongs: not ours to empty,
+        // and no reason to stop a start or a stop.
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            tracing::warn!(path = %path.display(), "a directory is in the way; left as it is");
+            Ok(())
+        }
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(RunnerError::io("remove", path)(e))
         }
@@ -172,7 +224,7 @@ mod tests {
             pid: 7,
             started_at: "2025-01-01T00:00:00Z".into(),
         };
-        write_json_atomic(&path, &marker).unwrap();
+        write_json_atomic(dir.path(), &path, &marker).unwrap();
         assert_eq!(
             read_json::<GatewayMarker>(&path).unwrap(),
             Some(marker.clone())
@@ -184,5 +236,30 @@ mod tests {
         remove_if_exists(&path).unwrap();
         remove_if_exists(&path).unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn markers_are_never_read_through_a_link_or_from_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "{}").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(read_json::<serde_json::Value>(&link).is_err());
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            fifo.as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // Returns at once (non-blocking open), with an error.
+        assert!(read_json::<serde_json::Value>(&fifo).is_err());
+        assert_eq!(
+            read_json::<serde_json::Value>(&real).unwrap(),
+            Some(serde_json::json!({}))
+        );
     }
 }

@@ -181,7 +181,7 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
     // Ctrl+C (SIGINT to the script's process group, as a terminal sends it) while alice starts,
     // at several moments after the script says it starts her.
     let ws = co.ws("alice");
-    let runner_log = ws.logs().join("runner.log");
+    let runner_log = runner::runner_log_path(&ws, "runner");
     let mut outcomes = Vec::new();
     for delay_ms in [0u64, 20, 40, 60, 100, 150, 300] {
         let stop = std::process::Command::new(guest_binaries().join("runner"))
@@ -229,7 +229,10 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
             continue;
         }
         assert!(marker.is_none(), "after {delay_ms} ms: {marker:?}");
-        assert_eq!(crate::lifecycle::processes_in(&ws.root), Vec::<u32>::new());
+        assert_eq!(
+            crate::lifecycle::processes_left_in(&ws.root),
+            Vec::<String>::new()
+        );
         assert_eq!(left_behind(&ws), Vec::<String>::new());
         assert!(
             runner::read_json::<runner::GatewayMarker>(&ws.endpoint())

@@ -87,6 +87,36 @@ async fn init_writes_both_files_once_and_provisions_the_user() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A user id that would read as an option is refused, and nothing is written.
+    let before = std::fs::read_to_string(&config).unwrap();
+    let out = add(&["--user=-rf", "init"]);
+    assert!(
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("must not start with '.' or '-'"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+    // A new file for a user id with a dot: runner.toml is valid and names exactly that user.
+    let fresh = dir.path().join("fresh/runner.toml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("--config")
+        .arg(&fresh)
+        .args(["--user", "bob.smith", "init"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let users: Vec<String> = runner::RunnerConfig::load(&fresh)
+        .unwrap()
+        .users
+        .iter()
+        .map(|u| u.id.to_string())
+        .collect();
+    assert_eq!(users, vec!["bob.smith"]);
     let out = add(&["--user", "carlo", "status"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("did you mean `carol`?"),
@@ -159,6 +189,23 @@ async fn mistakes_are_reported_before_anything_starts() {
     check(
         setup.runner(&["--insecure", "start"]).await,
         "provider.api_key_env names OXYDRA_TEST_UNSET_KEY, which is not set",
+    );
+    // A malformed base_url is refused at start, naming the key, not at the first turn.
+    let bad_url = agent_text
+        .lines()
+        .map(|line| {
+            if line.starts_with("base_url") {
+                "base_url = \"http://127.0.0.1:notaport/v1\""
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&agent, bad_url).unwrap();
+    check(
+        setup.runner(&["--insecure", "start"]).await,
+        "provider.base_url",
     );
     std::fs::write(&agent, "[provider]\nmodle = \"x\"\n").unwrap();
     check(

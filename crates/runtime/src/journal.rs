@@ -1,13 +1,15 @@
 //! Where a conversation is kept: the user's memory store (durable), or process memory when the agent
 //! runs without one (ephemeral: the agent still chats, but forgets everything on restart).
 //!
-//! Both keep the same shape: numbered events per session, owned by one user, and a rolling summary
-//! replaced with compare-and-swap on its epoch.
+//! Both keep the same shape: numbered events per session, owned by one user, a title, and a
+//! rolling summary replaced with compare-and-swap on its epoch. The session reads callers page
+//! through (`sessions`) come from here too, so they work the same with or without a store.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use memory::{MemoryStore, SummaryState};
+use chrono::{DateTime, Utc};
+use memory::{MemoryError, MemoryStore, SessionInfo, SessionKind, SummaryState};
 use types::{Message, SessionId, UserId};
 
 use crate::RuntimeError;
@@ -29,7 +31,71 @@ pub(crate) enum Journal {
 pub(crate) struct EphemeralSession {
     owner: UserId,
     entries: Vec<Entry>,
+    /// When each entry was added (same index as `entries`).
+    times: Vec<DateTime<Utc>>,
+    title: Option<String>,
+    created_at: DateTime<Utc>,
     summary: Option<SummaryState>,
+}
+
+impl EphemeralSession {
+    fn new(owner: &UserId) -> Self {
+        Self {
+            owner: owner.clone(),
+            entries: Vec::new(),
+            times: Vec::new(),
+            title: None,
+            created_at: Utc::now(),
+            summary: None,
+        }
+    }
+
+    fn info(&self, id: &SessionId) -> SessionRecord {
+        SessionRecord {
+            session_id: id.clone(),
+            user_id: self.owner.clone(),
+            conversation: !id.is_user_memory(),
+            title: self.title.clone(),
+            created_at: self.created_at,
+            last_active_at: self.times.last().copied().unwrap_or(self.created_at),
+            messages: self.entries.len() as u64,
+        }
+    }
+}
+
+/// What the journal knows about one session.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SessionRecord {
+    pub(crate) session_id: SessionId,
+    pub(crate) user_id: UserId,
+    /// A conversation (not a `memory:` namespace).
+    pub(crate) conversation: bool,
+    pub(crate) title: Option<String>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) last_active_at: DateTime<Utc>,
+    pub(crate) messages: u64,
+}
+
+impl From<SessionInfo> for SessionRecord {
+    fn from(info: SessionInfo) -> Self {
+        Self {
+            session_id: info.session_id,
+            user_id: info.user_id,
+            conversation: info.kind == SessionKind::Conversation,
+            title: info.title,
+            created_at: info.created_at,
+            last_active_at: info.last_active_at,
+            messages: info.events,
+        }
+    }
+}
+
+/// One stored message with its number and time, for history pages.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TimedEntry {
+    pub(crate) seq: u64,
+    pub(crate) message: Message,
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 impl Journal {
@@ -60,11 +126,7 @@ impl Journal {
                 let mut sessions = lock(sessions);
                 let log = sessions
                     .entry(session.clone())
-                    .or_insert_with(|| EphemeralSession {
-                        owner: user.clone(),
-                        entries: Vec::new(),
-                        summary: None,
-                    });
+                    .or_insert_with(|| EphemeralSession::new(user));
                 if &log.owner != user {
                     return Err(RuntimeError::SessionOwnedByOtherUser(session.clone()));
                 }
@@ -73,6 +135,7 @@ impl Journal {
                     seq,
                     message: message.clone(),
                 });
+                log.times.push(Utc::now());
                 Ok(seq)
             }
         }
@@ -151,6 +214,148 @@ impl Journal {
             }
         }
     }
+
+    /// `session`'s record; `None` when it does not exist.
+    pub(crate) async fn session(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<SessionRecord>, RuntimeError> {
+        match self {
+            Journal::Durable(store) => match store.session_info(session).await {
+                Ok(info) => Ok(Some(info.into())),
+                Err(MemoryError::SessionNotFound(_)) => Ok(None),
+                Err(e) => Err(RuntimeError::memory("reading a session")(e)),
+            },
+            Journal::Ephemeral(sessions) => {
+                Ok(lock(sessions).get(session).map(|s| s.info(session)))
+            }
+        }
+    }
+
+    /// Every session of `user`, most recently active first.
+    pub(crate) async fn sessions_of(
+        &self,
+        user: &UserId,
+    ) -> Result<Vec<SessionRecord>, RuntimeError> {
+        match self {
+            Journal::Durable(store) => Ok(store
+                .list_sessions(user)
+                .await
+                .map_err(RuntimeError::memory("listing sessions"))?
+                .into_iter()
+                .map(SessionRecord::from)
+                .collect()),
+            Journal::Ephemeral(sessions) => {
+                let mut out: Vec<SessionRecord> = lock(sessions)
+                    .iter()
+                    .filter(|(_, s)| &s.owner == user)
+                    .map(|(id, s)| s.info(id))
+                    .collect();
+                out.sort_by_key(|s| std::cmp::Reverse(s.last_active_at));
+                Ok(out)
+            }
+        }
+    }
+
+    /// Creates `session` for `user` (harmless when it is already theirs; another user's is
+    /// refused) and sets its title when one is given.
+    pub(crate) async fn create(
+        &self,
+        session: &SessionId,
+        user: &UserId,
+        title: Option<&str>,
+    ) -> Result<SessionRecord, RuntimeError> {
+        match self {
+            Journal::Durable(store) => Ok(store
+                .create_session(session, user, title)
+                .await
+                .map_err(RuntimeError::memory("creating a session"))?
+                .into()),
+            Journal::Ephemeral(sessions) => {
+                let mut sessions = lock(sessions);
+                let log = sessions
+                    .entry(session.clone())
+                    .or_insert_with(|| EphemeralSession::new(user));
+                if &log.owner != user {
+                    return Err(RuntimeError::SessionOwnedByOtherUser(session.clone()));
+                }
+                if let Some(title) = clean_title(title) {
+                    log.title = Some(title);
+                }
+                Ok(log.info(session))
+            }
+        }
+    }
+
+    /// Sets the title of an existing session (an empty title clears it).
+    pub(crate) async fn set_title(
+        &self,
+        session: &SessionId,
+        title: &str,
+    ) -> Result<(), RuntimeError> {
+        match self {
+            Journal::Durable(store) => store
+                .set_session_title(session, title)
+                .await
+                .map_err(RuntimeError::memory("setting a session title")),
+            Journal::Ephemeral(sessions) => {
+                if let Some(log) = lock(sessions).get_mut(session) {
+                    log.title = clean_title(Some(title));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Up to `limit` entries before `before` (all when `None`), oldest first.
+    pub(crate) async fn page(
+        &self,
+        session: &SessionId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<TimedEntry>, RuntimeError> {
+        match self {
+            Journal::Durable(store) => Ok(store
+                .history(session, before, limit)
+                .await
+                .map_err(RuntimeError::memory("reading the history"))?
+                .into_iter()
+                .map(|e| TimedEntry {
+                    seq: e.seq,
+                    message: e.message,
+                    created_at: e.created_at,
+                })
+                .collect()),
+            Journal::Ephemeral(sessions) => {
+                let sessions = lock(sessions);
+                let Some(log) = sessions.get(session) else {
+                    return Ok(Vec::new());
+                };
+                let end = log
+                    .entries
+                    .iter()
+                    .position(|e| before.is_some_and(|b| e.seq >= b))
+                    .unwrap_or(log.entries.len());
+                let start = end.saturating_sub(limit);
+                Ok(log.entries[start..end]
+                    .iter()
+                    .zip(&log.times[start..end])
+                    .map(|(e, at)| TimedEntry {
+                        seq: e.seq,
+                        message: e.message.clone(),
+                        created_at: *at,
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
+fn clean_title(title: Option<&str>) -> Option<String> {
+    title
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

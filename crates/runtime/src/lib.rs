@@ -7,7 +7,9 @@
 //! approval policy) and loops until the model answers, the tool-round limit is hit, the turn is
 //! cancelled or a call fails. Every message is stored as it happens; progress is reported as
 //! [`TurnEvent`]s. The per-turn [`types::ToolExecutionContext`] is handed unchanged to every tool
-//! call: the runtime keeps no per-user or per-turn state of its own.
+//! call: the runtime keeps no per-user or per-turn state of its own. Callers read sessions and
+//! history through it ([`AgentRuntime::conversations`], [`AgentRuntime::history_page`]), never from
+//! the store directly.
 //!
 //! It does not serve network clients (that is the gateway), speak wire formats (provider), or
 //! implement tools (tools).
@@ -25,6 +27,7 @@
 //! - `prompt` — the built-in system prompt and memory guide
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
+//! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
 //! - `error` — [`RuntimeError`]
 
 mod approval;
@@ -38,6 +41,7 @@ mod prompt;
 mod recall;
 mod reply;
 mod runtime;
+mod sessions;
 mod summary;
 mod turn;
 
@@ -49,3 +53,4 @@ pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
+pub use sessions::{Conversation, HistoryEntry};

@@ -82,6 +82,13 @@ fn main() -> anyhow::Result<()> {
         }
     }
 
+    let config = DaemonConfig::from_bootstrap(&boot)?;
+    // No core dumps, no ptrace by same-uid processes, /proc/<pid>/{environ,mem} unreadable.
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        tracing::warn!(error = %e, "cannot make the daemon non-dumpable");
+    }
     let socket = boot.socket();
     let listener = bind_socket(&socket)?;
     tracing::info!(socket = %socket.display(), "listening");
@@ -90,11 +97,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(serve(
-        listener,
-        DaemonConfig::from_bootstrap(&boot),
-        shutdown_signal(),
-    ));
+    let result = runtime.block_on(serve(listener, config, shutdown_signal()));
     let _ = std::fs::remove_file(&socket);
     result?;
     tracing::info!("shell-vm stopped");

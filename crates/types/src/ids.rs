@@ -12,7 +12,7 @@ pub enum IdError {
     #[error("{kind} is longer than {max} bytes")]
     TooLong { kind: &'static str, max: usize },
     #[error(
-        "{kind} may only contain letters, digits, '-', '_', '.' and '@', and must not start with '.'"
+        "{kind} may only contain letters, digits, '-', '_', '.' and '@', and must not start with '.' or '-'"
     )]
     BadCharacters { kind: &'static str },
     #[error("{kind} must not contain control characters")]
@@ -101,7 +101,8 @@ impl UserId {
             });
         }
         let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@');
-        if value.starts_with('.') || !value.chars().all(allowed) {
+        // A leading '-' would read as an option on a command line (`runner --user -x`).
+        if value.starts_with(['.', '-']) || !value.chars().all(allowed) {
             return Err(IdError::BadCharacters { kind: KIND });
         }
         Ok(Self(value.to_owned()))
@@ -185,7 +186,7 @@ mod tests {
 
     #[test]
     fn user_ids() {
-        for good in ["alice", "bob-2", "a.b_c@d", "A1"] {
+        for good in ["alice", "bob-2", "a.b_c@d", "A1", "a-", "_x"] {
             check_user(good, true);
         }
         for bad in [
@@ -193,6 +194,9 @@ mod tests {
             ".",
             "..",
             ".hidden",
+            "-",
+            "-rf",
+            "--help",
             "a/b",
             "a\\b",
             "a b",

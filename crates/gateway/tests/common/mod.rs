@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
 use provider::{Provider, ProviderOptions};
-use runtime::ModelLimits;
+use runtime::{AgentRuntime, ModelLimits};
 use test_support::ScriptedLlm;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tools::ToolRegistry;
 use types::{
     ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId, UserId,
     WorkspacePaths,
@@ -38,15 +39,29 @@ pub fn provider(server: &ScriptedLlm) -> Arc<dyn Provider> {
     .expect("provider builds")
 }
 
-pub fn settings() -> AgentSettings {
-    AgentSettings {
-        runtime: RuntimeConfig::default(),
-        retrieval: RetrievalConfig::default(),
-        limits: ModelLimits {
-            context_window: 128_000,
-            max_output_tokens: 1024,
-        },
+pub fn limits() -> ModelLimits {
+    ModelLimits {
+        context_window: 128_000,
+        max_output_tokens: 1024,
     }
+}
+
+/// The standard agent over `store`, composed as `oxydra-vm` does (`runner::compose`): every
+/// built-in tool over this one store, history and recall in it.
+pub fn runtime(store: &MemoryStore, provider: Arc<dyn Provider>) -> AgentRuntime {
+    let retrieval = RetrievalConfig::default();
+    let mut registry = ToolRegistry::default();
+    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+        registry.register(tool).expect("unique tool names");
+    }
+    AgentRuntime::new(
+        provider,
+        Arc::new(registry),
+        RuntimeConfig::default(),
+        limits(),
+    )
+    .with_retrieval(retrieval)
+    .with_memory(store.clone())
 }
 
 pub async fn open_store(root: &Path, user: &str) -> MemoryStore {
@@ -64,15 +79,12 @@ pub async fn user_agent(root: &Path, user: &str, provider: Arc<dyn Provider>) ->
     }
     let token = GatewayToken::load_or_create(&ws.internal()).expect("token");
     let store = open_store(root, user).await;
-    UserAgent::standard(
+    UserAgent::new(
         UserId::parse(user).unwrap(),
         token,
         ws,
-        store,
-        provider,
-        settings(),
+        runtime(&store, provider),
     )
-    .expect("agent builds")
 }
 
 pub fn token_of(root: &Path, user: &str) -> String {

@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
-use tui::{App, ConnEvent};
-
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
 use provider::ProviderOptions;
-use runtime::ModelLimits;
+use runtime::{AgentRuntime, ModelLimits};
 use test_support::ScriptedLlm;
+use tokio::sync::{mpsc, watch};
+use tui::{App, ConnEvent};
 use types::{RetrievalConfig, RuntimeConfig, UserId, WorkspacePaths};
 
 /// A running gateway serving `user` under `root`, and the path of that user's token file.
@@ -42,23 +41,25 @@ pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGate
         },
     )
     .unwrap();
-    let settings = AgentSettings {
-        runtime: RuntimeConfig::default(),
-        retrieval: RetrievalConfig::default(),
-        limits: ModelLimits {
-            context_window: 128_000,
-            max_output_tokens: 1024,
-        },
+    // Composed as `oxydra-vm` does (`runner::compose`): every built-in tool over this one store.
+    let retrieval = RetrievalConfig::default();
+    let mut registry = tools::ToolRegistry::default();
+    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+        registry.register(tool).unwrap();
+    }
+    let limits = ModelLimits {
+        context_window: 128_000,
+        max_output_tokens: 1024,
     };
-    let agent = UserAgent::standard(
-        UserId::parse(user).unwrap(),
-        token,
-        ws.clone(),
-        store,
+    let runtime = AgentRuntime::new(
         provider,
-        settings,
+        Arc::new(registry),
+        RuntimeConfig::default(),
+        limits,
     )
-    .unwrap();
+    .with_retrieval(retrieval)
+    .with_memory(store);
+    let agent = UserAgent::new(UserId::parse(user).unwrap(), token, ws.clone(), runtime);
     let mut gw = Gateway::new(GatewayConfig::default());
     gw.add_user(agent).unwrap();
     let running = gw.start().await.unwrap();

@@ -62,12 +62,12 @@ impl Default for ProviderConfig {
 
 impl ProviderConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(ConfigError::new(
+        check_base_url(&self.base_url).map_err(|problem| {
+            ConfigError::new(
                 "provider.base_url",
-                "must start with http:// or https://",
-            ));
-        }
+                format!("{problem}, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"),
+            )
+        })?;
         if self.model.trim().is_empty() {
             return Err(ConfigError::new(
                 "provider.model",
@@ -99,9 +99,109 @@ impl ProviderConfig {
     }
 }
 
+/// What is wrong with `url` as a base URL: `http(s)://host[:port][/path]`, nothing else.
+fn check_base_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("must start with http:// or https://")?;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    if rest.contains(['?', '#']) {
+        return Err("must not have a query (?) or fragment (#)".into());
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err("must not hold credentials: put the key in the api_key_env variable".into());
+    }
+    let bracketed = authority.starts_with('[');
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (addr, after) = v6.split_once(']').ok_or("has an unclosed [ in its host")?;
+        if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+            return Err(format!("has a malformed IPv6 host [{addr}]"));
+        }
+        match after {
+            "" => (addr, None),
+            _ => (
+                addr,
+                Some(after.strip_prefix(':').ok_or("has text after its ]")?),
+            ),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("has no host".into());
+    }
+    let host_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    // (An IPv6 host was checked above.)
+    if !bracketed
+        && (!host.chars().all(host_ok) || host.starts_with(['.', '-']) || host.contains(".."))
+    {
+        return Err(format!("has a malformed host `{host}`"));
+    }
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Err(format!("has a malformed port `{port}` (1 to 65535)"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_urls_are_checked_at_load() {
+        let check = |url: &str, ok: bool| {
+            let config = ProviderConfig {
+                base_url: url.into(),
+                ..ProviderConfig::default()
+            };
+            let result = config.validate();
+            assert_eq!(result.is_ok(), ok, "{url}: {result:?}");
+            if let Err(e) = result {
+                assert_eq!(e.setting, "provider.base_url", "{url}");
+            }
+        };
+        for good in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1/",
+            "http://127.0.0.1:11434/v1",
+            "http://localhost:8080",
+            "http://[::1]:8000/v1",
+            "https://api.anthropic.com",
+            "http://my_host.lan/v1",
+        ] {
+            check(good, true);
+        }
+        for bad in [
+            "api.openai.com/v1",
+            "ftp://x",
+            "http://",
+            "https:///v1",
+            "http://:8080/v1",
+            "http://localhost:abc/v1",
+            "http://localhost:99999",
+            "http://localhost:0",
+            "http://local host/v1",
+            "https://api.openai.com/v1 ",
+            "http://exa..mple.com",
+            "http://[::1/v1",
+            "http://[::1]x/v1",
+            "http://user:pw@host/v1",
+            "https://api.openai.com/v1?x=1",
+            "https://api.openai.com/v1#frag",
+            "http://hé.com",
+        ] {
+            check(bad, false);
+        }
+    }
 
     #[test]
     fn an_empty_api_key_env_means_no_key() {

@@ -7,11 +7,13 @@
 //!
 //! Order matters: read and validate the bootstrap and the user's `agent.toml`, load the gateway
 //! token, confine this single thread with Landlock as `oxydra-vm`, and only then start tokio — so
-//! every worker thread, database thread and child inherits the sandbox. Then open memory, build
-//! the provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
-//! public copy in `ipc/`) and `ipc/health.json`, and serve until SIGTERM or SIGINT (which removes
-//! them).
+//! every worker thread, database thread and child inherits the sandbox. Then compose the agent
+//! ([`runner::compose`]: the store unless `[memory] enabled = false`, the tools, the runtime) with
+//! its provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
+//! public copy in `ipc/`) and `.oxydra/health.json`, and serve until SIGTERM or SIGINT (which
+//! removes them). Every file it writes goes through `runner::SafeDir` (never through a link).
 
+mod health;
 mod serve;
 
 use std::io::Read;
@@ -72,7 +74,8 @@ fn run() -> anyhow::Result<()> {
     let token =
         GatewayToken::load_or_create(&token_dir).context("cannot load the gateway token")?;
     let db = config.memory.db_path.resolve(&ws.root);
-    if config.memory.remote_url.is_none()
+    if config.memory.enabled
+        && config.memory.remote_url.is_none()
         && !db.starts_with(&ws.root)
         && boot.sandbox != SandboxMode::Off
     {
@@ -83,11 +86,19 @@ fn run() -> anyhow::Result<()> {
             ws.root.display()
         );
     }
+    runner::check_db_place(&config.memory, &ws)?;
     std::env::set_current_dir(&ws.root)
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
     tracing::info!(user = %boot.user_id, tier = boot.tier.name(), "oxydra-vm starting");
 
     let sandbox = confine(&boot, &ws)?;
+    // It holds the user's keys and shell secret: no core dumps, no ptrace or /proc/<pid>/mem by
+    // other processes of its uid (another user's shell, when the runner is not root).
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        tracing::warn!(error = %e, "cannot make oxydra-vm non-dumpable");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,15 +1,17 @@
-//! The async half of `oxydra-vm`: memory, provider, gateway, markers, health, shutdown.
+//! The async half of `oxydra-vm`: the agent (composed by [`runner::compose`]: store, tools,
+//! runtime), the gateway serving it, markers, health (see `health`), shutdown.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
-use memory::{LegacyDir, MemoryStore, OpenOptions};
-use runner::{GatewayMarker, Health, VmBootstrap};
-use runtime::ModelLimits;
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use memory::{LegacyDir, OpenOptions};
+use runner::{GatewayMarker, VmBootstrap};
 use types::{AgentConfig, WorkspacePaths};
 
-/// How often `ipc/health.json` is refreshed.
+use crate::health::HealthProbe;
+
+/// How often `.oxydra/health.json` is refreshed.
 const HEALTH_EVERY: Duration = Duration::from_secs(10);
 /// While the shell does not answer (it starts beside this process, or is restarting), the health
 /// is checked again after 10 ms, then twice as long each time up to 250 ms: the file says `ok`
@@ -29,28 +31,19 @@ pub async fn run(
         legacy_dir: LegacyDir::Skip,
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &ws.root, options)
-        .await
-        .context("cannot open the memory store")?;
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    let settings = AgentSettings {
-        runtime: config.runtime.clone(),
-        retrieval: config.retrieval.clone(),
-        limits: ModelLimits::from(&config.provider),
-    };
-    let agent = UserAgent::standard(
-        boot.user_id.clone(),
-        token,
-        ws.clone(),
-        store,
-        provider,
-        settings,
-    )?;
+    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    let memory = agent.memory;
+    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
+    let limits = &config.gateway;
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
+        auth_timeout: std::time::Duration::from_secs(limits.auth_timeout_secs),
+        max_connections: limits.max_connections.map(|n| n as usize),
+        max_unauthenticated: limits.max_unauthenticated.map(|n| n as usize),
         ..GatewayConfig::default()
     });
-    gateway.add_user(agent)?;
+    gateway.add_user(user)?;
     let running = gateway.start().await?;
 
     let started_at = now();
@@ -63,14 +56,18 @@ pub async fn run(
         boot: &boot,
         ws: &ws,
         config: &config,
+        memory,
         sandbox,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
     let mut healthy = probe.write().await;
     // The public copy first: once the trusted one exists the runner reports ready, and a client
-    // reading `ipc/` then finds the endpoint too.
-    runner::write_json_atomic(&ws.public_endpoint(), &marker)?;
-    runner::write_json_atomic(&ws.endpoint(), &marker)?;
+    // reading `ipc/` then finds the endpoint too. The shell can write `ipc/` (and plant a
+    // directory at that name): a failure there is only a warning.
+    if let Err(e) = runner::write_json_atomic(&ws.root, &ws.public_endpoint(), &marker) {
+        tracing::warn!(error = %e, "could not write the public endpoint copy in ipc/");
+    }
+    runner::write_json_atomic(&ws.root, &ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
     let stop = shutdown_signal();
@@ -109,57 +106,7 @@ async fn stop_gateway(running: RunningGateway, ws: &WorkspacePaths) {
     tracing::info!("oxydra-vm stopped");
 }
 
-struct HealthProbe<'a> {
-    boot: &'a VmBootstrap,
-    ws: &'a WorkspacePaths,
-    config: &'a AgentConfig,
-    sandbox: &'static str,
-}
-
-impl HealthProbe<'_> {
-    /// Writes the health file; true when everything is `ok`.
-    async fn write(&self) -> bool {
-        let shell = match tokio::net::UnixStream::connect(self.boot.shell_socket()).await {
-            Ok(_) => "connected",
-            Err(_) => "not running",
-        };
-        let memory = if !self.config.memory.enabled {
-            "disabled"
-        } else if self.config.memory.remote_url.is_some() {
-            "open (remote)"
-        } else {
-            "open"
-        };
-        let p = &self.config.provider;
-        let health = Health {
-            status: if shell == "connected" {
-                "ok"
-            } else {
-                "degraded"
-            }
-            .into(),
-            user_id: self.boot.user_id.to_string(),
-            memory: memory.into(),
-            provider: format!("{}/{}", serde_plain(&p.kind), p.model),
-            shell: shell.into(),
-            sandbox: self.sandbox.into(),
-            updated_at: now(),
-        };
-        if let Err(e) = runner::write_json_atomic(&runner::health_path(self.ws), &health) {
-            tracing::warn!(error = %e, "could not write the health file");
-        }
-        health.status == "ok"
-    }
-}
-
-fn serde_plain(kind: &types::ProviderKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn now() -> String {
+pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

@@ -7,7 +7,14 @@
 //! a connection (send_turn to turn_completed) against the same turns run directly on the runtime,
 //! and finally every connection sending one turn at once.
 //!
-//! `cargo run --release -p gateway --features bench --bin gateway-bench [-- --connections N]`
+//! `cargo bench -p gateway --bench gateway-bench [-- --connections N]`
+//!
+//! `cargo bench -p gateway --bench gateway-bench -- flood [--idle N] [--floods K] [--no-auth]`
+//! measures instead the gateway's memory while another process holds N idle connections
+//! (default 10,000; authenticated, bare TCP, and upgrades without `hello`), a newcomer's turn
+//! meanwhile, and the memory left after K floods (default 8): see `flood.rs`.
+
+mod flood;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,16 +22,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use futures::{SinkExt, StreamExt};
-use gateway::{AgentSettings, Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
+use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
 use provider::{
     ChatRequest, ChatResponse, EventStream, FinishReason, Provider, ProviderError, StreamEvent,
 };
-use runtime::{ModelLimits, TurnEvent};
+use runtime::{AgentRuntime, ModelLimits, TurnEvent};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tools::ToolRegistry;
 use types::{
     CancellationToken, ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame,
     SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
@@ -53,6 +61,28 @@ impl Provider for InstantProvider {
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         provider::collect_response(self.stream(req).await?).await
     }
+}
+
+/// The standard agent over `store`, composed as `oxydra-vm` does (`runner::compose`): every
+/// built-in tool over this one store, history and recall in it.
+fn compose(store: &MemoryStore, provider: Arc<dyn Provider>) -> anyhow::Result<AgentRuntime> {
+    let retrieval = RetrievalConfig::default();
+    let mut registry = ToolRegistry::default();
+    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+        registry.register(tool)?;
+    }
+    let limits = ModelLimits {
+        context_window: 128_000,
+        max_output_tokens: 1024,
+    };
+    Ok(AgentRuntime::new(
+        provider,
+        Arc::new(registry),
+        RuntimeConfig::default(),
+        limits,
+    )
+    .with_retrieval(retrieval)
+    .with_memory(store.clone()))
 }
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -142,13 +172,58 @@ fn percentiles(mut samples: Vec<Duration>) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut connections = 1000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "--connections" {
-            connections = args.next().context("--connections N")?.parse()?;
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let value = |name: &str, default: usize| -> anyhow::Result<usize> {
+        match args.iter().position(|a| a == name) {
+            Some(i) => Ok(args.get(i + 1).context("a number")?.parse()?),
+            None => Ok(default),
         }
+    };
+    match args.first().map(String::as_str) {
+        Some("child") => {
+            let (Some(mode), Some(url), Some(n)) = (args.get(1), args.get(2), args.get(3)) else {
+                bail!("child MODE URL N");
+            };
+            return flood::child(mode, url, n.parse()?).await;
+        }
+        Some("flood") => {
+            let (idle, floods) = (value("--idle", 10_000)?, value("--floods", 8)?);
+            // `--no-auth`: only the floods (authenticated sessions stay in memory afterwards).
+            let modes: &[&str] = if args.iter().any(|a| a == "--no-auth") {
+                &["tcp", "ws"]
+            } else {
+                &["auth", "tcp", "ws"]
+            };
+            let dir = tempfile::tempdir()?;
+            let user = UserId::parse("bench")?;
+            let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
+            let store = MemoryStore::open_local(
+                &ws_paths.default_memory_db(),
+                Arc::new(HashEmbedder::new(256)),
+            )
+            .await?;
+            let token = GatewayToken::load_or_create(&ws_paths.internal())?;
+            let agent = UserAgent::new(
+                user.clone(),
+                token.clone(),
+                ws_paths,
+                compose(&store, Arc::new(InstantProvider))?,
+            );
+            let mut gw = Gateway::new(GatewayConfig::default());
+            gw.add_user(agent)?;
+            let gw = gw.start().await?;
+            let report = flood::run(&gw, token.secret(), &user, idle, floods, modes).await?;
+            std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
+            gw.shutdown().await;
+            return Ok(());
+        }
+        _ => {}
     }
+    let connections = value("--connections", 1000)?;
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
@@ -158,31 +233,14 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let token = GatewayToken::load_or_create(&ws_paths.internal())?;
-    let settings = AgentSettings {
-        runtime: RuntimeConfig::default(),
-        retrieval: RetrievalConfig::default(),
-        limits: ModelLimits {
-            context_window: 128_000,
-            max_output_tokens: 1024,
-        },
-    };
     let provider: Arc<dyn Provider> = Arc::new(InstantProvider);
-    let agent = UserAgent::standard(
+    let agent = UserAgent::new(
         user.clone(),
         token.clone(),
         ws_paths.clone(),
-        store.clone(),
-        Arc::clone(&provider),
-        settings.clone(),
-    )?;
-    let direct = UserAgent::standard(
-        user.clone(),
-        token.clone(),
-        ws_paths.clone(),
-        store.clone(),
-        provider,
-        settings,
-    )?;
+        compose(&store, Arc::clone(&provider))?,
+    );
+    let direct = compose(&store, provider)?;
     let mut gw = Gateway::new(GatewayConfig::default());
     gw.add_user(agent)?;
     let gw: RunningGateway = gw.start().await?;
@@ -209,7 +267,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // The same turns straight on the runtime, for the gateway's share.
-    let runtime = direct.runtime();
+    let runtime = &direct;
     let session = SessionId::parse("direct")?;
     let mut on_runtime = Vec::new();
     for i in 0..320 {
