@@ -164,6 +164,7 @@ impl UserAgent {
                 return;
             }
         }
+        // Only this user's conversations (`conversation` checks the owner).
         let Ok(Some(info)) = self.runtime.conversation(&self.user_id, session).await else {
             return;
         };

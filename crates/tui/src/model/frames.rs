@@ -222,7 +222,7 @@ impl App {
             self.push(Entry::info(WELCOME));
         }
         if std::mem::take(&mut self.continue_last) {
-            load.push(self.find_latest());
+            load.push(self.find_latest(super::Finding::AtStart));
         }
         load
     }

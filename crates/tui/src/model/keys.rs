@@ -191,6 +191,7 @@ impl App {
                     Vec::new()
                 }
             },
+            Command::Continue => vec![self.find_latest(super::Finding::Asked)],
             Command::History => self.older_history(),
             Command::Help | Command::Quit | Command::Details | Command::Cancel => Vec::new(),
         }

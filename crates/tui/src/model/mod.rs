@@ -90,6 +90,15 @@ pub struct Resume {
     pub last_seq: Option<u64>,
 }
 
+/// Who asked for the most recent conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finding {
+    /// `--continue`, once signed in: only while nothing was typed in the new session yet.
+    AtStart,
+    /// `/continue`.
+    Asked,
+}
+
 /// How far back the stored history of the current session is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HistoryCursor {
@@ -136,7 +145,7 @@ pub struct App {
     /// Continue the most recent conversation once signed in (`--continue`).
     pub continue_last: bool,
     /// A quiet `list_sessions` is on its way to find the most recent conversation.
-    finding_latest: bool,
+    finding_latest: Option<Finding>,
     /// The title was asked for once in this session already.
     title_asked: bool,
     history: HistoryCursor,
@@ -169,7 +178,7 @@ impl App {
             title_refresh: false,
             missing_session: None,
             continue_last: false,
-            finding_latest: false,
+            finding_latest: None,
             title_asked: false,
             history: HistoryCursor::Start,
             last_usage: None,

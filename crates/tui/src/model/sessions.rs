@@ -1,9 +1,9 @@
-//! Finding sessions again: the `/sessions` list, what `/switch` names, `--continue` (the most
-//! recent conversation), and `/new` that does not pile up empty sessions.
+//! Finding sessions again: the `/sessions` list, what `/switch` names, `--continue` and
+//! `/continue` (the most recent conversation), and `/new` that does not pile up empty sessions.
 
 use types::{ClientFrame, SessionId, SessionSummary};
 
-use super::{App, Entry, TurnState};
+use super::{App, Entry, Finding, TurnState};
 
 impl App {
     /// Applies a `session_list`: a quiet title refresh, the pick for `--continue`, or the list
@@ -17,8 +17,8 @@ impl App {
             }
             return Vec::new();
         }
-        if std::mem::take(&mut self.finding_latest) {
-            return self.continue_latest(&sessions);
+        if let Some(finding) = self.finding_latest.take() {
+            return self.continue_latest(&sessions, finding);
         }
         if sessions.is_empty() {
             self.push(Entry::info("No stored sessions yet."));
@@ -51,29 +51,40 @@ impl App {
         Vec::new()
     }
 
-    /// Asks for the session list to continue the most recent conversation (`--continue`).
-    pub(super) fn find_latest(&mut self) -> ClientFrame {
-        self.finding_latest = true;
+    /// Asks for the session list to continue the most recent conversation (`--continue`,
+    /// `/continue`).
+    pub(super) fn find_latest(&mut self, finding: Finding) -> ClientFrame {
+        self.finding_latest = Some(finding);
         ClientFrame::ListSessions
     }
 
-    /// Switches to the most recently active session with messages, other than this new one.
-    fn continue_latest(&mut self, sessions: &[SessionSummary]) -> Vec<ClientFrame> {
+    /// Switches to the most recently active session with messages, other than this one. At
+    /// start, only while nothing was typed into the new session.
+    fn continue_latest(
+        &mut self,
+        sessions: &[SessionSummary],
+        finding: Finding,
+    ) -> Vec<ClientFrame> {
         let current = self.current_session_id().cloned();
         let latest = sessions
             .iter()
             .find(|s| Some(&s.session_id) != current.as_ref() && s.messages > 0);
-        match latest {
-            Some(s) if self.turn == TurnState::Idle && !self.has_user_messages() => {
-                vec![ClientFrame::SwitchSession {
-                    session_id: s.session_id.clone(),
-                    last_seq: None,
-                }]
-            }
-            Some(_) => Vec::new(),
-            None => {
+        let started = self.turn != TurnState::Idle || self.has_user_messages();
+        match (latest, finding) {
+            (Some(_), Finding::AtStart) if started => Vec::new(),
+            (Some(s), _) => vec![ClientFrame::SwitchSession {
+                session_id: s.session_id.clone(),
+                last_seq: None,
+            }],
+            (None, Finding::AtStart) => {
                 self.push(Entry::info(
                     "No earlier conversation to continue: this is a new session.",
+                ));
+                Vec::new()
+            }
+            (None, Finding::Asked) => {
+                self.push(Entry::info(
+                    "No other conversation to continue: /sessions lists yours.",
                 ));
                 Vec::new()
             }

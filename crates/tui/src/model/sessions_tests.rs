@@ -144,3 +144,33 @@ fn new_on_an_empty_session_does_not_pile_up_another() {
         vec![ClientFrame::NewSession { title: None }]
     );
 }
+
+#[test]
+fn the_continue_command_opens_the_most_recent_other_conversation() {
+    let mut app = online();
+    typed(&mut app, "hello");
+    assert_eq!(
+        typed(&mut app, "/continue"),
+        vec![ClientFrame::ListSessions]
+    );
+    let sent = app.on_frame(ServerFrame::SessionList {
+        sessions: vec![summary("s-1", 2, 0), summary("s-old", 9, 0)],
+    });
+    assert_eq!(
+        sent,
+        vec![ClientFrame::SwitchSession {
+            session_id: sid("s-old"),
+            last_seq: None
+        }]
+    );
+    assert_eq!(typed(&mut app, "/last"), vec![ClientFrame::ListSessions]);
+    assert!(
+        app.on_frame(ServerFrame::SessionList {
+            sessions: vec![summary("s-1", 2, 0)],
+        })
+        .is_empty()
+    );
+    assert!(app.entries.contains(&Entry::info(
+        "No other conversation to continue: /sessions lists yours."
+    )));
+}

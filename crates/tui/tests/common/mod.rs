@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
-use tui::{App, ConnEvent};
-
 use gateway::{Gateway, GatewayConfig, GatewayToken, RunningGateway, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
 use provider::ProviderOptions;
 use runtime::{AgentRuntime, ModelLimits};
 use test_support::ScriptedLlm;
+use tokio::sync::{mpsc, watch};
+use tui::{App, ConnEvent};
 use types::{RetrievalConfig, RuntimeConfig, UserId, WorkspacePaths};
 
 /// A running gateway serving `user` under `root`, and the path of that user's token file.
