@@ -13,7 +13,7 @@ pub struct GatewayConfig {
     pub auth_timeout: Duration,
     /// Connections held at once, authenticated or not; more are closed as soon as accepted.
     /// `None`: the open-file limit (raised to its hard limit at start) less
-    /// [`crate::RESERVED_FDS`].
+    /// [`crate::RESERVED_FDS`], at most 32,768.
     pub max_connections: Option<usize>,
     /// Connections held at once that have not completed `hello`; a newer one closes the oldest.
     /// What `max_connections` leaves above it is reserved for authenticated clients. `None`: a

@@ -350,13 +350,9 @@ impl Conn {
     async fn attach(&mut self, session: &SessionId, last_seq: Option<u64>) {
         self.detach();
         let hub = self.user.hub(session, self.shared.config.session_log);
-        let subscribed = hub.subscribe(&self.outbox, last_seq);
+        // An `events_expired` notice, if any, is queued ahead of the replay.
+        hub.subscribe(&self.outbox, last_seq, None);
         self.hub = Some(hub);
-        if subscribed.expired {
-            let _ = self
-                .reply_error(ErrorCode::EventsExpired, expired_message(), None)
-                .await;
-        }
     }
 
     fn detach(&mut self) {
@@ -371,9 +367,8 @@ impl Conn {
         after_seq: u64,
     ) -> Result<Option<ServerFrame>, Refusal> {
         let hub = self.current(session)?;
-        if hub.subscribe(&self.outbox, Some(after_seq)).expired {
-            return Err((ErrorCode::EventsExpired, expired_message()));
-        }
+        // An `events_expired` notice, if any, is queued ahead of the replay.
+        hub.subscribe(&self.outbox, Some(after_seq), Some("resync"));
         Ok(None)
     }
 
@@ -441,10 +436,6 @@ impl Conn {
             ))
         }
     }
-}
-
-fn expired_message() -> String {
-    "some events are no longer buffered: reload the session with get_history".into()
 }
 
 fn internal(e: impl std::fmt::Display) -> Refusal {

@@ -42,7 +42,12 @@ pub(crate) async fn read_frame(
         let message = match stream.next().await {
             Some(Ok(message)) => message,
             Some(Err(e)) => {
-                tracing::debug!(error = %e, "client connection failed");
+                // Larger than the WebSocket layer reads at all: refused from the frame header,
+                // before its payload is read.
+                if is_too_large(e) {
+                    return too_large(config);
+                }
+                tracing::debug!("client connection failed");
                 return Incoming::Gone;
             }
             None => return Incoming::Gone,
@@ -59,6 +64,18 @@ pub(crate) async fn read_frame(
             Message::Ping(_) | Message::Pong(_) => continue,
         };
     }
+}
+
+/// Whether `e` is the WebSocket layer refusing a frame or message over its size limit.
+fn is_too_large(e: axum::Error) -> bool {
+    let inner = e.into_inner();
+    tracing::debug!(error = %inner, "client connection failed");
+    matches!(
+        inner.downcast_ref::<tungstenite::Error>(),
+        Some(tungstenite::Error::Capacity(
+            tungstenite::error::CapacityError::MessageTooLong { .. }
+        ))
+    )
 }
 
 fn too_large(config: &GatewayConfig) -> Incoming {

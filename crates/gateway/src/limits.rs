@@ -35,6 +35,9 @@ use crate::GatewayConfig;
 /// File descriptors kept for everything that is not a client connection (database, logs, the
 /// model provider's connections, the runtime).
 pub const RESERVED_FDS: usize = 256;
+/// Connections allowed when derived from the descriptor limit, at most (containers often allow
+/// a million descriptors; at about 18 KiB per idle connection memory is the bound there).
+const MAX_DERIVED_CONNECTIONS: usize = 32_768;
 /// Unauthenticated connections allowed when derived from the descriptor limit, at most.
 const MAX_DERIVED_UNAUTHENTICATED: usize = 1024;
 /// Time after `auth_timeout` before the socket itself is closed (the `auth_timeout` error frame
@@ -74,7 +77,10 @@ impl Caps {
         let fds = usize::try_from(fd_limit).unwrap_or(usize::MAX);
         let total = config
             .max_connections
-            .unwrap_or_else(|| fds.saturating_sub(RESERVED_FDS).max(16))
+            .unwrap_or_else(|| {
+                fds.saturating_sub(RESERVED_FDS)
+                    .clamp(16, MAX_DERIVED_CONNECTIONS)
+            })
             .max(2);
         let unauthenticated = config
             .max_unauthenticated
@@ -437,9 +443,20 @@ mod tests {
         assert_eq!(caps(None, None, 1024), c(768, 192));
         assert_eq!(caps(None, None, 20_000), c(19_744, 1024));
         assert_eq!(caps(None, None, 100), c(16, 4));
+        assert_eq!(caps(None, None, 1 << 20), c(32_768, 1024));
         assert_eq!(caps(Some(100), None, 20_000), c(100, 25));
         assert_eq!(caps(Some(100), Some(500), 20_000), c(100, 99));
         assert_eq!(caps(None, Some(10), 1024), c(768, 10));
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_limit() {
+        use rustix::process::{Resource, getrlimit};
+        let now = raise_fd_limit();
+        let limit = getrlimit(Resource::Nofile);
+        assert_eq!(limit.current, Some(now));
+        // (An unlimited hard limit cannot be set as the soft one; it is left as it was.)
+        assert_eq!(limit.current, limit.maximum.or(limit.current));
     }
 
     #[test]

@@ -110,12 +110,10 @@ async fn upgrade(
     ConnectInfo(admission): ConnectInfo<Admission>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    // Read a little past the limit so an oversize frame gets a clear error rather than a reset.
-    let hard_limit = shared
-        .config
-        .max_frame_bytes
-        .saturating_mul(4)
-        .max(64 * 1024);
+    // The WebSocket layer refuses a larger frame from its header (before reserving room for its
+    // payload), which `frames` turns into `frame_too_large`: an unauthenticated socket cannot
+    // make the gateway hold more than this.
+    let hard_limit = shared.config.max_frame_bytes.max(1024);
     // Frames are small: modest buffers keep an idle connection cheap (the default is 128 KiB).
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)

@@ -9,9 +9,13 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use types::{CancellationToken, ServerFrame, SessionId, TurnId};
+use types::{CancellationToken, ErrorCode, ServerFrame, SessionId, TurnId};
 
 use crate::outbound::{ConnId, OfferError, Outbound, Outbox};
+
+/// The `events_expired` message.
+const EXPIRED_MESSAGE: &str =
+    "some events are no longer buffered: reload the session with get_history";
 
 #[derive(Debug)]
 pub(crate) struct SessionHub {
@@ -174,7 +178,15 @@ impl SessionHub {
 
     /// Subscribes `outbox`, first queueing the logged events after `after` — or, without `after`
     /// (or with a `seq` this gateway never gave out), the events of the running turn.
-    pub(crate) fn subscribe(&self, outbox: &Outbox, after: Option<u64>) -> Subscribed {
+    /// When some of the events asked for have left the log, an `events_expired` error (with
+    /// `reference`) is queued *before* the replay, so a client learns of the gap before it sees
+    /// the events that follow it.
+    pub(crate) fn subscribe(
+        &self,
+        outbox: &Outbox,
+        after: Option<u64>,
+        reference: Option<&str>,
+    ) -> Subscribed {
         let mut state = self.state();
         state.subscribers.retain(|s| s.id() != outbox.id());
         let after = match after {
@@ -185,11 +197,22 @@ impl SessionHub {
         if let Some(after) = after {
             let first_logged = state.log.front().and_then(ServerFrame::seq);
             expired = first_logged.is_some_and(|first| after + 1 < first);
-            let replay: Vec<ServerFrame> = state
-                .log
-                .iter()
-                .filter(|f| f.seq().is_some_and(|s| s > after))
-                .cloned()
+            let notice = expired.then(|| {
+                ServerFrame::error(
+                    ErrorCode::EventsExpired,
+                    EXPIRED_MESSAGE,
+                    reference.map(str::to_owned),
+                )
+            });
+            let replay: Vec<ServerFrame> = notice
+                .into_iter()
+                .chain(
+                    state
+                        .log
+                        .iter()
+                        .filter(|f| f.seq().is_some_and(|s| s > after))
+                        .cloned(),
+                )
                 .collect();
             if !replay.is_empty() {
                 match outbox.offer(Outbound::Batch(replay)) {
@@ -259,7 +282,7 @@ mod tests {
         // A socket with no buffer: the writer blocks on its second frame until the test reads.
         let (sink, mut socket) = fmpsc::channel::<Message>(0);
         let outbox = start_writer(1, sink, 2, Duration::from_secs(30));
-        hub.subscribe(&outbox, None);
+        hub.subscribe(&outbox, None, None);
         assert!(hub.start_turn(&turn, "c1").is_some());
         for i in 0..50 {
             hub.publish(|seq| delta(seq, &format!("{i} ")));
@@ -297,13 +320,13 @@ mod tests {
             })
         };
         let mut lags = 1;
-        assert!(!hub.subscribe(&outbox, Some(last)).expired);
+        assert!(!hub.subscribe(&outbox, Some(last), None).expired);
         while seen.len() < 151 {
             match next(&mut socket).await {
                 ServerFrame::Lagged { last_seq, .. } => {
                     lags += 1;
                     assert!(last_seq >= *seen.last().unwrap());
-                    assert!(!hub.subscribe(&outbox, seen.last().copied()).expired);
+                    assert!(!hub.subscribe(&outbox, seen.last().copied(), None).expired);
                 }
                 frame => seen.push(frame.seq().unwrap()),
             }
@@ -324,16 +347,26 @@ mod tests {
         let (sink, mut socket) = fmpsc::channel::<Message>(100);
         let outbox = start_writer(1, sink, 16, Duration::from_secs(30));
         // Only the last 5 of 10 events are kept: a client asking from seq 2 lost some.
-        assert!(hub.subscribe(&outbox, Some(2)).expired);
+        assert!(hub.subscribe(&outbox, Some(2), Some("resync")).expired);
+        // The notice comes first, then what is left.
+        match next(&mut socket).await {
+            ServerFrame::Error {
+                code, reference, ..
+            } => assert_eq!(
+                (code, reference.as_deref()),
+                (ErrorCode::EventsExpired, Some("resync"))
+            ),
+            other => panic!("expected events_expired first, got {other:?}"),
+        }
         let mut got = Vec::new();
         for _ in 0..5 {
             got.push(next(&mut socket).await.seq().unwrap());
         }
         assert_eq!(got, vec![6, 7, 8, 9, 10]);
-        assert!(!hub.subscribe(&outbox, Some(8)).expired);
+        assert!(!hub.subscribe(&outbox, Some(8), None).expired);
         assert_eq!(next(&mut socket).await.seq(), Some(9));
         assert_eq!(next(&mut socket).await.seq(), Some(10));
         // A seq this gateway never gave out (e.g. before a restart) replays the running turn.
-        assert!(hub.subscribe(&outbox, Some(999)).expired);
+        assert!(hub.subscribe(&outbox, Some(999), None).expired);
     }
 }

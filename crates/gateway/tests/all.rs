@@ -15,5 +15,6 @@ mod handshake;
 mod isolation;
 mod limits;
 mod no_memory;
+mod notices;
 mod schema;
 mod turns;

@@ -68,6 +68,11 @@ async fn refusals() {
         (json(&ClientFrame::Ping), ErrorCode::HelloExpected),
         ("{not json".to_owned(), ErrorCode::MalformedFrame),
         (r#"{"type":"hello"}"#.to_owned(), ErrorCode::MalformedFrame),
+        // A user id that would read as a command-line option is not a user id.
+        (
+            json(&hello(&good(), "alice", PROTOCOL_VERSION)).replace("\"alice\"", "\"-alice\""),
+            ErrorCode::MalformedFrame,
+        ),
         (r#"{"type":"hola"}"#.to_owned(), ErrorCode::UnknownFrame),
     ];
     for (first, expected) in cases {

@@ -9,6 +9,8 @@
 //! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
 //!   (no link, FIFO or hard link planted there is ever followed)
 //! - `procs` — process liveness and signals by pid
+//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
 //! - `toml_error` — TOML mistakes as `line N, key.path: message`
@@ -28,8 +30,10 @@ mod docker;
 mod error;
 pub mod images;
 mod marker;
+mod privilege;
 mod procs;
 mod provision;
+mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose};
@@ -52,5 +56,11 @@ pub use marker::{
     health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
     runner_log_path, runner_marker_path, write_json_atomic,
 };
+pub use privilege::{
+    DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
+    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
+    runs_as_root, separation, write_owned,
+};
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;
+pub use shell_secret::{issue_shell_secret, stored_verifier, verifier_of};

@@ -11,6 +11,28 @@ use crate::Global;
 use crate::cli::{MemoryAction, MemoryArgs};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
+    let root = args.root.clone();
+    let result = run_as_operator(args, global).await;
+    // Run as root, the store may have created files (the database, its journal) its agent, which
+    // runs as the user's own uid, could not write: they go back to that uid.
+    if let (Some(name), true) = (global.user.as_deref(), runner::runs_as_root()) {
+        let root = match root {
+            Some(root) => Some(root),
+            None => global.runner_config().ok().map(|c| c.workspace_root),
+        };
+        if let (Some(root), Ok(user)) = (root, UserId::parse(name))
+            && let Some(id) = runner::recorded_identity(&root, &user)
+        {
+            let ws = types::WorkspacePaths::for_user(&root, &user);
+            if let Err(e) = runner::own_workspace(&ws, id) {
+                tracing::warn!(error = %e, "could not give the memory files back to the agent's uid");
+            }
+        }
+    }
+    result
+}
+
+async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     let Some(name) = global.user.as_deref() else {
         bail!("which user? pass --user NAME");
     };

@@ -20,5 +20,6 @@ mod memory_longevity;
 mod process_tier;
 mod run_script;
 mod runner_cli;
+mod separation;
 mod tools_cli;
 mod tui_via_runner;

@@ -8,8 +8,8 @@
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
 //! confine this single thread with Landlock as `shell-vm`, and only then start tokio — so every
 //! worker thread and every command inherits the sandbox — listen for SIGTERM/SIGINT, bind the
-//! socket and serve. The steps it shares
-//! with `oxydra-vm` (logging, bootstrap, confinement decision, signal wait) are `sandbox::guest`.
+//! socket and serve. The steps it shares with `oxydra-vm` (logging, bootstrap, confinement
+//! decision, signal wait) are `sandbox::guest`.
 
 use std::os::unix::process::CommandExt;
 
@@ -62,6 +62,13 @@ fn main() -> anyhow::Result<()> {
     };
     confine_guest(Role::ShellVm, &ws, policy).context("cannot confine the shell")?;
 
+    let config = DaemonConfig::from_bootstrap(&boot)?;
+    // No core dumps, no ptrace by same-uid processes, /proc/<pid>/{environ,mem} unreadable.
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        tracing::warn!(error = %e, "cannot make the daemon non-dumpable");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -76,11 +83,7 @@ fn main() -> anyhow::Result<()> {
     let socket = boot.socket();
     let listener = bind_socket(&socket)?;
     tracing::info!(socket = %socket.display(), "listening");
-    let result = runtime.block_on(serve(
-        listener,
-        DaemonConfig::from_bootstrap(&boot),
-        async move { stop.recv().await },
-    ));
+    let result = runtime.block_on(serve(listener, config, async move { stop.recv().await }));
     let _ = std::fs::remove_file(&socket);
     result?;
     tracing::info!("shell-vm stopped");

@@ -23,7 +23,8 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig, RuntimeConfig,
+    GatewayLimitsConfig, MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig,
+    RuntimeConfig,
 };
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
@@ -33,8 +34,9 @@ pub use protocol::{
 };
 pub use shell::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
-    MAX_SHELL_TIMEOUT_MS, SHELL_SOCKET_NAME, ShellBootstrap, ShellBootstrapError, ShellRequest,
-    ShellResponse, encode_line, shell_socket_path,
+    MAX_SHELL_TIMEOUT_MS, SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap,
+    ShellBootstrapError, ShellRequest, ShellResponse, encode_line, shell_secret_path,
+    shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};
 pub use workspace::{ENDPOINT_FILE, WorkspaceDir, WorkspacePaths};

@@ -2,10 +2,12 @@
 //!
 //! Unknown keys are rejected so that a typo is an error, not a silently ignored setting.
 
+mod gateway;
 mod memory;
 mod provider;
 mod runtime;
 
+pub use gateway::GatewayLimitsConfig;
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
@@ -37,6 +39,7 @@ pub struct AgentConfig {
     pub memory: MemoryConfig,
     pub retrieval: RetrievalConfig,
     pub runtime: RuntimeConfig,
+    pub gateway: GatewayLimitsConfig,
 }
 
 impl AgentConfig {
@@ -45,6 +48,7 @@ impl AgentConfig {
         self.provider.validate()?;
         self.memory.validate()?;
         self.retrieval.validate()?;
-        self.runtime.validate()
+        self.runtime.validate()?;
+        self.gateway.validate()
     }
 }

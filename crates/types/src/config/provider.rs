@@ -114,6 +114,7 @@ fn check_base_url(url: &str) -> Result<(), String> {
     if authority.contains('@') {
         return Err("must not hold credentials: put the key in the api_key_env variable".into());
     }
+    let bracketed = authority.starts_with('[');
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (addr, after) = v6.split_once(']').ok_or("has an unclosed [ in its host")?;
         if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
@@ -136,7 +137,10 @@ fn check_base_url(url: &str) -> Result<(), String> {
         return Err("has no host".into());
     }
     let host_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
-    if !host.chars().all(host_ok) || host.starts_with(['.', '-']) || host.contains("..") {
+    // (An IPv6 host was checked above.)
+    if !bracketed
+        && (!host.chars().all(host_ok) || host.starts_with(['.', '-']) || host.contains(".."))
+    {
         return Err(format!("has a malformed host `{host}`"));
     }
     if let Some(port) = port

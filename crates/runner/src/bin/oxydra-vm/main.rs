@@ -82,6 +82,13 @@ fn run() -> anyhow::Result<()> {
     tracing::info!(user = %boot.user_id, tier = boot.tier.name(), "oxydra-vm starting");
 
     let sandbox = confine(&boot, &ws)?;
+    // It holds the user's keys and shell secret: no core dumps, no ptrace or /proc/<pid>/mem by
+    // other processes of its uid (another user's shell, when the runner is not root).
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        tracing::warn!(error = %e, "cannot make oxydra-vm non-dumpable");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -38,8 +38,12 @@ pub async fn run(
     let agent = runner::compose(&config, &ws.root, provider, options).await?;
     let memory = agent.memory;
     let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
+    let limits = &config.gateway;
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
+        auth_timeout: std::time::Duration::from_secs(limits.auth_timeout_secs),
+        max_connections: limits.max_connections.map(|n| n as usize),
+        max_unauthenticated: limits.max_unauthenticated.map(|n| n as usize),
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;

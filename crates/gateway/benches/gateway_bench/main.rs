@@ -8,6 +8,13 @@
 //! and finally every connection sending one turn at once.
 //!
 //! `cargo bench -p gateway --bench gateway-bench [-- --connections N]`
+//!
+//! `cargo bench -p gateway --bench gateway-bench -- flood [--idle N] [--floods K] [--no-auth]`
+//! measures instead the gateway's memory while another process holds N idle connections
+//! (default 10,000; authenticated, bare TCP, and upgrades without `hello`), a newcomer's turn
+//! meanwhile, and the memory left after K floods (default 8): see `flood.rs`.
+
+mod flood;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -165,13 +172,58 @@ fn percentiles(mut samples: Vec<Duration>) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut connections = 1000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "--connections" {
-            connections = args.next().context("--connections N")?.parse()?;
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let value = |name: &str, default: usize| -> anyhow::Result<usize> {
+        match args.iter().position(|a| a == name) {
+            Some(i) => Ok(args.get(i + 1).context("a number")?.parse()?),
+            None => Ok(default),
         }
+    };
+    match args.first().map(String::as_str) {
+        Some("child") => {
+            let (Some(mode), Some(url), Some(n)) = (args.get(1), args.get(2), args.get(3)) else {
+                bail!("child MODE URL N");
+            };
+            return flood::child(mode, url, n.parse()?).await;
+        }
+        Some("flood") => {
+            let (idle, floods) = (value("--idle", 10_000)?, value("--floods", 8)?);
+            // `--no-auth`: only the floods (authenticated sessions stay in memory afterwards).
+            let modes: &[&str] = if args.iter().any(|a| a == "--no-auth") {
+                &["tcp", "ws"]
+            } else {
+                &["auth", "tcp", "ws"]
+            };
+            let dir = tempfile::tempdir()?;
+            let user = UserId::parse("bench")?;
+            let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
+            let store = MemoryStore::open_local(
+                &ws_paths.default_memory_db(),
+                Arc::new(HashEmbedder::new(256)),
+            )
+            .await?;
+            let token = GatewayToken::load_or_create(&ws_paths.internal())?;
+            let agent = UserAgent::new(
+                user.clone(),
+                token.clone(),
+                ws_paths,
+                compose(&store, Arc::new(InstantProvider))?,
+            );
+            let mut gw = Gateway::new(GatewayConfig::default());
+            gw.add_user(agent)?;
+            let gw = gw.start().await?;
+            let report = flood::run(&gw, token.secret(), &user, idle, floods, modes).await?;
+            std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
+            gw.shutdown().await;
+            return Ok(());
+        }
+        _ => {}
     }
+    let connections = value("--connections", 1000)?;
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
