@@ -196,7 +196,7 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
         !pwned.exists(),
         "alice's shell ran a command in bob's shell"
     );
-    let refused = std::fs::read_to_string(bob_ws.logs().join("shell-vm.log")).unwrap();
+    let refused = std::fs::read_to_string(runner::runner_log_path(&bob_ws, "shell-vm")).unwrap();
     assert!(refused.contains("connection refused"), "{refused}");
     // Alice's own agent still drives her shell.
     let report = alice.shell("echo mine > mine.txt").await;
