@@ -8,8 +8,8 @@
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
 //! confine this single thread with Landlock as `shell-vm`, and only then start tokio — so every
 //! worker thread and every command inherits the sandbox — listen for SIGTERM/SIGINT, bind the
-//! socket and serve. The steps it shares
-//! with `oxydra-vm` (logging, bootstrap, confinement decision, signal wait) are `sandbox::guest`.
+//! socket and serve. The steps it shares with `oxydra-vm` (logging, bootstrap, confinement
+//! decision, signal wait) are `sandbox::guest`.
 
 use std::os::unix::process::CommandExt;
 
