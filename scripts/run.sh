@@ -63,9 +63,21 @@ fi
 
 echo "==> starting $user's agent ($tier tier)"
 status=0
+# Ctrl+C reaches the runner too (same process group), which stops what it started. If it lands
+# just as the agent became ready, the runner finishes anyway: say so instead of dying silently.
+interrupted=0
+trap 'interrupted=1' INT
 out=$("$bin/runner" "${flags[@]}" --user "$user" start --detach 2>&1) || status=$?
+trap - INT
 case "$status:$out" in
-  0:*) echo "$out" ;;
+  0:*)
+    echo "$out"
+    if [ "$interrupted" = 1 ]; then
+      echo "==> interrupted: $user's agent keeps running in the background; stop it with:" >&2
+      echo "    $bin/runner --user $user stop" >&2
+      exit 130
+    fi
+    ;;
   130:*) echo "$out" >&2; exit 130 ;;
   *"already running"*) echo "$user's agent is already running (settings unchanged)" ;;
   *) echo "$out" >&2; exit 1 ;;

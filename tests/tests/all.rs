@@ -4,3 +4,4 @@
 
 mod architecture;
 mod config_example;
+mod tidy;

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use axum::extract::ws::WebSocket;
 use futures::StreamExt;
 use runtime::ApprovalDecision;
-use types::{ClientFrame, ErrorCode, ServerFrame, SessionId, SessionSummary, ToolExecutionContext};
+use types::{
+    ApprovalScope, ClientFrame, ErrorCode, ServerFrame, SessionId, SessionSummary,
+    ToolExecutionContext,
+};
 
 use crate::frames::{Incoming, read_frame};
 use crate::handshake::{Hello, drain, handshake};
@@ -80,6 +83,7 @@ impl Conn {
                     user_id: self.user.user_id.clone(),
                     session: summary.clone(),
                     protocol_version: types::PROTOCOL_VERSION,
+                    model: Some(self.user.runtime().model().to_owned()),
                 };
                 if !self.outbox.send(hello_ok).await {
                     return false;
@@ -163,9 +167,14 @@ impl Conn {
                 Some("get_history".into()),
                 self.history(&session_id, before, limit).await,
             ),
-            ClientFrame::Approve { call_id, approved } => {
-                (Some(call_id.clone()), self.approve(&call_id, approved))
-            }
+            ClientFrame::Approve {
+                call_id,
+                approved,
+                scope,
+            } => (
+                Some(call_id.clone()),
+                self.approve(&call_id, approved, scope),
+            ),
             ClientFrame::Resync {
                 session_id,
                 after_seq,
@@ -239,6 +248,7 @@ impl Conn {
             turn_id,
             workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
+            call_id: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),
@@ -417,11 +427,16 @@ impl Conn {
         }))
     }
 
-    fn approve(&self, call_id: &str, approved: bool) -> Result<Option<ServerFrame>, Refusal> {
-        let decision = if approved {
-            ApprovalDecision::Approve
-        } else {
-            ApprovalDecision::Decline
+    fn approve(
+        &self,
+        call_id: &str,
+        approved: bool,
+        scope: Option<ApprovalScope>,
+    ) -> Result<Option<ServerFrame>, Refusal> {
+        let decision = match (approved, scope) {
+            (false, _) => ApprovalDecision::Decline,
+            (true, None | Some(ApprovalScope::Once)) => ApprovalDecision::Approve,
+            (true, Some(ApprovalScope::Session)) => ApprovalDecision::ApproveForSession,
         };
         let answered = self.user.active_hubs().iter().any(|hub| {
             hub.active_turn()

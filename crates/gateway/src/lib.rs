@@ -19,6 +19,7 @@
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
+//! - `title` — a session's title from its first message
 //! - `turn` — running a turn with its own context; runtime events to frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
@@ -39,6 +40,7 @@ mod outbound;
 mod schema;
 mod server;
 mod session;
+mod title;
 mod token;
 mod trim;
 mod turn;

@@ -9,8 +9,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
-    ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role, ServerFrame, SessionId,
-    SessionSummary, ToolCall, TurnId, Usage, UserId,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role,
+    ServerFrame, SessionId, SessionSummary, ToolCall, TurnId, Usage, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -34,6 +34,8 @@ const ERROR_CODES: [ErrorCode; 16] = [
 ];
 
 const ROLES: [Role; 4] = [Role::System, Role::User, Role::Assistant, Role::Tool];
+
+const SCOPES: [ApprovalScope; 2] = [ApprovalScope::Once, ApprovalScope::Session];
 
 /// Fails to compile when an [`ErrorCode`] is added without listing it in `ERROR_CODES`.
 fn _all_codes_listed(code: ErrorCode) {
@@ -128,10 +130,18 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
                 limit: 20,
             },
         ),
-        both(ClientFrame::Approve {
-            call_id: "call_1".into(),
-            approved: true,
-        }),
+        (
+            ClientFrame::Approve {
+                call_id: "call_1".into(),
+                approved: true,
+                scope: Some(ApprovalScope::Session),
+            },
+            ClientFrame::Approve {
+                call_id: "call_1".into(),
+                approved: true,
+                scope: None,
+            },
+        ),
         both(ClientFrame::Resync {
             session_id: s(),
             after_seq: 12,
@@ -175,10 +185,11 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         prompt_tokens: 812,
         completion_tokens: 23,
     };
-    let hello = |session: SessionSummary| ServerFrame::HelloOk {
+    let hello = |session: SessionSummary, model: Option<&str>| ServerFrame::HelloOk {
         user_id: user.clone(),
         session,
         protocol_version: PROTOCOL_VERSION,
+        model: model.map(str::to_owned),
     };
     let mut call = Message::assistant_tool_calls(
         Some("Let me check.".into()),
@@ -200,7 +211,10 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         reference: reference.map(str::to_owned),
     };
     let frames = vec![
-        (hello(full.clone()), hello(bare.clone())),
+        (
+            hello(full.clone(), Some("gpt-4o-mini")),
+            hello(bare.clone(), None),
+        ),
         both(ServerFrame::TurnStarted {
             seq: 13,
             session_id: s(),
@@ -238,6 +252,15 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             call_id: "call_2".into(),
             name: "shell_exec".into(),
             arguments: r#"{"command":"ls"}"#.into(),
+        }),
+        both(ServerFrame::ModelRetry {
+            seq: 18,
+            session_id: s(),
+            turn_id: t(),
+            attempt: 2,
+            max_attempts: 4,
+            wait_ms: 1200,
+            reason: "timed out".into(),
         }),
         both(ServerFrame::TurnCompleted {
             seq: 18,
@@ -315,6 +338,7 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::ToolStarted { .. }
         | ServerFrame::ToolFinished { .. }
         | ServerFrame::ApprovalRequested { .. }
+        | ServerFrame::ModelRetry { .. }
         | ServerFrame::TurnCompleted { .. }
         | ServerFrame::TurnCancelled { .. }
         | ServerFrame::TurnFailed { .. }
@@ -413,6 +437,7 @@ fn known(key: &str) -> Option<Value> {
     match key {
         "code" => Some(names(ERROR_CODES.iter().map(to_value).collect())),
         "role" => Some(names(ROLES.iter().map(to_value).collect())),
+        "scope" => Some(names(SCOPES.iter().map(to_value).collect())),
         _ => None,
     }
 }

@@ -172,6 +172,12 @@ impl SessionHub {
     }
 
     /// The running turn's id.
+    /// No client is on the session and no turn runs.
+    pub(crate) fn is_unused(&self) -> bool {
+        let state = self.state();
+        state.subscribers.is_empty() && state.active.is_none()
+    }
+
     pub(crate) fn active_turn(&self) -> Option<TurnId> {
         self.state().active.as_ref().map(|a| a.turn_id.clone())
     }

@@ -50,6 +50,7 @@ async fn run(request: TurnRequest) {
     let session = ctx.session_id.clone();
     let turn = ctx.turn_id.clone();
     let runtime = Arc::clone(&user.runtime);
+    user.name_session(&session, &text).await;
     let work = async move {
         let result = runtime.run_turn(&ctx, &text, &tx).await;
         drop(tx);
@@ -116,6 +117,20 @@ fn frame(seq: u64, session: &SessionId, turn: &TurnId, event: TurnEvent) -> Serv
             call_id,
             name,
             arguments,
+        },
+        TurnEvent::ModelRetry {
+            attempt,
+            max_attempts,
+            wait_ms,
+            reason,
+        } => ServerFrame::ModelRetry {
+            seq,
+            session_id,
+            turn_id,
+            attempt,
+            max_attempts,
+            wait_ms,
+            reason,
         },
         TurnEvent::TurnCompleted { message, usage } => ServerFrame::TurnCompleted {
             seq,

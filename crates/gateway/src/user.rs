@@ -109,10 +109,25 @@ impl UserAgent {
             .collect()
     }
 
-    /// Starts a new session (stored with its first message).
+    /// Starts a new session (stored with its first message). An untitled empty one that no
+    /// client is on is reused, so launches do not pile up empty sessions.
     pub(crate) fn new_session(&self, title: Option<String>) -> Result<SessionId, types::IdError> {
+        let mut live = self.live();
+        if title.is_none() {
+            let unused = live
+                .pending
+                .iter()
+                .filter(|(id, p)| {
+                    p.title.is_none() && live.hubs.get(*id).is_none_or(|h| h.is_unused())
+                })
+                .max_by_key(|(_, p)| p.created_at)
+                .map(|(id, _)| id.clone());
+            if let Some(id) = unused {
+                return Ok(id);
+            }
+        }
         let id = SessionId::parse(&format!("s-{}", uuid::Uuid::new_v4()))?;
-        self.live().pending.insert(
+        live.pending.insert(
             id.clone(),
             Pending {
                 title,
@@ -134,6 +149,36 @@ impl UserAgent {
             .create_conversation(&self.user_id, &id, title)
             .await?;
         Ok(self.summary_of(&info))
+    }
+
+    /// Before a turn whose user message is `text`: an untitled session is titled from it (its
+    /// first message). Done before the turn runs, so a client that lists sessions once the turn
+    /// ended sees the title.
+    pub(crate) async fn name_session(&self, session: &SessionId, text: &str) {
+        {
+            let mut live = self.live();
+            if let Some(pending) = live.pending.get_mut(session) {
+                if pending.title.is_none() {
+                    pending.title = crate::title::title_from(text);
+                }
+                return;
+            }
+        }
+        // Only this user's conversations (`conversation` checks the owner).
+        let Ok(Some(info)) = self.runtime.conversation(&self.user_id, session).await else {
+            return;
+        };
+        if info.title.is_some() {
+            return;
+        }
+        if let Some(title) = crate::title::title_from(text)
+            && let Err(e) = self
+                .runtime
+                .set_conversation_title(&self.user_id, session, &title)
+                .await
+        {
+            tracing::warn!(error = %e, session = %session, "could not store the session title");
+        }
     }
 
     /// After a turn: a new session now stored gets its title.

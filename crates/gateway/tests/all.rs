@@ -14,6 +14,8 @@ mod approvals;
 mod handshake;
 mod isolation;
 mod limits;
+mod no_memory;
 mod notices;
 mod schema;
+mod session_titles;
 mod turns;

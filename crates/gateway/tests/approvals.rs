@@ -14,7 +14,7 @@ use common::{Client, start};
 use gateway::GatewayConfig;
 use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
-use types::{ClientFrame, ServerFrame};
+use types::{ApprovalScope, ClientFrame, ServerFrame};
 
 /// Sends a turn whose model call asks for `shell_exec`, answers the approval with `approved`, and
 /// returns the turn's frames and the tool result the model was given.
@@ -53,6 +53,7 @@ async fn privileged_turn(approved: bool) -> (Vec<ServerFrame>, String) {
         .send(&ClientFrame::Approve {
             call_id: call_id.clone(),
             approved,
+            scope: None,
         })
         .await;
     frames.extend(client.recv_turn().await);
@@ -99,4 +100,79 @@ async fn a_declined_call_does_not_run_and_the_model_is_told() {
         frames.last(),
         Some(ServerFrame::TurnCompleted { .. })
     ));
+}
+
+#[tokio::test]
+async fn allow_for_the_session_skips_the_next_request_of_that_session_only() {
+    let root = tempfile::tempdir().unwrap();
+    let server = ScriptedLlm::start().await;
+    for _ in 0..3 {
+        server.push(ScriptedReply::tool_call(
+            "shell_exec",
+            json!({ "command": "echo hi" }),
+        ));
+        server.push(ScriptedReply::text("done"));
+    }
+    let gw = start(root.path(), &["alice"], &server, GatewayConfig::default()).await;
+    let (mut client, session) = Client::hello(&gw, root.path(), "alice", None, None).await;
+    let turn = |id: &str| ClientFrame::SendTurn {
+        session_id: session.session_id.clone(),
+        text: "run echo hi".into(),
+        client_turn_id: id.into(),
+    };
+    client.send(&turn("c1")).await;
+    let frames = client
+        .recv_until(|f| matches!(f, ServerFrame::ApprovalRequested { .. }))
+        .await;
+    let Some(ServerFrame::ApprovalRequested { call_id, .. }) = frames.last() else {
+        panic!("no approval request: {frames:?}");
+    };
+    client
+        .send(&ClientFrame::Approve {
+            call_id: call_id.clone(),
+            approved: true,
+            scope: Some(ApprovalScope::Session),
+        })
+        .await;
+    client.recv_turn().await;
+
+    // The second call in the session runs without a request.
+    client.send(&turn("c2")).await;
+    let frames = client.recv_turn().await;
+    assert!(
+        !frames
+            .iter()
+            .any(|f| matches!(f, ServerFrame::ApprovalRequested { .. })),
+        "{frames:?}"
+    );
+    let result = server
+        .requests()
+        .last()
+        .and_then(|r| r.last_tool_result())
+        .expect("the model got the tool result");
+    assert!(result.contains("shell is not running"), "it ran: {result}");
+
+    // Another session asks again.
+    client.send(&ClientFrame::NewSession { title: None }).await;
+    let created = client
+        .recv_until(|f| matches!(f, ServerFrame::SessionCreated { .. }))
+        .await;
+    let Some(ServerFrame::SessionCreated { session: other }) = created.last() else {
+        panic!("{created:?}");
+    };
+    client
+        .send(&ClientFrame::SendTurn {
+            session_id: other.session_id.clone(),
+            text: "run echo hi".into(),
+            client_turn_id: "c3".into(),
+        })
+        .await;
+    let frames = client
+        .recv_until(|f| matches!(f, ServerFrame::ApprovalRequested { .. }))
+        .await;
+    assert!(matches!(
+        frames.last(),
+        Some(ServerFrame::ApprovalRequested { .. })
+    ));
+    gw.shutdown().await;
 }

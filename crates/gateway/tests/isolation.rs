@@ -119,9 +119,10 @@ async fn concurrent_turns_of_two_users_keep_notes_and_searches_apart() {
         }
         searches += 1;
         let tag = req.last_user_text().unwrap();
-        let hits: Vec<Value> = serde_json::from_str(&req.last_tool_result().unwrap()).unwrap();
+        let page: Value = serde_json::from_str(&req.last_tool_result().unwrap()).unwrap();
+        let hits = page["results"].as_array().unwrap();
         let mut own_message = false;
-        for hit in &hits {
+        for hit in hits {
             let text = hit["text"].as_str().unwrap();
             match hit["source"].as_str().unwrap() {
                 "conversation" => {

@@ -30,6 +30,10 @@ pub enum MemoryError {
     },
     #[error("note {0} was not found in this user's memory")]
     NoteNotFound(NoteId),
+    /// A checked update named a version that is not the note's current one (the note changed, or
+    /// the caller was never shown its whole text); nothing was changed.
+    #[error("note {0} is not at the version given: read its current text first")]
+    VersionMismatch(NoteId),
     #[error("session {0} was not found")]
     SessionNotFound(SessionId),
     #[error("session {0} belongs to another user")]
@@ -68,6 +72,7 @@ impl MemoryError {
         matches!(
             self,
             MemoryError::InvalidInput(_)
+                | MemoryError::VersionMismatch(_)
                 | MemoryError::SessionOwnedByOtherUser(_)
                 | MemoryError::NoteNotFound(_)
         )

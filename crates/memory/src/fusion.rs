@@ -19,14 +19,21 @@ pub struct Weights {
     pub fts: f64,
 }
 
-/// The configuration's defaults (`memory.retrieval` in `agent.toml`): one source of truth.
-impl Default for Weights {
-    fn default() -> Self {
-        let config = types::RetrievalConfig::default();
+/// The weights `[retrieval]` in `agent.toml` sets: every search surface (tools, recall, CLI) takes
+/// them from here rather than copying fields by hand.
+impl From<&types::RetrievalConfig> for Weights {
+    fn from(config: &types::RetrievalConfig) -> Self {
         Self {
             vector: config.vector_weight,
             fts: config.fts_weight,
         }
+    }
+}
+
+/// The configuration's defaults (`[retrieval]` in `agent.toml`): one source of truth.
+impl Default for Weights {
+    fn default() -> Self {
+        Self::from(&types::RetrievalConfig::default())
     }
 }
 
@@ -125,6 +132,26 @@ mod tests {
         vector: 0.7,
         fts: 0.3,
     };
+
+    #[test]
+    fn weights_come_from_the_retrieval_config() {
+        let config = types::RetrievalConfig {
+            vector_weight: 0.25,
+            fts_weight: 0.75,
+            ..types::RetrievalConfig::default()
+        };
+        assert_eq!(
+            Weights::from(&config),
+            Weights {
+                vector: 0.25,
+                fts: 0.75
+            }
+        );
+        assert_eq!(
+            Weights::default(),
+            Weights::from(&types::RetrievalConfig::default())
+        );
+    }
 
     fn check(fusion: Fusion, vector: &[(i64, f64)], fts: &[(i64, f64)], expected: &[(i64, f64)]) {
         let got = fuse(fusion, W, vector, fts);

@@ -127,6 +127,57 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             VALUES (new.chunk_id, new.text, new.session_id);
         END",
     ],
+}, Migration {
+    version: 3,
+    name: "a change log every reader catches up from, and receipts of tool-call writes",
+    // Every change to a chunk or its vector, by any writer (this process, the runner CLI, another
+    // host), appends the chunk's id to `index_changes` in the writer's own transaction, through
+    // triggers: no code path can forget it. A reader compares the log's head with the last entry
+    // it applied before each search and loads only the chunks named since (see `freshness.rs`).
+    // The log keeps its last 50,000 entries; a reader left further behind reloads everything.
+    statements: &[
+        "CREATE TABLE index_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_id INTEGER NOT NULL,
+            session_id TEXT NOT NULL
+        )",
+        "CREATE TRIGGER index_changes_prune AFTER INSERT ON index_changes BEGIN
+            DELETE FROM index_changes WHERE seq <= new.seq - 50000;
+        END",
+        "CREATE TRIGGER index_changes_chunk_insert AFTER INSERT ON chunks BEGIN
+            INSERT INTO index_changes (chunk_id, session_id) VALUES (new.chunk_id, new.session_id);
+        END",
+        "CREATE TRIGGER index_changes_chunk_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO index_changes (chunk_id, session_id) VALUES (old.chunk_id, old.session_id);
+        END",
+        "CREATE TRIGGER index_changes_chunk_update AFTER UPDATE OF session_id ON chunks BEGIN
+            INSERT INTO index_changes (chunk_id, session_id) VALUES (old.chunk_id, old.session_id);
+            INSERT INTO index_changes (chunk_id, session_id) VALUES (new.chunk_id, new.session_id);
+        END",
+        "CREATE TRIGGER index_changes_vector_insert AFTER INSERT ON chunk_vectors BEGIN
+            INSERT INTO index_changes (chunk_id, session_id)
+            SELECT chunk_id, session_id FROM chunks WHERE chunk_id = new.chunk_id;
+        END",
+        "CREATE TRIGGER index_changes_vector_update AFTER UPDATE ON chunk_vectors BEGIN
+            INSERT INTO index_changes (chunk_id, session_id)
+            SELECT chunk_id, session_id FROM chunks WHERE chunk_id = new.chunk_id;
+        END",
+        "CREATE TRIGGER index_changes_vector_delete AFTER DELETE ON chunk_vectors BEGIN
+            INSERT INTO index_changes (chunk_id, session_id)
+            SELECT chunk_id, session_id FROM chunks WHERE chunk_id = old.chunk_id;
+        END",
+        // One row per memory write made for a model's tool call, keyed by the call (session, call
+        // id, tool and arguments), written in the write's own transaction: a retried call finds
+        // its receipt and gets the original result instead of writing twice.
+        "CREATE TABLE write_receipts (
+            call_key TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            note_id TEXT NOT NULL,
+            version TEXT,
+            created_at TEXT NOT NULL
+        )",
+        "CREATE INDEX write_receipts_by_age ON write_receipts (created_at)",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

@@ -5,6 +5,10 @@
 //! all of them in ONE transaction; the in-memory vector index changes only after the commit. An
 //! update keeps the note id and `created_at`, replaces the event (new sequence number) and the
 //! chunks, and bumps `updated_at`.
+//!
+//! Writes made for a model's tool call carry a [`CallKey`] and record a receipt in the same
+//! transaction (a retried call writes nothing and gets the first receipt); a checked update
+//! replaces a note only at the [`note_version`] its caller was shown (see [`crate::receipts`]).
 
 use chrono::{DateTime, Utc};
 use libsql::Connection;
@@ -12,9 +16,8 @@ use serde::{Deserialize, Serialize};
 use types::{Message, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::indexing::{
-    ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare, prepare_many,
-};
+use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -47,7 +50,7 @@ pub struct Note {
 /// A note as exported and imported (the CLI writes one per line, as JSON Lines).
 pub type ExportedNote = Note;
 
-fn validate(content: &str) -> Result<&str, MemoryError> {
+pub(crate) fn validate(content: &str) -> Result<&str, MemoryError> {
     let content = content.trim();
     if content.is_empty() {
         return Err(MemoryError::InvalidInput(
@@ -81,6 +84,28 @@ impl MemoryStore {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<Note, MemoryError> {
+        self.save(user, None, content, metadata).await?.fresh()
+    }
+
+    /// [`MemoryStore::store_note`] for a tool call: a second call with the same key writes nothing
+    /// and returns the first call's receipt.
+    pub async fn store_note_once(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<WriteReceipt, MemoryError> {
+        Ok(self.save(user, call, content, metadata).await?.receipt)
+    }
+
+    async fn save(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<Written, MemoryError> {
         let content = validate(content)?.to_owned();
         let note_id = NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())
             .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
@@ -94,19 +119,38 @@ impl MemoryStore {
             updated_at: now,
             prepared,
         };
-        let (owner, index) = (user.clone(), self.inner.index.clone());
-        let note = self
+        let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
+        let written = self
             .write(move |conn| async move {
                 let tx = begin(&conn).await?;
                 let mut changes = Vec::new();
-                let outcome = insert_note(&tx, &owner, &write, &mut changes).await;
-                finish(tx, outcome).await?;
-                index.apply(&changes);
-                write.into_note()
+                let outcome = async {
+                    if let Some(receipt) = replay(&tx, &owner, call.as_ref()).await? {
+                        return Ok(Err(receipt));
+                    }
+                    insert_note(&tx, &owner, &write, &mut changes).await?;
+                    record_for(
+                        &tx,
+                        &owner,
+                        call.as_ref(),
+                        &write.note_id,
+                        Some(&write.content),
+                    )
+                    .await?;
+                    Ok(Ok(()))
+                }
+                .await;
+                match finish(tx, outcome).await? {
+                    Err(receipt) => Ok(Written::replayed(receipt)),
+                    Ok(()) => {
+                        index.apply(&changes);
+                        Written::note(write.into_note()?)
+                    }
+                }
             })
             .await?;
-        tracing::info!(user = %user, note_id = %note.note_id, "saved note");
-        Ok(note)
+        tracing::info!(user = %user, note_id = %written.receipt.note_id, replayed = written.receipt.replayed, "saved note");
+        Ok(written)
     }
 
     /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`.
@@ -116,15 +160,53 @@ impl MemoryStore {
         note_id: &NoteId,
         content: &str,
     ) -> Result<Note, MemoryError> {
+        self.update(user, None, note_id, content, None)
+            .await?
+            .fresh()
+    }
+
+    /// [`MemoryStore::update_note`] only if the note's current [`note_version`] is `expected`
+    /// (else [`MemoryError::VersionMismatch`], and nothing changes); idempotent per call key.
+    pub async fn update_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        content: &str,
+        expected: &str,
+    ) -> Result<WriteReceipt, MemoryError> {
+        Ok(self
+            .update(user, call, note_id, content, Some(expected))
+            .await?
+            .receipt)
+    }
+
+    async fn update(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        content: &str,
+        expected: Option<&str>,
+    ) -> Result<Written, MemoryError> {
         let content = validate(content)?.to_owned();
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
+        let (call, expected) = (call.cloned(), expected.map(str::to_owned));
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {
+                if let Some(receipt) = replay(&tx, &user, call.as_ref()).await? {
+                    return Ok(Err(receipt));
+                }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id).await?;
+                if let Some(expected) = &expected
+                    && note_version(&old.note.content) != expected.trim()
+                {
+                    return Err(MemoryError::VersionMismatch(note_id.clone()));
+                }
                 delete_event(
                     &tx,
                     EventRef {
@@ -143,24 +225,44 @@ impl MemoryStore {
                     prepared,
                 };
                 insert_note(&tx, &user, &write, &mut changes).await?;
-                Ok(write)
+                record_for(&tx, &user, call.as_ref(), &note_id, Some(&write.content)).await?;
+                Ok(Ok(write))
             }
             .await;
-            let write = finish(tx, outcome).await?;
-            index.apply(&changes);
-            tracing::info!(user = %user, note_id = %note_id, "updated note");
-            write.into_note()
+            match finish(tx, outcome).await? {
+                Err(receipt) => Ok(Written::replayed(receipt)),
+                Ok(write) => {
+                    index.apply(&changes);
+                    tracing::info!(user = %user, note_id = %note_id, "updated note");
+                    Written::note(write.into_note()?)
+                }
+            }
         })
         .await
     }
 
     /// Deletes `note_id` with its event, chunks, vectors and FTS rows.
     pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
+        self.delete_note_once(user, None, note_id).await.map(|_| ())
+    }
+
+    /// [`MemoryStore::delete_note`], idempotent per call key: a retried delete returns the
+    /// receipt of the delete it made instead of "not found".
+    pub async fn delete_note_once(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+    ) -> Result<WriteReceipt, MemoryError> {
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
+        let call = call.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {
+                if let Some(receipt) = replay(&tx, &user, call.as_ref()).await? {
+                    return Ok(receipt);
+                }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id).await?;
                 delete_event(
@@ -175,13 +277,20 @@ impl MemoryStore {
                 tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
                     .await
                     .map_err(MemoryError::db("deleting a note"))?;
-                Ok(())
+                record_for(&tx, &user, call.as_ref(), &note_id, None).await?;
+                Ok(WriteReceipt {
+                    note_id: note_id.clone(),
+                    version: None,
+                    replayed: false,
+                })
             }
             .await;
-            finish(tx, outcome).await?;
-            index.apply(&changes);
-            tracing::info!(user = %user, note_id = %note_id, "deleted note");
-            Ok(())
+            let receipt = finish(tx, outcome).await?;
+            if !receipt.replayed {
+                index.apply(&changes);
+                tracing::info!(user = %user, note_id = %note_id, "deleted note");
+            }
+            Ok(receipt)
         })
         .await
     }
@@ -216,76 +325,6 @@ impl MemoryStore {
         })
         .await
     }
-
-    /// The user's notes, for `export`; ids and timestamps are kept.
-    pub async fn export_notes(&self, user: &UserId) -> Result<Vec<ExportedNote>, MemoryError> {
-        self.list_notes(user).await
-    }
-
-    /// Imports notes for `user`, keeping their ids and timestamps. Notes whose id already exists
-    /// are skipped, so importing the same file twice is harmless. Returns how many were added.
-    pub async fn import_notes(
-        &self,
-        user: &UserId,
-        notes: Vec<ExportedNote>,
-    ) -> Result<usize, MemoryError> {
-        // Reject a bad file before writing anything.
-        for note in &notes {
-            validate(&note.content)?;
-        }
-        let mut added = 0;
-        let batch_size = self.inner.batch_size;
-        let mut pending = notes.into_iter().peekable();
-        while pending.peek().is_some() {
-            let notes: Vec<ExportedNote> = pending.by_ref().take(batch_size).collect();
-            let contents: Vec<&str> = notes
-                .iter()
-                .map(|n| validate(&n.content))
-                .collect::<Result<_, _>>()?;
-            // One embedding call for the whole batch (the builtin model and remote endpoints
-            // are far cheaper per text in batches).
-            let prepared =
-                prepare_many(self.inner.embedder.as_ref(), &contents, batch_size).await?;
-            let contents: Vec<String> = contents.into_iter().map(str::to_owned).collect();
-            let batch: Vec<NoteWrite> = notes
-                .into_iter()
-                .zip(contents)
-                .zip(prepared)
-                .map(|((note, content), prepared)| NoteWrite {
-                    note_id: note.note_id,
-                    content,
-                    metadata: note.metadata,
-                    created_at: to_text(note.created_at),
-                    updated_at: to_text(note.updated_at),
-                    prepared,
-                })
-                .collect();
-            let (user, index) = (user.clone(), self.inner.index.clone());
-            added += self
-                .write(move |conn| async move {
-                    let tx = begin(&conn).await?;
-                    let mut changes = Vec::new();
-                    let outcome = async {
-                        let mut added = 0;
-                        for write in &batch {
-                            if !note_exists(&tx, &write.note_id).await? {
-                                insert_note(&tx, &user, write, &mut changes).await?;
-                                added += 1;
-                            }
-                        }
-                        Ok(added)
-                    }
-                    .await;
-                    let added = finish(tx, outcome).await?;
-                    index.apply(&changes);
-                    Ok(added)
-                })
-                .await?;
-        }
-        self.checkpoint().await?;
-        tracing::info!(user = %user, added, "imported notes");
-        Ok(added)
-    }
 }
 
 impl NoteWrite {
@@ -301,7 +340,7 @@ impl NoteWrite {
 }
 
 /// Writes the event, the note row and the chunks of one note into the open transaction.
-async fn insert_note(
+pub(crate) async fn insert_note(
     conn: &Connection,
     user: &UserId,
     write: &NoteWrite,
@@ -395,7 +434,7 @@ async fn load_note(
     }
 }
 
-async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {
+pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {
     let mut rows = conn
         .query("SELECT 1 FROM notes WHERE note_id = ?1", [note_id.as_str()])
         .await

@@ -88,6 +88,9 @@ pub struct SearchHit {
     pub note_id: Option<NoteId>,
     /// The best-matching chunk; the whole text when the note or message is one chunk.
     pub text: String,
+    /// For notes: the note's whole current text (read with the hit), whatever its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_text: Option<String>,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

@@ -8,6 +8,7 @@
 use libsql::Connection;
 
 use crate::error::MemoryError;
+use crate::freshness::log_head;
 use crate::indexing::{blob_to_vector, embed_checked, insert_vector};
 use crate::store::{MemoryStore, begin, finish};
 use crate::vector_index::IndexChange;
@@ -137,14 +138,28 @@ impl MemoryStore {
     }
 
     /// Rebuilds the in-memory index from the stored vectors of the active model. Runs on the writer
-    /// thread, so no write can slip in between the read and the swap.
+    /// thread inside one read transaction, so the vectors and the change-log head it records as
+    /// applied are one snapshot, and no write of this process slips in between.
     pub(crate) async fn reload_index(&self) -> Result<(), MemoryError> {
-        let index = self.inner.index.clone();
+        let store = self.clone();
         let loaded = self
             .write(move |conn| async move {
-                let changes = load_vectors(&conn, index.model_id(), index.dims()).await?;
+                let index = &store.inner.index;
+                let tx = conn
+                    .transaction_with_behavior(libsql::TransactionBehavior::Deferred)
+                    .await
+                    .map_err(MemoryError::db("loading vectors"))?;
+                let loaded = async {
+                    let head = log_head(&tx).await?;
+                    let changes = load_vectors(&tx, index.model_id(), index.dims()).await?;
+                    Ok((head, changes))
+                }
+                .await;
+                let (head, changes) = finish(tx, loaded).await?;
+                let mut applied = store.inner.freshness.lock();
                 index.clear();
                 index.apply(&changes);
+                *applied = head.last;
                 Ok(changes.len())
             })
             .await?;

@@ -6,51 +6,69 @@ use types::{NoteId, UserId};
 use crate::error::MemoryError;
 use crate::notes::{Note, NoteMetadata};
 use crate::query::{HybridQuery, SearchHit};
+use crate::receipts::{CallKey, WriteReceipt};
 use crate::store::MemoryStore;
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
-/// store to inject failures.
+/// store to inject failures. Every write takes the tool call's key (a retry of the call writes
+/// nothing and returns the first receipt); an update names the version of the text it replaces.
 #[async_trait]
 pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
-    async fn store_note(
+    async fn store_note_once(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         content: &str,
         metadata: NoteMetadata,
-    ) -> Result<Note, MemoryError>;
-    async fn update_note(
+    ) -> Result<WriteReceipt, MemoryError>;
+    async fn update_note_checked(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         note_id: &NoteId,
         content: &str,
-    ) -> Result<Note, MemoryError>;
-    async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError>;
+        expected_version: &str,
+    ) -> Result<WriteReceipt, MemoryError>;
+    async fn delete_note_once(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+    ) -> Result<WriteReceipt, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
 }
 
 #[async_trait]
 impl MemoryRetrieval for MemoryStore {
-    async fn store_note(
+    async fn store_note_once(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         content: &str,
         metadata: NoteMetadata,
-    ) -> Result<Note, MemoryError> {
-        MemoryStore::store_note(self, user, content, metadata).await
+    ) -> Result<WriteReceipt, MemoryError> {
+        MemoryStore::store_note_once(self, user, call, content, metadata).await
     }
 
-    async fn update_note(
+    async fn update_note_checked(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         note_id: &NoteId,
         content: &str,
-    ) -> Result<Note, MemoryError> {
-        MemoryStore::update_note(self, user, note_id, content).await
+        expected_version: &str,
+    ) -> Result<WriteReceipt, MemoryError> {
+        MemoryStore::update_note_checked(self, user, call, note_id, content, expected_version).await
     }
 
-    async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
-        MemoryStore::delete_note(self, user, note_id).await
+    async fn delete_note_once(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+    ) -> Result<WriteReceipt, MemoryError> {
+        MemoryStore::delete_note_once(self, user, call, note_id).await
     }
 
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {

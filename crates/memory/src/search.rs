@@ -1,5 +1,7 @@
 //! Hybrid search: scope, run both legs, fuse, group per note or message.
 //!
+//! 0. Catch up: commits by other writers are applied to this process's index first (see
+//!    [`crate::freshness`]).
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
 //!    legs, before anything is ranked.
 //! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`crate::keyword`] and
@@ -52,6 +54,8 @@ impl MemoryStore {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
+        // Other writers' commits (the runner CLI, another process) are applied first.
+        self.catch_up().await?;
         // Several chunks can belong to one note, so each leg brings more candidates than hits.
         let candidates = (top_k * 10).clamp(50, 1000);
 
@@ -249,7 +253,8 @@ impl SearchJob {
             start = end;
             window *= 2;
         }
-        let hits = grouper.hits;
+        let mut hits = grouper.hits;
+        note_texts(&conn, &mut hits).await?;
         tracing::debug!(
             sessions = self.sessions.len(),
             vector = vector.len(),
@@ -302,6 +307,35 @@ async fn chunk_details(
     Ok(out)
 }
 
+/// Fills in the whole text of every note hit (a note deleted since its chunk was read keeps none).
+async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
+    let ids: Vec<Value> = hits
+        .iter()
+        .filter_map(|h| h.note_id.as_ref())
+        .map(|id| Value::Text(id.to_string()))
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT note_id, content FROM notes WHERE note_id IN ({marks})");
+    let ctx = "reading search results";
+    let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
+    let mut texts = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        texts.insert(
+            row.get::<String>(0).map_err(MemoryError::db(ctx))?,
+            row.get::<String>(1).map_err(MemoryError::db(ctx))?,
+        );
+    }
+    for hit in hits {
+        if let Some(id) = &hit.note_id {
+            hit.note_text = texts.remove(id.as_str());
+        }
+    }
+    Ok(())
+}
+
 /// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
 struct Grouper {
     top_k: usize,
@@ -352,6 +386,7 @@ impl Grouper {
                 source: HitSource::parse(&d.meta.source),
                 note_id,
                 text: d.text.clone(),
+                note_text: None,
                 score: *score,
                 created_at: time::parse(&d.meta.created_at)?,
                 updated_at: time::parse(&d.meta.updated_at)?,

@@ -10,6 +10,7 @@ use types::MemoryConfig;
 
 use crate::embedding::{self, Embedder};
 use crate::error::MemoryError;
+use crate::freshness::Freshness;
 use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
@@ -52,8 +53,10 @@ pub(crate) struct Inner {
     next_reader: AtomicUsize,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) index: Arc<VectorIndex>,
-    /// The keyword leg's term counts; emptied after every write job.
+    /// The keyword leg's term counts; emptied after every write job and every catch-up.
     pub(crate) term_counts: Arc<TermCounts>,
+    /// How far this process has applied the change log (other writers' commits).
+    pub(crate) freshness: Freshness,
     pub(crate) target: Target,
     pub(crate) batch_size: usize,
     /// Set for the builtin model: embeds short queries without a thread hop.
@@ -134,6 +137,7 @@ impl MemoryStore {
                 embedder,
                 index,
                 term_counts: Arc::default(),
+                freshness: Freshness::default(),
                 target,
                 batch_size: batch_size.max(1),
             }),

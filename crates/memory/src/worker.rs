@@ -147,3 +147,34 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
     }
     Ok((db, conn))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's temporary files stay in memory on every local connection: a sandbox gives
+    /// `oxydra-vm` no temporary directory (see `connect`).
+    #[tokio::test]
+    async fn local_connections_keep_temporary_files_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let thread = DbThread::spawn("test-db", Target::Local(dir.path().join("m.db")))
+            .await
+            .unwrap();
+        let mode = thread
+            .run(|conn| async move {
+                let mut rows = conn
+                    .query("PRAGMA temp_store", ())
+                    .await
+                    .map_err(MemoryError::db("reading temp_store"))?;
+                let row = rows
+                    .next()
+                    .await
+                    .map_err(MemoryError::db("reading temp_store"))?;
+                Ok(row.and_then(|r| r.get::<i64>(0).ok()))
+            })
+            .await
+            .unwrap();
+        // 2 = MEMORY.
+        assert_eq!(mode, Some(2));
+    }
+}

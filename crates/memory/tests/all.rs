@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod freshness;
 mod open;
 mod search;
 mod sessions;

@@ -550,7 +550,12 @@ async fn the_trait_object_reaches_the_store() {
     let alice = user("alice");
     let tools: Arc<dyn memory::MemoryRetrieval> = Arc::new(f.store.clone());
     let note = tools
-        .store_note(&alice, "Saved through the trait.", NoteMetadata::default())
+        .store_note_once(
+            &alice,
+            None,
+            "Saved through the trait.",
+            NoteMetadata::default(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -566,5 +571,8 @@ async fn the_trait_object_reaches_the_store() {
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);
-    tools.delete_note(&alice, &note.note_id).await.unwrap();
+    tools
+        .delete_note_once(&alice, None, &note.note_id)
+        .await
+        .unwrap();
 }

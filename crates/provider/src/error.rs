@@ -145,6 +145,27 @@ impl ProviderError {
         }
     }
 
+    /// Why the call failed in a few words, for a status line ("timed out", "HTTP 503"); no
+    /// URLs, no provider text.
+    pub fn short_reason(&self) -> String {
+        match self {
+            ProviderError::RateLimited { .. } => "rate limited".into(),
+            ProviderError::Server { status, .. } => format!("HTTP {status}"),
+            ProviderError::Unreachable { .. } => "cannot reach the provider".into(),
+            ProviderError::Timeout { .. } => "timed out".into(),
+            ProviderError::Interrupted { .. } => "reply cut off".into(),
+            ProviderError::Auth { status, .. } | ProviderError::BadRequest { status, .. } => {
+                format!("HTTP {status}")
+            }
+            ProviderError::NotFound { .. } => "HTTP 404".into(),
+            ProviderError::Config(_)
+            | ProviderError::MissingApiKey { .. }
+            | ProviderError::InvalidApiKey { .. }
+            | ProviderError::BadResponse { .. }
+            | ProviderError::Http { .. } => "failed".into(),
+        }
+    }
+
     pub(crate) fn bad_response(detail: impl Into<String>) -> Self {
         ProviderError::BadResponse {
             detail: detail.into(),

@@ -35,4 +35,5 @@ pub use error::{ProviderError, TimeoutPhase};
 pub use factory::{ApiKey, ProviderOptions, from_config, from_config_with};
 pub use fold::{ResponseBuilder, collect_response};
 pub use openai::OpenAiProvider;
-pub use provider::Provider;
+pub use provider::{OnRetry, Provider};
+pub use retry::RetryNotice;

@@ -2,7 +2,10 @@
 
 use async_trait::async_trait;
 
-use crate::{ChatRequest, ChatResponse, EventStream, ProviderError};
+use crate::{ChatRequest, ChatResponse, EventStream, ProviderError, RetryNotice};
+
+/// Told about each retry before its wait (see [`Provider::stream_reporting`]).
+pub type OnRetry<'a> = &'a (dyn Fn(RetryNotice) + Send + Sync);
 
 /// An LLM endpoint. Object safe: the runtime holds an `Arc<dyn Provider>`.
 ///
@@ -16,6 +19,17 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Starts a streamed reply. The stream yields deltas and ends with exactly one
     /// [`StreamEvent::Done`](crate::StreamEvent::Done), or with an error — never a silent truncation.
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, ProviderError>;
+
+    /// Like [`Provider::stream`], calling `on_retry` before waiting for each retry, so that a
+    /// caller can show that the model is being retried. The default reports nothing.
+    async fn stream_reporting(
+        &self,
+        req: &ChatRequest,
+        on_retry: OnRetry<'_>,
+    ) -> Result<EventStream, ProviderError> {
+        let _ = on_retry;
+        self.stream(req).await
+    }
 
     /// A whole reply in one non-streaming request.
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, ProviderError>;

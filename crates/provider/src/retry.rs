@@ -2,6 +2,18 @@
 
 use std::time::Duration;
 
+/// A model request failed and is tried again after `wait`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The attempt about to be made (2 for the first retry).
+    pub attempt: u32,
+    /// Attempts allowed in all (`provider.max_retries` + 1).
+    pub max_attempts: u32,
+    pub wait: Duration,
+    /// Why the last attempt failed, in a few words ("timed out", "rate limited", "HTTP 503").
+    pub reason: String,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct RetryPolicy {
     pub max_retries: u32,
@@ -27,6 +39,19 @@ impl RetryPolicy {
         let full = self.base_delay.saturating_mul(factor).min(self.max_delay);
         Some(full / 2 + full.mul_f64(jitter.clamp(0.0, 1.0) / 2.0))
     }
+}
+
+/// Whether to try again after `err`, with `retries` made so far and `timeouts` of the attempts
+/// timed out. A timeout is retried once: a model that did not answer in
+/// `provider.request_timeout_secs` twice is hung or overloaded, and waiting the full timeout again
+/// and again would leave the user watching "thinking…" for many minutes.
+pub(crate) fn worth_retrying(
+    err: &crate::ProviderError,
+    retries: u32,
+    timeouts: u32,
+    max_retries: u32,
+) -> bool {
+    err.is_retryable() && retries < max_retries && timeouts <= 1
 }
 
 /// `Retry-After` in seconds (integer or decimal). HTTP dates are not honoured: backoff applies.
@@ -81,6 +106,40 @@ mod tests {
             Some(Duration::from_secs(3)),
         );
         check(0, Some(Duration::from_secs(61)), 0.0, None);
+    }
+
+    #[test]
+    fn timeouts_are_retried_once() {
+        use crate::{ProviderError, TimeoutPhase};
+        let timeout = ProviderError::Timeout {
+            phase: TimeoutPhase::Response,
+            base_url: "http://x".into(),
+            after: Duration::from_secs(60),
+        };
+        let server = ProviderError::Server {
+            status: 503,
+            detail: String::new(),
+        };
+        let auth = ProviderError::Auth {
+            status: 401,
+            env_var: None,
+            detail: String::new(),
+        };
+        let check = |err: &ProviderError, retries, timeouts, expected: bool| {
+            assert_eq!(
+                worth_retrying(err, retries, timeouts, 3),
+                expected,
+                "{err} after {retries} retries, {timeouts} timeouts"
+            );
+        };
+        check(&server, 0, 0, true);
+        check(&server, 2, 0, true);
+        check(&server, 3, 0, false);
+        check(&auth, 0, 0, false);
+        check(&timeout, 0, 1, true);
+        check(&timeout, 1, 2, false);
+        // A server error after one timeout still gets its retries.
+        check(&server, 1, 1, true);
     }
 
     #[test]

@@ -6,9 +6,10 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use reqwest::{Response, StatusCode};
 
-use crate::ProviderError;
 use crate::error::TimeoutPhase;
+use crate::provider::OnRetry;
 use crate::retry::{self, RetryPolicy};
+use crate::{ProviderError, RetryNotice};
 
 /// One endpoint of one provider: where to POST, with which headers, and how patiently.
 #[derive(Debug)]
@@ -35,7 +36,7 @@ impl Transport {
         &self,
         body: &serde_json::Value,
     ) -> Result<serde_json::Value, ProviderError> {
-        self.with_retries(|| async {
+        self.with_retries(&|_| {}, || async {
             let response = self
                 .request(body)
                 .timeout(self.request_timeout)
@@ -52,8 +53,12 @@ impl Transport {
 
     /// POSTs a streaming request and returns the response once its status is a success. Retries
     /// happen only here, before any stream data has been handed to the caller.
-    pub async fn post_stream(&self, body: &serde_json::Value) -> Result<Response, ProviderError> {
-        self.with_retries(|| async {
+    pub async fn post_stream(
+        &self,
+        body: &serde_json::Value,
+        on_retry: OnRetry<'_>,
+    ) -> Result<Response, ProviderError> {
+        self.with_retries(on_retry, || async {
             let response = tokio::time::timeout(self.request_timeout, self.request(body).send())
                 .await
                 .map_err(|_| self.timeout(TimeoutPhase::Response, self.request_timeout))?
@@ -90,19 +95,27 @@ impl Transport {
             .json(body)
     }
 
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ProviderError>
+    async fn with_retries<T, F, Fut>(
+        &self,
+        on_retry: OnRetry<'_>,
+        mut attempt: F,
+    ) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
     {
         let mut retries = 0;
+        let mut timeouts = 0;
         loop {
             tracing::debug!(endpoint = %self.endpoint, model = %self.model, retries, "LLM request");
             let err = match attempt().await {
                 Ok(value) => return Ok(value),
                 Err(err) => err,
             };
-            if !err.is_retryable() || retries >= self.retry.max_retries {
+            if matches!(err, ProviderError::Timeout { .. }) {
+                timeouts += 1;
+            }
+            if !retry::worth_retrying(&err, retries, timeouts, self.retry.max_retries) {
                 return Err(err);
             }
             let Some(wait) = self
@@ -113,6 +126,12 @@ impl Transport {
             };
             tracing::warn!(error = %err, wait_ms = wait.as_millis() as u64, retry = retries + 1,
                 "LLM request failed; retrying");
+            on_retry(RetryNotice {
+                attempt: retries + 2,
+                max_attempts: self.retry.max_retries + 1,
+                wait,
+                reason: err.short_reason(),
+            });
             tokio::time::sleep(wait).await;
             retries += 1;
         }

@@ -106,3 +106,147 @@ fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolReg
     }
     Ok(registry)
 }
+
+#[cfg(test)]
+mod tests {
+    use memory::{LegacyDir, NoteMetadata};
+    use test_support::{ScriptedLlm, ScriptedReply};
+    use tokio::sync::mpsc;
+    use types::{
+        CancellationToken, EmbeddingBackend, SessionId, ToolExecutionContext, TurnId, UserId,
+        WorkspacePaths,
+    };
+
+    use super::*;
+
+    const NOTE: &str = "my favourite drink is rooibos tea";
+
+    fn config(server: &ScriptedLlm, enabled: bool) -> AgentConfig {
+        let mut config = AgentConfig {
+            provider: server.openai_config(),
+            ..AgentConfig::default()
+        };
+        config.memory.enabled = enabled;
+        config.memory.embedding.backend = EmbeddingBackend::Hash;
+        config.runtime.recall_min_score = 0.0;
+        config
+    }
+
+    fn options() -> OpenOptions {
+        OpenOptions {
+            legacy_dir: LegacyDir::Skip,
+            ..OpenOptions::default()
+        }
+    }
+
+    async fn agent(server: &ScriptedLlm, root: &Path, enabled: bool) -> Agent {
+        let config = config(server, enabled);
+        let provider = provider::from_config(&config.provider).unwrap();
+        compose(&config, root, provider, options()).await.unwrap()
+    }
+
+    /// One turn of `user` in session `s1`; the request the model was sent.
+    async fn turn(
+        server: &ScriptedLlm,
+        agent: &Agent,
+        root: &Path,
+        text: &str,
+    ) -> test_support::RecordedRequest {
+        server.push(ScriptedReply::text("noted"));
+        let ctx = ToolExecutionContext {
+            user_id: UserId::parse("alice").unwrap(),
+            session_id: SessionId::parse("s1").unwrap(),
+            turn_id: TurnId::parse("t1").unwrap(),
+            workspace: WorkspacePaths::new(root),
+            cancellation: CancellationToken::default(),
+            call_id: None,
+        };
+        let (tx, mut rx) = mpsc::channel(64);
+        let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+        agent.runtime.run_turn(&ctx, text, &tx).await.unwrap();
+        drop(tx);
+        drain.await.unwrap();
+        server.last_request().unwrap()
+    }
+
+    /// A user root whose database already holds [`NOTE`].
+    async fn root_with_note(server: &ScriptedLlm) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open_with(&config(server, true).memory, dir.path(), options())
+            .await
+            .unwrap();
+        let user = UserId::parse("alice").unwrap();
+        store
+            .store_note(&user, NOTE, NoteMetadata::default())
+            .await
+            .unwrap();
+        dir
+    }
+
+    fn memory_tools_in(request: &test_support::RecordedRequest) -> Vec<String> {
+        request
+            .tool_names()
+            .into_iter()
+            .filter(|n| n.starts_with("memory_"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn disabled_memory_opens_no_store_and_offers_no_memory_tools() {
+        let server = ScriptedLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let agent = agent(&server, dir.path(), false).await;
+        assert_eq!(agent.memory, MemoryState::Disabled);
+        assert_eq!(agent.memory.as_str(), "disabled");
+
+        let request = turn(&server, &agent, dir.path(), "hello there").await;
+        assert_eq!(memory_tools_in(&request), Vec::<String>::new());
+        let mut tools = request.tool_names();
+        tools.sort();
+        assert!(tools.contains(&"file_read".to_owned()), "{tools:?}");
+        assert!(tools.contains(&"shell_exec".to_owned()), "{tools:?}");
+        let prompt = request.system_prompt().unwrap_or_default();
+        assert!(!prompt.contains("memory_search"), "{prompt}");
+        // No database file was created, and the conversation still works (in process memory).
+        let db = WorkspacePaths::new(dir.path()).default_memory_db();
+        assert!(!db.exists(), "{} exists", db.display());
+        let user = UserId::parse("alice").unwrap();
+        let sessions = agent.runtime.conversations(&user).await.unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].messages, 2);
+    }
+
+    #[tokio::test]
+    async fn disabled_memory_recalls_nothing_that_enabled_memory_recalls() {
+        let server = ScriptedLlm::start().await;
+        let dir = root_with_note(&server).await;
+
+        let enabled = agent(&server, dir.path(), true).await;
+        assert_eq!(enabled.memory, MemoryState::Local);
+        let request = turn(&server, &enabled, dir.path(), "what is my favourite drink?").await;
+        assert_eq!(
+            memory_tools_in(&request).len(),
+            4,
+            "{:?}",
+            request.tool_names()
+        );
+        let prompt = request.system_prompt().unwrap_or_default();
+        assert!(
+            prompt.contains(NOTE),
+            "enabled memory recalls the note: {prompt}"
+        );
+        drop(enabled);
+
+        let disabled = agent(&server, dir.path(), false).await;
+        let request = turn(
+            &server,
+            &disabled,
+            dir.path(),
+            "what is my favourite drink?",
+        )
+        .await;
+        let prompt = request.system_prompt().unwrap_or_default();
+        assert!(!prompt.contains(NOTE), "disabled memory recalled: {prompt}");
+        assert_eq!(memory_tools_in(&request), Vec::<String>::new());
+    }
+}

@@ -156,6 +156,33 @@ impl SafeDir {
         rfs::renameat(&self.fd, from, &self.fd, to).map_err(err)
     }
 
+    /// Removes the temporary files of [`SafeDir::write_atomic`] for `name` (`.{name}.*.tmp`) that
+    /// a writer killed mid-write left behind. Call it only while no writer runs.
+    pub fn remove_temps(&self, name: &str) -> Result<(), RunnerError> {
+        let err = |e: Errno| RunnerError::io("clean", &self.shown)(e.into());
+        check_name(name).map_err(err)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let listing = rfs::openat(&self.fd, ".", flags, Mode::empty()).map_err(err)?;
+        let prefix = format!(".{name}.");
+        let mut stale = Vec::new();
+        for entry in rfs::Dir::read_from(&listing).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            if let Ok(file) = entry.file_name().to_str()
+                && file.starts_with(&prefix)
+                && file.ends_with(".tmp")
+            {
+                stale.push(file.to_owned());
+            }
+        }
+        for file in stale {
+            // Best effort: whatever cannot go (a planted directory) is only in the way of nobody.
+            if let Err(e) = self.remove(&file) {
+                tracing::warn!(error = %e, "could not remove a leftover temporary file");
+            }
+        }
+        Ok(())
+    }
+
     /// Removes the file (or link, FIFO, socket) `name` if present; never follows it and never
     /// removes a directory.
     pub fn remove(&self, name: &str) -> Result<(), RunnerError> {
@@ -184,6 +211,36 @@ pub fn remove_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The contents of the regular file `path` (at most `limit` bytes are read), opened
+/// `O_NOFOLLOW | O_NONBLOCK`: a link at the final name is refused and a FIFO cannot block the
+/// reader (a marker in `.oxydra/` could be planted by `oxydra-vm`, which the runner does not trust
+/// more than that). Absent files give `NotFound`.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rfs::open(path, flags, Mode::empty())?;
+    let stat = rfs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd).take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Removes what an interrupted [`SafeDir::write_atomic`] of `path` (below the trusted `root`)
+/// left behind, best effort: a directory that is missing or cannot be opened holds none.
+pub fn remove_temps_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
+    let (dir, name) = split(root, path)?;
+    match SafeDir::open(root, &dir) {
+        Ok(dir) => dir.remove_temps(&name),
+        Err(_) => Ok(()),
     }
 }
 

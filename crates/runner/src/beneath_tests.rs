@@ -130,3 +130,31 @@ fn create_makes_missing_directories_with_the_mode() {
         "1"
     );
 }
+
+#[test]
+fn the_component_walk_refuses_links_too() {
+    // The fallback for kernels without openat2, exercised directly.
+    let f = Fixture::new();
+    let outside = f.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    symlink(&outside, f.root().join("link")).unwrap();
+    let root = rfs::open(
+        f.root().as_path(),
+        OFlags::PATH | OFlags::DIRECTORY,
+        Mode::empty(),
+    )
+    .unwrap();
+    let names = |p: &str| plain_names(Path::new(p)).unwrap();
+    assert!(walk(root.as_fd(), &names("ipc"), Missing::Fail).is_ok());
+    assert!(walk(root.as_fd(), &names("link"), Missing::Fail).is_err());
+    assert!(walk(root.as_fd(), &names("link/new"), Missing::Create(0o700)).is_err());
+    assert!(
+        walk(
+            root.as_fd(),
+            &names("ipc/new/deeper"),
+            Missing::Create(0o700)
+        )
+        .is_ok()
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}

@@ -23,6 +23,7 @@ struct RawConfig {
     agent_config: Option<PathBuf>,
     supervision: Option<RawSupervision>,
     container: Option<RawContainer>,
+    guest_uid_base: Option<u32>,
     #[serde(default)]
     users: BTreeMap<String, RawUser>,
 }
@@ -116,6 +117,8 @@ pub struct RunnerConfig {
     pub tier: Tier,
     pub supervision: Supervision,
     pub container: ContainerSettings,
+    /// First uid handed to a user's guests when the runner runs as root (see `privilege`).
+    pub guest_uid_base: u32,
     pub users: Vec<UserEntry>,
 }
 
@@ -230,12 +233,23 @@ impl RunnerConfig {
                 "supervision.ready_timeout_secs and stop_timeout_secs must be at least 1".into(),
             ));
         }
+        if raw
+            .guest_uid_base
+            .is_some_and(|b| !(1000..=u32::MAX / 2).contains(&b))
+        {
+            return Err(problem(format!(
+                "guest_uid_base must be between 1000 and {} (default {})",
+                u32::MAX / 2,
+                crate::DEFAULT_GUEST_UID_BASE
+            )));
+        }
         Ok(Self {
             path: path.to_owned(),
             workspace_root,
             tier: raw.tier.unwrap_or_default(),
             supervision,
             container,
+            guest_uid_base: raw.guest_uid_base.unwrap_or(crate::DEFAULT_GUEST_UID_BASE),
             users,
         })
     }

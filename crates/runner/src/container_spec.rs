@@ -48,9 +48,13 @@ pub struct GuestSpec<'a> {
     pub settings: &'a ContainerSettings,
     /// The user's agent settings (which environment variables hold its keys).
     pub agent: &'a AgentConfig,
-    /// `uid:gid` the guest runs as (the invoking user's).
+    /// `uid:gid` the guest runs as: the user's own guest identity when the runner is root, else
+    /// the invoking user's.
     pub uid: u32,
     pub gid: u32,
+    /// The SHA-256 (hex) of the user's shell secret, for `shell-vm`'s bootstrap. The secret
+    /// itself reaches `oxydra-vm` only through its `.oxydra/` mount.
+    pub shell_verifier: &'a str,
 }
 
 /// The user's workspace as both containers see it: `/workspace/<user>`.
@@ -111,7 +115,8 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
             )
         }
         Role::ShellVm => {
-            let boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+            let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+            boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
             (
                 spec.settings.shell_vm_image.clone(),
                 vec![
@@ -211,6 +216,7 @@ mod tests {
             agent: &agent,
             uid: 1000,
             gid: 100,
+            shell_verifier: "ab",
         })
         .unwrap()
     }
@@ -294,6 +300,14 @@ mod tests {
         for role in [Role::OxydraVm, Role::ShellVm] {
             let body = spec_body(role, ShellNetwork::None);
             assert_eq!(body.user.as_deref(), Some("1000:100"));
+            // No engine socket, in any form, reaches a guest.
+            assert!(
+                mounts(&body)
+                    .iter()
+                    .all(|(source, target, _)| !source.contains("docker")
+                        && !target.contains("docker")),
+                "{role}"
+            );
             let host = body.host_config.unwrap();
             assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
             assert_eq!(

@@ -57,18 +57,32 @@ pub fn open_log(ws: &WorkspacePaths, role: &str) -> Result<(std::fs::File, std::
 }
 
 /// Starts `binary` as `role` in its own process group, in the user's workspace, with `bootstrap`
-/// written to its stdin. The environment is passed through (oxydra-vm needs the provider's key;
-/// shell-vm drops everything but PATH and LANG itself).
+/// written to its stdin, as `identity` when given (see [`runner::drop_to`]). The environment is
+/// passed through (oxydra-vm needs the provider's key; shell-vm drops everything but PATH and
+/// LANG itself).
 pub async fn spawn(
     role: Role,
     binary: &Path,
     args: &[&str],
     ws: &WorkspacePaths,
     bootstrap: &str,
+    identity: Option<runner::GuestIdentity>,
 ) -> Result<Guest> {
     let log = log_path(ws, role.name());
     let (stdout, stderr) = open_log(ws, role.name())?;
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    if let Some(id) = identity {
+        // SAFETY: `drop_to` makes only raw system calls (no allocation, no locks), which is
+        // what a forked child of a multi-threaded process may do before it execs.
+        #[allow(
+            unsafe_code,
+            reason = "pre_exec is the only way to drop privileges between fork and exec"
+        )]
+        unsafe {
+            command.pre_exec(move || runner::drop_to(id));
+        }
+    }
+    let mut child = command
         .args(args)
         .current_dir(&ws.root)
         .stdin(Stdio::piped())

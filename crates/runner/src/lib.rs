@@ -8,7 +8,10 @@
 //!   where each lives
 //! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
 //!   (no link, FIFO or hard link planted there is ever followed)
+//! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
+//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
 //! - `toml_error` — TOML mistakes as `line N, key.path: message`
@@ -24,12 +27,15 @@ mod bootstrap;
 mod config;
 mod container_config;
 pub mod container_spec;
+mod db_place;
 mod docker;
 mod error;
 pub mod images;
 mod marker;
+mod privilege;
 mod procs;
 mod provision;
+mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose};
@@ -42,6 +48,7 @@ pub use config::{
 pub use container_config::{
     ContainerSettings, Limits, ShellNetwork, default_oxydra_vm_image, default_shell_vm_image,
 };
+pub use db_place::check_db_place;
 pub use docker::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, LABEL_MANAGED, LABEL_ROLE, LABEL_USER,
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
@@ -49,8 +56,14 @@ pub use docker::{
 pub use error::RunnerError;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
-    health_path, oxydra_vm_files, read_json, remove_if_exists, run_files, runner_log_dir,
-    runner_log_path, runner_marker_path, write_json_atomic,
+    health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
+    runner_log_dir, runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
+};
+pub use privilege::{
+    DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
+    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
+    runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;
+pub use shell_secret::{issue_shell_secret, stored_verifier, verifier_of};

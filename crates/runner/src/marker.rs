@@ -20,6 +20,9 @@ use crate::beneath::SafeDir;
 
 /// `.oxydra/health.json`, written by `oxydra-vm` at start and refreshed while it runs.
 pub const HEALTH_FILE: &str = "health.json";
+/// A marker larger than this is not read past it (they are a few hundred bytes).
+const MAX_MARKER_BYTES: u64 = 1024 * 1024;
+
 /// `.oxydra/runner.json`, written by the runner supervising the user.
 pub const RUNNER_MARKER: &str = "runner.json";
 
@@ -50,11 +53,16 @@ fn runner_logs_rel(ws: &WorkspacePaths) -> (PathBuf, PathBuf) {
     (root, Path::new(RUNNER_DIR).join(user).join("logs"))
 }
 
-/// `<workspace_root>/.runner/<user>/logs/<role>.log`: the runner's copy of a guest's output (and
-/// a detached runner's own log). Only the runner writes there.
-pub fn runner_log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+/// `<workspace_root>/.runner/<user>/logs/`: where the runner keeps its copies of the guests'
+/// output (and a detached runner's own log). Only the runner writes there.
+pub fn runner_logs(ws: &WorkspacePaths) -> PathBuf {
     let (root, rel) = runner_logs_rel(ws);
-    root.join(rel).join(format!("{role}.log"))
+    root.join(rel)
+}
+
+/// `<workspace_root>/.runner/<user>/logs/<role>.log`.
+pub fn runner_log_path(ws: &WorkspacePaths, role: &str) -> PathBuf {
+    runner_logs(ws).join(format!("{role}.log"))
 }
 
 /// The directory of [`runner_log_path`], created (mode 0700) and opened without following links.
@@ -168,9 +176,11 @@ pub fn write_json_atomic(
     crate::beneath::write_beneath(root, path, &text)
 }
 
-/// The JSON in `path`; `Ok(None)` when the file does not exist.
+/// The JSON in `path`; `Ok(None)` when the file does not exist. A link, FIFO or anything but a
+/// regular file there is an error, never followed or waited on (see
+/// [`crate::beneath::read_regular`]).
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerError> {
-    match std::fs::read(path) {
+    match crate::beneath::read_regular(path, MAX_MARKER_BYTES) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|source| RunnerError::Json {
@@ -182,11 +192,27 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerEr
     }
 }
 
+/// Removes every [`run_files`] entry of `ws` (see [`remove_if_exists`]) and the temporary files
+/// an interrupted write of one left behind: what `start` clears first and `stop` removes last.
+pub fn remove_run_files(ws: &WorkspacePaths) -> Result<(), RunnerError> {
+    for file in run_files(ws) {
+        remove_if_exists(&file)?;
+        crate::beneath::remove_temps_beneath(&ws.root, &file)?;
+    }
+    Ok(())
+}
+
 /// Removes `path` if present. `unlink` never follows the final name, and the directories above it
 /// (`.oxydra/`, `ipc/`) sit in the workspace root, which no guest can write, so no guest can swap
 /// them for a link.
 pub fn remove_if_exists(path: &Path) -> Result<(), RunnerError> {
     match std::fs::remove_file(path) {
+        // A directory planted by the shell (in `ipc/`) where a file belongs: not ours to empty,
+        // and no reason to stop a start or a stop.
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            tracing::warn!(path = %path.display(), "a directory is in the way; left as it is");
+            Ok(())
+        }
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(RunnerError::io("remove", path)(e))
         }
@@ -220,5 +246,30 @@ mod tests {
         remove_if_exists(&path).unwrap();
         remove_if_exists(&path).unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn markers_are_never_read_through_a_link_or_from_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "{}").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(read_json::<serde_json::Value>(&link).is_err());
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            fifo.as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // Returns at once (non-blocking open), with an error.
+        assert!(read_json::<serde_json::Value>(&fifo).is_err());
+        assert_eq!(
+            read_json::<serde_json::Value>(&real).unwrap(),
+            Some(serde_json::json!({}))
+        );
     }
 }

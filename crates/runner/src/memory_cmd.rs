@@ -11,6 +11,28 @@ use crate::Global;
 use crate::cli::{MemoryAction, MemoryArgs};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
+    let root = args.root.clone();
+    let result = run_as_operator(args, global).await;
+    // Run as root, the store may have created files (the database, its journal) its agent, which
+    // runs as the user's own uid, could not write: they go back to that uid.
+    if let (Some(name), true) = (global.user.as_deref(), runner::runs_as_root()) {
+        let root = match root {
+            Some(root) => Some(root),
+            None => global.runner_config().ok().map(|c| c.workspace_root),
+        };
+        if let (Some(root), Ok(user)) = (root, UserId::parse(name))
+            && let Some(id) = runner::recorded_identity(&root, &user)
+        {
+            let ws = types::WorkspacePaths::for_user(&root, &user);
+            if let Err(e) = runner::own_workspace(&ws, id) {
+                tracing::warn!(error = %e, "could not give the memory files back to the agent's uid");
+            }
+        }
+    }
+    result
+}
+
+async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     let Some(name) = global.user.as_deref() else {
         bail!("which user? pass --user NAME");
     };
@@ -31,6 +53,7 @@ pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }
     let user_root = root.join(user.as_str());
+    runner::check_db_place(&config.memory, &types::WorkspacePaths::new(&user_root))?;
     let options = OpenOptions {
         progress: Some(Box::new(progress("re-embedding"))),
         ..Default::default()
@@ -52,10 +75,7 @@ pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
                 bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
             }
             let mut q = HybridQuery::new(vec![SessionId::user_memory(&user)], query, top_k);
-            q.weights = Weights {
-                vector: config.retrieval.vector_weight,
-                fts: config.retrieval.fts_weight,
-            };
+            q.weights = Weights::from(&config.retrieval);
             let hits = store.hybrid_query(&q).await?;
             if json {
                 let rows: Vec<_> = hits

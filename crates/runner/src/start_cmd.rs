@@ -56,12 +56,28 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             unconfined,
         )
     };
+    if !runner::runs_as_root() && !container && mode != Mode::Supervisor {
+        say(format!("note: {}", runner::SHARED_UID_NOTICE));
+    }
     let mut plans = Vec::new();
     for user in users {
         let ws = provision(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
+        let separation =
+            runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
+        let digest = config_digest(&config, &user);
+        let mut user = user;
+        if let Some(id) = separation.identity() {
+            runner::check_reachable(&config.workspace_root)?;
+            runner::own_workspace(&ws, id)?;
+            // The guest reads its own copy: the original may be readable by the runner only.
+            if !container && let Some(original) = &user.agent_config {
+                user.agent_config = Some(runner::agent_config_copy(&ws, original, id)?);
+            }
+        }
         plans.push(Plan {
-            config_digest: config_digest(&config, &user),
+            separation,
+            config_digest: digest,
             config: config.clone(),
             user,
             ws,
@@ -146,9 +162,7 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
             }
         }
     }
-    for file in runner::run_files(ws) {
-        runner::remove_if_exists(&file)?;
-    }
+    runner::remove_run_files(ws)?;
     if let Some(docker) = &plan.docker {
         for name in remove_workspace_containers(docker, &ws.root).await? {
             tracing::warn!(%user, "removed the stale container {name}");

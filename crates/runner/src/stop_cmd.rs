@@ -59,9 +59,7 @@ pub async fn stop_one(
     }
     // Only now that no guest is left can nothing write these again (an orphaned oxydra-vm
     // refreshes its health file until its container is gone).
-    for file in runner::run_files(ws) {
-        runner::remove_if_exists(&file)?;
-    }
+    runner::remove_run_files(ws)?;
     Ok(line)
 }
 

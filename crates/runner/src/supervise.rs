@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use runner::container_spec::{GuestSpec, container_body};
 use runner::{
-    ChildInfo, RestartPolicy, RunnerConfig, RunnerMarker, SandboxMode, Tier, UserEntry, VmBootstrap,
+    ChildInfo, RestartPolicy, RunnerConfig, RunnerMarker, SandboxMode, Separation, Tier, UserEntry,
+    VmBootstrap,
 };
 use sandbox::Role;
 use types::{AgentConfig, CancellationToken, ShellBootstrap, WorkspacePaths};
@@ -33,6 +34,8 @@ pub struct Plan {
     pub docker: Option<bollard::Docker>,
     /// A digest of the user's settings, kept in the runner marker (see `start_cmd`).
     pub config_digest: String,
+    /// The uid the user's guests run as (their own when the runner is root).
+    pub separation: Separation,
 }
 
 struct Supervisor {
@@ -41,6 +44,8 @@ struct Supervisor {
     restarts: BTreeMap<&'static str, u32>,
     crashes: BTreeMap<&'static str, VecDeque<Instant>>,
     started_at: String,
+    /// The SHA-256 of the user's current shell secret, handed to each `shell-vm` started.
+    verifier: String,
 }
 
 /// Runs the user's guests until `stop` is cancelled or a guest cannot be kept running. The caller
@@ -52,6 +57,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
         restarts: BTreeMap::new(),
         crashes: BTreeMap::new(),
         started_at: crate::out::now(),
+        verifier: String::new(),
     };
     let result = sup.serve(&stop).await;
     sup.stop_all().await;
@@ -61,6 +67,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
 impl Supervisor {
     async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
         self.write_marker()?;
+        self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
         let started = self.start_both(stop).await;
         let Some(endpoint) = started.with_context(|| format!("cannot start {user}'s agent"))?
@@ -191,14 +198,22 @@ impl Supervisor {
         let guest = match &self.plan.docker {
             Some(docker) => {
                 let p = &self.plan;
+                let (uid, gid) = match p.separation.identity() {
+                    Some(id) => (id.uid, id.gid),
+                    None => (
+                        rustix::process::getuid().as_raw(),
+                        rustix::process::getgid().as_raw(),
+                    ),
+                };
                 let body = container_body(&GuestSpec {
                     role,
                     user: &p.user,
                     ws: &p.ws,
                     settings: &p.config.container,
                     agent: &p.agent,
-                    uid: rustix::process::getuid().as_raw(),
-                    gid: rustix::process::getgid().as_raw(),
+                    uid,
+                    gid,
+                    shell_verifier: &self.verifier,
                 })?;
                 let name =
                     runner::container_name(&p.config.workspace_root, &p.user.id, role.name());
@@ -206,7 +221,8 @@ impl Supervisor {
             }
             None => {
                 let (binary, args, bootstrap) = self.launch_spec(role)?;
-                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap).await?
+                let identity = self.plan.separation.identity();
+                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, identity).await?
             }
         };
         Ok(guest)
@@ -220,10 +236,10 @@ impl Supervisor {
                 if p.unconfined {
                     args.push("--allow-unconfined");
                 }
-                serde_json::to_string(&ShellBootstrap::new(
-                    p.user.id.clone(),
-                    p.config.workspace_root.clone(),
-                ))?
+                let mut boot =
+                    ShellBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
+                boot.secret_sha256 = Some(self.verifier.clone());
+                serde_json::to_string(&boot)?
             }
             Role::OxydraVm => {
                 let mut boot = VmBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());

@@ -166,7 +166,11 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
             "{role}: {}",
             host["Tmpfs"]
         );
-        assert_eq!(c["Config"]["User"], uid_gid().as_str(), "{role}");
+        assert_eq!(
+            c["Config"]["User"],
+            uid_gid(&setup.ws("alice")).as_str(),
+            "{role}"
+        );
         assert_eq!(c["State"]["Running"], true, "{role}");
     }
     // The limits of runner.toml's [container.<role>] tables.
@@ -257,11 +261,26 @@ async fn the_visibility_table_holds_inside_the_containers() {
         "ls /workspace/carol",
         "touch /probe",
         "touch /etc/probe",
+        // User separation (issue 13): no root files, no engine, no devices, no root uid.
+        "cat /etc/shadow",
+        "ls /var/run/docker.sock",
+        "ls /run/docker.sock",
+        "mknod /workspace/alice/tmp/blk b 8 0",
     ] {
         let report = alice.shell(cmd).await;
         assert!(failed(&report), "`{cmd}` should fail: {report}");
         assert!(!report.contains("the vault says hello"), "{report}");
     }
+    // The shell runs as the user's guest uid (never root).
+    let (uid, _) = uid_gid(&ws)
+        .split_once(':')
+        .map(|(u, g)| (u.to_owned(), g.to_owned()))
+        .unwrap();
+    assert_ne!(uid, "0");
+    assert_eq!(
+        alice.shell("id -u").await,
+        format!("done: exit code 0\n--- stdout ---\n{uid}\n")
+    );
     // What the shell can see, written to tmp/ and read on the host (tool output is scrubbed,
     // files are not): only alice's four directories, and no token anywhere.
     let report = alice

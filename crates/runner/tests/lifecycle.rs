@@ -37,6 +37,22 @@ pub fn processes_in(dir: &Path) -> Vec<u32> {
     found
 }
 
+/// The command lines of processes still in `dir` once every process there has had up to 30 s to
+/// finish dying (a guest's own child gets its signal as the guest exits, and dies a moment later).
+pub fn processes_left_in(dir: &Path) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = processes_in(dir);
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left
+                .iter()
+                .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+                .collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The pid of the runner serving `user` (from its marker).
 fn runner_pid(setup: &Setup, user: &str) -> u32 {
     let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&setup.ws(user)))
@@ -53,8 +69,9 @@ async fn runner_within(setup: &Setup, args: &[&str], within: Duration) -> std::p
 }
 
 /// A bin dir whose `shell-vm` announces itself in `started`, then waits `hold` before becoming
-/// the real `shell-vm` (and ends, with its wait, on SIGTERM): a start that is certainly still under
-/// way while the test acts.
+/// the real `shell-vm` (and ends, with its wait, on SIGTERM — after reaping the `sleep`, so that
+/// nothing of it outlives the runner): a start that is certainly still under way while the test
+/// acts.
 fn slow_shell_bin_dir(dir: &Path, hold_s: u32) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let real = common::guest_binaries();
@@ -62,11 +79,13 @@ fn slow_shell_bin_dir(dir: &Path, hold_s: u32) -> std::path::PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real.join("oxydra-vm"), bin.join("oxydra-vm")).unwrap();
     let script = format!(
-        "#!/bin/sh\ntouch '{started}'\ntrap 'kill $! 2>/dev/null; exit 143' TERM INT\n\
-         sleep {hold_s} &\nwait $!\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\ntrap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 143' TERM INT\n\
+         touch '{started}'\nsleep {hold_s} &\nwait $!\nexec '{real}' \"$@\"\n",
         started = dir.join("started").display(),
         real = real.join("shell-vm").display(),
     );
+    // The shell runs as the user's own uid when the runner is root: it must be able to announce.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let wrapper = bin.join("shell-vm");
     std::fs::write(&wrapper, script).unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -126,7 +145,7 @@ async fn ctrl_c_while_a_foreground_start_is_under_way_stops_what_it_started() {
         "{what}"
     );
     assert!(!stdout.contains("ready at"), "{what}");
-    assert_eq!(processes_in(&ws.root), Vec::<u32>::new(), "{what}");
+    assert_eq!(processes_left_in(&ws.root), Vec::<String>::new(), "{what}");
     assert_eq!(left_behind(&ws), Vec::<String>::new(), "{what}");
 }
 

@@ -131,3 +131,114 @@ fn bad_input_is_one_line_and_changes_nothing() {
     let stats = ok_json(runner(root, "alice", &["stats"]));
     assert_eq!(stats["notes"], 0);
 }
+
+/// One store, fresh everywhere: notes the CLI saves, imports, updates and deletes while an agent's
+/// store is open on the same database are ranked by that store's very next search (its in-process
+/// vector index catches up from the change log), without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
+    use memory::{HybridQuery, MemoryStore, NoteMetadata, Weights};
+    use types::{MemoryConfig, SessionId, UserId};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_owned();
+    let alice = UserId::parse("alice").unwrap();
+    let agent = MemoryStore::open(&MemoryConfig::default(), &root.join("alice"))
+        .await
+        .unwrap();
+    agent
+        .store_note(
+            &alice,
+            "Tomatoes need full sun and deep watering",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    // Only the vector leg: the keyword leg reads the database directly and would hide a stale index.
+    let by_vector = async |query: &str| -> Vec<String> {
+        let mut q = HybridQuery::new(vec![SessionId::user_memory(&alice)], query, 3);
+        q.weights = Weights {
+            vector: 1.0,
+            fts: 0.0,
+        };
+        agent
+            .hybrid_query(&q)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| h.text)
+            .collect()
+    };
+    by_vector("garden").await;
+    let cli = |args: Vec<String>| {
+        let root = root.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                runner(&root, "alice", &args)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+
+    let saved = ok_json(cli(args(&["save", "Favourite tram line is the number seven"])).await);
+    let id = saved["note_id"].as_str().unwrap().to_owned();
+    let found = by_vector("which tram line does the user like").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Favourite tram line is the number seven"),
+        "{found:?}"
+    );
+
+    let out = cli(args(&[
+        "update",
+        &id,
+        "Favourite ferry crosses the harbour at dawn",
+    ]))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = by_vector("ferry across the harbour").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Favourite ferry crosses the harbour at dawn"),
+        "{found:?}"
+    );
+
+    let file = root.join("import.jsonl");
+    let note = serde_json::json!({
+        "note_id": "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f",
+        "content": "Allergic to peanuts and cashews",
+        "metadata": {},
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+    });
+    std::fs::write(&file, format!("{note}\n")).unwrap();
+    let imported = ok_json(cli(args(&["import", file.to_str().unwrap()])).await);
+    assert_eq!(imported["imported"], 1);
+    let found = by_vector("nut allergy peanuts").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Allergic to peanuts and cashews"),
+        "{found:?}"
+    );
+
+    let out = cli(args(&["delete", &id])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = agent.stats().await.unwrap();
+    by_vector("ferry").await;
+    let stats_after = agent.stats().await.unwrap();
+    assert_eq!(
+        stats_after.indexed_vectors, stats_after.vectors,
+        "{stats:?} → {stats_after:?}"
+    );
+}

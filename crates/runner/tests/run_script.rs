@@ -229,7 +229,10 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
             continue;
         }
         assert!(marker.is_none(), "after {delay_ms} ms: {marker:?}");
-        assert_eq!(crate::lifecycle::processes_in(&ws.root), Vec::<u32>::new());
+        assert_eq!(
+            crate::lifecycle::processes_left_in(&ws.root),
+            Vec::<String>::new()
+        );
         assert_eq!(left_behind(&ws), Vec::<String>::new());
         assert!(
             runner::read_json::<runner::GatewayMarker>(&ws.endpoint())

@@ -1,7 +1,8 @@
 //! `runner --tui --user U`: the real `oxydra-tui` inside tmux, started by the runner against a
 //! running process-tier agent with the scripted model — save a note, `/new`, recall it from the
 //! other session — after the agent's shell forged the public endpoint in `ipc/` (the TUI must not
-//! follow it).
+//! follow it). Then a supervised crash: the runner restarts the killed agent on a new port
+//! (`gateway_port = 0`) and the open TUI follows it there, re-reading `.oxydra/gateway.json`.
 
 #![allow(
     clippy::unwrap_used,
@@ -107,6 +108,24 @@ async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
         !screen.contains("› save Alice"),
         "the new session starts empty:\n{screen}"
     );
+
+    // kill -9 of the agent: the runner restarts it on a new port; the TUI reconnects there.
+    let before = setup.gateway("alice").unwrap();
+    runner::signal(before.pid, rustix::process::Signal::KILL);
+    let after = setup.wait_gateway("alice", Some(before.pid)).await;
+    assert_ne!(
+        after.url, before.url,
+        "the restarted agent listens on a new port"
+    );
+    tmux.wait_for("the reconnect to the new port", |s| {
+        s.contains("Reconnected (the agent restarted).") && s.contains("● connected")
+    })
+    .await;
+    tmux.type_line("search Lisbon");
+    tmux.wait_for("a reply from the restarted agent", |s| {
+        s.contains("✓ searched memory for \"Lisbon\": 1 result") && s.contains("ready")
+    })
+    .await;
 
     tmux.type_line("/quit");
     let after = tmux

@@ -5,10 +5,14 @@
 //! and `runtime.approval_timeout_secs` (either counts as declined). Registering before emitting
 //! means an answer can never arrive before anyone listens for it.
 //!
+//! An answer of [`ApprovalDecision::ApproveForSession`] records a grant for the (session, tool)
+//! pair in the runtime's [`SessionGrants`]: later calls of that tool in that session run without
+//! asking. Grants live in memory and end with the agent process.
+//!
 //! [`PendingApprovals`] is a ready-made approver for servers: keep a clone, and when the client
 //! answers, call [`PendingApprovals::answer`] with the turn and call id from the event.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -33,8 +37,35 @@ pub struct ApprovalRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
+    /// Run this call.
     Approve,
+    /// Run this call and every later call of the same tool in the same session.
+    ApproveForSession,
     Decline,
+}
+
+/// The (session, tool) pairs the user allowed for the rest of the session. Cheap to clone;
+/// clones share state.
+#[derive(Debug, Clone, Default)]
+pub struct SessionGrants {
+    granted: Arc<Mutex<HashSet<(SessionId, String)>>>,
+}
+
+impl SessionGrants {
+    fn lock(&self) -> MutexGuard<'_, HashSet<(SessionId, String)>> {
+        // A plain set: no invariant a panic could break.
+        self.granted.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Allows `tool` in `session` from now on.
+    pub fn grant(&self, session: &SessionId, tool: &str) {
+        self.lock().insert((session.clone(), tool.to_owned()));
+    }
+
+    /// Whether `tool` was allowed for `session`.
+    pub fn allows(&self, session: &SessionId, tool: &str) -> bool {
+        self.lock().contains(&(session.clone(), tool.to_owned()))
+    }
 }
 
 /// The future an [`Approver`] returns.

@@ -6,16 +6,21 @@
 //!   timeout, cancellation, scrubbing, truncation) with the turn's context, unchanged. Failures come
 //!   back to the model as the result text, prefixed `error:`, so it can correct itself.
 //! - `Privileged` calls pass `runtime.approval` first: `allow` runs them, `deny` refuses them, `ask`
-//!   asks the user (see [`crate::approval`]).
+//!   asks the user (see [`crate::approval`]), unless the user allowed that tool for the session.
 //! - After cancellation, calls that had not started get a "cancelled before it ran" result and calls
 //!   that were running a "cancelled while it ran" one: every call always has exactly one result.
+//!   Tools that settle (memory writes: see `tools::Interruption`) report what really happened
+//!   instead: a write that committed is a success, one still unfinished says its outcome is
+//!   unknown and how to check.
+//! - Each call runs with the turn's context plus its own call id, which memory writes record so
+//!   that a retried call never writes twice.
 //!
 //! Each call ends with one `ToolFinished` event; `ToolStarted` is sent only for calls that run.
 
 use std::time::{Duration, Instant};
 
 use tools::ToolOutcome;
-use types::{ApprovalPolicy, Message, SafetyTier, ToolCall};
+use types::{ApprovalPolicy, Message, SafetyTier, ToolCall, ToolExecutionContext};
 
 use crate::RuntimeError;
 use crate::approval::{ApprovalDecision, ApprovalRequest};
@@ -87,7 +92,9 @@ impl Turn<'_> {
         let (tools, ctx) = (&self.rt.tools, self.ctx);
         let runs = calls.iter().map(|call| async move {
             let start = Instant::now();
-            let outcome = tools.execute(&call.name, &call.arguments, ctx).await;
+            let outcome = tools
+                .execute(&call.name, &call.arguments, &for_call(ctx, call))
+                .await;
             (outcome, start.elapsed())
         });
         let results = futures::future::join_all(runs).await;
@@ -123,7 +130,7 @@ impl Turn<'_> {
         let outcome = self
             .rt
             .tools
-            .execute(&call.name, &call.arguments, self.ctx)
+            .execute(&call.name, &call.arguments, &for_call(self.ctx, call))
             .await;
         let (ok, text) = result_text(&outcome);
         self.finish_call(call, ok, text, start.elapsed()).await
@@ -135,6 +142,9 @@ impl Turn<'_> {
             ApprovalPolicy::Allow => return Gate::Run,
             ApprovalPolicy::Deny => return Gate::Refuse(DENIED),
             ApprovalPolicy::Ask => {}
+        }
+        if self.rt.grants.allows(&self.ctx.session_id, &call.name) {
+            return Gate::Run;
         }
         let Some(approver) = self.rt.approver.clone() else {
             return Gate::Refuse(NO_APPROVER);
@@ -162,6 +172,10 @@ impl Turn<'_> {
             () = cancel.cancelled() => Gate::Cancelled,
             answer = tokio::time::timeout(wait, answer) => match answer {
                 Ok(ApprovalDecision::Approve) => Gate::Run,
+                Ok(ApprovalDecision::ApproveForSession) => {
+                    self.rt.grants.grant(&self.ctx.session_id, &call.name);
+                    Gate::Run
+                }
                 Ok(ApprovalDecision::Decline) => Gate::Refuse(DECLINED),
                 Err(_) => Gate::Refuse(APPROVAL_TIMEOUT),
             },
@@ -202,7 +216,18 @@ impl Turn<'_> {
     }
 }
 
-/// What the model is told: the output, or the registry's error prefixed `error:`.
+/// The turn's context for one call: the same user, session, turn, workspace and cancellation, plus
+/// the call's id (memory writes record it, so that a retried call never writes twice).
+fn for_call(ctx: &ToolExecutionContext, call: &ToolCall) -> ToolExecutionContext {
+    ToolExecutionContext {
+        call_id: Some(call.id.clone()),
+        ..ctx.clone()
+    }
+}
+
+/// What the model is told: the output, or the registry's error prefixed `error:`. A call that was
+/// stopped but settled (a committed write) reports its real result; one whose outcome is unknown
+/// says so and how to check.
 fn result_text(outcome: &ToolOutcome) -> (bool, String) {
     if outcome.ok {
         (true, outcome.output.clone())
@@ -213,14 +238,30 @@ fn result_text(outcome: &ToolOutcome) -> (bool, String) {
     }
 }
 
-/// A short summary of a result: "N results" for a JSON array (search results), otherwise the first
-/// line, at most about 120 characters.
+/// A short summary of a result: "N results" for search results (a JSON array, or an object with a
+/// `results` array), "<note_id>: <message>" for a note write, otherwise the first line; at most
+/// about 120 characters.
 fn summary_line(text: &str) -> String {
-    let first = text.lines().next().unwrap_or("").trim();
-    if first.starts_with('[')
-        && let Ok(serde_json::Value::Array(items)) = serde_json::from_str(first)
-    {
-        return match items.len() {
+    let mut first = text.lines().next().unwrap_or("").trim().to_owned();
+    let items = match serde_json::from_str(&first) {
+        Ok(serde_json::Value::Array(items)) => Some(items.len()),
+        Ok(serde_json::Value::Object(map)) => {
+            // A note write: its id first, so that a short summary always names the note.
+            if let (Some(id), Some(message)) = (
+                map.get("note_id").and_then(serde_json::Value::as_str),
+                map.get("message").and_then(serde_json::Value::as_str),
+            ) {
+                first = format!("{id}: {message}");
+            }
+            map.get("results")
+                .and_then(serde_json::Value::as_array)
+                .map(Vec::len)
+        }
+        _ => None,
+    };
+    let first = first.as_str();
+    if let Some(items) = items {
+        return match items {
             0 => "no results".to_owned(),
             1 => "1 result".to_owned(),
             n => format!("{n} results"),
@@ -252,6 +293,15 @@ mod tests {
             "2 results",
         );
         check("[not json", "[not json");
+        check(
+            r#"{"results":[{"text":"a"},{"text":"b"}],"omitted":3}"#,
+            "2 results",
+        );
+        check(r#"{"results":[]}"#, "no results");
+        check(
+            r#"{"message":"Saved. A long explanation that would push the id out of a short summary line.","note_id":"note-1","version":"ab"}"#,
+            "note-1: Saved. A long explanation that would push the id out of a short summary line.",
+        );
         check("exit code 0\nhello", "exit code 0");
         check(&"x".repeat(200), &format!("{}…", "x".repeat(120)));
     }

@@ -14,9 +14,14 @@ pub enum RuntimeError {
     #[error("the message is empty: type something to send")]
     EmptyMessage,
 
-    /// The model call failed (after the provider's own retries on 429, 5xx and connection errors).
-    #[error("the model call failed: {0}")]
-    Provider(#[source] ProviderError),
+    /// The model call failed (after the provider's own retries on 429, 5xx, connection errors
+    /// and timeouts); `attempts` counts the requests made.
+    #[error("the model call failed after {}: {source}", attempts_text(*.attempts))]
+    Provider {
+        attempts: u32,
+        #[source]
+        source: ProviderError,
+    },
 
     /// The conversation could not be read or stored. `context` names the operation.
     #[error("memory failed while {context}: {source}")]
@@ -35,7 +40,7 @@ impl RuntimeError {
     /// Whether sending the same message again later may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            RuntimeError::Provider(e) => e.is_retryable(),
+            RuntimeError::Provider { source, .. } => source.is_retryable(),
             RuntimeError::Memory { source, .. } => source.is_retryable(),
             RuntimeError::EmptyMessage | RuntimeError::SessionOwnedByOtherUser(_) => false,
         }
@@ -48,5 +53,12 @@ impl RuntimeError {
             }
             source => RuntimeError::Memory { context, source },
         }
+    }
+}
+
+fn attempts_text(attempts: u32) -> String {
+    match attempts {
+        1 => "1 attempt".to_owned(),
+        n => format!("{n} attempts"),
     }
 }

@@ -43,6 +43,14 @@ pub enum TurnEvent {
         name: String,
         arguments: String,
     },
+    /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
+    /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").
+    ModelRetry {
+        attempt: u32,
+        max_attempts: u32,
+        wait_ms: u64,
+        reason: String,
+    },
     /// The turn ended normally; `message` is the final assistant text.
     TurnCompleted { message: String, usage: Usage },
     /// The turn could not finish; `reason` says why and what to check.

@@ -362,3 +362,61 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Plain data: no invariant a panic could break half-way.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> (SessionId, UserId, UserId) {
+        (
+            SessionId::parse("s1").unwrap(),
+            UserId::parse("alice").unwrap(),
+            UserId::parse("bob").unwrap(),
+        )
+    }
+
+    /// Without a store, sessions are still listed, titled, owned and paged like stored ones.
+    #[tokio::test]
+    async fn ephemeral_sessions_are_listed_owned_titled_and_paged() {
+        let journal = Journal::ephemeral();
+        let (s1, alice, bob) = ids();
+        journal.create(&s1, &alice, Some(" Tea ")).await.unwrap();
+        for i in 1..=5 {
+            let seq = journal
+                .append(&s1, &alice, &Message::user(format!("m{i}")))
+                .await
+                .unwrap();
+            assert_eq!(seq, i);
+        }
+        assert!(matches!(
+            journal.create(&s1, &bob, None).await,
+            Err(RuntimeError::SessionOwnedByOtherUser(_))
+        ));
+        let listed = journal.sessions_of(&alice).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (
+                listed[0].title.as_deref(),
+                listed[0].messages,
+                listed[0].conversation
+            ),
+            (Some("Tea"), 5, true)
+        );
+        assert!(journal.sessions_of(&bob).await.unwrap().is_empty());
+
+        let seqs = |page: Vec<TimedEntry>| page.iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(journal.page(&s1, None, 2).await.unwrap()), vec![4, 5]);
+        assert_eq!(
+            seqs(journal.page(&s1, Some(4), 2).await.unwrap()),
+            vec![2, 3]
+        );
+        assert_eq!(seqs(journal.page(&s1, Some(2), 5).await.unwrap()), vec![1]);
+        assert!(journal.page(&s1, Some(1), 5).await.unwrap().is_empty());
+
+        journal.set_title(&s1, "").await.unwrap();
+        let record = journal.session(&s1).await.unwrap().unwrap();
+        assert_eq!(record.title, None);
+        let unknown = SessionId::parse("nope").unwrap();
+        assert_eq!(journal.session(&unknown).await.unwrap(), None);
+    }
+}

@@ -19,7 +19,7 @@
 //! - `turn` — the loop of one turn, context assembly, summary trigger, cancellation handling
 //! - `reply` — one streamed model reply with cancellation
 //! - `dispatch` — running tool calls: parallel read-only groups, approvals, results
-//! - `approval` — [`Approver`], [`PendingApprovals`]
+//! - `approval` — [`Approver`], [`PendingApprovals`], [`SessionGrants`]
 //! - `events` — [`TurnEvent`], [`TurnOutcome`], event delivery rules
 //! - `history` — provider-safe history: repair, fitting the budget
 //! - `summary` — the rolling summary (model-written or extractive)
@@ -45,7 +45,9 @@ mod sessions;
 mod summary;
 mod turn;
 
-pub use approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals};
+pub use approval::{
+    ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,
+};
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};

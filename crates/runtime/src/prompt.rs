@@ -18,7 +18,9 @@ conversations:
 makes sense on its own later.
 - Before answering anything about the user or earlier conversations, search with memory_search.
 - When a saved fact changes or is wrong, find it with memory_search and fix it with \
-memory_update using its note_id; remove it with memory_delete when the user asks you to forget it.
+memory_update using its note_id and version, sending the whole corrected text (a result marked \
+partial is only an excerpt: search more narrowly to see it whole first); remove it with \
+memory_delete when the user asks you to forget it.
 - Never save secrets such as passwords or API keys.";
 
 /// The system text of a request.

@@ -39,10 +39,7 @@ pub(crate) async fn recall(
         &message[..end],
         config.recall_notes,
     );
-    query.weights = Weights {
-        vector: retrieval.vector_weight,
-        fts: retrieval.fts_weight,
-    };
+    query.weights = Weights::from(retrieval);
     let hits = match store.hybrid_query(&query).await {
         Ok(hits) => hits,
         Err(e) => {

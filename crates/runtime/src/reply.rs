@@ -1,10 +1,13 @@
-//! One streamed model reply: deltas forwarded as they arrive, cancellation honoured at every await.
+//! One streamed model reply: deltas forwarded as they arrive, the provider's retries reported as
+//! [`TurnEvent::ModelRetry`] while the request is being made, cancellation honoured at every await.
 
 use futures::StreamExt;
-use provider::{ChatRequest, ChatResponse, Provider, ProviderError, ResponseBuilder, StreamEvent};
+use provider::{
+    ChatRequest, ChatResponse, Provider, ProviderError, ResponseBuilder, RetryNotice, StreamEvent,
+};
 use types::CancellationToken;
 
-use crate::events::Emitter;
+use crate::events::{Emitter, TurnEvent};
 
 /// How a model call ended.
 #[derive(Debug)]
@@ -14,10 +17,12 @@ pub(crate) enum Reply {
     Cancelled {
         partial: String,
     },
-    /// The call failed; `partial` is the text streamed before the failure.
+    /// The call failed; `partial` is the text streamed before the failure, `attempts` the
+    /// requests made.
     Failed {
         error: ProviderError,
         partial: String,
+        attempts: u32,
     },
 }
 
@@ -27,10 +32,31 @@ pub(crate) async fn stream_reply(
     emitter: &mut Emitter<'_>,
     cancel: &CancellationToken,
 ) -> Reply {
-    let started = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Reply::Cancelled { partial: String::new() },
-        started = provider.stream(request) => started,
+    let (retry_tx, mut retries) = tokio::sync::mpsc::unbounded_channel::<RetryNotice>();
+    let on_retry = move |notice: RetryNotice| {
+        // The receiver lives as long as the request: a send cannot fail while it matters.
+        let _ = retry_tx.send(notice);
+    };
+    let start = provider.stream_reporting(request, &on_retry);
+    tokio::pin!(start);
+    let mut attempts = 1;
+    let started = loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Reply::Cancelled { partial: String::new() },
+            Some(notice) = retries.recv() => {
+                attempts = notice.attempt;
+                emitter
+                    .send(TurnEvent::ModelRetry {
+                        attempt: notice.attempt,
+                        max_attempts: notice.max_attempts,
+                        wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),
+                        reason: notice.reason,
+                    })
+                    .await;
+            }
+            started = &mut start => break started,
+        }
     };
     let mut stream = match started {
         Ok(stream) => stream,
@@ -38,6 +64,7 @@ pub(crate) async fn stream_reply(
             return Reply::Failed {
                 error,
                 partial: String::new(),
+                attempts,
             };
         }
     };
@@ -62,6 +89,7 @@ pub(crate) async fn stream_reply(
                 return Reply::Failed {
                     error,
                     partial: text,
+                    attempts,
                 };
             }
         }
@@ -71,6 +99,7 @@ pub(crate) async fn stream_reply(
         Err(error) => Reply::Failed {
             error,
             partial: text,
+            attempts,
         },
     }
 }

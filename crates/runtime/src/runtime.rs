@@ -11,7 +11,7 @@ use tracing::Instrument;
 use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, ToolSchema};
 
 use crate::RuntimeError;
-use crate::approval::Approver;
+use crate::approval::{Approver, SessionGrants};
 use crate::budget::{ModelLimits, estimate_tools};
 use crate::events::{Emitter, TurnEvent, TurnOutcome};
 use crate::journal::Journal;
@@ -32,6 +32,8 @@ pub struct AgentRuntime {
     pub(crate) retrieval: RetrievalConfig,
     pub(crate) limits: ModelLimits,
     pub(crate) approver: Option<Arc<dyn Approver>>,
+    /// Tools the user allowed for the rest of a session.
+    pub(crate) grants: SessionGrants,
     pub(crate) system_prompt: String,
 }
 
@@ -63,6 +65,7 @@ impl AgentRuntime {
             retrieval: RetrievalConfig::default(),
             limits,
             approver: None,
+            grants: SessionGrants::default(),
             system_prompt,
         }
     }
@@ -85,6 +88,16 @@ impl AgentRuntime {
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
         self
+    }
+
+    /// The model name the provider calls, for display.
+    pub fn model(&self) -> &str {
+        self.provider.model()
+    }
+
+    /// The tools the user allowed for the rest of a session ("allow for this session").
+    pub fn grants(&self) -> &SessionGrants {
+        &self.grants
     }
 
     /// The system prompt's instructions (before recalled notes and summary are added).

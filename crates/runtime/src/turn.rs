@@ -85,12 +85,19 @@ impl<'a> Turn<'a> {
             let response = match reply {
                 Reply::Complete(response) => response,
                 Reply::Cancelled { partial } => return self.cancelled(partial).await,
-                Reply::Failed { error, partial } => {
+                Reply::Failed {
+                    error,
+                    partial,
+                    attempts,
+                } => {
                     if !partial.trim().is_empty() {
                         self.record(Message::assistant(format!("{partial}\n\n{CUT_OFF_MARK}")))
                             .await?;
                     }
-                    return Err(RuntimeError::Provider(error));
+                    return Err(RuntimeError::Provider {
+                        attempts,
+                        source: error,
+                    });
                 }
             };
             if let Some(usage) = response.usage {

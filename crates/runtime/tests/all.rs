@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod approval_grants;
 mod dispatch;
 mod lifecycle;
 mod memory;

@@ -249,6 +249,21 @@ async fn retries_on_429_and_5xx_then_completes() {
     assert_eq!(outcome.unwrap().message, "third time lucky");
     assert_eq!(server.requests().len(), 3);
     assert_eq!(streamed_text(&events), "third time lucky");
+    // Each retry is reported before its wait, for the status line ("retrying 2/4").
+    let retries: Vec<(u32, u32, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::ModelRetry {
+                attempt,
+                max_attempts,
+                reason,
+                ..
+            } => Some((*attempt, *max_attempts, reason.as_str())),
+            _ => None,
+        })
+        .collect();
+    // The test provider allows max_retries = 2: three attempts.
+    assert_eq!(retries, [(2, 3, "HTTP 503"), (3, 3, "rate limited")]);
 }
 
 /// Runs a turn whose model calls fail as scripted; returns the error and the `TurnFailed` reason.
@@ -284,6 +299,7 @@ async fn a_401_fails_the_turn_at_once_with_the_providers_message() {
             "{reason}"
         );
         assert!(reason.contains("invalid api key"), "{reason}");
+        assert!(reason.contains("after 1 attempt:"), "{reason}");
     }
 }
 
@@ -299,6 +315,11 @@ async fn persistent_server_errors_fail_the_turn_after_the_retries() {
         reason.contains("the provider failed (HTTP 500)"),
         "{reason}"
     );
+    // The test provider allows max_retries = 2: three requests in all, and the error says so.
+    assert!(
+        reason.starts_with("the model call failed after 3 attempts:"),
+        "{reason}"
+    );
 }
 
 #[tokio::test]
@@ -312,7 +333,10 @@ async fn a_stream_cut_mid_reply_fails_the_turn_and_keeps_the_partial_text_marked
         RuntimeConfig::default(),
     );
     let (outcome, events) = run(&rt, &ctx(dir.path(), "alice", "s", "t"), "why?").await;
-    assert!(matches!(outcome, Err(RuntimeError::Provider(_))));
+    assert!(matches!(
+        outcome,
+        Err(RuntimeError::Provider { attempts: 1, .. })
+    ));
     assert!(last_is(
         &events,
         |e| matches!(e, TurnEvent::TurnFailed { reason } if reason.contains("cut off"))

@@ -30,7 +30,8 @@ fn call(id: &str, name: &str, args: Value) -> ScriptedReply {
 
 /// The search results the model saw: `(note_id, text)` per hit.
 fn hits(result: &str) -> Vec<(String, String)> {
-    let rows: Vec<Value> = serde_json::from_str(result).expect("search result is a JSON array");
+    let page: Value = serde_json::from_str(result).expect("search result is a JSON object");
+    let rows = page["results"].as_array().expect("with a results array");
     rows.iter()
         .map(|r| {
             (
@@ -105,7 +106,11 @@ async fn roundtrip(kind: ProviderKind) {
         call(
             "c3",
             "memory_update",
-            json!({"note_id": note_id, "content": "User prefers to be called SG"}),
+            json!({
+                "note_id": note_id,
+                "content": "User prefers to be called SG",
+                "version": memory::note_version("User's name is Shantanu"),
+            }),
         ),
         ScriptedReply::text("Got it, SG."),
         call(
@@ -305,4 +310,54 @@ async fn without_memory_the_agent_still_chats_with_history_in_process() {
         .0
         .unwrap_err();
     assert_eq!(err.to_string(), "session s1 belongs to another user");
+}
+
+/// The runtime gives each call its id: a call the model sends again under the same id (a retry
+/// after a lost reply) is answered with the first result and never saves a second note.
+#[tokio::test]
+async fn a_call_sent_again_with_the_same_id_saves_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir.path().join("alice/.oxydra/memory.db")).await;
+    let server = ScriptedLlm::start().await;
+    let rt = runtime(
+        provider(&server, ProviderKind::Openai),
+        memory_registry(&store, vec![]),
+        RuntimeConfig::default(),
+    )
+    .with_memory(store.clone());
+    let save = || {
+        call(
+            "call_retry",
+            "memory_save",
+            json!({"content": "Favourite tea is genmaicha"}),
+        )
+    };
+    server.push_all([save(), ScriptedReply::text("Saved.")]);
+    let c = |turn| ctx(dir.path(), "alice", "chat-a", turn);
+    run(&rt, &c("t1"), "Remember my tea").await.0.unwrap();
+    let first: Value =
+        serde_json::from_str(&tool_result(&server.last_request().unwrap(), "call_retry").unwrap())
+            .unwrap();
+    server.push_all([save(), ScriptedReply::text("Saved again?")]);
+    run(&rt, &c("t2"), "Did you save it?").await.0.unwrap();
+    // The newest tool result of the last request (both answers carry the same call id).
+    let last = server.last_request().unwrap();
+    let messages = last.messages();
+    let newest = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap();
+    let second: Value = serde_json::from_str(newest).unwrap();
+    assert_eq!(second["note_id"], first["note_id"]);
+    assert!(
+        second["message"]
+            .as_str()
+            .unwrap()
+            .contains("earlier attempt"),
+        "{second}"
+    );
+    let alice = types::UserId::parse("alice").unwrap();
+    assert_eq!(store.list_notes(&alice).await.unwrap().len(), 1);
 }

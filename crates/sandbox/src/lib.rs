@@ -10,10 +10,15 @@
 //! async runtime starts, or in a launcher such as the `sandbox-exec` binary, never after worker
 //! threads exist. Denied accesses fail with `EACCES`.
 //!
+//! [`guest`] is what both guest binaries do the same way around that: logging, reading the
+//! bootstrap, confining as their role with one decision table for an unenforced sandbox, and
+//! waiting for SIGTERM or SIGINT.
+//!
 //! This crate does not provision workspaces, start processes or confine the network.
 
 mod apply;
 mod error;
+pub mod guest;
 mod role;
 
 pub use apply::{Confinement, Enforcement, TARGET_ABI, confine, landlock_available};

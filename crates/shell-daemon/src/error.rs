@@ -15,6 +15,9 @@ pub enum DaemonError {
         source: std::io::Error,
     },
 
+    #[error("the bootstrap carries no valid secret_sha256; the runner must provide one")]
+    NoVerifier,
+
     #[error("accepting a connection failed")]
     Accept(#[source] std::io::Error),
 }

@@ -6,16 +6,21 @@
 //! (protocol and framing: [`types::ShellRequest`]'s module docs). When the command's shell exits,
 //! when it times out, or when the client hangs up, the whole group is killed with `SIGKILL`.
 //!
+//! Only the user's own `oxydra-vm` is served: a connection must come from the daemon's uid and
+//! prove the user's shell secret before anything runs ([`auth`]).
+//!
 //! The binary confines itself with Landlock ([`sandbox::Role::ShellVm`]) before this crate's
 //! async code starts; nothing here widens or checks that confinement. This crate never opens
 //! `.oxydra/` or `vault/`.
 
+pub mod auth;
 mod error;
 pub mod exec;
 mod group;
 mod server;
 mod utf8;
 
+pub use auth::Verifier;
 pub use error::DaemonError;
 pub use exec::{CommandLimits, command_env};
 pub use server::{DaemonConfig, bind_socket, serve};

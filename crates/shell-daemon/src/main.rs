@@ -6,16 +6,17 @@
 //! ```
 //!
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
-//! confine this single thread with Landlock as `shell-vm`, bind the socket, and only then start
-//! tokio — so every worker thread and every command inherits the sandbox.
+//! confine this single thread with Landlock as `shell-vm`, and only then start tokio — so every
+//! worker thread and every command inherits the sandbox — listen for SIGTERM/SIGINT, bind the
+//! socket and serve. The steps it shares with `oxydra-vm` (logging, bootstrap, confinement
+//! decision, signal wait) are `sandbox::guest`.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Parser;
-use sandbox::{Enforcement, Role};
+use sandbox::Role;
+use sandbox::guest::{BootstrapArgs, GuestPolicy, ShutdownSignal, Unenforced, confine_guest};
 use shell_daemon::{DaemonConfig, bind_socket, serve};
 use types::ShellBootstrap;
 
@@ -25,12 +26,8 @@ use types::ShellBootstrap;
     about = "One user's shell daemon (started by the runner)."
 )]
 struct Cli {
-    /// Bootstrap JSON file; without it (or --bootstrap-json) the bootstrap is read from stdin.
-    #[arg(long, conflicts_with = "bootstrap_json")]
-    bootstrap: Option<PathBuf>,
-    /// The bootstrap itself (the container tier passes it this way; it holds no secret).
-    #[arg(long = "bootstrap-json")]
-    bootstrap_json: Option<String>,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
     /// Keep running (loudly degraded) when the kernel cannot enforce the Landlock sandbox.
     #[arg(long)]
     allow_unconfined: bool,
@@ -46,55 +43,47 @@ const KEPT_ENV: &[&str] = &["PATH", "LANG", "OXYDRA_LOG", "RUST_LOG"];
 
 fn main() -> anyhow::Result<()> {
     scrub_environment()?;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("OXYDRA_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    sandbox::guest::init_logging();
     let cli = Cli::parse();
-    let boot = read_bootstrap(&cli)?;
+    let text = cli.bootstrap.read()?;
+    let boot: ShellBootstrap =
+        serde_json::from_str(&text).context("the bootstrap is not valid JSON for shell-vm")?;
     boot.validate().context("invalid bootstrap")?;
     let ws = boot.workspace();
     tracing::info!(user = %boot.user_id, "shell-vm starting");
 
-    let confinement =
-        sandbox::confine(Role::ShellVm, &ws, &[]).context("cannot confine the shell")?;
-    match confinement.enforcement {
-        Enforcement::Full => {}
-        Enforcement::Partial => tracing::warn!(
-            "the shell sandbox is only partially enforced by this kernel; file visibility is \
-             enforced, newer restrictions are not"
-        ),
-        Enforcement::None if cli.container => tracing::info!(
-            "Landlock is not available inside this container; its mounts alone confine the shell \
-             (.oxydra/ and vault/ are not mounted here)"
-        ),
-        Enforcement::None if cli.allow_unconfined => tracing::error!(
-            "RUNNING UNCONFINED (--allow-unconfined): this kernel has no Landlock, so shell \
-             commands can read .oxydra/, vault/ and every file this uid can"
-        ),
-        Enforcement::None => {
-            confinement.require_enforced()?;
-            bail!("the shell sandbox is not enforced");
-        }
-    }
+    let policy = GuestPolicy {
+        container: cli.container,
+        unenforced: if cli.allow_unconfined {
+            Unenforced::RunLoudly
+        } else {
+            Unenforced::Refuse
+        },
+    };
+    confine_guest(Role::ShellVm, &ws, policy).context("cannot confine the shell")?;
 
-    let socket = boot.socket();
-    let listener = bind_socket(&socket)?;
-    tracing::info!(socket = %socket.display(), "listening");
+    let config = DaemonConfig::from_bootstrap(&boot)?;
+    // No core dumps, no ptrace by same-uid processes, /proc/<pid>/{environ,mem} unreadable.
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        tracing::warn!(error = %e, "cannot make the daemon non-dumpable");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(serve(
-        listener,
-        DaemonConfig::from_bootstrap(&boot),
-        shutdown_signal(),
-    ));
+    // Listen before the socket exists: a SIGTERM/SIGINT from then on is a clean stop (which
+    // removes the socket), never the default action leaving it behind.
+    let mut stop = {
+        let _in_runtime = runtime.enter();
+        ShutdownSignal::listen()
+    };
+    let socket = boot.socket();
+    let listener = bind_socket(&socket)?;
+    tracing::info!(socket = %socket.display(), "listening");
+    let result = runtime.block_on(serve(listener, config, async move { stop.recv().await }));
     let _ = std::fs::remove_file(&socket);
     result?;
     tracing::info!("shell-vm stopped");
@@ -114,36 +103,4 @@ fn scrub_environment() -> anyhow::Result<()> {
         .envs(kept)
         .exec();
     Err(error).context("cannot re-execute shell-vm with a clean environment")
-}
-
-fn read_bootstrap(cli: &Cli) -> anyhow::Result<ShellBootstrap> {
-    let text = match (&cli.bootstrap, &cli.bootstrap_json) {
-        (_, Some(json)) => json.clone(),
-        (Some(path), None) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the bootstrap {}", path.display()))?,
-        (None, None) => {
-            let mut text = String::new();
-            std::io::stdin()
-                .take(1024 * 1024)
-                .read_to_string(&mut text)
-                .context("cannot read the bootstrap from stdin")?;
-            text
-        }
-    };
-    serde_json::from_str(&text).context("the bootstrap is not valid JSON for shell-vm")
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = int.recv() => tracing::info!("SIGINT"),
-    }
 }

@@ -1,5 +1,6 @@
-//! The socket: binding it safely, accepting connections from our own uid, reading request lines,
-//! running requests concurrently, and writing response frames.
+//! The socket: binding it safely, accepting connections from our own uid that prove the user's
+//! shell secret ([`crate::auth`]), reading request lines, running requests concurrently, and
+//! writing response frames.
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -18,6 +19,7 @@ use types::{
 };
 
 use crate::DaemonError;
+use crate::auth::{AUTH_DEADLINE, Verdict, Verifier};
 use crate::exec::{self, CommandLimits};
 
 /// What the daemon serves, resolved from its [`ShellBootstrap`].
@@ -27,11 +29,19 @@ pub struct DaemonConfig {
     pub limits: CommandLimits,
     /// Commands running at once across all connections; more are refused with an `error` frame.
     pub max_concurrent: usize,
+    /// What a client's secret must hash to.
+    pub verifier: Verifier,
 }
 
 impl DaemonConfig {
-    pub fn from_bootstrap(boot: &ShellBootstrap) -> Self {
-        Self {
+    /// Fails when the bootstrap carries no valid secret verifier.
+    pub fn from_bootstrap(boot: &ShellBootstrap) -> Result<Self, DaemonError> {
+        let verifier = boot
+            .secret_sha256
+            .as_deref()
+            .and_then(Verifier::from_hex)
+            .ok_or(DaemonError::NoVerifier)?;
+        Ok(Self {
             workspace: boot.workspace(),
             limits: CommandLimits {
                 max_output_bytes: boot.max_output_bytes,
@@ -39,7 +49,8 @@ impl DaemonConfig {
                 max_timeout: Duration::from_millis(MAX_SHELL_TIMEOUT_MS),
             },
             max_concurrent: boot.max_concurrent,
-        }
+            verifier,
+        })
     }
 }
 
@@ -93,7 +104,12 @@ pub async fn serve(
                     Ok(cred) if cred.uid() == me => {
                         connections.spawn(connection(stream, Arc::clone(&config), Arc::clone(&permits)));
                     }
-                    other => tracing::warn!(peer = ?other, "connection from another uid refused"),
+                    Ok(cred) => tracing::warn!(
+                        peer_uid = cred.uid(),
+                        peer_pid = ?cred.pid(),
+                        "connection refused: the peer runs as another uid"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "connection refused: no peer credentials"),
                 }
             }
         }
@@ -120,6 +136,25 @@ async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Arc<
         }
     });
     let mut reader = BufReader::new(read);
+    let first = tokio::time::timeout(AUTH_DEADLINE, read_line(&mut reader)).await;
+    let verdict = match first {
+        Ok(Line::Text(text)) => config.verifier.check_line(&text),
+        Ok(Line::End) => Verdict::HungUp,
+        Ok(Line::TooLong) => Verdict::Malformed,
+        Err(_) => Verdict::TimedOut,
+    };
+    if let Some(message) = verdict.refusal() {
+        if verdict == Verdict::HungUp {
+            tracing::debug!("a client connected and hung up without a request");
+        } else {
+            tracing::warn!(reason = verdict.reason(), "connection refused");
+            let message = message.to_owned();
+            let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+        }
+        drop(tx);
+        let _ = writer.await;
+        return;
+    }
     let mut commands = JoinSet::new();
     loop {
         let line = tokio::select! {

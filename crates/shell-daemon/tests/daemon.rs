@@ -233,9 +233,9 @@ fn a_stale_socket_is_replaced_but_nothing_else_is() {
     let ws = common::provision(dir.path(), "alice");
     let socket = types::shell_socket_path(&ws);
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
-    let boot = serde_json::json!({"user_id": "alice", "workspace_root": dir.path()});
+    let boot = common::bootstrap(dir.path(), "alice");
     let bootstrap = dir.path().join("boot.json");
-    std::fs::write(&bootstrap, boot.to_string()).unwrap();
+    std::fs::write(&bootstrap, serde_json::to_string(&boot).unwrap()).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shell-vm"))
         .arg("--bootstrap")
         .arg(&bootstrap)
@@ -273,6 +273,13 @@ fn a_bad_bootstrap_is_refused() {
         (r#"{"user_id":"alice","workspace_root":"rel"}"#, "absolute"),
         (
             r#"{"user_id":"nobody","workspace_root":"/nonexistent-oxydra"}"#,
+            "secret_sha256 is missing",
+        ),
+        (
+            &format!(
+                r#"{{"user_id":"nobody","workspace_root":"/nonexistent-oxydra","secret_sha256":"{}"}}"#,
+                common::verifier("nobody")
+            ),
             "provision",
         ),
     ] {
@@ -293,4 +300,40 @@ fn a_bad_bootstrap_is_refused() {
         assert!(!out.status.success(), "{boot}");
         assert!(stderr.contains(expected), "{boot}: {stderr}");
     }
+}
+
+/// Sends `first` as a connection's first line, then a command that would leave a mark; the
+/// daemon must answer with one `error` (no id), close, and run nothing.
+fn check_refused(d: &Daemon, first: &str) {
+    let marker = d.ws.shared().join("ran");
+    let mut client = d.connect_unauthenticated();
+    client.send_raw(first);
+    client.send(1, &format!("touch {}", marker.display()), None);
+    let frame = client.next();
+    assert!(
+        matches!(&frame, Some(ShellResponse::Error { id: None, message }) if message.contains("not authenticated")),
+        "{first}: {frame:?}"
+    );
+    assert_eq!(client.next(), None, "{first}: the connection stays open");
+    assert!(!marker.exists(), "{first}: the command ran");
+}
+
+#[test]
+#[ignore = "needs landlock"]
+fn a_connection_without_this_users_secret_runs_nothing() {
+    test_support::need(test_support::Need::Landlock);
+    let d = Daemon::start();
+    let auth = |secret: &str| {
+        types::encode_line(&types::ShellAuth {
+            auth: secret.into(),
+        })
+        .unwrap()
+    };
+    check_refused(&d, &auth(&common::shell_secret("bob")));
+    check_refused(&d, &auth(""));
+    check_refused(&d, &auth(&common::verifier("alice")));
+    check_refused(&d, "{\"id\":9,\"command\":\"true\"}\n");
+    check_refused(&d, "\n");
+    // The right secret still works after the refusals.
+    assert_eq!(d.run("echo in").stdout, "in\n");
 }

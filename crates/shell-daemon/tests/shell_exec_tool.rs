@@ -28,6 +28,7 @@ fn ctx(d: &Daemon) -> ToolExecutionContext {
         turn_id: TurnId::parse("t1").unwrap(),
         workspace: d.ws.clone(),
         cancellation: CancellationToken::default(),
+        call_id: None,
     }
 }
 

@@ -21,6 +21,8 @@ pub enum Need {
     Tmux,
     /// The real libSQL server `sqld` (see [`sqld_binary`]).
     Sqld,
+    /// Running as root (what a runner needs to give each user's guests their own uid).
+    Root,
 }
 
 impl Need {
@@ -31,6 +33,7 @@ impl Need {
             Need::Landlock => "needs landlock",
             Need::Tmux => "needs tmux",
             Need::Sqld => "needs sqld",
+            Need::Root => "needs root",
         }
     }
 
@@ -47,6 +50,12 @@ impl Need {
                 .output()
                 .is_ok_and(|o| o.status.success()),
             Need::Sqld => sqld_binary().is_some(),
+            Need::Root => std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Uid:"))
+                    .and_then(|ids| ids.split_whitespace().nth(1))
+                    == Some("0")
+            }),
         }
     }
 
@@ -60,6 +69,7 @@ impl Need {
             Need::Sqld => {
                 "put sqld at shared/tools/sqld/sqld above the repository, or set OXYDRA_SQLD"
             }
+            Need::Root => "run the tests as root (CI does)",
         }
     }
 }

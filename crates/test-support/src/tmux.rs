@@ -2,6 +2,7 @@
 //! `send-keys`, screens read with `capture-pane`, killed when dropped.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// One tmux server running one window, `tui`, sized `width`×`height`, running `command` (a shell
@@ -18,8 +19,11 @@ pub struct Tmux {
 )]
 impl Tmux {
     pub fn start(name: &str, width: u16, height: u16, command: &str) -> Self {
+        // Unique per server: tests of one binary run in parallel and may use the same name.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tmux = Self {
-            socket: format!("{name}-{}", std::process::id()),
+            socket: format!("{name}-{}-{n}", std::process::id()),
         };
         let (w, h) = (width.to_string(), height.to_string());
         tmux.run(&[

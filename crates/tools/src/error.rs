@@ -36,6 +36,13 @@ pub enum ToolError {
     #[error("`{tool}` timed out after {after:?}; try a smaller request")]
     Timeout { tool: String, after: Duration },
 
+    /// The call was stopped (timeout or cancellation) after it may have changed something, and it
+    /// did not report back in time: it may or may not have happened. `check` says how to find out.
+    #[error(
+        "`{tool}` was stopped before it reported back, so it may or may not have happened; {check}"
+    )]
+    OutcomeUnknown { tool: String, check: String },
+
     /// The turn was cancelled while the tool ran.
     #[error("cancelled")]
     Cancelled,
@@ -96,6 +103,7 @@ impl ToolError {
             Self::Denied { .. } => "denied",
             Self::NotFound { .. } => "not_found",
             Self::Timeout { .. } => "timeout",
+            Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::Cancelled => "cancelled",
             Self::Execution { .. } => "execution",
         }

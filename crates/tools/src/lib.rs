@@ -37,9 +37,9 @@ pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{
     DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS,
-    SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun, render as render_shell_run,
-    run_command,
+    SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun, read_secret,
+    render as render_shell_run, run_command,
 };
-pub use tool::Tool;
-pub use truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
+pub use tool::{Interruption, OutputFormat, Tool};
+pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};
 pub use validate::validate_args;

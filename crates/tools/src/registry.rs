@@ -1,6 +1,7 @@
 //! The registry: the tools offered to the model, and the one pipeline every call goes through:
-//! look up → parse → validate against the schema → run under timeout and cancellation → scrub
-//! secrets and host paths → truncate.
+//! look up → parse → validate against the schema → run under timeout and cancellation (a tool
+//! whose work may already have committed settles: see [`Interruption`]) → scrub secrets and host
+//! paths → bound the output by its format (JSON stays valid: see [`crate::fit_json`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -13,7 +14,8 @@ use tracing::Instrument;
 use types::{ToolExecutionContext, ToolSchema};
 
 use crate::scrub::Scrubber;
-use crate::truncate::{DEFAULT_OUTPUT_LIMIT, truncate_output};
+use crate::tool::{Interruption, OutputFormat};
+use crate::truncate::{DEFAULT_OUTPUT_LIMIT, fit_output, truncate_output};
 use crate::validate::validate_args;
 use crate::{Tool, ToolError, file_tools};
 
@@ -149,7 +151,11 @@ impl ToolRegistry {
             match result {
                 Ok(output) => {
                     tracing::debug!(bytes = output.len(), "tool succeeded");
-                    let output = truncate_output(&scrubber.scrub(&output), self.output_limit);
+                    let format = self
+                        .tools
+                        .get(name)
+                        .map_or(OutputFormat::Text, |t| t.output_format());
+                    let output = fit_output(&scrubber.scrub(&output), self.output_limit, format);
                     ToolOutcome {
                         ok: true,
                         output,
@@ -201,15 +207,38 @@ impl ToolRegistry {
             ..ctx.clone()
         };
         let after = tool.timeout();
-        let result = tokio::select! {
+        let call = tool.execute(&args, &call_ctx);
+        tokio::pin!(call);
+        let finished = tokio::select! {
             biased;
             () = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
-            timed = tokio::time::timeout(after, tool.execute(&args, &call_ctx)) => match timed {
-                Ok(result) => result,
+            timed = tokio::time::timeout(after, &mut call) => match timed {
+                Ok(result) => Ok(result),
                 Err(_) => Err(ToolError::Timeout { tool: name.to_owned(), after }),
             },
         };
         call_ctx.cancellation.cancel();
-        result
+        match finished {
+            Ok(result) => result,
+            Err(stopped) => match tool.interruption() {
+                Interruption::Abandon => Err(stopped),
+                // The tool was told (its token is cancelled); its own result is the honest one.
+                Interruption::Settle { grace, check } => {
+                    match tokio::time::timeout(grace, &mut call).await {
+                        Ok(result) => {
+                            tracing::info!(
+                                stopped = stopped.kind(),
+                                "tool settled after being stopped"
+                            );
+                            result
+                        }
+                        Err(_) => Err(ToolError::OutcomeUnknown {
+                            tool: name.to_owned(),
+                            check: check.to_owned(),
+                        }),
+                    }
+                }
+            },
+        }
     }
 }

@@ -6,6 +6,30 @@ use types::{SafetyTier, ToolExecutionContext, ToolSchema};
 
 use crate::ToolError;
 
+/// The shape of a tool's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Plain text (file contents, command output): cut at a line boundary with a marker.
+    Text,
+    /// One JSON document: never cut inside; arrays lose their last items (counted in `omitted`)
+    /// and long strings are shortened, so the result stays valid JSON.
+    Json,
+}
+
+/// How a call that has to stop early ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interruption {
+    /// Stop waiting at once and report a timeout or a cancellation (reads, idempotent work).
+    Abandon,
+    /// The call may already have committed something: cancel the tool's token and keep waiting up
+    /// to `grace` for its own result (a committed write reports success); if it still has not
+    /// answered, report that the outcome is unknown and how to `check` it.
+    Settle {
+        grace: Duration,
+        check: &'static str,
+    },
+}
+
 /// A capability offered to the model.
 ///
 /// Tools are shared (`Arc<dyn Tool>`) across every user and turn, so they hold no per-user state:
@@ -33,6 +57,17 @@ pub trait Tool: Send + Sync {
         args: &serde_json::Value,
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError>;
+
+    /// What the output is, so that the registry can bound it without breaking it: text is cut at
+    /// a line, JSON is reduced item by item and stays valid (see [`crate::truncate_output`]).
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Text
+    }
+
+    /// What the registry does when the call outlives [`Tool::timeout`] or the turn is cancelled.
+    fn interruption(&self) -> Interruption {
+        Interruption::Abandon
+    }
 
     /// The tool as offered to a model.
     fn schema(&self) -> ToolSchema {

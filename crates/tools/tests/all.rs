@@ -6,6 +6,7 @@ mod common;
 
 mod file_tools;
 mod hostile_paths;
+mod memory_contract;
 mod memory_tools;
 mod registry;
 mod shell_exec;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory::{
-    HashEmbedder, HybridQuery, MemoryError, MemoryRetrieval, MemoryStore, Note, NoteMetadata,
-    SearchHit,
+    CallKey, HashEmbedder, HybridQuery, MemoryError, MemoryRetrieval, MemoryStore, Note,
+    NoteMetadata, SearchHit, WriteReceipt,
 };
 use serde_json::{Value, json};
 use tools::{ToolOutcome, ToolRegistry, memory_tools, register_memory_tools};
@@ -63,6 +63,7 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         session_id: SessionId::parse(session).unwrap(),
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
+        call_id: None,
     }
 }
 
@@ -90,7 +91,7 @@ impl Env {
         let v = self
             .ok(user, "memory_search", json!({ "query": query }))
             .await;
-        v.as_array().unwrap().clone()
+        v["results"].as_array().unwrap().clone()
     }
 
     async fn note_count(&self, user: &str) -> usize {
@@ -129,8 +130,8 @@ async fn schemas_tiers_timeouts_and_descriptions_follow_the_plan() {
             "memory_update".into(),
             SafetyTier::SideEffecting,
             10,
-            vec!["note_id", "content"],
-            vec!["note_id", "content"],
+            vec!["note_id", "content", "version"],
+            vec!["note_id", "content", "version"],
         ),
         (
             "memory_delete".into(),
@@ -199,7 +200,7 @@ async fn save_search_update_delete_roundtrip() {
         .ok(
             "alice",
             "memory_update",
-            json!({ "note_id": id, "content": "User prefers to be called SG" }),
+            json!({ "note_id": id, "content": "User prefers to be called SG", "version": hits[0]["version"] }),
         )
         .await;
     assert_eq!(updated["note_id"], id.as_str());
@@ -243,7 +244,7 @@ async fn unknown_ids_and_bad_content_are_clear_errors_that_change_nothing() {
             "alice",
             "c",
             "memory_update",
-            json!({ "note_id": missing, "content": "x" }),
+            json!({ "note_id": missing, "content": "x", "version": "0" }),
         )
         .await,
         "was not found",
@@ -294,7 +295,7 @@ async fn unknown_ids_and_bad_content_are_clear_errors_that_change_nothing() {
             "alice",
             "c",
             "memory_update",
-            json!({ "note_id": kept, "content": "" }),
+            json!({ "note_id": kept, "content": "", "version": "0" }),
         )
         .await,
         "content",
@@ -341,7 +342,7 @@ async fn tools_without_memory_say_memory_is_not_configured() {
         ("memory_save", json!({ "content": "x" })),
         (
             "memory_update",
-            json!({ "note_id": "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f", "content": "x" }),
+            json!({ "note_id": "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f", "content": "x", "version": "0" }),
         ),
         (
             "memory_delete",
@@ -410,7 +411,7 @@ async fn include_conversation_merges_labels_and_dedups() {
             json!({ "query": "Miso cat tuna", "include_conversation": true }),
         )
         .await;
-    let merged = merged.as_array().unwrap();
+    let merged = merged["results"].as_array().unwrap();
     let sources: Vec<(&str, &Value)> = merged
         .iter()
         .map(|h| (h["source"].as_str().unwrap(), &h["note_id"]))
@@ -435,14 +436,32 @@ struct FailingConversation(MemoryStore);
 
 #[async_trait]
 impl MemoryRetrieval for FailingConversation {
-    async fn store_note(&self, u: &UserId, c: &str, m: NoteMetadata) -> Result<Note, MemoryError> {
-        self.0.store_note(u, c, m).await
+    async fn store_note_once(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        c: &str,
+        m: NoteMetadata,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.store_note_once(u, k, c, m).await
     }
-    async fn update_note(&self, u: &UserId, n: &NoteId, c: &str) -> Result<Note, MemoryError> {
-        self.0.update_note(u, n, c).await
+    async fn update_note_checked(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+        c: &str,
+        v: &str,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.update_note_checked(u, k, n, c, v).await
     }
-    async fn delete_note(&self, u: &UserId, n: &NoteId) -> Result<(), MemoryError> {
-        self.0.delete_note(u, n).await
+    async fn delete_note_once(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.delete_note_once(u, k, n).await
     }
     async fn get_note(&self, u: &UserId, n: &NoteId) -> Result<Note, MemoryError> {
         self.0.get_note(u, n).await
@@ -468,9 +487,10 @@ async fn a_failed_conversation_leg_still_returns_notes_and_says_so() {
         )
         .await;
     assert!(out.ok, "{}", out.output);
-    let (array, note) = out.output.split_once('\n').unwrap();
-    let hits: Vec<Value> = serde_json::from_str(array).unwrap();
-    assert_eq!(texts(&hits), vec!["prefers window seats on flights"]);
+    let out: Value = serde_json::from_str(&out.output).unwrap();
+    let hits = out["results"].as_array().unwrap();
+    let note = out["note"].as_str().unwrap();
+    assert_eq!(texts(hits), vec!["prefers window seats on flights"]);
     assert!(
         note.contains("conversation") && note.contains("skipped"),
         "{note}"
@@ -511,7 +531,7 @@ async fn a_long_note_is_one_result() {
             json!({ "query": "quarterly planning offsite Lisbon", "top_k": 20 }),
         )
         .await;
-    let hits = hits.as_array().unwrap();
+    let hits = hits["results"].as_array().unwrap();
     assert_eq!(hits.len(), 1, "F10: one entry per note");
     assert_eq!(hits[0]["note_id"], id.as_str());
 }
@@ -544,7 +564,8 @@ async fn concurrent_calls_across_users_and_sessions_stay_in_their_namespace() {
                 )
                 .await;
             assert!(found.ok, "{}", found.output);
-            let hits: Vec<Value> = serde_json::from_str(&found.output).unwrap();
+            let found: Value = serde_json::from_str(&found.output).unwrap();
+            let hits = found["results"].as_array().unwrap();
             assert_eq!(
                 hits.first().map(|h| h["text"].clone()),
                 Some(json!(format!("{user} fact {token}")))

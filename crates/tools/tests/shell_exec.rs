@@ -47,6 +47,8 @@ async fn a_stale_socket_is_not_a_running_shell() {
     let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
+    // With a secret in place the tool gets as far as connecting.
+    std::fs::write(f.root.join(".oxydra").join(types::SHELL_SECRET_FILE), "s").unwrap();
     check_not_running(&f).await;
 }
 

@@ -42,7 +42,10 @@ async fn run_loop(
     let (resume_tx, resume_rx) = watch::channel(app.resume());
     let (out_tx, out_rx) = mpsc::channel::<ClientFrame>(64);
     let (event_tx, mut event_rx) = mpsc::channel(1024);
-    let config = NetConfig::new(target.url, target.user, target.token);
+    app.arm_delay = target.approval_arm_delay;
+    app.continue_last = target.continue_last;
+    let mut config = NetConfig::new(target.url, target.user, target.token);
+    config.source = target.source;
     let net = net::spawn(config, resume_rx, out_rx, event_tx);
 
     let mut input = EventStream::new();

@@ -6,6 +6,7 @@
 //! and a forged address there would receive the token.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Parser;
 use types::{SessionId, UserId, WorkspacePaths};
@@ -32,9 +33,16 @@ pub struct Args {
     /// Resume this session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// The model name to show in the status bar (default: the one in gateway.json, if any).
+    /// Continue your most recent conversation.
+    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+    pub continue_last: bool,
+    /// The model name to show in the status bar until the gateway names its own.
     #[arg(long)]
     pub model: Option<String>,
+    /// For tests: keys pressed this many milliseconds after an approval prompt appears are
+    /// ignored (default 500).
+    #[arg(long, value_name = "MS", hide = true)]
+    pub approval_arm_ms: Option<u64>,
 }
 
 /// Everything needed to connect, resolved and checked.
@@ -44,7 +52,37 @@ pub struct Target {
     pub user: UserId,
     pub token: String,
     pub session: Option<SessionId>,
+    /// Continue the most recent conversation (`--continue`).
+    pub continue_last: bool,
     pub model: Option<String>,
+    /// Where to look again before each reconnect (a restarted agent may have moved).
+    pub source: Source,
+    /// Keys pressed this soon after an approval prompt appears do not count.
+    pub approval_arm_delay: Duration,
+}
+
+/// The files the endpoint and token came from, re-read before each reconnect: with
+/// `gateway_port = 0` a restarted agent listens on a new port and rewrites its marker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// `.oxydra/gateway.json`, when `--url` was not given.
+    pub endpoint: Option<PathBuf>,
+    /// The token file.
+    pub token: Option<PathBuf>,
+}
+
+impl Source {
+    /// The current url and token per the files; `None` for what is unreadable right now (an
+    /// agent between stop and start) or was given on the command line.
+    pub fn read(&self) -> (Option<String>, Option<String>) {
+        let url = self
+            .endpoint
+            .as_deref()
+            .and_then(|p| read_endpoint(p).ok())
+            .map(|e| e.url);
+        let token = self.token.as_deref().and_then(|p| read_token(p).ok());
+        (url, token)
+    }
 }
 
 impl Args {
@@ -89,12 +127,25 @@ impl Args {
             .model
             .clone()
             .or_else(|| endpoint.and_then(|e| e.model));
+        let source = Source {
+            endpoint: match (&self.url, &workspace) {
+                (None, Some(ws)) => Some(ws.endpoint()),
+                _ => None,
+            },
+            token: Some(token_file),
+        };
+        let approval_arm_delay = self
+            .approval_arm_ms
+            .map_or(crate::model::ARM_DELAY, Duration::from_millis);
         Ok(Target {
             url,
             user,
             token,
             session,
+            continue_last: self.continue_last,
             model,
+            source,
+            approval_arm_delay,
         })
     }
 }
@@ -186,7 +237,13 @@ mod tests {
                 user: UserId::parse("alice").expect("id"),
                 token: "abc".into(),
                 session: Some(SessionId::parse("s-1").expect("id")),
+                continue_last: false,
                 model: None,
+                source: Source {
+                    endpoint: None,
+                    token: Some(token.clone()),
+                },
+                approval_arm_delay: crate::model::ARM_DELAY,
             }
         );
     }

@@ -1,5 +1,5 @@
-//! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/history`, `/cancel`,
-//! `/help`, `/quit`.
+//! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/continue`, `/history`,
+//! `/cancel`, `/help`, `/quit`.
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,6 +10,8 @@ pub enum Command {
     Sessions,
     /// `/switch <id | number from /sessions | id prefix>`
     Switch { target: String },
+    /// `/continue` (or `/last`): open the most recent other conversation.
+    Continue,
     /// `/history`: an earlier page of the conversation.
     History,
     /// `/cancel`: stop the running turn.
@@ -27,13 +29,14 @@ pub enum Command {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 8] = [
+pub const COMMANDS: [(&str, &str); 9] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
         "/switch <n|id>",
         "switch to a session (number from /sessions, or id)",
     ),
+    ("/continue", "open your most recent other conversation"),
     ("/history", "load earlier messages of this session"),
     ("/cancel", "stop the running reply"),
     ("/details", "show or hide tool details (also Ctrl+T)"),
@@ -71,6 +74,7 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "switch" | "sw" => Ok(Command::Switch {
             target: arg.to_owned(),
         }),
+        "continue" | "last" => no_arg(Command::Continue),
         "history" => no_arg(Command::History),
         "cancel" => no_arg(Command::Cancel),
         "details" => no_arg(Command::Details),

@@ -2,6 +2,9 @@
 //! (resuming the session and `seq` the model last saw), forwards frames both ways, and
 //! reconnects with exponential backoff when the connection drops.
 //!
+//! Before each reconnect the endpoint and token are read again from [`NetConfig::source`]: a
+//! restarted agent (`gateway_port = 0`) listens on a new port and rewrites its marker.
+//!
 //! Sign-in failures that retrying cannot fix (`unauthorized`, `version_mismatch`) end the task
 //! with [`ConnEvent::Failed`]. The task ends quietly when the outgoing channel closes.
 
@@ -13,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use types::{ClientFrame, ErrorCode, PROTOCOL_VERSION, ServerFrame, UserId};
 
+use crate::args::Source;
 use crate::model::{ConnEvent, Resume};
 
 /// Where and as whom to connect.
@@ -28,6 +32,8 @@ pub struct NetConfig {
     pub connect_timeout: Duration,
     /// A `ping` goes out when nothing was sent for this long.
     pub keepalive: Duration,
+    /// The files `url` and `token` came from, read again before each reconnect.
+    pub source: Source,
 }
 
 impl NetConfig {
@@ -40,6 +46,7 @@ impl NetConfig {
             max_backoff: Duration::from_secs(8),
             connect_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(20),
+            source: Source::default(),
         }
     }
 }
@@ -82,15 +89,19 @@ enum End {
 /// Starts the client task. `resume` is read at each sign-in; frames from `outgoing` are sent
 /// while connected (and dropped while not: the model does not send then).
 pub fn spawn(
-    config: NetConfig,
+    mut config: NetConfig,
     resume: watch::Receiver<Resume>,
     mut outgoing: mpsc::Receiver<ClientFrame>,
     events: mpsc::Sender<ConnEvent>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut attempt: u32 = 0;
+        let mut first = true;
         loop {
             attempt += 1;
+            if !std::mem::take(&mut first) {
+                refresh(&mut config);
+            }
             if events
                 .send(ConnEvent::Connecting { attempt })
                 .await
@@ -129,6 +140,17 @@ pub fn spawn(
             }
         }
     })
+}
+
+/// Takes the endpoint and token the files name now (keeping the old ones while unreadable).
+fn refresh(config: &mut NetConfig) {
+    let (url, token) = config.source.read();
+    if let Some(url) = url {
+        config.url = url;
+    }
+    if let Some(token) = token {
+        config.token = token;
+    }
 }
 
 /// The delay before attempt `attempt + 1`.

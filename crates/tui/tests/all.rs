@@ -4,6 +4,9 @@
 
 mod common;
 
+mod approval_tmux;
 mod e2e_tmux;
+mod moved_gateway;
 mod reconnect;
+mod retry_status;
 mod screens;

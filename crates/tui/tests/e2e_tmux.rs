@@ -50,10 +50,9 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
             json!({ "query": "trams Lisbon" }),
         )]),
         (false, _) => {
-            let hits: Vec<Value> =
-                serde_json::from_str(&req.last_tool_result().unwrap_or_default())
-                    .unwrap_or_default();
-            match hits.first().and_then(|h| h["text"].as_str()) {
+            let page: Value = serde_json::from_str(&req.last_tool_result().unwrap_or_default())
+                .unwrap_or_default();
+            match page["results"].get(0).and_then(|h| h["text"].as_str()) {
                 Some(hit) => ScriptedReply::text(&format!("From your notes: *{hit}*.")),
                 None => ScriptedReply::text("I found nothing about that."),
             }

@@ -80,7 +80,9 @@ fn online(title: Option<&str>) -> App {
             last_seq: 0,
         },
         protocol_version: 1,
+        model: None,
     }));
+    app.arm_delay = Duration::ZERO;
     app
 }
 
@@ -227,6 +229,10 @@ fn approval_prompt() {
         arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
     });
     check("approval", &screen(&mut app, 80, 14));
+    // Down picks the first answer; Enter without a choice would only have hinted.
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    check("approval_session", &screen(&mut app, 80, 14));
 }
 
 #[test]
@@ -249,6 +255,27 @@ fn offline_with_an_error() {
         retry_in: Duration::from_secs(2),
     });
     check("offline", &screen(&mut app, 80, 12));
+}
+
+#[test]
+fn retrying_model() {
+    let mut app = online(Some("Trip planning"));
+    app.on_frame(ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: sid(),
+        turn_id: tid(),
+        client_turn_id: "c-9".into(),
+    });
+    app.on_frame(ServerFrame::ModelRetry {
+        seq: 2,
+        session_id: sid(),
+        turn_id: tid(),
+        attempt: 2,
+        max_attempts: 4,
+        wait_ms: 800,
+        reason: "timed out".into(),
+    });
+    check("retrying", &screen(&mut app, 90, 6));
 }
 
 #[test]

@@ -12,4 +12,8 @@ pub struct ToolExecutionContext {
     pub turn_id: TurnId,
     pub workspace: WorkspacePaths,
     pub cancellation: CancellationToken,
+    /// The model's id for the tool call being run, when there is one (set by the runtime for each
+    /// call; `None` for a turn's shared context). Writes record it so that a retried call never
+    /// writes twice.
+    pub call_id: Option<String>,
 }

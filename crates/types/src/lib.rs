@@ -30,12 +30,14 @@ pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{
-    ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame, SessionSummary,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
+    SessionSummary,
 };
 pub use shell::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
-    MAX_SHELL_TIMEOUT_MS, SHELL_SOCKET_NAME, ShellBootstrap, ShellBootstrapError, ShellRequest,
-    ShellResponse, encode_line, shell_socket_path,
+    MAX_SHELL_TIMEOUT_MS, SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap,
+    ShellBootstrapError, ShellRequest, ShellResponse, encode_line, shell_secret_path,
+    shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};
 pub use workspace::{ENDPOINT_FILE, WorkspaceDir, WorkspacePaths};

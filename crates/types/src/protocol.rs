@@ -57,8 +57,14 @@ pub enum ClientFrame {
         before: Option<u64>,
         limit: u32,
     },
-    /// Answers an `approval_requested` event.
-    Approve { call_id: String, approved: bool },
+    /// Answers an `approval_requested` event. With `approved` and `scope: "session"`, later calls
+    /// of the same tool in the same session run without asking (absent: this call only).
+    Approve {
+        call_id: String,
+        approved: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<ApprovalScope>,
+    },
     /// After `lagged`: resubscribes to the session and replays its events after `after_seq`.
     Resync {
         session_id: SessionId,
@@ -66,6 +72,16 @@ pub enum ClientFrame {
     },
     /// Keep-alive; answered with `pong`.
     Ping,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call only (the default).
+    Once,
+    /// This call and every later call of the same tool in the same session.
+    Session,
 }
 
 /// A frame sent by the gateway.
@@ -77,6 +93,9 @@ pub enum ServerFrame {
         user_id: UserId,
         session: SessionSummary,
         protocol_version: u32,
+        /// The model the agent talks to, for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     TurnStarted {
         seq: u64,
@@ -119,6 +138,17 @@ pub enum ServerFrame {
         call_id: String,
         name: String,
         arguments: String,
+    },
+    /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
+    /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").
+    ModelRetry {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        attempt: u32,
+        max_attempts: u32,
+        wait_ms: u64,
+        reason: String,
     },
     /// The turn ended normally; `message` is the final assistant text.
     TurnCompleted {
@@ -185,6 +215,7 @@ impl ServerFrame {
             | ServerFrame::ToolStarted { seq, .. }
             | ServerFrame::ToolFinished { seq, .. }
             | ServerFrame::ApprovalRequested { seq, .. }
+            | ServerFrame::ModelRetry { seq, .. }
             | ServerFrame::TurnCompleted { seq, .. }
             | ServerFrame::TurnCancelled { seq, .. }
             | ServerFrame::TurnFailed { seq, .. } => Some(*seq),
@@ -294,6 +325,29 @@ mod tests {
             }
         );
         assert!(serde_json::from_str::<ClientFrame>(r#"{"type":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn approve_scope_is_optional() {
+        let old: ClientFrame =
+            serde_json::from_str(r#"{"type":"approve","call_id":"c","approved":true}"#).unwrap();
+        assert_eq!(
+            old,
+            ClientFrame::Approve {
+                call_id: "c".into(),
+                approved: true,
+                scope: None
+            }
+        );
+        let session = ClientFrame::Approve {
+            call_id: "c".into(),
+            approved: true,
+            scope: Some(ApprovalScope::Session),
+        };
+        assert_eq!(
+            serde_json::to_value(&session).unwrap(),
+            serde_json::json!({"type": "approve", "call_id": "c", "approved": true, "scope": "session"})
+        );
     }
 
     #[test]

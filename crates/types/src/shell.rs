@@ -6,6 +6,12 @@
 //! object on one line, terminated by `\n` (JSON string escaping guarantees no raw newline inside a
 //! frame). A request line longer than [`MAX_REQUEST_BYTES`] is refused.
 //!
+//! **Authentication.** The first line a client writes is a [`ShellAuth`] frame holding the user's
+//! shell secret (the contents of `.oxydra/shell.secret`, [`shell_secret_path`], which only
+//! `oxydra-vm` can read); the daemon knows only its SHA-256 ([`ShellBootstrap::secret_sha256`]).
+//! A wrong or missing secret gets one [`ShellResponse::Error`] (`id: null`) and the connection is
+//! closed; nothing runs. The daemon also requires the peer's uid to be its own.
+//!
 //! **Exchange.** The client writes [`ShellRequest`]s; for each, the daemon streams any number of
 //! [`ShellResponse::Stdout`] / [`ShellResponse::Stderr`] frames, then exactly one
 //! [`ShellResponse::Exit`] or [`ShellResponse::Error`], all carrying the request's `id`. Several
@@ -15,6 +21,7 @@
 //! Closing the connection kills every command it started (the whole process group).
 //!
 //! ```text
+//! → {"auth":"9f86d081884c7d65…"}
 //! → {"id":1,"command":"echo hi; echo oops >&2; exit 3","timeout_ms":5000}
 //! ← {"type":"stdout","id":1,"data":"hi\n"}
 //! ← {"type":"stderr","id":1,"data":"oops\n"}
@@ -29,6 +36,8 @@ use crate::{UserId, WorkspacePaths};
 
 /// The daemon's socket file name inside `ipc/`.
 pub const SHELL_SOCKET_NAME: &str = "shell.sock";
+/// The file inside `.oxydra/` holding the user's shell secret (hex, one line, mode 0600).
+pub const SHELL_SECRET_FILE: &str = "shell.secret";
 /// Longest request line the daemon reads (1 MiB, stdin included).
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 /// Timeout of a command that names none: 120 s.
@@ -43,6 +52,24 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 16;
 /// `<workspace>/ipc/shell.sock`: where a user's shell daemon listens.
 pub fn shell_socket_path(ws: &WorkspacePaths) -> PathBuf {
     ws.ipc().join(SHELL_SOCKET_NAME)
+}
+
+/// `<workspace>/.oxydra/shell.secret`: the secret `oxydra-vm` proves to the shell daemon.
+pub fn shell_secret_path(ws: &WorkspacePaths) -> PathBuf {
+    ws.internal().join(SHELL_SECRET_FILE)
+}
+
+/// The first frame on every connection: the user's shell secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellAuth {
+    pub auth: String,
+}
+
+impl std::fmt::Debug for ShellAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShellAuth { auth: <redacted> }")
+    }
 }
 
 /// Run `command` with `/bin/sh -c` in the user's `shared/` directory.
@@ -123,6 +150,10 @@ pub struct ShellBootstrap {
     pub default_timeout_ms: u64,
     #[serde(default = "default_concurrency")]
     pub max_concurrent: usize,
+    /// Lowercase hex SHA-256 of the user's shell secret; a client must present the secret itself
+    /// ([`ShellAuth`]). Required: a daemon without it refuses to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_sha256: Option<String>,
 }
 
 fn default_max_output() -> u64 {
@@ -142,6 +173,8 @@ pub enum ShellBootstrapError {
     RelativeRoot,
     #[error("socket_path must be a file directly inside the user's ipc/ directory")]
     SocketOutsideIpc,
+    #[error("secret_sha256 is missing or not 64 lowercase hex digits")]
+    BadSecretVerifier,
     #[error("{field} must be between {min} and {max}")]
     OutOfRange {
         field: &'static str,
@@ -160,6 +193,7 @@ impl ShellBootstrap {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             default_timeout_ms: DEFAULT_SHELL_TIMEOUT_MS,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
+            secret_sha256: None,
         }
     }
 
@@ -200,7 +234,16 @@ impl ShellBootstrap {
             1,
             MAX_SHELL_TIMEOUT_MS,
         )?;
-        range("max_concurrent", self.max_concurrent as u64, 1, 1024)
+        range("max_concurrent", self.max_concurrent as u64, 1, 1024)?;
+        let hex = |v: &String| {
+            v.len() == 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        if !self.secret_sha256.as_ref().is_some_and(hex) {
+            return Err(ShellBootstrapError::BadSecretVerifier);
+        }
+        Ok(())
     }
 }
 
@@ -255,10 +298,24 @@ mod tests {
 
     #[test]
     fn bootstrap_defaults_and_validation() {
-        let boot: ShellBootstrap =
-            serde_json::from_str(r#"{"user_id":"alice","workspace_root":"/srv/ws"}"#).unwrap();
+        let boot: ShellBootstrap = serde_json::from_str(&format!(
+            r#"{{"user_id":"alice","workspace_root":"/srv/ws","secret_sha256":"{}"}}"#,
+            "ab".repeat(32)
+        ))
+        .unwrap();
         assert_eq!(boot.socket(), PathBuf::from("/srv/ws/alice/ipc/shell.sock"));
         assert_eq!(boot.validate(), Ok(()));
+        for verifier in [None, Some("AB".repeat(32)), Some("ab".repeat(31))] {
+            let bad = ShellBootstrap {
+                secret_sha256: verifier,
+                ..boot.clone()
+            };
+            assert_eq!(bad.validate(), Err(ShellBootstrapError::BadSecretVerifier));
+        }
+        assert_eq!(
+            encode_line(&ShellAuth { auth: "s".into() }).unwrap(),
+            "{\"auth\":\"s\"}\n"
+        );
         let with = |socket: &str| ShellBootstrap {
             socket_path: Some(socket.into()),
             ..boot.clone()

@@ -277,6 +277,7 @@ async fn main() -> anyhow::Result<()> {
             turn_id: TurnId::parse(&format!("d{i}"))?,
             workspace: ws_paths.clone(),
             cancellation: CancellationToken::default(),
+            call_id: None,
         };
         let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
         let start = Instant::now();

@@ -87,6 +87,28 @@ pub async fn user_agent(root: &Path, user: &str, provider: Arc<dyn Provider>) ->
     )
 }
 
+/// A user's agent with memory disabled (as `oxydra-vm` composes it for `[memory] enabled = false`):
+/// no store, no memory tools; history lives in the runtime's process memory.
+pub fn user_agent_without_memory(
+    root: &Path,
+    user: &str,
+    provider: Arc<dyn Provider>,
+) -> UserAgent {
+    let ws = WorkspacePaths::new(root.join(user));
+    for dir in types::WorkspaceDir::ALL {
+        std::fs::create_dir_all(ws.dir(dir)).expect("workspace dir");
+    }
+    let token = GatewayToken::load_or_create(&ws.internal()).expect("token");
+    let registry = ToolRegistry::with_file_tools();
+    let runtime = AgentRuntime::new(
+        provider,
+        Arc::new(registry),
+        RuntimeConfig::default(),
+        limits(),
+    );
+    UserAgent::new(UserId::parse(user).unwrap(), token, ws, runtime)
+}
+
 pub fn token_of(root: &Path, user: &str) -> String {
     let ws = WorkspacePaths::new(root.join(user));
     GatewayToken::load_or_create(&ws.internal())

@@ -6,6 +6,7 @@ mod request;
 use async_trait::async_trait;
 
 use crate::fold::fold_events;
+use crate::provider::OnRetry;
 use crate::transport::Transport;
 use crate::{ChatRequest, ChatResponse, EventStream, Provider, ProviderError};
 
@@ -31,8 +32,16 @@ impl Provider for AnthropicProvider {
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, ProviderError> {
+        self.stream_reporting(req, &|_| {}).await
+    }
+
+    async fn stream_reporting(
+        &self,
+        req: &ChatRequest,
+        on_retry: OnRetry<'_>,
+    ) -> Result<EventStream, ProviderError> {
         let body = request::body(req, &self.transport.model, true);
-        let response = self.transport.post_stream(&body).await?;
+        let response = self.transport.post_stream(&body, on_retry).await?;
         Ok(crate::stream::events(
             &self.transport,
             response,

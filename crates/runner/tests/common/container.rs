@@ -320,8 +320,15 @@ pub fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `uid:gid` of this test process (the containers run as the invoking user).
-pub fn uid_gid() -> String {
+/// `uid:gid` the user's containers run as: the user's own guest uid (the owner of their
+/// workspace, never root) when the runner runs as root, else the invoking user's.
+pub fn uid_gid(ws: &types::WorkspacePaths) -> String {
+    use std::os::unix::fs::MetadataExt;
+    if rustix::process::geteuid().is_root() {
+        let meta = std::fs::metadata(&ws.root).unwrap();
+        assert_ne!(meta.uid(), 0, "a root runner's guests run as their own uid");
+        return format!("{}:{}", meta.uid(), meta.gid());
+    }
     format!(
         "{}:{}",
         rustix::process::getuid().as_raw(),

@@ -109,6 +109,13 @@ impl Setup {
     pub fn new(server: &ScriptedLlm, users: &[&str]) -> Self {
         guest_binaries();
         let dir = tempfile::tempdir().unwrap();
+        // A runner started as root runs each user's guests as their own uid, which must be able
+        // to reach the workspaces (a temporary directory is 0700).
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
         let config = dir.path().join("runner.toml");
         let mut text = String::from(
             "tier = \"process\"\nworkspace_root = \"ws\"\n[supervision]\nready_timeout_secs = 20\nstop_timeout_secs = 5\n\

@@ -238,6 +238,7 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
                 turn_id: TurnId::parse(&format!("turn-{i}"))?,
                 workspace: WorkspacePaths::new(&root),
                 cancellation: CancellationToken::default(),
+                call_id: None,
             };
             let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
             let start = Instant::now();

@@ -87,6 +87,7 @@ pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionC
         turn_id: TurnId::parse(turn).expect("turn id"),
         workspace: WorkspacePaths::new(root.join(user)),
         cancellation: CancellationToken::default(),
+        call_id: None,
     }
 }
 

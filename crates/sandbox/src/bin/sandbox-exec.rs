@@ -13,7 +13,8 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-use sandbox::{Enforcement, Role, confine};
+use sandbox::guest::{Confined, GuestPolicy, Unenforced, decide};
+use sandbox::{Role, confine};
 use types::WorkspacePaths;
 
 struct Args {
@@ -56,14 +57,17 @@ fn run() -> Result<(), String> {
     let args = parse(std::env::args().skip(1))?;
     let ws = WorkspacePaths::new(&args.workspace);
     let confinement = confine(args.role, &ws, &args.extra).map_err(|e| error_chain(&e))?;
-    if confinement.enforcement == Enforcement::None {
-        if !args.allow_unconfined {
-            return Err(confinement
-                .require_enforced()
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default());
-        }
+    // The guests' decision table (`sandbox::guest`), outside any container.
+    let policy = GuestPolicy {
+        container: false,
+        unenforced: if args.allow_unconfined {
+            Unenforced::RunLoudly
+        } else {
+            Unenforced::Refuse
+        },
+    };
+    let confined = decide(args.role, confinement.enforcement, policy).map_err(|e| e.to_string())?;
+    if confined == Confined::Unconfined {
         warn("WARNING: running UNCONFINED (--allow-unconfined): Landlock is not available");
     }
     let (program, rest) = args.program.split_at(1);

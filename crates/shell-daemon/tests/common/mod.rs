@@ -11,12 +11,35 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use types::{ShellBootstrap, ShellRequest, ShellResponse, UserId, WorkspacePaths, encode_line};
+use types::{
+    ShellAuth, ShellBootstrap, ShellRequest, ShellResponse, UserId, WorkspacePaths, encode_line,
+};
 
 /// A value in the daemon's environment that no command may see.
 pub const DAEMON_SECRET: &str = "sk-daemon-env-secret-4242";
 pub const MEMORY_DB: &str = "SQLite format 3 -- private notes";
 pub const VAULT_KEY: &str = "sk-vault-key-1234";
+
+/// The shell secret `provision` writes into each user's `.oxydra/shell.secret`.
+pub fn shell_secret(user: &str) -> String {
+    format!("test-shell-secret-of-{user}-0123456789abcdef0123456789")
+}
+
+/// The bootstrap verifier (hex SHA-256) of `user`'s shell secret.
+pub fn verifier(user: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(shell_secret(user).as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A bootstrap for `user` under `root`, with the verifier of their secret.
+pub fn bootstrap(root: &Path, user: &str) -> ShellBootstrap {
+    let mut boot = ShellBootstrap::new(UserId::parse(user).unwrap(), root);
+    boot.secret_sha256 = Some(verifier(user));
+    boot
+}
 
 pub struct Daemon {
     pub child: Child,
@@ -32,6 +55,9 @@ pub fn provision(root: &Path, user: &str) -> WorkspacePaths {
     }
     std::fs::write(ws.default_memory_db(), MEMORY_DB).unwrap();
     std::fs::write(ws.vault().join("key"), VAULT_KEY).unwrap();
+    let user = root.join(user);
+    let user = user.file_name().unwrap().to_str().unwrap();
+    std::fs::write(types::shell_secret_path(&ws), shell_secret(user)).unwrap();
     ws
 }
 
@@ -41,7 +67,7 @@ impl Daemon {
         let dir = tempfile::tempdir().unwrap();
         let ws = provision(dir.path(), "alice");
         provision(dir.path(), "bob");
-        let mut boot = ShellBootstrap::new(UserId::parse("alice").unwrap(), dir.path());
+        let mut boot = bootstrap(dir.path(), "alice");
         edit(&mut boot);
         let socket = boot.socket();
         let mut child = Command::new(env!("CARGO_BIN_EXE_shell-vm"))
@@ -82,7 +108,20 @@ impl Daemon {
         }
     }
 
+    /// A connection that has proven alice's secret.
     pub fn connect(&self) -> Client {
+        let mut client = self.connect_unauthenticated();
+        client.send_raw(
+            &encode_line(&ShellAuth {
+                auth: shell_secret("alice"),
+            })
+            .unwrap(),
+        );
+        client
+    }
+
+    /// A connection that has sent nothing yet.
+    pub fn connect_unauthenticated(&self) -> Client {
         let stream = UnixStream::connect(&self.socket).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))

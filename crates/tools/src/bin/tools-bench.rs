@@ -106,6 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         session_id: SessionId::parse("chat-bench")?,
         turn_id: TurnId::parse("turn-bench")?,
         cancellation: CancellationToken::default(),
+        call_id: None,
     };
 
     println!("# tools-bench ({calls} pipeline calls)\n");

@@ -2,14 +2,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use memory::{MemoryError, MemoryRetrieval};
+use memory::{CallKey, MemoryError, MemoryRetrieval, WriteReceipt};
 use types::{NoteId, ToolExecutionContext};
 
-use crate::ToolError;
+use crate::{Interruption, ToolError};
 
 /// Largest note the tools accept, in bytes of UTF-8 (8 KiB).
 pub const MAX_CONTENT_BYTES: usize = 8 * 1024;
@@ -79,6 +79,15 @@ pub(crate) fn map_error(error: MemoryError, note_id: Option<&NoteId>) -> ToolErr
         MemoryError::NoteNotFound(id) => ToolError::NotFound {
             what: format!("note {id}"),
             hint: "; use memory_search to find the right note_id".into(),
+        },
+        MemoryError::VersionMismatch(id) => ToolError::Execution {
+            message: format!(
+                "note {id} was not replaced: the version given is not its current one (the note \
+                 changed, or you have not been shown its whole text). Call memory_search to get \
+                 its whole current text and version, then send the complete new text with that \
+                 version; nothing was changed"
+            ),
+            source: None,
         },
         MemoryError::InvalidInput(message) => ToolError::Execution {
             message,
@@ -157,6 +166,47 @@ impl OpSpan {
     }
 }
 
-pub(crate) fn json_message(note_id: &NoteId, message: &str) -> String {
-    serde_json::json!({ "note_id": note_id, "message": message }).to_string()
+/// How long a stopped write is still waited for: a write that commits meanwhile reports success.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// A memory write stopped by a timeout or a cancellation settles (see [`Interruption::Settle`]).
+pub(crate) fn settle(check: &'static str) -> Interruption {
+    Interruption::Settle {
+        grace: SETTLE,
+        check,
+    }
+}
+
+/// The key of this call's write: its session, the model's call id, the tool and its arguments.
+/// `None` when the caller has no call id (then a retry is a new write).
+pub(crate) fn call_key(
+    ctx: &ToolExecutionContext,
+    tool: &str,
+    args: &serde_json::Value,
+) -> Option<CallKey> {
+    let call_id = ctx.call_id.as_deref()?;
+    // serde_json's maps are sorted: the same arguments always serialize the same way.
+    Some(CallKey::new(
+        ctx.session_id.as_str(),
+        call_id,
+        tool,
+        &args.to_string(),
+    ))
+}
+
+/// What a write returns to the model: the note id, the note's version after it (for a later
+/// update), and what happened, saying so when an earlier attempt of this call already did it.
+pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
+    let message = if receipt.replayed {
+        format!(
+            "{message} (This call had already been carried out by an earlier attempt; nothing was done twice.)"
+        )
+    } else {
+        message.to_owned()
+    };
+    let mut out = serde_json::json!({ "note_id": receipt.note_id, "message": message });
+    if let Some(version) = &receipt.version {
+        out["version"] = serde_json::json!(version);
+    }
+    out.to_string()
 }

@@ -6,8 +6,10 @@ use async_trait::async_trait;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_DELETE_TOOL_NAME;
-use super::common::{MemoryHandle, OpSpan, json_message, map_error, note_id_arg, store};
-use crate::{Tool, ToolError};
+use super::common::{
+    MemoryHandle, OpSpan, call_key, map_error, note_id_arg, receipt_message, settle, store,
+};
+use crate::{Interruption, OutputFormat, Tool, ToolError};
 
 #[derive(Debug, Clone)]
 pub struct MemoryDelete {
@@ -55,6 +57,14 @@ impl Tool for MemoryDelete {
         Duration::from_secs(10)
     }
 
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Json
+    }
+
+    fn interruption(&self) -> Interruption {
+        settle("call memory_search to see whether the note is still there before deleting again")
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -65,12 +75,13 @@ impl Tool for MemoryDelete {
             let memory = store(&self.memory)?;
             let note_id = note_id_arg(args)?;
             op.note(&note_id);
-            memory
-                .delete_note(&ctx.user_id, &note_id)
+            let key = call_key(ctx, MEMORY_DELETE_TOOL_NAME, args);
+            let receipt = memory
+                .delete_note_once(&ctx.user_id, key.as_ref(), &note_id)
                 .await
                 .map_err(|e| map_error(e, Some(&note_id)))?;
-            Ok(json_message(
-                &note_id,
+            Ok(receipt_message(
+                &receipt,
                 "Deleted. The note is gone from memory.",
             ))
         })

@@ -6,6 +6,7 @@
 
 mod common;
 mod delete;
+mod render;
 mod save;
 mod search;
 mod update;

@@ -7,8 +7,10 @@ use memory::NoteMetadata;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
-use super::common::{MemoryHandle, OpSpan, content_arg, json_message, map_error, store};
-use crate::{Tool, ToolError};
+use super::common::{
+    MemoryHandle, OpSpan, call_key, content_arg, map_error, receipt_message, settle, store,
+};
+use crate::{Interruption, OutputFormat, Tool, ToolError};
 
 #[derive(Debug, Clone)]
 pub struct MemorySave {
@@ -59,6 +61,17 @@ impl Tool for MemorySave {
         Duration::from_secs(10)
     }
 
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Json
+    }
+
+    fn interruption(&self) -> Interruption {
+        settle(
+            "call memory_search for the note's text to see whether it was saved before saving it \
+             again",
+        )
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -68,14 +81,16 @@ impl Tool for MemorySave {
         op.run(async {
             let memory = store(&self.memory)?;
             let content = content_arg(args)?;
-            let note = memory
-                .store_note(&ctx.user_id, content, NoteMetadata::default())
+            let key = call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
+            let receipt = memory
+                .store_note_once(&ctx.user_id, key.as_ref(), content, NoteMetadata::default())
                 .await
                 .map_err(|e| map_error(e, None))?;
-            op.note(&note.note_id);
-            Ok(json_message(
-                &note.note_id,
-                "Saved. Use this note_id with memory_update or memory_delete to change or remove it.",
+            op.note(&receipt.note_id);
+            Ok(receipt_message(
+                &receipt,
+                "Saved. Use this note_id with memory_update (with this version) or memory_delete \
+                 to change or remove it.",
             ))
         })
         .await

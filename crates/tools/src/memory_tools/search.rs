@@ -10,7 +10,8 @@ use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, store, string_arg};
-use crate::{Tool, ToolError};
+use super::render::{SEARCH_BUDGET, render};
+use crate::{OutputFormat, Tool, ToolError};
 
 /// Longest query accepted, in bytes.
 const MAX_QUERY_BYTES: usize = 2048;
@@ -32,10 +33,7 @@ impl MemorySearch {
 
     fn query(&self, sessions: Vec<SessionId>, text: &str, top_k: usize) -> HybridQuery {
         let mut q = HybridQuery::new(sessions, text, top_k);
-        q.weights = Weights {
-            vector: self.retrieval.vector_weight,
-            fts: self.retrieval.fts_weight,
-        };
+        q.weights = Weights::from(&self.retrieval);
         q
     }
 }
@@ -51,8 +49,12 @@ impl Tool for MemorySearch {
          user preferences, past decisions, stored facts, or anything previously saved. Results are \
          ranked by relevance using semantic similarity and keyword matching. By default searches \
          only your saved notes; set include_conversation to true to also search the current \
-         conversation history. Results from the conversation have source \"conversation\" and no \
-         note_id: they cannot be updated or deleted with memory tools."
+         conversation history. Returns {\"results\": [...]}: each saved note comes whole, with the \
+         version memory_update needs, unless it is too long to fit with the other results; then it \
+         is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
+         again more narrowly, e.g. top_k 1, to see it whole). \"omitted\" counts results left out \
+         to fit. Results from the conversation have source \"conversation\" and no note_id: they \
+         cannot be updated or deleted with memory tools."
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -89,6 +91,10 @@ impl Tool for MemorySearch {
         Duration::from_secs(15)
     }
 
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Json
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -122,8 +128,8 @@ impl Tool for MemorySearch {
                     Err(e) => {
                         tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
                         skipped = Some(
-                            "note: searching the current conversation failed, so it was skipped; \
-                             the results above come from saved notes only.",
+                            "Searching the current conversation failed, so it was skipped; \
+                             these results come from saved notes only.",
                         );
                         let only_notes = self.query(vec![notes], text, top_k);
                         memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
@@ -135,11 +141,7 @@ impl Tool for MemorySearch {
             };
             let hits = dedup(hits);
             op.results(hits.len());
-            let rendered = render(&hits);
-            Ok(match skipped {
-                Some(line) => format!("{rendered}\n{line}"),
-                None => rendered,
-            })
+            Ok(render(&hits, SEARCH_BUDGET, skipped))
         })
         .await
     }
@@ -157,7 +159,7 @@ fn dedup(hits: Vec<SearchHit>) -> Vec<SearchHit> {
     let note_texts: HashSet<String> = hits
         .iter()
         .filter(|h| h.source == HitSource::UserMemory)
-        .map(|h| normal(&h.text))
+        .map(|h| normal(h.note_text.as_deref().unwrap_or(&h.text)))
         .collect();
     let mut seen = HashSet::new();
     hits.into_iter()
@@ -171,21 +173,4 @@ fn dedup(hits: Vec<SearchHit>) -> Vec<SearchHit> {
             seen.insert(key) && !duplicate_of_note
         })
         .collect()
-}
-
-fn render(hits: &[SearchHit]) -> String {
-    let rows: Vec<serde_json::Value> = hits
-        .iter()
-        .map(|h| {
-            serde_json::json!({
-                "note_id": h.note_id,
-                "text": h.text,
-                "score": (h.score * 10_000.0).round() / 10_000.0,
-                "source": h.source.as_str(),
-                "created_at": h.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                "updated_at": h.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            })
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
 }

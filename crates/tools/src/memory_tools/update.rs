@@ -7,9 +7,12 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, content_arg, json_message, map_error, note_id_arg, store,
+    MemoryHandle, OpSpan, call_key, content_arg, map_error, note_id_arg, receipt_message, settle,
+    store, string_arg,
 };
-use crate::{Tool, ToolError};
+use super::render::SEARCH_BUDGET;
+use crate::{Interruption, OutputFormat, Tool, ToolError};
+use memory::MemoryError;
 
 #[derive(Debug, Clone)]
 pub struct MemoryUpdate {
@@ -31,9 +34,12 @@ impl Tool for MemoryUpdate {
     fn description(&self) -> &str {
         "Update a previously saved note with new content. Use this when the user corrects or \
          changes previously stored information (e.g., a new preferred name, an updated \
-         preference). First use memory_search to find the note and its note_id, then call this \
-         with the note_id and the new content. The new content replaces the old text entirely; \
-         the note_id stays the same."
+         preference). First use memory_search to find the note: it returns the note's whole text \
+         and its version. Then call this with the note_id, that version, and the complete new \
+         text. The new content replaces the old text entirely, so keep every part of the old text \
+         that is still true; the note_id stays the same. A search result marked \"partial\" has \
+         no version: search again more narrowly to see that note whole first. The update is \
+         refused when the version is not the note's current one."
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -48,10 +54,15 @@ impl Tool for MemoryUpdate {
                     "type": "string",
                     "minLength": 1,
                     "maxLength": super::MAX_CONTENT_BYTES,
-                    "description": "New content that replaces the existing note. At most 8192 bytes."
+                    "description": "New content that replaces the existing note entirely. At most 8192 bytes."
+                },
+                "version": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The note's version, from the memory_search result that showed its whole text (or from memory_save / memory_update)."
                 }
             },
-            "required": ["note_id", "content"],
+            "required": ["note_id", "content", "version"],
             "additionalProperties": false
         })
     }
@@ -62,6 +73,14 @@ impl Tool for MemoryUpdate {
 
     fn timeout(&self) -> Duration {
         Duration::from_secs(10)
+    }
+
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Json
+    }
+
+    fn interruption(&self) -> Interruption {
+        settle("call memory_search to see the note's current text before updating it again")
     }
 
     async fn execute(
@@ -75,15 +94,42 @@ impl Tool for MemoryUpdate {
             let note_id = note_id_arg(args)?;
             op.note(&note_id);
             let content = content_arg(args)?;
-            let note = memory
-                .update_note(&ctx.user_id, &note_id, content)
-                .await
-                .map_err(|e| map_error(e, Some(&note_id)))?;
-            Ok(json_message(
-                &note.note_id,
-                "Updated. The note keeps the same note_id.",
+            let version = string_arg(args, "version")?;
+            let key = call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
+            let receipt = memory
+                .update_note_checked(&ctx.user_id, key.as_ref(), &note_id, content, version)
+                .await;
+            let receipt = match receipt {
+                Ok(receipt) => receipt,
+                Err(MemoryError::VersionMismatch(id))
+                    if too_long_to_show(memory, ctx, &id).await =>
+                {
+                    return Err(ToolError::execution(format!(
+                        "note {id} was not replaced: it is too long to be shown whole in a search \
+                         result, so it cannot be replaced with memory_update (you would lose the \
+                         parts you were not shown). Save the correction as a new note with \
+                         memory_save instead; nothing was changed"
+                    )));
+                }
+                Err(e) => return Err(map_error(e, Some(&note_id))),
+            };
+            Ok(receipt_message(
+                &receipt,
+                "Updated. The note keeps the same note_id; use the new version for a next update.",
             ))
         })
         .await
+    }
+}
+
+/// True when the note is longer than one search result can show whole.
+async fn too_long_to_show(
+    memory: &dyn memory::MemoryRetrieval,
+    ctx: &ToolExecutionContext,
+    id: &types::NoteId,
+) -> bool {
+    match memory.get_note(&ctx.user_id, id).await {
+        Ok(note) => serde_json::Value::from(note.content).to_string().len() + 400 > SEARCH_BUDGET,
+        Err(_) => false,
     }
 }

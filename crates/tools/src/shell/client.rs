@@ -1,4 +1,5 @@
-//! The client side of the shell protocol: one connection per command.
+//! The client side of the shell protocol: one connection per command, opened with the user's
+//! shell secret (see [`types::ShellAuth`]).
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -6,7 +7,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use types::{CancellationToken, ShellRequest, ShellResponse, encode_line};
+use types::{CancellationToken, ShellAuth, ShellRequest, ShellResponse, encode_line};
 
 use super::ShellRun;
 use crate::ToolError;
@@ -18,10 +19,21 @@ pub const SHELL_NOT_RUNNING: &str =
 /// Most output kept per stream; the registry cuts the final text shorter anyway.
 const KEEP_BYTES: usize = 64 * 1024;
 
-/// Runs `command` through the daemon listening on `socket`. Cancelling `cancel` (or dropping the
-/// future) closes the connection, and the daemon then kills the command's process group.
+/// Reads the user's shell secret from `path` (`.oxydra/shell.secret`).
+pub async fn read_secret(path: &Path) -> Result<String, ToolError> {
+    match tokio::fs::read_to_string(path).await {
+        Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
+        Ok(_) => Err(ToolError::execution(SHELL_NOT_RUNNING)),
+        Err(e) => Err(ToolError::execution_with(SHELL_NOT_RUNNING, e)),
+    }
+}
+
+/// Runs `command` through the daemon listening on `socket`, proving `secret` first. Cancelling
+/// `cancel` (or dropping the future) closes the connection, and the daemon then kills the
+/// command's process group.
 pub async fn run_command(
     socket: &Path,
+    secret: &str,
     command: &str,
     timeout: Duration,
     cancel: &CancellationToken,
@@ -46,12 +58,13 @@ pub async fn run_command(
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(ToolError::Cancelled),
-        run = exchange(stream, command, timeout) => run,
+        run = exchange(stream, secret, command, timeout) => run,
     }
 }
 
 async fn exchange(
     stream: UnixStream,
+    secret: &str,
     command: &str,
     timeout: Duration,
 ) -> Result<ShellRun, ToolError> {
@@ -65,8 +78,12 @@ async fn exchange(
         timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
         stdin: None,
     };
-    let line = encode_line(&request)
-        .map_err(|e| ToolError::execution_with("the command could not be encoded", e))?;
+    let encoding = |e| ToolError::execution_with("the command could not be encoded", e);
+    let auth = ShellAuth {
+        auth: secret.to_owned(),
+    };
+    let mut line = encode_line(&auth).map_err(encoding)?;
+    line.push_str(&encode_line(&request).map_err(encoding)?);
     write.write_all(line.as_bytes()).await.map_err(lost)?;
     let mut run = ShellRun::default();
     let mut lines = BufReader::new(read).lines();

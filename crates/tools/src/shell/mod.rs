@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use types::{SafetyTier, ToolExecutionContext, shell_socket_path};
+use types::{SafetyTier, ToolExecutionContext, shell_secret_path, shell_socket_path};
 
 use crate::files::parse;
 use crate::{Tool, ToolError};
 
-pub use client::{SHELL_NOT_RUNNING, run_command};
+pub use client::{SHELL_NOT_RUNNING, read_secret, run_command};
 pub use report::{ShellRun, render};
 
 pub const SHELL_EXEC_TOOL_NAME: &str = "shell_exec";
@@ -26,7 +26,8 @@ pub const MAX_COMMAND_TIMEOUT_SECS: u64 = 600;
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 
 /// Runs a shell command for the user through their `shell-vm` daemon at
-/// `<workspace>/ipc/shell.sock` ([`types::shell_socket_path`]).
+/// `<workspace>/ipc/shell.sock` ([`types::shell_socket_path`]), proving the user's shell secret
+/// from `.oxydra/shell.secret` ([`types::shell_secret_path`]) on every connection.
 #[derive(Debug, Default)]
 pub struct ShellExec;
 
@@ -88,8 +89,10 @@ impl Tool for ShellExec {
             ));
         }
         let socket = shell_socket_path(&ctx.workspace);
+        let secret = read_secret(&shell_secret_path(&ctx.workspace)).await?;
         let run = run_command(
             &socket,
+            &secret,
             &args.command,
             Duration::from_secs(secs),
             &ctx.cancellation,

@@ -107,5 +107,6 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         turn_id: TurnId::parse("turn-1").unwrap(),
         workspace: WorkspacePaths::new(root),
         cancellation: CancellationToken::default(),
+        call_id: None,
     }
 }

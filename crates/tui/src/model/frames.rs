@@ -8,6 +8,7 @@ use types::{
     ClientFrame, ErrorCode, HistoryEvent, ServerFrame, SessionId, SessionSummary, TurnId, Usage,
 };
 
+use super::sessions::session_name;
 use super::transcript::from_history;
 use super::{App, ConnState, Entry, HistoryCursor, PendingApproval, ToolState, TurnState};
 
@@ -27,7 +28,13 @@ impl App {
             self.last_seq = seq;
         }
         match frame {
-            ServerFrame::HelloOk { session, .. } => return self.hello_ok(session),
+            ServerFrame::HelloOk { session, model, .. } => {
+                // The gateway knows the model it talks to; older gateways do not say.
+                if model.is_some() {
+                    self.model = model;
+                }
+                return self.hello_ok(session);
+            }
             ServerFrame::TurnStarted {
                 turn_id,
                 client_turn_id,
@@ -91,17 +98,29 @@ impl App {
             } => {
                 self.end_streaming();
                 self.turn = TurnState::Approval;
-                self.approval = Some(PendingApproval {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                });
+                self.approval = Some(PendingApproval::new(
+                    call_id.clone(),
+                    name.clone(),
+                    arguments.clone(),
+                ));
                 self.push(Entry::Approval {
                     call_id,
                     name,
                     arguments,
                     answer: None,
                 });
+            }
+            ServerFrame::ModelRetry {
+                attempt,
+                max_attempts,
+                reason,
+                ..
+            } => {
+                self.turn = TurnState::Retrying {
+                    attempt,
+                    max_attempts,
+                    reason,
+                };
             }
             ServerFrame::TurnCompleted {
                 turn_id,
@@ -148,7 +167,7 @@ impl App {
                 self.push(Entry::info(format!("Switched to {name}.")));
                 return load;
             }
-            ServerFrame::SessionList { sessions } => self.list(sessions),
+            ServerFrame::SessionList { sessions } => return self.list(sessions),
             ServerFrame::History {
                 session_id,
                 events,
@@ -189,16 +208,21 @@ impl App {
         }
         let wanted = self.wanted_session.take();
         let fresh = session.messages == 0;
-        let load = self.attach(session);
-        if let Some(wanted) = wanted
-            && Some(&wanted) != self.current_session_id()
+        let mut load = self.attach(session);
+        let missing = self.missing_session.take().or(wanted);
+        if let Some(missing) = missing
+            && Some(&missing) != self.current_session_id()
         {
             self.push(Entry::error(format!(
-                "Session {wanted} was not found, so a new one was started."
+                "There is no session {missing} for {}: a new one was started instead. /sessions lists yours.",
+                self.user
             )));
         }
         if fresh {
             self.push(Entry::info(WELCOME));
+        }
+        if std::mem::take(&mut self.continue_last) {
+            load.push(self.find_latest(super::Finding::AtStart));
         }
         load
     }
@@ -257,14 +281,20 @@ impl App {
             ErrorCode::SessionNotFound if self.conn != ConnState::Online => {
                 // The resume failed: start afresh on the next attempt.
                 let lost = self.session.take().map(|s| s.session_id);
-                self.wanted_session = None;
+                let wanted = self.wanted_session.take();
                 self.last_seq = 0;
-                if let Some(id) = lost {
-                    self.push(Entry::error(format!(
+                match (lost, wanted) {
+                    (Some(id), _) => self.push(Entry::error(format!(
                         "Session {id} is gone, so a new one will be started."
-                    )));
+                    ))),
+                    // Said once the new session is there (attaching clears the transcript).
+                    (None, Some(id)) => self.missing_session = Some(id),
+                    (None, None) => {}
                 }
             }
+            ErrorCode::SessionNotFound => self.push(Entry::error(
+                "That session was not found: /sessions lists yours, /switch <number> opens one.",
+            )),
             ErrorCode::NoActiveTurn => {
                 if self.turn == TurnState::Cancelling {
                     self.turn = TurnState::Idle;
@@ -280,45 +310,6 @@ impl App {
             _ => self.push(Entry::error(message)),
         }
         Vec::new()
-    }
-
-    fn list(&mut self, sessions: Vec<SessionSummary>) {
-        if std::mem::take(&mut self.title_refresh) {
-            if let Some(current) = self.session.as_mut()
-                && let Some(listed) = sessions.iter().find(|s| s.session_id == current.session_id)
-            {
-                current.title.clone_from(&listed.title);
-            }
-            return;
-        }
-        if sessions.is_empty() {
-            self.push(Entry::info("No stored sessions yet."));
-            return;
-        }
-        let current = self.current_session_id().cloned();
-        let mut text = String::from("Your sessions, most recent first:");
-        for (i, s) in sessions.iter().enumerate() {
-            let when = s
-                .last_active_at
-                .get(..16)
-                .unwrap_or(&s.last_active_at)
-                .replace('T', " ");
-            let mark = if Some(&s.session_id) == current.as_ref() {
-                "  (current)"
-            } else {
-                ""
-            };
-            text.push_str(&format!(
-                "\n  {}. {} · {} messages · {when} · {}{mark}",
-                i + 1,
-                session_name(s),
-                s.messages,
-                s.session_id
-            ));
-        }
-        text.push_str("\n/switch <number> opens one.");
-        self.push(Entry::info(text));
-        self.sessions = sessions;
     }
 
     fn history_page(&mut self, session: &SessionId, events: &[HistoryEvent], next: Option<u64>) {
@@ -425,36 +416,6 @@ impl App {
             _ => None,
         })
     }
-
-    /// The session a `/switch` argument names: a number from the last list, a unique id prefix
-    /// from it, or an id.
-    pub(super) fn session_named(&self, target: &str) -> Result<SessionId, String> {
-        if let Ok(n) = target.parse::<usize>() {
-            return match n.checked_sub(1).and_then(|i| self.sessions.get(i)) {
-                Some(s) => Ok(s.session_id.clone()),
-                None => Err(format!(
-                    "There is no session {n} in the last list: /sessions shows them."
-                )),
-            };
-        }
-        let matches: Vec<&SessionSummary> = self
-            .sessions
-            .iter()
-            .filter(|s| s.session_id.as_str().starts_with(target))
-            .collect();
-        if let [one] = matches.as_slice() {
-            return Ok(one.session_id.clone());
-        }
-        SessionId::parse(target).map_err(|_| format!("{target:?} is not a session id."))
-    }
-}
-
-/// The title, or "untitled session".
-pub fn session_name(session: &SessionSummary) -> String {
-    match session.title.as_deref().map(str::trim) {
-        Some(t) if !t.is_empty() => format!("\"{t}\""),
-        _ => "untitled session".into(),
-    }
 }
 
 fn event_session(frame: &ServerFrame) -> Option<&SessionId> {
@@ -464,6 +425,7 @@ fn event_session(frame: &ServerFrame) -> Option<&SessionId> {
         | ServerFrame::ToolStarted { session_id, .. }
         | ServerFrame::ToolFinished { session_id, .. }
         | ServerFrame::ApprovalRequested { session_id, .. }
+        | ServerFrame::ModelRetry { session_id, .. }
         | ServerFrame::TurnCompleted { session_id, .. }
         | ServerFrame::TurnCancelled { session_id, .. }
         | ServerFrame::TurnFailed { session_id, .. } => Some(session_id),

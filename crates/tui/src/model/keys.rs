@@ -25,7 +25,10 @@ pub const KEYS: [(&str, &str); 10] = [
         "Ctrl+U / Ctrl+K / Ctrl+W",
         "delete to start / to end / the word before",
     ),
-    ("y / n", "answer an approval request"),
+    (
+        "y/1, a/2, n/3 then Enter",
+        "approval: allow once, allow for this session, deny (Esc denies)",
+    ),
     ("Ctrl+D", "quit (on an empty line)"),
 ];
 
@@ -37,13 +40,8 @@ impl App {
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        if self.approval.is_some() {
-            match key.code {
-                KeyCode::Char('y' | 'Y') if !ctrl => return self.answer(true),
-                KeyCode::Char('n' | 'N') if !ctrl => return self.answer(false),
-                KeyCode::Esc => return self.answer(false),
-                _ => {}
-            }
+        if let Some(frames) = self.approval_key(key) {
+            return frames;
         }
         match key.code {
             KeyCode::Char('c') if ctrl => {
@@ -95,29 +93,6 @@ impl App {
     /// Inserts pasted text into the input (never sends it).
     pub fn on_paste(&mut self, text: &str) {
         self.editor.insert_str(text);
-    }
-
-    fn answer(&mut self, approved: bool) -> Vec<ClientFrame> {
-        let Some(pending) = self.approval.take() else {
-            return Vec::new();
-        };
-        for entry in self.entries.iter_mut().rev() {
-            if let Entry::Approval {
-                call_id, answer, ..
-            } = entry
-                && *call_id == pending.call_id
-            {
-                *answer = Some(approved);
-                break;
-            }
-        }
-        if self.turn == TurnState::Approval {
-            self.turn = TurnState::Thinking;
-        }
-        vec![ClientFrame::Approve {
-            call_id: pending.call_id,
-            approved,
-        }]
     }
 
     fn submit(&mut self) -> Vec<ClientFrame> {
@@ -204,7 +179,7 @@ impl App {
             return Vec::new();
         }
         match cmd {
-            Command::New { title } => vec![ClientFrame::NewSession { title }],
+            Command::New { title } => self.new_session(title),
             Command::Sessions => vec![ClientFrame::ListSessions],
             Command::Switch { target } => match self.session_named(&target) {
                 Ok(session_id) => vec![ClientFrame::SwitchSession {
@@ -216,6 +191,7 @@ impl App {
                     Vec::new()
                 }
             },
+            Command::Continue => vec![self.find_latest(super::Finding::Asked)],
             Command::History => self.older_history(),
             Command::Help | Command::Quit | Command::Details | Command::Cancel => Vec::new(),
         }

@@ -5,12 +5,20 @@
 //! - `tool_line` — one compact line per tool call
 //! - `frames` — the reducer over [`ServerFrame`]s (dedup by `seq`, resume, sessions)
 //! - `keys` — keys, pastes and slash commands
+//! - `sessions` — the session list, `/switch` targets, `--continue`, `/new`
+//! - `approval` — the focused approval prompt ([`ApprovalChoice`])
 
+mod approval;
 mod frames;
 mod keys;
+mod sessions;
 pub mod tool_line;
 pub mod transcript;
 
+#[cfg(test)]
+mod approval_tests;
+#[cfg(test)]
+mod sessions_tests;
 #[cfg(test)]
 mod tests;
 
@@ -19,6 +27,7 @@ use std::time::Duration;
 use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
 
 use crate::editor::Editor;
+pub use approval::{ARM_DELAY, ApprovalChoice, PendingApproval};
 pub use tool_line::ToolState;
 pub use transcript::{Entry, Level};
 
@@ -47,6 +56,12 @@ pub enum TurnState {
     /// Sent; the gateway has not started it yet.
     Sending,
     Thinking,
+    /// The model did not answer and is asked again: attempt `attempt` of `max_attempts`.
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        reason: String,
+    },
     Writing,
     Tool(String),
     Approval,
@@ -75,6 +90,15 @@ pub struct Resume {
     pub last_seq: Option<u64>,
 }
 
+/// Who asked for the most recent conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finding {
+    /// `--continue`, once signed in: only while nothing was typed in the new session yet.
+    AtStart,
+    /// `/continue`.
+    Asked,
+}
+
 /// How far back the stored history of the current session is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HistoryCursor {
@@ -84,14 +108,6 @@ enum HistoryCursor {
     Before(u64),
     /// Everything is shown.
     Start,
-}
-
-/// A call waiting for the user's yes or no.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingApproval {
-    pub call_id: String,
-    pub name: String,
-    pub arguments: String,
 }
 
 /// The whole state of the client.
@@ -113,6 +129,9 @@ pub struct App {
     pub entries: Vec<Entry>,
     pub editor: Editor,
     pub approval: Option<PendingApproval>,
+    /// Keys pressed this soon after an approval prompt appears do not count ([`ARM_DELAY`];
+    /// tests set zero).
+    pub arm_delay: Duration,
     pub show_details: bool,
     /// Lines scrolled up from the bottom (0: follow new text).
     pub scroll: usize,
@@ -121,6 +140,12 @@ pub struct App {
     sessions: Vec<SessionSummary>,
     /// A quiet `list_sessions` is on its way to learn the current session's new title.
     title_refresh: bool,
+    /// A `--session` the gateway did not know, to mention once the new session is attached.
+    missing_session: Option<SessionId>,
+    /// Continue the most recent conversation once signed in (`--continue`).
+    pub continue_last: bool,
+    /// A quiet `list_sessions` is on its way to find the most recent conversation.
+    finding_latest: Option<Finding>,
     /// The title was asked for once in this session already.
     title_asked: bool,
     history: HistoryCursor,
@@ -144,12 +169,16 @@ impl App {
             entries: vec![Entry::info(frames::WELCOME)],
             editor: Editor::default(),
             approval: None,
+            arm_delay: ARM_DELAY,
             show_details: false,
             scroll: 0,
             page: 10,
             max_scroll: 0,
             sessions: Vec::new(),
             title_refresh: false,
+            missing_session: None,
+            continue_last: false,
+            finding_latest: None,
             title_asked: false,
             history: HistoryCursor::Start,
             last_usage: None,

@@ -10,15 +10,15 @@ use types::{
 
 use super::*;
 
-fn sid(s: &str) -> SessionId {
+pub(super) fn sid(s: &str) -> SessionId {
     SessionId::parse(s).expect("session id")
 }
 
-fn tid(s: &str) -> TurnId {
+pub(super) fn tid(s: &str) -> TurnId {
     TurnId::parse(s).expect("turn id")
 }
 
-fn summary(id: &str, messages: u64, last_seq: u64) -> SessionSummary {
+pub(super) fn summary(id: &str, messages: u64, last_seq: u64) -> SessionSummary {
     SessionSummary {
         session_id: sid(id),
         title: None,
@@ -35,6 +35,7 @@ fn hello_ok(id: &str, last_seq: u64) -> ConnEvent {
         user_id: UserId::parse("alice").expect("user"),
         session: summary(id, 0, last_seq),
         protocol_version: 1,
+        model: None,
     })
 }
 
@@ -47,7 +48,7 @@ fn delta(seq: u64, text: &str) -> ServerFrame {
     }
 }
 
-fn started(seq: u64) -> ServerFrame {
+pub(super) fn started(seq: u64) -> ServerFrame {
     ServerFrame::TurnStarted {
         seq,
         session_id: sid("s-1"),
@@ -69,17 +70,18 @@ fn completed(seq: u64, message: &str) -> ServerFrame {
     }
 }
 
-fn key(code: KeyCode) -> KeyEvent {
+pub(super) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
-fn online() -> App {
+pub(super) fn online() -> App {
     let mut app = App::new(UserId::parse("alice").expect("user"), None, None);
+    app.arm_delay = Duration::ZERO;
     app.on_conn(hello_ok("s-1", 0));
     app
 }
 
-fn typed(app: &mut App, text: &str) -> Vec<ClientFrame> {
+pub(super) fn typed(app: &mut App, text: &str) -> Vec<ClientFrame> {
     for c in text.chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
@@ -222,30 +224,6 @@ fn events_of_other_sessions_are_ignored() {
     });
     assert_eq!(assistant_texts(&app), Vec::<String>::new());
     assert_eq!(app.last_seq(), 0);
-}
-
-#[test]
-fn approval_is_answered_with_y_or_n() {
-    let mut app = online();
-    app.on_frame(started(1));
-    app.on_frame(ServerFrame::ApprovalRequested {
-        seq: 2,
-        session_id: sid("s-1"),
-        turn_id: tid("t-1"),
-        call_id: "call_2".into(),
-        name: "shell_exec".into(),
-        arguments: r#"{"command":"ls"}"#.into(),
-    });
-    assert_eq!(app.turn, TurnState::Approval);
-    assert_eq!(
-        app.on_key(key(KeyCode::Char('y'))),
-        vec![ClientFrame::Approve {
-            call_id: "call_2".into(),
-            approved: true
-        }]
-    );
-    assert!(app.approval.is_none());
-    assert!(app.editor.is_empty(), "the y was an answer, not text");
 }
 
 #[test]
@@ -393,4 +371,30 @@ fn no_key_panics() {
         }
     }
     app.on_paste("x\r\ny\u{1b}[31m");
+}
+
+#[test]
+fn a_model_retry_shows_in_the_turn_state() {
+    let mut app = online();
+    typed(&mut app, "hi");
+    app.on_frame(started(1));
+    app.on_frame(ServerFrame::ModelRetry {
+        seq: 2,
+        session_id: sid("s-1"),
+        turn_id: tid("t-1"),
+        attempt: 2,
+        max_attempts: 4,
+        wait_ms: 500,
+        reason: "timed out".into(),
+    });
+    assert_eq!(
+        app.turn,
+        TurnState::Retrying {
+            attempt: 2,
+            max_attempts: 4,
+            reason: "timed out".into()
+        }
+    );
+    app.on_frame(delta(3, "ok"));
+    assert_eq!(app.turn, TurnState::Writing);
 }

@@ -3,6 +3,7 @@
 
 use types::{HistoryEvent, Role, TurnId};
 
+use super::approval::ApprovalChoice;
 use super::tool_line::ToolState;
 
 /// One thing shown in the transcript.
@@ -28,7 +29,7 @@ pub enum Entry {
         call_id: String,
         name: String,
         arguments: String,
-        answer: Option<bool>,
+        answer: Option<ApprovalChoice>,
     },
     /// A note from the client itself: information, or an error in plain words.
     Notice { level: Level, text: String },

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
 use crate::model::tool_line::clip;
-use crate::model::{App, ConnState};
+use crate::model::{App, ApprovalChoice, ConnState, PendingApproval};
 
 /// At most this many input rows are shown; the view follows the cursor.
 pub const MAX_ROWS: usize = 8;
@@ -22,18 +22,7 @@ pub struct InputView {
 /// Lays the input out at `width` columns.
 pub fn layout(app: &App, width: usize) -> InputView {
     if let Some(approval) = &app.approval {
-        let ask = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
-        return InputView {
-            rows: vec![Line::from(vec![Span::styled(
-                format!(
-                    "? Allow {} {}?  y = yes, n = no",
-                    approval.name,
-                    clip(&approval.arguments, width.saturating_sub(32).max(8))
-                ),
-                ask,
-            )])],
-            cursor: None,
-        };
+        return approval_prompt(approval, width);
     }
     let text_width = width.saturating_sub(PROMPT.chars().count()).max(1);
     let (cur_row, cur_col) = app.editor.cursor();
@@ -103,4 +92,50 @@ fn placeholder_text(app: &App) -> &'static str {
         ConnState::Failed { .. } => "Not connected: check the token and user, then restart",
         _ => "Waiting for the connection…",
     }
+}
+
+/// The focused approval prompt: what wants to run, the three answers, how to choose.
+fn approval_prompt(approval: &PendingApproval, width: usize) -> InputView {
+    let ask = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
+    let mut rows = vec![Line::from(Span::styled(
+        format!(
+            "? Allow {} {}?",
+            approval.name,
+            clip(&approval.arguments, width.saturating_sub(16).max(8))
+        ),
+        ask,
+    ))];
+    for (i, choice) in ApprovalChoice::ALL.into_iter().enumerate() {
+        let label = match choice {
+            ApprovalChoice::Once => "Allow once (y)".to_owned(),
+            ApprovalChoice::Session => format!("Allow {} for this session (a)", approval.name),
+            ApprovalChoice::Deny => "Deny (n)".to_owned(),
+        };
+        let selected = approval.choice == Some(choice);
+        let (mark, style) = if selected {
+            (
+                "› ",
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            )
+        } else {
+            ("  ", Style::new())
+        };
+        rows.push(Line::from(Span::styled(
+            format!("{mark}{}. {label}", i + 1),
+            style,
+        )));
+    }
+    let help = if approval.hint {
+        Span::styled(
+            "  Choose first: 1, 2 or 3 (or y, a, n), then Enter. Esc denies.",
+            Style::new().fg(Color::LightRed),
+        )
+    } else {
+        Span::styled(
+            "  Up/Down or 1-3 choose · Enter confirms · Esc denies",
+            Style::new().add_modifier(Modifier::DIM),
+        )
+    };
+    rows.push(Line::from(help));
+    InputView { rows, cursor: None }
 }

@@ -82,6 +82,11 @@ fn turn_label(app: &App) -> String {
         },
         TurnState::Sending => "sending…".into(),
         TurnState::Thinking => "thinking…".into(),
+        TurnState::Retrying {
+            attempt,
+            max_attempts,
+            reason,
+        } => format!("retrying {attempt}/{max_attempts} ({reason})…"),
         TurnState::Writing => "writing…".into(),
         TurnState::Tool(name) => format!("running {name}…"),
         TurnState::Approval => "waiting for your answer".into(),

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use super::wrap::wrap;
 use crate::markdown::{self, MdLine, Wrap};
 use crate::model::tool_line::{clip, describe, pretty_arguments};
-use crate::model::{App, Entry, Level, ToolState};
+use crate::model::{App, ApprovalChoice, Entry, Level, ToolState};
 
 const DIM: Style = Style::new().add_modifier(Modifier::DIM);
 const USER: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
@@ -85,9 +85,12 @@ fn entry_lines(entry: &Entry, details: bool) -> Vec<MdLine> {
             ..
         } => {
             let (mark, style, tail) = match answer {
-                None => ("? ", ASK, "  allow? y / n".to_owned()),
-                Some(true) => ("✓ ", OK, "  allowed".to_owned()),
-                Some(false) => ("✗ ", ERROR, "  denied".to_owned()),
+                None => ("? ", ASK, "  (answer below)".to_owned()),
+                Some(ApprovalChoice::Once) => ("✓ ", OK, "  allowed once".to_owned()),
+                Some(ApprovalChoice::Session) => {
+                    ("✓ ", OK, "  allowed for this session".to_owned())
+                }
+                Some(ApprovalChoice::Deny) => ("✗ ", ERROR, "  denied".to_owned()),
             };
             let mut lines = vec![MdLine::prose(
                 vec![

@@ -1,9 +1,11 @@
-//! A real gateway for the client's tests: real libSQL files, the scripted model, a token file.
+//! A real gateway for the client's tests (real libSQL files, the scripted model, a token file),
+//! and `until`: drive an [`App`] with its connection events until a condition holds.
 
 #![allow(
     dead_code,
     clippy::unwrap_used,
     clippy::expect_used,
+    clippy::panic,
     reason = "test fixtures fail loudly; each test binary uses a subset"
 )]
 
@@ -16,6 +18,8 @@ use memory::{HashEmbedder, MemoryStore};
 use provider::ProviderOptions;
 use runtime::{AgentRuntime, ModelLimits};
 use test_support::ScriptedLlm;
+use tokio::sync::{mpsc, watch};
+use tui::{App, ConnEvent};
 use types::{RetrievalConfig, RuntimeConfig, UserId, WorkspacePaths};
 
 /// A running gateway serving `user` under `root`, and the path of that user's token file.
@@ -60,4 +64,26 @@ pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGate
     gw.add_user(agent).unwrap();
     let running = gw.start().await.unwrap();
     (running, ws.internal().join("gateway.token"))
+}
+
+/// Applies events until `done` holds for the app; sends what the app answers.
+pub async fn until(
+    app: &mut App,
+    events: &mut mpsc::Receiver<ConnEvent>,
+    out: &mpsc::Sender<types::ClientFrame>,
+    resume: &watch::Sender<tui::Resume>,
+    what: &str,
+    done: impl Fn(&App) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done(app) {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:?}", app.conn))
+            .expect("the client runs");
+        for frame in app.on_conn(event) {
+            out.send(frame).await.unwrap();
+        }
+        resume.send_replace(app.resume());
+    }
 }

@@ -28,7 +28,8 @@ pub struct ProviderConfig {
     /// leaving the setting out keeps the default, `OPENAI_API_KEY`.
     #[serde(deserialize_with = "empty_as_none")]
     pub api_key_env: Option<String>,
-    /// Seconds before a request is abandoned.
+    /// Seconds before a request is abandoned (streaming: the wait for the response, and the
+    /// longest silence between chunks). A timed-out request is retried once.
     pub request_timeout_secs: u64,
     /// Retries on 429, 5xx and connection errors.
     pub max_retries: u32,
@@ -51,7 +52,7 @@ impl Default for ProviderConfig {
             base_url: "https://api.openai.com/v1".into(),
             model: "gpt-4o-mini".into(),
             api_key_env: Some("OPENAI_API_KEY".into()),
-            request_timeout_secs: 120,
+            request_timeout_secs: 60,
             max_retries: 3,
             context_window: 128_000,
             max_output_tokens: 4096,

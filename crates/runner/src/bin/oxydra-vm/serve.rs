@@ -26,6 +26,9 @@ pub async fn run(
     token: GatewayToken,
     sandbox: &'static str,
 ) -> anyhow::Result<()> {
+    // From here on SIGTERM/SIGINT are a stop seen once the markers are written (and then removed),
+    // never the default action killing this process half-way through writing one.
+    let mut stop = sandbox::guest::ShutdownSignal::listen();
     // The runner moved any legacy database before launch; this process cannot see its old place.
     let options = OpenOptions {
         legacy_dir: LegacyDir::Skip,
@@ -70,8 +73,6 @@ pub async fn run(
     runner::write_json_atomic(&ws.root, &ws.endpoint(), &marker)?;
     tracing::info!(url = %marker.url, "oxydra-vm ready");
 
-    let stop = shutdown_signal();
-    tokio::pin!(stop);
     let mut retry = RETRY_FIRST;
     loop {
         let wait = if healthy {
@@ -83,7 +84,7 @@ pub async fn run(
             wait
         };
         tokio::select! {
-            () = &mut stop => break,
+            () = stop.recv() => break,
             () = tokio::time::sleep(wait) => healthy = probe.write().await,
         }
     }
@@ -108,19 +109,4 @@ async fn stop_gateway(running: RunningGateway, ws: &WorkspacePaths) {
 
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = int.recv() => tracing::info!("SIGINT"),
-    }
 }

@@ -1,0 +1,198 @@
+//! Keeping this process's caches as fresh as the database, whoever wrote to it.
+//!
+//! The vector index and the term-count cache live in this process, but other writers share the
+//! database: `runner memory save|import|update|delete|reindex`, a second store on the same file, a
+//! remote server's other clients. Every change to a chunk or its vector appends the chunk's id to
+//! the `index_changes` log, through triggers, in the writer's own transaction (migration 3).
+//!
+//! Before each search, [`MemoryStore::catch_up`] reads the log's head (two primary-key lookups on
+//! a reader thread). When it has moved past the last entry this process applied, only the chunks
+//! named since are read back: each is removed from the index under every session the log names
+//! for it, and put back with its current vector of the active model when it still has one. The
+//! term-count cache is emptied. A reader left behind the log's pruned tail reloads the whole index.
+//!
+//! Ordering: catch-ups apply under one lock and only move forward (a delta read from an older
+//! snapshot than one already applied is dropped). This process's own writes also update the index
+//! right after their commit; if a catch-up from a snapshot before such a commit lands after it, the
+//! commit's log entries are newer than what the catch-up records as applied, so the next search
+//! applies them again. The database stays the truth and every step is idempotent.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use libsql::Connection;
+
+use crate::error::MemoryError;
+use crate::indexing::blob_to_vector;
+use crate::store::MemoryStore;
+use crate::vector_index::IndexChange;
+
+/// The last log entry this process has applied, and the lock catch-ups apply under.
+#[derive(Debug, Default)]
+pub(crate) struct Freshness {
+    applied: Mutex<i64>,
+}
+
+impl Freshness {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, i64> {
+        // A plain number: still meaningful after a panic elsewhere.
+        self.applied.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn applied(&self) -> i64 {
+        *self.lock()
+    }
+}
+
+/// The log's first and last entries (0 when it is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogHead {
+    pub(crate) first: i64,
+    pub(crate) last: i64,
+}
+
+/// What a reader found in the log.
+enum Delta {
+    /// Nothing new.
+    Current,
+    /// Entries were pruned before this process read them: reload everything.
+    TooFarBehind,
+    /// The changes up to `upto`, to apply in this order.
+    Changes {
+        upto: i64,
+        changes: Vec<IndexChange>,
+    },
+}
+
+impl MemoryStore {
+    /// Applies every change committed to the database since this process last looked (by any
+    /// writer) to the vector index and the term-count cache. Called before every search.
+    pub(crate) async fn catch_up(&self) -> Result<(), MemoryError> {
+        let (model, dims) = (
+            self.inner.index.model_id().to_owned(),
+            self.inner.index.dims(),
+        );
+        let since = self.inner.freshness.applied();
+        let delta = self
+            .read(move |conn| async move { read_delta(&conn, since, &model, dims).await })
+            .await?;
+        match delta {
+            Delta::Current => Ok(()),
+            Delta::TooFarBehind => {
+                tracing::info!("memory changed a lot in another process; reloading the index");
+                self.reload_index().await
+            }
+            Delta::Changes { upto, changes } => {
+                let mut applied = self.inner.freshness.lock();
+                if upto <= *applied {
+                    // Another catch-up got here first, with a newer or equal snapshot.
+                    return Ok(());
+                }
+                self.inner.index.apply(&changes);
+                self.inner.term_counts.invalidate();
+                tracing::debug!(
+                    from = *applied,
+                    upto,
+                    changes = changes.len(),
+                    "caught up with other writers"
+                );
+                *applied = upto;
+                Ok(())
+            }
+        }
+    }
+}
+
+pub(crate) async fn log_head(conn: &Connection) -> Result<LogHead, MemoryError> {
+    let ctx = "reading the change log";
+    let mut rows = conn
+        .query(
+            "SELECT (SELECT min(seq) FROM index_changes), (SELECT max(seq) FROM index_changes)",
+            (),
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        return Ok(LogHead { first: 0, last: 0 });
+    };
+    let get = |i| {
+        row.get::<Option<i64>>(i)
+            .map(|v| v.unwrap_or(0))
+            .map_err(MemoryError::db(ctx))
+    };
+    Ok(LogHead {
+        first: get(0)?,
+        last: get(1)?,
+    })
+}
+
+async fn read_delta(
+    conn: &Connection,
+    since: i64,
+    model: &str,
+    dims: usize,
+) -> Result<Delta, MemoryError> {
+    let head = log_head(conn).await?;
+    if head.last <= since {
+        return Ok(Delta::Current);
+    }
+    if head.first > since + 1 {
+        return Ok(Delta::TooFarBehind);
+    }
+    let ctx = "reading the change log";
+    // Every (chunk, session) the log names since `since`: removed first, ...
+    let mut rows = conn
+        .query(
+            "SELECT DISTINCT chunk_id, session_id FROM index_changes WHERE seq > ?1 AND seq <= ?2",
+            libsql::params![since, head.last],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut changes = Vec::new();
+    let mut ids = HashSet::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let chunk_id: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
+        ids.insert(chunk_id);
+        changes.push(IndexChange::Remove {
+            session: row.get(1).map_err(MemoryError::db(ctx))?,
+            chunk_id,
+        });
+    }
+    drop(rows);
+    // ... then put back as they are now, when they still have a vector of the active model.
+    let mut ids: Vec<i64> = ids.into_iter().collect();
+    ids.sort_unstable();
+    for batch in ids.chunks(500) {
+        let marks = vec!["?"; batch.len()].join(", ");
+        let sql = format!(
+            "SELECT c.session_id, c.chunk_id, v.vector FROM chunks c
+             JOIN chunk_vectors v ON v.chunk_id = c.chunk_id
+             WHERE v.model_id = ? AND v.dims = ? AND c.chunk_id IN ({marks})"
+        );
+        let mut params = vec![
+            libsql::Value::Text(model.to_owned()),
+            libsql::Value::Integer(i64::try_from(dims).unwrap_or(i64::MAX)),
+        ];
+        params.extend(batch.iter().map(|id| libsql::Value::Integer(*id)));
+        let mut rows = conn
+            .query(&sql, params)
+            .await
+            .map_err(MemoryError::db(ctx))?;
+        while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+            let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
+            let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
+                tracing::warn!("skipping a malformed stored vector");
+                continue;
+            };
+            changes.push(IndexChange::Upsert {
+                session: row.get(0).map_err(MemoryError::db(ctx))?,
+                chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
+                vector,
+            });
+        }
+    }
+    Ok(Delta::Changes {
+        upto: head.last,
+        changes,
+    })
+}

@@ -1,0 +1,192 @@
+//! One store, fresh everywhere: writes through a second store on the same file (as the runner's
+//! `memory` CLI makes them while the agent runs) are seen, ranked by their vectors, by the next
+//! search of the first store, without reopening it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use memory::{ExportedNote, HashEmbedder, HybridQuery, MemoryStore, NoteMetadata, Weights};
+use types::{NoteId, SessionId};
+
+use crate::common::{DIMS, Raw, fixture, user};
+
+/// The note texts of a vector-only search (the keyword leg reads the database directly, so only
+/// the vector leg can show a stale in-process index).
+async fn by_vector(store: &MemoryStore, query: &str) -> Vec<String> {
+    let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
+    q.weights = Weights {
+        vector: 1.0,
+        fts: 0.0,
+    };
+    store
+        .hybrid_query(&q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.text)
+        .collect()
+}
+
+async fn indexed_matches_stored(store: &MemoryStore) {
+    let stats = store.stats().await.unwrap();
+    assert_eq!(stats.indexed_vectors, stats.vectors, "{stats:?}");
+}
+
+#[tokio::test]
+async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search() {
+    let f = fixture().await;
+    let agent = &f.store;
+    let alice = user("alice");
+    agent
+        .store_note(
+            &alice,
+            "Tomatoes need full sun and deep watering",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        by_vector(agent, "tomatoes sun").await,
+        ["Tomatoes need full sun and deep watering"]
+    );
+
+    // The "CLI": a second store on the same file, opened while the agent's is open.
+    let cli = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(DIMS)))
+        .await
+        .unwrap();
+    let saved = cli
+        .store_note(
+            &alice,
+            "Favourite tram line is the number seven",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    let found = by_vector(agent, "favourite tram line").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Favourite tram line is the number seven"),
+        "save: {found:?}"
+    );
+    indexed_matches_stored(agent).await;
+
+    cli.update_note(
+        &alice,
+        &saved.note_id,
+        "Favourite ferry crosses the harbour at dawn",
+    )
+    .await
+    .unwrap();
+    let found = by_vector(agent, "ferry harbour dawn").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Favourite ferry crosses the harbour at dawn"),
+        "update: {found:?}"
+    );
+    indexed_matches_stored(agent).await;
+
+    cli.delete_note(&alice, &saved.note_id).await.unwrap();
+    assert_eq!(
+        by_vector(agent, "ferry harbour dawn")
+            .await
+            .iter()
+            .filter(|t| t.contains("ferry"))
+            .count(),
+        0
+    );
+    indexed_matches_stored(agent).await;
+
+    let now = Utc::now();
+    let imported = ExportedNote {
+        note_id: NoteId::from_uuid_str("3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f").unwrap(),
+        content: "Imported: allergic to peanuts and cashews".to_owned(),
+        metadata: NoteMetadata::default(),
+        created_at: now,
+        updated_at: now,
+    };
+    cli.import_notes(&alice, vec![imported]).await.unwrap();
+    let found = by_vector(agent, "peanuts cashews allergy").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Imported: allergic to peanuts and cashews"),
+        "import: {found:?}"
+    );
+    indexed_matches_stored(agent).await;
+
+    cli.reindex(|_, _| {}).await.unwrap();
+    let found = by_vector(agent, "peanuts cashews allergy").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Imported: allergic to peanuts and cashews"),
+        "reindex: {found:?}"
+    );
+    indexed_matches_stored(agent).await;
+}
+
+#[tokio::test]
+async fn a_reader_behind_the_pruned_log_reloads_everything() {
+    let f = fixture().await;
+    let alice = user("alice");
+    by_vector(&f.store, "anything").await;
+    let cli = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(DIMS)))
+        .await
+        .unwrap();
+    cli.store_note(
+        &alice,
+        "Prefers window seats on trains",
+        NoteMetadata::default(),
+    )
+    .await
+    .unwrap();
+    cli.store_note(
+        &alice,
+        "Birthday is on the ninth of May",
+        NoteMetadata::default(),
+    )
+    .await
+    .unwrap();
+    // As if the log had been pruned past what the agent applied.
+    let raw = Raw::open(&f.path).await;
+    raw.conn
+        .execute(
+            "DELETE FROM index_changes WHERE seq < (SELECT max(seq) FROM index_changes)",
+            (),
+        )
+        .await
+        .unwrap();
+    let found = by_vector(&f.store, "window seats trains").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Prefers window seats on trains")
+    );
+    indexed_matches_stored(&f.store).await;
+}
+
+#[tokio::test]
+async fn the_log_records_every_chunk_change_in_the_writers_transaction() {
+    let f = fixture().await;
+    let raw = Raw::open(&f.path).await;
+    let alice = user("alice");
+    let before = raw.count("SELECT count(*) FROM index_changes", ()).await;
+    let note = f
+        .store
+        .store_note(&alice, "one chunk", NoteMetadata::default())
+        .await
+        .unwrap();
+    // The chunk and its vector.
+    let after_save = raw.count("SELECT count(*) FROM index_changes", ()).await;
+    assert_eq!(after_save - before, 2);
+    f.store.delete_note(&alice, &note.note_id).await.unwrap();
+    // The vector (deleted first), then the chunk.
+    assert_eq!(
+        raw.count("SELECT count(*) FROM index_changes", ()).await - after_save,
+        2
+    );
+}

@@ -1,0 +1,72 @@
+//! The per-user shell secret: 32 random bytes (hex) in `.oxydra/shell.secret`, mode 0600, owned by
+//! the user's guest uid. `oxydra-vm` reads it and proves it on every connection to the shell
+//! daemon; the daemon is given only its SHA-256 (the bootstrap's `secret_sha256`), so nothing the
+//! shell can read lets anyone connect. A new secret is issued each time a user's guests start.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use types::{WorkspacePaths, shell_secret_path};
+
+use crate::{GuestIdentity, RunnerError};
+
+/// Bytes of randomness in a secret.
+const SECRET_BYTES: usize = 32;
+
+/// Writes a fresh secret for `ws` (atomically, following nothing: see
+/// [`crate::privilege::write_owned`]), owned by `owner` when given; returns its verifier.
+pub fn issue_shell_secret(
+    ws: &WorkspacePaths,
+    owner: Option<GuestIdentity>,
+) -> Result<String, RunnerError> {
+    let path = shell_secret_path(ws);
+    let mut bytes = [0u8; SECRET_BYTES];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        RunnerError::io("create a secret for", &path)(std::io::Error::other(e.to_string()))
+    })?;
+    let secret = hex(&bytes);
+    crate::privilege::write_owned(&path, format!("{secret}\n").as_bytes(), 0o600, owner)?;
+    Ok(verifier_of(&secret))
+}
+
+/// The verifier the shell daemon is given for `secret`: lowercase hex SHA-256.
+pub fn verifier_of(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// The verifier of the secret stored at `path`, if one is.
+pub fn stored_verifier(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let secret = text.trim();
+    (!secret.is_empty()).then(|| verifier_of(secret))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_fresh_private_secret_each_time_and_its_verifier() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = WorkspacePaths::new(dir.path().join("alice"));
+        std::fs::create_dir_all(ws.internal()).unwrap();
+        let first = issue_shell_secret(&ws, None).unwrap();
+        let path = shell_secret_path(&ws);
+        let secret = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(secret.trim().len(), 2 * SECRET_BYTES);
+        assert_eq!(stored_verifier(&path), Some(first.clone()));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let second = issue_shell_secret(&ws, None).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(
+            verifier_of("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

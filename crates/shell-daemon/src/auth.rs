@@ -1,0 +1,137 @@
+//! Connection authentication: the first line of every connection must be a [`types::ShellAuth`]
+//! frame whose secret hashes (SHA-256) to the verifier the daemon was started with.
+//!
+//! The daemon holds only the verifier, never the secret: reading the daemon's memory or its
+//! bootstrap (which a command in its own sandbox might) does not let anyone connect. The secret
+//! itself sits in the user's `.oxydra/`, which only `oxydra-vm` sees. Comparison is constant-time.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use types::ShellAuth;
+
+/// How long a client has to send its [`ShellAuth`] line.
+pub const AUTH_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The SHA-256 a client's secret must hash to.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Verifier([u8; 32]);
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Verifier(<redacted>)")
+    }
+}
+
+/// What became of a connection's first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Accepted,
+    /// The line was a [`ShellAuth`] with the wrong secret.
+    WrongSecret,
+    /// The line was not a [`ShellAuth`] frame (a request sent without authenticating, garbage).
+    Malformed,
+    /// Nothing arrived within [`AUTH_DEADLINE`].
+    TimedOut,
+    /// The client closed the connection before writing anything (a liveness probe).
+    HungUp,
+}
+
+impl Verdict {
+    /// The message sent to a refused client; `None` when accepted.
+    pub fn refusal(self) -> Option<&'static str> {
+        match self {
+            Verdict::Accepted => None,
+            Verdict::HungUp => Some("closed"),
+            _ => Some("not authenticated: the first line must carry this user's shell secret"),
+        }
+    }
+
+    /// Why a connection was refused, for the log.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Verdict::Accepted => "accepted",
+            Verdict::WrongSecret => "wrong secret",
+            Verdict::Malformed => "no secret (the first line was not an auth frame)",
+            Verdict::TimedOut => "no secret within the deadline",
+            Verdict::HungUp => "hung up before authenticating",
+        }
+    }
+}
+
+impl Verifier {
+    /// From 64 lowercase hex digits.
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        let bytes = hex.as_bytes();
+        if bytes.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            *slot = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
+        Some(Self(out))
+    }
+
+    /// The verifier of `secret`.
+    pub fn of_secret(secret: &str) -> Self {
+        Self(Sha256::digest(secret.as_bytes()).into())
+    }
+
+    /// True when `secret` hashes to this verifier (constant-time in the digest).
+    pub fn accepts(&self, secret: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+        let diff = digest
+            .iter()
+            .zip(self.0.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+
+    /// Judges a connection's first line.
+    pub fn check_line(&self, line: &str) -> Verdict {
+        match serde_json::from_str::<ShellAuth>(line) {
+            Ok(auth) if self.accepts(&auth.auth) => Verdict::Accepted,
+            Ok(_) => Verdict::WrongSecret,
+            Err(_) => Verdict::Malformed,
+        }
+    }
+}
+
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str, expected: Verdict) {
+        let v = Verifier::of_secret("s3cret");
+        assert_eq!(v.check_line(line), expected, "{line}");
+    }
+
+    #[test]
+    fn only_the_right_secret_in_an_auth_frame_is_accepted() {
+        check(r#"{"auth":"s3cret"}"#, Verdict::Accepted);
+        check("{\"auth\":\"s3cret\"}\n", Verdict::Accepted);
+        check(r#"{"auth":"s3cre"}"#, Verdict::WrongSecret);
+        check(r#"{"auth":""}"#, Verdict::WrongSecret);
+        check(r#"{"id":1,"command":"id"}"#, Verdict::Malformed);
+        check(r#"{"auth":"s3cret","id":1}"#, Verdict::Malformed);
+        check("garbage", Verdict::Malformed);
+    }
+
+    #[test]
+    fn hex_verifiers() {
+        // sha256("abc")
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(Verifier::from_hex(abc), Some(Verifier::of_secret("abc")));
+        assert_eq!(Verifier::from_hex(&abc.to_uppercase()), None);
+        assert_eq!(Verifier::from_hex(&abc[..62]), None);
+    }
+}

@@ -1,0 +1,117 @@
+//! `memory_search` results as the model sees them: one JSON object within a per-call budget.
+//!
+//! Results go in rank order. A note is shown **whole** (its full text and its `version`, which
+//! `memory_update` needs) when it fits in what is left of the budget after keeping a small slot for
+//! each later result; otherwise it is shown as an excerpt (its best-matching part) marked
+//! `"partial": true` with the note's full `length` in characters, and without a version, so it
+//! cannot be replaced by text written from the excerpt. A result that cannot fit even as an excerpt
+//! is left out and counted in `"omitted"`. The output therefore never reaches the registry's cap
+//! and is never cut inside the JSON.
+
+use memory::{HitSource, SearchHit, note_version};
+use serde_json::{Value, json};
+
+use crate::DEFAULT_OUTPUT_LIMIT;
+
+/// Bytes the rendered results may take: the registry's cap less room for the envelope.
+pub(crate) const SEARCH_BUDGET: usize = DEFAULT_OUTPUT_LIMIT - 1024;
+/// Longest excerpt of a result that is not shown whole, in bytes.
+const EXCERPT_BYTES: usize = 600;
+/// Room kept for each later result while deciding whether a note can be shown whole.
+const SLOT_PER_LATER_RESULT: usize = 420;
+
+const PARTIAL_NOTE: &str = "Results with \"partial\": true show only an excerpt of a longer note \
+    and carry no version: before memory_update, search again with a more specific query or \
+    top_k 1 to see that note whole with its version.";
+const OMITTED_NOTE: &str = "Some results were left out to fit (see \"omitted\"): search with a \
+    more specific query or a smaller top_k to see them.";
+
+/// The results within `budget` bytes; `extra` is a note to add (e.g. a skipped search leg).
+pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> String {
+    let mut results = Vec::new();
+    let (mut used, mut omitted, mut partial) = (0, 0usize, false);
+    for (i, hit) in hits.iter().enumerate() {
+        let later = hits.len() - i - 1;
+        let reserve = later * SLOT_PER_LATER_RESULT;
+        let whole = whole_entry(hit);
+        let fits = |entry: &Value, reserve: usize| used + size(entry) + reserve <= budget;
+        let entry = match whole {
+            Some(entry) if fits(&entry, reserve) => entry,
+            _ => {
+                let entry = excerpt_entry(hit);
+                if fits(&entry, 0) {
+                    partial |= entry.get("partial").is_some();
+                    entry
+                } else {
+                    omitted += 1;
+                    continue;
+                }
+            }
+        };
+        used += size(&entry);
+        results.push(entry);
+    }
+    let mut out = json!({ "results": results });
+    let mut notes: Vec<&str> = Vec::new();
+    if omitted > 0 {
+        out["omitted"] = json!(omitted);
+        notes.push(OMITTED_NOTE);
+    }
+    if partial {
+        notes.push(PARTIAL_NOTE);
+    }
+    notes.extend(extra);
+    if !notes.is_empty() {
+        out["note"] = json!(notes.join(" "));
+    }
+    out.to_string()
+}
+
+fn size(entry: &Value) -> usize {
+    entry.to_string().len() + 1
+}
+
+fn base(hit: &SearchHit, text: &str) -> Value {
+    json!({
+        "note_id": hit.note_id,
+        "text": text,
+        "score": (hit.score * 10_000.0).round() / 10_000.0,
+        "source": hit.source.as_str(),
+        "created_at": hit.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "updated_at": hit.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    })
+}
+
+/// A note with its whole text and version (`None` when the whole text is not known).
+fn whole_entry(hit: &SearchHit) -> Option<Value> {
+    match hit.source {
+        HitSource::UserMemory => {
+            let text = hit.note_text.as_deref()?;
+            let mut entry = base(hit, text);
+            entry["version"] = json!(note_version(text));
+            Some(entry)
+        }
+        // Messages cannot be updated: their best part is what the model needs.
+        HitSource::Conversation => Some(base(hit, &hit.text)),
+    }
+}
+
+/// The best-matching part, at most [`EXCERPT_BYTES`], marked partial when it is not everything.
+fn excerpt_entry(hit: &SearchHit) -> Value {
+    let excerpt = &hit.text[..hit.text.floor_char_boundary(EXCERPT_BYTES)];
+    let mut entry = base(hit, excerpt);
+    let whole_len = hit.note_text.as_deref().map(|t| t.chars().count());
+    let is_whole = hit.note_text.as_deref() == Some(excerpt);
+    if hit.source == HitSource::UserMemory && !is_whole {
+        entry["partial"] = json!(true);
+        if let Some(len) = whole_len {
+            entry["length"] = json!(len);
+        }
+    } else if excerpt.len() < hit.text.len() {
+        entry["partial"] = json!(true);
+    }
+    if is_whole && let Some(text) = &hit.note_text {
+        entry["version"] = json!(note_version(text));
+    }
+    entry
+}

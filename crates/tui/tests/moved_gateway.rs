@@ -1,0 +1,128 @@
+//! With `gateway_port = 0` a restarted agent listens on a new port and rewrites
+//! `.oxydra/gateway.json`: a client started with `--workspace` reads the marker again before each
+//! reconnect and finds the agent there, back on its session.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crate::common::{self, until};
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use crossterm::event::{KeyCode, KeyEvent};
+use test_support::{ScriptedLlm, ScriptedReply};
+use tokio::sync::{mpsc, watch};
+use tui::model::Entry;
+use tui::net::{self, NetConfig};
+use tui::{App, Args, ConnState};
+use types::WorkspacePaths;
+
+fn write_marker(workspace: &Path, url: &str) {
+    let marker = serde_json::json!({"url": url, "pid": 1, "started_at": "2025-01-01T09:00:00Z"});
+    std::fs::write(
+        WorkspacePaths::new(workspace).endpoint(),
+        marker.to_string(),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_follows_a_restarted_agent_to_its_new_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("alice");
+    let llm = ScriptedLlm::start().await;
+    llm.push(ScriptedReply::text("first answer"));
+    let (first, _) = common::gateway(dir.path(), "alice", &llm).await;
+    write_marker(&workspace, &first.url());
+
+    let target = Args::try_parse_from([
+        "oxydra-tui",
+        "--user",
+        "alice",
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ])
+    .unwrap()
+    .resolve()
+    .unwrap();
+    assert_eq!(target.url, first.url());
+    let mut app = App::new(target.user.clone(), None, None);
+    let (resume_tx, resume_rx) = watch::channel(app.resume());
+    let (out_tx, out_rx) = mpsc::channel(64);
+    let (event_tx, mut events) = mpsc::channel(1024);
+    let mut config = NetConfig::new(target.url, target.user, target.token);
+    config.source = target.source;
+    config.backoff = Duration::from_millis(20);
+    config.max_backoff = Duration::from_millis(200);
+    let net = net::spawn(config, resume_rx, out_rx, event_tx);
+
+    let online = |app: &App| app.conn == ConnState::Online;
+    until(&mut app, &mut events, &out_tx, &resume_tx, "online", online).await;
+    for c in "hi".chars() {
+        app.on_key(KeyEvent::from(KeyCode::Char(c)));
+    }
+    for frame in app.on_key(KeyEvent::from(KeyCode::Enter)) {
+        out_tx.send(frame).await.unwrap();
+    }
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "the reply",
+        |app| !app.turn.is_active(),
+    )
+    .await;
+    let session = app.session.as_ref().unwrap().session_id.clone();
+
+    // The agent restarts on another port and rewrites its marker.
+    let old = first.local_addr();
+    first.shutdown().await;
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "offline",
+        |app| matches!(app.conn, ConnState::Offline { .. }),
+    )
+    .await;
+    let (second, _) = common::gateway(dir.path(), "alice", &llm).await;
+    assert_ne!(second.local_addr(), old, "the new agent has a new port");
+    write_marker(&workspace, &second.url());
+
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "back online",
+        online,
+    )
+    .await;
+    assert_eq!(
+        app.session.as_ref().map(|s| &s.session_id),
+        Some(&session),
+        "back on the same session"
+    );
+    assert!(
+        app.entries
+            .iter()
+            .any(|e| *e == Entry::info("Reconnected (the agent restarted).")),
+        "{:?}",
+        app.entries
+    );
+
+    drop(out_tx);
+    tokio::time::timeout(Duration::from_secs(5), net)
+        .await
+        .expect("the client stops when the app does")
+        .unwrap();
+    second.shutdown().await;
+}
