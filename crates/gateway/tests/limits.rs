@@ -60,6 +60,7 @@ async fn expect_closed_by_server(mut socket: TcpStream) {
 #[tokio::test]
 async fn a_flood_of_idle_sockets_does_not_lock_out_a_legitimate_client() {
     const FLOOD: usize = 3000;
+    const UPGRADES: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     let server = ScriptedLlm::start().await;
     server.push(ScriptedReply::text("Still here."));
@@ -72,10 +73,17 @@ async fn a_flood_of_idle_sockets_does_not_lock_out_a_legitimate_client() {
     };
     let gw = start(dir.path(), &["alice"], &server, config).await;
     let held = flood(&gw, FLOOD).await;
+    // And WebSocket upgrades that never send hello (some are evicted during their upgrade).
+    let url = gw.url();
+    let upgraded: Vec<_> = futures::stream::iter(0..UPGRADES)
+        .map(|_| tokio_tungstenite::connect_async(url.as_str()))
+        .buffer_unordered(16)
+        .collect()
+        .await;
     // Every flood socket has been dealt with: admitted (then maybe evicted, and its socket
     // closed) or refused.
     let stats = stats_until(&gw, |s| {
-        s.accepted + s.refused >= FLOOD as u64 && s.open == s.unauthenticated
+        s.accepted + s.refused >= (FLOOD + UPGRADES) as u64 && s.open == s.unauthenticated
     })
     .await;
     assert!(stats.evicted > 0, "{stats:?}");
@@ -84,7 +92,7 @@ async fn a_flood_of_idle_sockets_does_not_lock_out_a_legitimate_client() {
         "{stats:?}"
     );
 
-    // With all 3000 still held, a legitimate client gets in and completes a turn.
+    // With all of them still held, a legitimate client gets in and completes a turn.
     let (mut client, session) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     client
         .send_turn(&session.session_id, "are you there?", "c-1")
@@ -101,7 +109,7 @@ async fn a_flood_of_idle_sockets_does_not_lock_out_a_legitimate_client() {
         "{stats:?}"
     );
     assert_eq!(stats.max_connections, 200);
-    drop(held);
+    drop((held, upgraded));
     gw.shutdown().await;
 }
 
