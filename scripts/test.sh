@@ -64,7 +64,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 echo "==> cargo test --workspace ${include[*]}"
-cargo test --workspace --all-targets -- "${include[@]}"
+cargo test --workspace --all-targets --no-fail-fast -- "${include[@]}"
 cargo test --workspace --doc
 if [ "${#include[@]}" -eq 0 ]; then
   echo

@@ -307,8 +307,15 @@ fn a_bad_bootstrap_is_refused() {
 fn check_refused(d: &Daemon, first: &str) {
     let marker = d.ws.shared().join("ran");
     let mut client = d.connect_unauthenticated();
-    client.send_raw(first);
-    client.send(1, &format!("touch {}", marker.display()), None);
+    // One write: the daemon closes the connection once it refuses the first line, and a second
+    // write could then meet a closed socket.
+    let request = types::ShellRequest {
+        id: 1,
+        command: format!("touch {}", marker.display()),
+        timeout_ms: None,
+        stdin: None,
+    };
+    client.send_raw(&format!("{first}{}", types::encode_line(&request).unwrap()));
     let frame = client.next();
     assert!(
         matches!(&frame, Some(ShellResponse::Error { id: None, message }) if message.contains("not authenticated")),
