@@ -29,8 +29,8 @@ use crate::error::MemoryError;
 use crate::fts::query_terms;
 use crate::fusion::{Fusion, Weights, fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
-use crate::keyword::{allowed_chunks, keyword_leg};
-use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
+use crate::keyword::{allowed_chunks, any_expired, keyword_leg};
+use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
 use crate::term_counts::TermCounts;
@@ -65,12 +65,21 @@ impl MemoryStore {
         } else {
             None
         };
-        let allowed = if query.filters.is_empty() {
+        // Expired notes are hidden before ranking, like any filter; the check is one indexed
+        // probe, and a scope without expired notes keeps the unfiltered fast path.
+        let now = time::now_text();
+        let (probe, at) = (sessions.clone(), now.clone());
+        let expired = self.read(move |conn| any_expired(conn, probe, at)).await?;
+        let scope = Scope {
+            filters: query.filters.clone(),
+            expired_at: expired.then_some(now),
+        };
+        let allowed = if scope.is_empty() {
             None
         } else {
-            let (sessions, filters) = (sessions.clone(), query.filters.clone());
+            let (sessions, scope) = (sessions.clone(), scope.clone());
             Some(Arc::new(
-                self.read(move |conn| allowed_chunks(conn, sessions, filters))
+                self.read(move |conn| allowed_chunks(conn, sessions, scope))
                     .await?,
             ))
         };
@@ -84,7 +93,7 @@ impl MemoryStore {
         let job = SearchJob {
             terms,
             sessions: sessions.clone(),
-            filters: query.filters.clone(),
+            scope,
             candidates,
             stored_chunks: self.inner.index.len(),
             term_counts: Arc::clone(&self.inner.term_counts),
@@ -206,7 +215,7 @@ impl InlineEmbedder {
 struct SearchJob {
     terms: Vec<String>,
     sessions: Vec<String>,
-    filters: QueryFilters,
+    scope: Scope,
     candidates: usize,
     /// Chunks of the active model in the whole store (the FTS table's size, near enough).
     stored_chunks: usize,
@@ -230,7 +239,7 @@ impl SearchJob {
                 &conn,
                 &self.terms,
                 &self.sessions,
-                &self.filters,
+                &self.scope,
                 self.candidates,
                 self.stored_chunks,
                 &self.term_counts,
