@@ -43,7 +43,7 @@ pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::MemoryError;
 pub use fts::{match_expression, query_terms};
-pub use listing::{ListQuery, MAX_PAGE, NotePage};
+pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
 pub use metadata::{
     Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,

@@ -219,3 +219,36 @@ impl MemoryStore {
         Ok(swept)
     }
 }
+
+/// The sweeper task started by [`MemoryStore::spawn_sweeper`]; stops when dropped.
+#[derive(Debug)]
+pub struct Sweeper(tokio::task::JoinHandle<()>);
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl MemoryStore {
+    /// Sweeps expired notes now and then every `every` (expired notes are hidden from every read
+    /// at once anyway; the sweeper only reclaims them). Stops when the returned handle is dropped.
+    pub fn spawn_sweeper(&self, every: std::time::Duration) -> Sweeper {
+        let store = self.clone();
+        Sweeper(tokio::spawn(async move {
+            loop {
+                // A full batch means more are waiting: sweep again at once.
+                let full = match store.sweep_expired().await {
+                    Ok(ids) => ids.len() >= usize::try_from(SWEEP_BATCH).unwrap_or(usize::MAX),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "sweeping expired notes failed");
+                        false
+                    }
+                };
+                if !full {
+                    tokio::time::sleep(every).await;
+                }
+            }
+        }))
+    }
+}

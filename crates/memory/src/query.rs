@@ -116,6 +116,13 @@ pub struct SearchHit {
     /// For notes: the note's whole current text (read with the hit), whatever its length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note_text: Option<String>,
+    /// For notes: the note's category, tags and context, read with the hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

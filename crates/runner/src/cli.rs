@@ -93,6 +93,13 @@ pub enum Command {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
         #[arg(long)]
         json: bool,
+        /// The memory tools' dialect to show (default: `[tools] memory` of --agent-config, else
+        /// notes).
+        #[arg(long, value_parser = ["notes", "categorized"])]
+        memory: Option<String>,
+        /// agent.toml to read `[tools] memory` from.
+        #[arg(long = "agent-config")]
+        agent_config: Option<PathBuf>,
     },
 }
 

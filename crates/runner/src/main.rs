@@ -119,7 +119,11 @@ fn main() -> ExitCode {
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
-            cli::Command::Tools { json } => tools_cmd::run(json),
+            cli::Command::Tools {
+                json,
+                memory,
+                agent_config,
+            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
         }
     });
     match result {
