@@ -18,6 +18,7 @@ mod interrupt;
 mod log_file;
 mod logs_cmd;
 mod memory_cmd;
+mod memory_organise;
 mod out;
 mod running;
 mod start_cmd;
