@@ -390,3 +390,58 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
     assert!(f.store.store_note(&alice, "x", bad).await.is_err());
     assert!(f.store.list_notes(&alice).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
+    let f = fixture().await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    let note = f
+        .store
+        .store_note(
+            &alice,
+            "Alice's API key rotates monthly",
+            NoteMetadata {
+                context: Some("ops".into()),
+                confidence: Some(0.7),
+                ..meta(Some(Category::Capability), &["ops"])
+            },
+        )
+        .await
+        .unwrap();
+    let exported = f.store.export_notes(&alice).await.unwrap();
+    assert_eq!(
+        f.store.import_notes(&bob, exported.clone()).await.unwrap(),
+        0,
+        "same ids skipped"
+    );
+    let f2 = fixture().await;
+    assert_eq!(
+        f2.store.import_notes(&bob, exported.clone()).await.unwrap(),
+        1
+    );
+    let copied = f2.store.get_note(&bob, &note.note_id).await.unwrap();
+    assert_eq!(copied.metadata, note.metadata);
+    let by_category = ListQuery {
+        category: Some(Category::Capability),
+        limit: 5,
+        ..ListQuery::default()
+    };
+    assert_eq!(
+        f2.store
+            .list_notes_page(&bob, &by_category)
+            .await
+            .unwrap()
+            .total,
+        1
+    );
+
+    let mut bad = exported;
+    bad[0].note_id = types::NoteId::from_uuid_str(&uuid_like()).unwrap();
+    bad[0].metadata.confidence = Some(2.0);
+    assert!(f2.store.import_notes(&bob, bad).await.is_err());
+    assert_eq!(f2.store.list_notes(&bob).await.unwrap().len(), 1);
+}
+
+fn uuid_like() -> String {
+    "3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".to_owned()
+}
