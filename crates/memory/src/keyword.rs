@@ -46,9 +46,13 @@ fn scope_sql(sessions: &[String], scope: &Scope, params: &mut Vec<Value>) -> Str
         params.push(Value::Integer(n));
     }
     if let Some(category) = filters.category {
-        sql.push_str(
-            " AND EXISTS (SELECT 1 FROM notes n WHERE n.note_id = c.note_id AND n.category = ?)",
-        );
+        // Not correlated: the planner can drive the chunk lookup from the category's notes
+        // (`notes_by_category`, then `chunks_by_note`) instead of probing every chunk's note.
+        let marks = vec!["?"; sessions.len()].join(", ");
+        sql.push_str(&format!(
+            " AND c.note_id IN (SELECT note_id FROM notes WHERE session_id IN ({marks}) AND category = ?)"
+        ));
+        params.extend(sessions.iter().map(|s| Value::Text(s.clone())));
         params.push(Value::Text(category.as_str().to_owned()));
     }
     if let Some(now) = &scope.expired_at {
@@ -60,7 +64,9 @@ fn scope_sql(sessions: &[String], scope: &Scope, params: &mut Vec<Value>) -> Str
     sql
 }
 
-/// Whether any note of `sessions` has expired at `now` (and is not swept yet).
+/// Whether any note of `sessions` has expired at `now` (and is not swept yet). The expiry index
+/// is named: without it the planner walks every note of the session (~100 ms at 100k notes), with
+/// it only the expired ones, which the sweeper keeps few.
 pub(crate) async fn any_expired(
     conn: Connection,
     sessions: Vec<String>,
@@ -68,8 +74,8 @@ pub(crate) async fn any_expired(
 ) -> Result<bool, MemoryError> {
     let marks = vec!["?"; sessions.len()].join(", ");
     let sql = format!(
-        "SELECT 1 FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?
-         AND session_id IN ({marks}) LIMIT 1"
+        "SELECT 1 FROM notes INDEXED BY notes_by_expiry
+         WHERE expires_at IS NOT NULL AND expires_at <= ? AND session_id IN ({marks}) LIMIT 1"
     );
     let mut params = vec![Value::Text(now)];
     params.extend(sessions.into_iter().map(Value::Text));

@@ -79,6 +79,43 @@ fn conditions(
     sql
 }
 
+/// The total's statement. Without tags it reads indexes only: the session's (or category's) notes
+/// from a covering index, less the expired ones from the expiry index — never every row's
+/// `expires_at`, which costs ~100 ms at 100k notes.
+fn count_query(
+    session: &SessionId,
+    query: &ListQuery,
+    now: &str,
+    filter: &str,
+    params: &[Value],
+) -> (String, Vec<Value>) {
+    if !query.tags_any.is_empty() {
+        return (
+            format!("SELECT count(*) FROM notes WHERE {filter}"),
+            params.to_vec(),
+        );
+    }
+    let session = Value::Text(session.to_string());
+    let (category_sql, category) = match query.category {
+        Some(c) => (
+            " AND category = ?",
+            vec![Value::Text(c.as_str().to_owned())],
+        ),
+        None => ("", Vec::new()),
+    };
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM notes WHERE session_id = ?{category_sql})
+              - (SELECT count(*) FROM notes INDEXED BY notes_by_expiry
+                 WHERE expires_at IS NOT NULL AND expires_at <= ? AND session_id = ?{category_sql})"
+    );
+    let mut out = vec![session.clone()];
+    out.extend(category.iter().cloned());
+    out.push(Value::Text(now.to_owned()));
+    out.push(session);
+    out.extend(category);
+    (sql, out)
+}
+
 async fn notes_of(
     conn: &Connection,
     sql: &str,
@@ -111,11 +148,9 @@ impl MemoryStore {
             let mut params = Vec::new();
             let filter = conditions(&session, &query, &now, &mut params);
             let ctx = "listing notes";
+            let (count_sql, count_params) = count_query(&session, &query, &now, &filter, &params);
             let mut rows = conn
-                .query(
-                    &format!("SELECT count(*) FROM notes WHERE {filter}"),
-                    params.clone(),
-                )
+                .query(&count_sql, count_params)
                 .await
                 .map_err(MemoryError::db(ctx))?;
             let total: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
