@@ -19,7 +19,9 @@ mod fts;
 mod fusion;
 mod indexing;
 mod keyword;
+mod listing;
 mod maintenance;
+mod metadata;
 mod migrations;
 mod notes;
 mod placement;
@@ -41,8 +43,12 @@ pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::MemoryError;
 pub use fts::{match_expression, query_terms};
+pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
-pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note, NoteMetadata};
+pub use metadata::{
+    Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
+};
+pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use placement::LegacyDir;
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};

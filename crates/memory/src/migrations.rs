@@ -178,6 +178,33 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         )",
         "CREATE INDEX write_receipts_by_age ON write_receipts (created_at)",
     ],
+}, Migration {
+    version: 4,
+    name: "note metadata as columns: category, context, confidence, expiry",
+    // Every existing note is kept; the columns are filled from the note's JSON metadata where it
+    // already holds a valid value. Tags stay in the JSON (and in every chunk's metadata, where
+    // both search legs filter on them). Listing pages by (created_at, note_id) per session, with
+    // or without a category; the expiry index serves the sweeper and the "anything expired in
+    // scope?" check every search makes.
+    statements: &[
+        "ALTER TABLE notes ADD COLUMN category TEXT
+            CHECK (category IS NULL OR category IN ('fact', 'pattern', 'preference', 'capability'))",
+        "ALTER TABLE notes ADD COLUMN context TEXT",
+        "ALTER TABLE notes ADD COLUMN confidence REAL
+            CHECK (confidence IS NULL OR (confidence >= 0.0 AND confidence <= 1.0))",
+        "ALTER TABLE notes ADD COLUMN expires_at TEXT",
+        "UPDATE notes SET category = json_extract(metadata_json, '$.category')
+         WHERE json_extract(metadata_json, '$.category')
+               IN ('fact', 'pattern', 'preference', 'capability')",
+        "UPDATE notes SET context = json_extract(metadata_json, '$.context')
+         WHERE json_type(metadata_json, '$.context') = 'text'",
+        "UPDATE notes SET confidence = json_extract(metadata_json, '$.confidence')
+         WHERE json_type(metadata_json, '$.confidence') IN ('real', 'integer')
+           AND json_extract(metadata_json, '$.confidence') BETWEEN 0.0 AND 1.0",
+        "CREATE INDEX notes_by_session_newest ON notes (session_id, created_at DESC, note_id DESC)",
+        "CREATE INDEX notes_by_category ON notes (session_id, category, created_at DESC, note_id DESC)",
+        "CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).
@@ -357,5 +384,58 @@ mod tests {
         )
         .await
         .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_metadata_migration_keeps_every_note_and_fills_its_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = libsql::Builder::new_local(dir.path().join("v3.db"))
+            .build()
+            .await
+            .unwrap();
+        let conn = db.connect().unwrap();
+        conn.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+             applied_at TEXT NOT NULL)",
+            (),
+        )
+        .await
+        .unwrap();
+        for m in &MIGRATIONS[..3] {
+            let tx = conn.transaction().await.unwrap();
+            apply(&tx, m).await.unwrap();
+            tx.commit().await.unwrap();
+        }
+        conn.execute(
+            "INSERT INTO sessions (session_id, user_id, kind, created_at, last_active_at)
+             VALUES ('memory:a', 'a', 'memory', 't', 't')",
+            (),
+        )
+        .await
+        .unwrap();
+        for (id, meta) in [
+            (
+                "n1",
+                r#"{"category":"fact","context":"why","confidence":0.5}"#,
+            ),
+            ("n2", r#"{"category":"mood","confidence":7}"#),
+            ("n3", "{}"),
+        ] {
+            conn.execute(
+                "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json,
+                 created_at, updated_at) VALUES (?1, 'memory:a', 1, 'x', ?2, 't', 't')",
+                [id, meta],
+            )
+            .await
+            .unwrap();
+        }
+        assert_eq!(migrate(&conn).await.unwrap(), MIGRATIONS.len() - 3);
+        assert_eq!(count(&conn, "SELECT count(*) FROM notes").await, 3);
+        let filled = "SELECT count(*) FROM notes WHERE note_id = 'n1' AND category = 'fact'
+                      AND context = 'why' AND confidence = 0.5";
+        assert_eq!(count(&conn, filled).await, 1);
+        let invalid_left_out = "SELECT count(*) FROM notes WHERE category IS NULL
+                                AND confidence IS NULL AND note_id IN ('n2', 'n3')";
+        assert_eq!(count(&conn, invalid_left_out).await, 2);
     }
 }

@@ -17,6 +17,8 @@ use types::{Message, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::metadata::MetadataPatch;
+pub use crate::metadata::NoteMetadata;
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::{MemoryStore, begin, finish};
@@ -25,18 +27,6 @@ use crate::vector_index::IndexChange;
 
 /// Largest note accepted, in bytes of UTF-8.
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
-
-/// Optional facts about a note. Stored as JSON; every field is optional so that new fields (expiry,
-/// supersedes, confidence, ...) can be added without rewriting rows. Fields this version does not
-/// know are kept in `extra` and written back unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NoteMetadata {
-    /// Free-form labels ("preference", "project:oxydra"); searchable with `QueryFilters::tags_any`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Note {
@@ -107,6 +97,7 @@ impl MemoryStore {
         metadata: NoteMetadata,
     ) -> Result<Written, MemoryError> {
         let content = validate(content)?.to_owned();
+        let metadata = metadata.validated()?;
         let note_id = NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())
             .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
@@ -160,7 +151,7 @@ impl MemoryStore {
         note_id: &NoteId,
         content: &str,
     ) -> Result<Note, MemoryError> {
-        self.update(user, None, note_id, content, None)
+        self.update(user, None, note_id, content, None, MetadataPatch::default())
             .await?
             .fresh()
     }
@@ -176,7 +167,31 @@ impl MemoryStore {
         expected: &str,
     ) -> Result<WriteReceipt, MemoryError> {
         Ok(self
-            .update(user, call, note_id, content, Some(expected))
+            .update(
+                user,
+                call,
+                note_id,
+                content,
+                Some(expected),
+                MetadataPatch::default(),
+            )
+            .await?
+            .receipt)
+    }
+
+    /// [`MemoryStore::update_note_checked`] that also changes the note's category, tags or
+    /// expiry (validated like a save), in the same transaction.
+    pub async fn update_note_patched(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        content: &str,
+        expected: &str,
+        patch: MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError> {
+        Ok(self
+            .update(user, call, note_id, content, Some(expected), patch)
             .await?
             .receipt)
     }
@@ -188,6 +203,7 @@ impl MemoryStore {
         note_id: &NoteId,
         content: &str,
         expected: Option<&str>,
+        patch: MetadataPatch,
     ) -> Result<Written, MemoryError> {
         let content = validate(content)?.to_owned();
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
@@ -201,7 +217,8 @@ impl MemoryStore {
                     return Ok(Err(receipt));
                 }
                 let session = SessionId::user_memory(&user);
-                let old = load_note(&tx, &session, &note_id).await?;
+                let old = load_note(&tx, &session, &note_id, true).await?;
+                let metadata = patch.apply(old.note.metadata)?;
                 if let Some(expected) = &expected
                     && note_version(&old.note.content) != expected.trim()
                 {
@@ -219,7 +236,7 @@ impl MemoryStore {
                 let write = NoteWrite {
                     note_id: note_id.clone(),
                     content,
-                    metadata: old.note.metadata,
+                    metadata,
                     created_at: to_text(old.note.created_at),
                     updated_at: now_text(),
                     prepared,
@@ -264,7 +281,7 @@ impl MemoryStore {
                     return Ok(receipt);
                 }
                 let session = SessionId::user_memory(&user);
-                let old = load_note(&tx, &session, &note_id).await?;
+                let old = load_note(&tx, &session, &note_id, false).await?;
                 delete_event(
                     &tx,
                     EventRef {
@@ -297,19 +314,22 @@ impl MemoryStore {
 
     pub async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
         let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
-        self.read(move |conn| async move { Ok(load_note(&conn, &session, &note_id).await?.note) })
-            .await
+        self.read(
+            move |conn| async move { Ok(load_note(&conn, &session, &note_id, true).await?.note) },
+        )
+        .await
     }
 
-    /// All of the user's notes, oldest first.
+    /// All of the user's notes that have not expired, oldest first.
     pub async fn list_notes(&self, user: &UserId) -> Result<Vec<Note>, MemoryError> {
         let session = SessionId::user_memory(user);
         self.read(move |conn| async move {
             let mut rows = conn
                 .query(
                     "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-                     FROM notes WHERE session_id = ?1 ORDER BY created_at, note_id",
-                    [session.as_str()],
+                     FROM notes WHERE session_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                     ORDER BY created_at, note_id",
+                    [session.as_str(), now_text().as_str()],
                 )
                 .await
                 .map_err(MemoryError::db("listing notes"))?;
@@ -368,11 +388,14 @@ pub(crate) async fn insert_note(
     .await
     .map_err(MemoryError::db(ctx))?;
     conn.execute(
-        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
+             updated_at, category, context, confidence, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
              content = excluded.content, metadata_json = excluded.metadata_json,
-             updated_at = excluded.updated_at",
+             updated_at = excluded.updated_at, category = excluded.category,
+             context = excluded.context, confidence = excluded.confidence,
+             expires_at = excluded.expires_at",
         libsql::params![
             write.note_id.as_str(),
             session.as_str(),
@@ -380,7 +403,11 @@ pub(crate) async fn insert_note(
             write.content.as_str(),
             metadata,
             write.created_at.as_str(),
-            write.updated_at.as_str()
+            write.updated_at.as_str(),
+            write.metadata.category.map(|c| c.as_str()),
+            write.metadata.context.clone(),
+            write.metadata.confidence,
+            write.metadata.expires_at.map(to_text)
         ],
     )
     .await
@@ -406,21 +433,25 @@ pub(crate) async fn insert_note(
     .await
 }
 
-struct LoadedNote {
-    note: Note,
-    event_seq: i64,
+pub(crate) struct LoadedNote {
+    pub(crate) note: Note,
+    pub(crate) event_seq: i64,
 }
 
 async fn load_note(
     conn: &Connection,
     session: &SessionId,
     note_id: &NoteId,
+    live_only: bool,
 ) -> Result<LoadedNote, MemoryError> {
+    // An expired note is not found (until the sweeper deletes it), except by delete.
+    let now = if live_only { now_text() } else { String::new() };
     let mut rows = conn
         .query(
             "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-             FROM notes WHERE note_id = ?1 AND session_id = ?2",
-            [note_id.as_str(), session.as_str()],
+             FROM notes WHERE note_id = ?1 AND session_id = ?2
+             AND (?3 = '' OR expires_at IS NULL OR expires_at > ?3)",
+            [note_id.as_str(), session.as_str(), now.as_str()],
         )
         .await
         .map_err(MemoryError::db("reading a note"))?;
@@ -446,7 +477,7 @@ pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<b
         .is_some())
 }
 
-fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
+pub(crate) fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
     let ctx = "reading a note";
     let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
     Ok(LoadedNote {

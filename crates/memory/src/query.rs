@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId};
 
 pub use crate::fusion::{Fusion, Weights};
+use crate::metadata::Category;
 
 /// One hybrid search over one or more sessions. Results of all sessions share one score scale.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,11 +45,35 @@ pub struct QueryFilters {
     pub created_before: Option<DateTime<Utc>>,
     /// Only notes carrying at least one of these tags (conversation messages have no tags).
     pub tags_any: Vec<String>,
+    /// Only notes carrying every one of these tags.
+    #[serde(default)]
+    pub tags_all: Vec<String>,
+    /// Only notes of this category (conversation messages have none).
+    #[serde(default)]
+    pub category: Option<Category>,
 }
 
 impl QueryFilters {
     pub fn is_empty(&self) -> bool {
-        self.created_after.is_none() && self.created_before.is_none() && self.tags_any.is_empty()
+        self.created_after.is_none()
+            && self.created_before.is_none()
+            && self.tags_any.is_empty()
+            && self.tags_all.is_empty()
+            && self.category.is_none()
+    }
+}
+
+/// The filters plus what every search hides: notes expired at `expired_at` (set only when the
+/// scope holds any, so that a store without expired notes keeps the unfiltered fast path).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    pub(crate) filters: QueryFilters,
+    pub(crate) expired_at: Option<String>,
+}
+
+impl Scope {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.filters.is_empty() && self.expired_at.is_none()
     }
 }
 
@@ -91,6 +116,13 @@ pub struct SearchHit {
     /// For notes: the note's whole current text (read with the hit), whatever its length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note_text: Option<String>,
+    /// For notes: the note's category, tags and context, read with the hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

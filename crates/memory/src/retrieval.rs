@@ -4,6 +4,8 @@ use async_trait::async_trait;
 use types::{NoteId, UserId};
 
 use crate::error::MemoryError;
+use crate::listing::{ListQuery, NotePage};
+use crate::metadata::MetadataPatch;
 use crate::notes::{Note, NoteMetadata};
 use crate::query::{HybridQuery, SearchHit};
 use crate::receipts::{CallKey, WriteReceipt};
@@ -29,12 +31,27 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         content: &str,
         expected_version: &str,
     ) -> Result<WriteReceipt, MemoryError>;
+    /// An update that also changes category, tags or expiry.
+    async fn update_note_patched(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        content: &str,
+        expected_version: &str,
+        patch: MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError>;
     async fn delete_note_once(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
         note_id: &NoteId,
     ) -> Result<WriteReceipt, MemoryError>;
+    async fn list_notes_page(
+        &self,
+        user: &UserId,
+        query: &ListQuery,
+    ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
 }
@@ -62,6 +79,27 @@ impl MemoryRetrieval for MemoryStore {
         MemoryStore::update_note_checked(self, user, call, note_id, content, expected_version).await
     }
 
+    async fn update_note_patched(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        content: &str,
+        expected_version: &str,
+        patch: MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError> {
+        MemoryStore::update_note_patched(
+            self,
+            user,
+            call,
+            note_id,
+            content,
+            expected_version,
+            patch,
+        )
+        .await
+    }
+
     async fn delete_note_once(
         &self,
         user: &UserId,
@@ -69,6 +107,14 @@ impl MemoryRetrieval for MemoryStore {
         note_id: &NoteId,
     ) -> Result<WriteReceipt, MemoryError> {
         MemoryStore::delete_note_once(self, user, call, note_id).await
+    }
+
+    async fn list_notes_page(
+        &self,
+        user: &UserId,
+        query: &ListQuery,
+    ) -> Result<NotePage, MemoryError> {
+        MemoryStore::list_notes_page(self, user, query).await
     }
 
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {

@@ -29,8 +29,9 @@ use crate::error::MemoryError;
 use crate::fts::query_terms;
 use crate::fusion::{Fusion, Weights, fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
-use crate::keyword::{allowed_chunks, keyword_leg};
-use crate::query::{HitSource, HybridQuery, QueryFilters, SearchHit};
+use crate::keyword::{allowed_chunks, any_expired, keyword_leg};
+use crate::metadata::NoteMetadata;
+use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
 use crate::term_counts::TermCounts;
@@ -65,12 +66,21 @@ impl MemoryStore {
         } else {
             None
         };
-        let allowed = if query.filters.is_empty() {
+        // Expired notes are hidden before ranking, like any filter; the check is one indexed
+        // probe, and a scope without expired notes keeps the unfiltered fast path.
+        let now = time::now_text();
+        let (probe, at) = (sessions.clone(), now.clone());
+        let expired = self.read(move |conn| any_expired(conn, probe, at)).await?;
+        let scope = Scope {
+            filters: query.filters.clone(),
+            expired_at: expired.then_some(now),
+        };
+        let allowed = if scope.is_empty() {
             None
         } else {
-            let (sessions, filters) = (sessions.clone(), query.filters.clone());
+            let (sessions, scope) = (sessions.clone(), scope.clone());
             Some(Arc::new(
-                self.read(move |conn| allowed_chunks(conn, sessions, filters))
+                self.read(move |conn| allowed_chunks(conn, sessions, scope))
                     .await?,
             ))
         };
@@ -84,7 +94,7 @@ impl MemoryStore {
         let job = SearchJob {
             terms,
             sessions: sessions.clone(),
-            filters: query.filters.clone(),
+            scope,
             candidates,
             stored_chunks: self.inner.index.len(),
             term_counts: Arc::clone(&self.inner.term_counts),
@@ -206,7 +216,7 @@ impl InlineEmbedder {
 struct SearchJob {
     terms: Vec<String>,
     sessions: Vec<String>,
-    filters: QueryFilters,
+    scope: Scope,
     candidates: usize,
     /// Chunks of the active model in the whole store (the FTS table's size, near enough).
     stored_chunks: usize,
@@ -230,7 +240,7 @@ impl SearchJob {
                 &conn,
                 &self.terms,
                 &self.sessions,
-                &self.filters,
+                &self.scope,
                 self.candidates,
                 self.stored_chunks,
                 &self.term_counts,
@@ -307,7 +317,8 @@ async fn chunk_details(
     Ok(out)
 }
 
-/// Fills in the whole text of every note hit (a note deleted since its chunk was read keeps none).
+/// Fills in the whole text and the metadata of every note hit (a note deleted since its chunk was
+/// read keeps none).
 async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
     let ids: Vec<Value> = hits
         .iter()
@@ -318,19 +329,30 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
         return Ok(());
     }
     let marks = vec!["?"; ids.len()].join(", ");
-    let sql = format!("SELECT note_id, content FROM notes WHERE note_id IN ({marks})");
+    let sql =
+        format!("SELECT note_id, content, metadata_json FROM notes WHERE note_id IN ({marks})");
     let ctx = "reading search results";
     let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
     let mut texts = HashMap::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let meta: String = row.get(2).map_err(MemoryError::db(ctx))?;
+        let meta: NoteMetadata =
+            serde_json::from_str(&meta).map_err(MemoryError::corrupt("note metadata"))?;
         texts.insert(
             row.get::<String>(0).map_err(MemoryError::db(ctx))?,
-            row.get::<String>(1).map_err(MemoryError::db(ctx))?,
+            (row.get::<String>(1).map_err(MemoryError::db(ctx))?, meta),
         );
     }
     for hit in hits {
-        if let Some(id) = &hit.note_id {
-            hit.note_text = texts.remove(id.as_str());
+        if let Some((text, meta)) = hit
+            .note_id
+            .as_ref()
+            .and_then(|id| texts.remove(id.as_str()))
+        {
+            hit.note_text = Some(text);
+            hit.category = meta.category;
+            hit.tags = meta.tags;
+            hit.context = meta.context;
         }
     }
     Ok(())
@@ -387,6 +409,9 @@ impl Grouper {
                 note_id,
                 text: d.text.clone(),
                 note_text: None,
+                category: None,
+                tags: Vec::new(),
+                context: None,
                 score: *score,
                 created_at: time::parse(&d.meta.created_at)?,
                 updated_at: time::parse(&d.meta.updated_at)?,

@@ -22,9 +22,11 @@ impl MemoryStore {
         user: &UserId,
         notes: Vec<ExportedNote>,
     ) -> Result<usize, MemoryError> {
-        // Reject a bad file before writing anything.
-        for note in &notes {
+        // Reject a bad file before writing anything (metadata checked like a save's).
+        let mut notes = notes;
+        for note in &mut notes {
             validate(&note.content)?;
+            note.metadata = std::mem::take(&mut note.metadata).validated()?;
         }
         let mut added = 0;
         let batch_size = self.inner.batch_size;

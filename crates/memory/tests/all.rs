@@ -12,6 +12,7 @@ mod common;
 
 mod freshness;
 mod open;
+mod organised;
 mod search;
 mod sessions;
 mod store;

@@ -42,7 +42,12 @@ pub struct Agent {
     /// The runtime to serve (give it to `gateway::UserAgent::new`).
     pub runtime: AgentRuntime,
     pub memory: MemoryState,
+    /// Deletes expired notes every few minutes while it is kept (see [`SWEEP_EVERY`]).
+    pub sweeper: Option<memory::Sweeper>,
 }
+
+/// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Why an agent could not be composed.
 #[derive(Debug, thiserror::Error)]
@@ -83,22 +88,28 @@ pub async fn compose(
         ModelLimits::from(&config.provider),
     )
     .with_retrieval(config.retrieval.clone());
+    let sweeper = store.as_ref().map(|s| s.spawn_sweeper(SWEEP_EVERY));
     if let Some(store) = store {
         runtime = runtime.with_memory(store);
     }
-    Ok(Agent { runtime, memory })
+    Ok(Agent {
+        runtime,
+        memory,
+        sweeper,
+    })
 }
 
 /// Every built-in tool over `store`; without a store the memory tools are left out (rather than
 /// offered only to answer that memory is off).
 fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolRegistry, ToolError> {
     let memory = store.map(|s| Arc::new(s.clone()) as Arc<dyn MemoryRetrieval>);
-    let memory_tool_names: Vec<String> = tools::memory_tools(None, &config.retrieval)
+    let dialect = config.tools.memory;
+    let memory_tool_names: Vec<String> = tools::memory_tools_for(dialect, None, &config.retrieval)
         .iter()
         .map(|t| t.name().to_owned())
         .collect();
     let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools(memory.clone(), &config.retrieval) {
+    for tool in tools::builtin_tools_for(dialect, memory.clone(), &config.retrieval) {
         if memory.is_none() && memory_tool_names.iter().any(|n| n == tool.name()) {
             continue;
         }

@@ -93,6 +93,13 @@ pub enum Command {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
         #[arg(long)]
         json: bool,
+        /// The memory tools' dialect to show (default: `[tools] memory` of --agent-config, else
+        /// notes).
+        #[arg(long, value_parser = ["notes", "categorized"])]
+        memory: Option<String>,
+        /// agent.toml to read `[tools] memory` from.
+        #[arg(long = "agent-config")]
+        agent_config: Option<PathBuf>,
     },
 }
 
@@ -162,13 +169,37 @@ pub struct MemoryArgs {
 #[derive(Debug, Subcommand)]
 pub enum MemoryAction {
     /// Save a note; prints {"note_id": ...}.
-    Save { text: String },
+    Save {
+        text: String,
+        #[command(flatten)]
+        organise: Organise,
+    },
     /// Search the user's notes.
     Search {
         query: String,
         #[arg(long = "top-k")]
         top_k: Option<usize>,
+        /// Only notes of this category, or carrying any of these tags.
+        #[command(flatten)]
+        organise: Organise,
         /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List notes newest first, a page at a time, with the total.
+    List {
+        #[command(flatten)]
+        organise: Organise,
+        /// Notes per page (1 to 200).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// The cursor printed after the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// List notes that have expired and are not swept yet instead.
+        #[arg(long)]
+        expired: bool,
+        /// Print the page as JSON ({"notes", "total", "next_cursor"}).
         #[arg(long)]
         json: bool,
     },
@@ -182,8 +213,29 @@ pub enum MemoryAction {
     Stats,
     /// Re-embed every stored chunk with the configured model.
     Reindex,
-    /// Write every note as JSON Lines to stdout.
-    Export,
-    /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids.
+    /// Write the notes (all, or those matching the filters) to stdout: JSON Lines, or Markdown.
+    Export {
+        #[command(flatten)]
+        organise: Organise,
+        /// Only notes created at or after this instant (RFC 3339) or day (YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Markdown (grouped by category) instead of JSON Lines.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
+    /// metadata (category, tags, context, confidence, expiry).
     Import { file: Option<PathBuf> },
+}
+
+/// `--category` and `--tag` of the memory commands.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Organise {
+    /// fact, pattern, preference or capability.
+    #[arg(long, value_parser = ["fact", "pattern", "preference", "capability"])]
+    pub category: Option<String>,
+    /// A tag (repeat for several: a note carrying any of them matches; on save, all are set).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
 }

@@ -18,6 +18,7 @@ mod interrupt;
 mod log_file;
 mod logs_cmd;
 mod memory_cmd;
+mod memory_organise;
 mod out;
 mod running;
 mod start_cmd;
@@ -119,7 +120,11 @@ fn main() -> ExitCode {
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
-            cli::Command::Tools { json } => tools_cmd::run(json),
+            cli::Command::Tools {
+                json,
+                memory,
+                agent_config,
+            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
         }
     });
     match result {

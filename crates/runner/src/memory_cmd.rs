@@ -4,11 +4,11 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result, bail};
-use memory::{HybridQuery, MemoryStore, NoteMetadata, OpenOptions, Weights};
+use memory::{HybridQuery, MemoryStore, OpenOptions, Weights};
 use types::{NoteId, SessionId, UserId};
 
-use crate::Global;
 use crate::cli::{MemoryAction, MemoryArgs};
+use crate::{Global, memory_organise};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -63,19 +63,25 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         .context("cannot open the memory store")?;
     let mut out = std::io::stdout().lock();
     match args.action {
-        MemoryAction::Save { text } => {
+        MemoryAction::Save { text, organise } => {
             let note = store
-                .store_note(&user, &text, NoteMetadata::default())
+                .store_note(&user, &text, memory_organise::save_metadata(&organise)?)
                 .await?;
             print_json(&mut out, &serde_json::json!({ "note_id": note.note_id }))?;
         }
-        MemoryAction::Search { query, top_k, json } => {
+        MemoryAction::Search {
+            query,
+            top_k,
+            organise,
+            json,
+        } => {
             let top_k = top_k.unwrap_or(config.retrieval.top_k);
             if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
                 bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
             }
             let mut q = HybridQuery::new(vec![SessionId::user_memory(&user)], query, top_k);
             q.weights = Weights::from(&config.retrieval);
+            q.filters = memory_organise::filters(&organise)?;
             let hits = store.hybrid_query(&q).await?;
             if json {
                 let rows: Vec<_> = hits
@@ -84,6 +90,7 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                         serde_json::json!({
                             "note_id": h.note_id, "text": h.text, "score": h.score,
                             "created_at": h.created_at, "updated_at": h.updated_at,
+                            "category": h.category, "tags": h.tags,
                         })
                     })
                     .collect();
@@ -121,11 +128,36 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             let n = store.reindex(progress("re-embedding")).await?;
             print_json(&mut out, &serde_json::json!({ "reindexed_chunks": n }))?;
         }
-        MemoryAction::Export => {
-            for note in store.export_notes(&user).await? {
-                serde_json::to_writer(&mut out, &note)?;
-                writeln!(out)?;
-            }
+        MemoryAction::List {
+            organise,
+            limit,
+            cursor,
+            expired,
+            json,
+        } => {
+            let args = memory_organise::ListArgs {
+                organise,
+                limit,
+                cursor,
+                expired,
+                json,
+            };
+            memory_organise::list(&store, &user, args, &mut out).await?;
+        }
+        MemoryAction::Export {
+            organise,
+            since,
+            markdown,
+        } => {
+            memory_organise::export(
+                &store,
+                &user,
+                &organise,
+                since.as_deref(),
+                markdown,
+                &mut out,
+            )
+            .await?;
         }
         MemoryAction::Import { file } => {
             let notes = match file {

@@ -2,11 +2,20 @@
 
 use std::io::Write;
 
-use anyhow::Result;
-use types::{RetrievalConfig, SafetyTier};
+use std::path::Path;
 
-pub fn run(json: bool) -> Result<()> {
-    let tools = tools::builtin_tools(None, &RetrievalConfig::default());
+use anyhow::{Context, Result};
+use types::{MemoryDialect, RetrievalConfig, SafetyTier};
+
+/// `memory` (`notes` or `categorized`) wins over `[tools] memory` of `agent_config`.
+pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
+    let dialect = match memory {
+        Some(name) => serde_json::from_value::<MemoryDialect>(serde_json::json!(name))
+            .context("unknown memory dialect")?,
+        None if agent_config.is_some() => runner::load_agent_config(agent_config)?.tools.memory,
+        None => MemoryDialect::Notes,
+    };
+    let tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
     let mut out = std::io::stdout().lock();
     if json {
         let rows: Vec<serde_json::Value> = tools

@@ -15,6 +15,8 @@ mod host_script;
 mod images;
 mod lifecycle;
 mod memory_cli;
+mod memory_cli_organise;
+mod memory_dialects;
 mod memory_disabled;
 mod memory_longevity;
 mod process_tier;

@@ -23,6 +23,15 @@ partial is only an excerpt: search more narrowly to see it whole first); remove 
 memory_delete when the user asks you to forget it.
 - Never save secrets such as passwords or API keys.";
 
+/// The guide for the categorized memory dialect (`[tools] memory = "categorized"`).
+pub const CATEGORIZED_MEMORY_GUIDE: &str = "You have a long-term memory that lasts across \
+conversations:
+- Store what is worth remembering with store_memory, choosing its category: fact, pattern, \
+preference or capability; add context when it helps.
+- Before answering anything about the user or earlier conversations, use search_memories; use \
+list_memories to browse one category.
+- Never store secrets such as passwords or API keys.";
+
 /// The system text of a request.
 pub(crate) fn system_text(base: &str, notes: &[RecalledNote], summary: Option<&str>) -> String {
     let mut text = base.to_owned();

@@ -15,7 +15,7 @@ use crate::approval::{Approver, SessionGrants};
 use crate::budget::{ModelLimits, estimate_tools};
 use crate::events::{Emitter, TurnEvent, TurnOutcome};
 use crate::journal::Journal;
-use crate::prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+use crate::prompt::{CATEGORIZED_MEMORY_GUIDE, DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
 use crate::turn::Turn;
 
 /// The agent loop. Holds no per-turn or per-user state: everything about a turn (user, session,
@@ -52,6 +52,9 @@ impl AgentRuntime {
             Some(prompt) => prompt.clone(),
             None if tools.get("memory_search").is_some() => {
                 format!("{DEFAULT_SYSTEM_PROMPT}\n\n{MEMORY_GUIDE}")
+            }
+            None if tools.get("store_memory").is_some() => {
+                format!("{DEFAULT_SYSTEM_PROMPT}\n\n{CATEGORIZED_MEMORY_GUIDE}")
             }
             None => DEFAULT_SYSTEM_PROMPT.to_owned(),
         };

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use memory::MemoryRetrieval;
-use types::RetrievalConfig;
+use types::{MemoryDialect, RetrievalConfig};
 
 use crate::Tool;
 use crate::files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite};
-use crate::memory_tools::memory_tools;
+use crate::memory_tools::memory_tools_for;
 use crate::shell::ShellExec;
 
 /// The six file tools.
@@ -32,8 +32,17 @@ pub fn builtin_tools(
     memory: Option<Arc<dyn MemoryRetrieval>>,
     retrieval: &RetrievalConfig,
 ) -> Vec<Arc<dyn Tool>> {
+    builtin_tools_for(MemoryDialect::Notes, memory, retrieval)
+}
+
+/// [`builtin_tools`] with the memory tools of `dialect` (`[tools] memory` in `agent.toml`).
+pub fn builtin_tools_for(
+    dialect: MemoryDialect,
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Vec<Arc<dyn Tool>> {
     let mut tools = file_tools();
-    tools.extend(memory_tools(memory, retrieval));
+    tools.extend(memory_tools_for(dialect, memory, retrieval));
     tools.push(Arc::new(ShellExec));
     tools
 }

@@ -25,13 +25,15 @@ mod tool;
 mod truncate;
 mod validate;
 
-pub use builtin::{builtin_tools, file_tools};
+pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
 pub use memory_tools::{
-    MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME,
-    MEMORY_SEARCH_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryDelete, MemorySave, MemorySearch,
-    MemoryUpdate, memory_tools, register_memory_tools,
+    LIST_MEMORIES_TOOL_NAME, ListMemories, MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K,
+    MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_SEARCH_TOOL_NAME,
+    MEMORY_UPDATE_TOOL_NAME, MemoryDelete, MemorySave, MemorySearch, MemoryUpdate,
+    SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME, SearchMemories, StoreMemory, memory_tools,
+    memory_tools_for, register_memory_tools,
 };
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};

@@ -197,7 +197,7 @@ impl ToolRegistry {
                 reason: format!("line {} column {}", e.line(), e.column()),
             })?
         };
-        validate_args(&tool.parameters(), &args)?;
+        validate_args(&tool.argument_schema(), &args)?;
         if ctx.cancellation.is_cancelled() {
             return Err(ToolError::Cancelled);
         }

@@ -47,6 +47,13 @@ pub trait Tool: Send + Sync {
     /// JSON Schema of the arguments: an object with `additionalProperties: false`.
     fn parameters(&self) -> serde_json::Value;
 
+    /// The schema the registry validates arguments against before [`Tool::execute`]: the
+    /// offered [`Tool::parameters`] unless a tool checks some constraint itself to answer in its
+    /// own words (the categorized memory tools answer a bad category with the peer's text).
+    fn argument_schema(&self) -> serde_json::Value {
+        self.parameters()
+    }
+
     fn safety_tier(&self) -> SafetyTier;
 
     /// The registry stops waiting for the call after this long.

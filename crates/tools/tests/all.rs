@@ -7,6 +7,7 @@ mod common;
 mod file_tools;
 mod hostile_paths;
 mod memory_contract;
+mod memory_dialects;
 mod memory_tools;
 mod registry;
 mod shell_exec;

@@ -373,6 +373,25 @@ impl MemoryRetrieval for Gated {
     async fn get_note(&self, u: &UserId, n: &NoteId) -> Result<Note, MemoryError> {
         self.store.get_note(u, n).await
     }
+    async fn update_note_patched(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+        c: &str,
+        v: &str,
+        p: memory::MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.wait().await;
+        self.store.update_note_patched(u, k, n, c, v, p).await
+    }
+    async fn list_notes_page(
+        &self,
+        u: &UserId,
+        q: &memory::ListQuery,
+    ) -> Result<memory::NotePage, MemoryError> {
+        self.store.list_notes_page(u, q).await
+    }
     async fn hybrid_query(&self, q: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         self.store.hybrid_query(q).await
     }

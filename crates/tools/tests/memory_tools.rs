@@ -116,21 +116,29 @@ async fn schemas_tiers_timeouts_and_descriptions_follow_the_plan() {
             "memory_search".into(),
             SafetyTier::ReadOnly,
             15,
-            vec!["query", "top_k", "include_conversation"],
+            vec!["query", "top_k", "include_conversation", "category", "tags"],
             vec!["query"],
         ),
         (
             "memory_save".into(),
             SafetyTier::SideEffecting,
             10,
-            vec!["content"],
+            vec!["content", "category", "tags", "expires_in", "expires_at"],
             vec!["content"],
         ),
         (
             "memory_update".into(),
             SafetyTier::SideEffecting,
             10,
-            vec!["note_id", "content", "version"],
+            vec![
+                "note_id",
+                "content",
+                "version",
+                "category",
+                "tags",
+                "expires_in",
+                "expires_at",
+            ],
             vec!["note_id", "content", "version"],
         ),
         (
@@ -465,6 +473,24 @@ impl MemoryRetrieval for FailingConversation {
     }
     async fn get_note(&self, u: &UserId, n: &NoteId) -> Result<Note, MemoryError> {
         self.0.get_note(u, n).await
+    }
+    async fn update_note_patched(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+        c: &str,
+        v: &str,
+        p: memory::MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.update_note_patched(u, k, n, c, v, p).await
+    }
+    async fn list_notes_page(
+        &self,
+        u: &UserId,
+        q: &memory::ListQuery,
+    ) -> Result<memory::NotePage, MemoryError> {
+        self.0.list_notes_page(u, q).await
     }
     async fn hybrid_query(&self, q: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         if q.sessions.iter().any(|s| !s.is_user_memory()) {

@@ -23,8 +23,8 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    GatewayLimitsConfig, MemoryConfig, ProviderConfig, ProviderKind, RetrievalConfig,
-    RuntimeConfig,
+    GatewayLimitsConfig, MemoryConfig, MemoryDialect, ProviderConfig, ProviderKind,
+    RetrievalConfig, RuntimeConfig, ToolsConfig,
 };
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};

@@ -4,13 +4,19 @@
 //! the current conversation session come from the per-call [`types::ToolExecutionContext`], never
 //! from shared state or arguments.
 
+mod categorized;
 mod common;
 mod delete;
+mod meta_args;
 mod render;
 mod save;
 mod search;
 mod update;
 
+pub use categorized::{
+    LIST_MEMORIES_TOOL_NAME, ListMemories, SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME,
+    SearchMemories, StoreMemory,
+};
 pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K};
 pub use delete::MemoryDelete;
 pub use save::MemorySave;
@@ -20,7 +26,7 @@ pub use update::MemoryUpdate;
 use std::sync::Arc;
 
 use memory::MemoryRetrieval;
-use types::RetrievalConfig;
+use types::{MemoryDialect, RetrievalConfig};
 
 use crate::{Tool, ToolError, ToolRegistry};
 
@@ -41,6 +47,23 @@ pub fn memory_tools(
         Arc::new(MemoryUpdate::new(memory.clone())),
         Arc::new(MemoryDelete::new(memory)),
     ]
+}
+
+/// The memory tools of `dialect`: the four notes tools, or the categorized dialect's three
+/// (`store_memory`, `search_memories`, `list_memories`) over the same notes.
+pub fn memory_tools_for(
+    dialect: MemoryDialect,
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Vec<Arc<dyn Tool>> {
+    match dialect {
+        MemoryDialect::Notes => memory_tools(memory, retrieval),
+        MemoryDialect::Categorized => vec![
+            Arc::new(StoreMemory::new(memory.clone())),
+            Arc::new(SearchMemories::new(memory.clone(), retrieval.clone())),
+            Arc::new(ListMemories::new(memory)),
+        ],
+    }
 }
 
 /// Registers the four memory tools when a store is available, and none otherwise. Returns how

@@ -72,14 +72,21 @@ fn size(entry: &Value) -> usize {
 }
 
 fn base(hit: &SearchHit, text: &str) -> Value {
-    json!({
+    let mut entry = json!({
         "note_id": hit.note_id,
         "text": text,
         "score": (hit.score * 10_000.0).round() / 10_000.0,
         "source": hit.source.as_str(),
         "created_at": hit.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "updated_at": hit.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    })
+    });
+    if let Some(category) = hit.category {
+        entry["category"] = json!(category.as_str());
+    }
+    if !hit.tags.is_empty() {
+        entry["tags"] = json!(hit.tags);
+    }
+    entry
 }
 
 /// A note with its whole text and version (`None` when the whole text is not known).

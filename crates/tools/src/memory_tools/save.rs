@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory::NoteMetadata;
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
     MemoryHandle, OpSpan, call_key, content_arg, map_error, receipt_message, settle, store,
 };
+use super::meta_args::{add_organising_properties, save_metadata};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 
 #[derive(Debug, Clone)]
@@ -34,11 +34,13 @@ impl Tool for MemorySave {
          note. Use this proactively whenever the user shares preferences, makes decisions, states \
          facts, or tells you something worth remembering across conversations. Saved notes persist \
          across all sessions and channels. Returns a note_id for future reference. Write one \
-         self-contained fact per note (at most 8 KiB)."
+         self-contained fact per note (at most 8 KiB). Optionally give a category, a few tags \
+         (to find or list related notes later) and, for something true only for a while, \
+         expires_in or expires_at."
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut schema = serde_json::json!({
             "type": "object",
             "properties": {
                 "content": {
@@ -50,7 +52,9 @@ impl Tool for MemorySave {
             },
             "required": ["content"],
             "additionalProperties": false
-        })
+        });
+        add_organising_properties(&mut schema);
+        schema
     }
 
     fn safety_tier(&self) -> SafetyTier {
@@ -83,7 +87,7 @@ impl Tool for MemorySave {
             let content = content_arg(args)?;
             let key = call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
             let receipt = memory
-                .store_note_once(&ctx.user_id, key.as_ref(), content, NoteMetadata::default())
+                .store_note_once(&ctx.user_id, key.as_ref(), content, save_metadata(args)?)
                 .await
                 .map_err(|e| map_error(e, None))?;
             op.note(&receipt.note_id);

@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory::{HitSource, HybridQuery, SearchHit, Weights};
+use memory::{HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, store, string_arg};
+use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
 use super::render::{SEARCH_BUDGET, render};
 use crate::{OutputFormat, Tool, ToolError};
 
@@ -31,9 +32,16 @@ impl MemorySearch {
         self.retrieval.top_k.clamp(1, MAX_SEARCH_TOP_K)
     }
 
-    fn query(&self, sessions: Vec<SessionId>, text: &str, top_k: usize) -> HybridQuery {
+    fn query(
+        &self,
+        sessions: Vec<SessionId>,
+        text: &str,
+        top_k: usize,
+        filters: &QueryFilters,
+    ) -> HybridQuery {
         let mut q = HybridQuery::new(sessions, text, top_k);
         q.weights = Weights::from(&self.retrieval);
+        q.filters = filters.clone();
         q
     }
 }
@@ -54,11 +62,13 @@ impl Tool for MemorySearch {
          is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
          again more narrowly, e.g. top_k 1, to see it whole). \"omitted\" counts results left out \
          to fit. Results from the conversation have source \"conversation\" and no note_id: they \
-         cannot be updated or deleted with memory tools."
+         cannot be updated or deleted with memory tools. Give category or tags to search only \
+         notes of that kind or carrying one of those tags; results show each note's category and \
+         tags when set."
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut schema = serde_json::json!({
             "type": "object",
             "properties": {
                 "query": {
@@ -80,7 +90,18 @@ impl Tool for MemorySearch {
             },
             "required": ["query"],
             "additionalProperties": false
-        })
+        });
+        if let Some(props) = schema
+            .get_mut("properties")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            props.insert("category".into(), category_schema());
+            props.insert(
+                "tags".into(),
+                tags_schema("Optional: only notes carrying at least one of these tags."),
+            );
+        }
+        schema
     }
 
     fn safety_tier(&self) -> SafetyTier {
@@ -116,13 +137,18 @@ impl Tool for MemorySearch {
             };
             let include_conversation =
                 args.get("include_conversation").and_then(serde_json::Value::as_bool).unwrap_or(false);
+            let filters = QueryFilters {
+                category: category_arg(args)?,
+                tags_any: tags_arg(args)?.unwrap_or_default(),
+                ..QueryFilters::default()
+            };
             tracing::debug!(query = text, top_k, include_conversation, "memory search");
 
             let notes = SessionId::user_memory(&ctx.user_id);
             let mut skipped = None;
             let hits = if include_conversation && ctx.session_id != notes {
                 // One query over both sessions puts notes and messages on one score scale.
-                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, top_k);
+                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, top_k, &filters);
                 match memory.hybrid_query(&both).await {
                     Ok(hits) => hits,
                     Err(e) => {
@@ -131,12 +157,12 @@ impl Tool for MemorySearch {
                             "Searching the current conversation failed, so it was skipped; \
                              these results come from saved notes only.",
                         );
-                        let only_notes = self.query(vec![notes], text, top_k);
+                        let only_notes = self.query(vec![notes], text, top_k, &filters);
                         memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
                     }
                 }
             } else {
-                let only_notes = self.query(vec![notes], text, top_k);
+                let only_notes = self.query(vec![notes], text, top_k, &filters);
                 memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
             };
             let hits = dedup(hits);

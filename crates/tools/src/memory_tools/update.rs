@@ -10,6 +10,7 @@ use super::common::{
     MemoryHandle, OpSpan, call_key, content_arg, map_error, note_id_arg, receipt_message, settle,
     store, string_arg,
 };
+use super::meta_args::{add_organising_properties, update_patch};
 use super::render::SEARCH_BUDGET;
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 use memory::MemoryError;
@@ -39,11 +40,12 @@ impl Tool for MemoryUpdate {
          text. The new content replaces the old text entirely, so keep every part of the old text \
          that is still true; the note_id stays the same. A search result marked \"partial\" has \
          no version: search again more narrowly to see that note whole first. The update is \
-         refused when the version is not the note's current one."
+         refused when the version is not the note's current one. Optionally change the note's \
+         category, tags (replacing them) or expiry at the same time."
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut schema = serde_json::json!({
             "type": "object",
             "properties": {
                 "note_id": {
@@ -64,7 +66,9 @@ impl Tool for MemoryUpdate {
             },
             "required": ["note_id", "content", "version"],
             "additionalProperties": false
-        })
+        });
+        add_organising_properties(&mut schema);
+        schema
     }
 
     fn safety_tier(&self) -> SafetyTier {
@@ -95,10 +99,24 @@ impl Tool for MemoryUpdate {
             op.note(&note_id);
             let content = content_arg(args)?;
             let version = string_arg(args, "version")?;
+            let patch = update_patch(args)?;
             let key = call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
-            let receipt = memory
-                .update_note_checked(&ctx.user_id, key.as_ref(), &note_id, content, version)
-                .await;
+            let receipt = if patch.is_empty() {
+                memory
+                    .update_note_checked(&ctx.user_id, key.as_ref(), &note_id, content, version)
+                    .await
+            } else {
+                memory
+                    .update_note_patched(
+                        &ctx.user_id,
+                        key.as_ref(),
+                        &note_id,
+                        content,
+                        version,
+                        patch,
+                    )
+                    .await
+            };
             let receipt = match receipt {
                 Ok(receipt) => receipt,
                 Err(MemoryError::VersionMismatch(id))

@@ -6,11 +6,13 @@ mod gateway;
 mod memory;
 mod provider;
 mod runtime;
+mod tools;
 
 pub use gateway::GatewayLimitsConfig;
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
+pub use tools::{MemoryDialect, ToolsConfig};
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +42,7 @@ pub struct AgentConfig {
     pub retrieval: RetrievalConfig,
     pub runtime: RuntimeConfig,
     pub gateway: GatewayLimitsConfig,
+    pub tools: ToolsConfig,
 }
 
 impl AgentConfig {

@@ -10,6 +10,7 @@
 mod corpus;
 mod latency;
 mod locomo;
+mod organised;
 mod probe;
 mod stats;
 
@@ -24,7 +25,8 @@ pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 const USAGE: &str = "usage:
   memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
-  memory-bench probe [--embedder builtin|hash]";
+  memory-bench probe [--embedder builtin|hash]
+  memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]";
 
 /// Which embedding backend a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +139,12 @@ fn main() -> BenchResult<()> {
                 saves: args.flag("saves").map_or(Ok(200), str::parse)?,
             };
             runtime.block_on(latency::run(&sizes, args.embedder()?, counts))
+        }
+        "organised" => {
+            args.check_known(&["embedder", "notes", "queries"])?;
+            let n = args.flag("notes").map_or(Ok(100_000), str::parse)?;
+            let queries = args.flag("queries").map_or(Ok(200), str::parse)?;
+            runtime.block_on(organised::run(n, args.embedder()?, queries))
         }
         "probe" => {
             args.check_known(&["embedder"])?;

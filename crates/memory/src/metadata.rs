@@ -1,0 +1,238 @@
+//! What a note carries besides its text: category, tags, context, confidence and expiry.
+//!
+//! The metadata is stored twice in one write: as the note's JSON (exported and imported whole,
+//! unknown fields kept) and as columns of `notes` (category, context, confidence, expires_at;
+//! migration 4) so that filters and listing use indexes. Tags also travel in every chunk's
+//! metadata, so both search legs filter on them before ranking. Everything is validated here,
+//! once, whichever surface (notes tools, categorized tools, CLI import) wrote it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::error::MemoryError;
+
+/// At most this many tags per note.
+pub const MAX_TAGS: usize = 10;
+/// At most this many characters per tag.
+pub const MAX_TAG_CHARS: usize = 40;
+/// At most this many characters of context.
+pub const MAX_CONTEXT_CHARS: usize = 1000;
+
+/// The known kinds of note (the peer system's four).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Concrete information (an endpoint, a port, a name).
+    Fact,
+    /// A recurring behaviour or trend.
+    Pattern,
+    /// A preference of the user or a setting.
+    Preference,
+    /// An ability or limitation of the agent itself.
+    Capability,
+}
+
+impl Category {
+    pub const ALL: [Category; 4] = [
+        Category::Fact,
+        Category::Pattern,
+        Category::Preference,
+        Category::Capability,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Fact => "fact",
+            Category::Pattern => "pattern",
+            Category::Preference => "preference",
+            Category::Capability => "capability",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = MemoryError;
+
+    /// The error text is the peer system's: `Invalid category '<value>'`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Category::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| MemoryError::InvalidInput(format!("Invalid category '{s}'")))
+    }
+}
+
+/// Optional facts about a note. Stored as JSON; every field is optional so that new fields can be
+/// added without rewriting rows. Fields this version does not know are kept in `extra` and written
+/// back unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoteMetadata {
+    /// One of the known categories; an unknown value in an old row reads as none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_category"
+    )]
+    pub category: Option<Category>,
+    /// Short labels ("travel", "project:oxydra"); filterable with `tags_any` / `tags_all`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Why the note matters, or when it was learned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// How sure the writer was, `0..=1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// After this instant the note is never returned, and the sweeper deletes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+fn lenient_category<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Category>, D::Error> {
+    let raw = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(raw
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+        .and_then(|s| s.parse().ok()))
+}
+
+impl NoteMetadata {
+    /// Checks and normalises the fields (tags trimmed, deduplicated, in order).
+    pub fn validated(mut self) -> Result<Self, MemoryError> {
+        let mut tags: Vec<String> = Vec::with_capacity(self.tags.len());
+        for tag in &self.tags {
+            let tag = tag.trim();
+            if tag.is_empty() || tag.chars().count() > MAX_TAG_CHARS {
+                return Err(MemoryError::InvalidInput(format!(
+                    "a tag must be 1 to {MAX_TAG_CHARS} characters"
+                )));
+            }
+            if !tags.iter().any(|t| t == tag) {
+                tags.push(tag.to_owned());
+            }
+        }
+        if tags.len() > MAX_TAGS {
+            return Err(MemoryError::InvalidInput(format!(
+                "at most {MAX_TAGS} tags per note"
+            )));
+        }
+        self.tags = tags;
+        if let Some(context) = &self.context {
+            let context = context.trim();
+            if context.chars().count() > MAX_CONTEXT_CHARS {
+                return Err(MemoryError::InvalidInput(format!(
+                    "the context is too long (at most {MAX_CONTEXT_CHARS} characters)"
+                )));
+            }
+            self.context = (!context.is_empty()).then(|| context.to_owned());
+        }
+        if let Some(c) = self.confidence
+            && !(0.0..=1.0).contains(&c)
+        {
+            return Err(MemoryError::InvalidInput(
+                "confidence must be between 0.0 and 1.0".into(),
+            ));
+        }
+        Ok(self)
+    }
+
+    /// Whether the note has expired at `now`.
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|t| t <= now)
+    }
+}
+
+/// Changes to a note's metadata made with an update; `None` keeps the field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetadataPatch {
+    pub category: Option<Category>,
+    pub tags: Option<Vec<String>>,
+    /// `Some(None)` removes the expiry.
+    pub expires_at: Option<Option<DateTime<Utc>>>,
+}
+
+impl MetadataPatch {
+    pub fn is_empty(&self) -> bool {
+        self.category.is_none() && self.tags.is_none() && self.expires_at.is_none()
+    }
+
+    pub(crate) fn apply(&self, mut metadata: NoteMetadata) -> Result<NoteMetadata, MemoryError> {
+        if let Some(category) = self.category {
+            metadata.category = Some(category);
+        }
+        if let Some(tags) = &self.tags {
+            metadata.tags = tags.clone();
+        }
+        if let Some(expires_at) = self.expires_at {
+            metadata.expires_at = expires_at;
+        }
+        metadata.validated()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_parse_and_reject_with_the_peer_text() {
+        for c in Category::ALL {
+            assert_eq!(c.as_str().parse::<Category>().ok(), Some(c));
+        }
+        let err = "invalid_category"
+            .parse::<Category>()
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("Invalid category 'invalid_category'")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn old_rows_with_unknown_categories_still_read() {
+        let m: NoteMetadata =
+            serde_json::from_str(r#"{"category":"mood","tags":["a"],"x":1}"#).unwrap_or_default();
+        assert_eq!(m.category, None);
+        assert_eq!(m.tags, vec!["a".to_owned()]);
+        assert!(m.extra.contains_key("x"));
+    }
+
+    #[test]
+    fn validation_normalises_and_bounds() {
+        let m = NoteMetadata {
+            tags: vec![" a ".into(), "a".into(), "b".into()],
+            context: Some("  ".into()),
+            ..NoteMetadata::default()
+        }
+        .validated()
+        .ok();
+        assert_eq!(
+            m.as_ref().map(|m| m.tags.clone()),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(m.and_then(|m| m.context), None);
+        let bad = NoteMetadata {
+            confidence: Some(1.5),
+            ..NoteMetadata::default()
+        };
+        assert!(bad.validated().is_err());
+        let many = NoteMetadata {
+            tags: (0..11).map(|i| format!("t{i}")).collect(),
+            ..NoteMetadata::default()
+        };
+        assert!(many.validated().is_err());
+    }
+}

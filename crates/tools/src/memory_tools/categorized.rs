@@ -1,0 +1,343 @@
+//! The categorized memory dialect: `store_memory`, `search_memories` and `list_memories`, with
+//! exactly the peer system's JSON schemas, descriptions and plain-text answers (see
+//! `spec/peer-categorized-memory-tools.md`), over the same per-user notes as the four notes
+//! tools: a note stored through one dialect is found through the other.
+//!
+//! The offered schemas keep the peer's `enum` for `category`; the registry validates against a
+//! copy without it (see [`Tool::argument_schema`]), so that a bad category gets the peer's own
+//! answer, `Failed to store memory: Invalid category '<value>'`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory::{Category, HybridQuery, ListQuery, MemoryError, NoteMetadata, Weights};
+use serde_json::{Value, json};
+use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
+
+use super::common::{
+    MemoryHandle, OpSpan, call_key, content_arg, map_error, settle, store, string_arg,
+};
+use crate::{Interruption, Tool, ToolError};
+
+pub const STORE_MEMORY_TOOL_NAME: &str = "store_memory";
+pub const SEARCH_MEMORIES_TOOL_NAME: &str = "search_memories";
+pub const LIST_MEMORIES_TOOL_NAME: &str = "list_memories";
+
+const CATEGORIES: [&str; 4] = ["fact", "pattern", "preference", "capability"];
+
+/// The peer's schema with the `category` enum removed, for the registry's validation.
+fn without_category_enum(mut schema: Value) -> Value {
+    if let Some(category) = schema
+        .pointer_mut("/properties/category")
+        .and_then(Value::as_object_mut)
+    {
+        category.remove("enum");
+    }
+    schema
+}
+
+/// `category` parsed, or the peer's error text after `failed` ("Failed to store memory").
+fn category_of(args: &Value, failed: &str) -> Result<Category, ToolError> {
+    let raw = string_arg(args, "category")?;
+    raw.parse::<Category>()
+        .map_err(|_| ToolError::execution(format!("{failed}: Invalid category '{raw}'")))
+}
+
+/// A store error after the peer's prefix, still short and without internals.
+fn failed(prefix: &str, error: MemoryError) -> ToolError {
+    ToolError::execution(format!("{prefix}: {}", map_error(error, None)))
+}
+
+/// One memory as a list item: `- [category] text` (the category only in search results) and an
+/// indented `Context:` line when there is one; continuation lines are indented too.
+fn item(out: &mut String, category: Option<Option<Category>>, text: &str, context: Option<&str>) {
+    out.push_str("\n- ");
+    if let Some(category) = category {
+        out.push_str(&format!("[{}] ", category.map_or("note", Category::as_str)));
+    }
+    out.push_str(&text.trim().replace('\n', "\n  "));
+    if let Some(context) = context {
+        out.push_str("\n  Context: ");
+        out.push_str(&context.trim().replace('\n', "\n  "));
+    }
+}
+
+fn limit_arg(args: &Value, default: u64, max: u64) -> usize {
+    let n = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(default)
+        .clamp(1, max);
+    usize::try_from(n).unwrap_or(1)
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreMemory {
+    memory: MemoryHandle,
+}
+
+impl StoreMemory {
+    pub(crate) fn new(memory: MemoryHandle) -> Self {
+        Self { memory }
+    }
+}
+
+#[async_trait]
+impl Tool for StoreMemory {
+    fn name(&self) -> &str {
+        STORE_MEMORY_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Store important information in my long-term memory for future use.\nUse this tool to remember:\n- Facts: Concrete information about APIs, data formats, configurations, etc.\n- Patterns: Recurring behaviors or trends I've observed\n- Preferences: User preferences or system settings I've learned\n- Capabilities: My own abilities or limitations I've discovered\n\nThis memory persists across conversations and helps me improve over time."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "category": {
+                    "type": "string",
+                    "enum": CATEGORIES,
+                    "description": "Type of memory: fact (concrete info), pattern (observed behavior), preference (learned preference), capability (my ability/limitation)"
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The information to remember. Be specific and concise."
+                },
+                "context": {
+                    "type": "string",
+                    "description": "Optional context about when/why this is important"
+                },
+                "confidence": {
+                    "type": "number",
+                    "minimum": 0.0,
+                    "maximum": 1.0,
+                    "default": 1.0,
+                    "description": "Confidence level in this memory (0.0 to 1.0)"
+                }
+            },
+            "required": ["category", "content"]
+        })
+    }
+
+    fn argument_schema(&self) -> Value {
+        without_category_enum(self.parameters())
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::SideEffecting
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    fn interruption(&self) -> Interruption {
+        settle(
+            "call search_memories for the memory's text to see whether it was stored before storing it again",
+        )
+    }
+
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
+        let op = OpSpan::start(STORE_MEMORY_TOOL_NAME, ctx);
+        op.run(async {
+            const FAILED: &str = "Failed to store memory";
+            let category = category_of(args, FAILED)?;
+            let memory = store(&self.memory)?;
+            let content = content_arg(args)?;
+            let metadata = NoteMetadata {
+                category: Some(category),
+                context: args
+                    .get("context")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                confidence: Some(
+                    args.get("confidence")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(1.0),
+                ),
+                ..NoteMetadata::default()
+            };
+            let key = call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
+            let receipt = memory
+                .store_note_once(&ctx.user_id, key.as_ref(), content, metadata)
+                .await
+                .map_err(|e| failed(FAILED, e))?;
+            op.note(&receipt.note_id);
+            Ok(format!("Stored {category} memory: {}", content.trim()))
+        })
+        .await
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchMemories {
+    memory: MemoryHandle,
+    retrieval: RetrievalConfig,
+}
+
+impl SearchMemories {
+    pub(crate) fn new(memory: MemoryHandle, retrieval: RetrievalConfig) -> Self {
+        Self { memory, retrieval }
+    }
+}
+
+#[async_trait]
+impl Tool for SearchMemories {
+    fn name(&self) -> &str {
+        SEARCH_MEMORIES_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Search my long-term memory for information relevant to the current conversation.\nUse this tool when you need to recall:\n- Previous facts you've learned\n- Patterns you've observed\n- User preferences you've discovered\n- Your own capabilities or limitations\n\nThe search looks through all your stored memories to find relevant information."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "Search query to find relevant memories. Use keywords related to what you're looking for."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 10,
+                    "description": "Maximum number of memories to retrieve"
+                }
+            },
+            "required": ["query"]
+        })
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::ReadOnly
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(15)
+    }
+
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
+        let op = OpSpan::start(SEARCH_MEMORIES_TOOL_NAME, ctx);
+        op.run(async {
+            let memory = store(&self.memory)?;
+            let text = string_arg(args, "query")?;
+            let mut query = HybridQuery::new(
+                vec![SessionId::user_memory(&ctx.user_id)],
+                text,
+                limit_arg(args, 10, 20),
+            );
+            query.weights = Weights::from(&self.retrieval);
+            let hits = memory
+                .hybrid_query(&query)
+                .await
+                .map_err(|e| failed("Failed to search memories", e))?;
+            op.results(hits.len());
+            let text = text.trim();
+            if hits.is_empty() {
+                return Ok(format!("No memories found for '{text}'."));
+            }
+            let noun = if hits.len() == 1 {
+                "memory"
+            } else {
+                "memories"
+            };
+            let mut out = format!("Found {} {noun} for '{text}':", hits.len());
+            for hit in &hits {
+                let body = hit.note_text.as_deref().unwrap_or(&hit.text);
+                item(&mut out, Some(hit.category), body, hit.context.as_deref());
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ListMemories {
+    memory: MemoryHandle,
+}
+
+impl ListMemories {
+    pub(crate) fn new(memory: MemoryHandle) -> Self {
+        Self { memory }
+    }
+}
+
+#[async_trait]
+impl Tool for ListMemories {
+    fn name(&self) -> &str {
+        LIST_MEMORIES_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "List my memories organized by category.\nUse this tool to browse what you've learned in different areas:\n- Facts: Concrete information you've stored\n- Patterns: Behavioral patterns you've observed\n- Preferences: User or system preferences you've learned\n- Capabilities: Your own abilities or limitations you've discovered\n\nThis helps you understand what knowledge you have available."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "category": {
+                    "type": "string",
+                    "enum": CATEGORIES,
+                    "description": "Category of memories to list"
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "default": 20,
+                    "description": "Maximum number of memories to retrieve"
+                }
+            },
+            "required": ["category"]
+        })
+    }
+
+    fn argument_schema(&self) -> Value {
+        without_category_enum(self.parameters())
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::ReadOnly
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(15)
+    }
+
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
+        let op = OpSpan::start(LIST_MEMORIES_TOOL_NAME, ctx);
+        op.run(async {
+            const FAILED: &str = "Failed to list memories";
+            let category = category_of(args, FAILED)?;
+            let memory = store(&self.memory)?;
+            let query = ListQuery {
+                category: Some(category),
+                limit: limit_arg(args, 20, 50),
+                ..ListQuery::default()
+            };
+            let page = memory
+                .list_notes_page(&ctx.user_id, &query)
+                .await
+                .map_err(|e| failed(FAILED, e))?;
+            op.results(page.notes.len());
+            let mut out = format!("My {category} memories ({} total):", page.total);
+            for note in &page.notes {
+                item(
+                    &mut out,
+                    None,
+                    &note.content,
+                    note.metadata.context.as_deref(),
+                );
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
