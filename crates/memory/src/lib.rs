@@ -26,6 +26,7 @@ mod placement;
 mod query;
 mod receipts;
 mod reindex;
+mod remote;
 mod retrieval;
 mod search;
 mod sessions;
@@ -39,7 +40,7 @@ mod worker;
 
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
-pub use error::MemoryError;
+pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
 pub use maintenance::StoreStats;
 pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note, NoteMetadata};

@@ -38,6 +38,7 @@ pub(crate) fn target(
     legacy: &LegacyDir,
 ) -> Result<Target, MemoryError> {
     if let Some(url) = &config.remote_url {
+        crate::remote::check_url(url)?;
         let token = match &config.auth_token_env {
             Some(var) => std::env::var(var)
                 .ok()

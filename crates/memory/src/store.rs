@@ -111,6 +111,21 @@ impl MemoryStore {
         .await
     }
 
+    /// Opens the database on the libSQL server at `url` with `token` (empty for a server without
+    /// authentication) and `embedder`. For tests and benches; `open` reads the same from config.
+    pub async fn open_remote(
+        url: &str,
+        token: &str,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, MemoryError> {
+        crate::remote::check_url(url)?;
+        let target = Target::Remote {
+            url: url.to_owned(),
+            token: token.to_owned(),
+        };
+        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+    }
+
     async fn open_target(
         target: Target,
         embedder: Arc<dyn Embedder>,
@@ -119,9 +134,14 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
+        // The migrations are also the write probe: a read-only token fails here, clearly.
         writer
             .run(|conn| async move { migrate(&conn).await })
-            .await?;
+            .await
+            .map_err(|e| match target.is_local() {
+                true => e,
+                false => crate::remote::explain(e),
+            })?;
         let reader_count = if target.is_local() { LOCAL_READERS } else { 1 };
         let mut readers = Vec::with_capacity(reader_count);
         for i in 0..reader_count {

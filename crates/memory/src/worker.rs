@@ -116,6 +116,13 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
     let conn = db
         .connect()
         .map_err(MemoryError::db("connecting to the database"))?;
+    if !target.is_local() {
+        // A remote database is opened lazily: this first statement finds a bad server or token now.
+        conn.query("SELECT 1", ())
+            .await
+            .map_err(MemoryError::db("probing the memory server"))
+            .map_err(crate::remote::explain)?;
+    }
     if target.is_local() {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(MemoryError::db("configuring the connection"))?;

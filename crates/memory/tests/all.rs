@@ -12,6 +12,7 @@ mod common;
 
 mod freshness;
 mod open;
+mod remote;
 mod search;
 mod sessions;
 mod store;
