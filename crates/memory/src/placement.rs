@@ -47,6 +47,15 @@ pub(crate) fn target(
             // A server without authentication (e.g. a local sqld).
             None => String::new(),
         };
+        if config.replica {
+            let path = config.db_path.resolve(user_root);
+            create_parent(&path)?;
+            return Ok(Target::Replica {
+                path,
+                url: url.clone(),
+                token,
+            });
+        }
         return Ok(Target::Remote {
             url: url.clone(),
             token,

@@ -50,6 +50,8 @@ fn classify(text: &str) -> Option<RemoteProblem> {
         || lower.contains("dns")
         || lower.contains("resolve")
         || lower.contains("timed out")
+        // An embedded replica's sync reports a primary that does not answer this way.
+        || lower.contains("handshake")
     {
         Some(RemoteProblem::Unreachable)
     } else {

@@ -13,6 +13,7 @@ mod common;
 mod freshness;
 mod open;
 mod remote;
+mod replica;
 mod search;
 mod sessions;
 mod store;

@@ -18,8 +18,10 @@ use types::{NoteId, SessionId};
 use crate::common::{Backend, fixture_on, on_both_backends, user};
 
 /// The note texts of a vector-only search (the keyword leg reads the database directly, so only
-/// the vector leg can show a stale in-process index).
+/// the vector leg can show a stale in-process index). An embedded replica first pulls the
+/// primary's changes (it does so every few seconds anyway; a no-op for other stores).
 async fn by_vector(store: &MemoryStore, query: &str) -> Vec<String> {
+    store.sync().await.unwrap();
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = Weights {
         vector: 1.0,

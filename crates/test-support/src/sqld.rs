@@ -72,8 +72,20 @@ impl Sqld {
         mint_jwt(&other, r#"{"a":"rw"}"#)
     }
 
+    /// Stops the server (a primary going away); [`Sqld::restart`] brings it back with its data.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port and data (after [`Sqld::stop`]).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.child = spawn(&self.dir, self.port, self.private_key.is_some());
+        self.wait_ready();
+    }
+
     fn launch(auth: bool) -> Self {
-        let binary = sqld_binary().expect("sqld is not available: call need(Need::Sqld) first");
         let dir = std::env::temp_dir().join(format!(
             "oxydra-sqld-{}-{}",
             std::process::id(),
@@ -82,31 +94,20 @@ impl Sqld {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("creating the sqld directory");
         let port = free_port();
-        let mut cmd = Command::new(binary);
-        cmd.arg("--no-welcome")
-            .arg("--db-path")
-            .arg(dir.join("data.sqld"))
-            .arg("--http-listen-addr")
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
         let private_key = auth.then(|| {
             let private = dir.join("jwt_private.pem");
-            let public = dir.join("jwt_public.pem");
             openssl(&["genpkey", "-algorithm", "ed25519", "-out"], &private);
             let status = Command::new("openssl")
                 .args(["pkey", "-pubout", "-in"])
                 .arg(&private)
                 .arg("-out")
-                .arg(&public)
+                .arg(dir.join("jwt_public.pem"))
                 .status()
                 .expect("running openssl");
             assert!(status.success(), "openssl pkey failed");
-            cmd.arg("--auth-jwt-key-file").arg(&public);
             private
         });
-        let child = cmd.spawn().expect("starting sqld");
+        let child = spawn(&dir, port, private_key.is_some());
         let mut server = Self {
             child,
             dir,
@@ -139,6 +140,25 @@ impl Drop for Sqld {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts `sqld` on `port` with its data (and, with `auth`, its public key) in `dir`.
+fn spawn(dir: &Path, port: u16, auth: bool) -> Child {
+    let binary = sqld_binary().expect("sqld is not available: call need(Need::Sqld) first");
+    let mut cmd = Command::new(binary);
+    cmd.arg("--no-welcome")
+        .arg("--db-path")
+        .arg(dir.join("data.sqld"))
+        .arg("--http-listen-addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if auth {
+        cmd.arg("--auth-jwt-key-file")
+            .arg(dir.join("jwt_public.pem"));
+    }
+    cmd.spawn().expect("starting sqld")
 }
 
 fn free_port() -> u16 {

@@ -22,13 +22,20 @@ pub enum Backend {
     Local,
     /// A real `sqld` on loopback with JWT auth (the test is `#[ignore = "needs sqld"]`).
     Remote,
+    /// An embedded replica of such a server in a temporary directory (each store its own file,
+    /// as on another host).
+    Replica,
 }
 
 /// The server of a remote fixture and a read-write token for it.
 pub struct RemoteDb {
     pub server: test_support::Sqld,
     pub token: String,
+    /// Stores open embedded replicas (in the fixture's directory) instead of remote connections.
+    pub replica: bool,
 }
+
+static NEXT_REPLICA: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -45,10 +52,14 @@ pub async fn fixture() -> Fixture {
 pub async fn fixture_on(backend: Backend) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
-    let remote = (backend == Backend::Remote).then(|| {
+    let remote = (backend != Backend::Local).then(|| {
         let server = test_support::Sqld::start_with_auth();
         let token = server.token(r#"{"a":"rw"}"#);
-        RemoteDb { server, token }
+        RemoteDb {
+            server,
+            token,
+            replica: backend == Backend::Replica,
+        }
     });
     let store = open_at(&path, remote.as_ref(), Arc::new(HashEmbedder::new(DIMS))).await;
     Fixture {
@@ -66,6 +77,13 @@ async fn open_at(
 ) -> MemoryStore {
     match remote {
         None => MemoryStore::open_local(path, embedder).await.unwrap(),
+        Some(db) if db.replica => {
+            let n = NEXT_REPLICA.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let file = path.with_file_name(format!("replica-{n}.db"));
+            MemoryStore::open_replica(&file, &db.server.url(), &db.token, embedder)
+                .await
+                .unwrap()
+        }
         Some(db) => MemoryStore::open_remote(&db.server.url(), &db.token, embedder)
             .await
             .unwrap(),
@@ -83,7 +101,7 @@ impl Fixture {
         self.open(Arc::new(HashEmbedder::new(DIMS))).await
     }
 
-    /// A raw connection to the same database.
+    /// A raw connection to the same database (the primary, for a replica fixture).
     pub async fn raw(&self) -> Raw {
         match &self.remote {
             None => Raw::open(&self.path).await,
@@ -99,8 +117,8 @@ impl Fixture {
     }
 }
 
-/// For each named `async fn name(backend: Backend)`, a module `name` with two tests: `local` and
-/// `remote` (the latter `#[ignore = "needs sqld"]`, run by scripts/test.sh and CI).
+/// For each named `async fn name(backend: Backend)`, a module `name` with three tests: `local`,
+/// `remote` and `replica` (the last two `#[ignore = "needs sqld"]`, run by scripts/test.sh and CI).
 macro_rules! on_both_backends {
     ($($test:ident),* $(,)?) => {
         $(
@@ -115,6 +133,13 @@ macro_rules! on_both_backends {
                 async fn remote() {
                     test_support::need(test_support::Need::Sqld);
                     super::$test($crate::common::Backend::Remote).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                #[ignore = "needs sqld"]
+                async fn replica() {
+                    test_support::need(test_support::Need::Sqld);
+                    super::$test($crate::common::Backend::Replica).await;
                 }
             }
         )*
