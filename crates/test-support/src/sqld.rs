@@ -23,6 +23,9 @@ use crate::need::sqld_binary;
 /// How long a server may take to answer `/health` (it takes ~70 ms; CI machines can be slow).
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
+/// Ports tried before giving up on starting a server.
+const LAUNCH_ATTEMPTS: usize = 5;
+
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// A running `sqld`; killed and its data removed on drop.
@@ -82,7 +85,11 @@ impl Sqld {
     pub fn restart(&mut self) {
         self.stop();
         self.child = spawn(&self.dir, self.port, self.private_key.is_some());
-        self.wait_ready();
+        assert!(
+            wait_ready(&mut self.child, self.port),
+            "sqld did not come back on port {}",
+            self.port
+        );
     }
 
     fn launch(auth: bool) -> Self {
@@ -93,7 +100,6 @@ impl Sqld {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("creating the sqld directory");
-        let port = free_port();
         let private_key = auth.then(|| {
             let private = dir.join("jwt_private.pem");
             openssl(&["genpkey", "-algorithm", "ed25519", "-out"], &private);
@@ -107,30 +113,22 @@ impl Sqld {
             assert!(status.success(), "openssl pkey failed");
             private
         });
-        let child = spawn(&dir, port, private_key.is_some());
-        let mut server = Self {
-            child,
-            dir,
-            port,
-            private_key,
-        };
-        server.wait_ready();
-        server
-    }
-
-    /// Polls `/health` until it answers 200; panics if the process exits or never answers.
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("sqld exited before it was ready: {status}");
+        // A free port can be taken by another test between our probe and sqld's bind: then
+        // sqld exits at once and we try another port.
+        for _ in 0..LAUNCH_ATTEMPTS {
+            let port = free_port();
+            let mut child = spawn(&dir, port, private_key.is_some());
+            if wait_ready(&mut child, port) {
+                return Self {
+                    child,
+                    dir,
+                    port,
+                    private_key,
+                };
             }
-            if health_ok(self.port) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "sqld never answered /health");
-            std::thread::sleep(Duration::from_millis(20));
         }
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!("sqld exited before it was ready, {LAUNCH_ATTEMPTS} times");
     }
 }
 
@@ -139,6 +137,23 @@ impl Drop for Sqld {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Polls `/health` until it answers 200 (true), or the process exits (false). Panics if it never
+/// answers.
+fn wait_ready(child: &mut Child, port: u16) -> bool {
+    let deadline = Instant::now() + READY_WITHIN;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if health_ok(port) {
+            // Ours, not another server that won the port (the loser exits at once).
+            return matches!(child.try_wait(), Ok(None));
+        }
+        assert!(Instant::now() < deadline, "sqld never answered /health");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
