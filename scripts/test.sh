@@ -17,6 +17,10 @@ if ! command -v objcopy >/dev/null 2>&1; then
   echo "==> installing binutils (objcopy strips the guest binaries)"
   apt_install binutils
 fi
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "==> installing openssl (the remote-memory tests mint sqld's JWTs with it)"
+  apt_install openssl
+fi
 ensure_docker_engine || echo "==> WARNING: no Docker engine"
 
 # Tests that need Docker, Landlock, tmux or sqld are #[ignore = "needs ..."] and call
@@ -53,7 +57,7 @@ find_sqld() {
     dir=$(dirname "$dir")
   done
 }
-find_sqld || missing+=(sqld)
+find_sqld && command -v openssl >/dev/null 2>&1 || missing+=(sqld)
 include=(--include-ignored)
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "${OXYDRA_CI:-}" = 1 ]; then

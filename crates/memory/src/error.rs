@@ -43,6 +43,14 @@ pub enum MemoryError {
     /// Remote mode names an environment variable for the token, but it is not set.
     #[error("remote memory needs an auth token: set the environment variable {var}")]
     MissingAuthToken { var: String },
+    /// The remote memory server cannot be used as configured; the text says why in one line and
+    /// never contains the token.
+    #[error("remote memory: {problem}")]
+    Remote {
+        problem: RemoteProblem,
+        #[source]
+        source: Option<libsql::Error>,
+    },
     /// Bad input from a caller (empty note, note too long). The message says what to change.
     #[error("{0}")]
     InvalidInput(String),
@@ -56,6 +64,19 @@ pub enum MemoryError {
     /// The database thread stopped (the store is shutting down or it panicked).
     #[error("the memory database worker is not running")]
     WorkerStopped,
+}
+
+/// Why a remote memory server could not be used (found when opening, by a probe statement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteProblem {
+    #[error("remote_url must be an http://, https:// or libsql:// URL with a host")]
+    BadUrl,
+    #[error("the server cannot be reached (check remote_url and that the server is running)")]
+    Unreachable,
+    #[error("the server rejected the auth token (wrong, expired, or made for another server)")]
+    Unauthorized,
+    #[error("the auth token only allows reading; memory needs a read-write token")]
+    ReadOnly,
 }
 
 impl MemoryError {

@@ -28,6 +28,7 @@ mod placement;
 mod query;
 mod receipts;
 mod reindex;
+mod remote;
 mod retrieval;
 mod search;
 mod sessions;
@@ -41,7 +42,7 @@ mod worker;
 
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
-pub use error::MemoryError;
+pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;

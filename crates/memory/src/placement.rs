@@ -38,6 +38,7 @@ pub(crate) fn target(
     legacy: &LegacyDir,
 ) -> Result<Target, MemoryError> {
     if let Some(url) = &config.remote_url {
+        crate::remote::check_url(url)?;
         let token = match &config.auth_token_env {
             Some(var) => std::env::var(var)
                 .ok()
@@ -46,6 +47,15 @@ pub(crate) fn target(
             // A server without authentication (e.g. a local sqld).
             None => String::new(),
         };
+        if config.replica {
+            let path = config.db_path.resolve(user_root);
+            create_parent(&path)?;
+            return Ok(Target::Replica {
+                path,
+                url: url.clone(),
+                token,
+            });
+        }
         return Ok(Target::Remote {
             url: url.clone(),
             token,

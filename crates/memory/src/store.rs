@@ -111,6 +111,40 @@ impl MemoryStore {
         .await
     }
 
+    /// Opens the database on the libSQL server at `url` with `token` (empty for a server without
+    /// authentication) and `embedder`. For tests and benches; `open` reads the same from config.
+    pub async fn open_remote(
+        url: &str,
+        token: &str,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, MemoryError> {
+        crate::remote::check_url(url)?;
+        let target = Target::Remote {
+            url: url.to_owned(),
+            token: token.to_owned(),
+        };
+        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+    }
+
+    /// Opens an embedded replica: the local file `path`, synced from the server at `url`. Reads
+    /// are served from the file; writes go to the server and are visible here once acknowledged.
+    /// For tests and benches; `open` does the same for `[memory] replica = true`.
+    pub async fn open_replica(
+        path: &Path,
+        url: &str,
+        token: &str,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, MemoryError> {
+        crate::remote::check_url(url)?;
+        placement::create_parent(path)?;
+        let target = Target::Replica {
+            path: path.to_owned(),
+            url: url.to_owned(),
+            token: token.to_owned(),
+        };
+        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+    }
+
     async fn open_target(
         target: Target,
         embedder: Arc<dyn Embedder>,
@@ -119,10 +153,20 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
+        // The migrations are also the write probe: a read-only token fails here, clearly.
         writer
             .run(|conn| async move { migrate(&conn).await })
-            .await?;
-        let reader_count = if target.is_local() { LOCAL_READERS } else { 1 };
+            .await
+            .map_err(|e| match target.has_server() {
+                true => crate::remote::explain(e),
+                false => e,
+            })?;
+        // A replica has one connection: its database object owns the sync, and reads are local.
+        let reader_count = match target {
+            Target::Local(_) => LOCAL_READERS,
+            Target::Remote { .. } => 1,
+            Target::Replica { .. } => 0,
+        };
         let mut readers = Vec::with_capacity(reader_count);
         for i in 0..reader_count {
             readers.push(DbThread::spawn(&format!("memory-reader-{i}"), target.clone()).await?);
@@ -163,14 +207,39 @@ impl MemoryStore {
         T: Send + 'static,
     {
         let term_counts = Arc::clone(&self.inner.term_counts);
-        self.inner
+        let outcome = self
+            .inner
             .writer
             .run(move |conn| async move {
                 let outcome = job(conn).await;
                 term_counts.invalidate();
                 outcome
             })
+            .await;
+        // A server that went away (or revoked the token) is named as such, not as a failed
+        // statement; nothing was committed.
+        match self.inner.target.has_server() {
+            true => outcome.map_err(crate::remote::explain),
+            false => outcome,
+        }
+    }
+
+    /// An embedded replica pulls the primary's latest changes now (it also does so every few
+    /// seconds in the background, and after each of its own writes). No-op otherwise.
+    pub async fn sync(&self) -> Result<(), MemoryError> {
+        if !matches!(self.inner.target, Target::Replica { .. }) {
+            return Ok(());
+        }
+        self.inner
+            .writer
+            .run_with_db(|_conn, db| async move {
+                db.sync()
+                    .await
+                    .map_err(MemoryError::db("syncing the memory replica"))?;
+                Ok(())
+            })
             .await
+            .map_err(crate::remote::explain)
     }
 
     /// Runs a read-only job on one of the reader threads.

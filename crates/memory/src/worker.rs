@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::time::Duration;
 
 use libsql::Connection;
@@ -16,13 +17,23 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::MemoryError;
 
-type Job = Box<dyn FnOnce(Connection) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+type Job =
+    Box<dyn FnOnce(Connection, Rc<libsql::Database>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
-/// Where the connections go: a local file or a libSQL server.
+/// Where the connections go: a local file, a libSQL server, or an embedded replica of one (a
+/// local file synced from the server; reads are local, writes go to the server).
 #[derive(Clone)]
 pub(crate) enum Target {
     Local(PathBuf),
-    Remote { url: String, token: String },
+    Remote {
+        url: String,
+        token: String,
+    },
+    Replica {
+        path: PathBuf,
+        url: String,
+        token: String,
+    },
 }
 
 impl std::fmt::Debug for Target {
@@ -31,6 +42,11 @@ impl std::fmt::Debug for Target {
             Target::Local(p) => f.debug_tuple("Local").field(p).finish(),
             // The token never reaches a log.
             Target::Remote { url, .. } => f.debug_struct("Remote").field("url", url).finish(),
+            Target::Replica { path, url, .. } => f
+                .debug_struct("Replica")
+                .field("path", path)
+                .field("url", url)
+                .finish(),
         }
     }
 }
@@ -39,7 +55,16 @@ impl Target {
     pub(crate) fn is_local(&self) -> bool {
         matches!(self, Target::Local(_))
     }
+
+    /// Whether statements can fail because of a server (remote or replica).
+    pub(crate) fn has_server(&self) -> bool {
+        !self.is_local()
+    }
 }
+
+/// How often an embedded replica pulls the primary's changes in the background (its own writes
+/// are visible at once: libsql syncs after each of them).
+const REPLICA_SYNC_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Waits this long for another connection's lock before giving up with "database is locked".
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -62,8 +87,8 @@ impl DbThread {
             .name(name.to_owned())
             .spawn(move || {
                 runtime.block_on(async move {
-                    // `_db` lives as long as the thread: the connection belongs to it.
-                    let (_db, conn) = match connect(&target).await {
+                    // `db` lives as long as the thread: the connection belongs to it.
+                    let (db, conn) = match connect(&target).await {
                         Ok(opened) => {
                             let _ = ready_tx.send(Ok(()));
                             opened
@@ -73,8 +98,9 @@ impl DbThread {
                             return;
                         }
                     };
+                    let db = Rc::new(db);
                     while let Some(job) = rx.recv().await {
-                        job(conn.clone()).await;
+                        job(conn.clone(), Rc::clone(&db)).await;
                     }
                 });
             })
@@ -90,10 +116,20 @@ impl DbThread {
         Fut: Future<Output = Result<T, MemoryError>> + 'static,
         T: Send + 'static,
     {
+        self.run_with_db(move |conn, _db| job(conn)).await
+    }
+
+    /// Like [`DbThread::run`], with the thread's database object too (an embedded replica's sync).
+    pub(crate) async fn run_with_db<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(Connection, Rc<libsql::Database>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, MemoryError>> + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
+        let job: Job = Box::new(move |conn, db| {
             Box::pin(async move {
-                let _ = tx.send(job(conn).await);
+                let _ = tx.send(job(conn, db).await);
             })
         });
         self.jobs
@@ -103,7 +139,31 @@ impl DbThread {
     }
 }
 
+/// Runs `SELECT 1` on the server: a remote database is opened lazily, so this first statement is
+/// what finds a bad server or token (and names it).
+async fn probe_server(url: &str, token: &str) -> Result<(), MemoryError> {
+    let db = libsql::Builder::new_remote(url.to_owned(), token.to_owned())
+        .build()
+        .await
+        .map_err(MemoryError::db("opening the database"))
+        .map_err(crate::remote::explain)?;
+    let conn = db
+        .connect()
+        .map_err(MemoryError::db("connecting to the database"))?;
+    conn.query("SELECT 1", ())
+        .await
+        .map_err(MemoryError::db("probing the memory server"))
+        .map_err(crate::remote::explain)?;
+    Ok(())
+}
+
 async fn connect(target: &Target) -> Result<(libsql::Database, Connection), MemoryError> {
+    match target {
+        Target::Local(_) => {}
+        Target::Remote { url, token } | Target::Replica { url, token, .. } => {
+            probe_server(url, token).await?;
+        }
+    }
     let db = match target {
         Target::Local(path) => libsql::Builder::new_local(path).build().await,
         Target::Remote { url, token } => {
@@ -111,8 +171,23 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
                 .build()
                 .await
         }
+        Target::Replica { path, url, token } => {
+            libsql::Builder::new_remote_replica(path, url.clone(), token.clone())
+                .read_your_writes(true)
+                .sync_interval(REPLICA_SYNC_INTERVAL)
+                .build()
+                .await
+        }
     }
-    .map_err(MemoryError::db("opening the database"))?;
+    .map_err(MemoryError::db("opening the database"))
+    .map_err(crate::remote::explain)?;
+    if matches!(target, Target::Replica { .. }) {
+        // The first pull brings the replica up to date before anything reads it.
+        db.sync()
+            .await
+            .map_err(MemoryError::db("syncing the memory replica"))
+            .map_err(crate::remote::explain)?;
+    }
     let conn = db
         .connect()
         .map_err(MemoryError::db("connecting to the database"))?;

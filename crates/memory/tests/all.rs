@@ -13,6 +13,8 @@ mod common;
 mod freshness;
 mod open;
 mod organised;
+mod remote;
+mod replica;
 mod search;
 mod sessions;
 mod store;

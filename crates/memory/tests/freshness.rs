@@ -1,6 +1,8 @@
 //! One store, fresh everywhere: writes through a second store on the same file (as the runner's
 //! `memory` CLI makes them while the agent runs) are seen, ranked by their vectors, by the next
-//! search of the first store, without reopening it.
+//! search of the first store, without reopening it. Each runs on a local file and on a real
+//! remote server (`sqld`), where the second store stands for another host's agent or CLI: it
+//! shares nothing with the first but the server.
 
 #![allow(
     clippy::unwrap_used,
@@ -9,17 +11,17 @@
     reason = "tests fail loudly"
 )]
 
-use std::sync::Arc;
-
 use chrono::Utc;
-use memory::{ExportedNote, HashEmbedder, HybridQuery, MemoryStore, NoteMetadata, Weights};
+use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, Weights};
 use types::{NoteId, SessionId};
 
-use crate::common::{DIMS, Raw, fixture, user};
+use crate::common::{Backend, fixture_on, on_both_backends, user};
 
 /// The note texts of a vector-only search (the keyword leg reads the database directly, so only
-/// the vector leg can show a stale in-process index).
+/// the vector leg can show a stale in-process index). An embedded replica first pulls the
+/// primary's changes (it does so every few seconds anyway; a no-op for other stores).
 async fn by_vector(store: &MemoryStore, query: &str) -> Vec<String> {
+    store.sync().await.unwrap();
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = Weights {
         vector: 1.0,
@@ -39,9 +41,14 @@ async fn indexed_matches_stored(store: &MemoryStore) {
     assert_eq!(stats.indexed_vectors, stats.vectors, "{stats:?}");
 }
 
-#[tokio::test]
-async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search() {
-    let f = fixture().await;
+on_both_backends!(
+    every_kind_of_write_by_another_store_is_seen_by_the_next_search,
+    a_reader_behind_the_pruned_log_reloads_everything,
+    the_log_records_every_chunk_change_in_the_writers_transaction,
+);
+
+async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend: Backend) {
+    let f = fixture_on(backend).await;
     let agent = &f.store;
     let alice = user("alice");
     agent
@@ -58,9 +65,7 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search() {
     );
 
     // The "CLI": a second store on the same file, opened while the agent's is open.
-    let cli = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(DIMS)))
-        .await
-        .unwrap();
+    let cli = f.reopen().await;
     let saved = cli
         .store_note(
             &alice,
@@ -130,14 +135,11 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search() {
     indexed_matches_stored(agent).await;
 }
 
-#[tokio::test]
-async fn a_reader_behind_the_pruned_log_reloads_everything() {
-    let f = fixture().await;
+async fn a_reader_behind_the_pruned_log_reloads_everything(backend: Backend) {
+    let f = fixture_on(backend).await;
     let alice = user("alice");
     by_vector(&f.store, "anything").await;
-    let cli = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(DIMS)))
-        .await
-        .unwrap();
+    let cli = f.reopen().await;
     cli.store_note(
         &alice,
         "Prefers window seats on trains",
@@ -153,7 +155,7 @@ async fn a_reader_behind_the_pruned_log_reloads_everything() {
     .await
     .unwrap();
     // As if the log had been pruned past what the agent applied.
-    let raw = Raw::open(&f.path).await;
+    let raw = f.raw().await;
     raw.conn
         .execute(
             "DELETE FROM index_changes WHERE seq < (SELECT max(seq) FROM index_changes)",
@@ -169,10 +171,9 @@ async fn a_reader_behind_the_pruned_log_reloads_everything() {
     indexed_matches_stored(&f.store).await;
 }
 
-#[tokio::test]
-async fn the_log_records_every_chunk_change_in_the_writers_transaction() {
-    let f = fixture().await;
-    let raw = Raw::open(&f.path).await;
+async fn the_log_records_every_chunk_change_in_the_writers_transaction(backend: Backend) {
+    let f = fixture_on(backend).await;
+    let raw = f.raw().await;
     let alice = user("alice");
     let before = raw.count("SELECT count(*) FROM index_changes", ()).await;
     let note = f

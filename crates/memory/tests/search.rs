@@ -12,7 +12,7 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use chrono::Utc;
-use common::{fixture, session, user};
+use common::{Backend, fixture, fixture_on, on_both_backends, session, user};
 use memory::{HitSource, HybridQuery, NoteMetadata, QueryFilters, SearchHit, Weights};
 use types::{Message, SessionId};
 
@@ -105,9 +105,10 @@ async fn users_never_see_each_other() {
     );
 }
 
-#[tokio::test]
-async fn hostile_queries_never_error_and_never_act_as_syntax() {
-    let f = fixture().await;
+on_both_backends!(hostile_queries_never_error_and_never_act_as_syntax);
+
+async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
+    let f = fixture_on(backend).await;
     let alice = user("alice");
     let corpus = [
         "The user's favourite tea is oolong.",

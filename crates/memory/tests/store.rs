@@ -12,7 +12,7 @@ use crate::common;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{FlakyEmbedder, Raw, fixture, session, user};
+use common::{Backend, FlakyEmbedder, Raw, fixture, fixture_on, on_both_backends, session, user};
 use memory::{
     HashEmbedder, HitSource, HybridQuery, MemoryError, MemoryStore, NoteMetadata, Weights,
 };
@@ -41,11 +41,17 @@ async fn note_ids_found(store: &MemoryStore, who: &str, text: &str) -> Vec<Strin
         .collect()
 }
 
-#[tokio::test]
-async fn note_lifecycle_keeps_every_table_in_step() {
-    let f = fixture().await;
+on_both_backends!(
+    note_lifecycle_keeps_every_table_in_step,
+    failed_updates_leave_the_old_note_intact_and_searchable,
+    bad_note_input_is_rejected_without_changes,
+    hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen,
+);
+
+async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
+    let f = fixture_on(backend).await;
     let alice = user("alice");
-    let raw = Raw::open(&f.path).await;
+    let raw = f.raw().await;
 
     let note = f
         .store
@@ -180,14 +186,10 @@ fn memory_time(t: &chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-#[tokio::test]
-async fn failed_updates_leave_the_old_note_intact_and_searchable() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memory.db");
+async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backend) {
+    let f = fixture_on(backend).await;
     let embedder = Arc::new(FlakyEmbedder::new());
-    let store = MemoryStore::open_local(&path, embedder.clone())
-        .await
-        .unwrap();
+    let store = f.open(embedder.clone()).await;
     let alice = user("alice");
     let note = store
         .store_note(
@@ -197,7 +199,7 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable() {
         )
         .await
         .unwrap();
-    let raw = Raw::open(&path).await;
+    let raw = f.raw().await;
     let check_intact = |label: &'static str| {
         let (store, raw, note, alice) = (store.clone(), &raw, note.clone(), alice.clone());
         async move {
@@ -287,9 +289,8 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable() {
     assert!(note_ids_found(&store, "alice", "oolong").await.is_empty());
 }
 
-#[tokio::test]
-async fn bad_note_input_is_rejected_without_changes() {
-    let f = fixture().await;
+async fn bad_note_input_is_rejected_without_changes(backend: Backend) {
+    let f = fixture_on(backend).await;
     let alice = user("alice");
     for content in ["", "   \n", &"x".repeat(memory::MAX_NOTE_BYTES + 1)] {
         let err = f
@@ -302,9 +303,8 @@ async fn bad_note_input_is_rejected_without_changes() {
     assert_eq!(f.store.stats().await.unwrap().notes, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen() {
-    let f = fixture().await;
+async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen(backend: Backend) {
+    let f = fixture_on(backend).await;
     let alice = user("alice");
     let chat = session("chat-1");
     let mut tasks = Vec::new();
@@ -333,11 +333,8 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
         }
     }
     assert_eq!(chat_seqs, (1..=100).collect::<HashSet<u64>>());
+    let reopened = f.reopen().await;
     drop(f.store);
-
-    let reopened = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(common::DIMS)))
-        .await
-        .unwrap();
     let history = reopened.history(&chat, None, 1000).await.unwrap();
     assert_eq!(history.len(), 100);
     assert!(

@@ -7,12 +7,13 @@ use types::{MemoryConfig, WorkspacePaths};
 
 use crate::RunnerError;
 
-/// Refuses a local database in `ws` outside `.oxydra/` (a remote store, a disabled one and a
-/// path outside the workspace are not this check's business).
+/// Refuses a local database in `ws` outside `.oxydra/` (an embedded replica's file is a local
+/// database too; a remote store, a disabled one and a path outside the workspace are not this
+/// check's business).
 pub fn check_db_place(memory: &MemoryConfig, ws: &WorkspacePaths) -> Result<(), RunnerError> {
     let db = memory.db_path.resolve(&ws.root);
     if memory.enabled
-        && memory.remote_url.is_none()
+        && (memory.remote_url.is_none() || memory.replica)
         && db.starts_with(&ws.root)
         && !db.starts_with(ws.internal())
     {
@@ -31,13 +32,25 @@ mod tests {
     use super::*;
 
     fn check(db_path: &str, remote: bool, ok: bool) {
+        check_with(db_path, remote, false, ok);
+    }
+
+    fn check_with(db_path: &str, remote: bool, replica: bool, ok: bool) {
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let memory = MemoryConfig {
             db_path: types::DbPath::from(db_path.to_owned()),
             remote_url: remote.then(|| "libsql://db.example".to_owned()),
+            replica,
             ..MemoryConfig::default()
         };
         assert_eq!(check_db_place(&memory, &ws).is_ok(), ok, "{db_path}");
+    }
+
+    #[test]
+    fn a_replica_file_is_placed_like_a_local_database() {
+        check_with("auto", true, true, true);
+        check_with("shared/replica.db", true, true, false);
+        check_with("shared/unused.db", true, false, true);
     }
 
     #[test]

@@ -48,7 +48,10 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             )
         }
     };
-    let config = runner::load_agent_config(agent_config.as_deref())?;
+    let mut config = runner::load_agent_config(agent_config.as_deref())?;
+    // The agent may hold an embedded replica at db_path: a second replica on the same file is
+    // not safe, so the CLI talks to the primary directly (the agent's replica syncs it).
+    config.memory.replica = false;
     if !config.memory.enabled {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }

@@ -287,13 +287,11 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
                 ws.internal().display()
             );
         }
-        // Phase D advisory: where a local database lives, and what to use across hosts.
-        tracing::warn!(
+        // Phase D advisory, one calm line: nothing is wrong with a local database.
+        tracing::info!(
             user = %user.id,
-            "memory: local database at {} on the host (the container's .oxydra/ is that host \
-             directory, so notes persist across container recreation); for several hosts or \
-             replicated agents use a remote libSQL server ([memory] remote_url)",
-            db.display()
+            db = %db.display(),
+            "memory: local database on this host (for several hosts: [memory] remote_url)"
         );
     }
     Ok(agent)

@@ -20,6 +20,7 @@ mod memory_dialects;
 mod memory_disabled;
 mod memory_longevity;
 mod process_tier;
+mod remote_memory;
 mod run_script;
 mod runner_cli;
 mod separation;

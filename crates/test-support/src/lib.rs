@@ -14,9 +14,11 @@
 //! - `tmux` — [`Tmux`]: drive a terminal program inside tmux (TUI end-to-end tests)
 //! - `need` — [`need`]: what a test needs from the machine (Docker, Landlock, tmux, sqld), never
 //!   skipped silently
+//! - `sqld` — [`Sqld`]: a real libSQL server on a free loopback port, with JWTs on demand
 
 mod llm;
 mod need;
+mod sqld;
 mod tmux;
 
 pub use llm::{
@@ -24,4 +26,5 @@ pub use llm::{
     ScriptedToolCall, WireFormat,
 };
 pub use need::{Need, need, sqld_binary};
+pub use sqld::Sqld;
 pub use tmux::Tmux;

@@ -49,7 +49,14 @@ impl Need {
                 .arg("-V")
                 .output()
                 .is_ok_and(|o| o.status.success()),
-            Need::Sqld => sqld_binary().is_some(),
+            // The auth tests mint their JWTs with the `openssl` command.
+            Need::Sqld => {
+                sqld_binary().is_some()
+                    && Command::new("openssl")
+                        .arg("version")
+                        .output()
+                        .is_ok_and(|o| o.status.success())
+            }
             Need::Root => std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
                 s.lines()
                     .find_map(|l| l.strip_prefix("Uid:"))
@@ -67,7 +74,7 @@ impl Need {
             }
             Need::Tmux => "install tmux (scripts/test.sh does)",
             Need::Sqld => {
-                "put sqld at shared/tools/sqld/sqld above the repository, or set OXYDRA_SQLD"
+                "put sqld at shared/tools/sqld/sqld above the repository (or set OXYDRA_SQLD) and install openssl (scripts/test.sh does)"
             }
             Need::Root => "run the tests as root (CI does)",
         }

@@ -1,5 +1,6 @@
-//! Shared fixtures: a store on a real file in a temp dir, a raw connection for SQL checks, and an
-//! embedder that can be told to fail.
+//! Shared fixtures: a store on a real file in a temp dir or on a real `sqld` ([`Backend`]), a raw
+//! connection for SQL checks, an embedder that can be told to fail, and [`on_both_backends!`],
+//! which runs one behavioural test against a local file and against a remote server.
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
@@ -14,20 +15,137 @@ use types::{SessionId, UserId};
 
 pub const DIMS: usize = 64;
 
+/// Where a fixture's database lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A file in a temporary directory.
+    Local,
+    /// A real `sqld` on loopback with JWT auth (the test is `#[ignore = "needs sqld"]`).
+    Remote,
+    /// An embedded replica of such a server in a temporary directory (each store its own file,
+    /// as on another host).
+    Replica,
+}
+
+/// The server of a remote fixture and a read-write token for it.
+pub struct RemoteDb {
+    pub server: test_support::Sqld,
+    pub token: String,
+    /// Stores open embedded replicas (in the fixture's directory) instead of remote connections.
+    pub replica: bool,
+}
+
+static NEXT_REPLICA: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 pub struct Fixture {
     pub dir: tempfile::TempDir,
+    /// The database file (local fixtures; unused by remote ones).
     pub path: PathBuf,
     pub store: MemoryStore,
+    pub remote: Option<RemoteDb>,
 }
 
 pub async fn fixture() -> Fixture {
+    fixture_on(Backend::Local).await
+}
+
+pub async fn fixture_on(backend: Backend) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
-    let store = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(DIMS)))
-        .await
-        .unwrap();
-    Fixture { dir, path, store }
+    let remote = (backend != Backend::Local).then(|| {
+        let server = test_support::Sqld::start_with_auth();
+        let token = server.token(r#"{"a":"rw"}"#);
+        RemoteDb {
+            server,
+            token,
+            replica: backend == Backend::Replica,
+        }
+    });
+    let store = open_at(&path, remote.as_ref(), Arc::new(HashEmbedder::new(DIMS))).await;
+    Fixture {
+        dir,
+        path,
+        store,
+        remote,
+    }
 }
+
+async fn open_at(
+    path: &Path,
+    remote: Option<&RemoteDb>,
+    embedder: Arc<dyn Embedder>,
+) -> MemoryStore {
+    match remote {
+        None => MemoryStore::open_local(path, embedder).await.unwrap(),
+        Some(db) if db.replica => {
+            let n = NEXT_REPLICA.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let file = path.with_file_name(format!("replica-{n}.db"));
+            MemoryStore::open_replica(&file, &db.server.url(), &db.token, embedder)
+                .await
+                .unwrap()
+        }
+        Some(db) => MemoryStore::open_remote(&db.server.url(), &db.token, embedder)
+            .await
+            .unwrap(),
+    }
+}
+
+impl Fixture {
+    /// Another store on the same database (a second process, a reopen), with `embedder`.
+    pub async fn open(&self, embedder: Arc<dyn Embedder>) -> MemoryStore {
+        open_at(&self.path, self.remote.as_ref(), embedder).await
+    }
+
+    /// Another store on the same database with the fixture's embedder.
+    pub async fn reopen(&self) -> MemoryStore {
+        self.open(Arc::new(HashEmbedder::new(DIMS))).await
+    }
+
+    /// A raw connection to the same database (the primary, for a replica fixture).
+    pub async fn raw(&self) -> Raw {
+        match &self.remote {
+            None => Raw::open(&self.path).await,
+            Some(db) => {
+                let built = libsql::Builder::new_remote(db.server.url(), db.token.clone())
+                    .build()
+                    .await
+                    .unwrap();
+                let conn = built.connect().unwrap();
+                Raw { _db: built, conn }
+            }
+        }
+    }
+}
+
+/// For each named `async fn name(backend: Backend)`, a module `name` with three tests: `local`,
+/// `remote` and `replica` (the last two `#[ignore = "needs sqld"]`, run by scripts/test.sh and CI).
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {
+        $(
+            mod $test {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn local() {
+                    super::$test($crate::common::Backend::Local).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                #[ignore = "needs sqld"]
+                async fn remote() {
+                    test_support::need(test_support::Need::Sqld);
+                    super::$test($crate::common::Backend::Remote).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                #[ignore = "needs sqld"]
+                async fn replica() {
+                    test_support::need(test_support::Need::Sqld);
+                    super::$test($crate::common::Backend::Replica).await;
+                }
+            }
+        )*
+    };
+}
+pub(crate) use on_both_backends;
 
 pub fn user(name: &str) -> UserId {
     UserId::parse(name).unwrap()

@@ -64,6 +64,9 @@ pub struct MemoryConfig {
     pub remote_url: Option<String>,
     /// Name of the environment variable holding the remote server's auth token.
     pub auth_token_env: Option<String>,
+    /// With `remote_url`: keep an embedded replica at `db_path`, synced from the server. Reads
+    /// are served from the local file; writes go to the server.
+    pub replica: bool,
     pub embedding: EmbeddingConfig,
 }
 
@@ -74,6 +77,7 @@ impl Default for MemoryConfig {
             db_path: DbPath::Auto,
             remote_url: None,
             auth_token_env: None,
+            replica: false,
             embedding: EmbeddingConfig::default(),
         }
     }
@@ -91,6 +95,12 @@ impl MemoryConfig {
                     "must start with libsql://, http:// or https://",
                 ));
             }
+        }
+        if self.replica && self.remote_url.is_none() {
+            return Err(ConfigError::new(
+                "memory.replica",
+                "needs memory.remote_url (the primary the replica syncs from)",
+            ));
         }
         if let Some(var) = &self.auth_token_env {
             validate_env_name("memory.auth_token_env", var)?;
@@ -273,6 +283,21 @@ mod tests {
         check("", "/srv/w/alice/.oxydra/memory.db");
         check("data/m.db", "/srv/w/alice/data/m.db");
         check("/var/m.db", "/var/m.db");
+    }
+
+    #[test]
+    fn a_replica_needs_a_primary() {
+        let replica_only = MemoryConfig {
+            replica: true,
+            ..MemoryConfig::default()
+        };
+        assert!(replica_only.validate().is_err());
+        let with_primary = MemoryConfig {
+            replica: true,
+            remote_url: Some("https://db.example.org".into()),
+            ..MemoryConfig::default()
+        };
+        assert!(with_primary.validate().is_ok());
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! Embedded replica mode against a real `sqld`: reads from the local file, writes to the
+//! primary, read-your-writes, other writers' changes after a sync, and a primary that goes away
+//! (reads keep working, writes fail clearly, nothing acknowledged is lost).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crate::common;
+
+use std::sync::Arc;
+
+use common::user;
+use memory::{
+    HashEmbedder, HybridQuery, MemoryError, MemoryStore, NoteMetadata, RemoteProblem, Weights,
+};
+use test_support::{Need, Sqld, need};
+use types::SessionId;
+
+fn embedder() -> Arc<HashEmbedder> {
+    Arc::new(HashEmbedder::new(common::DIMS))
+}
+
+async fn texts_found(store: &MemoryStore, query: &str, weights: Weights) -> Vec<String> {
+    let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
+    q.weights = weights;
+    store
+        .hybrid_query(&q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.text)
+        .collect()
+}
+
+const VECTOR: Weights = Weights {
+    vector: 1.0,
+    fts: 0.0,
+};
+const KEYWORDS: Weights = Weights {
+    vector: 0.0,
+    fts: 1.0,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs sqld"]
+async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
+    need(Need::Sqld);
+    let server = Sqld::start_with_auth();
+    let token = server.token(r#"{"a":"rw"}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let alice = user("alice");
+    let replica = MemoryStore::open_replica(
+        &dir.path().join("replica.db"),
+        &server.url(),
+        &token,
+        embedder(),
+    )
+    .await
+    .unwrap();
+
+    // Its own write: on the primary, and readable from the replica at once.
+    let note = replica
+        .store_note(
+            &alice,
+            "The spare key is under the blue pot",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(replica.get_note(&alice, &note.note_id).await.unwrap(), note);
+    assert_eq!(
+        texts_found(&replica, "spare key", KEYWORDS).await,
+        ["The spare key is under the blue pot"]
+    );
+    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
+        .await
+        .unwrap();
+    assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 1);
+
+    // Another host's write reaches the replica with the next sync (or the background one).
+    primary
+        .store_note(
+            &alice,
+            "Piano lessons are on Thursdays",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    replica.sync().await.unwrap();
+    assert_eq!(
+        texts_found(&replica, "piano lessons thursdays", VECTOR)
+            .await
+            .first()
+            .map(String::as_str),
+        Some("Piano lessons are on Thursdays")
+    );
+    let stats = replica.stats().await.unwrap();
+    assert_eq!((stats.notes, stats.indexed_vectors), (2, stats.vectors));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs sqld"]
+async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
+    need(Need::Sqld);
+    let mut server = Sqld::start_with_auth();
+    let token = server.token(r#"{"a":"rw"}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let alice = user("alice");
+    let replica = MemoryStore::open_replica(
+        &dir.path().join("replica.db"),
+        &server.url(),
+        &token,
+        embedder(),
+    )
+    .await
+    .unwrap();
+    let kept = replica
+        .store_note(
+            &alice,
+            "The wifi password is on the fridge",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+
+    server.stop();
+    assert_eq!(replica.get_note(&alice, &kept.note_id).await.unwrap(), kept);
+    assert_eq!(
+        texts_found(&replica, "wifi password", KEYWORDS).await,
+        ["The wifi password is on the fridge"]
+    );
+    let err = replica
+        .store_note(
+            &alice,
+            "Written while the primary is away",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Remote {
+                problem: RemoteProblem::Unreachable,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains('\n'), "{err}");
+    let err = replica.sync().await.unwrap_err();
+    assert!(matches!(err, MemoryError::Remote { .. }), "{err:?}");
+
+    // Back again: the acknowledged note is on the primary, the refused one nowhere, and the
+    // replica writes again.
+    server.restart();
+    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
+        .await
+        .unwrap();
+    let on_primary = primary.list_notes(&alice).await.unwrap();
+    assert_eq!(on_primary.len(), 1);
+    assert_eq!(on_primary[0].note_id, kept.note_id);
+    replica
+        .store_note(
+            &alice,
+            "Written after the primary came back",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(replica.list_notes(&alice).await.unwrap().len(), 2);
+    assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_replica_with_a_rejected_token_fails_at_open() {
+    need(Need::Sqld);
+    let server = Sqld::start_with_auth();
+    let dir = tempfile::tempdir().unwrap();
+    let err = MemoryStore::open_replica(
+        &dir.path().join("replica.db"),
+        &server.url(),
+        "not-a-jwt",
+        embedder(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Remote {
+                problem: RemoteProblem::Unauthorized,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
