@@ -71,14 +71,19 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
     let _guard = ContainersOnDrop::new(&setup, &["alice"]);
     let ws = setup.ws("alice");
 
-    let (out, err) = runner_env_ok(&setup, &["start", "--detach"], &[(KEY_VAR, KEY)]).await;
+    let (out, err) = runner_env_ok(
+        &setup,
+        &["start", "--detach"],
+        &[(KEY_VAR, KEY), ("OXYDRA_LOG", "info")],
+    )
+    .await;
     assert!(out.contains("alice"), "{out}{err}");
-    // A local memory database gets the advisory about .oxydra/ and remote libSQL.
+    // A local memory database gets one calm (info) line pointing at remote memory.
     let runner_log =
         std::fs::read_to_string(runner::runner_log_path(&ws, "runner")).unwrap_or_default();
     let said = format!("{out}{err}{runner_log}");
     assert!(
-        said.contains(".oxydra/") && said.to_lowercase().contains("libsql"),
+        said.contains("memory: local database on this host") && said.contains("remote_url"),
         "no advisory about the local memory database: {said}"
     );
 
