@@ -105,7 +105,11 @@ impl MemoryError {
             MemoryError::Embedding { source } => source.is_retryable(),
             MemoryError::Database { source, .. } => {
                 let text = source.to_string();
-                text.contains("database is locked") || text.contains("busy")
+                // A libSQL server sometimes interrupts a write transaction (SQLITE_INTERRUPT);
+                // it was rolled back, and the same call usually succeeds next time.
+                text.contains("database is locked")
+                    || text.contains("busy")
+                    || text.contains("SQLITE_INTERRUPT")
             }
             _ => false,
         }

@@ -186,33 +186,50 @@ async fn count(
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
+/// Bytes of vectors read per query: a libSQL server refuses responses over 10 MB, so the load is
+/// paged (in one transaction, so the pages are one snapshot).
+const LOAD_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
 async fn load_vectors(
     conn: &Connection,
     model: &str,
     dims: usize,
 ) -> Result<Vec<IndexChange>, MemoryError> {
     let ctx = "loading vectors";
-    let mut rows = conn
-        .query(
-            "SELECT c.session_id, v.chunk_id, v.vector FROM chunk_vectors v
-             JOIN chunks c ON c.chunk_id = v.chunk_id
-             WHERE v.model_id = ?1 AND v.dims = ?2",
-            libsql::params![model, i64::try_from(dims).unwrap_or(i64::MAX)],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
+    let page = (LOAD_PAGE_BYTES / (dims * 4 + 64).max(1)).max(64);
+    let page_rows = i64::try_from(page).unwrap_or(i64::MAX);
+    let dims_param = i64::try_from(dims).unwrap_or(i64::MAX);
     let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
-        let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
-            tracing::warn!("skipping a malformed stored vector");
-            continue;
-        };
-        out.push(IndexChange::Upsert {
-            session: row.get(0).map_err(MemoryError::db(ctx))?,
-            chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
-            vector,
-        });
+    let mut after = i64::MIN;
+    loop {
+        let mut rows = conn
+            .query(
+                "SELECT c.session_id, v.chunk_id, v.vector FROM chunk_vectors v
+                 JOIN chunks c ON c.chunk_id = v.chunk_id
+                 WHERE v.model_id = ?1 AND v.dims = ?2 AND v.chunk_id > ?3
+                 ORDER BY v.chunk_id LIMIT ?4",
+                libsql::params![model, dims_param, after, page_rows],
+            )
+            .await
+            .map_err(MemoryError::db(ctx))?;
+        let mut seen = 0;
+        while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+            seen += 1;
+            let chunk_id: i64 = row.get(1).map_err(MemoryError::db(ctx))?;
+            after = chunk_id;
+            let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
+            let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
+                tracing::warn!("skipping a malformed stored vector");
+                continue;
+            };
+            out.push(IndexChange::Upsert {
+                session: row.get(0).map_err(MemoryError::db(ctx))?,
+                chunk_id,
+                vector,
+            });
+        }
+        if seen < page {
+            return Ok(out);
+        }
     }
-    Ok(out)
 }

@@ -99,8 +99,16 @@ impl DbThread {
                         }
                     };
                     let db = Rc::new(db);
+                    let remote = matches!(target, Target::Remote { .. });
                     while let Some(job) = rx.recv().await {
-                        job(conn.clone(), Rc::clone(&db)).await;
+                        // A remote connection is a server-side stream that expires after a few
+                        // idle seconds (STREAM_EXPIRED): each job gets a new one, which costs no
+                        // round trip (the stream opens with the job's first request).
+                        let job_conn = match remote {
+                            true => db.connect().unwrap_or_else(|_| conn.clone()),
+                            false => conn.clone(),
+                        };
+                        job(job_conn, Rc::clone(&db)).await;
                     }
                 });
             })

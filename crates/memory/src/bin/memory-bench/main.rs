@@ -4,6 +4,7 @@
 //! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
 //! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
 //! memory-bench probe [--embedder builtin|hash]
+//! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
@@ -13,6 +14,7 @@ mod locomo;
 mod organised;
 mod probe;
 mod stats;
+mod stores;
 
 use std::error::Error;
 use std::sync::Arc;
@@ -26,7 +28,8 @@ const USAGE: &str = "usage:
   memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
   memory-bench probe [--embedder builtin|hash]
-  memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]";
+  memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
+  memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]";
 
 /// Which embedding backend a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +148,20 @@ fn main() -> BenchResult<()> {
             let n = args.flag("notes").map_or(Ok(100_000), str::parse)?;
             let queries = args.flag("queries").map_or(Ok(200), str::parse)?;
             runtime.block_on(organised::run(n, args.embedder()?, queries))
+        }
+        "stores" => {
+            args.check_known(&["embedder", "notes", "queries", "saves", "sqld"])?;
+            let sqld = args.flag("sqld").ok_or(USAGE)?;
+            let notes = args.flag("notes").map_or(Ok(10_000), str::parse)?;
+            let queries = args.flag("queries").map_or(Ok(300), str::parse)?;
+            let saves = args.flag("saves").map_or(Ok(200), str::parse)?;
+            runtime.block_on(stores::run(
+                sqld.as_ref(),
+                notes,
+                args.embedder()?,
+                queries,
+                saves,
+            ))
         }
         "probe" => {
             args.check_known(&["embedder"])?;

@@ -1,0 +1,261 @@
+//! Local file, remote server and embedded replica side by side, in one run.
+//!
+//! Starts the given `sqld` on a free loopback port with a fresh data directory (no auth), then:
+//! a local store loaded with `n` synthetic notes; a remote store on the server loaded with the same
+//! notes; an embedded replica of that server (its first sync pulls them). Each is measured the same
+//! way: hybrid searches (top 5) after a warm-up, then sequential single-note saves, plus the open
+//! time. The latency bench's corpus and seeds are reused, so the figures compare with its table.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use chrono::{Duration, Utc};
+use memory::{Embedder, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
+use types::{NoteId, SessionId, UserId};
+
+use crate::corpus::Corpus;
+use crate::stats::{Rng, TempDir, percentile};
+use crate::{BenchResult, EmbedderKind};
+
+/// Notes per `import_notes` call: sqld interrupts a transaction held open for more than a few
+/// seconds (`SQLITE_INTERRUPT`), and one remote import of 1,000 notes takes longer than that.
+const LOAD_BATCH: usize = 25;
+const WARMUP_QUERIES: usize = 50;
+const TOP_K: usize = 5;
+
+/// The server for the run; killed on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_sqld(sqld: &Path, dir: &Path) -> BenchResult<(Server, String)> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let child = Command::new(sqld)
+        .arg("--no-welcome")
+        .arg("--db-path")
+        .arg(dir.join("bench.sqld"))
+        .arg("--http-listen-addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let server = Server(child);
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("sqld did not start".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok((server, format!("http://127.0.0.1:{port}")))
+}
+
+struct Row {
+    mode: &'static str,
+    open_ms: f64,
+    load_secs: Option<f64>,
+    search: Vec<f64>,
+    save: Vec<f64>,
+    /// Saves that failed (interrupted by the server); not in the percentiles.
+    failed: usize,
+}
+
+/// Attempts per import batch.
+const MAX_TRIES: usize = 20;
+
+/// Import batches the server interrupted and that were sent again.
+static INTERRUPTED: AtomicUsize = AtomicUsize::new(0);
+
+pub async fn run(
+    sqld: &Path,
+    n: usize,
+    kind: EmbedderKind,
+    queries: usize,
+    saves: usize,
+) -> BenchResult<()> {
+    let embedder = kind.build()?;
+    embedder.embed(&["load the model".to_owned()]).await?;
+    let dir = TempDir::new("stores")?;
+    let (_server, url) = start_sqld(sqld, &dir.0)?;
+    let mut rows = Vec::new();
+
+    let t = Instant::now();
+    let local = MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?;
+    let open_ms = ms(t);
+    let load_secs = load(&local, n).await?;
+    rows.push(
+        measure(
+            "local file",
+            &local,
+            open_ms,
+            Some(load_secs),
+            queries,
+            saves,
+        )
+        .await?,
+    );
+    drop(local);
+
+    let t = Instant::now();
+    let remote = MemoryStore::open_remote(&url, "", embedder.clone()).await?;
+    let open_ms = ms(t);
+    let load_secs = load(&remote, n).await?;
+    rows.push(
+        measure(
+            "remote (sqld, loopback)",
+            &remote,
+            open_ms,
+            Some(load_secs),
+            queries,
+            saves,
+        )
+        .await?,
+    );
+    drop(remote);
+
+    let t = Instant::now();
+    let replica = open_replica(&dir.0.join("replica.db"), &url, embedder.clone()).await?;
+    let open_ms = ms(t);
+    rows.push(measure("embedded replica", &replica, open_ms, None, queries, saves).await?);
+
+    println!(
+        "## Stores side by side ({n} notes, {} embedder, {queries} searches, {saves} saves)\n",
+        kind.as_str()
+    );
+    println!("| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves |");
+    println!("|---|---|---|---|---|---|");
+    for r in rows {
+        let load = r
+            .load_secs
+            .map_or("synced at open".to_owned(), |s| format!("{s:.1} s"));
+        println!(
+            "| {} | {:.1} | {load} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
+            r.mode,
+            r.open_ms,
+            percentile(&r.search, 50.0),
+            percentile(&r.search, 95.0),
+            percentile(&r.save, 50.0),
+            percentile(&r.save, 95.0),
+            r.failed,
+        );
+    }
+    println!(
+        "\nimport batches interrupted by the server and sent again: {}",
+        INTERRUPTED.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+async fn open_replica(
+    path: &Path,
+    url: &str,
+    embedder: Arc<dyn Embedder>,
+) -> BenchResult<MemoryStore> {
+    Ok(MemoryStore::open_replica(path, url, "", embedder).await?)
+}
+
+/// Imports `n` synthetic notes (seed 42, as the latency bench); returns seconds.
+async fn load(store: &MemoryStore, n: usize) -> BenchResult<f64> {
+    let user = UserId::parse("bench")?;
+    let corpus = Corpus::default();
+    let mut rng = Rng::new(42);
+    let started = Instant::now();
+    let base = Utc::now() - Duration::days(365);
+    let mut done = 0;
+    while done < n {
+        let batch = LOAD_BATCH.min(n - done);
+        let mut notes = Vec::with_capacity(batch);
+        for i in done..done + batch {
+            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
+            notes.push(ExportedNote {
+                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
+                content: corpus.note(&mut rng),
+                metadata: NoteMetadata::default(),
+                created_at: at,
+                updated_at: at,
+            });
+        }
+        // sqld sometimes interrupts a write transaction (`SQLITE_INTERRUPT`, see
+        // docs/benchmarks.md): the batch rolled back, so it is sent again (ids make it idempotent).
+        let mut tries = 0;
+        while let Err(e) = store.import_notes(&user, notes.clone()).await {
+            tries += 1;
+            if tries >= MAX_TRIES {
+                return Err(e.into());
+            }
+            INTERRUPTED.fetch_add(1, Ordering::Relaxed);
+        }
+        done += batch;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+async fn measure(
+    mode: &'static str,
+    store: &MemoryStore,
+    open_ms: f64,
+    load_secs: Option<f64>,
+    queries: usize,
+    saves: usize,
+) -> BenchResult<Row> {
+    eprintln!("  measuring {mode}");
+    let user = UserId::parse("bench")?;
+    let session = SessionId::user_memory(&user);
+    let corpus = Corpus::default();
+    let mut qrng = Rng::new(7);
+    let all: Vec<String> = (0..WARMUP_QUERIES + queries)
+        .map(|_| corpus.query(&mut qrng))
+        .collect();
+    let (warmup, measured) = all.split_at(WARMUP_QUERIES.min(all.len()));
+    for q in warmup {
+        store
+            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .await?;
+    }
+    let mut search = Vec::with_capacity(measured.len());
+    for q in measured {
+        let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
+        let t = Instant::now();
+        store.hybrid_query(&query).await?;
+        search.push(ms(t));
+    }
+    let mut rng = Rng::new(99);
+    let mut save = Vec::with_capacity(saves);
+    let mut failed = 0;
+    for _ in 0..saves {
+        let text = corpus.note(&mut rng);
+        let t = Instant::now();
+        match store
+            .store_note(&user, &text, NoteMetadata::default())
+            .await
+        {
+            Ok(_) => save.push(ms(t)),
+            Err(e) => {
+                eprintln!("  save failed: {e:?}");
+                failed += 1;
+            }
+        }
+    }
+    Ok(Row {
+        mode,
+        open_ms,
+        load_secs,
+        search,
+        save,
+        failed,
+    })
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
