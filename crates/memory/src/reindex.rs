@@ -8,6 +8,7 @@
 use libsql::Connection;
 
 use crate::error::MemoryError;
+use crate::facets::{FACET_COLUMNS, facets_from_row};
 use crate::freshness::log_head;
 use crate::indexing::{blob_to_vector, embed_checked, insert_vector};
 use crate::store::{MemoryStore, begin, finish};
@@ -194,9 +195,12 @@ async fn load_vectors(
     let ctx = "loading vectors";
     let mut rows = conn
         .query(
-            "SELECT c.session_id, v.chunk_id, v.vector FROM chunk_vectors v
-             JOIN chunks c ON c.chunk_id = v.chunk_id
-             WHERE v.model_id = ?1 AND v.dims = ?2",
+            &format!(
+                "SELECT c.session_id, v.chunk_id, v.vector, {FACET_COLUMNS} FROM chunk_vectors v
+                 JOIN chunks c ON c.chunk_id = v.chunk_id
+                 LEFT JOIN notes n ON n.note_id = c.note_id
+                 WHERE v.model_id = ?1 AND v.dims = ?2"
+            ),
             libsql::params![model, i64::try_from(dims).unwrap_or(i64::MAX)],
         )
         .await
@@ -212,6 +216,7 @@ async fn load_vectors(
             session: row.get(0).map_err(MemoryError::db(ctx))?,
             chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
             vector,
+            facets: facets_from_row(&row, 3)?,
         });
     }
     Ok(out)
