@@ -12,6 +12,34 @@
 /// Width of the unrolled portable loop: 16 independent accumulators let LLVM use full registers.
 const LANES: usize = 16;
 
+/// Largest code magnitude: symmetric, so that `-code` is always representable.
+pub(crate) const CODE_MAX: f32 = 127.0;
+
+/// Writes the int8 codes of `v` into `codes` and returns the scale (`v ≈ scale · codes`).
+/// A zero or non-finite vector gets scale 0 and zero codes: it matches nothing.
+pub(crate) fn quantize(v: &[f32], codes: &mut [i8]) -> f32 {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if !(max > 0.0 && max.is_finite()) || v.iter().any(|x| !x.is_finite()) {
+        codes.iter_mut().for_each(|c| *c = 0);
+        return 0.0;
+    }
+    let scale = max / CODE_MAX;
+    for (c, x) in codes.iter_mut().zip(v) {
+        // In range by construction (|x| ≤ max); the clamp only guards rounding.
+        *c = (x / scale).round().clamp(-CODE_MAX, CODE_MAX) as i8;
+    }
+    scale
+}
+
+/// `Σ q[i]·codes[i]` (one row of the rescoring; the caller multiplies by the row's scale).
+pub(crate) fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
+    query
+        .iter()
+        .zip(codes)
+        .map(|(q, c)| q * f32::from(*c))
+        .sum()
+}
+
 /// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127).
 #[cfg(test)]
 pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {

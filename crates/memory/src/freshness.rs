@@ -23,6 +23,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use libsql::Connection;
 
 use crate::error::MemoryError;
+use crate::facets::{FACET_COLUMNS, facets_from_row};
 use crate::indexing::blob_to_vector;
 use crate::store::MemoryStore;
 use crate::vector_index::IndexChange;
@@ -165,8 +166,9 @@ async fn read_delta(
     for batch in ids.chunks(500) {
         let marks = vec!["?"; batch.len()].join(", ");
         let sql = format!(
-            "SELECT c.session_id, c.chunk_id, v.vector FROM chunks c
+            "SELECT c.session_id, c.chunk_id, v.vector, {FACET_COLUMNS} FROM chunks c
              JOIN chunk_vectors v ON v.chunk_id = c.chunk_id
+             LEFT JOIN notes n ON n.note_id = c.note_id
              WHERE v.model_id = ? AND v.dims = ? AND c.chunk_id IN ({marks})"
         );
         let mut params = vec![
@@ -188,6 +190,7 @@ async fn read_delta(
                 session: row.get(0).map_err(MemoryError::db(ctx))?,
                 chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
                 vector,
+                facets: facets_from_row(&row, 3)?,
             });
         }
     }

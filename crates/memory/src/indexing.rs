@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::chunking::chunk_text;
 use crate::embedding::{EmbedError, Embedder, normalize};
 use crate::error::MemoryError;
+use crate::facets::ChunkFacets;
 use crate::vector_index::IndexChange;
 
 /// Text cut into chunks with one vector per chunk, ready to be written.
@@ -111,6 +112,7 @@ pub(crate) async fn insert_chunks(
     conn: &Connection,
     event: EventRef<'_>,
     meta: &ChunkMeta,
+    facets: &ChunkFacets,
     prepared: &Prepared,
     changes: &mut Vec<IndexChange>,
 ) -> Result<(), MemoryError> {
@@ -147,6 +149,7 @@ pub(crate) async fn insert_chunks(
             session: event.session.to_owned(),
             chunk_id,
             vector: vector.clone(),
+            facets: facets.clone(),
         });
     }
     Ok(())

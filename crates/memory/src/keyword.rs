@@ -1,8 +1,6 @@
 //! The keyword leg of hybrid search: which terms to match (the [`KeywordPlan`] within a budget of
 //! matches), the scope as conditions of the same statement, and FTS5's BM25 ranking.
 
-use std::collections::HashSet;
-
 use libsql::{Connection, Value};
 
 use crate::error::MemoryError;
@@ -46,13 +44,11 @@ fn scope_sql(sessions: &[String], scope: &Scope, params: &mut Vec<Value>) -> Str
         params.push(Value::Integer(n));
     }
     if let Some(category) = filters.category {
-        // Not correlated: the planner can drive the chunk lookup from the category's notes
-        // (`notes_by_category`, then `chunks_by_note`) instead of probing every chunk's note.
-        let marks = vec!["?"; sessions.len()].join(", ");
-        sql.push_str(&format!(
-            " AND c.note_id IN (SELECT note_id FROM notes WHERE session_id IN ({marks}) AND category = ?)"
-        ));
-        params.extend(sessions.iter().map(|s| Value::Text(s.clone())));
+        // Correlated: one primary-key probe per keyword match (at most about `MATCH_BUDGET` of
+        // them), never a walk over the category's notes.
+        sql.push_str(
+            " AND EXISTS (SELECT 1 FROM notes n WHERE n.note_id = c.note_id AND n.category = ?)",
+        );
         params.push(Value::Text(category.as_str().to_owned()));
     }
     if let Some(now) = &scope.expired_at {
@@ -85,28 +81,6 @@ pub(crate) async fn any_expired(
         .await
         .map_err(MemoryError::db(ctx))?;
     Ok(rows.next().await.map_err(MemoryError::db(ctx))?.is_some())
-}
-
-pub(crate) async fn allowed_chunks(
-    conn: Connection,
-    sessions: Vec<String>,
-    scope: Scope,
-) -> Result<HashSet<i64>, MemoryError> {
-    let mut params = Vec::new();
-    let sql = format!(
-        "SELECT c.chunk_id FROM chunks c WHERE 1 = 1{}",
-        scope_sql(&sessions, &scope, &mut params)
-    );
-    let ctx = "searching";
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = HashSet::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        out.insert(row.get::<i64>(0).map_err(MemoryError::db(ctx))?);
-    }
-    Ok(out)
 }
 
 /// (chunk id, relevance ≥ 0) best first; BM25 is negated so that larger is better.

@@ -14,6 +14,7 @@ mod chunking;
 mod dot;
 pub mod embedding;
 mod error;
+mod facets;
 mod freshness;
 mod fts;
 mod fusion;

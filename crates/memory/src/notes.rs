@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use types::{Message, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
+use crate::facets::ChunkFacets;
 use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::metadata::MetadataPatch;
 pub use crate::metadata::NoteMetadata;
@@ -427,6 +428,7 @@ pub(crate) async fn insert_note(
             seq,
         },
         &meta,
+        &ChunkFacets::for_note(&meta, &write.metadata),
         &write.prepared,
         changes,
     )

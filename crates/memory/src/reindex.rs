@@ -8,6 +8,7 @@
 use libsql::Connection;
 
 use crate::error::MemoryError;
+use crate::facets::{FACET_COLUMNS, facets_from_row};
 use crate::freshness::log_head;
 use crate::indexing::{blob_to_vector, embed_checked, insert_vector};
 use crate::store::{MemoryStore, begin, finish};
@@ -196,20 +197,21 @@ async fn load_vectors(
     dims: usize,
 ) -> Result<Vec<IndexChange>, MemoryError> {
     let ctx = "loading vectors";
-    let page = (LOAD_PAGE_BYTES / (dims * 4 + 64).max(1)).max(64);
+    let page = (LOAD_PAGE_BYTES / (dims * 4 + 256).max(1)).max(64);
     let page_rows = i64::try_from(page).unwrap_or(i64::MAX);
     let dims_param = i64::try_from(dims).unwrap_or(i64::MAX);
+    let sql = format!(
+        "SELECT c.session_id, v.chunk_id, v.vector, {FACET_COLUMNS} FROM chunk_vectors v
+         JOIN chunks c ON c.chunk_id = v.chunk_id
+         LEFT JOIN notes n ON n.note_id = c.note_id
+         WHERE v.model_id = ?1 AND v.dims = ?2 AND v.chunk_id > ?3
+         ORDER BY v.chunk_id LIMIT ?4"
+    );
     let mut out = Vec::new();
     let mut after = i64::MIN;
     loop {
         let mut rows = conn
-            .query(
-                "SELECT c.session_id, v.chunk_id, v.vector FROM chunk_vectors v
-                 JOIN chunks c ON c.chunk_id = v.chunk_id
-                 WHERE v.model_id = ?1 AND v.dims = ?2 AND v.chunk_id > ?3
-                 ORDER BY v.chunk_id LIMIT ?4",
-                libsql::params![model, dims_param, after, page_rows],
-            )
+            .query(&sql, libsql::params![model, dims_param, after, page_rows])
             .await
             .map_err(MemoryError::db(ctx))?;
         let mut seen = 0;
@@ -226,6 +228,7 @@ async fn load_vectors(
                 session: row.get(0).map_err(MemoryError::db(ctx))?,
                 chunk_id,
                 vector,
+                facets: facets_from_row(&row, 3)?,
             });
         }
         if seen < page {

@@ -3,7 +3,8 @@
 //! 0. Catch up: commits by other writers are applied to this process's index first (see
 //!    [`crate::freshness`]).
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
-//!    legs, before anything is ranked.
+//!    legs, before anything is ranked: SQL conditions on each keyword match, a check of each row's
+//!    facets (see [`crate::facets`]) in the vector scan.
 //! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`crate::keyword`] and
 //!    [`crate::fts`]), filtered by the FTS table's own `session_id` column and ranked by FTS5.
 //! 3. Vector leg: exhaustive int8 scan of the in-memory index of those sessions, current model only,
@@ -26,10 +27,11 @@ use types::{NoteId, SessionId};
 
 use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
+use crate::facets::FacetFilter;
 use crate::fts::query_terms;
 use crate::fusion::{Fusion, Weights, fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
-use crate::keyword::{allowed_chunks, any_expired, keyword_leg};
+use crate::keyword::{any_expired, keyword_leg};
 use crate::metadata::NoteMetadata;
 use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
@@ -75,15 +77,8 @@ impl MemoryStore {
             filters: query.filters.clone(),
             expired_at: expired.then_some(now),
         };
-        let allowed = if scope.is_empty() {
-            None
-        } else {
-            let (sessions, scope) = (sessions.clone(), scope.clone());
-            Some(Arc::new(
-                self.read(move |conn| allowed_chunks(conn, sessions, scope))
-                    .await?,
-            ))
-        };
+        // The vector leg checks the filters on each row's facets as it scans.
+        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope.clone()));
         let terms = if fts_weight > 0.0 {
             query_terms(&query.text)
         } else {
@@ -106,7 +101,7 @@ impl MemoryStore {
         let reader = self.read(move |conn| job.run(conn, vector_rx));
         let vector_leg = async {
             let vector = match query_vector {
-                Some(v) => self.vector_leg(sessions, v, candidates, allowed).await,
+                Some(v) => self.vector_leg(sessions, v, candidates, filter).await,
                 None => Vec::new(),
             };
             // The job may already have failed and gone: then its error is what we report.
@@ -122,13 +117,13 @@ impl MemoryStore {
         sessions: Vec<String>,
         query: Vec<f32>,
         limit: usize,
-        allowed: Option<Arc<HashSet<i64>>>,
+        filter: Option<FacetFilter>,
     ) -> Vec<(i64, f64)> {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
         let scan = move || {
             index
-                .search(&sessions, &query, limit, allowed.as_deref())
+                .search(&sessions, &query, limit, filter.as_ref())
                 .into_iter()
                 .map(|(id, s)| (id, f64::from(s)))
                 .collect::<Vec<_>>()

@@ -12,7 +12,10 @@
 )]
 
 use chrono::Utc;
-use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, Weights};
+use memory::{
+    Category, ExportedNote, HybridQuery, MemoryStore, MetadataPatch, NoteMetadata, QueryFilters,
+    Weights,
+};
 use types::{NoteId, SessionId};
 
 use crate::common::{Backend, fixture_on, on_both_backends, user};
@@ -45,6 +48,7 @@ on_both_backends!(
     every_kind_of_write_by_another_store_is_seen_by_the_next_search,
     a_reader_behind_the_pruned_log_reloads_everything,
     the_log_records_every_chunk_change_in_the_writers_transaction,
+    metadata_written_by_another_store_filters_the_next_vector_search,
 );
 
 async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend: Backend) {
@@ -190,4 +194,96 @@ async fn the_log_records_every_chunk_change_in_the_writers_transaction(backend: 
         raw.count("SELECT count(*) FROM index_changes", ()).await - after_save,
         2
     );
+}
+
+/// The note texts of a vector-only search with `filters`.
+async fn by_vector_filtered(
+    store: &MemoryStore,
+    query: &str,
+    filters: QueryFilters,
+) -> Vec<String> {
+    store.sync().await.unwrap();
+    let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
+    q.weights = Weights {
+        vector: 1.0,
+        fts: 0.0,
+    };
+    q.filters = filters;
+    let hits = store.hybrid_query(&q).await.unwrap();
+    hits.into_iter().map(|h| h.text).collect()
+}
+
+/// The vector leg filters on facets kept in the in-memory index: they must arrive with the
+/// vectors through the catch-up (another store's save and metadata update) and the load at open.
+async fn metadata_written_by_another_store_filters_the_next_vector_search(backend: Backend) {
+    let f = fixture_on(backend).await;
+    let agent = &f.store;
+    let alice = user("alice");
+    let category = |c| QueryFilters {
+        category: Some(c),
+        ..QueryFilters::default()
+    };
+    let tagged = |t: &str| QueryFilters {
+        tags_any: vec![t.to_owned()],
+        ..QueryFilters::default()
+    };
+    // Warm the agent's index before the other store writes.
+    assert!(by_vector(agent, "oolong").await.is_empty());
+    let cli = f.reopen().await;
+    let text = "Alice drinks oolong tea every morning";
+    let note = cli
+        .store_note(
+            &alice,
+            text,
+            NoteMetadata {
+                category: Some(Category::Fact),
+                tags: vec!["tea".into()],
+                ..NoteMetadata::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        by_vector_filtered(agent, "oolong tea", category(Category::Fact)).await,
+        [text]
+    );
+    assert_eq!(
+        by_vector_filtered(agent, "oolong tea", tagged("tea")).await,
+        [text]
+    );
+    assert!(
+        by_vector_filtered(agent, "oolong tea", category(Category::Preference))
+            .await
+            .is_empty()
+    );
+
+    let patch = MetadataPatch {
+        category: Some(Category::Preference),
+        tags: Some(vec!["drinks".into()]),
+        ..MetadataPatch::default()
+    };
+    let version = memory::note_version(&note.content);
+    cli.update_note_patched(&alice, None, &note.note_id, text, &version, patch)
+        .await
+        .unwrap();
+    for store in [agent, &f.reopen().await] {
+        assert!(
+            by_vector_filtered(store, "oolong tea", category(Category::Fact))
+                .await
+                .is_empty()
+        );
+        assert!(
+            by_vector_filtered(store, "oolong tea", tagged("tea"))
+                .await
+                .is_empty()
+        );
+        assert_eq!(
+            by_vector_filtered(store, "oolong tea", category(Category::Preference)).await,
+            [text]
+        );
+        assert_eq!(
+            by_vector_filtered(store, "oolong tea", tagged("drinks")).await,
+            [text]
+        );
+    }
 }
