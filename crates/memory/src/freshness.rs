@@ -7,9 +7,9 @@
 //!
 //! Before each search, [`MemoryStore::catch_up`] reads the log's head (two primary-key lookups on
 //! a reader thread). When it has moved past the last entry this process applied, only the chunks
-//! named since are read back: each is removed from the index under every session the log names
-//! for it, and put back with its current vector of the active model when it still has one. The
-//! term-count cache is emptied. A reader left behind the log's pruned tail reloads the whole index.
+//! named since are read back: each is put back (replaced in place) with its current vector of the
+//! active model when it still has one, and removed under every other session the log names for
+//! it. The term-count cache is emptied. A reader left behind the log's pruned tail reloads the whole index.
 //!
 //! Ordering: catch-ups apply under one lock and only move forward (a delta read from an older
 //! snapshot than one already applied is dropped). This process's own writes also update the index
@@ -149,17 +149,15 @@ async fn read_delta(
         )
         .await
         .map_err(MemoryError::db(ctx))?;
-    let mut changes = Vec::new();
+    let mut named: Vec<(String, i64)> = Vec::new();
     let mut ids = HashSet::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let chunk_id: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
         ids.insert(chunk_id);
-        changes.push(IndexChange::Remove {
-            session: row.get(1).map_err(MemoryError::db(ctx))?,
-            chunk_id,
-        });
+        named.push((row.get(1).map_err(MemoryError::db(ctx))?, chunk_id));
     }
     drop(rows);
+    let mut upserts = Vec::new();
     // ... then put back as they are now, when they still have a vector of the active model.
     let mut ids: Vec<i64> = ids.into_iter().collect();
     ids.sort_unstable();
@@ -186,7 +184,7 @@ async fn read_delta(
                 tracing::warn!("skipping a malformed stored vector");
                 continue;
             };
-            changes.push(IndexChange::Upsert {
+            upserts.push(IndexChange::Upsert {
                 session: row.get(0).map_err(MemoryError::db(ctx))?,
                 chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
                 vector,
@@ -194,6 +192,27 @@ async fn read_delta(
             });
         }
     }
+    // A chunk put back under the same session is replaced in place, never removed first: a
+    // search running beside this catch-up must not miss a chunk that only changed (or did not
+    // change at all — this process may have applied its own write already).
+    let kept: HashSet<(&str, i64)> = upserts
+        .iter()
+        .filter_map(|c| match c {
+            IndexChange::Upsert {
+                session, chunk_id, ..
+            } => Some((session.as_str(), *chunk_id)),
+            IndexChange::Remove { .. } => None,
+        })
+        .collect();
+    let mut changes: Vec<IndexChange> = named
+        .iter()
+        .filter(|(session, chunk_id)| !kept.contains(&(session.as_str(), *chunk_id)))
+        .map(|(session, chunk_id)| IndexChange::Remove {
+            session: session.clone(),
+            chunk_id: *chunk_id,
+        })
+        .collect();
+    changes.extend(upserts);
     Ok(Delta::Changes {
         upto: head.last,
         changes,

@@ -594,7 +594,8 @@ async fn concurrent_calls_across_users_and_sessions_stay_in_their_namespace() {
             let hits = found["results"].as_array().unwrap();
             assert_eq!(
                 hits.first().map(|h| h["text"].clone()),
-                Some(json!(format!("{user} fact {token}")))
+                Some(json!(format!("{user} fact {token}"))),
+                "{found}"
             );
             assert!(
                 hits.iter()
