@@ -158,30 +158,9 @@ impl MemoryStore {
     }
 
     /// [`MemoryStore::update_note`] only if the note's current [`note_version`] is `expected`
-    /// (else [`MemoryError::VersionMismatch`], and nothing changes); idempotent per call key.
-    pub async fn update_note_checked(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        note_id: &NoteId,
-        content: &str,
-        expected: &str,
-    ) -> Result<WriteReceipt, MemoryError> {
-        Ok(self
-            .update(
-                user,
-                call,
-                note_id,
-                content,
-                Some(expected),
-                MetadataPatch::default(),
-            )
-            .await?
-            .receipt)
-    }
-
-    /// [`MemoryStore::update_note_checked`] that also changes the note's category, tags or
-    /// expiry (validated like a save), in the same transaction.
+    /// (else [`MemoryError::VersionMismatch`], and nothing changes), also changing the note's
+    /// category, tags or expiry as `patch` says (validated like a save; an empty patch keeps them),
+    /// in the same transaction; idempotent per call key.
     pub async fn update_note_patched(
         &self,
         user: &UserId,

@@ -23,15 +23,8 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<WriteReceipt, MemoryError>;
-    async fn update_note_checked(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        note_id: &NoteId,
-        content: &str,
-        expected_version: &str,
-    ) -> Result<WriteReceipt, MemoryError>;
-    /// An update that also changes category, tags or expiry.
+    /// Replaces the note's text if its version is `expected_version`, and changes category, tags
+    /// or expiry as `patch` says (an empty patch keeps them).
     async fn update_note_patched(
         &self,
         user: &UserId,
@@ -66,17 +59,6 @@ impl MemoryRetrieval for MemoryStore {
         metadata: NoteMetadata,
     ) -> Result<WriteReceipt, MemoryError> {
         MemoryStore::store_note_once(self, user, call, content, metadata).await
-    }
-
-    async fn update_note_checked(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        note_id: &NoteId,
-        content: &str,
-        expected_version: &str,
-    ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::update_note_checked(self, user, call, note_id, content, expected_version).await
     }
 
     async fn update_note_patched(

@@ -350,17 +350,6 @@ impl MemoryRetrieval for Gated {
         self.wait().await;
         self.store.store_note_once(u, k, c, m).await
     }
-    async fn update_note_checked(
-        &self,
-        u: &UserId,
-        k: Option<&CallKey>,
-        n: &NoteId,
-        c: &str,
-        v: &str,
-    ) -> Result<WriteReceipt, MemoryError> {
-        self.wait().await;
-        self.store.update_note_checked(u, k, n, c, v).await
-    }
     async fn delete_note_once(
         &self,
         u: &UserId,

@@ -453,16 +453,6 @@ impl MemoryRetrieval for FailingConversation {
     ) -> Result<WriteReceipt, MemoryError> {
         self.0.store_note_once(u, k, c, m).await
     }
-    async fn update_note_checked(
-        &self,
-        u: &UserId,
-        k: Option<&CallKey>,
-        n: &NoteId,
-        c: &str,
-        v: &str,
-    ) -> Result<WriteReceipt, MemoryError> {
-        self.0.update_note_checked(u, k, n, c, v).await
-    }
     async fn delete_note_once(
         &self,
         u: &UserId,

@@ -101,22 +101,16 @@ impl Tool for MemoryUpdate {
             let version = string_arg(args, "version")?;
             let patch = update_patch(args)?;
             let key = call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
-            let receipt = if patch.is_empty() {
-                memory
-                    .update_note_checked(&ctx.user_id, key.as_ref(), &note_id, content, version)
-                    .await
-            } else {
-                memory
-                    .update_note_patched(
-                        &ctx.user_id,
-                        key.as_ref(),
-                        &note_id,
-                        content,
-                        version,
-                        patch,
-                    )
-                    .await
-            };
+            let receipt = memory
+                .update_note_patched(
+                    &ctx.user_id,
+                    key.as_ref(),
+                    &note_id,
+                    content,
+                    version,
+                    patch,
+                )
+                .await;
             let receipt = match receipt {
                 Ok(receipt) => receipt,
                 Err(MemoryError::VersionMismatch(id))
