@@ -6,6 +6,20 @@ cd "$(dirname "$0")/.."
 
 . scripts/lib/host.sh
 
+# Run as root, the runner starts each test user's guests under an unprivileged uid of their own,
+# which must be able to reach the guest binaries in target/: a checkout below a private directory
+# (e.g. one made by mktemp -d, mode 0700) gets search (x) permission for others on the way down.
+if [ "$(id -u)" = 0 ]; then
+  dir="$PWD"
+  while [ "$dir" != / ]; do
+    if [ -z "$(find "$dir" -maxdepth 0 -perm -o+x)" ]; then
+      echo "==> $dir: adding search permission for others (guest uids must reach target/)"
+      chmod o+x "$dir"
+    fi
+    dir="$(dirname "$dir")"
+  done
+fi
+
 # tmux drives the real oxydra-tui binary in its end-to-end test.
 if ! command -v tmux >/dev/null 2>&1; then
   echo "==> installing tmux (TUI end-to-end test)"
