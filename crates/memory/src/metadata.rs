@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::MemoryError;
+use crate::provenance::Provenance;
 
 /// At most this many tags per note.
 pub const MAX_TAGS: usize = 10;
@@ -95,6 +96,9 @@ pub struct NoteMetadata {
     /// After this instant the note is never returned, and the sweeper deletes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// Where the note came from (set by the writing surface from its context, never by a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
