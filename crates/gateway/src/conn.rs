@@ -249,6 +249,7 @@ impl Conn {
             workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
             call_id: None,
+            untrusted_input: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

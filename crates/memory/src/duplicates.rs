@@ -17,8 +17,9 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::embed_checked;
+use crate::metadata::NoteMetadata;
 use crate::notes::validate;
-use crate::receipts::note_version;
+use crate::receipts::{CallKey, WriteReceipt, note_version, replay};
 use crate::store::MemoryStore;
 use crate::time::now_text;
 
@@ -66,7 +67,65 @@ pub enum DuplicateCheck {
     Similar { notes: Vec<SimilarNote> },
 }
 
+/// What a checked save did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveOutcome {
+    /// Stored (or, for a retried call, stored by its first attempt).
+    Saved(WriteReceipt),
+    /// Nothing stored: this note already says it; `version` is its current version.
+    Duplicate { note_id: NoteId, version: String },
+    /// Nothing stored: these notes say nearly the same (the caller may insist).
+    Similar(Vec<SimilarNote>),
+}
+
+/// Whether a checked save may store a near-duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Similar {
+    /// Refuse, listing the similar notes.
+    Refuse,
+    /// Store anyway (the writer insists the note says something new).
+    Allow,
+}
+
 impl MemoryStore {
+    /// Saves a note unless `user` already has it: a retried call gets its first receipt; an exact
+    /// duplicate (normalised text) is never stored; a near-duplicate is stored only with
+    /// [`Similar::Allow`].
+    pub async fn store_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+        similar: Similar,
+    ) -> Result<SaveOutcome, MemoryError> {
+        if let Some(key) = call {
+            let (owner, key) = (user.clone(), key.clone());
+            let earlier = self
+                .read(move |conn| async move { replay(&conn, &owner, Some(&key)).await })
+                .await?;
+            if let Some(receipt) = earlier {
+                return Ok(SaveOutcome::Saved(receipt));
+            }
+        }
+        match self.check_duplicate(user, content).await? {
+            DuplicateCheck::Duplicate { note_id } => {
+                let note = self.get_note(user, &note_id).await?;
+                return Ok(SaveOutcome::Duplicate {
+                    version: note_version(&note.content),
+                    note_id,
+                });
+            }
+            DuplicateCheck::Similar { notes } if similar == Similar::Refuse => {
+                return Ok(SaveOutcome::Similar(notes));
+            }
+            _ => {}
+        }
+        self.store_note_once(user, call, content, metadata)
+            .await
+            .map(SaveOutcome::Saved)
+    }
+
     /// The near-duplicate threshold this store applies (cosine, `0..=1`).
     pub fn duplicate_similarity(&self) -> f32 {
         self.inner.duplicate_similarity
@@ -216,7 +275,7 @@ mod tests {
     #[test]
     fn normalising_ignores_case_punctuation_and_spacing() {
         for (a, b) in [
-            ("The user's cat is Mia.", "the user s  cat is mia"),
+            ("The user's cat is Mia.", "the user s cat is mia"),
             ("  Prefers TEA, not coffee!", "prefers tea not coffee"),
             ("Zoë lives in Zürich", "zoë lives in zürich"),
         ] {

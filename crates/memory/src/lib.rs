@@ -46,7 +46,9 @@ mod vector_index;
 mod worker;
 
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
-pub use duplicates::{DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SimilarNote, normalize};
+pub use duplicates::{
+    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
+};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};

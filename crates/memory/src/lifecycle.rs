@@ -327,6 +327,7 @@ impl MemoryStore {
                     category: target.metadata.category,
                     tags: Some(target.metadata.tags.clone()),
                     expires_at: Some(target.metadata.expires_at),
+                    provenance: target.metadata.provenance.clone(),
                 };
                 let expected = note_version(&current.content);
                 self.update_note_patched(user, None, note_id, &target.content, &expected, patch)

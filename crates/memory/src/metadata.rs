@@ -164,11 +164,17 @@ pub struct MetadataPatch {
     pub tags: Option<Vec<String>>,
     /// `Some(None)` removes the expiry.
     pub expires_at: Option<Option<DateTime<Utc>>>,
+    /// Where the new text comes from (an update in a turn that read untrusted input makes the
+    /// note unconfirmed again); `None` keeps the note's provenance.
+    pub provenance: Option<Provenance>,
 }
 
 impl MetadataPatch {
     pub fn is_empty(&self) -> bool {
-        self.category.is_none() && self.tags.is_none() && self.expires_at.is_none()
+        self.category.is_none()
+            && self.tags.is_none()
+            && self.expires_at.is_none()
+            && self.provenance.is_none()
     }
 
     pub(crate) fn apply(&self, mut metadata: NoteMetadata) -> Result<NoteMetadata, MemoryError> {
@@ -180,6 +186,9 @@ impl MetadataPatch {
         }
         if let Some(expires_at) = self.expires_at {
             metadata.expires_at = expires_at;
+        }
+        if let Some(provenance) = &self.provenance {
+            metadata.provenance = Some(provenance.clone());
         }
         metadata.validated()
     }

@@ -171,6 +171,7 @@ mod tests {
             workspace: WorkspacePaths::new(root),
             cancellation: CancellationToken::default(),
             call_id: None,
+            untrusted_input: None,
         };
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

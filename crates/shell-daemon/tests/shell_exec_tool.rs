@@ -29,6 +29,7 @@ fn ctx(d: &Daemon) -> ToolExecutionContext {
         workspace: d.ws.clone(),
         cancellation: CancellationToken::default(),
         call_id: None,
+        untrusted_input: None,
     }
 }
 

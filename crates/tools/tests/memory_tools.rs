@@ -64,6 +64,7 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
         call_id: None,
+        untrusted_input: None,
     }
 }
 

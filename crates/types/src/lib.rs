@@ -26,7 +26,7 @@ pub use config::{
     GatewayLimitsConfig, MemoryConfig, MemoryDialect, ProviderConfig, ProviderKind,
     RetrievalConfig, RuntimeConfig, ToolsConfig,
 };
-pub use context::ToolExecutionContext;
+pub use context::{ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{

@@ -88,6 +88,7 @@ pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionC
         workspace: WorkspacePaths::new(root.join(user)),
         cancellation: CancellationToken::default(),
         call_id: None,
+        untrusted_input: None,
     }
 }
 

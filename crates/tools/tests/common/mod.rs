@@ -108,5 +108,6 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         workspace: WorkspacePaths::new(root),
         cancellation: CancellationToken::default(),
         call_id: None,
+        untrusted_input: None,
     }
 }
