@@ -13,6 +13,8 @@
 mod chunking;
 mod dot;
 pub mod embedding;
+mod encryption;
+mod erase;
 mod error;
 mod facets;
 mod freshness;
@@ -43,6 +45,8 @@ mod worker;
 
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
+pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key};
+pub use erase::Erased;
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
