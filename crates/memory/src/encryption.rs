@@ -92,7 +92,7 @@ const PLAIN_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Whether the database at `path` is unencrypted (its header readable): `None` for a file that
 /// does not exist yet or is shorter than a header (a new database).
-pub(crate) fn is_plaintext(path: &Path) -> Option<bool> {
+pub fn is_plaintext(path: &Path) -> Option<bool> {
     use std::io::Read;
     let mut header = [0u8; 16];
     let mut file = std::fs::File::open(path).ok()?;

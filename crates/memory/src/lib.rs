@@ -45,7 +45,7 @@ mod worker;
 
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
-pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key};
+pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext};
 pub use erase::Erased;
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
