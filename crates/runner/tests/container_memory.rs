@@ -113,14 +113,16 @@ async fn an_encrypted_container_user_keeps_its_key_from_the_shell() {
              for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do \
                tr '\\0' '\\n' < $f 2>/dev/null | grep -q -e \"$k1$k2\" && echo \"FOUND-IN $f\"; \
              done; \
-             grep -rl -e \"$k1$k2\" /workspace /tmp /etc /bin 2>/dev/null | sed 's/^/FOUND-IN /'; \
+             grep -rl -e \"$k1$k2\" /workspace /workspace/alice/shared /workspace/alice/tmp \
+               /workspace/alice/logs /workspace/alice/ipc /tmp /etc 2>/dev/null | sort -u \
+               | sed 's/^/FOUND-IN /'; \
              rm -f /workspace/alice/shared/probe.txt; echo end-of-search"
         ))
         .await;
     assert!(report.contains("end-of-search"), "{report}");
     let found: Vec<&str> = report.lines().filter(|l| l.contains("FOUND-IN")).collect();
     assert!(
-        found.len() == 1 && found[0].ends_with("FOUND-IN /workspace/alice/shared/probe.txt"),
+        found.len() == 1 && found[0].ends_with("shared/probe.txt"),
         "{report}"
     );
     runner_env_ok(&setup, &["stop"], &[]).await;
