@@ -10,6 +10,8 @@
 )]
 mod common;
 
+mod encryption;
+mod erase;
 mod freshness;
 mod lifecycle;
 mod open;
