@@ -140,7 +140,7 @@ impl MemoryStore {
             path: path.to_owned(),
             key: Some(key),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+        Self::open_target(target, embedder, DEFAULT_BATCH, None, NotePolicy::default()).await
     }
 
     pub async fn open_local_with(
