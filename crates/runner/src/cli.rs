@@ -227,6 +227,17 @@ pub enum MemoryAction {
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
     /// metadata (category, tags, context, confidence, expiry).
     Import { file: Option<PathBuf> },
+    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), oldest
+    /// first: time, surface/client, tool, operation, namespace, key or note, outcome, redaction
+    /// counts. Never any note text.
+    Audit {
+        /// Only rows at or after this instant (RFC 3339) or day (YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `--category` and `--tag` of the memory commands.

@@ -17,6 +17,7 @@ mod init_cmd;
 mod interrupt;
 mod log_file;
 mod logs_cmd;
+mod memory_audit;
 mod memory_cmd;
 mod memory_organise;
 mod out;
