@@ -37,7 +37,8 @@ pub(crate) fn screen(config: &GovernanceConfig, text: &str) -> Result<String> {
     }
     match config.surfaces.policy(Surface::Cli).secrets {
         SecretAction::Reject => bail!(
-            "this looks like a secret (an API key, token, password or private key): keep secrets              out of memory; nothing was saved"
+            "this looks like a secret (an API key, token, password or private key): keep secrets \
+             out of memory; nothing was saved"
         ),
         SecretAction::Redact => Ok(pii::redact(text, |k| k == pii::PiiKind::Secret).0),
     }
