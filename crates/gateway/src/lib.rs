@@ -25,6 +25,7 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
 //! - `schema` — the JSON Schema of the protocol ([`protocol_schema`])
+//! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
 //! - `config` — [`GatewayConfig`]
@@ -36,6 +37,7 @@ mod error;
 mod frames;
 mod handshake;
 mod limits;
+mod metrics;
 mod outbound;
 mod schema;
 mod server;

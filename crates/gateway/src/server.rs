@@ -59,7 +59,8 @@ impl Gateway {
         Ok(())
     }
 
-    /// Binds `127.0.0.1:<port>` and serves WebSocket clients on `/` (and `/ws`) until
+    /// Binds `127.0.0.1:<port>` and serves WebSocket clients on `/` (and `/ws`), and each user's
+    /// metrics on `/metrics` (bearer token), until
     /// [`RunningGateway::shutdown`]. Raises the process's soft open-file limit to its hard limit
     /// and derives the connection caps the configuration leaves open from it.
     pub async fn start(self) -> Result<RunningGateway, GatewayError> {
@@ -85,6 +86,7 @@ impl Gateway {
         let app = Router::new()
             .route("/", get(upgrade))
             .route("/ws", get(upgrade))
+            .route("/metrics", get(crate::metrics::serve))
             .with_state(Arc::clone(&shared));
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {

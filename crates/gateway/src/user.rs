@@ -14,6 +14,7 @@ use runtime::{AgentRuntime, Conversation, PendingApprovals, RuntimeError};
 use types::{SessionId, SessionSummary, UserId, WorkspacePaths};
 
 use crate::GatewayToken;
+use crate::metrics::MetricsRender;
 use crate::session::SessionHub;
 
 /// One user served by the gateway.
@@ -24,6 +25,8 @@ pub struct UserAgent {
     pub(crate) workspace: WorkspacePaths,
     pub(crate) runtime: Arc<AgentRuntime>,
     pub(crate) approvals: PendingApprovals,
+    /// What `GET /metrics` serves for this user (none: an empty page).
+    pub(crate) metrics: Option<MetricsRender>,
     live: Mutex<Live>,
 }
 
@@ -74,8 +77,16 @@ impl UserAgent {
             workspace,
             runtime: Arc::new(runtime),
             approvals,
+            metrics: None,
             live: Mutex::default(),
         }
+    }
+
+    /// Serves `render()` (Prometheus text) at `GET /metrics` to a caller with this user's token.
+    #[must_use]
+    pub fn with_metrics(mut self, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        self.metrics = Some(MetricsRender(Arc::new(render)));
+        self
     }
 
     pub fn user_id(&self) -> &UserId {

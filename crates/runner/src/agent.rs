@@ -10,7 +10,7 @@ use std::sync::Arc;
 use memory::{MemoryError, MemoryRetrieval, MemoryStore, OpenOptions};
 use provider::Provider;
 use runtime::{AgentRuntime, ModelLimits};
-use tools::{ToolError, ToolRegistry};
+use tools::{Governance, MemoryMetrics, ToolError, ToolRegistry};
 use types::AgentConfig;
 
 /// Where the agent's memory is, as the health file reports it.
@@ -44,6 +44,8 @@ pub struct Agent {
     pub memory: MemoryState,
     /// Deletes expired notes every few minutes while it is kept (see [`SWEEP_EVERY`]).
     pub sweeper: Option<memory::Sweeper>,
+    /// This user's memory tool metrics; [`MemoryMetrics::render`] is what `GET /metrics` serves.
+    pub metrics: Arc<MemoryMetrics>,
 }
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
@@ -80,7 +82,17 @@ pub async fn compose(
         };
         (Some(store), state)
     };
-    let registry = registry(store.as_ref(), config).map_err(ComposeError::Tools)?;
+    let metrics = MemoryMetrics::new()
+        .map(Arc::new)
+        .map_err(|e| ComposeError::Tools(ToolError::execution_with("metrics registry", e)))?;
+    let mut governance =
+        Governance::new(config.governance.clone()).with_metrics(Arc::clone(&metrics));
+    if let Some(store) = &store {
+        governance = governance.with_audit(Arc::new(store.clone()));
+    }
+    let registry = registry(store.as_ref(), config)
+        .map_err(ComposeError::Tools)?
+        .with_governance(Arc::new(governance));
     let mut runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),
@@ -96,6 +108,7 @@ pub async fn compose(
         runtime,
         memory,
         sweeper,
+        metrics,
     })
 }
 
@@ -262,5 +275,67 @@ mod tests {
         let prompt = request.system_prompt().unwrap_or_default();
         assert!(!prompt.contains(NOTE), "disabled memory recalled: {prompt}");
         assert_eq!(memory_tools_in(&request), Vec::<String>::new());
+    }
+
+    /// The agent's own tool calls pass the same governance as every other surface: the scripted
+    /// model saves a note, then a secret (refused), then a note past the rate limit (limited);
+    /// each is audited as the agent surface and counted in the agent's metrics.
+    #[tokio::test]
+    async fn the_agents_own_memory_calls_are_governed_audited_and_counted() {
+        use test_support::ScriptedToolCall;
+        let server = ScriptedLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(&server, true);
+        config.governance = serde_json::from_value(serde_json::json!({
+            "rate_limits": {"tools": {"memory_save": {"per_minute": 1, "burst": 2}}}
+        }))
+        .unwrap();
+        let provider = provider::from_config(&config.provider).unwrap();
+        let agent = compose(&config, dir.path(), provider, options())
+            .await
+            .unwrap();
+        let save = |id: &str, text: &str| {
+            ScriptedToolCall::new("memory_save", serde_json::json!({"content": text})).with_id(id)
+        };
+        server.push(ScriptedReply::tool_calls(vec![
+            save("c1", "likes rooibos tea"),
+            save("c2", "the api key is sk-abcdefghijklmnopqrstuvwx"),
+            save("c3", "works from Lisbon"),
+        ]));
+        let request = turn(&server, &agent, dir.path(), "remember these").await;
+        let results: Vec<String> = request
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(results.len(), 3, "{results:?}");
+        assert!(results[0].contains("note_id"), "{}", results[0]);
+        assert!(results[1].contains("PII_DETECTED"), "{}", results[1]);
+        assert!(results[2].contains("RATE_LIMITED"), "{}", results[2]);
+
+        let store = MemoryStore::open_with(&config.memory, dir.path(), options())
+            .await
+            .unwrap();
+        let rows = store.audit_log(None, 100).await.unwrap();
+        let summary: Vec<(&str, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.surface.as_str(), r.tool.as_str(), r.outcome.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("agent", "memory_save", "ok"),
+                ("agent", "memory_save", "rejected"),
+                ("agent", "memory_save", "rate_limited"),
+            ]
+        );
+        let metrics = agent.metrics.render();
+        for status in ["ok", "rejected", "rate_limited"] {
+            let series = format!(
+                "memory_tool_requests_total{{namespace=\"notes\",status=\"{status}\",tool_name=\"memory_save\"}} 1"
+            );
+            assert!(metrics.contains(&series), "{series} in {metrics}");
+        }
     }
 }

@@ -239,6 +239,17 @@ pub enum MemoryAction {
     /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
     /// user's agent must be stopped.
     Rekey,
+    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), oldest
+    /// first: time, surface/client, tool, operation, namespace, key or note, outcome, redaction
+    /// counts. Never any note text.
+    Audit {
+        /// Only rows at or after this instant (RFC 3339) or day (YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `--category` and `--tag` of the memory commands.

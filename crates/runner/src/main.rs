@@ -19,6 +19,7 @@ mod interrupt;
 mod keys_cmd;
 mod log_file;
 mod logs_cmd;
+mod memory_audit;
 mod memory_cmd;
 mod memory_organise;
 mod out;

@@ -8,7 +8,7 @@ use memory::{HybridQuery, MemoryStore, OpenOptions, Weights};
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
-use crate::{Global, memory_organise};
+use crate::{Global, memory_audit, memory_organise};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -75,10 +75,17 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match args.action {
         MemoryAction::Save { text, organise } => {
-            let note = store
-                .store_note(&user, &text, memory_organise::save_metadata(&organise)?)
+            let text = memory_audit::screen(&config.governance, &text)?;
+            let key = memory_audit::cli_write("save", None);
+            let receipt = store
+                .store_note_once(
+                    &user,
+                    Some(&key),
+                    &text,
+                    memory_organise::save_metadata(&organise)?,
+                )
                 .await?;
-            print_json(&mut out, &serde_json::json!({ "note_id": note.note_id }))?;
+            print_json(&mut out, &serde_json::json!({ "note_id": receipt.note_id }))?;
         }
         MemoryAction::Search {
             query,
@@ -118,17 +125,29 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
-            let note = store
-                .update_note(&user, &parse_note_id(&note_id)?, &text)
+            let text = memory_audit::screen(&config.governance, &text)?;
+            let id = parse_note_id(&note_id)?;
+            let current = store.get_note(&user, &id).await?;
+            let key = memory_audit::cli_write("update", Some(id.as_str()));
+            let receipt = store
+                .update_note_patched(
+                    &user,
+                    Some(&key),
+                    &id,
+                    &text,
+                    &memory::note_version(&current.content),
+                    memory::MetadataPatch::default(),
+                )
                 .await?;
             print_json(
                 &mut out,
-                &serde_json::json!({ "note_id": note.note_id, "message": "note updated" }),
+                &serde_json::json!({ "note_id": receipt.note_id, "message": "note updated" }),
             )?;
         }
         MemoryAction::Delete { note_id } => {
             let id = parse_note_id(&note_id)?;
-            store.delete_note(&user, &id).await?;
+            let key = memory_audit::cli_write("delete", Some(id.as_str()));
+            store.delete_note_once(&user, Some(&key), &id).await?;
             print_json(
                 &mut out,
                 &serde_json::json!({ "note_id": id, "message": "note deleted" }),
@@ -172,6 +191,9 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
+        MemoryAction::Audit { since, json } => {
+            memory_audit::print(&store, since.as_deref(), json, &mut out).await?;
+        }
         MemoryAction::Import { file } => {
             let notes = match file {
                 Some(path) => {

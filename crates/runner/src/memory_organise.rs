@@ -105,7 +105,7 @@ pub async fn list(
     Ok(())
 }
 
-fn since(text: &str) -> Result<DateTime<Utc>> {
+pub(crate) fn since(text: &str) -> Result<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.with_timezone(&Utc));
     }

@@ -242,3 +242,62 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
         "{stats:?} → {stats_after:?}"
     );
 }
+
+#[test]
+fn cli_writes_are_audited_in_their_transaction_and_secrets_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let saved = ok_json(runner(root, "alice", &["save", "likes oolong tea"]));
+    let id = saved["note_id"].as_str().unwrap().to_owned();
+    ok_json(runner(root, "alice", &["update", &id, "likes green tea"]));
+    let err = err_line(runner(
+        root,
+        "alice",
+        &["save", "deploy key ghp_abcdefghijklmnopqrstuvwxyz0123"],
+    ));
+    assert!(err.contains("keep secrets out of memory"), "{err}");
+    ok_json(runner(root, "alice", &["delete", &id]));
+
+    let rows = ok_json(runner(root, "alice", &["audit", "--json"]));
+    let summary: Vec<(String, String, String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("surface"), s("tool"), s("outcome"), s("note_id"))
+        })
+        .collect();
+    let row = |tool: &str| {
+        (
+            "cli".to_owned(),
+            tool.to_owned(),
+            "ok".to_owned(),
+            id.clone(),
+        )
+    };
+    assert_eq!(
+        summary,
+        [
+            row("memory save"),
+            row("memory update"),
+            row("memory delete")
+        ]
+    );
+    let dump = rows.to_string();
+    assert!(!dump.contains("tea") && !dump.contains("ghp_"), "{dump}");
+
+    let out = runner(root, "alice", &["audit", "--since", "2000-01-01"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.contains(" cli/runner memory save write notes "),
+        "{text}"
+    );
+    let future = ok_json(runner(
+        root,
+        "alice",
+        &["audit", "--since", "2999-01-01", "--json"],
+    ));
+    assert_eq!(future, serde_json::json!([]));
+}

@@ -1,5 +1,7 @@
 //! Tool-layer benchmark: what the registry pipeline (parse, validate, dispatch, timeout, scrub,
-//! truncate) adds to a call, and memory tools through the registry against the raw memory API.
+//! truncate) adds to a call, what the governance stages (permission, rate limit, PII and secret
+//! screening, result redaction, metrics) add to a memory call, and memory tools through the
+//! registry against the raw memory API.
 //!
 //! `cargo run --release -p tools --bin tools-bench [-- --calls N]`
 
@@ -54,6 +56,154 @@ impl Tool for Noop {
     ) -> Result<String, ToolError> {
         Ok("shared/notes.md: 3 matches, first at line 12: the user prefers green tea".into())
     }
+}
+
+/// A memory write that stores nothing: governed like one, so a call measures the stages alone.
+#[derive(Debug)]
+struct GovernedNoop;
+
+#[async_trait]
+impl Tool for GovernedNoop {
+    fn name(&self) -> &str {
+        "gnoop"
+    }
+    fn description(&self) -> &str {
+        "Does nothing, governed as a memory write."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": { "content": { "type": "string", "maxLength": 8192 } },
+            "required": ["content"],
+            "additionalProperties": false
+        })
+    }
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::SideEffecting
+    }
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<tools::MemoryAccess> {
+        Some(tools::MemoryAccess::notes_write(&["content"]))
+    }
+    async fn execute(
+        &self,
+        args: &serde_json::Value,
+        _ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        Ok(json!({"note_id": "note-0", "echo": args["content"]}).to_string())
+    }
+}
+
+/// An audit sink that only counts (the real one is a row inside the write's own transaction).
+#[derive(Debug, Default)]
+struct CountingSink(std::sync::atomic::AtomicU64);
+
+#[async_trait]
+impl tools::governance::AuditSink for CountingSink {
+    async fn append(
+        &self,
+        _user: &UserId,
+        _entry: &memory::AuditEntry<'_>,
+    ) -> Result<(), memory::MemoryError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Registry calls of the same write tool, ungoverned (`memory_access` hidden) and governed as an
+/// MCP client's write (permissions, rate limits, PII redaction in and out, metrics).
+async fn governance_overhead(
+    calls: usize,
+    ctx: &ToolExecutionContext,
+) -> Result<(), Box<dyn std::error::Error>> {
+    #[derive(Debug)]
+    struct Plain;
+    #[async_trait]
+    impl Tool for Plain {
+        fn name(&self) -> &str {
+            "gnoop"
+        }
+        fn description(&self) -> &str {
+            GovernedNoop.description()
+        }
+        fn parameters(&self) -> serde_json::Value {
+            GovernedNoop.parameters()
+        }
+        fn safety_tier(&self) -> SafetyTier {
+            GovernedNoop.safety_tier()
+        }
+        fn timeout(&self) -> Duration {
+            GovernedNoop.timeout()
+        }
+        async fn execute(
+            &self,
+            args: &serde_json::Value,
+            ctx: &ToolExecutionContext,
+        ) -> Result<String, ToolError> {
+            GovernedNoop.execute(args, ctx).await
+        }
+    }
+    let config: types::GovernanceConfig = serde_json::from_value(json!({
+        "tool_permissions": {"gnoop": {"allowed_namespaces": ["session.*", "notes"],
+                                        "operations": ["read", "write"]}},
+        "rate_limits": {"tools": {"*": {"per_minute": 1e12, "burst": 1000000}},
+                        "namespaces": {"notes": {"per_minute": 1e12, "burst": 1000000}}},
+    }))?;
+    let governance = tools::Governance::new(config)
+        .with_metrics(Arc::new(tools::MemoryMetrics::new()?))
+        .with_audit(Arc::new(CountingSink::default()));
+    let mut governed = ToolRegistry::default().with_governance(Arc::new(governance));
+    governed.register(Arc::new(GovernedNoop))?;
+    let mut plain = ToolRegistry::default();
+    plain.register(Arc::new(Plain))?;
+    let mcp = ToolExecutionContext {
+        surface: types::CallSurface::new(types::Surface::Mcp).with_client("bench"),
+        ..ctx.clone()
+    };
+    // A 600-byte note: prose with numbers, one e-mail address to redact.
+    let content = "The user moved the weekly planning meeting to Tuesdays at 10:30 in room 404, \
+        prefers green tea, runs 10 km on Sundays, works on project 37 with a team of 12 since \
+        2023, and wants reports as PDF. Version 3.14.159 of the tool shipped on 2024-01-15; the \
+        order #123456 arrived in 3-5 days. Contact for the project is jo.doe@example.com. The \
+        thermostat stays at 21 degrees between 6 and 22 o'clock, and the quarterly revenue grew \
+        12.5% to 4,500,000 EUR. Bring the Q3 numbers and the laptop with 16 GB of memory.";
+    let raw = json!({ "content": content }).to_string();
+    for _ in 0..1000 {
+        plain.execute("gnoop", &raw, &mcp).await;
+        governed.execute("gnoop", &raw, &mcp).await;
+    }
+    let (mut a, mut b) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for _ in 0..calls {
+        let t = Instant::now();
+        let out = plain.execute("gnoop", &raw, &mcp).await;
+        a.push(t.elapsed());
+        assert!(out.ok);
+        let t = Instant::now();
+        let out = governed.execute("gnoop", &raw, &mcp).await;
+        b.push(t.elapsed());
+        assert!(
+            out.ok && out.output.contains("[REDACTED:email]"),
+            "{}",
+            out.output
+        );
+    }
+    a.sort_unstable();
+    b.sort_unstable();
+    let (p50a, p95a) = (percentile(&a, 0.5), percentile(&a, 0.95));
+    let (p50b, p95b) = (percentile(&b, 0.5), percentile(&b, 0.95));
+    println!(
+        "Governance stages on a 600-byte MCP write ({calls} calls each, interleaved):\n\n| call | p50 | p95 |\n|---|---|---|"
+    );
+    println!("| registry, ungoverned | {} | {} |", us(p50a), us(p95a));
+    println!("| registry, governed | {} | {} |", us(p50b), us(p95b));
+    println!(
+        "| **governance overhead** | {} | {} |\n",
+        us(p50b.saturating_sub(p50a)),
+        us(p95b.saturating_sub(p95a))
+    );
+    Ok(())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -147,6 +297,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         us(piped.p50.saturating_sub(direct.p50)),
         us(piped.p95.saturating_sub(direct.p95))
     );
+
+    governance_overhead(calls, &ctx).await?;
 
     let store = MemoryStore::open_local(
         &ctx.workspace.default_memory_db(),

@@ -39,7 +39,9 @@ pub async fn run(
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
     let agent = runner::compose(&config, &ws.root, provider, options).await?;
     let memory = agent.memory;
-    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
+    let metrics = agent.metrics;
+    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
+        .with_metrics(move || metrics.render());
     let limits = &config.gateway;
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
