@@ -167,7 +167,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
         restored
     );
     for leg in searched(&f.store, &alice, "yellow sticker").await {
-        assert_eq!(leg, [note.content.clone()]);
+        assert_eq!(leg, std::slice::from_ref(&note.content));
     }
     assert_eq!(rows_of(&raw, &note.note_id).await, [0, 0, 1, 1, 1, 1]);
     assert!(f.store.list_deleted(&alice).await.unwrap().is_empty());
@@ -294,7 +294,7 @@ async fn purge_after_the_retention_window_leaves_nothing_behind() {
 
     // Past it: versions and tombstone go; the text is nowhere in the database.
     let purged = f.store.purge_deleted(Duration::zero()).await.unwrap();
-    assert_eq!(purged, [note.note_id.clone()]);
+    assert_eq!(purged, std::slice::from_ref(&note.note_id));
     assert_eq!(rows_of(&raw, &note.note_id).await, [0; 6]);
     assert_eq!(raw.fts_matches("0101").await, 0);
     assert_eq!(raw.fts_matches("0202").await, 0);
@@ -335,7 +335,7 @@ async fn an_expired_note_is_swept_with_its_versions() {
     }
     assert_eq!(
         f.store.sweep_expired().await.unwrap(),
-        [note.note_id.clone()]
+        std::slice::from_ref(&note.note_id)
     );
     assert_eq!(rows_of(&f.raw().await, &note.note_id).await, [0; 6]);
 }

@@ -25,68 +25,224 @@ use crate::{BenchResult, EmbedderKind};
 /// Pairs that say the same thing.
 const SAME: &[(&str, &str)] = &[
     ("The user's cat is called Mia", "User has a cat named Mia"),
-    ("Alice drinks green tea every morning", "Every morning Alice has a cup of green tea"),
-    ("The user prefers dark mode in all editors", "User likes dark mode in every editor"),
-    ("User is allergic to peanuts", "The user has a peanut allergy"),
-    ("The user's birthday is on 3 May", "User was born on May 3rd"),
-    ("The user works as a nurse at the city hospital", "User is a nurse at the city hospital"),
-    ("User lives in Lisbon, Portugal", "The user's home is in Lisbon, Portugal"),
-    ("The user wants replies in British English", "Reply to the user in British English"),
-    ("User's favourite programming language is Rust", "The user likes Rust best among programming languages"),
-    ("The user's daughter is named Sofia", "User has a daughter called Sofia"),
-    ("User runs 5 km every Saturday morning", "Every Saturday morning the user goes for a 5 km run"),
-    ("The user's manager is Priya Nair", "Priya Nair is the user's manager"),
-    ("User prefers aisle seats on flights", "On flights the user likes an aisle seat"),
-    ("The project deadline is 14 March", "Project is due on 14 March"),
-    ("The user speaks Portuguese and Spanish", "User speaks Spanish and Portuguese"),
-    ("The staging server runs on port 8443", "Staging server uses port 8443"),
+    (
+        "Alice drinks green tea every morning",
+        "Every morning Alice has a cup of green tea",
+    ),
+    (
+        "The user prefers dark mode in all editors",
+        "User likes dark mode in every editor",
+    ),
+    (
+        "User is allergic to peanuts",
+        "The user has a peanut allergy",
+    ),
+    (
+        "The user's birthday is on 3 May",
+        "User was born on May 3rd",
+    ),
+    (
+        "The user works as a nurse at the city hospital",
+        "User is a nurse at the city hospital",
+    ),
+    (
+        "User lives in Lisbon, Portugal",
+        "The user's home is in Lisbon, Portugal",
+    ),
+    (
+        "The user wants replies in British English",
+        "Reply to the user in British English",
+    ),
+    (
+        "User's favourite programming language is Rust",
+        "The user likes Rust best among programming languages",
+    ),
+    (
+        "The user's daughter is named Sofia",
+        "User has a daughter called Sofia",
+    ),
+    (
+        "User runs 5 km every Saturday morning",
+        "Every Saturday morning the user goes for a 5 km run",
+    ),
+    (
+        "The user's manager is Priya Nair",
+        "Priya Nair is the user's manager",
+    ),
+    (
+        "User prefers aisle seats on flights",
+        "On flights the user likes an aisle seat",
+    ),
+    (
+        "The project deadline is 14 March",
+        "Project is due on 14 March",
+    ),
+    (
+        "The user speaks Portuguese and Spanish",
+        "User speaks Spanish and Portuguese",
+    ),
+    (
+        "The staging server runs on port 8443",
+        "Staging server uses port 8443",
+    ),
     ("The user is vegetarian", "User follows a vegetarian diet"),
-    ("User's car is a blue Toyota Corolla", "The user drives a blue Toyota Corolla"),
-    ("The user takes the 7:40 train to work", "User commutes on the 7:40 train"),
-    ("The user does not like meetings before 10am", "User dislikes meetings earlier than 10am"),
-    ("The user's dentist is Dr. Rui Costa", "Dr. Rui Costa is the user's dentist"),
-    ("User plays the cello in an amateur orchestra", "The user is a cellist in an amateur orchestra"),
-    ("The user's wifi network is called Casa5G", "User's home wifi is named Casa5G"),
-    ("The user wants code examples in Python", "Give the user code examples in Python"),
+    (
+        "User's car is a blue Toyota Corolla",
+        "The user drives a blue Toyota Corolla",
+    ),
+    (
+        "The user takes the 7:40 train to work",
+        "User commutes on the 7:40 train",
+    ),
+    (
+        "The user does not like meetings before 10am",
+        "User dislikes meetings earlier than 10am",
+    ),
+    (
+        "The user's dentist is Dr. Rui Costa",
+        "Dr. Rui Costa is the user's dentist",
+    ),
+    (
+        "User plays the cello in an amateur orchestra",
+        "The user is a cellist in an amateur orchestra",
+    ),
+    (
+        "The user's wifi network is called Casa5G",
+        "User's home wifi is named Casa5G",
+    ),
+    (
+        "The user wants code examples in Python",
+        "Give the user code examples in Python",
+    ),
     ("User is learning Japanese", "The user is studying Japanese"),
-    ("The user's partner is called Tomás", "User's partner's name is Tomás"),
+    (
+        "The user's partner is called Tomás",
+        "User's partner's name is Tomás",
+    ),
     ("The user has two kids", "User has two children"),
-    ("The user uses Neovim as their editor", "User's editor is Neovim"),
-    ("Backups run every night at 2am", "Nightly backups run at 2am"),
-    ("User prefers metric units", "The user wants measurements in metric units"),
+    (
+        "The user uses Neovim as their editor",
+        "User's editor is Neovim",
+    ),
+    (
+        "Backups run every night at 2am",
+        "Nightly backups run at 2am",
+    ),
+    (
+        "User prefers metric units",
+        "The user wants measurements in metric units",
+    ),
 ];
 
 /// Pairs about the same topic that say different things.
 const DIFFERENT: &[(&str, &str)] = &[
-    ("The user's cat is called Mia", "The user's dog is called Mia"),
-    ("Alice drinks green tea every morning", "Alice drinks coffee every morning"),
-    ("The user prefers dark mode in all editors", "The user prefers light mode in all editors"),
-    ("User is allergic to peanuts", "User is allergic to penicillin"),
-    ("The user's birthday is on 3 May", "The user's wedding anniversary is on 3 May"),
-    ("The user works as a nurse at the city hospital", "The user's sister works as a nurse at the city hospital"),
-    ("User lives in Lisbon, Portugal", "User used to live in Porto, Portugal"),
-    ("The user wants replies in British English", "The user wants replies in Portuguese"),
-    ("User's favourite programming language is Rust", "User's least favourite programming language is Rust"),
-    ("The user's daughter is named Sofia", "The user's niece is named Sofia"),
-    ("User runs 5 km every Saturday morning", "User swims 2 km every Sunday evening"),
-    ("The user's manager is Priya Nair", "The user's manager is Daniel Okafor"),
-    ("User prefers aisle seats on flights", "User prefers window seats on trains"),
-    ("The project deadline is 14 March", "The project kickoff is 2 February"),
-    ("The user speaks Portuguese and Spanish", "The user is learning German"),
-    ("The staging server runs on port 8443", "The production server runs on port 443"),
+    (
+        "The user's cat is called Mia",
+        "The user's dog is called Mia",
+    ),
+    (
+        "Alice drinks green tea every morning",
+        "Alice drinks coffee every morning",
+    ),
+    (
+        "The user prefers dark mode in all editors",
+        "The user prefers light mode in all editors",
+    ),
+    (
+        "User is allergic to peanuts",
+        "User is allergic to penicillin",
+    ),
+    (
+        "The user's birthday is on 3 May",
+        "The user's wedding anniversary is on 3 May",
+    ),
+    (
+        "The user works as a nurse at the city hospital",
+        "The user's sister works as a nurse at the city hospital",
+    ),
+    (
+        "User lives in Lisbon, Portugal",
+        "User used to live in Porto, Portugal",
+    ),
+    (
+        "The user wants replies in British English",
+        "The user wants replies in Portuguese",
+    ),
+    (
+        "User's favourite programming language is Rust",
+        "User's least favourite programming language is Rust",
+    ),
+    (
+        "The user's daughter is named Sofia",
+        "The user's niece is named Sofia",
+    ),
+    (
+        "User runs 5 km every Saturday morning",
+        "User swims 2 km every Sunday evening",
+    ),
+    (
+        "The user's manager is Priya Nair",
+        "The user's manager is Daniel Okafor",
+    ),
+    (
+        "User prefers aisle seats on flights",
+        "User prefers window seats on trains",
+    ),
+    (
+        "The project deadline is 14 March",
+        "The project kickoff is 2 February",
+    ),
+    (
+        "The user speaks Portuguese and Spanish",
+        "The user is learning German",
+    ),
+    (
+        "The staging server runs on port 8443",
+        "The production server runs on port 443",
+    ),
     ("The user is vegetarian", "The user's son is vegan"),
-    ("User's car is a blue Toyota Corolla", "User's bike is a red Trek"),
-    ("The user takes the 7:40 train to work", "The user takes the bus home at 18:10"),
-    ("The user does not like meetings before 10am", "The user has a standing meeting at 10am on Mondays"),
-    ("The user's dentist is Dr. Rui Costa", "The user's doctor is Dr. Ana Lima"),
-    ("User plays the cello in an amateur orchestra", "User's son plays the violin at school"),
-    ("The user's wifi network is called Casa5G", "The user's office wifi password is stored in the vault"),
-    ("The user wants code examples in Python", "The user writes production code in Go"),
+    (
+        "User's car is a blue Toyota Corolla",
+        "User's bike is a red Trek",
+    ),
+    (
+        "The user takes the 7:40 train to work",
+        "The user takes the bus home at 18:10",
+    ),
+    (
+        "The user does not like meetings before 10am",
+        "The user has a standing meeting at 10am on Mondays",
+    ),
+    (
+        "The user's dentist is Dr. Rui Costa",
+        "The user's doctor is Dr. Ana Lima",
+    ),
+    (
+        "User plays the cello in an amateur orchestra",
+        "User's son plays the violin at school",
+    ),
+    (
+        "The user's wifi network is called Casa5G",
+        "The user's office wifi password is stored in the vault",
+    ),
+    (
+        "The user wants code examples in Python",
+        "The user writes production code in Go",
+    ),
     ("User is learning Japanese", "User is teaching English"),
-    ("The user's partner is called Tomás", "The user's brother is called Tomás"),
+    (
+        "The user's partner is called Tomás",
+        "The user's brother is called Tomás",
+    ),
     ("The user has two kids", "The user has two cats"),
-    ("The user uses Neovim as their editor", "The user uses VS Code at work"),
-    ("Backups run every night at 2am", "Log rotation runs every Sunday at 3am"),
+    (
+        "The user uses Neovim as their editor",
+        "The user uses VS Code at work",
+    ),
+    (
+        "Backups run every night at 2am",
+        "Log rotation runs every Sunday at 3am",
+    ),
     ("User prefers metric units", "User prefers 24-hour time"),
 ];
 
@@ -121,7 +277,9 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
         different.len(),
         kind.as_str()
     );
-    println!("| threshold | recall (same caught) | precision | different flagged |\n|---|---|---|---|");
+    println!(
+        "| threshold | recall (same caught) | precision | different flagged |\n|---|---|---|---|"
+    );
     for step in 0..=14 {
         let t = 0.70 + 0.02 * f32::from(u8::try_from(step).unwrap_or(0));
         let caught = same.iter().filter(|s| **s >= t).count();
@@ -137,7 +295,9 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
     }
     let max_different = different.iter().copied().fold(f32::MIN, f32::max);
     let min_same = same.iter().copied().fold(f32::MAX, f32::min);
-    println!("\nhighest different-fact cosine {max_different:.3}, lowest same-fact cosine {min_same:.3}");
+    println!(
+        "\nhighest different-fact cosine {max_different:.3}, lowest same-fact cosine {min_same:.3}"
+    );
 
     // Latency of the check at n notes.
     embedder.embed(&["load the model".to_owned()]).await?;
@@ -189,7 +349,10 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
     }
     println!("\nduplicate check at {n} notes (ms)\n");
     println!("| text | p50 | p95 | p99 |\n|---|---|---|---|");
-    for (label, v) in [("new (hash miss, then cosine)", &fresh), ("exact copy (hash hit)", &exact)] {
+    for (label, v) in [
+        ("new (hash miss, then cosine)", &fresh),
+        ("exact copy (hash hit)", &exact),
+    ] {
         println!(
             "| {label} | {:.3} | {:.3} | {:.3} |",
             percentile(v, 50.0),
