@@ -250,6 +250,8 @@ impl Conn {
             cancellation: started.cancel,
             call_id: None,
             untrusted_input: None,
+            surface: types::CallSurface::new(types::Surface::Agent),
+            audit: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

@@ -172,6 +172,8 @@ mod tests {
             cancellation: CancellationToken::default(),
             call_id: None,
             untrusted_input: None,
+            surface: types::CallSurface::default(),
+            audit: None,
         };
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

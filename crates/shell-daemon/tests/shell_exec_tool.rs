@@ -30,6 +30,8 @@ fn ctx(d: &Daemon) -> ToolExecutionContext {
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 

@@ -64,6 +64,8 @@ fn ctx(root: &std::path::Path, call_id: Option<&str>) -> ToolExecutionContext {
         cancellation: CancellationToken::default(),
         call_id: call_id.map(str::to_owned),
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 

@@ -63,6 +63,8 @@ impl Env {
             cancellation: CancellationToken::default(),
             call_id: None,
             untrusted_input: None,
+            surface: types::CallSurface::default(),
+            audit: None,
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

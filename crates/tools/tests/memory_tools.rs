@@ -65,6 +65,8 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 

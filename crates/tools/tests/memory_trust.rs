@@ -65,6 +65,8 @@ fn ctx(root: &std::path::Path, untrusted: Option<UntrustedInput>) -> ToolExecuti
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: untrusted,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 

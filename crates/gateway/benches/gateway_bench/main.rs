@@ -279,6 +279,8 @@ async fn main() -> anyhow::Result<()> {
             cancellation: CancellationToken::default(),
             call_id: None,
             untrusted_input: None,
+            surface: types::CallSurface::default(),
+            audit: None,
         };
         let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
         let start = Instant::now();

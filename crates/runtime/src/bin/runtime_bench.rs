@@ -240,6 +240,8 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
                 cancellation: CancellationToken::default(),
                 call_id: None,
                 untrusted_input: None,
+                surface: types::CallSurface::default(),
+                audit: None,
             };
             let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
             let start = Instant::now();

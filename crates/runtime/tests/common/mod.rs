@@ -89,6 +89,8 @@ pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionC
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 

@@ -108,6 +108,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     };
 
     println!("# tools-bench ({calls} pipeline calls)\n");

@@ -9,8 +9,8 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, provenance, receipt_message, settle,
-    store,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, receipt_message,
+    settle, store,
 };
 use super::meta_args::{add_organising_properties, save_metadata};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
@@ -88,6 +88,10 @@ impl Tool for MemorySave {
         )
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "tags"]))
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -97,7 +101,7 @@ impl Tool for MemorySave {
         op.run(async {
             let memory = store(&self.memory)?;
             let content = content_arg(args)?;
-            let key = call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
+            let key = audited_call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
             let origin = match args.get("source").and_then(Value::as_str) {
                 Some("user") => Origin::User,
                 _ => Origin::Model,

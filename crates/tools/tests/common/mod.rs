@@ -109,5 +109,7 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         cancellation: CancellationToken::default(),
         call_id: None,
         untrusted_input: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
