@@ -75,3 +75,4 @@ pub use retrieval::MemoryRetrieval;
 pub use sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
+pub use transfer::{ImportReport, ImportSimilar, ImportSkip};

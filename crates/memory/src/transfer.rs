@@ -1,11 +1,18 @@
 //! Moving a user's notes in and out whole: export (ids and timestamps kept) and import (notes whose
-//! id already exists are skipped, so importing the same file twice is harmless).
+//! id already exists are skipped, so importing the same file twice is harmless). A checked import
+//! ([`MemoryStore::import_notes_checked`]) also leaves out notes the user already has (exact or,
+//! unless allowed, near duplicates) and records each note's provenance as an import.
 
-use types::UserId;
+use std::collections::HashSet;
 
+use serde::Serialize;
+use types::{NoteId, UserId};
+
+use crate::duplicates::{DuplicateCheck, Similar, SimilarNote, normalize};
 use crate::error::MemoryError;
 use crate::indexing::prepare_many;
 use crate::notes::{ExportedNote, NoteWrite, insert_note, note_exists, validate};
+use crate::provenance::{Origin, Provenance};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::to_text;
 
@@ -81,4 +88,85 @@ impl MemoryStore {
         tracing::info!(user = %user, added, "imported notes");
         Ok(added)
     }
+
+    /// [`MemoryStore::import_notes`] without duplicates: a note whose text the user already has
+    /// (or that repeats an earlier line of the file) is left out, and so is a near-duplicate
+    /// unless `similar` is [`Similar::Allow`]; both are reported. Every imported note's
+    /// provenance says `import` (a note the file marks unconfirmed stays unconfirmed).
+    pub async fn import_notes_checked(
+        &self,
+        user: &UserId,
+        notes: Vec<ExportedNote>,
+        similar: Similar,
+    ) -> Result<ImportReport, MemoryError> {
+        let mut report = ImportReport::default();
+        let mut keep = Vec::with_capacity(notes.len());
+        let mut seen = HashSet::new();
+        for mut note in notes {
+            validate(&note.content)?;
+            if !seen.insert(normalize(&note.content)) {
+                report.duplicates.push(ImportSkip {
+                    note_id: note.note_id,
+                    existing: None,
+                });
+                continue;
+            }
+            match self.check_duplicate(user, &note.content).await? {
+                // The same note already imported: `import_notes` skips it by id.
+                DuplicateCheck::Duplicate { note_id } if note_id == note.note_id => {}
+                DuplicateCheck::Duplicate { note_id } => {
+                    report.duplicates.push(ImportSkip {
+                        note_id: note.note_id,
+                        existing: Some(note_id),
+                    });
+                    continue;
+                }
+                DuplicateCheck::Similar { notes } if similar == Similar::Refuse => {
+                    report.similar.push(ImportSimilar {
+                        note_id: note.note_id,
+                        similar: notes,
+                    });
+                    continue;
+                }
+                _ => {}
+            }
+            let confirmed = note
+                .metadata
+                .provenance
+                .as_ref()
+                .is_none_or(|p| p.confirmed);
+            note.metadata.provenance = Some(Provenance {
+                confirmed,
+                ..Provenance::outside_turn(Origin::Import)
+            });
+            keep.push(note);
+        }
+        report.imported = self.import_notes(user, keep).await?;
+        Ok(report)
+    }
+}
+
+/// What a checked import did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ImportReport {
+    /// Notes added.
+    pub imported: usize,
+    /// Notes left out: the user (or an earlier line) already has the same text.
+    pub duplicates: Vec<ImportSkip>,
+    /// Notes left out as near-duplicates of these stored notes.
+    pub similar: Vec<ImportSimilar>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportSkip {
+    /// The id the file gave the note.
+    pub note_id: NoteId,
+    /// The stored note with the same text (`None`: an earlier line of the file).
+    pub existing: Option<NoteId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportSimilar {
+    pub note_id: NoteId,
+    pub similar: Vec<SimilarNote>,
 }

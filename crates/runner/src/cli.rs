@@ -176,11 +176,15 @@ pub struct MemoryArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum MemoryAction {
-    /// Save a note; prints {"note_id": ...}.
+    /// Save a note; prints {"note_id": ...}. A note the user already has is not saved again
+    /// (prints the existing id); a near-duplicate only with --allow-similar.
     Save {
         text: String,
         #[command(flatten)]
         organise: Organise,
+        /// Save even when similar notes exist.
+        #[arg(long = "allow-similar")]
+        allow_similar: bool,
     },
     /// Search the user's notes.
     Search {
@@ -215,8 +219,22 @@ pub enum MemoryAction {
     Get { note_id: String },
     /// Replace a note's text, keeping its id.
     Update { note_id: String, text: String },
-    /// Delete a note.
+    /// Delete a note (restorable with `restore` for [memory] tombstone_retention_days).
     Delete { note_id: String },
+    /// Every version of a note, oldest first, and whether it is deleted (JSON).
+    History { note_id: String },
+    /// Bring back a deleted note (its last text, or --version N), or put a live note back to an
+    /// earlier version (--version N; the text it replaces is kept as a version).
+    Restore {
+        note_id: String,
+        #[arg(long)]
+        version: Option<u32>,
+    },
+    /// Mark an unconfirmed note (saved after the agent read a file, shell output or a web page)
+    /// as confirmed, so that recall may use it.
+    Confirm { note_id: String },
+    /// Deleted notes that can still be restored, most recent first (JSON).
+    Deleted,
     /// Counts and sizes, as JSON.
     Stats,
     /// Re-embed every stored chunk with the configured model.
@@ -233,8 +251,14 @@ pub enum MemoryAction {
         markdown: bool,
     },
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
-    /// metadata (category, tags, context, confidence, expiry).
-    Import { file: Option<PathBuf> },
+    /// metadata (category, tags, context, confidence, expiry). Notes the user already has are
+    /// left out and reported; near-duplicates too, unless --allow-similar.
+    Import {
+        file: Option<PathBuf>,
+        /// Import near-duplicates of stored notes too.
+        #[arg(long = "allow-similar")]
+        allow_similar: bool,
+    },
     /// Re-keys the user's local memory file: a new key (`[memory_encryption] enabled = true`;
     /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
     /// user's agent must be stopped.

@@ -4,7 +4,9 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result, bail};
-use memory::{HybridQuery, MemoryStore, OpenOptions, Weights};
+use memory::{
+    HybridQuery, MemoryStore, OpenOptions, Origin, Provenance, SaveOutcome, Similar, Weights,
+};
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
@@ -74,18 +76,32 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         .context("cannot open the memory store")?;
     let mut out = std::io::stdout().lock();
     match args.action {
-        MemoryAction::Save { text, organise } => {
+        MemoryAction::Save {
+            text,
+            organise,
+            allow_similar,
+        } => {
             let text = memory_audit::screen(&config.governance, &text)?;
             let key = memory_audit::cli_write("save", None);
-            let receipt = store
-                .store_note_once(
-                    &user,
-                    Some(&key),
-                    &text,
-                    memory_organise::save_metadata(&organise)?,
-                )
+            let metadata = memory::NoteMetadata {
+                provenance: Some(Provenance::outside_turn(Origin::Cli)),
+                ..memory_organise::save_metadata(&organise)?
+            };
+            let outcome = store
+                .store_note_checked(&user, Some(&key), &text, metadata, similar(allow_similar))
                 .await?;
-            print_json(&mut out, &serde_json::json!({ "note_id": receipt.note_id }))?;
+            let report = match outcome {
+                SaveOutcome::Saved(receipt) => serde_json::json!({ "note_id": receipt.note_id }),
+                SaveOutcome::Duplicate { note_id, .. } => serde_json::json!({
+                    "note_id": note_id, "saved": false,
+                    "message": "not saved: this note already says it",
+                }),
+                SaveOutcome::Similar(notes) => serde_json::json!({
+                    "saved": false, "similar": notes,
+                    "message": "not saved: similar notes exist (update one, or pass --allow-similar)",
+                }),
+            };
+            print_json(&mut out, &report)?;
         }
         MemoryAction::Search {
             query,
@@ -153,6 +169,21 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 &serde_json::json!({ "note_id": id, "message": "note deleted" }),
             )?;
         }
+        MemoryAction::History { note_id } => {
+            let history = store.note_history(&user, &parse_note_id(&note_id)?).await?;
+            print_json(&mut out, &history)?;
+        }
+        MemoryAction::Restore { note_id, version } => {
+            let note = store
+                .restore_note(&user, &parse_note_id(&note_id)?, version)
+                .await?;
+            print_json(&mut out, &note)?;
+        }
+        MemoryAction::Confirm { note_id } => {
+            let note = store.confirm_note(&user, &parse_note_id(&note_id)?).await?;
+            print_json(&mut out, &note)?;
+        }
+        MemoryAction::Deleted => print_json(&mut out, &store.list_deleted(&user).await?)?,
         MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
         MemoryAction::Reindex => {
             let n = store.reindex(progress("re-embedding")).await?;
@@ -194,7 +225,10 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         MemoryAction::Audit { since, json } => {
             memory_audit::print(&store, since.as_deref(), json, &mut out).await?;
         }
-        MemoryAction::Import { file } => {
+        MemoryAction::Import {
+            file,
+            allow_similar,
+        } => {
             let notes = match file {
                 Some(path) => {
                     let f = std::fs::File::open(&path)
@@ -203,11 +237,20 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
             };
-            let added = store.import_notes(&user, notes).await?;
-            print_json(&mut out, &serde_json::json!({ "imported": added }))?;
+            let report = store
+                .import_notes_checked(&user, notes, similar(allow_similar))
+                .await?;
+            print_json(&mut out, &report)?;
         }
     }
     Ok(())
+}
+
+fn similar(allow: bool) -> Similar {
+    match allow {
+        true => Similar::Allow,
+        false => Similar::Refuse,
+    }
 }
 
 fn parse_note_id(raw: &str) -> Result<NoteId> {

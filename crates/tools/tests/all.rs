@@ -10,5 +10,6 @@ mod hostile_paths;
 mod memory_contract;
 mod memory_dialects;
 mod memory_tools;
+mod memory_trust;
 mod registry;
 mod shell_exec;

@@ -75,6 +75,7 @@ impl Env {
             turn_id: TurnId::parse("turn-1").unwrap(),
             cancellation: CancellationToken::default(),
             call_id: None,
+            untrusted_input: None,
             surface: CallSurface::new(surface).with_client("test-client"),
             audit: None,
             untrusted_input: None,

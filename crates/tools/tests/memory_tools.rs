@@ -126,7 +126,15 @@ async fn schemas_tiers_timeouts_and_descriptions_follow_the_plan() {
             "memory_save".into(),
             SafetyTier::SideEffecting,
             10,
-            vec!["content", "category", "tags", "expires_in", "expires_at"],
+            vec![
+                "content",
+                "category",
+                "tags",
+                "expires_in",
+                "expires_at",
+                "source",
+                "allow_similar",
+            ],
             vec!["content"],
         ),
         (

@@ -16,6 +16,10 @@ pub struct ToolExecutionContext {
     /// call; `None` for a turn's shared context). Writes record it so that a retried call never
     /// writes twice.
     pub call_id: Option<String>,
+    /// Untrusted content this turn has read before the call (set by the runtime for each call;
+    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
+    /// recorded as coming from that source and stay unconfirmed until the user confirms them.
+    pub untrusted_input: Option<UntrustedInput>,
     /// Which surface the call came through (the agent's own model, an MCP client, the CLI, a
     /// gateway frame) and the client's name: governance (permissions, PII, rate limits, audit)
     /// is configured per surface. Set by whoever builds the context, never from arguments.
@@ -23,10 +27,17 @@ pub struct ToolExecutionContext {
     /// Set by the registry's governance stage for a governed memory call, so that the write it
     /// makes records its audit row in the write's own transaction. `None` everywhere else.
     pub audit: Option<AuditTag>,
-    /// Untrusted content this turn has read before the call (set by the runtime for each call;
-    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
-    /// recorded as coming from that source and stay unconfirmed until the user confirms them.
-    pub untrusted_input: Option<UntrustedInput>,
+}
+
+/// Text someone other than the user may have written, read by a tool during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UntrustedInput {
+    /// A file's contents, a file listing or a file search result.
+    File,
+    /// A shell command's output.
+    Shell,
+    /// A web page.
+    Web,
 }
 
 /// The ways a user's memory is reached.
@@ -88,15 +99,4 @@ pub struct AuditTag {
     pub key: Option<String>,
     /// Kind (`email`, `phone`, `card`, `iban`, `national_id`, `secret`) and count.
     pub redactions: Vec<(String, u32)>,
-}
-
-/// Text someone other than the user may have written, read by a tool during a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UntrustedInput {
-    /// A file's contents, a file listing or a file search result.
-    File,
-    /// A shell command's output.
-    Shell,
-    /// A web page.
-    Web,
 }

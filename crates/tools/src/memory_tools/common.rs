@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use memory::{CallKey, MemoryError, MemoryRetrieval, Origin, Provenance, WriteReceipt};
-use types::{NoteId, ToolExecutionContext, UntrustedInput};
+use types::{NoteId, Surface, ToolExecutionContext, UntrustedInput};
 
 use crate::{Interruption, ToolError};
 
@@ -205,11 +205,15 @@ pub fn audited_call_key(
 /// turn has read before it, if any (the note is then unconfirmed, and recall leaves it out), else
 /// `origin` (the user's words or the model's inference). Never from the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
-    let origin = match ctx.untrusted_input {
-        Some(UntrustedInput::File) => Origin::File,
-        Some(UntrustedInput::Shell) => Origin::Shell,
-        Some(UntrustedInput::Web) => Origin::Web,
-        None => origin,
+    let origin = match (ctx.untrusted_input, ctx.surface.kind) {
+        (Some(UntrustedInput::File), _) => Origin::File,
+        (Some(UntrustedInput::Shell), _) => Origin::Shell,
+        (Some(UntrustedInput::Web), _) => Origin::Web,
+        (None, Surface::Mcp) => Origin::Mcp,
+        (None, Surface::Cli) => Origin::Cli,
+        // The user's own edit from a chat client.
+        (None, Surface::Gateway) => Origin::User,
+        (None, Surface::Agent) => origin,
     };
     Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str())
 }

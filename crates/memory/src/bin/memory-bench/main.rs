@@ -4,11 +4,13 @@
 //! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
 //! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
 //! memory-bench probe [--embedder builtin|hash]
+//! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
 //! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
 mod corpus;
+mod duplicates;
 mod latency;
 mod locomo;
 mod organised;
@@ -28,6 +30,7 @@ const USAGE: &str = "usage:
   memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
   memory-bench probe [--embedder builtin|hash]
+  memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
   memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
   memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]";
 
@@ -162,6 +165,12 @@ fn main() -> BenchResult<()> {
                 queries,
                 saves,
             ))
+        }
+        "duplicates" => {
+            args.check_known(&["embedder", "notes", "checks"])?;
+            let n = args.flag("notes").map_or(Ok(10_000), str::parse)?;
+            let checks = args.flag("checks").map_or(Ok(300), str::parse)?;
+            runtime.block_on(duplicates::run(n, args.embedder()?, checks))
         }
         "probe" => {
             args.check_known(&["embedder"])?;
