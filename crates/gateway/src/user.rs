@@ -24,6 +24,8 @@ pub struct UserAgent {
     pub(crate) workspace: WorkspacePaths,
     pub(crate) runtime: Arc<AgentRuntime>,
     pub(crate) approvals: PendingApprovals,
+    /// The user's tools over MCP at `/mcp` (see [`UserAgent::with_mcp`]).
+    pub(crate) mcp: Option<mcp::McpHttpService>,
     live: Mutex<Live>,
 }
 
@@ -74,8 +76,15 @@ impl UserAgent {
             workspace,
             runtime: Arc::new(runtime),
             approvals,
+            mcp: None,
             live: Mutex::default(),
         }
+    }
+
+    /// Serves `server` (built for this user) at `/mcp`, for clients with this user's token.
+    pub fn with_mcp(mut self, server: mcp::McpServer) -> Self {
+        self.mcp = Some(mcp::http_service(server));
+        self
     }
 
     pub fn user_id(&self) -> &UserId {

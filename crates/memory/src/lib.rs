@@ -19,6 +19,7 @@ mod freshness;
 mod fts;
 mod fusion;
 mod indexing;
+mod keyed;
 mod keyword;
 mod listing;
 mod maintenance;
@@ -45,6 +46,10 @@ pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
+pub use keyed::{
+    KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
+    check_namespace,
+};
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
 pub use metadata::{

@@ -44,6 +44,8 @@ pub struct Agent {
     pub memory: MemoryState,
     /// Deletes expired notes every few minutes while it is kept (see [`SWEEP_EVERY`]).
     pub sweeper: Option<memory::Sweeper>,
+    /// The tools served over MCP (see [`mcp_registry`]), over the same store.
+    pub mcp_tools: Arc<ToolRegistry>,
 }
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
@@ -81,6 +83,7 @@ pub async fn compose(
         (Some(store), state)
     };
     let registry = registry(store.as_ref(), config).map_err(ComposeError::Tools)?;
+    let mcp_tools = Arc::new(mcp_registry(store.as_ref(), config).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),
@@ -96,7 +99,31 @@ pub async fn compose(
         runtime,
         memory,
         sweeper,
+        mcp_tools,
     })
+}
+
+/// The tools MCP clients get: the memory tools of the user's dialect and the peer's
+/// `listMemory`, `getContext`, `putMemory`, over `store` (none without a store: MCP serves
+/// memory only).
+pub fn mcp_registry(
+    store: Option<&MemoryStore>,
+    config: &AgentConfig,
+) -> Result<ToolRegistry, ToolError> {
+    let mut registry = ToolRegistry::default();
+    let Some(store) = store else {
+        return Ok(registry);
+    };
+    let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
+    let dialect_tools =
+        tools::memory_tools_for(config.tools.memory, memory.clone(), &config.retrieval);
+    for tool in dialect_tools
+        .into_iter()
+        .chain(tools::peer_mcp_tools(memory))
+    {
+        registry.register(tool)?;
+    }
+    Ok(registry)
 }
 
 /// Every built-in tool over `store`; without a store the memory tools are left out (rather than

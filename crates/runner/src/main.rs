@@ -17,6 +17,7 @@ mod init_cmd;
 mod interrupt;
 mod log_file;
 mod logs_cmd;
+mod mcp_cmd;
 mod memory_cmd;
 mod memory_organise;
 mod out;
@@ -119,6 +120,9 @@ fn main() -> ExitCode {
                 start_cmd::run(&global, mode).await
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
+            cli::Command::Mcp { root, agent_config } => {
+                mcp_cmd::run(&global, root, agent_config).await
+            }
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
             cli::Command::Tools {
                 json,

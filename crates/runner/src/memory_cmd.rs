@@ -2,6 +2,7 @@
 //! memory tools use.
 
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, OpenOptions, Weights};
@@ -13,8 +14,13 @@ use crate::{Global, memory_organise};
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
     let result = run_as_operator(args, global).await;
-    // Run as root, the store may have created files (the database, its journal) its agent, which
-    // runs as the user's own uid, could not write: they go back to that uid.
+    give_back(root, global);
+    result
+}
+
+/// Run as root, the store may have created files (the database, its journal) its agent, which
+/// runs as the user's own uid, could not write: they go back to that uid.
+pub(crate) fn give_back(root: Option<PathBuf>, global: &Global) {
     if let (Some(name), true) = (global.user.as_deref(), runner::runs_as_root()) {
         let root = match root {
             Some(root) => Some(root),
@@ -29,23 +35,31 @@ pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
             }
         }
     }
-    result
 }
 
-async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
+/// The --user's store, opened as the CLI opens it (the primary, never a second replica).
+pub(crate) struct UserStore {
+    pub(crate) user: UserId,
+    pub(crate) config: types::AgentConfig,
+    pub(crate) user_root: PathBuf,
+    pub(crate) store: MemoryStore,
+}
+
+pub(crate) async fn open_user_store(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+) -> Result<UserStore> {
     let Some(name) = global.user.as_deref() else {
         bail!("which user? pass --user NAME");
     };
     let user = UserId::parse(name).context("invalid --user")?;
-    let (root, agent_config) = match args.root {
-        Some(root) => (root, args.agent_config),
+    let (root, agent_config) = match root {
+        Some(root) => (root, agent_config),
         None => {
             let config = global.runner_config()?;
             let entry = config.select(Some(name))?.remove(0);
-            (
-                config.workspace_root,
-                args.agent_config.or(entry.agent_config),
-            )
+            (config.workspace_root, agent_config.or(entry.agent_config))
         }
     };
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
@@ -64,6 +78,21 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     let store = MemoryStore::open_with(&config.memory, &user_root, options)
         .await
         .context("cannot open the memory store")?;
+    Ok(UserStore {
+        user,
+        config,
+        user_root,
+        store,
+    })
+}
+
+async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
+    let UserStore {
+        user,
+        config,
+        store,
+        ..
+    } = open_user_store(global, args.root, args.agent_config).await?;
     let mut out = std::io::stdout().lock();
     match args.action {
         MemoryAction::Save { text, organise } => {

@@ -9,5 +9,6 @@ mod hostile_paths;
 mod memory_contract;
 mod memory_dialects;
 mod memory_tools;
+mod peer_mcp;
 mod registry;
 mod shell_exec;

@@ -37,7 +37,9 @@ pub async fn run(
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
     let agent = runner::compose(&config, &ws.root, provider, options).await?;
     let memory = agent.memory;
-    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime);
+    let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
+        .context("cannot set up the MCP server")?;
+    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime).with_mcp(mcp);
     let limits = &config.gateway;
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
