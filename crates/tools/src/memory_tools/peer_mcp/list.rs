@@ -106,10 +106,13 @@ impl Tool for ListMemory {
                 .await
                 .map_err(|e| map_error(e, None))?;
             op.results(page.keys.len());
-            Ok(
-                json!({"keys": page.keys, "cursor": page.next_cursor, "total": page.total})
-                    .to_string(),
-            )
+            // On the last page the cursor is left out: the ADR types it as a string, so a null
+            // would fail clients that validate results against the output schema.
+            let mut out = json!({"keys": page.keys, "total": page.total});
+            if let Some(cursor) = page.next_cursor {
+                out["cursor"] = json!(cursor);
+            }
+            Ok(out.to_string())
         })
         .await
     }
