@@ -13,7 +13,8 @@ use serde_json::Value;
 use tools::ToolRegistry;
 use tracing::Instrument;
 use types::{
-    CancellationToken, IdError, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    CallSurface, CancellationToken, IdError, SessionId, Surface, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
 };
 
 /// The surface name MCP calls carry (in their context, logs and spans).
@@ -75,8 +76,14 @@ impl McpServer {
             .collect()
     }
 
-    fn context(&self, cancellation: CancellationToken) -> Result<ToolExecutionContext, IdError> {
+    fn context(
+        &self,
+        client: &str,
+        cancellation: CancellationToken,
+    ) -> Result<ToolExecutionContext, IdError> {
         Ok(ToolExecutionContext {
+            surface: CallSurface::new(Surface::Mcp).with_client(client),
+            audit: None,
             user_id: self.user.clone(),
             session_id: self.session.clone(),
             turn_id: TurnId::parse(&fresh_id())?,
@@ -96,7 +103,7 @@ impl McpServer {
         cancellation: CancellationToken,
     ) -> CallToolResult {
         let args = arguments.map_or_else(String::new, |a| Value::Object(a.clone()).to_string());
-        let ctx = match self.context(cancellation) {
+        let ctx = match self.context(client, cancellation) {
             Ok(ctx) => ctx,
             Err(e) => {
                 tracing::error!(error = %e, "no context for an MCP call");

@@ -14,6 +14,7 @@ use types::{NoteId, SessionId, UserId};
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, delete_event, prepare};
 use crate::notes::{NoteMetadata, NoteWrite, insert_note, validate};
+use crate::receipts::{CallKey, record_for, replay};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::now_text;
 
@@ -86,10 +87,12 @@ const CURSOR_TAG: &str = "k1:";
 
 impl MemoryStore {
     /// Stores `content` under `(namespace, key)` in `user`'s memory, replacing the live note that
-    /// key holds (same `note_id`), all in one transaction.
+    /// key holds (same `note_id`), all in one transaction with the call's receipt and audit row
+    /// (`call`, as for [`MemoryStore::store_note_once`]).
     pub async fn put_keyed(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         namespace: &str,
         key: &str,
         content: &str,
@@ -102,10 +105,18 @@ impl MemoryStore {
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, index) = (user.clone(), self.inner.index.clone());
         let (namespace, key) = (namespace.to_owned(), key.to_owned());
+        let call = call.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {
+                // A retried call (same call key) gets the first attempt's note, written once.
+                if let Some(receipt) = replay(&tx, &user, call.as_ref()).await? {
+                    return Ok(KeyedWrite {
+                        note_id: receipt.note_id,
+                        created: false,
+                    });
+                }
                 let session = SessionId::user_memory(&user);
                 let now = now_text();
                 let existing = find_key(&tx, &session, &namespace, &key).await?;
@@ -149,6 +160,8 @@ impl MemoryStore {
                 )
                 .await
                 .map_err(MemoryError::db("keying a note"))?;
+                // The receipt and the audit row of the call, in the write's own transaction.
+                record_for(&tx, &user, call.as_ref(), &note_id, Some(&write.content)).await?;
                 Ok(KeyedWrite { note_id, created })
             }
             .await;

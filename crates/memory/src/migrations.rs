@@ -206,6 +206,29 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL",
     ],
 }, Migration {
+    version: 6,
+    name: "audit log of memory operations from every surface",
+    // One row per memory operation: written inside the transaction of the change it records (a
+    // save, update or delete), or on its own for reads, denials and failures. Never any note text.
+    statements: &[
+        "CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            surface TEXT NOT NULL,
+            client TEXT,
+            tool TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            namespace TEXT,
+            key TEXT,
+            note_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            redactions TEXT
+        )",
+        "CREATE INDEX audit_log_by_time ON audit_log (at, id)",
+    ],
+}, Migration {
     version: 9,
     name: "keyed notes: a namespace and key per note, unique per namespace (MCP putMemory)",
     // A keyed note is an ordinary note that also carries its namespace and key; a put replaces

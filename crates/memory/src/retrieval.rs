@@ -53,6 +53,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     async fn put_keyed(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         namespace: &str,
         key: &str,
         content: &str,
@@ -131,12 +132,13 @@ impl MemoryRetrieval for MemoryStore {
     async fn put_keyed(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         namespace: &str,
         key: &str,
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<KeyedWrite, MemoryError> {
-        MemoryStore::put_keyed(self, user, namespace, key, content, metadata).await
+        MemoryStore::put_keyed(self, user, call, namespace, key, content, metadata).await
     }
 
     async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError> {

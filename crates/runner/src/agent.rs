@@ -123,7 +123,10 @@ pub fn mcp_registry(
     {
         registry.register(tool)?;
     }
-    Ok(registry)
+    // MCP calls are governed by `[governance]` (their surface is `mcp`), audited in the store.
+    let governance = tools::Governance::new(config.governance.clone())
+        .with_audit(Arc::new(store.clone()) as Arc<dyn tools::governance::AuditSink>);
+    Ok(registry.with_governance(Arc::new(governance)))
 }
 
 /// Every built-in tool over `store`; without a store the memory tools are left out (rather than
@@ -198,6 +201,8 @@ mod tests {
             workspace: WorkspacePaths::new(root),
             cancellation: CancellationToken::default(),
             call_id: None,
+            surface: types::CallSurface::default(),
+            audit: None,
         };
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

@@ -281,3 +281,95 @@ async fn mcp_over_stdio_serves_the_named_users_memory() {
     .await;
     sees_nothing_of_alice(&["stdio", runner, "--config", config, "--user", "bob", "mcp"]).await;
 }
+
+/// `[governance]` for the MCP surface: putMemory only in `agent.*` with a TTL of at most an hour,
+/// and listMemory at most twice (the bucket refills once in 1,000 minutes).
+const GOVERNANCE: &str = "
+[governance.tool_permissions.putMemory]
+allowed_namespaces = [\"agent.*\"]
+max_ttl_seconds = 3600
+[governance.rate_limits.tools.listMemory]
+per_minute = 0.001
+burst = 2
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs python mcp"]
+async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
+    test_support::need(Need::McpPython);
+    let server = ScriptedLlm::start().await;
+    let setup = Setup::new(&server, &["alice"]);
+    let agent_toml = setup.dir.path().join("agent.toml");
+    let mut text = std::fs::read_to_string(&agent_toml).unwrap();
+    text.push_str(GOVERNANCE);
+    std::fs::write(&agent_toml, text).unwrap();
+    let runner = env!("CARGO_BIN_EXE_runner");
+    let config = setup.config.to_str().unwrap();
+    let list = || call("listMemory", json!({"namespace": "agent.contact"}));
+    let out = python(
+        &["stdio", runner, "--config", config, "--user", "alice", "mcp"],
+        &json!([
+            call("putMemory", json!({"namespace": "private.x", "key": "k", "value": "v"})),
+            call("putMemory", json!({"namespace": "agent.x", "key": "k", "value": "v", "ttl_seconds": 7200})),
+            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com"})),
+            call("memory_search", json!({"query": "write to bob"})),
+            list(),
+            list(),
+            list(),
+        ]),
+    )
+    .await;
+    let r = results(&out, &[false, false, true, true, true, true, false]);
+    for denied in &r[..2] {
+        let error: Value = serde_json::from_str(denied["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            (&error["type"], &error["error"]["code"]),
+            (&json!("error"), &json!("PERMISSION_DENIED")),
+            "{denied}"
+        );
+    }
+    let found = r[3]["text"].as_str().unwrap();
+    assert!(
+        found.contains("[REDACTED:email]") && !found.contains("bob.jones@example.com"),
+        "{found}"
+    );
+    let limited = r[6]["text"].as_str().unwrap();
+    assert!(limited.contains("RATE_LIMITED"), "{limited}");
+
+    // The audit log in alice's database: each call, from the MCP surface and this client.
+    let agent = runner::load_agent_config(Some(&agent_toml)).unwrap();
+    let options = memory::OpenOptions {
+        legacy_dir: memory::LegacyDir::Skip,
+        ..memory::OpenOptions::default()
+    };
+    let store = memory::MemoryStore::open_with(&agent.memory, &setup.ws("alice").root, options)
+        .await
+        .unwrap();
+    let rows = store.audit_log(None, 100).await.unwrap();
+    let seen: Vec<(&str, &str, Option<&str>, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.surface.as_str(),
+                r.tool.as_str(),
+                r.client.as_deref(),
+                r.outcome.as_str(),
+            )
+        })
+        .collect();
+    let client = Some("oxydra-python-test");
+    assert_eq!(
+        seen,
+        [
+            ("mcp", "putMemory", client, "denied"),
+            ("mcp", "putMemory", client, "denied"),
+            ("mcp", "putMemory", client, "ok"),
+            ("mcp", "memory_search", client, "ok"),
+            ("mcp", "listMemory", client, "ok"),
+            ("mcp", "listMemory", client, "ok"),
+            ("mcp", "listMemory", client, "rate_limited"),
+        ]
+    );
+    let text = format!("{rows:?}");
+    assert!(!text.contains("bob.jones"), "{text}");
+}

@@ -63,6 +63,8 @@ fn ctx(root: &std::path::Path, call_id: Option<&str>) -> ToolExecutionContext {
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
         call_id: call_id.map(str::to_owned),
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 
@@ -387,12 +389,13 @@ impl MemoryRetrieval for Gated {
     async fn put_keyed(
         &self,
         u: &UserId,
+        k: Option<&CallKey>,
         ns: &str,
         key: &str,
         c: &str,
         m: NoteMetadata,
     ) -> Result<memory::KeyedWrite, MemoryError> {
-        self.store.put_keyed(u, ns, key, c, m).await
+        self.store.put_keyed(u, k, ns, key, c, m).await
     }
     async fn list_keys(
         &self,

@@ -64,6 +64,8 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
 
@@ -491,12 +493,13 @@ impl MemoryRetrieval for FailingConversation {
     async fn put_keyed(
         &self,
         u: &UserId,
+        k: Option<&CallKey>,
         ns: &str,
         key: &str,
         c: &str,
         m: NoteMetadata,
     ) -> Result<memory::KeyedWrite, MemoryError> {
-        self.0.put_keyed(u, ns, key, c, m).await
+        self.0.put_keyed(u, k, ns, key, c, m).await
     }
     async fn list_keys(
         &self,

@@ -214,7 +214,7 @@ async fn ttl_is_the_notes_expiry_and_an_expired_key_is_gone_and_can_be_put_again
         ..NoteMetadata::default()
     };
     env.store
-        .put_keyed(&alice, "agent.tmp", "old", "old: 1", past)
+        .put_keyed(&alice, None, "agent.tmp", "old", "old: 1", past)
         .await
         .unwrap();
     assert_eq!(env.keys("alice", "agent.tmp").await, Vec::<String>::new());

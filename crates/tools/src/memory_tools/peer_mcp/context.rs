@@ -16,8 +16,12 @@ use serde_json::{Map, Value, json};
 use types::{Role, SafetyTier, ToolExecutionContext};
 
 use super::{GET_CONTEXT_TOOL_NAME, closed};
+use crate::MemoryAccess;
 use crate::memory_tools::common::{MemoryHandle, OpSpan, map_error, store};
 use crate::{OutputFormat, Tool, ToolError};
+
+/// The namespace `getContext` reads, for permissions, rate limits, audit and metrics.
+const CONTEXT_NAMESPACE: &str = "context";
 
 /// How many of the session's latest events the tool history is read from.
 const HISTORY_EVENTS: usize = 500;
@@ -141,6 +145,19 @@ impl Tool for GetContext {
 
     fn output_format(&self) -> OutputFormat {
         OutputFormat::Json
+    }
+
+    fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
+        Some(MemoryAccess {
+            namespace: CONTEXT_NAMESPACE.to_owned(),
+            context_type: Some(
+                args.get("context_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("all")
+                    .to_owned(),
+            ),
+            ..MemoryAccess::notes_read()
+        })
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {

@@ -5,11 +5,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory::KeyQuery;
 use serde_json::{Value, json};
-use types::{SafetyTier, ToolExecutionContext};
+use types::{Operation, SafetyTier, ToolExecutionContext};
 
-use super::{LIST_MEMORY_TOOL_NAME, closed};
+use super::{LIST_MEMORY_TOOL_NAME, closed, keyed_access};
 use crate::memory_tools::common::{MemoryHandle, OpSpan, map_error, store};
-use crate::{OutputFormat, Tool, ToolError};
+use crate::{MemoryAccess, OutputFormat, Tool, ToolError};
 
 #[derive(Debug, Clone)]
 pub struct ListMemory {
@@ -85,6 +85,10 @@ impl Tool for ListMemory {
 
     fn output_format(&self) -> OutputFormat {
         OutputFormat::Json
+    }
+
+    fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
+        Some(keyed_access(Operation::Read, args, "prefix"))
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {

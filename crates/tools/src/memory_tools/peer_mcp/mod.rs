@@ -33,6 +33,22 @@ pub fn peer_mcp_tools(memory: Option<Arc<dyn MemoryRetrieval>>) -> Vec<Arc<dyn T
     ]
 }
 
+/// What a keyed call touches, for governance: the `namespace` argument and the key (or prefix)
+/// in `key_field`.
+pub(crate) fn keyed_access(
+    operation: types::Operation,
+    args: &serde_json::Value,
+    key_field: &str,
+) -> crate::MemoryAccess {
+    let text = |f: &str| args.get(f).and_then(serde_json::Value::as_str);
+    crate::MemoryAccess {
+        operation,
+        namespace: text("namespace").unwrap_or_default().to_owned(),
+        ..crate::MemoryAccess::notes_read()
+    }
+    .with_key(text(key_field))
+}
+
 /// `schema` (as the ADR writes it, open to other properties) closed to unknown arguments, for
 /// validation: a misspelt argument is an error, not silently ignored.
 pub(crate) fn closed(mut schema: serde_json::Value) -> serde_json::Value {

@@ -5,12 +5,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory::NoteMetadata;
 use serde_json::{Value, json};
-use types::{SafetyTier, ToolExecutionContext};
+use types::{Operation, SafetyTier, ToolExecutionContext};
 
-use super::{PUT_MEMORY_TOOL_NAME, closed};
+use super::{PUT_MEMORY_TOOL_NAME, closed, keyed_access};
 use crate::memory_tools::MAX_CONTENT_BYTES;
-use crate::memory_tools::common::{MemoryHandle, OpSpan, map_error, settle, store};
-use crate::{Interruption, OutputFormat, Tool, ToolError};
+use crate::memory_tools::common::{
+    MemoryHandle, OpSpan, audited_call_key, map_error, settle, store,
+};
+use crate::{Interruption, MemoryAccess, OutputFormat, Tool, ToolError};
 
 /// Longest time-to-live: ten years.
 const MAX_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;
@@ -84,6 +86,14 @@ impl Tool for PutMemory {
         settle("call listMemory for the namespace to see whether the key was stored")
     }
 
+    fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
+        Some(MemoryAccess {
+            ttl_seconds: args.get("ttl_seconds").and_then(Value::as_u64),
+            text_fields: &["key", "value"],
+            ..keyed_access(Operation::Write, args, "key")
+        })
+    }
+
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let op = OpSpan::start(PUT_MEMORY_TOOL_NAME, ctx);
         op.run(async {
@@ -127,8 +137,9 @@ impl Tool for PutMemory {
             metadata
                 .extra
                 .insert("key".into(), Value::String(key.to_owned()));
+            let call = audited_call_key(ctx, PUT_MEMORY_TOOL_NAME, args);
             let written = memory
-                .put_keyed(&ctx.user_id, namespace, key, &text, metadata)
+                .put_keyed(&ctx.user_id, call.as_ref(), namespace, key, &text, metadata)
                 .await
                 .map_err(|e| map_error(e, None))?;
             op.note(&written.note_id);
