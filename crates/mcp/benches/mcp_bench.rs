@@ -102,6 +102,7 @@ async fn main() {
         call_id: None,
         surface: types::CallSurface::new(types::Surface::Mcp),
         audit: None,
+        untrusted_input: None,
     };
     let mut direct = Vec::new();
     for i in 0..200 {

@@ -84,6 +84,7 @@ impl McpServer {
         Ok(ToolExecutionContext {
             surface: CallSurface::new(Surface::Mcp).with_client(client),
             audit: None,
+            untrusted_input: None,
             user_id: self.user.clone(),
             session_id: self.session.clone(),
             turn_id: TurnId::parse(&fresh_id())?,

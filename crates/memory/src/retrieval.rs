@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use types::{NoteId, SessionId, UserId};
 
+use crate::duplicates::{SaveOutcome, Similar};
 use crate::error::MemoryError;
 use crate::keyed::{KeyPage, KeyQuery, KeyedWrite};
 use crate::listing::{ListQuery, NotePage};
@@ -69,6 +70,20 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError>;
+    /// Saves unless `user` already has the note (see [`MemoryStore::store_note_checked`]). A
+    /// store without duplicate checks just saves.
+    async fn store_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+        _similar: Similar,
+    ) -> Result<SaveOutcome, MemoryError> {
+        self.store_note_once(user, call, content, metadata)
+            .await
+            .map(SaveOutcome::Saved)
+    }
 }
 
 #[async_trait]
@@ -155,5 +170,16 @@ impl MemoryRetrieval for MemoryStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError> {
         MemoryStore::history(self, session, None, limit).await
+    }
+
+    async fn store_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+        similar: Similar,
+    ) -> Result<SaveOutcome, MemoryError> {
+        MemoryStore::store_note_checked(self, user, call, content, metadata, similar).await
     }
 }
