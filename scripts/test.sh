@@ -38,6 +38,19 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt_install openssl
 fi
 ensure_docker_engine || echo "==> WARNING: no Docker engine"
+# The MCP tests drive the server with the official MCP Python SDK (PyPI `mcp`), in a venv under
+# the target directory; its python is handed to the tests in OXYDRA_MCP_PYTHON.
+mcp_venv="${CARGO_TARGET_DIR:-target}/mcp-venv"
+if ! "$mcp_venv/bin/python" -c "import mcp.client.streamable_http" >/dev/null 2>&1; then
+  echo "==> installing the MCP Python SDK into $mcp_venv (MCP client tests)"
+  if ! python3 -m venv "$mcp_venv" >/dev/null 2>&1; then
+    apt_install python3-venv
+    python3 -m venv "$mcp_venv"
+  fi
+  "$mcp_venv/bin/pip" install --quiet "mcp==2.3.0"
+fi
+OXYDRA_MCP_PYTHON="$(cd "$mcp_venv" && pwd)/bin/python"
+export OXYDRA_MCP_PYTHON
 
 # Tests that need Docker, Landlock, tmux or sqld are #[ignore = "needs ..."] and call
 # test_support::need(), which fails them when the machine lacks it. In CI (.ci/run sets

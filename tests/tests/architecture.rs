@@ -19,11 +19,13 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("runtime", &["types", "memory", "tools", "provider"][..]),
         // The gateway reaches memory, tools and providers only through `runtime`; `oxydra-vm`
         // (runner) composes each user's agent.
-        ("gateway", &["types", "runtime"][..]),
+        // ... and serves `/mcp` through `mcp`, which gets the user's registry from `oxydra-vm`.
+        ("gateway", &["types", "runtime", "mcp"][..]),
+        ("mcp", &["types", "tools"][..]),
         (
             "runner",
             &[
-                "types", "memory", "tools", "provider", "runtime", "gateway", "sandbox",
+                "types", "memory", "tools", "provider", "runtime", "gateway", "mcp", "sandbox",
             ][..],
         ),
         ("sandbox", &["types"][..]),

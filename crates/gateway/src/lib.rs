@@ -23,6 +23,7 @@
 //! - `turn` — running a turn with its own context; runtime events to frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
+//! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
 //! - `schema` — the JSON Schema of the protocol ([`protocol_schema`])
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
@@ -38,6 +39,7 @@ mod frames;
 mod handshake;
 mod limits;
 mod metrics;
+mod mcp_route;
 mod outbound;
 mod schema;
 mod server;

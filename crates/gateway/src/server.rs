@@ -9,7 +9,7 @@ use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{any, get};
 use tokio::sync::watch;
 use types::{CancellationToken, UserId};
 
@@ -87,6 +87,7 @@ impl Gateway {
             .route("/", get(upgrade))
             .route("/ws", get(upgrade))
             .route("/metrics", get(crate::metrics::serve))
+            .route("/mcp", any(crate::mcp_route::handle))
             .with_state(Arc::clone(&shared));
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {

@@ -27,6 +27,8 @@ pub struct UserAgent {
     pub(crate) approvals: PendingApprovals,
     /// What `GET /metrics` serves for this user (none: an empty page).
     pub(crate) metrics: Option<MetricsRender>,
+    /// The user's tools over MCP at `/mcp` (see [`UserAgent::with_mcp`]).
+    pub(crate) mcp: Option<mcp::McpHttpService>,
     live: Mutex<Live>,
 }
 
@@ -78,6 +80,7 @@ impl UserAgent {
             runtime: Arc::new(runtime),
             approvals,
             metrics: None,
+            mcp: None,
             live: Mutex::default(),
         }
     }
@@ -86,6 +89,12 @@ impl UserAgent {
     #[must_use]
     pub fn with_metrics(mut self, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
         self.metrics = Some(MetricsRender(Arc::new(render)));
+        self
+    }
+
+    /// Serves `server` (built for this user) at `/mcp`, for clients with this user's token.
+    pub fn with_mcp(mut self, server: mcp::McpServer) -> Self {
+        self.mcp = Some(mcp::http_service(server));
         self
     }
 

@@ -24,6 +24,7 @@ mod freshness;
 mod fts;
 mod fusion;
 mod indexing;
+mod keyed;
 mod keyword;
 mod lifecycle;
 mod listing;
@@ -58,6 +59,10 @@ pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is
 pub use erase::Erased;
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
+pub use keyed::{
+    KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
+    check_namespace,
+};
 pub use lifecycle::{
     DEFAULT_TOMBSTONE_RETENTION_DAYS, DeletedNote, NoteHistory, NoteState, NoteVersion,
 };

@@ -263,6 +263,18 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "ALTER TABLE notes ADD COLUMN text_hash TEXT",
         "CREATE INDEX notes_by_text_hash ON notes (session_id, text_hash)",
     ],
+}, Migration {
+    version: 9,
+    name: "keyed notes: a namespace and key per note, unique per namespace (MCP putMemory)",
+    // A keyed note is an ordinary note that also carries its namespace and key; a put replaces
+    // the note its key holds (an expired one is removed first), so the unique index holds among
+    // live notes too. Listing pages by key within a namespace.
+    statements: &[
+        "ALTER TABLE notes ADD COLUMN mem_namespace TEXT",
+        "ALTER TABLE notes ADD COLUMN mem_key TEXT",
+        "CREATE UNIQUE INDEX notes_by_key ON notes (session_id, mem_namespace, mem_key)
+         WHERE mem_key IS NOT NULL",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

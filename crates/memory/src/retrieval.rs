@@ -1,15 +1,17 @@
 //! The seam between the memory tools and the store.
 
 use async_trait::async_trait;
-use types::{NoteId, UserId};
+use types::{NoteId, SessionId, UserId};
 
 use crate::duplicates::{SaveOutcome, Similar};
 use crate::error::MemoryError;
+use crate::keyed::{KeyPage, KeyQuery, KeyedWrite};
 use crate::listing::{ListQuery, NotePage};
 use crate::metadata::MetadataPatch;
 use crate::notes::{Note, NoteMetadata};
 use crate::query::{HybridQuery, SearchHit};
 use crate::receipts::{CallKey, WriteReceipt};
+use crate::sessions::{SessionInfo, StoredEvent};
 use crate::store::MemoryStore;
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
@@ -48,6 +50,26 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
+    /// Stores `content` under `(namespace, key)` (see [`MemoryStore::put_keyed`]).
+    async fn put_keyed(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        namespace: &str,
+        key: &str,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<KeyedWrite, MemoryError>;
+    /// One page of a namespace's keys (see [`MemoryStore::list_keys`]).
+    async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError>;
+    /// A stored session (see [`MemoryStore::session_info`]).
+    async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError>;
+    /// Up to `limit` latest events of `session`, oldest first.
+    async fn recent_events(
+        &self,
+        session: &SessionId,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, MemoryError>;
     /// Saves unless `user` already has the note (see [`MemoryStore::store_note_checked`]). A
     /// store without duplicate checks just saves.
     async fn store_note_checked(
@@ -120,6 +142,34 @@ impl MemoryRetrieval for MemoryStore {
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         MemoryStore::hybrid_query(self, query).await
+    }
+
+    async fn put_keyed(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        namespace: &str,
+        key: &str,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<KeyedWrite, MemoryError> {
+        MemoryStore::put_keyed(self, user, call, namespace, key, content, metadata).await
+    }
+
+    async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError> {
+        MemoryStore::list_keys(self, user, query).await
+    }
+
+    async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError> {
+        MemoryStore::session_info(self, session).await
+    }
+
+    async fn recent_events(
+        &self,
+        session: &SessionId,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, MemoryError> {
+        MemoryStore::history(self, session, None, limit).await
     }
 
     async fn store_note_checked(

@@ -46,6 +46,8 @@ pub struct Agent {
     pub sweeper: Option<memory::Sweeper>,
     /// This user's memory tool metrics; [`MemoryMetrics::render`] is what `GET /metrics` serves.
     pub metrics: Arc<MemoryMetrics>,
+    /// The tools served over MCP (see [`mcp_registry`]), over the same store.
+    pub mcp_tools: Arc<ToolRegistry>,
 }
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
@@ -85,14 +87,20 @@ pub async fn compose(
     let metrics = MemoryMetrics::new()
         .map(Arc::new)
         .map_err(|e| ComposeError::Tools(ToolError::execution_with("metrics registry", e)))?;
+    // One governance for every surface of this user: the agent's own calls and MCP calls share
+    // its rate limits, metrics and audit sink.
     let mut governance =
         Governance::new(config.governance.clone()).with_metrics(Arc::clone(&metrics));
     if let Some(store) = &store {
         governance = governance.with_audit(Arc::new(store.clone()));
     }
+    let governance = Arc::new(governance);
     let registry = registry(store.as_ref(), config)
         .map_err(ComposeError::Tools)?
-        .with_governance(Arc::new(governance));
+        .with_governance(Arc::clone(&governance));
+    let mcp_tools = Arc::new(
+        mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?,
+    );
     let mut runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),
@@ -109,7 +117,33 @@ pub async fn compose(
         memory,
         sweeper,
         metrics,
+        mcp_tools,
     })
+}
+
+/// The tools MCP clients get: the memory tools of the user's dialect and the peer's
+/// `listMemory`, `getContext`, `putMemory`, over `store` (none without a store: MCP serves
+/// memory only).
+pub fn mcp_registry(
+    store: Option<&MemoryStore>,
+    config: &AgentConfig,
+    governance: Arc<Governance>,
+) -> Result<ToolRegistry, ToolError> {
+    let mut registry = ToolRegistry::default();
+    let Some(store) = store else {
+        return Ok(registry);
+    };
+    let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
+    let dialect_tools =
+        tools::memory_tools_for(config.tools.memory, memory.clone(), &config.retrieval);
+    for tool in dialect_tools
+        .into_iter()
+        .chain(tools::peer_mcp_tools(memory))
+    {
+        registry.register(tool)?;
+    }
+    // MCP calls are governed by `[governance]` (their surface is `mcp`), audited in the store.
+    Ok(registry.with_governance(governance))
 }
 
 /// Every built-in tool over `store`; without a store the memory tools are left out (rather than

@@ -85,6 +85,18 @@ pub enum Command {
     },
     /// Read and change a user's memory directly (the same store the memory tools use).
     Memory(MemoryArgs),
+    /// Serve the --user's memory tools over MCP on stdin/stdout (for Claude Desktop / Claude
+    /// Code and other MCP clients that start a command).
+    Mcp {
+        /// The workspace root holding one directory per user (default: runner.toml's
+        /// workspace_root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// agent.toml to read [memory], [retrieval] and [tools] from (default: the user's from
+        /// runner.toml when --root is not given; defaults otherwise).
+        #[arg(long = "agent-config")]
+        agent_config: Option<PathBuf>,
+    },
     /// The container tier's guest images (`oxydra-vm`, `shell-vm`).
     #[command(subcommand)]
     Images(ImagesCommand),

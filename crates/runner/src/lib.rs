@@ -41,7 +41,7 @@ mod provision;
 mod shell_secret;
 mod toml_error;
 
-pub use agent::{Agent, ComposeError, MemoryState, compose};
+pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
 pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};

@@ -20,6 +20,7 @@ mod keys_cmd;
 mod log_file;
 mod logs_cmd;
 mod memory_audit;
+mod mcp_cmd;
 mod memory_cmd;
 mod memory_organise;
 mod out;
@@ -123,6 +124,9 @@ fn main() -> ExitCode {
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
             cli::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
+            cli::Command::Mcp { root, agent_config } => {
+                mcp_cmd::run(&global, root, agent_config).await
+            }
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
             cli::Command::Tools {
                 json,

@@ -2,6 +2,7 @@
 //! memory tools use.
 
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use memory::{
@@ -15,8 +16,13 @@ use crate::{Global, memory_audit, memory_organise};
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
     let result = run_as_operator(args, global).await;
-    // Run as root, the store may have created files (the database, its journal) its agent, which
-    // runs as the user's own uid, could not write: they go back to that uid.
+    give_back(root, global);
+    result
+}
+
+/// Run as root, the store may have created files (the database, its journal) its agent, which
+/// runs as the user's own uid, could not write: they go back to that uid.
+pub(crate) fn give_back(root: Option<PathBuf>, global: &Global) {
     if let (Some(name), true) = (global.user.as_deref(), runner::runs_as_root()) {
         let root = match root {
             Some(root) => Some(root),
@@ -31,31 +37,55 @@ pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
             }
         }
     }
-    result
 }
 
-async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
+/// The --user's store, opened as the CLI opens it (the primary, never a second replica).
+pub(crate) struct UserStore {
+    pub(crate) user: UserId,
+    pub(crate) config: types::AgentConfig,
+    pub(crate) user_root: PathBuf,
+    pub(crate) store: MemoryStore,
+}
+
+pub(crate) async fn open_user_store(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+) -> Result<UserStore> {
+    open_or_rekey(global, root, agent_config, false)
+        .await?
+        .context("the store was not opened")
+}
+
+/// Opens the --user's store, or with `rekey` re-keys its file instead (`None`).
+async fn open_or_rekey(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+    rekey: bool,
+) -> Result<Option<UserStore>> {
     let Some(name) = global.user.as_deref() else {
         bail!("which user? pass --user NAME");
     };
     let user = UserId::parse(name).context("invalid --user")?;
-    let (root, agent_config, encryption) = match args.root {
-        Some(root) => (root, args.agent_config, runner::MemoryEncryption::default()),
+    let (root, agent_config, encryption) = match root {
+        Some(root) => (root, agent_config, runner::MemoryEncryption::default()),
         None => {
             let config = global.runner_config()?;
             let entry = config.select(Some(name))?.remove(0);
             (
                 config.workspace_root,
-                args.agent_config.or(entry.agent_config),
+                agent_config.or(entry.agent_config),
                 config.memory_encryption,
             )
         }
     };
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
-    if let MemoryAction::Rekey = args.action {
+    if rekey {
         let ws = types::WorkspacePaths::new(root.join(user.as_str()));
         let place = runner::MemoryPlace::of(&config, &ws);
-        return crate::keys_cmd::rekey(&encryption, &root, &user, &ws, &place).await;
+        crate::keys_cmd::rekey(&encryption, &root, &user, &ws, &place).await?;
+        return Ok(None);
     }
     // The agent may hold an embedded replica at db_path: a second replica on the same file is
     // not safe, so the CLI talks to the primary directly (the agent's replica syncs it).
@@ -74,6 +104,25 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     let store = MemoryStore::open_with(&config.memory, &user_root, options)
         .await
         .context("cannot open the memory store")?;
+    Ok(Some(UserStore {
+        user,
+        config,
+        user_root,
+        store,
+    }))
+}
+
+async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
+    let rekey = matches!(args.action, MemoryAction::Rekey);
+    let Some(UserStore {
+        user,
+        config,
+        store,
+        ..
+    }) = open_or_rekey(global, args.root, args.agent_config, rekey).await?
+    else {
+        return Ok(());
+    };
     let mut out = std::io::stdout().lock();
     match args.action {
         MemoryAction::Save {

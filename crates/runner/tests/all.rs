@@ -15,6 +15,7 @@ mod container_tier;
 mod host_script;
 mod images;
 mod lifecycle;
+mod mcp_clients;
 mod memory_cli;
 mod memory_cli_organise;
 mod memory_cli_trust;

@@ -25,6 +25,6 @@ pub use llm::{
     RecordedRequest, Responder, SCRIPTED_MODEL, ScriptedLlm, ScriptedMessage, ScriptedReply,
     ScriptedToolCall, WireFormat,
 };
-pub use need::{Need, need, sqld_binary};
+pub use need::{Need, mcp_python, need, sqld_binary};
 pub use sqld::Sqld;
 pub use tmux::Tmux;

@@ -23,6 +23,8 @@ pub enum Need {
     Sqld,
     /// Running as root (what a runner needs to give each user's guests their own uid).
     Root,
+    /// A Python with the official MCP SDK (PyPI `mcp`), see [`mcp_python`].
+    McpPython,
 }
 
 impl Need {
@@ -34,6 +36,7 @@ impl Need {
             Need::Tmux => "needs tmux",
             Need::Sqld => "needs sqld",
             Need::Root => "needs root",
+            Need::McpPython => "needs python mcp",
         }
     }
 
@@ -63,6 +66,12 @@ impl Need {
                     .and_then(|ids| ids.split_whitespace().nth(1))
                     == Some("0")
             }),
+            Need::McpPython => mcp_python().is_some_and(|python| {
+                Command::new(python)
+                    .args(["-c", "import mcp.client.streamable_http"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            }),
         }
     }
 
@@ -77,6 +86,10 @@ impl Need {
                 "put sqld at shared/tools/sqld/sqld above the repository (or set OXYDRA_SQLD) and install openssl (scripts/test.sh does)"
             }
             Need::Root => "run the tests as root (CI does)",
+            Need::McpPython => {
+                "run scripts/test.sh (it installs the MCP Python SDK into target/mcp-venv), or set \
+                 OXYDRA_MCP_PYTHON to a python that has `mcp` installed"
+            }
         }
     }
 }
@@ -119,4 +132,19 @@ pub fn sqld_binary() -> Option<PathBuf> {
         .ancestors()
         .map(|dir| dir.join("shared/tools/sqld/sqld"))
         .find(|p| p.is_file())
+}
+
+/// The Python with the MCP SDK: `$OXYDRA_MCP_PYTHON`, or `target/mcp-venv/bin/python` of the
+/// workspace (where scripts/test.sh installs it).
+pub fn mcp_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OXYDRA_MCP_PYTHON") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    let p = target.join("mcp-venv/bin/python");
+    p.is_file().then_some(p)
 }

@@ -7,7 +7,8 @@
 //! secrets and host paths, truncate. The [`policy`] module decides which workspace paths file tools
 //! may touch and opens them beneath the workspace root without following symbolic links. The four
 //! memory tools (`memory_search`, `memory_save`, `memory_update`, `memory_delete`) work on the
-//! user's notes in the `memory:{user_id}` namespace of that user's store. `shell_exec`
+//! user's notes in the `memory:{user_id}` namespace of that user's store; the MCP peer's
+//! `listMemory`, `getContext` and `putMemory` ([`peer_mcp_tools`]) keep keyed values there too. `shell_exec`
 //! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
 //! runs a command on the host itself.
 //!
@@ -33,6 +34,10 @@ pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
 pub use governance::{Governance, MemoryAccess, MemoryMetrics};
+pub use memory_tools::{
+    GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,
+    PutMemory, peer_mcp_tools,
+};
 pub use memory_tools::{
     LIST_MEMORIES_TOOL_NAME, ListMemories, MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K,
     MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_SEARCH_TOOL_NAME,

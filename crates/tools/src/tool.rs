@@ -55,6 +55,12 @@ pub trait Tool: Send + Sync {
         self.parameters()
     }
 
+    /// JSON Schema of the output, for surfaces that advertise one (MCP's `outputSchema`); the
+    /// output is then one JSON object matching it.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     fn safety_tier(&self) -> SafetyTier;
 
     /// The registry stops waiting for the call after this long.

@@ -11,5 +11,6 @@ mod memory_contract;
 mod memory_dialects;
 mod memory_tools;
 mod memory_trust;
+mod peer_mcp;
 mod registry;
 mod shell_exec;

@@ -78,7 +78,6 @@ impl Env {
             untrusted_input: None,
             surface: CallSurface::new(surface).with_client("test-client"),
             audit: None,
-            untrusted_input: None,
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

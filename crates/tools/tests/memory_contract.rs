@@ -387,6 +387,34 @@ impl MemoryRetrieval for Gated {
     async fn hybrid_query(&self, q: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         self.store.hybrid_query(q).await
     }
+    async fn put_keyed(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        ns: &str,
+        key: &str,
+        c: &str,
+        m: NoteMetadata,
+    ) -> Result<memory::KeyedWrite, MemoryError> {
+        self.store.put_keyed(u, k, ns, key, c, m).await
+    }
+    async fn list_keys(
+        &self,
+        u: &UserId,
+        q: &memory::KeyQuery,
+    ) -> Result<memory::KeyPage, MemoryError> {
+        self.store.list_keys(u, q).await
+    }
+    async fn session_info(&self, s: &types::SessionId) -> Result<memory::SessionInfo, MemoryError> {
+        self.store.session_info(s).await
+    }
+    async fn recent_events(
+        &self,
+        s: &types::SessionId,
+        limit: usize,
+    ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
+        self.store.history(s, None, limit).await
+    }
 }
 
 #[tokio::test]

@@ -499,6 +499,34 @@ impl MemoryRetrieval for FailingConversation {
         }
         self.0.hybrid_query(q).await
     }
+    async fn put_keyed(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        ns: &str,
+        key: &str,
+        c: &str,
+        m: NoteMetadata,
+    ) -> Result<memory::KeyedWrite, MemoryError> {
+        self.0.put_keyed(u, k, ns, key, c, m).await
+    }
+    async fn list_keys(
+        &self,
+        u: &UserId,
+        q: &memory::KeyQuery,
+    ) -> Result<memory::KeyPage, MemoryError> {
+        self.0.list_keys(u, q).await
+    }
+    async fn session_info(&self, s: &types::SessionId) -> Result<memory::SessionInfo, MemoryError> {
+        self.0.session_info(s).await
+    }
+    async fn recent_events(
+        &self,
+        s: &types::SessionId,
+        limit: usize,
+    ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
+        self.0.history(s, None, limit).await
+    }
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ mod categorized;
 mod common;
 mod delete;
 mod meta_args;
+mod peer_mcp;
 mod render;
 mod save;
 mod search;
@@ -19,6 +20,10 @@ pub use categorized::{
 };
 pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key};
 pub use delete::MemoryDelete;
+pub use peer_mcp::{
+    GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,
+    PutMemory, peer_mcp_tools,
+};
 pub use save::MemorySave;
 pub use search::MemorySearch;
 pub use update::MemoryUpdate;

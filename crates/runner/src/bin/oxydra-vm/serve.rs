@@ -40,8 +40,11 @@ pub async fn run(
     let agent = runner::compose(&config, &ws.root, provider, options).await?;
     let memory = agent.memory;
     let metrics = agent.metrics;
+    let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
+        .context("cannot set up the MCP server")?;
     let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
-        .with_metrics(move || metrics.render());
+        .with_metrics(move || metrics.render())
+        .with_mcp(mcp);
     let limits = &config.gateway;
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,

@@ -1,0 +1,54 @@
+//! `/mcp`: the user's tools over MCP (streamable HTTP), behind the gateway token.
+//!
+//! The `Authorization: Bearer <token>` header chooses the user (the one whose gateway token it
+//! is, compared in constant time); a missing or wrong token is `401` and reaches no MCP code. The
+//! user comes only from the token, never from a header or an argument. A connection that
+//! presented a good token no longer counts as unauthenticated (its handshake deadline ends), so
+//! long-lived MCP streams are not cut.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::limits::Admission;
+use crate::server::Shared;
+
+pub(crate) async fn handle(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(admission): ConnectInfo<Admission>,
+    request: Request,
+) -> Response {
+    let Some(presented) = bearer(request.headers()) else {
+        return unauthorized("missing bearer token: send Authorization: Bearer <gateway token>");
+    };
+    let Some(user) = shared.users.values().find(|u| u.token.verify(presented)) else {
+        tracing::info!("MCP request with a wrong token refused");
+        return unauthorized("wrong token: use the user's gateway token");
+    };
+    admission.authenticated();
+    let Some(service) = user.mcp.as_ref() else {
+        return (StatusCode::NOT_FOUND, "MCP is not enabled for this agent").into_response();
+    };
+    service.handle(request).await.map(Body::new)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn unauthorized(message: &'static str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        message,
+    )
+        .into_response()
+}

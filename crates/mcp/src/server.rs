@@ -1,0 +1,196 @@
+//! [`McpServer`]: one user's tools as MCP `tools/list` and `tools/call`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool as McpTool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tools::ToolRegistry;
+use tracing::Instrument;
+use types::{
+    CallSurface, CancellationToken, IdError, SessionId, Surface, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
+};
+
+/// The surface name MCP calls carry (in their context, logs and spans).
+pub const SURFACE: &str = "mcp";
+
+/// One MCP session's server: the user's registry, bound to the user it was built for.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    registry: Arc<ToolRegistry>,
+    user: UserId,
+    workspace: WorkspacePaths,
+    /// The session MCP calls run in: one per MCP session (see [`McpServer::for_new_session`]).
+    session: SessionId,
+}
+
+impl McpServer {
+    /// A server for `user` over `registry` (built for that user's store).
+    pub fn new(
+        registry: Arc<ToolRegistry>,
+        user: UserId,
+        workspace: WorkspacePaths,
+    ) -> Result<Self, IdError> {
+        Ok(Self {
+            registry,
+            user,
+            workspace,
+            session: SessionId::parse(&fresh_id())?,
+        })
+    }
+
+    /// The same server for a new MCP session (a fresh session id).
+    pub fn for_new_session(&self) -> Result<Self, IdError> {
+        Ok(Self {
+            session: SessionId::parse(&fresh_id())?,
+            ..self.clone()
+        })
+    }
+
+    pub fn user(&self) -> &UserId {
+        &self.user
+    }
+
+    fn tools(&self) -> Vec<McpTool> {
+        self.registry
+            .names()
+            .into_iter()
+            .filter_map(|name| self.registry.get(name))
+            .map(|tool| {
+                let mut listed = McpTool::new(
+                    tool.name().to_owned(),
+                    tool.description().to_owned(),
+                    Arc::new(object(tool.parameters())),
+                );
+                if let Some(schema) = tool.output_schema() {
+                    listed = listed.with_raw_output_schema(Arc::new(object(schema)));
+                }
+                listed
+            })
+            .collect()
+    }
+
+    fn context(
+        &self,
+        client: &str,
+        cancellation: CancellationToken,
+    ) -> Result<ToolExecutionContext, IdError> {
+        Ok(ToolExecutionContext {
+            surface: CallSurface::new(Surface::Mcp).with_client(client),
+            audit: None,
+            untrusted_input: None,
+            user_id: self.user.clone(),
+            session_id: self.session.clone(),
+            turn_id: TurnId::parse(&fresh_id())?,
+            workspace: self.workspace.clone(),
+            cancellation,
+            call_id: None,
+        })
+    }
+
+    /// Runs one call through the registry's pipeline; a failure is a tool result with
+    /// `isError`, which the client shows to its model.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        client: &str,
+        cancellation: CancellationToken,
+    ) -> CallToolResult {
+        let args = arguments.map_or_else(String::new, |a| Value::Object(a.clone()).to_string());
+        let ctx = match self.context(client, cancellation) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                tracing::error!(error = %e, "no context for an MCP call");
+                return CallToolResult::error(vec![ContentBlock::text(
+                    "the call could not be started; try again",
+                )]);
+            }
+        };
+        let span = tracing::info_span!("mcp_call", surface = SURFACE, client, tool = name);
+        let outcome = self
+            .registry
+            .execute(name, &args, &ctx)
+            .instrument(span)
+            .await;
+        if !outcome.ok {
+            return CallToolResult::error(vec![ContentBlock::text(outcome.output)]);
+        }
+        let structured = self
+            .registry
+            .get(name)
+            .and_then(|t| t.output_schema())
+            .and_then(|_| serde_json::from_str::<Value>(&outcome.output).ok())
+            .filter(Value::is_object);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.output)]);
+        result.structured_content = structured;
+        result
+    }
+}
+
+fn object(schema: Value) -> JsonObject {
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// `mcp-<uuid>`: a session or turn id of an MCP call.
+fn fresh_id() -> String {
+    format!("mcp-{}", uuid::Uuid::new_v4())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("oxydra", env!("CARGO_PKG_VERSION"));
+        info.with_instructions(
+            "The user's Oxydra memory: search, save and organise notes, and keep keyed values in \
+             namespaces (listMemory, putMemory); getContext describes this session.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult {
+            tools: self.tools(),
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let client = context
+            .client_info()
+            .map_or_else(|| "unknown".to_owned(), |c| c.name);
+        let cancellation = CancellationToken::default();
+        let stop = cancellation.clone();
+        let ct = context.ct.clone();
+        let watch = tokio::spawn(async move {
+            ct.cancelled().await;
+            stop.cancel();
+        });
+        let result = self
+            .call(
+                &request.name,
+                request.arguments.as_ref(),
+                &client,
+                cancellation,
+            )
+            .await;
+        watch.abort();
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,220 @@
+//! `getContext`: who and where the caller is — session, agent, task — with the session's start,
+//! usage and, on request, the tools called in it.
+//!
+//! Everything comes from the per-call context and the caller's own store: the session's stored
+//! events give its start and its tool calls (a call failed when its answer starts `error:`, as the
+//! runtime writes it). Token usage is not stored with a session, so `tokens_used` and
+//! `usd_spent` are 0 and `usage_note` says so.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use memory::{MemoryError, StoredEvent};
+use serde_json::{Map, Value, json};
+use types::{Role, SafetyTier, ToolExecutionContext};
+
+use super::{GET_CONTEXT_TOOL_NAME, closed};
+use crate::MemoryAccess;
+use crate::memory_tools::common::{MemoryHandle, OpSpan, map_error, store};
+use crate::{OutputFormat, Tool, ToolError};
+
+/// The namespace `getContext` reads, for permissions, rate limits, audit and metrics.
+const CONTEXT_NAMESPACE: &str = "context";
+
+/// How many of the session's latest events the tool history is read from.
+const HISTORY_EVENTS: usize = 500;
+
+#[derive(Debug, Clone)]
+pub struct GetContext {
+    memory: MemoryHandle,
+}
+
+impl GetContext {
+    pub(crate) fn new(memory: MemoryHandle) -> Self {
+        Self { memory }
+    }
+}
+
+fn time_text(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// The tool calls among `events`, oldest first: name, when, and whether it succeeded.
+pub(crate) fn tool_history(events: &[StoredEvent]) -> Vec<Value> {
+    let answers: HashMap<&str, bool> = events
+        .iter()
+        .filter(|e| e.message.role == Role::Tool)
+        .filter_map(|e| {
+            let id = e.message.tool_call_id.as_deref()?;
+            let failed = e
+                .message
+                .content
+                .as_deref()
+                .is_some_and(|c| c.starts_with("error:"));
+            Some((id, !failed))
+        })
+        .collect();
+    events
+        .iter()
+        .filter(|e| e.message.role == Role::Assistant)
+        .flat_map(|e| e.message.tool_calls.iter().map(move |c| (e, c)))
+        .map(|(e, call)| {
+            json!({
+                "tool_name": call.name,
+                "timestamp": time_text(e.created_at),
+                "success": answers.get(call.id.as_str()).copied().unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Tool for GetContext {
+    fn name(&self) -> &str {
+        GET_CONTEXT_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Retrieves contextual information for the current session/agent: session id and start \
+         time, agent id, task id, usage, and with include_history the tools called in this \
+         session."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "context_type": {
+                    "type": "string",
+                    "enum": ["session", "agent", "task", "all"],
+                    "default": "all",
+                    "description": "Type of context to retrieve"
+                },
+                "include_history": {
+                    "type": "boolean",
+                    "default": false,
+                    "description": "Include historical context"
+                }
+            }
+        })
+    }
+
+    fn argument_schema(&self) -> Value {
+        closed(self.parameters())
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(json!({
+            "type": "object",
+            "properties": {
+                "session_id": {"type": "string"},
+                "agent_id": {"type": "string"},
+                "task_id": {"type": "string"},
+                "start_time": {"type": "string", "format": "date-time"},
+                "memory_usage": {
+                    "type": "object",
+                    "properties": {
+                        "tokens_used": {"type": "integer"},
+                        "usd_spent": {"type": "number"}
+                    }
+                },
+                "tool_history": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "tool_name": {"type": "string"},
+                            "timestamp": {"type": "string", "format": "date-time"},
+                            "success": {"type": "boolean"}
+                        }
+                    }
+                }
+            }
+        }))
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::ReadOnly
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    fn output_format(&self) -> OutputFormat {
+        OutputFormat::Json
+    }
+
+    fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
+        Some(MemoryAccess {
+            namespace: CONTEXT_NAMESPACE.to_owned(),
+            context_type: Some(
+                args.get("context_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("all")
+                    .to_owned(),
+            ),
+            ..MemoryAccess::notes_read()
+        })
+    }
+
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
+        let op = OpSpan::start(GET_CONTEXT_TOOL_NAME, ctx);
+        op.run(async {
+            let memory = store(&self.memory)?;
+            let kind = args
+                .get("context_type")
+                .and_then(Value::as_str)
+                .unwrap_or("all");
+            let include_history = args
+                .get("include_history")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let wants = |k: &str| kind == "all" || kind == k;
+            let mut out = Map::new();
+            if wants("session") {
+                out.insert("session_id".into(), json!(ctx.session_id.as_str()));
+                // A session not stored yet (a new conversation, an MCP client) starts now.
+                let start = match memory.session_info(&ctx.session_id).await {
+                    Ok(info) if info.user_id == ctx.user_id => info.created_at,
+                    Ok(_) | Err(MemoryError::SessionNotFound(_)) => Utc::now(),
+                    Err(e) => return Err(map_error(e, None)),
+                };
+                out.insert("start_time".into(), json!(time_text(start)));
+                out.insert(
+                    "memory_usage".into(),
+                    json!({"tokens_used": 0, "usd_spent": 0.0}),
+                );
+                out.insert(
+                    "usage_note".into(),
+                    json!(
+                        "token usage is not recorded per session yet, so tokens_used and \
+                           usd_spent are 0"
+                    ),
+                );
+            }
+            if wants("agent") {
+                out.insert("agent_id".into(), json!(ctx.user_id.as_str()));
+            }
+            if wants("task") {
+                out.insert("task_id".into(), json!(ctx.turn_id.as_str()));
+            }
+            if include_history {
+                let events = match memory.session_info(&ctx.session_id).await {
+                    Ok(info) if info.user_id == ctx.user_id => memory
+                        .recent_events(&ctx.session_id, HISTORY_EVENTS)
+                        .await
+                        .map_err(|e| map_error(e, None))?,
+                    _ => Vec::new(),
+                };
+                let history = tool_history(&events);
+                op.results(history.len());
+                out.insert("tool_history".into(), Value::Array(history));
+            }
+            Ok(Value::Object(out).to_string())
+        })
+        .await
+    }
+}
