@@ -15,6 +15,7 @@ mod handshake;
 mod isolation;
 mod limits;
 mod no_memory;
+mod notes;
 mod notices;
 mod schema;
 mod session_titles;

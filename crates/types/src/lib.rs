@@ -30,7 +30,7 @@ pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{
-    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, NoteView, PROTOCOL_VERSION, ServerFrame,
     SessionSummary,
 };
 pub use shell::{
