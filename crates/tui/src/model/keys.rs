@@ -63,11 +63,7 @@ impl App {
             }
             KeyCode::Esc if self.turn.is_active() => return self.cancel(),
             KeyCode::Char('t') if ctrl => self.show_details = !self.show_details,
-            KeyCode::Char('z') if ctrl => {
-                if self.online_session().is_some() {
-                    return self.undo(None);
-                }
-            }
+            KeyCode::Char('z') if ctrl => return self.undo_latest(),
             KeyCode::Char('l') if ctrl => self.scroll = 0,
             KeyCode::Char('j') if ctrl => self.editor.newline(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
@@ -143,6 +139,14 @@ impl App {
             text,
             client_turn_id,
         }]
+    }
+
+    /// Ctrl+Z: undo the latest memory change that can be, once connected.
+    fn undo_latest(&mut self) -> Vec<ClientFrame> {
+        match self.online_session() {
+            Some(_) => self.undo(None),
+            None => Vec::new(),
+        }
     }
 
     /// The current session if connected; otherwise says so and returns `None`.
