@@ -202,9 +202,23 @@ impl Conn {
         let Some(request) = NoteRequest::of(frame) else {
             return (None, Err(internal("not a note frame")));
         };
-        let kind = request.kind();
-        let result = crate::notes::answer(self.user.runtime(), &self.user.user_id, request).await;
-        (Some(kind.to_owned()), result.map(Some))
+        let kind = Some(request.kind().to_owned());
+        let (session_id, turn_id) = match (&self.hub, new_turn_id()) {
+            (Some(hub), Ok(turn)) => (hub.id().clone(), turn),
+            _ => return (kind, Err(internal("no session for a note request"))),
+        };
+        let ctx = ToolExecutionContext {
+            user_id: self.user.user_id.clone(),
+            session_id,
+            turn_id,
+            workspace: self.user.workspace.clone(),
+            cancellation: types::CancellationToken::default(),
+            call_id: None,
+            surface: types::CallSurface::new(types::Surface::Gateway),
+            audit: None,
+        };
+        let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
+        (kind, result.map(Some))
     }
 
     async fn reply_error(

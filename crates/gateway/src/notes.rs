@@ -4,7 +4,7 @@
 //! is read or changed.
 
 use runtime::{AgentRuntime, MAX_NOTES_PAGE, NoteEntry, RuntimeError};
-use types::{ClientFrame, ErrorCode, NoteId, NoteView, ServerFrame, UserId};
+use types::{ClientFrame, ErrorCode, NoteId, NoteView, ServerFrame, ToolExecutionContext};
 
 /// A note request, as the connection received it.
 #[derive(Debug)]
@@ -75,12 +75,13 @@ impl NoteRequest {
 /// A refusal to send back: code, message.
 type Refusal = (ErrorCode, String);
 
-/// Serves one note request for `user`.
+/// Serves one note request for the user of `ctx` (the connection's, surface `gateway`).
 pub(crate) async fn answer(
     runtime: &AgentRuntime,
-    user: &UserId,
+    ctx: &ToolExecutionContext,
     request: NoteRequest,
 ) -> Result<ServerFrame, Refusal> {
+    let user = &ctx.user_id;
     match request {
         NoteRequest::List {
             category,
@@ -127,14 +128,14 @@ pub(crate) async fn answer(
                 ));
             }
             let note = runtime
-                .edit_note(user, &id, &content, &version)
+                .edit_note(ctx, &id, &content, &version)
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::NoteEdited { note: view(note) })
         }
         NoteRequest::Delete { note_id } => {
             let id = note_id_of(&note_id)?;
-            runtime.delete_note(user, &id).await.map_err(refusal)?;
+            runtime.delete_note(ctx, &id).await.map_err(refusal)?;
             Ok(ServerFrame::NoteDeleted {
                 note_id: id.to_string(),
             })
@@ -182,6 +183,11 @@ fn refusal(e: RuntimeError) -> Refusal {
         ),
         RuntimeError::NoteVersionMismatch(_) => (ErrorCode::NoteChanged, e.to_string()),
         RuntimeError::InvalidNoteRequest(message) => (ErrorCode::InvalidRequest, message),
+        RuntimeError::NoteRefused {
+            kind: "permission_denied" | "rate_limited",
+            message,
+        } => (ErrorCode::NotAllowed, message),
+        RuntimeError::NoteRefused { message, .. } => (ErrorCode::InvalidRequest, message),
         e => {
             tracing::warn!(error = %e, "a note request failed");
             (

@@ -14,7 +14,7 @@ use types::{
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
-const ERROR_CODES: [ErrorCode; 19] = [
+const ERROR_CODES: [ErrorCode; 20] = [
     ErrorCode::Unauthorized,
     ErrorCode::AuthTimeout,
     ErrorCode::VersionMismatch,
@@ -34,6 +34,7 @@ const ERROR_CODES: [ErrorCode; 19] = [
     ErrorCode::NoteNotFound,
     ErrorCode::NoteChanged,
     ErrorCode::MemoryDisabled,
+    ErrorCode::NotAllowed,
 ];
 
 const ROLES: [Role; 4] = [Role::System, Role::User, Role::Assistant, Role::Tool];
@@ -61,7 +62,8 @@ fn _all_codes_listed(code: ErrorCode) {
         | ErrorCode::Internal
         | ErrorCode::NoteNotFound
         | ErrorCode::NoteChanged
-        | ErrorCode::MemoryDisabled => {}
+        | ErrorCode::MemoryDisabled
+        | ErrorCode::NotAllowed => {}
     }
 }
 

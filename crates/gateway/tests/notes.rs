@@ -10,6 +10,7 @@
 )]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::common;
 
@@ -422,5 +423,106 @@ async fn without_memory_note_frames_say_so() {
     assert_eq!(code(&answer), ErrorCode::MemoryDisabled, "{answer:?}");
     // The connection stays up.
     assert_eq!(ask(&mut a, ClientFrame::Ping).await, ServerFrame::Pong);
+    gw.shutdown().await;
+}
+
+/// `alice`'s agent with `governance` over her store (audited there), composed as `oxydra-vm`
+/// does it with a `[governance]` section.
+async fn governed_gateway(
+    root: &Path,
+    server: &ScriptedLlm,
+    config: types::GovernanceConfig,
+) -> (RunningGateway, memory::MemoryStore) {
+    let ws = types::WorkspacePaths::new(root.join("alice"));
+    for dir in types::WorkspaceDir::ALL {
+        std::fs::create_dir_all(ws.dir(dir)).unwrap();
+    }
+    let token = gateway::GatewayToken::load_or_create(&ws.internal()).unwrap();
+    let store = common::open_store(root, "alice").await;
+    let retrieval = types::RetrievalConfig::default();
+    let governance = tools::Governance::new(config).with_audit(Arc::new(store.clone()));
+    let mut registry = tools::ToolRegistry::default().with_governance(Arc::new(governance));
+    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+        registry.register(tool).unwrap();
+    }
+    let runtime = runtime::AgentRuntime::new(
+        provider(server),
+        Arc::new(registry),
+        types::RuntimeConfig::default(),
+        common::limits(),
+    )
+    .with_memory(store.clone());
+    let mut gw = Gateway::new(test_config());
+    gw.add_user(gateway::UserAgent::new(
+        UserId::parse("alice").unwrap(),
+        token,
+        ws,
+        runtime,
+    ))
+    .unwrap();
+    (gw.start().await.unwrap(), store)
+}
+
+/// Edits and deletes pass the memory pipeline as the `gateway` surface: its policy applies and
+/// each write leaves an audit row naming the surface.
+#[tokio::test]
+async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = seed(dir.path(), "alice", &[("Alice likes Lisbon", None)]).await;
+    let version = memory::note_version("Alice likes Lisbon");
+    let edit = |content: &str, version: &str| ClientFrame::EditNote {
+        note_id: ids[0].clone(),
+        content: content.into(),
+        version: version.into(),
+    };
+    let server = ScriptedLlm::start().await;
+
+    // A read-only gateway surface refuses both writes and changes nothing.
+    let mut config = types::GovernanceConfig::default();
+    config.surfaces.gateway.read_only = Some(true);
+    let (gw, _) = governed_gateway(dir.path(), &server, config).await;
+    let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
+    for frame in [
+        edit("Alice likes Porto", &version),
+        ClientFrame::DeleteNote {
+            note_id: ids[0].clone(),
+        },
+    ] {
+        let answer = ask(&mut a, frame).await;
+        assert_eq!(code(&answer), ErrorCode::NotAllowed, "{answer:?}");
+    }
+    assert_eq!(listed(&mut a).await, ["Alice likes Lisbon"]);
+    drop(a);
+    gw.shutdown().await;
+
+    // The default policy: a secret is refused; a plain edit is made and audited as `gateway`.
+    let (gw, store) =
+        governed_gateway(dir.path(), &server, types::GovernanceConfig::default()).await;
+    let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
+    let secret = ask(
+        &mut a,
+        edit("my key is sk-abcdefghijklmnopqrstuvwx", &version),
+    )
+    .await;
+    match &secret {
+        ServerFrame::Error { code, message, .. } => {
+            assert_eq!(*code, ErrorCode::InvalidRequest);
+            assert!(message.contains("secret"), "{message}");
+            assert!(!message.contains("sk-abc"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(listed(&mut a).await, ["Alice likes Lisbon"]);
+    match ask(&mut a, edit("Alice likes Porto", &version)).await {
+        ServerFrame::NoteEdited { note } => assert_eq!(note.text, "Alice likes Porto"),
+        other => panic!("{other:?}"),
+    }
+    let rows = store.audit_log(None, 100).await.unwrap();
+    let edit_row = rows
+        .iter()
+        .find(|r| r.tool == "memory_update" && r.outcome == "ok")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(edit_row.surface, "gateway");
+    assert_eq!(edit_row.note_id.as_deref(), Some(ids[0].as_str()));
     gw.shutdown().await;
 }

@@ -50,6 +50,11 @@ pub enum RuntimeError {
     /// A note request that cannot be served as sent; the text says what to change.
     #[error("{0}")]
     InvalidNoteRequest(String),
+
+    /// The memory pipeline refused a note change (`kind`: the tool error kind, such as
+    /// `permission_denied`, `rate_limited`, `pii_detected`); `message` is its own, safe to show.
+    #[error("{message}")]
+    NoteRefused { kind: &'static str, message: String },
 }
 
 impl RuntimeError {
@@ -64,6 +69,7 @@ impl RuntimeError {
             | RuntimeError::NoteNotFound(_)
             | RuntimeError::NoteVersionMismatch(_)
             | RuntimeError::InvalidNoteRequest(_) => false,
+            RuntimeError::NoteRefused { kind, .. } => *kind == "rate_limited",
         }
     }
 

@@ -3,13 +3,16 @@
 //! Every call is scoped to the `user` given by the caller, who takes it from the authenticated
 //! connection; the store's `memory:{user}` namespace is the only one reached.
 //!
-//! Edits pass the same checks as the model's `memory_update`: the text is validated (not empty,
-//! at most [`tools::MAX_CONTENT_BYTES`]), a text holding a secret is refused, and a stale version
-//! changes nothing.
+//! Reads go to the user's store. Edits and deletes run the notes tools (`memory_update`,
+//! `memory_delete`) through the registry's one pipeline with the caller's context (its
+//! `surface`, e.g. `gateway`): the same validation, permissions, rate limits, PII and secret
+//! screening, audit row and scrubbing as the model's own calls. A stale version changes nothing.
 
 use chrono::{DateTime, Utc};
-use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, MetadataPatch, Note};
-use types::{NoteId, SessionId, UserId};
+use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
+use serde_json::json;
+use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME};
+use types::{NoteId, SessionId, ToolExecutionContext, UserId};
 
 use crate::RuntimeError;
 use crate::runtime::AgentRuntime;
@@ -148,17 +151,17 @@ impl AgentRuntime {
         Ok(note.into())
     }
 
-    /// Replaces the text of `user`'s note `note_id` if its current version is `version`; the note
-    /// keeps its id, category and tags. Nothing changes when the version is stale, the text is
-    /// empty or too long, or it holds a secret.
+    /// Replaces the text of the caller's note `note_id` if its current version is `version`; the
+    /// note keeps its id, category and tags. The caller (`ctx.user_id`, `ctx.surface`) comes from
+    /// its own authenticated context. Nothing changes when the version is stale, the text is
+    /// empty or too long, or the governance stages refuse it.
     pub async fn edit_note(
         &self,
-        user: &UserId,
+        ctx: &ToolExecutionContext,
         note_id: &NoteId,
         content: &str,
         version: &str,
     ) -> Result<NoteEntry, RuntimeError> {
-        let store = self.notes_store()?;
         let content = content.trim();
         if content.is_empty() {
             return Err(RuntimeError::InvalidNoteRequest(
@@ -172,33 +175,73 @@ impl AgentRuntime {
                 tools::MAX_CONTENT_BYTES
             )));
         }
-        if tools::scrub_secrets(content) != content {
-            return Err(RuntimeError::InvalidNoteRequest(
-                "the text looks like it holds a secret (a key, token or password): keep secrets \
-                 out of memory"
-                    .into(),
-            ));
+        self.current_at(&ctx.user_id, note_id, version).await?;
+        let args = json!({ "note_id": note_id.as_str(), "content": content, "version": version });
+        let outcome = self.governed(MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
+        if !outcome.ok {
+            // Changed in between, or refused by a governance stage.
+            self.current_at(&ctx.user_id, note_id, version).await?;
+            return Err(refused(&outcome));
         }
-        store
-            .update_note_patched(
-                user,
-                None,
-                note_id,
-                content,
-                version,
-                MetadataPatch::default(),
-            )
-            .await
-            .map_err(note_error("editing a note"))?;
-        self.note(user, note_id).await
+        self.note(&ctx.user_id, note_id).await
     }
 
-    /// Deletes `user`'s note `note_id` with everything indexed for it.
-    pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), RuntimeError> {
-        self.notes_store()?
-            .delete_note(user, note_id)
-            .await
-            .map_err(note_error("deleting a note"))
+    /// Deletes the caller's note `note_id` with everything indexed for it.
+    pub async fn delete_note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+    ) -> Result<(), RuntimeError> {
+        self.note(&ctx.user_id, note_id).await?;
+        let args = json!({ "note_id": note_id.as_str() });
+        let outcome = self.governed(MEMORY_DELETE_TOOL_NAME, &args, ctx).await?;
+        match (outcome.ok, outcome.error_kind) {
+            (true, _) => Ok(()),
+            (false, Some("not_found")) => Err(RuntimeError::NoteNotFound(note_id.clone())),
+            (false, _) => Err(refused(&outcome)),
+        }
+    }
+
+    /// `note_id` when it exists and is at `version`.
+    async fn current_at(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+        version: &str,
+    ) -> Result<(), RuntimeError> {
+        if self.note(user, note_id).await?.version != version.trim() {
+            return Err(RuntimeError::NoteVersionMismatch(note_id.clone()));
+        }
+        Ok(())
+    }
+
+    /// Runs a notes tool through the registry's one pipeline (validation, permission, rate
+    /// limit, PII and secrets, the write with its audit row, scrubbing), as the caller's surface.
+    async fn governed(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<tools::ToolOutcome, RuntimeError> {
+        self.notes_store()?;
+        if self.tools.get(tool).is_none() {
+            return Err(RuntimeError::InvalidNoteRequest(
+                "this agent's memory dialect does not offer note edits here".into(),
+            ));
+        }
+        Ok(self.tools.execute(tool, &args.to_string(), ctx).await)
+    }
+}
+
+/// A refused write: the pipeline's own message (a governance refusal's `error.message`).
+fn refused(outcome: &tools::ToolOutcome) -> RuntimeError {
+    let message = serde_json::from_str::<serde_json::Value>(&outcome.output)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| outcome.output.clone());
+    RuntimeError::NoteRefused {
+        kind: outcome.error_kind.unwrap_or("refused"),
+        message,
     }
 }
 

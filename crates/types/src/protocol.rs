@@ -331,6 +331,9 @@ pub enum ErrorCode {
     NoteChanged,
     /// This agent runs without memory, so it has no notes.
     MemoryDisabled,
+    /// The memory policy refused the change (a permission or rate limit of the `gateway`
+    /// surface); the message says which.
+    NotAllowed,
 }
 
 /// A session as listed to clients. Times are RFC 3339 UTC.
