@@ -361,6 +361,13 @@ async fn bad_note_requests_are_refused_and_change_nothing() {
             "the search is empty",
         ),
         (
+            ClientFrame::SearchNotes {
+                query: "word ".repeat(300),
+                limit: 5,
+            },
+            "the search is too long",
+        ),
+        (
             ClientFrame::GetNote {
                 note_id: "../../etc/passwd".into(),
             },

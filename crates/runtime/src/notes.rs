@@ -17,6 +17,9 @@ use types::{NoteId, SessionId, ToolExecutionContext, UserId};
 use crate::RuntimeError;
 use crate::runtime::AgentRuntime;
 
+/// Longest search text accepted, in bytes.
+pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
+
 /// Most notes one list or search returns.
 pub const MAX_NOTES_PAGE: usize = memory::MAX_PAGE;
 
@@ -114,6 +117,11 @@ impl AgentRuntime {
             return Err(RuntimeError::InvalidNoteRequest(
                 "the search is empty: give a few words to look for".into(),
             ));
+        }
+        if query.len() > MAX_NOTE_QUERY_BYTES {
+            return Err(RuntimeError::InvalidNoteRequest(format!(
+                "the search is too long (at most {MAX_NOTE_QUERY_BYTES} bytes): use a few words"
+            )));
         }
         let store = self.notes_store()?;
         let hits = store
