@@ -428,7 +428,7 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
         "call_1",
         "memory_save",
         r#"{"content":"Lives in Porto"}"#,
-        &format!("{NOTE_A}: Saved."),
+        &format!("{NOTE_A}: Saved. Use this note_id with memory_update or memory_delete."),
     ));
     frames.extend(call(
         4,

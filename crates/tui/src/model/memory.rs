@@ -299,8 +299,8 @@ impl App {
             .unwrap_or_default();
         let arg = |key: &str| args.get(key).and_then(|v| v.as_str()).unwrap_or("");
         let (line, undo) = match name {
-            "memory_save" | "store_memory" => {
-                let Some(note_id) = note_id_in(summary) else {
+            "memory_save" => {
+                let Some(note_id) = saved_note(summary) else {
                     return;
                 };
                 let line = format!("saved \"{}\"", excerpt(arg("content")));
@@ -352,11 +352,13 @@ impl App {
     }
 }
 
-/// The note id a note write's summary starts with (`note-…: message`).
-fn note_id_in(summary: &str) -> Option<String> {
-    let (id, _) = summary.split_once(':')?;
+/// The id of the note a save created, from its summary (`note-…: Saved. …`). Anything else (a
+/// save that stored nothing new, say) is not a change to undo by deleting.
+fn saved_note(summary: &str) -> Option<String> {
+    let (id, message) = summary.split_once(':')?;
     let id = id.trim();
-    types::NoteId::parse(id).ok().map(|_| id.to_owned())
+    let created = message.trim_start().starts_with("Saved.");
+    (created && types::NoteId::parse(id).is_ok()).then(|| id.to_owned())
 }
 
 /// `note-0a1b2c3d…`: enough to tell notes apart in a line.
@@ -382,5 +384,26 @@ fn tags(note: &NoteView) -> String {
         String::new()
     } else {
         format!(" · tags {}", note.tags.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_created_note_is_undone_by_deleting_it() {
+        let id = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
+        let check = |summary: &str, expected: Option<&str>| {
+            assert_eq!(saved_note(summary).as_deref(), expected, "{summary}");
+        };
+        check(&format!("{id}: Saved. Use this note_id …"), Some(id));
+        check(
+            &format!("{id}: Already saved as this note; nothing stored"),
+            None,
+        );
+        check("note-1: Saved.", None);
+        check(r#"{"note_id":"x","message":"Saved."}"#, None);
+        check("1 result", None);
     }
 }
