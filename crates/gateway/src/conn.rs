@@ -284,6 +284,7 @@ impl Conn {
             call_id: None,
             surface: types::CallSurface::new(types::Surface::Agent),
             audit: None,
+            untrusted_input: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

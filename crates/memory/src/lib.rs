@@ -4,7 +4,8 @@
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
 //! each in one transaction; text chunked, embedded and indexed in FTS5; an exact in-memory vector
 //! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
-//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import.
+//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
+//! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
@@ -13,6 +14,7 @@
 mod audit;
 mod chunking;
 mod dot;
+mod duplicates;
 pub mod embedding;
 mod error;
 mod facets;
@@ -21,12 +23,14 @@ mod fts;
 mod fusion;
 mod indexing;
 mod keyword;
+mod lifecycle;
 mod listing;
 mod maintenance;
 mod metadata;
 mod migrations;
 mod notes;
 mod placement;
+mod provenance;
 mod query;
 mod receipts;
 mod reindex;
@@ -44,9 +48,15 @@ mod worker;
 
 pub use audit::{AuditEntry, AuditRecord, MAX_AUDIT_ROWS};
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
+pub use duplicates::{
+    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
+};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
+pub use lifecycle::{
+    DEFAULT_TOMBSTONE_RETENTION_DAYS, DeletedNote, NoteHistory, NoteState, NoteVersion,
+};
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
 pub use metadata::{
@@ -54,6 +64,7 @@ pub use metadata::{
 };
 pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use placement::LegacyDir;
+pub use provenance::{Origin, Provenance};
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
 pub use retrieval::MemoryRetrieval;

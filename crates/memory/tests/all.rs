@@ -11,6 +11,7 @@
 mod common;
 
 mod freshness;
+mod lifecycle;
 mod open;
 mod organised;
 mod remote;

@@ -31,6 +31,7 @@ fn ctx(d: &Daemon) -> ToolExecutionContext {
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use types::{SafetyTier, ToolExecutionContext, ToolSchema};
+use types::{SafetyTier, ToolExecutionContext, ToolSchema, UntrustedInput};
 
 use crate::ToolError;
 use crate::governance::MemoryAccess;
@@ -70,6 +70,13 @@ pub trait Tool: Send + Sync {
     /// a line, JSON is reduced item by item and stays valid (see [`crate::truncate_output`]).
     fn output_format(&self) -> OutputFormat {
         OutputFormat::Text
+    }
+
+    /// Whether the tool's result carries text someone other than the user may have written (a
+    /// file, a shell command's output, a web page). The runtime marks the rest of the turn as
+    /// having read it, so memory written afterwards is recorded as unconfirmed.
+    fn reads_untrusted(&self) -> Option<UntrustedInput> {
+        None
     }
 
     /// What the registry does when the call outlives [`Tool::timeout`] or the turn is cancelled.

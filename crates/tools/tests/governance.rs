@@ -77,6 +77,7 @@ impl Env {
             call_id: None,
             surface: CallSurface::new(surface).with_client("test-client"),
             audit: None,
+            untrusted_input: None,
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

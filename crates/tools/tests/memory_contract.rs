@@ -65,6 +65,7 @@ fn ctx(root: &std::path::Path, call_id: Option<&str>) -> ToolExecutionContext {
         call_id: call_id.map(str::to_owned),
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
 

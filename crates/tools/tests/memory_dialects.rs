@@ -64,6 +64,7 @@ impl Env {
             call_id: None,
             surface: types::CallSurface::default(),
             audit: None,
+            untrusted_input: None,
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

@@ -66,6 +66,7 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
 

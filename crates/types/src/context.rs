@@ -23,6 +23,10 @@ pub struct ToolExecutionContext {
     /// Set by the registry's governance stage for a governed memory call, so that the write it
     /// makes records its audit row in the write's own transaction. `None` everywhere else.
     pub audit: Option<AuditTag>,
+    /// Untrusted content this turn has read before the call (set by the runtime for each call;
+    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
+    /// recorded as coming from that source and stay unconfirmed until the user confirms them.
+    pub untrusted_input: Option<UntrustedInput>,
 }
 
 /// The ways a user's memory is reached.
@@ -84,4 +88,15 @@ pub struct AuditTag {
     pub key: Option<String>,
     /// Kind (`email`, `phone`, `card`, `iban`, `national_id`, `secret`) and count.
     pub redactions: Vec<(String, u32)>,
+}
+
+/// Text someone other than the user may have written, read by a tool during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UntrustedInput {
+    /// A file's contents, a file listing or a file search result.
+    File,
+    /// A shell command's output.
+    Shell,
+    /// A web page.
+    Web,
 }

@@ -27,7 +27,7 @@ pub use config::{
     ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
     SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
 };
-pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext};
+pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{

@@ -289,6 +289,7 @@ async fn main() -> anyhow::Result<()> {
             call_id: None,
             surface: types::CallSurface::default(),
             audit: None,
+            untrusted_input: None,
         };
         let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
         let start = Instant::now();

@@ -90,6 +90,7 @@ pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionC
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
 

@@ -109,6 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     };
 
     println!("# tools-bench ({calls} pipeline calls)\n");

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store, string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -161,15 +161,37 @@ impl Tool for StoreMemory {
                         .and_then(Value::as_f64)
                         .unwrap_or(1.0),
                 ),
+                provenance: Some(provenance(ctx, memory::Origin::Model)),
                 ..NoteMetadata::default()
             };
             let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
-            let receipt = memory
-                .store_note_once(&ctx.user_id, key.as_ref(), content, metadata)
+            // The peer dialect has no way to insist, so only exact duplicates are refused here.
+            let outcome = memory
+                .store_note_checked(
+                    &ctx.user_id,
+                    key.as_ref(),
+                    content,
+                    metadata,
+                    memory::Similar::Allow,
+                )
                 .await
                 .map_err(|e| failed(FAILED, e))?;
-            op.note(&receipt.note_id);
-            Ok(format!("Stored {category} memory: {}", content.trim()))
+            match outcome {
+                memory::SaveOutcome::Duplicate { note_id, .. } => {
+                    op.note(&note_id);
+                    Ok(format!(
+                        "Already stored as {note_id}: {} (not stored again)",
+                        content.trim()
+                    ))
+                }
+                memory::SaveOutcome::Saved(receipt) => {
+                    op.note(&receipt.note_id);
+                    Ok(format!("Stored {category} memory: {}", content.trim()))
+                }
+                memory::SaveOutcome::Similar(_) => {
+                    Ok(format!("Stored {category} memory: {}", content.trim()))
+                }
+            }
         })
         .await
     }

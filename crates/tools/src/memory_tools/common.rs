@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use memory::{CallKey, MemoryError, MemoryRetrieval, WriteReceipt};
-use types::{NoteId, ToolExecutionContext};
+use memory::{CallKey, MemoryError, MemoryRetrieval, Origin, Provenance, WriteReceipt};
+use types::{NoteId, ToolExecutionContext, UntrustedInput};
 
 use crate::{Interruption, ToolError};
 
@@ -199,6 +199,19 @@ pub fn audited_call_key(
         (None, Some(tag)) => Some(CallKey::audit_only(tag)),
         (None, None) => None,
     }
+}
+
+/// Where a note written by this call comes from, from the call's context: the untrusted input the
+/// turn has read before it, if any (the note is then unconfirmed, and recall leaves it out), else
+/// `origin` (the user's words or the model's inference). Never from the model's arguments alone.
+pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
+    let origin = match ctx.untrusted_input {
+        Some(UntrustedInput::File) => Origin::File,
+        Some(UntrustedInput::Shell) => Origin::Shell,
+        Some(UntrustedInput::Web) => Origin::Web,
+        None => origin,
+    };
+    Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str())
 }
 
 /// What a write returns to the model: the note id, the note's version after it (for a later

@@ -7,8 +7,8 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, note_id_arg, receipt_message,
-    settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, note_id_arg, provenance,
+    receipt_message, settle, store, string_arg,
 };
 use super::meta_args::{add_organising_properties, update_patch};
 use super::render::SEARCH_BUDGET;
@@ -106,7 +106,11 @@ impl Tool for MemoryUpdate {
             op.note(&note_id);
             let content = content_arg(args)?;
             let version = string_arg(args, "version")?;
-            let patch = update_patch(args)?;
+            let mut patch = update_patch(args)?;
+            // New text written after untrusted input makes the note unconfirmed again.
+            if ctx.untrusted_input.is_some() {
+                patch.provenance = Some(provenance(ctx, memory::Origin::Model));
+            }
             let key = audited_call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
             let receipt = memory
                 .update_note_patched(

@@ -110,5 +110,6 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
