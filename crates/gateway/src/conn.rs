@@ -216,6 +216,7 @@ impl Conn {
             call_id: None,
             surface: types::CallSurface::new(types::Surface::Gateway),
             audit: None,
+            untrusted_input: None,
         };
         let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
         (kind, result.map(Some))

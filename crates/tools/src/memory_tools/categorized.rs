@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store,
+    string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 

@@ -9,8 +9,8 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, receipt_message, settle,
-    store,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, receipt_message,
+    settle, store,
 };
 use super::meta_args::{add_organising_properties, save_metadata};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
