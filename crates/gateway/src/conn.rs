@@ -13,6 +13,7 @@ use types::{
 use crate::frames::{Incoming, read_frame};
 use crate::handshake::{Hello, drain, handshake};
 use crate::limits::Admission;
+use crate::notes::NoteRequest;
 use crate::outbound::{Outbox, start_writer};
 use crate::server::Shared;
 use crate::session::SessionHub;
@@ -180,12 +181,45 @@ impl Conn {
                 after_seq,
             } => (Some("resync".into()), self.resync(&session_id, after_seq)),
             ClientFrame::Ping => (None, Ok(Some(ServerFrame::Pong))),
+            note @ (ClientFrame::ListNotes { .. }
+            | ClientFrame::SearchNotes { .. }
+            | ClientFrame::GetNote { .. }
+            | ClientFrame::EditNote { .. }
+            | ClientFrame::DeleteNote { .. }) => self.notes(note).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,
             Ok(None) => true,
             Err((code, message)) => self.reply_error(code, message, reference).await,
         }
+    }
+
+    /// A note request for this connection's user, with its frame type as the error's `ref`.
+    async fn notes(
+        &self,
+        frame: ClientFrame,
+    ) -> (Option<String>, Result<Option<ServerFrame>, Refusal>) {
+        let Some(request) = NoteRequest::of(frame) else {
+            return (None, Err(internal("not a note frame")));
+        };
+        let kind = Some(request.kind().to_owned());
+        let (session_id, turn_id) = match (&self.hub, new_turn_id()) {
+            (Some(hub), Ok(turn)) => (hub.id().clone(), turn),
+            _ => return (kind, Err(internal("no session for a note request"))),
+        };
+        let ctx = ToolExecutionContext {
+            user_id: self.user.user_id.clone(),
+            session_id,
+            turn_id,
+            workspace: self.user.workspace.clone(),
+            cancellation: types::CancellationToken::default(),
+            call_id: None,
+            surface: types::CallSurface::new(types::Surface::Gateway),
+            audit: None,
+            untrusted_input: None,
+        };
+        let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
+        (kind, result.map(Some))
     }
 
     async fn reply_error(

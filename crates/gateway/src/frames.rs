@@ -9,7 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame};
 use crate::GatewayConfig;
 
 /// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 10] = [
+pub const CLIENT_FRAME_TYPES: [&str; 15] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -20,6 +20,11 @@ pub const CLIENT_FRAME_TYPES: [&str; 10] = [
     "approve",
     "resync",
     "ping",
+    "list_notes",
+    "search_notes",
+    "get_note",
+    "edit_note",
+    "delete_note",
 ];
 
 /// One read from the client.

@@ -3,8 +3,8 @@
 //! A [`Gateway`] serves a fixed set of users ([`UserAgent`]: token, workspace and the user's own
 //! [`runtime::AgentRuntime`], composed by `oxydra-vm`) on `127.0.0.1`. A client's first frame is
 //! `hello` with the user's [`GatewayToken`]; then it sends turns, cancels them, creates, lists and
-//! switches
-//! sessions, pages history and answers approvals (protocol v1, [`types::ClientFrame`] /
+//! switches sessions, pages history, answers approvals, and lists, searches, edits and deletes
+//! the user's saved notes (protocol v1, [`types::ClientFrame`] /
 //! [`types::ServerFrame`], documented in `docs/protocol.md`). Each turn gets a fresh
 //! [`types::ToolExecutionContext`]; nothing about identity is shared or mutable. Turn events are
 //! numbered per session and logged (bounded), so clients that reconnect or fall behind resume
@@ -18,6 +18,7 @@
 //! - `handshake` — the `hello`: version, user, token, timeout
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
+//! - `notes` — the user's notes: list, search, get, edit, delete
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
 //! - `title` — a session's title from its first message
 //! - `turn` — running a turn with its own context; runtime events to frames
@@ -25,7 +26,7 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
-//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`])
+//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes` its note examples
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
@@ -40,8 +41,10 @@ mod handshake;
 mod limits;
 mod metrics;
 mod mcp_route;
+mod notes;
 mod outbound;
 mod schema;
+mod schema_notes;
 mod server;
 mod session;
 mod title;

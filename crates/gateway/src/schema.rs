@@ -14,7 +14,7 @@ use types::{
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
-const ERROR_CODES: [ErrorCode; 16] = [
+const ERROR_CODES: [ErrorCode; 20] = [
     ErrorCode::Unauthorized,
     ErrorCode::AuthTimeout,
     ErrorCode::VersionMismatch,
@@ -31,6 +31,10 @@ const ERROR_CODES: [ErrorCode; 16] = [
     ErrorCode::ApprovalNotFound,
     ErrorCode::EventsExpired,
     ErrorCode::Internal,
+    ErrorCode::NoteNotFound,
+    ErrorCode::NoteChanged,
+    ErrorCode::MemoryDisabled,
+    ErrorCode::NotAllowed,
 ];
 
 const ROLES: [Role; 4] = [Role::System, Role::User, Role::Assistant, Role::Tool];
@@ -55,7 +59,11 @@ fn _all_codes_listed(code: ErrorCode) {
         | ErrorCode::NoActiveTurn
         | ErrorCode::ApprovalNotFound
         | ErrorCode::EventsExpired
-        | ErrorCode::Internal => {}
+        | ErrorCode::Internal
+        | ErrorCode::NoteNotFound
+        | ErrorCode::NoteChanged
+        | ErrorCode::MemoryDisabled
+        | ErrorCode::NotAllowed => {}
     }
 }
 
@@ -93,7 +101,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
         last_seq: full.then_some(12),
     };
     let s = || session.clone();
-    let frames = vec![
+    let mut frames = vec![
         (hello(true), hello(false)),
         both(ClientFrame::SendTurn {
             session_id: s(),
@@ -148,6 +156,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
         }),
         both(ClientFrame::Ping),
     ];
+    frames.extend(crate::schema_notes::client_examples());
     for (frame, _) in &frames {
         client_covered(frame);
     }
@@ -165,11 +174,16 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::GetHistory { .. }
         | ClientFrame::Approve { .. }
         | ClientFrame::Resync { .. }
-        | ClientFrame::Ping => {}
+        | ClientFrame::Ping
+        | ClientFrame::ListNotes { .. }
+        | ClientFrame::SearchNotes { .. }
+        | ClientFrame::GetNote { .. }
+        | ClientFrame::EditNote { .. }
+        | ClientFrame::DeleteNote { .. } => {}
     }
 }
 
-fn both<T: Clone>(frame: T) -> (T, T) {
+pub(crate) fn both<T: Clone>(frame: T) -> (T, T) {
     (frame.clone(), frame)
 }
 
@@ -210,7 +224,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         message: "this session is already running a turn: wait for it to end or cancel_turn".into(),
         reference: reference.map(str::to_owned),
     };
-    let frames = vec![
+    let mut frames = vec![
         (
             hello(full.clone(), Some("gpt-4o-mini")),
             hello(bare.clone(), None),
@@ -324,6 +338,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             last_seq: 15,
         }),
     ];
+    frames.extend(crate::schema_notes::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
     }
@@ -348,7 +363,12 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::SessionList { .. }
         | ServerFrame::History { .. }
         | ServerFrame::Pong
-        | ServerFrame::Lagged { .. } => {}
+        | ServerFrame::Lagged { .. }
+        | ServerFrame::NoteList { .. }
+        | ServerFrame::NoteResults { .. }
+        | ServerFrame::Note { .. }
+        | ServerFrame::NoteEdited { .. }
+        | ServerFrame::NoteDeleted { .. } => {}
     }
 }
 

@@ -16,6 +16,7 @@ mod isolation;
 mod limits;
 mod metrics;
 mod no_memory;
+mod notes;
 mod notices;
 mod schema;
 mod session_titles;

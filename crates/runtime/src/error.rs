@@ -6,7 +6,7 @@
 
 use memory::MemoryError;
 use provider::ProviderError;
-use types::SessionId;
+use types::{NoteId, SessionId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -34,6 +34,27 @@ pub enum RuntimeError {
     /// The session belongs to another user (ephemeral history checks this too).
     #[error("session {0} belongs to another user")]
     SessionOwnedByOtherUser(SessionId),
+
+    /// The agent runs without memory, so it has no notes to show or change.
+    #[error("memory is disabled for this agent: it keeps no notes")]
+    MemoryDisabled,
+
+    /// No such note in the user's memory.
+    #[error("note {0} was not found in your memory")]
+    NoteNotFound(NoteId),
+
+    /// An edit named a version that is not the note's current one; nothing changed.
+    #[error("note {0} changed since you read it: read it again, then edit")]
+    NoteVersionMismatch(NoteId),
+
+    /// A note request that cannot be served as sent; the text says what to change.
+    #[error("{0}")]
+    InvalidNoteRequest(String),
+
+    /// The memory pipeline refused a note change (`kind`: the tool error kind, such as
+    /// `permission_denied`, `rate_limited`, `pii_detected`); `message` is its own, safe to show.
+    #[error("{message}")]
+    NoteRefused { kind: &'static str, message: String },
 }
 
 impl RuntimeError {
@@ -42,7 +63,13 @@ impl RuntimeError {
         match self {
             RuntimeError::Provider { source, .. } => source.is_retryable(),
             RuntimeError::Memory { source, .. } => source.is_retryable(),
-            RuntimeError::EmptyMessage | RuntimeError::SessionOwnedByOtherUser(_) => false,
+            RuntimeError::EmptyMessage
+            | RuntimeError::SessionOwnedByOtherUser(_)
+            | RuntimeError::MemoryDisabled
+            | RuntimeError::NoteNotFound(_)
+            | RuntimeError::NoteVersionMismatch(_)
+            | RuntimeError::InvalidNoteRequest(_) => false,
+            RuntimeError::NoteRefused { kind, .. } => *kind == "rate_limited",
         }
     }
 

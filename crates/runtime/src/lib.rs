@@ -28,6 +28,7 @@
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
+//! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
 //! - `error` — [`RuntimeError`]
 
 mod approval;
@@ -37,6 +38,7 @@ mod error;
 mod events;
 mod history;
 mod journal;
+mod notes;
 mod prompt;
 mod recall;
 mod reply;
@@ -51,6 +53,7 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};
+pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};

@@ -1,5 +1,5 @@
 //! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/continue`, `/history`,
-//! `/cancel`, `/help`, `/quit`.
+//! `/cancel`, `/memory`, `/undo`, `/help`, `/quit`.
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,10 +18,26 @@ pub enum Command {
     Cancel,
     /// `/details`: show or hide tool details.
     Details,
+    /// `/memory …`: the user's saved notes.
+    Memory(MemoryCommand),
+    /// `/undo [n]`: take back memory change `n` (the latest without it).
+    Undo { n: Option<usize> },
     /// `/help`
     Help,
     /// `/quit` (or `/exit`)
     Quit,
+}
+
+/// `/memory [category]`, `/memory more`, `/memory search <words>`, `/memory show <n>`,
+/// `/memory edit <n> <new text>`, `/memory delete <n>` (`n` from the last list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryCommand {
+    List { category: Option<String> },
+    More,
+    Search { query: String },
+    Show { n: usize },
+    Edit { n: usize, text: String },
+    Delete { n: usize },
 }
 
 /// What went wrong with a slash command, in words for the transcript.
@@ -29,7 +45,7 @@ pub enum Command {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 9] = [
+pub const COMMANDS: [(&str, &str); 15] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -40,6 +56,15 @@ pub const COMMANDS: [(&str, &str); 9] = [
     ("/history", "load earlier messages of this session"),
     ("/cancel", "stop the running reply"),
     ("/details", "show or hide tool details (also Ctrl+T)"),
+    (
+        "/memory [category]",
+        "your saved notes, newest first (/memory more: next page)",
+    ),
+    ("/memory search <words>", "find notes"),
+    ("/memory show <n>", "a note whole (n from the last list)"),
+    ("/memory edit <n> <text>", "replace a note's text"),
+    ("/memory delete <n>", "delete a note"),
+    ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
     ("/help", "keys and commands"),
     ("/quit", "leave (also Ctrl+D on an empty line)"),
 ];
@@ -78,12 +103,61 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "history" => no_arg(Command::History),
         "cancel" => no_arg(Command::Cancel),
         "details" => no_arg(Command::Details),
+        "memory" | "mem" => memory(arg).map(Command::Memory),
+        "undo" if arg.is_empty() => Ok(Command::Undo { n: None }),
+        "undo" => number(arg, "/undo").map(|n| Command::Undo { n: Some(n) }),
         "help" | "?" => no_arg(Command::Help),
         "quit" | "exit" | "q" => no_arg(Command::Quit),
         _ => Err(CommandError(format!(
             "unknown command /{name}: type /help for the list"
         ))),
     })
+}
+
+fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
+    let (verb, rest) = match arg.split_once(char::is_whitespace) {
+        Some((verb, rest)) => (verb, rest.trim()),
+        None => (arg, ""),
+    };
+    match verb.to_ascii_lowercase().as_str() {
+        "" => Ok(MemoryCommand::List { category: None }),
+        "more" => Ok(MemoryCommand::More),
+        "search" | "find" if rest.is_empty() => Err(CommandError(
+            "/memory search needs words to look for".into(),
+        )),
+        "search" | "find" => Ok(MemoryCommand::Search {
+            query: rest.to_owned(),
+        }),
+        "show" => number(rest, "/memory show").map(|n| MemoryCommand::Show { n }),
+        "delete" | "rm" => number(rest, "/memory delete").map(|n| MemoryCommand::Delete { n }),
+        "edit" => {
+            let (n, text) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let n = number(n, "/memory edit")?;
+            if text.trim().is_empty() {
+                return Err(CommandError(
+                    "/memory edit needs the note's number and its new text".into(),
+                ));
+            }
+            Ok(MemoryCommand::Edit {
+                n,
+                text: text.trim().to_owned(),
+            })
+        }
+        category if rest.is_empty() => Ok(MemoryCommand::List {
+            category: Some(category.to_owned()),
+        }),
+        _ => Err(CommandError(
+            "/memory takes a category, more, search, show, edit or delete: see /help".into(),
+        )),
+    }
+}
+
+fn number(arg: &str, command: &str) -> Result<usize, CommandError> {
+    arg.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CommandError(format!("{command} needs a number from the list")))
 }
 
 /// Text that starts with `//` is sent with one slash removed.
@@ -134,6 +208,48 @@ mod tests {
             "/frob",
             Some(Err("unknown command /frob: type /help for the list")),
         );
+        let mem = |m| Some(Ok(Command::Memory(m)));
+        check("/memory", mem(MemoryCommand::List { category: None }));
+        check(
+            "/memory preference",
+            mem(MemoryCommand::List {
+                category: Some("preference".into()),
+            }),
+        );
+        check("/memory more", mem(MemoryCommand::More));
+        check(
+            "/memory search trams in Lisbon",
+            mem(MemoryCommand::Search {
+                query: "trams in Lisbon".into(),
+            }),
+        );
+        check(
+            "/memory search",
+            Some(Err("/memory search needs words to look for")),
+        );
+        check(
+            "/memory edit 2 Loves Porto too",
+            mem(MemoryCommand::Edit {
+                n: 2,
+                text: "Loves Porto too".into(),
+            }),
+        );
+        check(
+            "/memory edit 2",
+            Some(Err("/memory edit needs the note's number and its new text")),
+        );
+        check(
+            "/memory edit x y",
+            Some(Err("/memory edit needs a number from the list")),
+        );
+        check(
+            "/memory delete 0",
+            Some(Err("/memory delete needs a number from the list")),
+        );
+        check("/memory show 3", mem(MemoryCommand::Show { n: 3 }));
+        check("/undo", Some(Ok(Command::Undo { n: None })));
+        check("/undo 2", Some(Ok(Command::Undo { n: Some(2) })));
+        check("/undo two", Some(Err("/undo needs a number from the list")));
         check("//etc/hosts is a file", None);
         check("/ nothing", None);
         check("/", None);

@@ -32,5 +32,5 @@ pub use args::{Args, Target};
 pub use command::Command;
 pub use editor::Editor;
 pub use error::TuiError;
-pub use model::{App, ConnEvent, ConnState, Entry, Resume, TurnState};
+pub use model::{App, ConnEvent, ConnState, Entry, MemoryChange, Resume, TurnState, Undo};
 pub use view::draw;

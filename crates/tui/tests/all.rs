@@ -6,6 +6,7 @@ mod common;
 
 mod approval_tmux;
 mod e2e_tmux;
+mod memory_tmux;
 mod moved_gateway;
 mod reconnect;
 mod retry_status;

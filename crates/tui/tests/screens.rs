@@ -18,7 +18,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
-use types::{ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
+use types::{ClientFrame, NoteView, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
 
 fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
@@ -303,4 +303,165 @@ fn tiny_terminals_do_not_panic() {
     for (w, h) in [(1, 1), (2, 3), (5, 2), (10, 4), (0, 0), (3, 40)] {
         screen(&mut app, w, h);
     }
+}
+
+const NOTE_A: &str = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
+const NOTE_B: &str = "note-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+
+fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
+    NoteView {
+        note_id: id.into(),
+        text: text.into(),
+        version: format!("v-{}", text.len()),
+        category: category.map(str::to_owned),
+        tags: Vec::new(),
+        created_at: "2025-01-01T09:00:00.000Z".into(),
+        updated_at: "2025-01-02T10:00:00.000Z".into(),
+    }
+}
+
+/// Types a line and presses Enter; returns the frames the app sends.
+fn command(app: &mut App, line: &str) -> Vec<ClientFrame> {
+    type_text(app, line);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
+}
+
+#[test]
+fn memory_list_browse_and_edit_with_undo() {
+    let mut app = online(Some("Trip planning"));
+    assert_eq!(
+        command(&mut app, "/memory preference"),
+        [ClientFrame::ListNotes {
+            category: Some("preference".into()),
+            cursor: None,
+            limit: 20,
+        }]
+    );
+    let tea = note(NOTE_B, "Drinks tea, never coffee", Some("preference"));
+    app.on_frame(ServerFrame::NoteList {
+        notes: vec![
+            tea.clone(),
+            note(
+                NOTE_A,
+                "Loves the trams in Lisbon, especially the old yellow number 28 through Alfama",
+                Some("preference"),
+            ),
+        ],
+        total: 3,
+        next_cursor: Some("c1".into()),
+    });
+    check("memory_list", &screen(&mut app, 80, 20));
+    assert_eq!(
+        command(&mut app, "/memory more"),
+        [ClientFrame::ListNotes {
+            category: Some("preference".into()),
+            cursor: Some("c1".into()),
+            limit: 20,
+        }]
+    );
+
+    // Edit note 1 at the version shown; the change gets a line, and undo puts the text back at
+    // the version the edit produced.
+    assert_eq!(
+        command(&mut app, "/memory edit 1 Drinks green tea"),
+        [ClientFrame::EditNote {
+            note_id: NOTE_B.into(),
+            content: "Drinks green tea".into(),
+            version: tea.version.clone(),
+        }]
+    );
+    let edited = note(NOTE_B, "Drinks green tea", Some("preference"));
+    app.on_frame(ServerFrame::NoteEdited {
+        note: edited.clone(),
+    });
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
+        [ClientFrame::EditNote {
+            note_id: NOTE_B.into(),
+            content: tea.text.clone(),
+            version: edited.version.clone(),
+        }]
+    );
+    app.on_frame(ServerFrame::NoteEdited { note: tea });
+    assert_eq!(app.memory_changes()[0].undo, tui::Undo::Done);
+    check("memory_edit_undone", &screen(&mut app, 80, 20));
+    // A number not in the list sends nothing.
+    assert_eq!(command(&mut app, "/memory delete 7"), []);
+}
+
+#[test]
+fn memory_changes_are_listed_after_the_turn_with_undo() {
+    let mut app = online(Some("Trip planning"));
+    type_text(&mut app, "I moved to Porto");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    let (s, t) = (sid, tid);
+    let call = |seq: u64, id: &str, name: &str, args: &str, summary: &str| {
+        [
+            ServerFrame::ToolStarted {
+                seq,
+                session_id: s(),
+                turn_id: t(),
+                call_id: id.into(),
+                name: name.into(),
+                arguments: args.into(),
+            },
+            ServerFrame::ToolFinished {
+                seq: seq + 1,
+                session_id: s(),
+                turn_id: t(),
+                call_id: id.into(),
+                name: name.into(),
+                ok: true,
+                summary: summary.into(),
+                duration_ms: 5,
+            },
+        ]
+    };
+    let mut frames = vec![ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: s(),
+        turn_id: t(),
+        client_turn_id: "c-1".into(),
+    }];
+    frames.extend(call(
+        2,
+        "call_1",
+        "memory_save",
+        r#"{"content":"Lives in Porto"}"#,
+        &format!("{NOTE_A}: Saved. Use this note_id with memory_update or memory_delete."),
+    ));
+    frames.extend(call(
+        4,
+        "call_2",
+        "memory_delete",
+        &format!(r#"{{"note_id":"{NOTE_B}"}}"#),
+        &format!("{NOTE_B}: Deleted."),
+    ));
+    frames.push(ServerFrame::TurnCompleted {
+        seq: 6,
+        session_id: s(),
+        turn_id: t(),
+        message: "Noted: you live in Porto now.".into(),
+        usage: Usage {
+            prompt_tokens: 90,
+            completion_tokens: 9,
+        },
+    });
+    for frame in frames {
+        app.on_frame(frame);
+    }
+    check("memory_changes", &screen(&mut app, 80, 20));
+    assert_eq!(
+        command(&mut app, "/undo 1"),
+        [ClientFrame::DeleteNote {
+            note_id: NOTE_A.into()
+        }]
+    );
+    app.on_frame(ServerFrame::NoteDeleted {
+        note_id: NOTE_A.into(),
+    });
+    assert_eq!(app.memory_changes()[0].undo, tui::Undo::Done);
+    // The agent's delete needs note history: nothing is sent.
+    assert_eq!(command(&mut app, "/undo 2"), []);
+    check("memory_change_undone", &screen(&mut app, 80, 20));
 }

@@ -31,7 +31,7 @@ pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, Untruste
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{
-    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, NoteView, PROTOCOL_VERSION, ServerFrame,
     SessionSummary,
 };
 pub use shell::{

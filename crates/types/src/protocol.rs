@@ -72,6 +72,27 @@ pub enum ClientFrame {
     },
     /// Keep-alive; answered with `pong`.
     Ping,
+    /// Lists the user's saved notes, newest first, `limit` (1–200) at a time; `category` keeps
+    /// one category, `cursor` (a list's `next_cursor`) pages on. Answered with `note_list`.
+    ListNotes {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        category: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+        limit: u32,
+    },
+    /// Searches the user's saved notes; answered with `note_results` (best first, whole notes).
+    SearchNotes { query: String, limit: u32 },
+    /// Reads one note whole; answered with `note`.
+    GetNote { note_id: String },
+    /// Replaces a note's text, only if `version` is its current one; answered with `note_edited`.
+    EditNote {
+        note_id: String,
+        content: String,
+        version: String,
+    },
+    /// Deletes a note; answered with `note_deleted`.
+    DeleteNote { note_id: String },
 }
 
 /// How far an approval reaches.
@@ -204,6 +225,30 @@ pub enum ServerFrame {
         session_id: SessionId,
         last_seq: u64,
     },
+    /// Answers `list_notes`: `total` notes match; `next_cursor` pages further.
+    NoteList {
+        notes: Vec<NoteView>,
+        total: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
+    },
+    /// Answers `search_notes`.
+    NoteResults {
+        query: String,
+        notes: Vec<NoteView>,
+    },
+    /// Answers `get_note`.
+    Note {
+        note: NoteView,
+    },
+    /// Answers `edit_note`: the note as now stored, with its new `version`.
+    NoteEdited {
+        note: NoteView,
+    },
+    /// Answers `delete_note`.
+    NoteDeleted {
+        note_id: String,
+    },
 }
 
 impl ServerFrame {
@@ -279,6 +324,16 @@ pub enum ErrorCode {
     EventsExpired,
     /// The gateway could not serve the request (storage failure); try again.
     Internal,
+    /// No such note in this user's memory.
+    NoteNotFound,
+    /// `edit_note` named a version that is not the note's current one (it changed since it
+    /// was read): read it again.
+    NoteChanged,
+    /// This agent runs without memory, so it has no notes.
+    MemoryDisabled,
+    /// The memory policy refused the change (a permission or rate limit of the `gateway`
+    /// surface); the message says which.
+    NotAllowed,
 }
 
 /// A session as listed to clients. Times are RFC 3339 UTC.
@@ -296,6 +351,21 @@ pub struct SessionSummary {
     pub active_turn: Option<TurnId>,
     /// The `seq` of the session's latest event since the gateway started (0: none yet).
     pub last_seq: u64,
+}
+
+/// A saved note as shown to the user. `version` changes whenever the text does; `edit_note` must
+/// name the current one. Times are RFC 3339 UTC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteView {
+    pub note_id: String,
+    pub text: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
 }
 
 /// One stored message of a session, numbered from 1.

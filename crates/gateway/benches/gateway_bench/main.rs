@@ -13,8 +13,12 @@
 //! measures instead the gateway's memory while another process holds N idle connections
 //! (default 10,000; authenticated, bare TCP, and upgrades without `hello`), a newcomer's turn
 //! meanwhile, and the memory left after K floods (default 8): see `flood.rs`.
+//!
+//! `cargo bench -p gateway --bench gateway-bench -- undo [--notes N] [--rounds R]`: the frame
+//! round trip of an undo from the TUI: see `undo.rs`.
 
 mod flood;
+mod undo;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -189,6 +193,11 @@ async fn main() -> anyhow::Result<()> {
                 bail!("child MODE URL N");
             };
             return flood::child(mode, url, n.parse()?).await;
+        }
+        Some("undo") => {
+            let report = undo::run(value("--notes", 10_000)?, value("--rounds", 300)?).await?;
+            std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
+            return Ok(());
         }
         Some("flood") => {
             let (idle, floods) = (value("--idle", 10_000)?, value("--floods", 8)?);

@@ -73,6 +73,9 @@ impl App {
                 duration_ms,
                 ..
             } => {
+                if ok {
+                    self.note_tool_call(&call_id, &name, &summary);
+                }
                 let finished = ToolState::Finished {
                     ok,
                     summary,
@@ -182,6 +185,11 @@ impl App {
                 }
             }
             ServerFrame::Pong => {}
+            note @ (ServerFrame::NoteList { .. }
+            | ServerFrame::NoteResults { .. }
+            | ServerFrame::Note { .. }
+            | ServerFrame::NoteEdited { .. }
+            | ServerFrame::NoteDeleted { .. }) => self.on_note_frame(note),
         }
         Vec::new()
     }
@@ -262,6 +270,12 @@ impl App {
         if reference.is_some() && reference == self.pending_turn {
             self.pending_turn = None;
             self.turn = TurnState::Idle;
+        }
+        if reference
+            .as_deref()
+            .is_some_and(|r| r.ends_with("_note") || r.ends_with("_notes"))
+        {
+            self.note_request_failed();
         }
         match code {
             ErrorCode::EventsExpired => {
@@ -391,6 +405,9 @@ impl App {
 
     fn end_turn(&mut self, usage: Option<Usage>) {
         self.end_streaming();
+        if self.turn_changed_memory() {
+            self.report_changes();
+        }
         for entry in &mut self.entries {
             if let Entry::Tool { state, .. } = entry
                 && *state == ToolState::Running

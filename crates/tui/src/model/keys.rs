@@ -7,7 +7,7 @@ use super::{App, ConnState, Entry, TurnState};
 use crate::command::{self, COMMANDS, Command};
 
 /// The keys, for `/help`.
-pub const KEYS: [(&str, &str); 10] = [
+pub const KEYS: [(&str, &str); 11] = [
     ("Enter", "send"),
     ("Alt+Enter, Ctrl+J", "new line"),
     (
@@ -19,6 +19,7 @@ pub const KEYS: [(&str, &str); 10] = [
         "stop the running reply (Ctrl+C on an empty idle line quits)",
     ),
     ("Ctrl+T", "show or hide tool details"),
+    ("Ctrl+Z", "undo the latest memory change that can be undone"),
     ("PageUp / PageDown", "scroll; Ctrl+L jumps to the newest"),
     ("Ctrl+A / Ctrl+E", "start / end of line"),
     (
@@ -62,6 +63,7 @@ impl App {
             }
             KeyCode::Esc if self.turn.is_active() => return self.cancel(),
             KeyCode::Char('t') if ctrl => self.show_details = !self.show_details,
+            KeyCode::Char('z') if ctrl => return self.undo_latest(),
             KeyCode::Char('l') if ctrl => self.scroll = 0,
             KeyCode::Char('j') if ctrl => self.editor.newline(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
@@ -139,6 +141,14 @@ impl App {
         }]
     }
 
+    /// Ctrl+Z: undo the latest memory change that can be, once connected.
+    fn undo_latest(&mut self) -> Vec<ClientFrame> {
+        match self.online_session() {
+            Some(_) => self.undo(None),
+            None => Vec::new(),
+        }
+    }
+
     /// The current session if connected; otherwise says so and returns `None`.
     fn online_session(&mut self) -> Option<types::SessionId> {
         match (&self.conn, &self.session) {
@@ -193,6 +203,8 @@ impl App {
             },
             Command::Continue => vec![self.find_latest(super::Finding::Asked)],
             Command::History => self.older_history(),
+            Command::Memory(command) => self.memory_command(command),
+            Command::Undo { n } => self.undo(n),
             Command::Help | Command::Quit | Command::Details | Command::Cancel => Vec::new(),
         }
     }

@@ -7,10 +7,12 @@
 //! - `keys` — keys, pastes and slash commands
 //! - `sessions` — the session list, `/switch` targets, `--continue`, `/new`
 //! - `approval` — the focused approval prompt ([`ApprovalChoice`])
+//! - `memory` — `/memory` (browse, search, edit, delete notes), memory changes and `/undo`
 
 mod approval;
 mod frames;
 mod keys;
+mod memory;
 mod sessions;
 pub mod tool_line;
 pub mod transcript;
@@ -28,6 +30,7 @@ use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, 
 
 use crate::editor::Editor;
 pub use approval::{ARM_DELAY, ApprovalChoice, PendingApproval};
+pub use memory::{MemoryChange, Undo};
 pub use tool_line::ToolState;
 pub use transcript::{Entry, Level};
 
@@ -150,6 +153,7 @@ pub struct App {
     title_asked: bool,
     history: HistoryCursor,
     pub last_usage: Option<Usage>,
+    memory: memory::MemoryView,
     pub quit: bool,
 }
 
@@ -182,6 +186,7 @@ impl App {
             title_asked: false,
             history: HistoryCursor::Start,
             last_usage: None,
+            memory: memory::MemoryView::default(),
             quit: false,
         }
     }
@@ -247,6 +252,11 @@ impl App {
 
     fn push(&mut self, entry: Entry) {
         self.entries.push(entry);
+    }
+
+    /// The memory changes made in this run, numbered from 1 for `/undo`.
+    pub fn memory_changes(&self) -> &[MemoryChange] {
+        &self.memory.changes
     }
 
     fn current_session_id(&self) -> Option<&SessionId> {

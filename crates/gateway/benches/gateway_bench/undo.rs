@@ -1,0 +1,94 @@
+//! `gateway-bench -- undo [--notes N] [--rounds R]`: what an undo from the TUI costs end to end
+//! on loopback. The TUI's undo is one frame round trip: `edit_note` back to the old text (an
+//! edit made in `/memory`) or `delete_note` (a note the agent saved). The user's store holds N
+//! notes (default 10,000); each is measured R times (default 300) from sending the frame to
+//! receiving its answer, over a real WebSocket to a real gateway and libSQL file.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::bail;
+use gateway::{Gateway, GatewayConfig, GatewayToken, UserAgent};
+use memory::{HashEmbedder, MemoryStore, NoteMetadata};
+use types::{ClientFrame, ServerFrame, UserId, WorkspacePaths};
+
+use super::{InstantProvider, compose, connect, percentiles, recv, send};
+
+pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
+    let dir = tempfile::tempdir()?;
+    let user = UserId::parse("bench")?;
+    let paths = WorkspacePaths::for_user(dir.path(), &user);
+    let store =
+        MemoryStore::open_local(&paths.default_memory_db(), Arc::new(HashEmbedder::new(256)))
+            .await?;
+    for i in 0..notes {
+        store
+            .store_note(
+                &user,
+                &format!("background note {i}: likes tea variety {}", i % 97),
+                NoteMetadata::default(),
+            )
+            .await?;
+    }
+    let mut saved = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let note = store
+            .store_note(
+                &user,
+                &format!("saved by the agent {i}"),
+                NoteMetadata::default(),
+            )
+            .await?;
+        saved.push(note.note_id.to_string());
+    }
+    let edited = store
+        .store_note(&user, "Drinks green tea", NoteMetadata::default())
+        .await?;
+    let token = GatewayToken::load_or_create(&paths.internal())?;
+    let agent = UserAgent::new(
+        user.clone(),
+        token.clone(),
+        paths,
+        compose(&store, Arc::new(InstantProvider))?,
+    );
+    let mut gw = Gateway::new(GatewayConfig::default());
+    gw.add_user(agent)?;
+    let gw = gw.start().await?;
+    let (mut ws, _) = connect(&gw.url(), token.secret(), &user).await?;
+
+    // Undo of an edit: put the other text back, at the version the last change made.
+    let texts = ["Drinks green tea", "Drinks black tea"];
+    let mut version = memory::note_version(texts[0]);
+    let mut edits = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let frame = ClientFrame::EditNote {
+            note_id: edited.note_id.to_string(),
+            content: texts[(i + 1) % 2].into(),
+            version: version.clone(),
+        };
+        let start = Instant::now();
+        send(&mut ws, &frame).await?;
+        match recv(&mut ws).await? {
+            ServerFrame::NoteEdited { note } => version = note.version,
+            other => bail!("expected note_edited, got {other:?}"),
+        }
+        edits.push(start.elapsed());
+    }
+    // Undo of a save: delete the note.
+    let mut deletes = Vec::with_capacity(rounds);
+    for note_id in saved {
+        let start = Instant::now();
+        send(&mut ws, &ClientFrame::DeleteNote { note_id }).await?;
+        match recv(&mut ws).await? {
+            ServerFrame::NoteDeleted { .. } => {}
+            other => bail!("expected note_deleted, got {other:?}"),
+        }
+        deletes.push(start.elapsed());
+    }
+    gw.shutdown().await;
+    Ok(format!(
+        "undo on loopback, {notes} notes in the store\n  undo an edit (edit_note → note_edited): {}\n  undo a save (delete_note → note_deleted): {}\n",
+        percentiles(edits),
+        percentiles(deletes)
+    ))
+}

@@ -1,0 +1,199 @@
+//! The user's notes over the connection: `list_notes`, `search_notes`, `get_note`, `edit_note`
+//! and `delete_note`. The user is the connection's authenticated one; a frame never names it.
+//! Bad ids, limits and versions are refused with a message saying what to fix, before anything
+//! is read or changed.
+
+use runtime::{AgentRuntime, MAX_NOTES_PAGE, NoteEntry, RuntimeError};
+use types::{ClientFrame, ErrorCode, NoteId, NoteView, ServerFrame, ToolExecutionContext};
+
+/// A note request, as the connection received it.
+#[derive(Debug)]
+pub(crate) enum NoteRequest {
+    List {
+        category: Option<String>,
+        cursor: Option<String>,
+        limit: u32,
+    },
+    Search {
+        query: String,
+        limit: u32,
+    },
+    Get {
+        note_id: String,
+    },
+    Edit {
+        note_id: String,
+        content: String,
+        version: String,
+    },
+    Delete {
+        note_id: String,
+    },
+}
+
+impl NoteRequest {
+    /// The note request `frame` carries; `None` for the other frames.
+    pub(crate) fn of(frame: ClientFrame) -> Option<Self> {
+        Some(match frame {
+            ClientFrame::ListNotes {
+                category,
+                cursor,
+                limit,
+            } => NoteRequest::List {
+                category,
+                cursor,
+                limit,
+            },
+            ClientFrame::SearchNotes { query, limit } => NoteRequest::Search { query, limit },
+            ClientFrame::GetNote { note_id } => NoteRequest::Get { note_id },
+            ClientFrame::EditNote {
+                note_id,
+                content,
+                version,
+            } => NoteRequest::Edit {
+                note_id,
+                content,
+                version,
+            },
+            ClientFrame::DeleteNote { note_id } => NoteRequest::Delete { note_id },
+            _ => return None,
+        })
+    }
+
+    /// The frame `type` it came as, for an error's `ref`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            NoteRequest::List { .. } => "list_notes",
+            NoteRequest::Search { .. } => "search_notes",
+            NoteRequest::Get { .. } => "get_note",
+            NoteRequest::Edit { .. } => "edit_note",
+            NoteRequest::Delete { .. } => "delete_note",
+        }
+    }
+}
+
+/// A refusal to send back: code, message.
+type Refusal = (ErrorCode, String);
+
+/// Serves one note request for the user of `ctx` (the connection's, surface `gateway`).
+pub(crate) async fn answer(
+    runtime: &AgentRuntime,
+    ctx: &ToolExecutionContext,
+    request: NoteRequest,
+) -> Result<ServerFrame, Refusal> {
+    let user = &ctx.user_id;
+    match request {
+        NoteRequest::List {
+            category,
+            cursor,
+            limit,
+        } => {
+            let listing = runtime
+                .list_notes(user, category.as_deref(), cursor.as_deref(), page(limit)?)
+                .await
+                .map_err(refusal)?;
+            Ok(ServerFrame::NoteList {
+                notes: listing.notes.into_iter().map(view).collect(),
+                total: listing.total,
+                next_cursor: listing.next_cursor,
+            })
+        }
+        NoteRequest::Search { query, limit } => {
+            let notes = runtime
+                .search_notes(user, &query, page(limit)?)
+                .await
+                .map_err(refusal)?;
+            Ok(ServerFrame::NoteResults {
+                query,
+                notes: notes.into_iter().map(view).collect(),
+            })
+        }
+        NoteRequest::Get { note_id } => {
+            let note = runtime
+                .note(user, &note_id_of(&note_id)?)
+                .await
+                .map_err(refusal)?;
+            Ok(ServerFrame::Note { note: view(note) })
+        }
+        NoteRequest::Edit {
+            note_id,
+            content,
+            version,
+        } => {
+            let id = note_id_of(&note_id)?;
+            if version.trim().is_empty() {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "version is empty: send the version get_note or list_notes showed".into(),
+                ));
+            }
+            let note = runtime
+                .edit_note(ctx, &id, &content, &version)
+                .await
+                .map_err(refusal)?;
+            Ok(ServerFrame::NoteEdited { note: view(note) })
+        }
+        NoteRequest::Delete { note_id } => {
+            let id = note_id_of(&note_id)?;
+            runtime.delete_note(ctx, &id).await.map_err(refusal)?;
+            Ok(ServerFrame::NoteDeleted {
+                note_id: id.to_string(),
+            })
+        }
+    }
+}
+
+fn page(limit: u32) -> Result<usize, Refusal> {
+    match usize::try_from(limit) {
+        Ok(n) if (1..=MAX_NOTES_PAGE).contains(&n) => Ok(n),
+        _ => Err((
+            ErrorCode::InvalidRequest,
+            format!("limit must be between 1 and {MAX_NOTES_PAGE}"),
+        )),
+    }
+}
+
+fn note_id_of(text: &str) -> Result<NoteId, Refusal> {
+    NoteId::parse(text.trim()).map_err(|_| {
+        (
+            ErrorCode::InvalidRequest,
+            "note_id must look like note-<uuid>: list_notes shows your notes' ids".into(),
+        )
+    })
+}
+
+fn view(note: NoteEntry) -> NoteView {
+    NoteView {
+        note_id: note.note_id.to_string(),
+        text: note.text,
+        version: note.version,
+        category: note.category,
+        tags: note.tags,
+        created_at: crate::user::rfc3339(note.created_at),
+        updated_at: crate::user::rfc3339(note.updated_at),
+    }
+}
+
+fn refusal(e: RuntimeError) -> Refusal {
+    match e {
+        RuntimeError::MemoryDisabled => (ErrorCode::MemoryDisabled, e.to_string()),
+        RuntimeError::NoteNotFound(_) => (
+            ErrorCode::NoteNotFound,
+            format!("{e}: list_notes shows your notes"),
+        ),
+        RuntimeError::NoteVersionMismatch(_) => (ErrorCode::NoteChanged, e.to_string()),
+        RuntimeError::InvalidNoteRequest(message) => (ErrorCode::InvalidRequest, message),
+        RuntimeError::NoteRefused {
+            kind: "permission_denied" | "rate_limited",
+            message,
+        } => (ErrorCode::NotAllowed, message),
+        RuntimeError::NoteRefused { message, .. } => (ErrorCode::InvalidRequest, message),
+        e => {
+            tracing::warn!(error = %e, "a note request failed");
+            (
+                ErrorCode::Internal,
+                "could not reach your notes; try again".to_owned(),
+            )
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Example note frames for the protocol schema (see `schema`).
+
+use types::{ClientFrame, NoteView, ServerFrame};
+
+use crate::schema::both;
+
+const NOTE_ID: &str = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
+const CURSOR: &str = "2025-01-01T09:00:00.000000Z~note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
+
+fn note(full: bool) -> NoteView {
+    NoteView {
+        note_id: NOTE_ID.into(),
+        text: "Loves the trams in Lisbon".into(),
+        version: "5e1f0c9d7a2b3c48".into(),
+        category: full.then(|| "preference".to_owned()),
+        tags: if full {
+            vec!["travel".into()]
+        } else {
+            Vec::new()
+        },
+        created_at: "2025-01-01T09:00:00.000Z".into(),
+        updated_at: "2025-01-01T09:00:00.000Z".into(),
+    }
+}
+
+/// `(with every optional field, with none)` for each note request.
+pub(crate) fn client_examples() -> Vec<(ClientFrame, ClientFrame)> {
+    vec![
+        (
+            ClientFrame::ListNotes {
+                category: Some("preference".into()),
+                cursor: Some(CURSOR.into()),
+                limit: 50,
+            },
+            ClientFrame::ListNotes {
+                category: None,
+                cursor: None,
+                limit: 50,
+            },
+        ),
+        both(ClientFrame::SearchNotes {
+            query: "Lisbon".into(),
+            limit: 10,
+        }),
+        both(ClientFrame::GetNote {
+            note_id: NOTE_ID.into(),
+        }),
+        both(ClientFrame::EditNote {
+            note_id: NOTE_ID.into(),
+            content: "Loves the trams in Lisbon and Porto".into(),
+            version: "9a3c51e0b2d4f687".into(),
+        }),
+        both(ClientFrame::DeleteNote {
+            note_id: NOTE_ID.into(),
+        }),
+    ]
+}
+
+/// `(with every optional field, with none)` for each note answer.
+pub(crate) fn server_examples() -> Vec<(ServerFrame, ServerFrame)> {
+    vec![
+        (
+            ServerFrame::NoteList {
+                notes: vec![note(true)],
+                total: 61,
+                next_cursor: Some(CURSOR.into()),
+            },
+            ServerFrame::NoteList {
+                notes: vec![note(false)],
+                total: 1,
+                next_cursor: None,
+            },
+        ),
+        (
+            ServerFrame::NoteResults {
+                query: "Lisbon".into(),
+                notes: vec![note(true)],
+            },
+            ServerFrame::NoteResults {
+                query: "Lisbon".into(),
+                notes: vec![note(false)],
+            },
+        ),
+        (
+            ServerFrame::Note { note: note(true) },
+            ServerFrame::Note { note: note(false) },
+        ),
+        (
+            ServerFrame::NoteEdited { note: note(true) },
+            ServerFrame::NoteEdited { note: note(false) },
+        ),
+        both(ServerFrame::NoteDeleted {
+            note_id: NOTE_ID.into(),
+        }),
+    ]
+}

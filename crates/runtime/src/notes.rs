@@ -1,0 +1,273 @@
+//! The user's own view of their saved notes, for callers such as the gateway: list (by
+//! category, paged), search, read, edit (only at the version the user was shown) and delete.
+//! Every call is scoped to the `user` given by the caller, who takes it from the authenticated
+//! connection; the store's `memory:{user}` namespace is the only one reached.
+//!
+//! Reads go to the user's store. Edits and deletes run the notes tools (`memory_update`,
+//! `memory_delete`) through the registry's one pipeline with the caller's context (its
+//! `surface`, e.g. `gateway`): the same validation, permissions, rate limits, PII and secret
+//! screening, audit row and scrubbing as the model's own calls. A stale version changes nothing.
+
+use chrono::{DateTime, Utc};
+use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
+use serde_json::json;
+use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME};
+use types::{NoteId, SessionId, ToolExecutionContext, UserId};
+
+use crate::RuntimeError;
+use crate::runtime::AgentRuntime;
+
+/// Longest search text accepted, in bytes.
+pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
+
+/// Most notes one list or search returns.
+pub const MAX_NOTES_PAGE: usize = memory::MAX_PAGE;
+
+/// One saved note as shown to its user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteEntry {
+    pub note_id: NoteId,
+    pub text: String,
+    /// Changes whenever the text does; an edit must name the current one.
+    pub version: String,
+    pub category: Option<String>,
+    pub tags: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Note> for NoteEntry {
+    fn from(note: Note) -> Self {
+        Self {
+            version: memory::note_version(&note.content),
+            note_id: note.note_id,
+            text: note.content,
+            category: note.metadata.category.map(|c| c.as_str().to_owned()),
+            tags: note.metadata.tags,
+            created_at: note.created_at,
+            updated_at: note.updated_at,
+        }
+    }
+}
+
+/// A page of notes, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteListing {
+    pub notes: Vec<NoteEntry>,
+    /// Notes matching the filter, over all pages.
+    pub total: u64,
+    /// Passed back as `cursor` for the next page.
+    pub next_cursor: Option<String>,
+}
+
+impl AgentRuntime {
+    fn notes_store(&self) -> Result<&MemoryStore, RuntimeError> {
+        self.journal.store().ok_or(RuntimeError::MemoryDisabled)
+    }
+
+    /// Up to `limit` (1 to [`MAX_NOTES_PAGE`]) of `user`'s notes, newest first, after `cursor`,
+    /// of one `category` when given.
+    pub async fn list_notes(
+        &self,
+        user: &UserId,
+        category: Option<&str>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<NoteListing, RuntimeError> {
+        check_limit(limit)?;
+        let category = category
+            .map(|c| {
+                c.parse::<Category>().map_err(|_| {
+                    let known: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+                    RuntimeError::InvalidNoteRequest(format!(
+                        "unknown category: use one of {}",
+                        known.join(", ")
+                    ))
+                })
+            })
+            .transpose()?;
+        let query = ListQuery {
+            category,
+            tags_any: Vec::new(),
+            limit,
+            cursor: cursor.map(str::to_owned),
+        };
+        let page = self
+            .notes_store()?
+            .list_notes_page(user, &query)
+            .await
+            .map_err(note_error("listing notes"))?;
+        Ok(NoteListing {
+            notes: page.notes.into_iter().map(NoteEntry::from).collect(),
+            total: page.total,
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// `user`'s notes best matching `query`, whole, at most `limit` (1 to [`MAX_NOTES_PAGE`]).
+    pub async fn search_notes(
+        &self,
+        user: &UserId,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<NoteEntry>, RuntimeError> {
+        check_limit(limit)?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(RuntimeError::InvalidNoteRequest(
+                "the search is empty: give a few words to look for".into(),
+            ));
+        }
+        if query.len() > MAX_NOTE_QUERY_BYTES {
+            return Err(RuntimeError::InvalidNoteRequest(format!(
+                "the search is too long (at most {MAX_NOTE_QUERY_BYTES} bytes): use a few words"
+            )));
+        }
+        let store = self.notes_store()?;
+        let hits = store
+            .hybrid_query(&HybridQuery::new(
+                vec![SessionId::user_memory(user)],
+                query,
+                limit,
+            ))
+            .await
+            .map_err(note_error("searching notes"))?;
+        let mut seen = Vec::new();
+        let mut notes = Vec::new();
+        for id in hits.into_iter().filter_map(|hit| hit.note_id) {
+            if seen.contains(&id) {
+                continue;
+            }
+            seen.push(id.clone());
+            // A note deleted between the search and the read is simply left out.
+            match store.get_note(user, &id).await {
+                Ok(note) => notes.push(NoteEntry::from(note)),
+                Err(MemoryError::NoteNotFound(_)) => {}
+                Err(e) => return Err(note_error("reading a note")(e)),
+            }
+        }
+        Ok(notes)
+    }
+
+    /// One of `user`'s notes, whole.
+    pub async fn note(&self, user: &UserId, note_id: &NoteId) -> Result<NoteEntry, RuntimeError> {
+        let note = self
+            .notes_store()?
+            .get_note(user, note_id)
+            .await
+            .map_err(note_error("reading a note"))?;
+        Ok(note.into())
+    }
+
+    /// Replaces the text of the caller's note `note_id` if its current version is `version`; the
+    /// note keeps its id, category and tags. The caller (`ctx.user_id`, `ctx.surface`) comes from
+    /// its own authenticated context. Nothing changes when the version is stale, the text is
+    /// empty or too long, or the governance stages refuse it.
+    pub async fn edit_note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+        content: &str,
+        version: &str,
+    ) -> Result<NoteEntry, RuntimeError> {
+        let content = content.trim();
+        if content.is_empty() {
+            return Err(RuntimeError::InvalidNoteRequest(
+                "the note is empty: give its new text, or delete it".into(),
+            ));
+        }
+        if content.len() > tools::MAX_CONTENT_BYTES {
+            return Err(RuntimeError::InvalidNoteRequest(format!(
+                "the note is too long ({} bytes, at most {}): shorten it",
+                content.len(),
+                tools::MAX_CONTENT_BYTES
+            )));
+        }
+        self.current_at(&ctx.user_id, note_id, version).await?;
+        let args = json!({ "note_id": note_id.as_str(), "content": content, "version": version });
+        let outcome = self.governed(MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
+        if !outcome.ok {
+            // Changed in between, or refused by a governance stage.
+            self.current_at(&ctx.user_id, note_id, version).await?;
+            return Err(refused(&outcome));
+        }
+        self.note(&ctx.user_id, note_id).await
+    }
+
+    /// Deletes the caller's note `note_id` with everything indexed for it.
+    pub async fn delete_note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+    ) -> Result<(), RuntimeError> {
+        self.note(&ctx.user_id, note_id).await?;
+        let args = json!({ "note_id": note_id.as_str() });
+        let outcome = self.governed(MEMORY_DELETE_TOOL_NAME, &args, ctx).await?;
+        match (outcome.ok, outcome.error_kind) {
+            (true, _) => Ok(()),
+            (false, Some("not_found")) => Err(RuntimeError::NoteNotFound(note_id.clone())),
+            (false, _) => Err(refused(&outcome)),
+        }
+    }
+
+    /// `note_id` when it exists and is at `version`.
+    async fn current_at(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+        version: &str,
+    ) -> Result<(), RuntimeError> {
+        if self.note(user, note_id).await?.version != version.trim() {
+            return Err(RuntimeError::NoteVersionMismatch(note_id.clone()));
+        }
+        Ok(())
+    }
+
+    /// Runs a notes tool through the registry's one pipeline (validation, permission, rate
+    /// limit, PII and secrets, the write with its audit row, scrubbing), as the caller's surface.
+    async fn governed(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<tools::ToolOutcome, RuntimeError> {
+        self.notes_store()?;
+        if self.tools.get(tool).is_none() {
+            return Err(RuntimeError::InvalidNoteRequest(
+                "this agent's memory dialect does not offer note edits here".into(),
+            ));
+        }
+        Ok(self.tools.execute(tool, &args.to_string(), ctx).await)
+    }
+}
+
+/// A refused write: the pipeline's own message (a governance refusal's `error.message`).
+fn refused(outcome: &tools::ToolOutcome) -> RuntimeError {
+    let message = serde_json::from_str::<serde_json::Value>(&outcome.output)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| outcome.output.clone());
+    RuntimeError::NoteRefused {
+        kind: outcome.error_kind.unwrap_or("refused"),
+        message,
+    }
+}
+
+fn check_limit(limit: usize) -> Result<(), RuntimeError> {
+    if limit == 0 || limit > MAX_NOTES_PAGE {
+        return Err(RuntimeError::InvalidNoteRequest(format!(
+            "limit must be between 1 and {MAX_NOTES_PAGE}"
+        )));
+    }
+    Ok(())
+}
+
+/// The caller's mistakes become their own variants; the rest stays a memory failure.
+fn note_error(context: &'static str) -> impl FnOnce(MemoryError) -> RuntimeError {
+    move |e| match e {
+        MemoryError::NoteNotFound(id) => RuntimeError::NoteNotFound(id),
+        MemoryError::VersionMismatch(id) => RuntimeError::NoteVersionMismatch(id),
+        MemoryError::InvalidInput(message) => RuntimeError::InvalidNoteRequest(message),
+        e => RuntimeError::memory(context)(e),
+    }
+}
