@@ -4,7 +4,8 @@
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
 //! each in one transaction; text chunked, embedded and indexed in FTS5; an exact in-memory vector
 //! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
-//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import.
+//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
+//! the `/memories` file tree of the `memory` tool, whose files are notes with a path.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
@@ -25,6 +26,7 @@ mod maintenance;
 mod metadata;
 mod migrations;
 mod notes;
+mod paths;
 mod placement;
 mod query;
 mod receipts;
@@ -51,6 +53,7 @@ pub use metadata::{
     Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
 };
 pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
+pub use paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use placement::LegacyDir;
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};

@@ -205,6 +205,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE INDEX notes_by_category ON notes (session_id, category, created_at DESC, note_id DESC)",
         "CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL",
     ],
+}, Migration {
+    version: 5,
+    name: "note paths: a note may be a file of the /memories tree",
+    // A file of the `memory` tool is a note with a path. A path names at most one note per user
+    // namespace (session); notes without a path are unaffected.
+    statements: &[
+        "ALTER TABLE notes ADD COLUMN path TEXT",
+        "CREATE UNIQUE INDEX notes_by_path ON notes (session_id, path) WHERE path IS NOT NULL",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

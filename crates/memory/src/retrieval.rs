@@ -47,6 +47,10 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
+    /// The store itself when it offers the `/memories` file tree (see [`crate::PathFile`]).
+    fn files(&self) -> Option<&MemoryStore> {
+        None
+    }
 }
 
 #[async_trait]
@@ -105,5 +109,9 @@ impl MemoryRetrieval for MemoryStore {
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         MemoryStore::hybrid_query(self, query).await
+    }
+
+    fn files(&self) -> Option<&MemoryStore> {
+        Some(self)
     }
 }
