@@ -136,9 +136,9 @@ impl MemoryStore {
     ) -> Result<Option<PathFile>, MemoryError> {
         check_canonical(path)?;
         let (session, path) = (SessionId::user_memory(user), path.to_owned());
-        self.read(move |conn| async move {
-            Ok(file_at(&conn, &session, &path).await?.map(|(f, _)| f))
-        })
+        self.read(
+            move |conn| async move { Ok(file_at(&conn, &session, &path).await?.map(|(f, _)| f)) },
+        )
         .await
     }
 

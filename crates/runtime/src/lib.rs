@@ -51,6 +51,6 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};
-pub use prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};

@@ -23,8 +23,8 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    GatewayLimitsConfig, MemoryConfig, MemoryDialect, ProviderConfig, ProviderKind,
-    RetrievalConfig, RuntimeConfig, ToolsConfig,
+    GatewayLimitsConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect, MemoryDialects,
+    ProviderConfig, ProviderKind, RetrievalConfig, RuntimeConfig, ToolsConfig,
 };
 pub use context::ToolExecutionContext;
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
