@@ -8,6 +8,7 @@ mod file_tools;
 mod hostile_paths;
 mod memory_contract;
 mod memory_dialects;
+mod memory_files;
 mod memory_tools;
 mod registry;
 mod shell_exec;
