@@ -14,6 +14,7 @@ mod approvals;
 mod handshake;
 mod isolation;
 mod limits;
+mod memory_files;
 mod no_memory;
 mod notices;
 mod schema;
