@@ -227,6 +227,10 @@ pub enum MemoryAction {
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
     /// metadata (category, tags, context, confidence, expiry).
     Import { file: Option<PathBuf> },
+    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty).
+    ExportTree { dir: PathBuf },
+    /// Read the regular files below DIR into the `/memories` tree (existing files are replaced).
+    ImportTree { dir: PathBuf },
 }
 
 /// `--category` and `--tag` of the memory commands.

@@ -19,6 +19,7 @@ mod log_file;
 mod logs_cmd;
 mod memory_cmd;
 mod memory_organise;
+mod memory_tree;
 mod out;
 mod running;
 mod start_cmd;

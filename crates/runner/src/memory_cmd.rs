@@ -8,7 +8,7 @@ use memory::{HybridQuery, MemoryStore, OpenOptions, Weights};
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
-use crate::{Global, memory_organise};
+use crate::{Global, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -173,6 +173,14 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             };
             let added = store.import_notes(&user, notes).await?;
             print_json(&mut out, &serde_json::json!({ "imported": added }))?;
+        }
+        MemoryAction::ExportTree { dir } => {
+            let n = memory_tree::export(&store, &user, &dir).await?;
+            print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
+        }
+        MemoryAction::ImportTree { dir } => {
+            let n = memory_tree::import(&store, &user, &dir).await?;
+            print_json(&mut out, &serde_json::json!({ "imported_files": n }))?;
         }
     }
     Ok(())
