@@ -249,6 +249,8 @@ impl Conn {
             workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
             call_id: None,
+            surface: types::CallSurface::new(types::Surface::Agent),
+            audit: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

@@ -11,6 +11,7 @@
 //! It does not know about tools, providers or the network protocol; user identity is always passed
 //! in by the caller.
 
+mod audit;
 mod chunking;
 mod dot;
 pub mod embedding;
@@ -43,6 +44,7 @@ mod transfer;
 mod vector_index;
 mod worker;
 
+pub use audit::{AuditEntry, AuditRecord, MAX_AUDIT_ROWS};
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::{MemoryError, RemoteProblem};

@@ -214,6 +214,29 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "ALTER TABLE notes ADD COLUMN path TEXT",
         "CREATE UNIQUE INDEX notes_by_path ON notes (session_id, path) WHERE path IS NOT NULL",
     ],
+}, Migration {
+    version: 6,
+    name: "audit log of memory operations from every surface",
+    // One row per memory operation: written inside the transaction of the change it records (a
+    // save, update or delete), or on its own for reads, denials and failures. Never any note text.
+    statements: &[
+        "CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            surface TEXT NOT NULL,
+            client TEXT,
+            tool TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            namespace TEXT,
+            key TEXT,
+            note_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            redactions TEXT
+        )",
+        "CREATE INDEX audit_log_by_time ON audit_log (at, id)",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

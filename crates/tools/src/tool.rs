@@ -5,6 +5,7 @@ use std::time::Duration;
 use types::{SafetyTier, ToolExecutionContext, ToolSchema};
 
 use crate::ToolError;
+use crate::governance::MemoryAccess;
 
 /// The shape of a tool's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,14 @@ pub trait Tool: Send + Sync {
     /// What the registry does when the call outlives [`Tool::timeout`] or the turn is cancelled.
     fn interruption(&self) -> Interruption {
         Interruption::Abandon
+    }
+
+    /// For a memory tool: what this call would read or write (operation, namespace, key, free-text
+    /// fields), so that the registry governs it (permissions, rate limits, PII, audit, metrics:
+    /// see [`crate::governance`]). `None` (the default) for tools that do not touch memory.
+    fn memory_access(&self, args: &serde_json::Value) -> Option<MemoryAccess> {
+        let _ = args;
+        None
     }
 
     /// The tool as offered to a model.

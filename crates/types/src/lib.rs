@@ -23,10 +23,12 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    GatewayLimitsConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect, MemoryDialects,
-    ProviderConfig, ProviderKind, RetrievalConfig, RuntimeConfig, ToolsConfig,
+    GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
+    MemoryDialects, Operation, PiiAction, ProviderConfig, ProviderKind, RateLimit,
+    RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig, SurfacePolicy,
+    SurfacesConfig, ToolPermission, ToolsConfig,
 };
-pub use context::ToolExecutionContext;
+pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{

@@ -73,6 +73,8 @@ async fn main() -> BenchResult<()> {
         turn_id: TurnId::parse("turn-bench")?,
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     };
     let call = |args: serde_json::Value| {
         let (registry, ctx) = (&registry, &ctx);

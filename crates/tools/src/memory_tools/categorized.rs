@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, settle, store, string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -139,6 +139,10 @@ impl Tool for StoreMemory {
         )
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "context"]))
+    }
+
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let op = OpSpan::start(STORE_MEMORY_TOOL_NAME, ctx);
         op.run(async {
@@ -159,7 +163,7 @@ impl Tool for StoreMemory {
                 ),
                 ..NoteMetadata::default()
             };
-            let key = call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
+            let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
             let receipt = memory
                 .store_note_once(&ctx.user_id, key.as_ref(), content, metadata)
                 .await
@@ -219,6 +223,10 @@ impl Tool for SearchMemories {
 
     fn timeout(&self) -> Duration {
         Duration::from_secs(15)
+    }
+
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_read())
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
@@ -309,6 +317,10 @@ impl Tool for ListMemories {
 
     fn timeout(&self) -> Duration {
         Duration::from_secs(15)
+    }
+
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_read())
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {

@@ -7,7 +7,7 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, receipt_message, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, receipt_message, settle, store,
 };
 use super::meta_args::{add_organising_properties, save_metadata};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
@@ -76,6 +76,10 @@ impl Tool for MemorySave {
         )
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "tags"]))
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -85,7 +89,7 @@ impl Tool for MemorySave {
         op.run(async {
             let memory = store(&self.memory)?;
             let content = content_arg(args)?;
-            let key = call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
+            let key = audited_call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
             let receipt = memory
                 .store_note_once(&ctx.user_id, key.as_ref(), content, save_metadata(args)?)
                 .await

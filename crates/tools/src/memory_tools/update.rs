@@ -7,8 +7,8 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, note_id_arg, receipt_message, settle,
-    store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, note_id_arg, receipt_message,
+    settle, store, string_arg,
 };
 use super::meta_args::{add_organising_properties, update_patch};
 use super::render::SEARCH_BUDGET;
@@ -87,6 +87,13 @@ impl Tool for MemoryUpdate {
         settle("call memory_search to see the note's current text before updating it again")
     }
 
+    fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(
+            crate::MemoryAccess::notes_write(&["content", "tags"])
+                .with_key(args.get("note_id").and_then(serde_json::Value::as_str)),
+        )
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -100,7 +107,7 @@ impl Tool for MemoryUpdate {
             let content = content_arg(args)?;
             let version = string_arg(args, "version")?;
             let patch = update_patch(args)?;
-            let key = call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
+            let key = audited_call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
             let receipt = memory
                 .update_note_patched(
                     &ctx.user_id,

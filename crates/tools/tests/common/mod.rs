@@ -108,5 +108,7 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         workspace: WorkspacePaths::new(root),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
     }
 }
