@@ -15,6 +15,7 @@ mod handshake;
 mod isolation;
 mod limits;
 mod metrics;
+mod memory_files;
 mod no_memory;
 mod notes;
 mod notices;

@@ -6,6 +6,7 @@
 //! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
 //! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
 //! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
+//! the `/memories` file tree of the `memory` tool, whose files are notes with a path.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
@@ -32,6 +33,7 @@ mod maintenance;
 mod metadata;
 mod migrations;
 mod notes;
+mod paths;
 mod placement;
 mod provenance;
 mod query;
@@ -72,6 +74,7 @@ pub use metadata::{
     Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
 };
 pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
+pub use paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use placement::LegacyDir;
 pub use provenance::{Origin, Provenance};
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};

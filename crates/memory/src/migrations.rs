@@ -206,6 +206,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL",
     ],
 }, Migration {
+    version: 5,
+    name: "note paths: a note may be a file of the /memories tree",
+    // A file of the `memory` tool is a note with a path. A path names at most one note per user
+    // namespace (session); notes without a path are unaffected.
+    statements: &[
+        "ALTER TABLE notes ADD COLUMN path TEXT",
+        "CREATE UNIQUE INDEX notes_by_path ON notes (session_id, path) WHERE path IS NOT NULL",
+    ],
+}, Migration {
     version: 6,
     name: "audit log of memory operations from every surface",
     // One row per memory operation: written inside the transaction of the change it records (a

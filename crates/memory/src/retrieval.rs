@@ -84,6 +84,11 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
             .await
             .map(SaveOutcome::Saved)
     }
+
+    /// The store itself when it offers the `/memories` file tree (see [`crate::PathFile`]).
+    fn files(&self) -> Option<&MemoryStore> {
+        None
+    }
 }
 
 #[async_trait]
@@ -181,5 +186,9 @@ impl MemoryRetrieval for MemoryStore {
         similar: Similar,
     ) -> Result<SaveOutcome, MemoryError> {
         MemoryStore::store_note_checked(self, user, call, content, metadata, similar).await
+    }
+
+    fn files(&self) -> Option<&MemoryStore> {
+        Some(self)
     }
 }

@@ -109,6 +109,17 @@ pub fn from_config_with(
                 HeaderName::from_static("anthropic-version"),
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
+            if config.native_memory_tool && !config.anthropic_beta.is_empty() {
+                // Validated as plain names by `ProviderConfig::validate`.
+                let beta =
+                    HeaderValue::from_str(&config.anthropic_beta.join(",")).map_err(|_| {
+                        types::ConfigError::new(
+                            "provider.anthropic_beta",
+                            "holds a character not allowed in a header",
+                        )
+                    })?;
+                headers.insert(HeaderName::from_static("anthropic-beta"), beta);
+            }
             format!("{base_url}/v1/messages")
         }
     };
@@ -148,6 +159,8 @@ pub fn from_config_with(
             transport,
             TokenField::for_base_url(&base_url),
         )),
-        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(transport)),
+        ProviderKind::Anthropic => {
+            Arc::new(AnthropicProvider::new(transport, config.native_memory_tool))
+        }
     })
 }

@@ -150,13 +150,13 @@ pub fn mcp_registry(
 /// offered only to answer that memory is off).
 fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolRegistry, ToolError> {
     let memory = store.map(|s| Arc::new(s.clone()) as Arc<dyn MemoryRetrieval>);
-    let dialect = config.tools.memory;
-    let memory_tool_names: Vec<String> = tools::memory_tools_for(dialect, None, &config.retrieval)
+    let dialects = config.tools.memory;
+    let memory_tool_names: Vec<String> = tools::memory_tools_of(dialects, None, &config.retrieval)
         .iter()
         .map(|t| t.name().to_owned())
         .collect();
     let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools_for(dialect, memory.clone(), &config.retrieval) {
+    for tool in tools::builtin_tools_for(dialects, memory.clone(), &config.retrieval) {
         if memory.is_none() && memory_tool_names.iter().any(|n| n == tool.name()) {
             continue;
         }

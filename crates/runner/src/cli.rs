@@ -286,6 +286,10 @@ pub enum MemoryAction {
         #[arg(long)]
         json: bool,
     },
+    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty).
+    ExportTree { dir: PathBuf },
+    /// Read the regular files below DIR into the `/memories` tree (existing files are replaced).
+    ImportTree { dir: PathBuf },
 }
 
 /// `--category` and `--tag` of the memory commands.

@@ -23,6 +23,7 @@ mod memory_audit;
 mod mcp_cmd;
 mod memory_cmd;
 mod memory_organise;
+mod memory_tree;
 mod out;
 mod running;
 mod start_cmd;

@@ -11,7 +11,7 @@ use memory::{
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
-use crate::{Global, memory_audit, memory_organise};
+use crate::{Global, memory_audit, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -290,6 +290,14 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 .import_notes_checked(&user, notes, similar(allow_similar))
                 .await?;
             print_json(&mut out, &report)?;
+        }
+        MemoryAction::ExportTree { dir } => {
+            let n = memory_tree::export(&store, &user, &dir).await?;
+            print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
+        }
+        MemoryAction::ImportTree { dir } => {
+            let n = memory_tree::import(&store, &user, &dir).await?;
+            print_json(&mut out, &serde_json::json!({ "imported_files": n }))?;
         }
     }
     Ok(())

@@ -5,15 +5,18 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use types::{MemoryDialect, RetrievalConfig, SafetyTier};
+use types::{MemoryDialect, MemoryDialects, RetrievalConfig, SafetyTier};
 
-/// `memory` (`notes` or `categorized`) wins over `[tools] memory` of `agent_config`.
+/// `memory` (`notes`, `categorized`, `files`, or several joined by commas) wins over `[tools] memory` of `agent_config`.
 pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
     let dialect = match memory {
-        Some(name) => serde_json::from_value::<MemoryDialect>(serde_json::json!(name))
-            .context("unknown memory dialect")?,
+        Some(names) => {
+            let names: Vec<&str> = names.split(',').map(str::trim).collect();
+            serde_json::from_value::<MemoryDialects>(serde_json::json!(names))
+                .context("unknown memory dialect")?
+        }
         None if agent_config.is_some() => runner::load_agent_config(agent_config)?.tools.memory,
-        None => MemoryDialect::Notes,
+        None => MemoryDialect::Notes.into(),
     };
     let tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
     let mut out = std::io::stdout().lock();

@@ -54,6 +54,6 @@ pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};
 pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
-pub use prompt::{DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};

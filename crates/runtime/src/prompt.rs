@@ -48,6 +48,16 @@ preference or capability; add context when it helps.
 list_memories to browse one category.
 - Never store secrets such as passwords or API keys.";
 
+/// The guide for the files memory dialect (`[tools] memory = "files"`): the `memory` tool.
+pub const FILES_MEMORY_GUIDE: &str = "You have a persistent memory directory, /memories, that \
+lasts across conversations; use the memory tool to reach it.
+- IMPORTANT: before starting any task, view /memories first to recall what you learned earlier, \
+and read the files that matter for the task.
+- As you work, record progress, decisions and what you learn about the user in files there \
+(create, str_replace, insert, update); keep them short, organised and up to date, and delete \
+what is obsolete.
+- Never store secrets such as passwords or API keys.";
+
 /// The system text of a request (the notes themselves are in [`notes_message`]).
 pub(crate) fn system_text(base: &str, notes: &[RecalledNote], summary: Option<&str>) -> String {
     let mut text = base.to_owned();

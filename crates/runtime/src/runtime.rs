@@ -15,7 +15,9 @@ use crate::approval::{Approver, SessionGrants};
 use crate::budget::{ModelLimits, estimate_tools};
 use crate::events::{Emitter, TurnEvent, TurnOutcome};
 use crate::journal::Journal;
-use crate::prompt::{CATEGORIZED_MEMORY_GUIDE, DEFAULT_SYSTEM_PROMPT, MEMORY_GUIDE};
+use crate::prompt::{
+    CATEGORIZED_MEMORY_GUIDE, DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE,
+};
 use crate::turn::Turn;
 
 /// The agent loop. Holds no per-turn or per-user state: everything about a turn (user, session,
@@ -50,13 +52,21 @@ impl AgentRuntime {
         let tool_tokens = estimate_tools(&tool_schemas);
         let system_prompt = match &config.system_prompt {
             Some(prompt) => prompt.clone(),
-            None if tools.get("memory_search").is_some() => {
-                format!("{DEFAULT_SYSTEM_PROMPT}\n\n{MEMORY_GUIDE}")
+            None => {
+                // The guide of each memory dialect offered (several may be combined).
+                let mut prompt = DEFAULT_SYSTEM_PROMPT.to_owned();
+                for (tool, guide) in [
+                    ("memory_search", MEMORY_GUIDE),
+                    ("store_memory", CATEGORIZED_MEMORY_GUIDE),
+                    ("memory", FILES_MEMORY_GUIDE),
+                ] {
+                    if tools.get(tool).is_some() {
+                        prompt.push_str("\n\n");
+                        prompt.push_str(guide);
+                    }
+                }
+                prompt
             }
-            None if tools.get("store_memory").is_some() => {
-                format!("{DEFAULT_SYSTEM_PROMPT}\n\n{CATEGORIZED_MEMORY_GUIDE}")
-            }
-            None => DEFAULT_SYSTEM_PROMPT.to_owned(),
         };
         Self {
             provider,

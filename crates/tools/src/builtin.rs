@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use memory::MemoryRetrieval;
-use types::{MemoryDialect, RetrievalConfig};
+use types::{MemoryDialect, MemoryDialects, RetrievalConfig};
 
 use crate::Tool;
 use crate::files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite};
-use crate::memory_tools::memory_tools_for;
+use crate::memory_tools::memory_tools_of;
 use crate::shell::ShellExec;
 
 /// The six file tools.
@@ -35,14 +35,15 @@ pub fn builtin_tools(
     builtin_tools_for(MemoryDialect::Notes, memory, retrieval)
 }
 
-/// [`builtin_tools`] with the memory tools of `dialect` (`[tools] memory` in `agent.toml`).
+/// [`builtin_tools`] with the memory tools of `dialects` (`[tools] memory` in `agent.toml`: one
+/// dialect or several).
 pub fn builtin_tools_for(
-    dialect: MemoryDialect,
+    dialects: impl Into<MemoryDialects>,
     memory: Option<Arc<dyn MemoryRetrieval>>,
     retrieval: &RetrievalConfig,
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools = file_tools();
-    tools.extend(memory_tools_for(dialect, memory, retrieval));
+    tools.extend(memory_tools_of(dialects.into(), memory, retrieval));
     tools.push(Arc::new(ShellExec));
     tools
 }

@@ -7,8 +7,10 @@
 //! secrets and host paths, truncate. The [`policy`] module decides which workspace paths file tools
 //! may touch and opens them beneath the workspace root without following symbolic links. The four
 //! memory tools (`memory_search`, `memory_save`, `memory_update`, `memory_delete`) work on the
-//! user's notes in the `memory:{user_id}` namespace of that user's store; the MCP peer's
-//! `listMemory`, `getContext` and `putMemory` ([`peer_mcp_tools`]) keep keyed values there too. `shell_exec`
+//! user's notes in the `memory:{user_id}` namespace of that user's store; the other dialects
+//! (categorized, and `files`: the `memory` tool over a `/memories` tree) reach the same notes, and
+//! the MCP peer's `listMemory`, `getContext` and `putMemory` ([`peer_mcp_tools`]) keep keyed values
+//! there too. `shell_exec`
 //! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
 //! runs a command on the host itself.
 //!
@@ -21,6 +23,7 @@ mod builtin;
 mod error;
 mod files;
 pub mod governance;
+mod memory_files;
 mod memory_tools;
 pub mod policy;
 mod registry;
@@ -34,6 +37,11 @@ pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
 pub use governance::{Governance, MemoryAccess, MemoryMetrics};
+pub use memory_files::{
+    MAX_DEPTH as MAX_MEMORY_PATH_DEPTH, MAX_NAME_BYTES as MAX_MEMORY_NAME_BYTES,
+    MAX_PATH_BYTES as MAX_MEMORY_PATH_BYTES, MEMORY_FILES_TOOL_NAME, MemoryFiles,
+    canonical as canonical_memory_path, human_size,
+};
 pub use memory_tools::{
     GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,
     PutMemory, peer_mcp_tools,
@@ -43,7 +51,7 @@ pub use memory_tools::{
     MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_SEARCH_TOOL_NAME,
     MEMORY_UPDATE_TOOL_NAME, MemoryDelete, MemorySave, MemorySearch, MemoryUpdate,
     SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME, SearchMemories, StoreMemory,
-    audited_call_key, memory_tools, memory_tools_for, register_memory_tools,
+    audited_call_key, memory_tools, memory_tools_for, memory_tools_of, register_memory_tools,
 };
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};

@@ -9,6 +9,7 @@ mod governance;
 mod hostile_paths;
 mod memory_contract;
 mod memory_dialects;
+mod memory_files;
 mod memory_tools;
 mod memory_trust;
 mod peer_mcp;

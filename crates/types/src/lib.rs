@@ -23,9 +23,10 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    GatewayLimitsConfig, GovernanceConfig, MemoryConfig, MemoryDialect, Operation, PiiAction,
-    ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
-    SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
+    GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
+    MemoryDialects, Operation, PiiAction, ProviderConfig, ProviderKind, RateLimit,
+    RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig, SurfacePolicy,
+    SurfacesConfig, ToolPermission, ToolsConfig,
 };
 pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};

@@ -17,11 +17,16 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 #[derive(Debug)]
 pub struct AnthropicProvider {
     transport: Transport,
+    /// Declare the `memory` tool as Anthropic's native `memory_20250818`.
+    native_memory: bool,
 }
 
 impl AnthropicProvider {
-    pub(crate) fn new(transport: Transport) -> Self {
-        Self { transport }
+    pub(crate) fn new(transport: Transport, native_memory: bool) -> Self {
+        Self {
+            transport,
+            native_memory,
+        }
     }
 }
 
@@ -40,7 +45,12 @@ impl Provider for AnthropicProvider {
         req: &ChatRequest,
         on_retry: OnRetry<'_>,
     ) -> Result<EventStream, ProviderError> {
-        let body = request::body(req, &self.transport.model, true);
+        let body = request::body(
+            req,
+            &self.transport.model,
+            /*stream*/ true,
+            self.native_memory,
+        );
         let response = self.transport.post_stream(&body, on_retry).await?;
         Ok(crate::stream::events(
             &self.transport,
@@ -50,7 +60,12 @@ impl Provider for AnthropicProvider {
     }
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request::body(req, &self.transport.model, false);
+        let body = request::body(
+            req,
+            &self.transport.model,
+            /*stream*/ false,
+            self.native_memory,
+        );
         let reply = self.transport.post_json(&body).await?;
         fold_events(decode::events_from_json(&reply)?)
     }

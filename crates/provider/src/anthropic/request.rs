@@ -9,7 +9,12 @@ use types::{Message, Role};
 
 use crate::ChatRequest;
 
-pub(crate) fn body(req: &ChatRequest, model: &str, stream: bool) -> Value {
+/// The tool Anthropic's models know natively: the files dialect's `memory` tool is declared as
+/// `{"type": "memory_20250818", "name": "memory"}`; its `tool_use` blocks are ordinary tool calls.
+pub const NATIVE_MEMORY_TOOL: &str = "memory";
+pub const NATIVE_MEMORY_TYPE: &str = "memory_20250818";
+
+pub(crate) fn body(req: &ChatRequest, model: &str, stream: bool, native_memory: bool) -> Value {
     let mut system: Vec<&str> = req.system.iter().map(String::as_str).collect();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in &req.messages {
@@ -41,7 +46,17 @@ pub(crate) fn body(req: &ChatRequest, model: &str, stream: bool) -> Value {
         body["system"] = Value::String(system.join("\n\n"));
     }
     if !req.tools.is_empty() {
-        body["tools"] = req.tools.iter().map(|t| t.to_anthropic()).collect();
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                if native_memory && t.name == NATIVE_MEMORY_TOOL {
+                    json!({"type": NATIVE_MEMORY_TYPE, "name": NATIVE_MEMORY_TOOL})
+                } else {
+                    t.to_anthropic()
+                }
+            })
+            .collect();
     }
     body
 }
@@ -113,7 +128,7 @@ mod tests {
             max_output_tokens: 50,
         };
         assert_eq!(
-            body(&req, "claude", false),
+            body(&req, "claude", false, /*native_memory*/ true),
             json!({
                 "model": "claude",
                 "max_tokens": 50,

@@ -19,6 +19,7 @@ pub use categorized::{
     SearchMemories, StoreMemory,
 };
 pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key};
+pub(crate) use common::{MemoryHandle, map_error, settle};
 pub use delete::MemoryDelete;
 pub use peer_mcp::{
     GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,
@@ -31,8 +32,9 @@ pub use update::MemoryUpdate;
 use std::sync::Arc;
 
 use memory::MemoryRetrieval;
-use types::{MemoryDialect, RetrievalConfig};
+use types::{MemoryDialect, MemoryDialects, RetrievalConfig};
 
+use crate::memory_files::MemoryFiles;
 use crate::{Tool, ToolError, ToolRegistry};
 
 pub const MEMORY_SEARCH_TOOL_NAME: &str = "memory_search";
@@ -54,8 +56,9 @@ pub fn memory_tools(
     ]
 }
 
-/// The memory tools of `dialect`: the four notes tools, or the categorized dialect's three
-/// (`store_memory`, `search_memories`, `list_memories`) over the same notes.
+/// The memory tools of `dialect`: the four notes tools, the categorized dialect's three
+/// (`store_memory`, `search_memories`, `list_memories`), or the files dialect's `memory` tool,
+/// all over the same notes.
 pub fn memory_tools_for(
     dialect: MemoryDialect,
     memory: Option<Arc<dyn MemoryRetrieval>>,
@@ -68,7 +71,20 @@ pub fn memory_tools_for(
             Arc::new(SearchMemories::new(memory.clone(), retrieval.clone())),
             Arc::new(ListMemories::new(memory)),
         ],
+        MemoryDialect::Files => vec![Arc::new(MemoryFiles::new(memory))],
     }
+}
+
+/// The memory tools of every dialect of `dialects` (their names never overlap).
+pub fn memory_tools_of(
+    dialects: MemoryDialects,
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    retrieval: &RetrievalConfig,
+) -> Vec<Arc<dyn Tool>> {
+    dialects
+        .iter()
+        .flat_map(|d| memory_tools_for(d, memory.clone(), retrieval))
+        .collect()
 }
 
 /// Registers the four memory tools when a store is available, and none otherwise. Returns how

@@ -171,7 +171,8 @@ impl Tool for MemorySearch {
             };
             let hits = dedup(hits);
             op.results(hits.len());
-            Ok(render(&hits, SEARCH_BUDGET, skipped))
+            let out = render(&hits, SEARCH_BUDGET, skipped);
+            Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
         })
         .await
     }

@@ -15,9 +15,9 @@ pub use governance::{
     SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
 };
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
-pub use provider::{ProviderConfig, ProviderKind};
+pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
-pub use tools::{MemoryDialect, ToolsConfig};
+pub use tools::{MemoryDialect, MemoryDialects, ToolsConfig};
 
 use serde::{Deserialize, Serialize};
 

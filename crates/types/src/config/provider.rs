@@ -37,7 +37,16 @@ pub struct ProviderConfig {
     pub context_window: u32,
     /// Upper bound on tokens generated per call.
     pub max_output_tokens: u32,
+    /// Anthropic only: declare the `memory` tool (files dialect) as Anthropic's native
+    /// `memory_20250818` tool instead of a custom tool with a JSON schema.
+    pub native_memory_tool: bool,
+    /// Anthropic only: `anthropic-beta` header values sent when the native memory tool is
+    /// declared (default `["context-management-2025-06-27"]`).
+    pub anthropic_beta: Vec<String>,
 }
+
+/// The `anthropic-beta` value Anthropic's memory tool is documented with.
+pub const MEMORY_TOOL_BETA: &str = "context-management-2025-06-27";
 
 /// `""` → `None`, so a TOML file can say "no key" even though the default names one.
 fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -56,6 +65,8 @@ impl Default for ProviderConfig {
             max_retries: 3,
             context_window: 128_000,
             max_output_tokens: 4096,
+            native_memory_tool: true,
+            anthropic_beta: vec![MEMORY_TOOL_BETA.into()],
         }
     }
 }
@@ -76,6 +87,20 @@ impl ProviderConfig {
         }
         if let Some(var) = &self.api_key_env {
             validate_env_name("provider.api_key_env", var)?;
+        }
+        if let Some(bad) = self.anthropic_beta.iter().find(|b| {
+            b.is_empty()
+                || !b
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        }) {
+            return Err(ConfigError::new(
+                "provider.anthropic_beta",
+                format!(
+                    "{bad:?} is not a beta name: use letters, digits, '-', '_' or '.', e.g. \
+                     {MEMORY_TOOL_BETA}"
+                ),
+            ));
         }
         if self.request_timeout_secs == 0 {
             return Err(ConfigError::new(

@@ -1,0 +1,394 @@
+//! The files dialect: one `memory` tool over a `/memories` tree (Anthropic's `memory_20250818`).
+//!
+//! Commands `view`, `create`, `str_replace`, `insert`, `delete`, `rename` (Anthropic's) and
+//! `update` (replace a file's text). A file is a note of the user's namespace with a path, so
+//! `memory_search` finds it and it shares the store's isolation, atomicity and deployment modes;
+//! it is never a real file the shell could reach. Each command is one store transaction; an edit
+//! (`str_replace`, `insert`) writes only if the file still has the text it read, so of two
+//! concurrent edits the second sees the first's result or fails cleanly. Each command runs in a
+//! `tracing` span `tool.memory.{command}` recording command, path, outcome and duration.
+
+mod path;
+mod text;
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use memory::{MEMORIES_ROOT, MemoryStore, PathExpect, PathMove, PathPut};
+use serde_json::Value;
+use tracing::Instrument;
+use types::{SafetyTier, ToolExecutionContext};
+
+pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical};
+pub use text::human_size;
+
+use crate::memory_tools::{MemoryHandle, map_error};
+use crate::{Interruption, Tool, ToolError};
+
+/// The name of the tool, as Anthropic's models know it.
+pub const MEMORY_FILES_TOOL_NAME: &str = "memory";
+
+const COMMANDS: [&str; 7] = [
+    "view",
+    "create",
+    "str_replace",
+    "insert",
+    "delete",
+    "rename",
+    "update",
+];
+
+/// The `memory` tool.
+#[derive(Debug, Clone)]
+pub struct MemoryFiles {
+    memory: MemoryHandle,
+}
+
+impl MemoryFiles {
+    pub(crate) fn new(memory: MemoryHandle) -> Self {
+        Self { memory }
+    }
+
+    fn store(&self) -> Result<&MemoryStore, ToolError> {
+        self.memory
+            .as_deref()
+            .and_then(|m| m.files())
+            .ok_or_else(|| {
+                ToolError::execution(
+                    "memory is not configured for this agent ([memory] is disabled or failed to \
+                     open), so /memories cannot be read or written",
+                )
+            })
+    }
+}
+
+fn arg<'a>(args: &'a Value, field: &str, command: &str) -> Result<&'a str, ToolError> {
+    args.get(field).and_then(Value::as_str).ok_or_else(|| {
+        ToolError::invalid(
+            field,
+            format!("given (a string) for the `{command}` command"),
+        )
+    })
+}
+
+fn int_arg(args: &Value, field: &str, command: &str) -> Result<i64, ToolError> {
+    args.get(field).and_then(Value::as_i64).ok_or_else(|| {
+        ToolError::invalid(
+            field,
+            format!("given (an integer) for the `{command}` command"),
+        )
+    })
+}
+
+fn fail(message: String) -> ToolError {
+    ToolError::execution(message)
+}
+
+#[async_trait]
+impl Tool for MemoryFiles {
+    fn name(&self) -> &str {
+        MEMORY_FILES_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        "Your persistent memory directory /memories: files that last across conversations. \
+         ALWAYS view /memories first, before starting a task, to recall what you learned \
+         earlier; record progress, decisions and facts about the user as you go, keeping files \
+         short and organised. Commands: view (a directory, 2 levels deep with sizes, or a file \
+         with line numbers; view_range [start, end], -1 = to the end), create (path, file_text; \
+         not over an existing file), str_replace (path, old_str that occurs exactly once, \
+         new_str), insert (path, insert_line: 0 = top, insert_text), delete (a file or a \
+         directory), rename (old_path, new_path), update (path, file_text: replace the whole \
+         file). Every path starts with /memories. Never store secrets."
+    }
+
+    fn parameters(&self) -> Value {
+        let text = |d: &str| serde_json::json!({"type": "string", "description": d});
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "enum": COMMANDS},
+                "path": text("A path under /memories, e.g. /memories/notes.md"),
+                "view_range": {
+                    "type": "array", "items": {"type": "integer"},
+                    "description": "view: [start, end] lines, 1-based; end -1 = to the end"
+                },
+                "file_text": text("create, update: the whole text of the file"),
+                "old_str": text("str_replace: the text to replace; must occur exactly once"),
+                "new_str": text("str_replace: the replacement (empty to delete old_str)"),
+                "insert_line": {"type": "integer", "description": "insert: the line after which to insert (0 = top)"},
+                "insert_text": text("insert: the text to insert"),
+                "old_path": text("rename: the file or directory to move"),
+                "new_path": text("rename: where to move it")
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn safety_tier(&self) -> SafetyTier {
+        SafetyTier::SideEffecting
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    fn interruption(&self) -> Interruption {
+        crate::memory_tools::settle("view the path to see whether the change was made")
+    }
+
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let path = args
+            .get("path")
+            .or_else(|| args.get("old_path"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let span = command_span(command, ctx);
+        span.record(
+            "path",
+            path.chars().take(MAX_PATH_BYTES).collect::<String>(),
+        );
+        let started = Instant::now();
+        let result = self.run(command, args, ctx).instrument(span.clone()).await;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        span.record("duration_us", micros);
+        span.record(
+            "outcome",
+            result.as_ref().map_or_else(ToolError::kind, |_| "ok"),
+        );
+        let _entered = span.enter();
+        match &result {
+            Ok(_) => tracing::info!(duration_us = micros, "memory file command done"),
+            Err(e) => {
+                tracing::info!(duration_us = micros, error = %e, "memory file command refused")
+            }
+        }
+        result
+    }
+}
+
+/// The span of one command: `tool.memory.{command}`.
+fn command_span(command: &str, ctx: &ToolExecutionContext) -> tracing::Span {
+    macro_rules! span {
+        ($name:literal) => {
+            tracing::info_span!(
+                $name,
+                command,
+                user = %ctx.user_id,
+                session = %ctx.session_id,
+                path = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                duration_us = tracing::field::Empty,
+            )
+        };
+    }
+    match command {
+        "view" => span!("tool.memory.view"),
+        "create" => span!("tool.memory.create"),
+        "str_replace" => span!("tool.memory.str_replace"),
+        "insert" => span!("tool.memory.insert"),
+        "delete" => span!("tool.memory.delete"),
+        "rename" => span!("tool.memory.rename"),
+        "update" => span!("tool.memory.update"),
+        _ => span!("tool.memory.unknown"),
+    }
+}
+
+impl MemoryFiles {
+    async fn run(
+        &self,
+        command: &str,
+        args: &Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
+        let user = &ctx.user_id;
+        if command == "rename" {
+            let (old, new) = (
+                arg(args, "old_path", command)?,
+                arg(args, "new_path", command)?,
+            );
+            let (from, to) = (canonical(old)?, canonical(new)?);
+            return self.rename(user, (old, &from), (new, &to)).await;
+        }
+        let shown = arg(args, "path", command)?;
+        let path = canonical(shown)?;
+        let store = self.store()?;
+        let db = |e| map_error(e, None);
+        match command {
+            "view" => {
+                let files = store.file_tree(user, &path).await.map_err(db)?;
+                match files.as_slice() {
+                    [file] if file.path == path => {
+                        let Some(file) = store.read_file(user, &path).await.map_err(db)? else {
+                            return Err(fail(text::not_found(shown)));
+                        };
+                        let lines = file.content.lines().count();
+                        let (start, end) = match args.get("view_range") {
+                            None | Some(Value::Null) => (1, lines),
+                            Some(range) => {
+                                let range: Vec<i64> = range
+                                    .as_array()
+                                    .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                                    .unwrap_or_default();
+                                text::view_range(&range, lines).map_err(fail)?
+                            }
+                        };
+                        Ok(text::file_view(shown, &file.content, start, end))
+                    }
+                    [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
+                    _ => Ok(text::directory_view(shown, &path, &files)),
+                }
+            }
+            "create" => {
+                let body = arg(args, "file_text", command)?;
+                match store
+                    .put_file(user, &path, body, PathExpect::Absent)
+                    .await
+                    .map_err(db)?
+                {
+                    PathPut::Written(_) => Ok(format!("File created successfully at: {shown}")),
+                    PathPut::UnderFile(file) => Err(under_file(shown, &file)),
+                    _ => Err(fail(format!("File {shown} already exists"))),
+                }
+            }
+            "update" => {
+                let body = arg(args, "file_text", command)?;
+                match store
+                    .put_file(user, &path, body, PathExpect::Present)
+                    .await
+                    .map_err(db)?
+                {
+                    PathPut::Written(_) => Ok(format!("The file {shown} has been updated.")),
+                    _ => Err(fail(text::not_found(shown))),
+                }
+            }
+            "str_replace" | "insert" => {
+                let Some(file) = store.read_file(user, &path).await.map_err(db)? else {
+                    return Err(fail(text::not_found(shown)));
+                };
+                let (edited, reply) = if command == "str_replace" {
+                    let old = arg(args, "old_str", command)?;
+                    if old.is_empty() {
+                        return Err(ToolError::invalid("old_str", "a non-empty text to replace"));
+                    }
+                    let new = args
+                        .get("new_str")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    text::str_replace(shown, &file.content, old, new).map_err(fail)?
+                } else {
+                    let line = int_arg(args, "insert_line", command)?;
+                    let insert = arg(args, "insert_text", command)?;
+                    let edited = text::insert(&file.content, line, insert).map_err(fail)?;
+                    (edited, format!("The file {shown} has been edited."))
+                };
+                let expect = PathExpect::Version(file.version);
+                match store
+                    .put_file(user, &path, &edited, expect)
+                    .await
+                    .map_err(db)?
+                {
+                    PathPut::Written(_) => Ok(reply),
+                    PathPut::Changed => Err(fail(format!(
+                        "No change was made: {shown} was changed by another edit while this one \
+                         ran. View it again and retry on its current text."
+                    ))),
+                    _ => Err(fail(text::not_found(shown))),
+                }
+            }
+            "delete" => {
+                if path == MEMORIES_ROOT {
+                    return Err(fail("Cannot delete the /memories directory itself".into()));
+                }
+                match store.delete_path(user, &path).await.map_err(db)? {
+                    0 => Err(fail(text::not_found(shown))),
+                    _ => Ok(format!("Successfully deleted {shown}")),
+                }
+            }
+            other => Err(ToolError::invalid(
+                "command",
+                format!("one of {}, got {other:?}", COMMANDS.join(", ")),
+            )),
+        }
+    }
+
+    async fn rename(
+        &self,
+        user: &types::UserId,
+        (old, from): (&str, &str),
+        (new, to): (&str, &str),
+    ) -> Result<String, ToolError> {
+        if from == MEMORIES_ROOT {
+            return Err(fail("Cannot rename the /memories directory itself".into()));
+        }
+        if to == MEMORIES_ROOT {
+            return Err(fail(format!("The destination {new} already exists")));
+        }
+        if to == from || to.starts_with(&format!("{from}/")) {
+            return Err(fail(format!("Cannot move {old} into itself ({new})")));
+        }
+        let store = self.store()?;
+        match store
+            .move_path(user, from, to)
+            .await
+            .map_err(|e| map_error(e, None))?
+        {
+            PathMove::Moved(_) => Ok(format!("Successfully renamed {old} to {new}")),
+            PathMove::Missing => Err(fail(text::not_found(old))),
+            PathMove::Exists => Err(fail(format!("The destination {new} already exists"))),
+            PathMove::UnderFile(file) => Err(under_file(new, &file)),
+        }
+    }
+}
+
+/// Search results (`{"results": [{"note_id": ...}]}`) with the `path` of each note that is a
+/// file of the `/memories` tree. Left as they are when paths cannot be read.
+pub(crate) async fn with_paths(
+    memory: &dyn memory::MemoryRetrieval,
+    user: &types::UserId,
+    results: String,
+) -> String {
+    let Some(store) = memory.files() else {
+        return results;
+    };
+    let Ok(mut doc) = serde_json::from_str::<Value>(&results) else {
+        return results;
+    };
+    let Some(items) = doc.get_mut("results").and_then(Value::as_array_mut) else {
+        return results;
+    };
+    let ids: Vec<types::NoteId> = items
+        .iter()
+        .filter_map(|h| h.get("note_id")?.as_str())
+        .filter_map(|id| types::NoteId::parse(id).ok())
+        .collect();
+    let paths = match store.paths_of(user, &ids).await {
+        Ok(paths) if !paths.is_empty() => paths,
+        Ok(_) => return results,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the paths of memory files");
+            return results;
+        }
+    };
+    for item in items.iter_mut() {
+        let id = item
+            .get("note_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some((_, path)) = paths.iter().find(|(n, _)| n.as_str() == id) {
+            item["path"] = Value::String(path.clone());
+        }
+    }
+    doc.to_string()
+}
+
+fn under_file(path: &str, file: &str) -> ToolError {
+    fail(format!(
+        "Cannot create {path}: {file} is a file, not a directory. Choose another path."
+    ))
+}
