@@ -2,8 +2,8 @@
 //!
 //! One [`MemoryStore`] is one user's libSQL database (`<user_root>/.oxydra/memory.db`, or a remote
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
-//! each in one transaction; text chunked, embedded and indexed in FTS5; an exact in-memory vector
-//! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
+//! each in one transaction; text chunked, embedded and indexed in FTS5; an in-memory int8 vector
+//! index (exact scan, or an inverted file with exact rescoring for large sessions); hybrid search that scopes to the requested sessions before ranking; rolling-summary state
 //! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
@@ -19,6 +19,7 @@ mod freshness;
 mod fts;
 mod fusion;
 mod indexing;
+mod ivf;
 mod keyword;
 mod listing;
 mod maintenance;
@@ -58,3 +59,4 @@ pub use retrieval::MemoryRetrieval;
 pub use sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
+pub use vector_index::{APPROX_MIN_ROWS, VectorLeg};

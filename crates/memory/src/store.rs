@@ -16,7 +16,7 @@ use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
 use crate::search::InlineEmbedder;
 use crate::term_counts::TermCounts;
-use crate::vector_index::VectorIndex;
+use crate::vector_index::{VectorIndex, VectorLeg};
 use crate::worker::{DbThread, Target};
 
 /// Called with (done, total) while chunks are re-embedded.
@@ -29,6 +29,9 @@ pub struct OpenOptions {
     pub legacy_dir: LegacyDir,
     /// Progress of a re-embedding triggered by a model change (it is also logged).
     pub progress: Option<ProgressFn>,
+    /// How the vector leg finds its candidates (default: exact for small sessions, the inverted
+    /// file for large ones).
+    pub vector_leg: VectorLeg,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -36,6 +39,7 @@ impl std::fmt::Debug for OpenOptions {
         f.debug_struct("OpenOptions")
             .field("legacy_dir", &self.legacy_dir)
             .field("progress", &self.progress.is_some())
+            .field("vector_leg", &self.vector_leg)
             .finish()
     }
 }
@@ -87,6 +91,7 @@ impl MemoryStore {
             embedder,
             config.embedding.batch_size,
             options.progress,
+            options.vector_leg,
         )
         .await
     }
@@ -107,6 +112,7 @@ impl MemoryStore {
             embedder,
             DEFAULT_BATCH,
             progress,
+            VectorLeg::Auto,
         )
         .await
     }
@@ -123,7 +129,7 @@ impl MemoryStore {
             url: url.to_owned(),
             token: token.to_owned(),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+        Self::open_target(target, embedder, DEFAULT_BATCH, None, VectorLeg::Auto).await
     }
 
     /// Opens an embedded replica: the local file `path`, synced from the server at `url`. Reads
@@ -142,7 +148,7 @@ impl MemoryStore {
             url: url.to_owned(),
             token: token.to_owned(),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None).await
+        Self::open_target(target, embedder, DEFAULT_BATCH, None, VectorLeg::Auto).await
     }
 
     async fn open_target(
@@ -150,6 +156,7 @@ impl MemoryStore {
         embedder: Arc<dyn Embedder>,
         batch_size: usize,
         progress: Option<ProgressFn>,
+        leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
@@ -171,7 +178,11 @@ impl MemoryStore {
         for i in 0..reader_count {
             readers.push(DbThread::spawn(&format!("memory-reader-{i}"), target.clone()).await?);
         }
-        let index = Arc::new(VectorIndex::new(embedder.model_id(), embedder.dimensions()));
+        let index = Arc::new(VectorIndex::with_leg(
+            embedder.model_id(),
+            embedder.dimensions(),
+            leg,
+        ));
         let store = Self {
             inner: Arc::new(Inner {
                 writer,
@@ -190,6 +201,12 @@ impl MemoryStore {
         store.reindex_scope(Scope::Stale, &mut *progress).await?;
         store.reload_index().await?;
         Ok(store)
+    }
+
+    /// Switches how the vector leg finds its candidates (lists are built or dropped now). For
+    /// benches and tests; stores opened from config take [`OpenOptions::vector_leg`].
+    pub fn set_vector_leg(&self, leg: VectorLeg) {
+        self.inner.index.set_leg(leg);
     }
 
     /// The embedding model whose vectors this store ranks.

@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod approximate;
 mod freshness;
 mod open;
 mod organised;
