@@ -115,6 +115,7 @@ impl Ivf {
             || rows.saturating_mul(RETRAIN_FACTOR) < self.trained_rows
     }
 
+    #[cfg(test)]
     pub(crate) fn list_count(&self) -> usize {
         self.lists.len()
     }
