@@ -42,7 +42,13 @@ pub(crate) fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
 
 /// `out[i] = query · codes[rows[i]·dims ..][..dims]` (the rows of an IVF list, gathered; a row
 /// index out of range scores 0).
-pub(crate) fn dot_i8_gather(query: &[i8], codes: &[i8], dims: usize, rows: &[u32], out: &mut [i32]) {
+pub(crate) fn dot_i8_gather(
+    query: &[i8],
+    codes: &[i8],
+    dims: usize,
+    rows: &[u32],
+    out: &mut [i32],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {

@@ -3,8 +3,11 @@
 //! The rows are split into `nlist` lists by spherical k-means: each list has a unit centroid, and
 //! every row belongs to the list whose centroid is closest to it (largest cosine). A query ranks
 //! the centroids (`nlist` dot products) and scans only the rows of the best `nprobe` lists with
-//! the same int8 kernel as the exact scan; the caller rescores the best of them exactly. With
-//! `nlist ≈ √n / 2` and `nprobe ≈ nlist / 6` a query reads about a sixth of the rows.
+//! the same int8 kernel as the exact scan; the caller rescores the best of them exactly. After
+//! the first `nprobe ≈ nlist / 6` lists, a further list is read only when the most any of its rows
+//! can score (from the angle between the query and its centroid and the list's angular radius)
+//! reaches the worst candidate kept so far: lists that cannot contribute are skipped, the others
+//! are read, so the candidates are those of the exact scan up to int8 rounding.
 //!
 //! Why an IVF and not a graph (HNSW): the rows' int8 codes stay the only copy of the vectors (the
 //! IVF adds 8 bytes per row: its list entry and the row's list), an insert costs one pass over the
@@ -44,6 +47,10 @@ pub(crate) struct Ivf {
     lists: Vec<Vec<u32>>,
     /// Each row's list.
     list_of: Vec<u32>,
+    /// Per list, a lower bound of the cosine between its centroid and any of its rows (the list's
+    /// angular radius): it bounds from above what any row of the list can score for a query.
+    /// Lowered by inserts, never raised by removals (still a bound), recomputed by training.
+    min_cos: Vec<f32>,
     /// Rows when the lists were trained.
     trained_rows: usize,
 }
@@ -62,6 +69,7 @@ impl Ivf {
             centroid_scales: vec![0.0; nlist],
             lists: vec![Vec::new(); nlist],
             list_of: Vec::with_capacity(n),
+            min_cos: vec![1.0; nlist],
             trained_rows: n,
         };
         // Start from evenly spaced sample rows.
@@ -79,7 +87,7 @@ impl Ivf {
             counts.iter_mut().for_each(|c| *c = 0);
             for &row in &sample {
                 let code = &codes[row * dims..][..dims];
-                let c = ivf.nearest(code, &mut scores);
+                let (c, _) = ivf.nearest(code, &mut scores);
                 counts[c] += 1;
                 for (s, &x) in sums[c * dims..(c + 1) * dims].iter_mut().zip(code) {
                     *s += scales[row] * f32::from(x);
@@ -102,9 +110,10 @@ impl Ivf {
             }
         }
         for row in 0..n {
-            let c = ivf.nearest(&codes[row * dims..][..dims], &mut scores);
+            let (c, cos) = ivf.nearest(&codes[row * dims..][..dims], &mut scores);
             ivf.lists[c].push(row_u32(row));
             ivf.list_of.push(row_u32(c));
+            ivf.min_cos[c] = ivf.min_cos[c].min(cos * scales[row]);
         }
         ivf
     }
@@ -120,8 +129,9 @@ impl Ivf {
         self.lists.len()
     }
 
-    /// The list whose centroid has the largest cosine with `code`.
-    fn nearest(&self, code: &[i8], scores: &mut [i32]) -> usize {
+    /// The list whose centroid has the largest cosine with `code`, and that cosine divided by the
+    /// row's scale.
+    fn nearest(&self, code: &[i8], scores: &mut [i32]) -> (usize, f32) {
         dot_i8_rows(code, &self.centroids, self.dims, scores);
         let mut best = (0, f32::NEG_INFINITY);
         for (c, (&dot, &scale)) in scores.iter().zip(&self.centroid_scales).enumerate() {
@@ -130,13 +140,14 @@ impl Ivf {
                 best = (c, s);
             }
         }
-        best.0
+        best
     }
 
     /// Row `row` (new: equal to the row count so far; or existing, re-coded) joins its nearest list.
-    pub(crate) fn place(&mut self, row: usize, code: &[i8]) {
+    pub(crate) fn place(&mut self, row: usize, code: &[i8], scale: f32) {
         let mut scores = vec![0i32; self.lists.len()];
-        let c = self.nearest(code, &mut scores);
+        let (c, cos) = self.nearest(code, &mut scores);
+        self.min_cos[c] = self.min_cos[c].min(cos * scale);
         if row < self.list_of.len() {
             self.take_out(row);
             self.list_of[row] = row_u32(c);
@@ -167,20 +178,30 @@ impl Ivf {
         }
     }
 
-    /// The lists in the order a query visits them (closest centroid first), and how many it
-    /// visits at least.
-    pub(crate) fn probe_order(&self, query: &[i8]) -> (Vec<usize>, usize) {
+    /// The lists in the order a query visits them (closest centroid first) with the most any of
+    /// their rows can score (a cosine), and how many lists it visits at least. The bound is the
+    /// triangle inequality on angles: angle(q, x) ≥ angle(q, centroid) − the list's radius.
+    pub(crate) fn probe_order(&self, query: &[i8], query_scale: f32) -> (Vec<(usize, f32)>, usize) {
         let mut scores = vec![0i32; self.lists.len()];
         dot_i8_rows(query, &self.centroids, self.dims, &mut scores);
-        let mut order: Vec<(usize, f32)> = scores
+        let mut order: Vec<(usize, f32, f32)> = scores
             .iter()
             .zip(&self.centroid_scales)
-            .map(|(&d, &s)| d as f32 * s)
+            .zip(&self.min_cos)
+            .map(|((&d, &s), &radius_cos)| {
+                let cos = (d as f32 * s * query_scale).clamp(-1.0, 1.0);
+                let gap = cos.acos() - radius_cos.clamp(-1.0, 1.0).acos();
+                (cos, gap.max(0.0).cos())
+            })
             .enumerate()
+            .map(|(c, (cos, bound))| (c, cos, bound))
             .collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let nprobe = (self.lists.len() / PROBE_DIVISOR).max(MIN_PROBE);
-        (order.into_iter().map(|(c, _)| c).collect(), nprobe)
+        (
+            order.into_iter().map(|(c, _, bound)| (c, bound)).collect(),
+            nprobe,
+        )
     }
 
     pub(crate) fn list(&self, c: usize) -> &[u32] {

@@ -33,7 +33,11 @@ fn clustered(rng: &mut Lcg, centres: &[Vec<f32>], n: usize) -> Vec<Vec<f32>> {
         .map(|i| {
             let centre = &centres[i * 7 % centres.len()];
             let noise = rng.unit();
-            let mut v: Vec<f32> = centre.iter().zip(&noise).map(|(c, e)| c + 0.6 * e).collect();
+            let mut v: Vec<f32> = centre
+                .iter()
+                .zip(&noise)
+                .map(|(c, e)| c + 0.6 * e)
+                .collect();
             crate::embedding::normalize(&mut v);
             v
         })
@@ -46,10 +50,7 @@ fn upsert(chunk_id: i64, vector: &[f32], tagged: bool) -> IndexChange {
         chunk_id,
         vector: vector.to_vec(),
         facets: ChunkFacets {
-            tags: tagged
-                .then(|| "rare".to_owned())
-                .into_iter()
-                .collect(),
+            tags: tagged.then(|| "rare".to_owned()).into_iter().collect(),
             ..ChunkFacets::default()
         },
     }
@@ -151,7 +152,11 @@ fn the_lists_follow_updates_and_deletes() {
             batch.push(upsert(id as i64, &v, false));
         }
         for v in clustered(&mut rng, &centres, 300) {
-            batch.push(upsert(10_000 + round as i64 * 1000 + batch.len() as i64, &v, false));
+            batch.push(upsert(
+                10_000 + round as i64 * 1000 + batch.len() as i64,
+                &v,
+                false,
+            ));
         }
         exact.apply(&batch);
         approx.apply(&batch);
@@ -176,9 +181,7 @@ fn the_lists_follow_updates_and_deletes() {
 fn switching_the_leg_builds_keeps_and_drops_the_lists() {
     let mut rng = Lcg(9);
     let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Auto);
-    let rows: Vec<IndexChange> = (0..100)
-        .map(|i| upsert(i, &rng.unit(), false))
-        .collect();
+    let rows: Vec<IndexChange> = (0..100).map(|i| upsert(i, &rng.unit(), false)).collect();
     index.apply(&rows);
     assert!(index.list_counts().is_empty(), "small sessions are scanned");
     index.set_leg(VectorLeg::Approximate);

@@ -110,7 +110,11 @@ impl SessionMatrix {
         self.scales[row] = quantize(vector, &mut self.codes[row * dims..(row + 1) * dims]);
         self.facets[row] = facets.clone();
         if let Some(ivf) = &mut self.ivf {
-            ivf.place(row, &self.codes[row * dims..(row + 1) * dims]);
+            ivf.place(
+                row,
+                &self.codes[row * dims..(row + 1) * dims],
+                self.scales[row],
+            );
         }
     }
 
@@ -357,7 +361,8 @@ impl VectorIndex {
             return Vec::new();
         }
         let mut query_codes = vec![0i8; dims];
-        if quantize(query, &mut query_codes) == 0.0 {
+        let query_scale = quantize(query, &mut query_codes);
+        if query_scale == 0.0 {
             return Vec::new();
         }
         let matrices: Vec<Arc<RwLock<SessionMatrix>>> = {
@@ -378,9 +383,11 @@ impl VectorIndex {
         let exact = self.leg() == VectorLeg::Exact;
         for (m, matrix) in guards.iter().enumerate() {
             if let Some(ivf) = matrix.ivf.as_ref().filter(|_| !exact) {
-                scan_lists(matrix, ivf, &query_codes, filter, keep, |score, row| {
-                    top.offer(score, (m, row));
-                });
+                let query = QueryCodes {
+                    codes: &query_codes,
+                    scale: query_scale,
+                };
+                scan_lists(matrix, ivf, &query, filter, &mut top, m);
                 continue;
             }
             for (block, ids) in matrix.ids.chunks(SCAN_BLOCK).enumerate() {
@@ -415,24 +422,38 @@ impl VectorIndex {
     }
 }
 
-/// The approximate first pass over one matrix: the rows of the lists closest to the query, list
-/// after list, until at least `nprobe` lists are read and `keep` rows passed the filter (or every
-/// list is read). `offer` receives each passing row's approximate score.
+/// Slack for int8 rounding when a list's bound is compared with the kept candidates (cosine).
+const BOUND_SLACK: f32 = 0.01;
+
+/// The quantized query and its scale.
+struct QueryCodes<'a> {
+    codes: &'a [i8],
+    scale: f32,
+}
+
+/// The first pass over one matrix through its lists: the `nprobe` lists closest to the query,
+/// then every other list whose bound reaches the worst candidate kept (all lists while fewer than
+/// `top`'s size passed the filter). Candidates go to `top` as `(m, row)`.
 fn scan_lists(
     matrix: &SessionMatrix,
     ivf: &Ivf,
-    query_codes: &[i8],
+    query: &QueryCodes<'_>,
     filter: Option<&FacetFilter>,
-    keep: usize,
-    mut offer: impl FnMut(f32, usize),
+    top: &mut TopK<(usize, usize)>,
+    m: usize,
 ) {
+    let query_codes = query.codes;
     let dims = query_codes.len();
-    let (order, nprobe) = ivf.probe_order(query_codes);
+    let (order, nprobe) = ivf.probe_order(query_codes, query.scale);
     let mut dots = Vec::new();
     let mut passed = 0usize;
-    for (probed, c) in order.into_iter().enumerate() {
-        if probed >= nprobe && passed >= keep {
-            break;
+    for (probed, (c, bound)) in order.into_iter().enumerate() {
+        if probed >= nprobe
+            && passed >= top.limit
+            && let Some(floor) = top.floor()
+            && bound < floor * query.scale - BOUND_SLACK
+        {
+            continue;
         }
         let rows = ivf.list(c);
         dots.resize(rows.len(), 0);
@@ -446,7 +467,7 @@ fn scan_lists(
             let approx = dot as f32 * matrix.scales[row];
             if approx > 0.0 {
                 passed += 1;
-                offer(approx, row);
+                top.offer(approx, (m, row));
             }
         }
     }
@@ -486,6 +507,13 @@ impl<T: Ord> TopK<T> {
             limit,
             heap: BinaryHeap::with_capacity(limit.min(4096) + 1),
         }
+    }
+
+    /// The worst score kept, once `limit` are kept.
+    fn floor(&self) -> Option<f32> {
+        (self.heap.len() >= self.limit)
+            .then(|| self.heap.peek().map(|worst| worst.0))
+            .flatten()
     }
 
     fn offer(&mut self, score: f32, item: T) {
