@@ -249,6 +249,9 @@ impl Conn {
             workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
             call_id: None,
+            surface: types::CallSurface::new(types::Surface::Agent),
+            audit: None,
+            untrusted_input: None,
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

@@ -4,14 +4,17 @@
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
 //! each in one transaction; text chunked, embedded and indexed in FTS5; an in-memory int8 vector
 //! index (exact scan, or an inverted file with exact rescoring for large sessions); hybrid search that scopes to the requested sessions before ranking; rolling-summary state
-//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import.
+//! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
+//! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
 //! in by the caller.
 
+mod audit;
 mod chunking;
 mod dot;
+mod duplicates;
 pub mod embedding;
 mod error;
 mod facets;
@@ -21,12 +24,14 @@ mod fusion;
 mod indexing;
 mod ivf;
 mod keyword;
+mod lifecycle;
 mod listing;
 mod maintenance;
 mod metadata;
 mod migrations;
 mod notes;
 mod placement;
+mod provenance;
 mod query;
 mod receipts;
 mod reindex;
@@ -42,10 +47,17 @@ mod transfer;
 mod vector_index;
 mod worker;
 
+pub use audit::{AuditEntry, AuditRecord, MAX_AUDIT_ROWS};
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
+pub use duplicates::{
+    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
+};
 pub use embedding::{Embedder, HashEmbedder};
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
+pub use lifecycle::{
+    DEFAULT_TOMBSTONE_RETENTION_DAYS, DeletedNote, NoteHistory, NoteState, NoteVersion,
+};
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
 pub use metadata::{
@@ -53,6 +65,7 @@ pub use metadata::{
 };
 pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use placement::LegacyDir;
+pub use provenance::{Origin, Provenance};
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
 pub use retrieval::MemoryRetrieval;

@@ -14,6 +14,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, delete_event};
+use crate::lifecycle::forget_versions;
 use crate::metadata::Category;
 use crate::notes::{Note, note_from_row};
 use crate::store::{MemoryStore, begin, finish};
@@ -238,6 +239,7 @@ impl MemoryStore {
                         tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
                             .await
                             .map_err(MemoryError::db(ctx))?;
+                        forget_versions(&tx, &note_id).await?;
                         ids.push(NoteId::parse(&note_id).map_err(MemoryError::corrupt("note id"))?);
                     }
                     Ok(ids)
@@ -266,8 +268,9 @@ impl Drop for Sweeper {
 }
 
 impl MemoryStore {
-    /// Sweeps expired notes now and then every `every` (expired notes are hidden from every read
-    /// at once anyway; the sweeper only reclaims them). Stops when the returned handle is dropped.
+    /// Sweeps expired notes (and purges deleted notes past the retention window) now and then
+    /// every `every` (expired notes are hidden from every read at once anyway; the sweeper only
+    /// reclaims them). Stops when the returned handle is dropped.
     pub fn spawn_sweeper(&self, every: std::time::Duration) -> Sweeper {
         let store = self.clone();
         Sweeper(tokio::spawn(async move {
@@ -280,6 +283,10 @@ impl MemoryStore {
                         false
                     }
                 };
+                // Deleted notes past the retention window are purged with everything they left.
+                if let Err(e) = store.purge_deleted(store.tombstone_retention()).await {
+                    tracing::warn!(error = %e, "purging deleted notes failed");
+                }
                 if !full {
                     tokio::time::sleep(every).await;
                 }

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::MemoryError;
+use crate::provenance::Provenance;
 
 /// At most this many tags per note.
 pub const MAX_TAGS: usize = 10;
@@ -95,6 +96,9 @@ pub struct NoteMetadata {
     /// After this instant the note is never returned, and the sweeper deletes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// Where the note came from (set by the writing surface from its context, never by a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -160,11 +164,17 @@ pub struct MetadataPatch {
     pub tags: Option<Vec<String>>,
     /// `Some(None)` removes the expiry.
     pub expires_at: Option<Option<DateTime<Utc>>>,
+    /// Where the new text comes from (an update in a turn that read untrusted input makes the
+    /// note unconfirmed again); `None` keeps the note's provenance.
+    pub provenance: Option<Provenance>,
 }
 
 impl MetadataPatch {
     pub fn is_empty(&self) -> bool {
-        self.category.is_none() && self.tags.is_none() && self.expires_at.is_none()
+        self.category.is_none()
+            && self.tags.is_none()
+            && self.expires_at.is_none()
+            && self.provenance.is_none()
     }
 
     pub(crate) fn apply(&self, mut metadata: NoteMetadata) -> Result<NoteMetadata, MemoryError> {
@@ -176,6 +186,9 @@ impl MetadataPatch {
         }
         if let Some(expires_at) = self.expires_at {
             metadata.expires_at = expires_at;
+        }
+        if let Some(provenance) = &self.provenance {
+            metadata.provenance = Some(provenance.clone());
         }
         metadata.validated()
     }

@@ -205,6 +205,64 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE INDEX notes_by_category ON notes (session_id, category, created_at DESC, note_id DESC)",
         "CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL",
     ],
+}, Migration {
+    version: 6,
+    name: "audit log of memory operations from every surface",
+    // One row per memory operation: written inside the transaction of the change it records (a
+    // save, update or delete), or on its own for reads, denials and failures. Never any note text.
+    statements: &[
+        "CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            surface TEXT NOT NULL,
+            client TEXT,
+            tool TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            namespace TEXT,
+            key TEXT,
+            note_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            redactions TEXT
+        )",
+        "CREATE INDEX audit_log_by_time ON audit_log (at, id)",
+    ],
+}, Migration {
+    version: 7,
+    name: "note versions, deleted-note tombstones, normalised-text hashes",
+    // An update copies the text it replaces into `note_versions` (same transaction); a delete
+    // moves the note into `deleted_notes` (its chunks, vectors and FTS rows are removed at once,
+    // so search never sees it) until it is restored or purged after the retention window. Live
+    // queries on `notes` are unchanged. `text_hash` (normalised text, see `duplicates.rs`) lets a
+    // save find an exact duplicate with one indexed probe; rows from before this migration are
+    // filled in when the store opens.
+    statements: &[
+        "CREATE TABLE note_versions (
+            note_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            saved_at TEXT NOT NULL,
+            replaced_at TEXT NOT NULL,
+            PRIMARY KEY (note_id, version)
+        )",
+        "CREATE INDEX note_versions_by_session ON note_versions (session_id)",
+        "CREATE TABLE deleted_notes (
+            note_id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            deleted_at TEXT NOT NULL
+        )",
+        "CREATE INDEX deleted_notes_by_age ON deleted_notes (deleted_at)",
+        "CREATE INDEX deleted_notes_by_session ON deleted_notes (session_id, deleted_at)",
+        "ALTER TABLE notes ADD COLUMN text_hash TEXT",
+        "CREATE INDEX notes_by_text_hash ON notes (session_id, text_hash)",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

@@ -15,9 +15,11 @@ use libsql::Connection;
 use serde::{Deserialize, Serialize};
 use types::{Message, NoteId, SessionId, UserId};
 
+use crate::duplicates::text_hash;
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
 use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::lifecycle::{entomb, keep_version};
 use crate::metadata::MetadataPatch;
 pub use crate::metadata::NoteMetadata;
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
@@ -145,7 +147,8 @@ impl MemoryStore {
         Ok(written)
     }
 
-    /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`.
+    /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`; the replaced
+    /// text is kept as a version (see [`MemoryStore::note_history`]).
     pub async fn update_note(
         &self,
         user: &UserId,
@@ -198,12 +201,13 @@ impl MemoryStore {
                 }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id, true).await?;
-                let metadata = patch.apply(old.note.metadata)?;
+                let metadata = patch.apply(old.note.metadata.clone())?;
                 if let Some(expected) = &expected
                     && note_version(&old.note.content) != expected.trim()
                 {
                     return Err(MemoryError::VersionMismatch(note_id.clone()));
                 }
+                keep_version(&tx, &session, &old.note).await?;
                 delete_event(
                     &tx,
                     EventRef {
@@ -238,7 +242,8 @@ impl MemoryStore {
         .await
     }
 
-    /// Deletes `note_id` with its event, chunks, vectors and FTS rows.
+    /// Deletes `note_id`: its event, chunks, vectors and FTS rows go at once; its text stays
+    /// restorable as a tombstone for the retention window (see [`crate::lifecycle`]).
     pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
         self.delete_note_once(user, None, note_id).await.map(|_| ())
     }
@@ -262,6 +267,7 @@ impl MemoryStore {
                 }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id, false).await?;
+                entomb(&tx, &session, &old.note).await?;
                 delete_event(
                     &tx,
                     EventRef {
@@ -328,7 +334,7 @@ impl MemoryStore {
 }
 
 impl NoteWrite {
-    fn into_note(self) -> Result<Note, MemoryError> {
+    pub(crate) fn into_note(self) -> Result<Note, MemoryError> {
         Ok(Note {
             note_id: self.note_id,
             content: self.content,
@@ -369,13 +375,13 @@ pub(crate) async fn insert_note(
     .map_err(MemoryError::db(ctx))?;
     conn.execute(
         "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
-             updated_at, category, context, confidence, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             updated_at, category, context, confidence, expires_at, text_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
              content = excluded.content, metadata_json = excluded.metadata_json,
              updated_at = excluded.updated_at, category = excluded.category,
              context = excluded.context, confidence = excluded.confidence,
-             expires_at = excluded.expires_at",
+             expires_at = excluded.expires_at, text_hash = excluded.text_hash",
         libsql::params![
             write.note_id.as_str(),
             session.as_str(),
@@ -387,7 +393,8 @@ pub(crate) async fn insert_note(
             write.metadata.category.map(|c| c.as_str()),
             write.metadata.context.clone(),
             write.metadata.confidence,
-            write.metadata.expires_at.map(to_text)
+            write.metadata.expires_at.map(to_text),
+            text_hash(&write.content)
         ],
     )
     .await

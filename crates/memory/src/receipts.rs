@@ -13,8 +13,9 @@
 
 use chrono::{Duration, Utc};
 use libsql::Connection;
-use types::{NoteId, UserId};
+use types::{AuditTag, NoteId, UserId};
 
+use crate::audit::{self, AuditEntry};
 use crate::error::MemoryError;
 use crate::notes::Note;
 use crate::time::to_text;
@@ -26,8 +27,15 @@ pub const RECEIPT_DAYS: i64 = 7;
 /// model's provider sent it), the tool and its arguments: providers that reuse call ids across
 /// calls (some local servers number them from 0 in every reply) never make two different writes
 /// look like one.
+///
+/// A key may also carry the call's [`AuditTag`]: the write then records its audit row in its own
+/// transaction (see [`crate::AuditEntry`]). A call without an id can still be audited
+/// ([`CallKey::audit_only`]): it just is not idempotent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CallKey(String);
+pub struct CallKey {
+    key: Option<String>,
+    audit: Option<AuditTag>,
+}
 
 impl CallKey {
     pub fn new(session: &str, call_id: &str, tool: &str, arguments: &str) -> Self {
@@ -36,11 +44,34 @@ impl CallKey {
             h.write(part.as_bytes());
             h.write(&[0x1f]);
         }
-        Self(format!("{:032x}", h.0))
+        Self {
+            key: Some(format!("{:032x}", h.0)),
+            audit: None,
+        }
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// A call with no id whose write is still audited.
+    pub fn audit_only(tag: AuditTag) -> Self {
+        Self {
+            key: None,
+            audit: Some(tag),
+        }
+    }
+
+    /// The same key, also recording `tag` in the write's transaction.
+    #[must_use]
+    pub fn with_audit(mut self, tag: AuditTag) -> Self {
+        self.audit = Some(tag);
+        self
+    }
+
+    /// The idempotency key, when the call has an id.
+    pub fn as_str(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    pub fn audit(&self) -> Option<&AuditTag> {
+        self.audit.as_ref()
     }
 }
 
@@ -89,10 +120,13 @@ pub(crate) async fn find(
     key: &CallKey,
 ) -> Result<Option<WriteReceipt>, MemoryError> {
     let ctx = "reading a write receipt";
+    let Some(key) = key.as_str() else {
+        return Ok(None);
+    };
     let mut rows = conn
         .query(
             "SELECT note_id, version FROM write_receipts WHERE call_key = ?1 AND user_id = ?2",
-            [key.as_str(), user.as_str()],
+            [key, user.as_str()],
         )
         .await
         .map_err(MemoryError::db(ctx))?;
@@ -111,7 +145,7 @@ pub(crate) async fn find(
 pub(crate) async fn record(
     conn: &Connection,
     user: &UserId,
-    key: &CallKey,
+    key: &str,
     receipt: &WriteReceipt,
 ) -> Result<(), MemoryError> {
     let ctx = "recording a write receipt";
@@ -126,7 +160,7 @@ pub(crate) async fn record(
         "INSERT INTO write_receipts (call_key, user_id, note_id, version, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
         libsql::params![
-            key.as_str(),
+            key,
             user.as_str(),
             receipt.note_id.as_str(),
             receipt.version.clone(),
@@ -190,7 +224,19 @@ pub(crate) async fn record_for(
     note_id: &NoteId,
     content: Option<&str>,
 ) -> Result<(), MemoryError> {
-    let Some(key) = call else { return Ok(()) };
+    let Some(call) = call else { return Ok(()) };
+    if let Some(tag) = call.audit() {
+        let entry = AuditEntry {
+            tag,
+            note_id: Some(note_id),
+            outcome: "ok",
+            reason: None,
+        };
+        audit::insert(conn, user, &entry).await?;
+    }
+    let Some(key) = call.as_str() else {
+        return Ok(());
+    };
     let receipt = WriteReceipt {
         note_id: note_id.clone(),
         version: content.map(note_version),
@@ -215,7 +261,7 @@ mod tests {
             k("s", "call_0", "memory_save", "{\"content\":\"b\"}")
         );
         assert_ne!(k("s1", "call_0", "t", "a"), k("s", "1call_0", "t", "a"));
-        assert_eq!(k("s", "c", "t", "a").as_str().len(), 32);
+        assert_eq!(k("s", "c", "t", "a").as_str().map(str::len), Some(32));
         // Fixed values: a version handed out before an upgrade still matches after it.
         assert_eq!(note_version(""), "0eda065b652ec4cf".to_owned());
         assert_ne!(note_version("tea"), note_version("tea "));

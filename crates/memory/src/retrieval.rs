@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use types::{NoteId, UserId};
 
+use crate::duplicates::{SaveOutcome, Similar};
 use crate::error::MemoryError;
 use crate::listing::{ListQuery, NotePage};
 use crate::metadata::MetadataPatch;
@@ -47,6 +48,20 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
+    /// Saves unless `user` already has the note (see [`MemoryStore::store_note_checked`]). A
+    /// store without duplicate checks just saves.
+    async fn store_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+        _similar: Similar,
+    ) -> Result<SaveOutcome, MemoryError> {
+        self.store_note_once(user, call, content, metadata)
+            .await
+            .map(SaveOutcome::Saved)
+    }
 }
 
 #[async_trait]
@@ -105,5 +120,16 @@ impl MemoryRetrieval for MemoryStore {
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         MemoryStore::hybrid_query(self, query).await
+    }
+
+    async fn store_note_checked(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+        similar: Similar,
+    ) -> Result<SaveOutcome, MemoryError> {
+        MemoryStore::store_note_checked(self, user, call, content, metadata, similar).await
     }
 }

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use libsql::{Connection, Transaction, TransactionBehavior};
 use types::MemoryConfig;
 
+use crate::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes};
 use crate::embedding::{self, Embedder};
 use crate::error::MemoryError;
 use crate::freshness::Freshness;
+use crate::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
@@ -65,6 +67,26 @@ pub(crate) struct Inner {
     pub(crate) batch_size: usize,
     /// Set for the builtin model: embeds short queries without a thread hop.
     pub(crate) inline_embedder: Option<InlineEmbedder>,
+    /// Days a deleted note stays restorable (`[memory] tombstone_retention_days`).
+    pub(crate) tombstone_retention_days: u32,
+    /// Cosine at or above which a new note is a near-duplicate (`[memory] duplicate_similarity`).
+    pub(crate) duplicate_similarity: f32,
+}
+
+/// The note-lifecycle settings of `[memory]`.
+#[derive(Debug, Clone, Copy)]
+struct NotePolicy {
+    tombstone_retention_days: u32,
+    duplicate_similarity: f32,
+}
+
+impl Default for NotePolicy {
+    fn default() -> Self {
+        Self {
+            tombstone_retention_days: DEFAULT_TOMBSTONE_RETENTION_DAYS,
+            duplicate_similarity: DEFAULT_DUPLICATE_SIMILARITY,
+        }
+    }
 }
 
 /// Reader threads for a local file (WAL lets them read while the writer writes).
@@ -86,11 +108,16 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         let target = placement::target(config, user_root, &options.legacy_dir)?;
         let embedder = embedding::from_config(&config.embedding)?;
+        let policy = NotePolicy {
+            tombstone_retention_days: config.tombstone_retention_days,
+            duplicate_similarity: config.duplicate_similarity,
+        };
         Self::open_target(
             target,
             embedder,
             config.embedding.batch_size,
             options.progress,
+            policy,
             options.vector_leg,
         )
         .await
@@ -112,6 +139,7 @@ impl MemoryStore {
             embedder,
             DEFAULT_BATCH,
             progress,
+            NotePolicy::default(),
             VectorLeg::Auto,
         )
         .await
@@ -129,7 +157,15 @@ impl MemoryStore {
             url: url.to_owned(),
             token: token.to_owned(),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None, VectorLeg::Auto).await
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
     }
 
     /// Opens an embedded replica: the local file `path`, synced from the server at `url`. Reads
@@ -148,7 +184,15 @@ impl MemoryStore {
             url: url.to_owned(),
             token: token.to_owned(),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None, VectorLeg::Auto).await
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
     }
 
     async fn open_target(
@@ -156,13 +200,17 @@ impl MemoryStore {
         embedder: Arc<dyn Embedder>,
         batch_size: usize,
         progress: Option<ProgressFn>,
+        policy: NotePolicy,
         leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
         // The migrations are also the write probe: a read-only token fails here, clearly.
         writer
-            .run(|conn| async move { migrate(&conn).await })
+            .run(|conn| async move {
+                migrate(&conn).await?;
+                fill_missing_hashes(&conn).await
+            })
             .await
             .map_err(|e| match target.has_server() {
                 true => crate::remote::explain(e),
@@ -195,6 +243,8 @@ impl MemoryStore {
                 freshness: Freshness::default(),
                 target,
                 batch_size: batch_size.max(1),
+                tombstone_retention_days: policy.tombstone_retention_days,
+                duplicate_similarity: policy.duplicate_similarity,
             }),
         };
         let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));

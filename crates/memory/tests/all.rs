@@ -12,6 +12,7 @@ mod common;
 
 mod approximate;
 mod freshness;
+mod lifecycle;
 mod open;
 mod organised;
 mod remote;

@@ -42,7 +42,7 @@ async fn migrations_apply_once() {
     let raw = Raw::open(&f.path).await;
     let sql = "SELECT version || ' ' || name || ' ' || applied_at FROM schema_migrations";
     let first = raw.strings(sql).await;
-    assert_eq!(first.len(), 4);
+    assert_eq!(first.len(), 5);
     f.store
         .store_note(&user("alice"), "kept", NoteMetadata::default())
         .await

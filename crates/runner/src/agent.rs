@@ -171,6 +171,9 @@ mod tests {
             workspace: WorkspacePaths::new(root),
             cancellation: CancellationToken::default(),
             call_id: None,
+            surface: types::CallSurface::default(),
+            audit: None,
+            untrusted_input: None,
         };
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use tools::ToolOutcome;
-use types::{ApprovalPolicy, Message, SafetyTier, ToolCall, ToolExecutionContext};
+use types::{ApprovalPolicy, Message, SafetyTier, ToolCall, ToolExecutionContext, UntrustedInput};
 
 use crate::RuntimeError;
 use crate::approval::{ApprovalDecision, ApprovalRequest};
@@ -85,19 +85,33 @@ impl Turn<'_> {
         self.rt.tools.get(&call.name).map(|t| t.safety_tier())
     }
 
+    /// Remembers that the turn has read untrusted content when `call` (which ran) returns some.
+    fn note_untrusted(&mut self, call: &ToolCall) {
+        if self.untrusted_input.is_none() {
+            self.untrusted_input = self
+                .rt
+                .tools
+                .get(&call.name)
+                .and_then(|t| t.reads_untrusted());
+        }
+    }
+
     async fn run_parallel(&mut self, calls: &[ToolCall]) -> Result<(), RuntimeError> {
         for call in calls {
             self.started(call).await;
         }
-        let (tools, ctx) = (&self.rt.tools, self.ctx);
+        let (tools, ctx, untrusted) = (&self.rt.tools, self.ctx, self.untrusted_input);
         let runs = calls.iter().map(|call| async move {
             let start = Instant::now();
             let outcome = tools
-                .execute(&call.name, &call.arguments, &for_call(ctx, call))
+                .execute(&call.name, &call.arguments, &for_call(ctx, call, untrusted))
                 .await;
             (outcome, start.elapsed())
         });
         let results = futures::future::join_all(runs).await;
+        for call in calls {
+            self.note_untrusted(call);
+        }
         for (call, (outcome, took)) in calls.iter().zip(results) {
             let (ok, text) = result_text(&outcome);
             self.finish_call(call, ok, text, took).await?;
@@ -127,11 +141,17 @@ impl Turn<'_> {
         }
         self.started(call).await;
         let start = Instant::now();
+        let untrusted = self.untrusted_input;
         let outcome = self
             .rt
             .tools
-            .execute(&call.name, &call.arguments, &for_call(self.ctx, call))
+            .execute(
+                &call.name,
+                &call.arguments,
+                &for_call(self.ctx, call, untrusted),
+            )
             .await;
+        self.note_untrusted(call);
         let (ok, text) = result_text(&outcome);
         self.finish_call(call, ok, text, start.elapsed()).await
     }
@@ -217,10 +237,16 @@ impl Turn<'_> {
 }
 
 /// The turn's context for one call: the same user, session, turn, workspace and cancellation, plus
-/// the call's id (memory writes record it, so that a retried call never writes twice).
-fn for_call(ctx: &ToolExecutionContext, call: &ToolCall) -> ToolExecutionContext {
+/// the call's id (memory writes record it, so that a retried call never writes twice) and the
+/// untrusted content the turn has read so far (memory writes record it as their provenance).
+fn for_call(
+    ctx: &ToolExecutionContext,
+    call: &ToolCall,
+    untrusted_input: Option<UntrustedInput>,
+) -> ToolExecutionContext {
     ToolExecutionContext {
         call_id: Some(call.id.clone()),
+        untrusted_input: untrusted_input.or(ctx.untrusted_input),
         ..ctx.clone()
     }
 }

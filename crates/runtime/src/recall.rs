@@ -2,7 +2,12 @@
 //! model knows them without searching.
 //!
 //! Best effort: a failed search is logged and the turn goes on without recalled notes.
+//!
+//! Only notes the user can vouch for are recalled: an unconfirmed note (saved in a turn that had
+//! read untrusted tool output, see `memory::Provenance`) stays out until the user confirms it. The
+//! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
+use chrono::{DateTime, Utc};
 use memory::{HybridQuery, MemoryStore, Weights};
 use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, UserId};
 
@@ -16,6 +21,10 @@ const MAX_QUERY_BYTES: usize = 2000;
 pub(crate) struct RecalledNote {
     pub(crate) note_id: NoteId,
     pub(crate) text: String,
+    /// When its current text was saved.
+    pub(crate) saved: DateTime<Utc>,
+    /// Where it came from (`user`, `model`, `import`, ...), when recorded.
+    pub(crate) provenance: Option<String>,
 }
 
 /// Up to `runtime.recall_notes` notes scoring at least `recall_min_score`, best first, within
@@ -34,10 +43,11 @@ pub(crate) async fn recall(
     while !message.is_char_boundary(end) {
         end -= 1;
     }
+    // More candidates than needed: unconfirmed notes are dropped below.
     let mut query = HybridQuery::new(
         vec![SessionId::user_memory(user)],
         &message[..end],
-        config.recall_notes,
+        config.recall_notes.saturating_mul(2),
     );
     query.weights = Weights::from(retrieval);
     let hits = match store.hybrid_query(&query).await {
@@ -47,20 +57,44 @@ pub(crate) async fn recall(
             return Vec::new();
         }
     };
+    let ids: Vec<NoteId> = hits
+        .iter()
+        .filter(|h| h.score >= config.recall_min_score)
+        .filter_map(|h| h.note_id.clone())
+        .collect();
+    let allowed = match store.recallable_notes(user, &ids).await {
+        Ok(notes) => notes,
+        Err(e) => {
+            tracing::warn!(error = %e, "recall failed; continuing without recalled notes");
+            return Vec::new();
+        }
+    };
     let mut used = 0u32;
     let mut notes = Vec::new();
     for hit in hits {
         let Some(note_id) = hit.note_id else { continue };
-        if hit.score < config.recall_min_score {
+        let Some(note) = allowed.iter().find(|n| n.note_id == note_id) else {
             continue;
-        }
+        };
         let text = clip(&hit.text, config.recall_token_budget);
-        let cost = estimate_text(&text) + estimate_text(note_id.as_str()) + 4;
+        let provenance = note.metadata.provenance.as_ref().map(|p| p.describe());
+        let cost = estimate_text(&text)
+            + estimate_text(note_id.as_str())
+            + provenance.as_deref().map_or(0, estimate_text)
+            + 16;
         if used.saturating_add(cost) > config.recall_token_budget {
             continue;
         }
         used += cost;
-        notes.push(RecalledNote { note_id, text });
+        notes.push(RecalledNote {
+            note_id,
+            text,
+            saved: note.updated_at,
+            provenance,
+        });
+        if notes.len() == config.recall_notes {
+            break;
+        }
     }
     tracing::debug!(recalled = notes.len(), "recall");
     notes

@@ -5,14 +5,14 @@
 
 use memory::SummaryState;
 use provider::ChatRequest;
-use types::{Message, Role, ToolExecutionContext, Usage};
+use types::{Message, Role, ToolExecutionContext, UntrustedInput, Usage};
 
 use crate::budget::{estimate_message, estimate_text, fraction_of};
 use crate::dispatch::Dispatch;
 use crate::events::{Emitter, TurnEvent, TurnOutcome, TurnStatus};
 use crate::history::{fit, repair};
 use crate::journal::Entry;
-use crate::prompt::system_text;
+use crate::prompt::{notes_message, system_text};
 use crate::recall::{RecalledNote, recall};
 use crate::reply::{Reply, stream_reply};
 use crate::summary::{plan_cut, summarize};
@@ -39,6 +39,9 @@ pub(crate) struct Turn<'a> {
     user_seq: u64,
     usage: Usage,
     rounds: u32,
+    /// The first untrusted content (file, shell, web) a tool of this turn has returned: every
+    /// later call's context carries it, so memory written after it is marked unconfirmed.
+    pub(crate) untrusted_input: Option<UntrustedInput>,
 }
 
 impl<'a> Turn<'a> {
@@ -57,6 +60,7 @@ impl<'a> Turn<'a> {
             user_seq: 0,
             usage: Usage::default(),
             rounds: 0,
+            untrusted_input: None,
         }
     }
 
@@ -176,9 +180,12 @@ impl<'a> Turn<'a> {
         system_text(&self.rt.system_prompt, &self.notes, summary)
     }
 
-    /// The request for the next model call: system text, as much recent history as fits, tools.
+    /// The request for the next model call: system text, as much recent history as fits (with the
+    /// recalled notes just before the user's message), tools.
     fn request(&self) -> ChatRequest {
         let system = self.system();
+        let notes = notes_message(&self.notes);
+        let notes_cost = notes.as_ref().map_or(0, estimate_message);
         let messages = repair(&self.entries);
         let must_keep = messages
             .iter()
@@ -189,11 +196,19 @@ impl<'a> Turn<'a> {
             .limits
             .prompt_budget()
             .saturating_sub(self.rt.tool_tokens)
-            .saturating_sub(estimate_text(&system));
-        let window = fit(&messages, budget, must_keep);
+            .saturating_sub(estimate_text(&system))
+            .saturating_sub(notes_cost);
+        let mut window = fit(&messages, budget, must_keep).to_vec();
+        if let Some(notes) = notes {
+            let at = window
+                .iter()
+                .rposition(|m| m.role == Role::User)
+                .unwrap_or(0);
+            window.insert(at, notes);
+        }
         ChatRequest {
             system: Some(system),
-            messages: window.to_vec(),
+            messages: window,
             tools: self.rt.tool_schemas.clone(),
             max_output_tokens: self.rt.limits.max_output_tokens,
         }

@@ -15,3 +15,4 @@ mod dispatch;
 mod lifecycle;
 mod memory;
 mod summary;
+mod trust;

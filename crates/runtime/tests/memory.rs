@@ -73,7 +73,7 @@ async fn roundtrip(kind: ProviderKind) {
         .to_owned();
     assert!(saved["message"].as_str().unwrap().starts_with("Saved."));
 
-    // Session B, same user: search finds it (and recall already put it in the system prompt).
+    // Session B, same user: search finds it (and recall already showed it, as quoted data).
     server.push_all([
         call("c2", "memory_search", json!({"query": "user's name"})),
         ScriptedReply::text("You are Shantanu."),
@@ -85,8 +85,14 @@ async fn roundtrip(kind: ProviderKind) {
     let first_of_b = &requests[requests.len() - 2];
     let system = first_of_b.system_prompt().unwrap();
     assert!(
-        system.contains(&format!("[{note_id}] User's name is Shantanu")),
-        "recalled note in the system prompt: {system}"
+        !system.contains("Shantanu"),
+        "recalled notes are not part of the instructions: {system}"
+    );
+    let users = first_of_b.user_texts().join("\n");
+    assert!(
+        users.contains(&format!(r#""note_id":"{note_id}""#))
+            && users.contains(r#""text":"User's name is Shantanu""#),
+        "recalled note quoted before the user's message: {users}"
     );
     assert!(
         first_of_b

@@ -29,6 +29,9 @@ fn ctx(d: &Daemon) -> ToolExecutionContext {
         workspace: d.ws.clone(),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     }
 }
 

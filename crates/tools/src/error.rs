@@ -47,6 +47,15 @@ pub enum ToolError {
     #[error("cancelled")]
     Cancelled,
 
+    /// A governance stage refused the call (permission, rate limit, PII or secret): shown as the
+    /// ADR's error object `{"type":"error","error":{"code":…,"message":…,"details":{…}}}`.
+    #[error("{}", governed_json(code, message, details))]
+    Governed {
+        code: &'static str,
+        message: String,
+        details: serde_json::Value,
+    },
+
     /// The tool ran and failed. `message` is already safe to show.
     #[error("{message}")]
     Execution {
@@ -56,7 +65,25 @@ pub enum ToolError {
     },
 }
 
+fn governed_json(code: &str, message: &str, details: &serde_json::Value) -> String {
+    serde_json::json!({
+        "type": "error",
+        "error": {"code": code, "message": message, "details": details},
+    })
+    .to_string()
+}
+
 impl ToolError {
+    /// A governance refusal with the ADR's `code` (`PERMISSION_DENIED`, `PII_DETECTED`,
+    /// `RATE_LIMITED`).
+    pub fn governed(code: &'static str, message: String, details: serde_json::Value) -> Self {
+        Self::Governed {
+            code,
+            message,
+            details,
+        }
+    }
+
     pub fn invalid(field: impl Into<String>, expected: impl Into<String>) -> Self {
         Self::InvalidArguments {
             field: field.into(),
@@ -105,6 +132,12 @@ impl ToolError {
             Self::Timeout { .. } => "timeout",
             Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::Cancelled => "cancelled",
+            Self::Governed { code, .. } => match *code {
+                "PERMISSION_DENIED" => "permission_denied",
+                "PII_DETECTED" => "pii_detected",
+                "RATE_LIMITED" => "rate_limited",
+                _ => "governed",
+            },
             Self::Execution { .. } => "execution",
         }
     }

@@ -11,11 +11,15 @@
 //! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
 //! runs a command on the host itself.
 //!
+//! Every memory call is also governed ([`governance`]): permissions, rate limits, PII and secret
+//! handling, an audit row in the same transaction as the change, and metrics, per surface.
+//!
 //! This crate does not run the agent loop, talk to models, or reach outside a user's workspace.
 
 mod builtin;
 mod error;
 mod files;
+pub mod governance;
 mod memory_tools;
 pub mod policy;
 mod registry;
@@ -28,12 +32,13 @@ mod validate;
 pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
+pub use governance::{Governance, MemoryAccess, MemoryMetrics};
 pub use memory_tools::{
     LIST_MEMORIES_TOOL_NAME, ListMemories, MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K,
     MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_SEARCH_TOOL_NAME,
     MEMORY_UPDATE_TOOL_NAME, MemoryDelete, MemorySave, MemorySearch, MemoryUpdate,
-    SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME, SearchMemories, StoreMemory, memory_tools,
-    memory_tools_for, register_memory_tools,
+    SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME, SearchMemories, StoreMemory,
+    audited_call_key, memory_tools, memory_tools_for, register_memory_tools,
 };
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};

@@ -1,7 +1,9 @@
 //! The registry: the tools offered to the model, and the one pipeline every call goes through:
-//! look up → parse → validate against the schema → run under timeout and cancellation (a tool
-//! whose work may already have committed settles: see [`Interruption`]) → scrub secrets and host
-//! paths → bound the output by its format (JSON stays valid: see [`crate::fit_json`]).
+//! look up → parse → validate against the schema → (memory tools) permission, rate limit, PII and
+//! secrets on write ([`crate::governance`]) → run under timeout and cancellation (a tool whose
+//! work may already have committed settles: see [`Interruption`]; a write records its audit row
+//! in its own transaction) → (memory tools) PII on the way out, audit, metrics → scrub secrets
+//! and host paths → bound the output by its format (JSON stays valid: see [`crate::fit_json`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -13,6 +15,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use types::{ToolExecutionContext, ToolSchema};
 
+use crate::governance::Governance;
 use crate::scrub::Scrubber;
 use crate::tool::{Interruption, OutputFormat};
 use crate::truncate::{DEFAULT_OUTPUT_LIMIT, fit_output, truncate_output};
@@ -39,6 +42,8 @@ pub struct ToolRegistry {
     /// One scrubber per workspace root: building one canonicalises the root and compiles a regex,
     /// which would otherwise dominate the cost of a call.
     scrubbers: Mutex<HashMap<PathBuf, Arc<Scrubber>>>,
+    /// The governance stages of memory calls (default policy until a composition sets its own).
+    governance: Arc<Governance>,
 }
 
 impl Default for ToolRegistry {
@@ -47,6 +52,7 @@ impl Default for ToolRegistry {
             tools: BTreeMap::new(),
             output_limit: DEFAULT_OUTPUT_LIMIT,
             scrubbers: Mutex::default(),
+            governance: Arc::new(Governance::default()),
         }
     }
 }
@@ -77,6 +83,16 @@ impl ToolRegistry {
     pub fn with_output_limit(mut self, bytes: usize) -> Self {
         self.output_limit = bytes;
         self
+    }
+
+    /// Governs memory calls with `governance` (config, audit sink, metrics, clock).
+    pub fn with_governance(mut self, governance: Arc<Governance>) -> Self {
+        self.governance = governance;
+        self
+    }
+
+    pub fn governance(&self) -> &Arc<Governance> {
+        &self.governance
     }
 
     /// Adds a tool; a second tool with the same name is refused.
@@ -201,13 +217,36 @@ impl ToolRegistry {
         if ctx.cancellation.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
+        let Some(access) = tool.memory_access(&args) else {
+            return self.call(tool, name, &args, ctx).await;
+        };
+        let mut args = args;
+        let admitted = self.governance.admit(name, &access, &mut args, ctx).await?;
+        let governed = ToolExecutionContext {
+            audit: Some(admitted.tag().clone()),
+            ..ctx.clone()
+        };
+        let result = self.call(tool, name, &args, &governed).await;
+        self.governance
+            .finish(admitted, ctx, tool.output_format(), result)
+            .await
+    }
+
+    /// Runs the tool under its timeout and the turn's cancellation.
+    async fn call(
+        &self,
+        tool: &Arc<dyn Tool>,
+        name: &str,
+        args: &Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<String, ToolError> {
         // The tool sees a child token, cancelled on timeout too, so blocking work can stop early.
         let call_ctx = ToolExecutionContext {
             cancellation: ctx.cancellation.child(),
             ..ctx.clone()
         };
         let after = tool.timeout();
-        let call = tool.execute(&args, &call_ctx);
+        let call = tool.execute(args, &call_ctx);
         tokio::pin!(call);
         let finished = tokio::select! {
             biased;

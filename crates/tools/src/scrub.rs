@@ -88,6 +88,23 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Byte ranges of the secrets in `text` (the value only: a `password=` prefix is kept), found by
+/// the same patterns [`Scrubber::scrub`] removes; the high-entropy rule is left out, since notes
+/// legitimately hold long identifiers. Used by the governance stage to refuse secrets in memory.
+pub(crate) fn secret_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut spans = Vec::new();
+    for (re, _) in SECRETS.iter() {
+        for caps in re.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            let start = caps.get(1).map_or(whole.start(), |prefix| prefix.end());
+            if start < whole.end() {
+                spans.push(start..whole.end());
+            }
+        }
+    }
+    spans
+}
+
 static HIGH_ENTROPY: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+_\-=]{32,}").ok());
 

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use types::{SafetyTier, ToolExecutionContext, ToolSchema};
+use types::{SafetyTier, ToolExecutionContext, ToolSchema, UntrustedInput};
 
 use crate::ToolError;
+use crate::governance::MemoryAccess;
 
 /// The shape of a tool's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,9 +72,24 @@ pub trait Tool: Send + Sync {
         OutputFormat::Text
     }
 
+    /// Whether the tool's result carries text someone other than the user may have written (a
+    /// file, a shell command's output, a web page). The runtime marks the rest of the turn as
+    /// having read it, so memory written afterwards is recorded as unconfirmed.
+    fn reads_untrusted(&self) -> Option<UntrustedInput> {
+        None
+    }
+
     /// What the registry does when the call outlives [`Tool::timeout`] or the turn is cancelled.
     fn interruption(&self) -> Interruption {
         Interruption::Abandon
+    }
+
+    /// For a memory tool: what this call would read or write (operation, namespace, key, free-text
+    /// fields), so that the registry governs it (permissions, rate limits, PII, audit, metrics:
+    /// see [`crate::governance`]). `None` (the default) for tools that do not touch memory.
+    fn memory_access(&self, args: &serde_json::Value) -> Option<MemoryAccess> {
+        let _ = args;
+        None
     }
 
     /// The tool as offered to a model.

@@ -5,6 +5,7 @@
 mod common;
 
 mod file_tools;
+mod governance;
 mod hostile_paths;
 mod memory_contract;
 mod memory_dialects;

@@ -63,6 +63,9 @@ fn ctx(root: &std::path::Path, call_id: Option<&str>) -> ToolExecutionContext {
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
         call_id: call_id.map(str::to_owned),
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     }
 }
 

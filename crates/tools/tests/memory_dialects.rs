@@ -62,6 +62,9 @@ impl Env {
             turn_id: TurnId::parse("turn-1").unwrap(),
             cancellation: CancellationToken::default(),
             call_id: None,
+            surface: types::CallSurface::default(),
+            audit: None,
+            untrusted_input: None,
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

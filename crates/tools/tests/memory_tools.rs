@@ -64,6 +64,9 @@ fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContex
         turn_id: TurnId::parse("turn-1").unwrap(),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     }
 }
 

@@ -16,4 +16,87 @@ pub struct ToolExecutionContext {
     /// call; `None` for a turn's shared context). Writes record it so that a retried call never
     /// writes twice.
     pub call_id: Option<String>,
+    /// Which surface the call came through (the agent's own model, an MCP client, the CLI, a
+    /// gateway frame) and the client's name: governance (permissions, PII, rate limits, audit)
+    /// is configured per surface. Set by whoever builds the context, never from arguments.
+    pub surface: CallSurface,
+    /// Set by the registry's governance stage for a governed memory call, so that the write it
+    /// makes records its audit row in the write's own transaction. `None` everywhere else.
+    pub audit: Option<AuditTag>,
+    /// Untrusted content this turn has read before the call (set by the runtime for each call;
+    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
+    /// recorded as coming from that source and stay unconfirmed until the user confirms them.
+    pub untrusted_input: Option<UntrustedInput>,
+}
+
+/// The ways a user's memory is reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Surface {
+    /// The agent's own model, in a turn.
+    #[default]
+    Agent,
+    /// An MCP client (another agent, a desktop assistant).
+    Mcp,
+    /// The operator's `runner` command line.
+    Cli,
+    /// The user's own gateway frames (TUI, WebSocket clients).
+    Gateway,
+}
+
+impl Surface {
+    pub const ALL: [Surface; 4] = [Surface::Agent, Surface::Mcp, Surface::Cli, Surface::Gateway];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Agent => "agent",
+            Surface::Mcp => "mcp",
+            Surface::Cli => "cli",
+            Surface::Gateway => "gateway",
+        }
+    }
+}
+
+/// The surface of a call and, when known, the client's own name (an MCP client's
+/// `clientInfo.name`, `oxydra-tui`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct CallSurface {
+    pub kind: Surface,
+    pub client: Option<String>,
+}
+
+impl CallSurface {
+    pub fn new(kind: Surface) -> Self {
+        Self { kind, client: None }
+    }
+
+    pub fn with_client(mut self, client: impl Into<String>) -> Self {
+        self.client = Some(client.into());
+        self
+    }
+}
+
+/// What the audit row of a governed write records besides the note it touched: the surface and
+/// client, the tool, the operation, the namespace and key, and how many values of each kind of
+/// PII or secret were redacted (never the text).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct AuditTag {
+    pub surface: CallSurface,
+    pub tool: String,
+    /// `read` or `write`.
+    pub operation: &'static str,
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+    /// Kind (`email`, `phone`, `card`, `iban`, `national_id`, `secret`) and count.
+    pub redactions: Vec<(String, u32)>,
+}
+
+/// Text someone other than the user may have written, read by a tool during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UntrustedInput {
+    /// A file's contents, a file listing or a file search result.
+    File,
+    /// A shell command's output.
+    Shell,
+    /// A web page.
+    Web,
 }

@@ -23,10 +23,11 @@ mod workspace;
 pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
-    GatewayLimitsConfig, MemoryConfig, MemoryDialect, ProviderConfig, ProviderKind,
-    RetrievalConfig, RuntimeConfig, ToolsConfig,
+    GatewayLimitsConfig, GovernanceConfig, MemoryConfig, MemoryDialect, Operation, PiiAction,
+    ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
+    SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
 };
-pub use context::ToolExecutionContext;
+pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use protocol::{

@@ -278,6 +278,9 @@ async fn main() -> anyhow::Result<()> {
             workspace: ws_paths.clone(),
             cancellation: CancellationToken::default(),
             call_id: None,
+            surface: types::CallSurface::default(),
+            audit: None,
+            untrusted_input: None,
         };
         let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
         let start = Instant::now();

@@ -239,6 +239,9 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
                 workspace: WorkspacePaths::new(&root),
                 cancellation: CancellationToken::default(),
                 call_id: None,
+                surface: types::CallSurface::default(),
+                audit: None,
+                untrusted_input: None,
             };
             let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
             let start = Instant::now();

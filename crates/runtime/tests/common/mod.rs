@@ -88,6 +88,9 @@ pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionC
         workspace: WorkspacePaths::new(root.join(user)),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     }
 }
 

@@ -98,6 +98,15 @@ impl RecordedRequest {
             })
     }
 
+    /// The text of every user message that carries text (not only tool results), oldest first.
+    pub fn user_texts(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| text_of(&m["content"]))
+            .collect()
+    }
+
     /// The text of the last user message that carries text (not only tool results).
     pub fn last_user_text(&self) -> Option<String> {
         self.messages()

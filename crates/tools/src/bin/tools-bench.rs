@@ -107,6 +107,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         turn_id: TurnId::parse("turn-bench")?,
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     };
 
     println!("# tools-bench ({calls} pipeline calls)\n");

@@ -59,6 +59,10 @@ impl Tool for FileList {
         SafetyTier::ReadOnly
     }
 
+    fn reads_untrusted(&self) -> Option<types::UntrustedInput> {
+        Some(types::UntrustedInput::File)
+    }
+
     fn timeout(&self) -> Duration {
         Duration::from_secs(15)
     }

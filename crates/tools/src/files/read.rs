@@ -56,6 +56,10 @@ impl Tool for FileRead {
         SafetyTier::ReadOnly
     }
 
+    fn reads_untrusted(&self) -> Option<types::UntrustedInput> {
+        Some(types::UntrustedInput::File)
+    }
+
     fn timeout(&self) -> Duration {
         Duration::from_secs(10)
     }

@@ -71,6 +71,10 @@ impl Tool for FileSearch {
         SafetyTier::ReadOnly
     }
 
+    fn reads_untrusted(&self) -> Option<types::UntrustedInput> {
+        Some(types::UntrustedInput::File)
+    }
+
     fn timeout(&self) -> Duration {
         Duration::from_secs(30)
     }

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store,
+    string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -139,6 +140,10 @@ impl Tool for StoreMemory {
         )
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "context"]))
+    }
+
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let op = OpSpan::start(STORE_MEMORY_TOOL_NAME, ctx);
         op.run(async {
@@ -157,15 +162,37 @@ impl Tool for StoreMemory {
                         .and_then(Value::as_f64)
                         .unwrap_or(1.0),
                 ),
+                provenance: Some(provenance(ctx, memory::Origin::Model)),
                 ..NoteMetadata::default()
             };
-            let key = call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
-            let receipt = memory
-                .store_note_once(&ctx.user_id, key.as_ref(), content, metadata)
+            let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
+            // The peer dialect has no way to insist, so only exact duplicates are refused here.
+            let outcome = memory
+                .store_note_checked(
+                    &ctx.user_id,
+                    key.as_ref(),
+                    content,
+                    metadata,
+                    memory::Similar::Allow,
+                )
                 .await
                 .map_err(|e| failed(FAILED, e))?;
-            op.note(&receipt.note_id);
-            Ok(format!("Stored {category} memory: {}", content.trim()))
+            match outcome {
+                memory::SaveOutcome::Duplicate { note_id, .. } => {
+                    op.note(&note_id);
+                    Ok(format!(
+                        "Already stored as {note_id}: {} (not stored again)",
+                        content.trim()
+                    ))
+                }
+                memory::SaveOutcome::Saved(receipt) => {
+                    op.note(&receipt.note_id);
+                    Ok(format!("Stored {category} memory: {}", content.trim()))
+                }
+                memory::SaveOutcome::Similar(_) => {
+                    Ok(format!("Stored {category} memory: {}", content.trim()))
+                }
+            }
         })
         .await
     }
@@ -219,6 +246,10 @@ impl Tool for SearchMemories {
 
     fn timeout(&self) -> Duration {
         Duration::from_secs(15)
+    }
+
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_read())
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
@@ -309,6 +340,10 @@ impl Tool for ListMemories {
 
     fn timeout(&self) -> Duration {
         Duration::from_secs(15)
+    }
+
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_read())
     }
 
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use memory::{CallKey, MemoryError, MemoryRetrieval, WriteReceipt};
-use types::{NoteId, ToolExecutionContext};
+use memory::{CallKey, MemoryError, MemoryRetrieval, Origin, Provenance, WriteReceipt};
+use types::{NoteId, ToolExecutionContext, UntrustedInput};
 
 use crate::{Interruption, ToolError};
 
@@ -177,21 +177,41 @@ pub(crate) fn settle(check: &'static str) -> Interruption {
     }
 }
 
-/// The key of this call's write: its session, the model's call id, the tool and its arguments.
-/// `None` when the caller has no call id (then a retry is a new write).
-pub(crate) fn call_key(
+/// The key of this call's write: its session, the model's call id, the tool and its arguments,
+/// carrying the call's audit tag when the registry governed it (the store then records the audit
+/// row inside the write's transaction). `None` when the caller has neither a call id nor an audit
+/// tag (then a retry is a new write).
+///
+/// Every governed memory tool that writes passes this key to the store: it is how "the audit row
+/// is in the same transaction as the change" holds for every dialect and surface.
+pub fn audited_call_key(
     ctx: &ToolExecutionContext,
     tool: &str,
     args: &serde_json::Value,
 ) -> Option<CallKey> {
-    let call_id = ctx.call_id.as_deref()?;
-    // serde_json's maps are sorted: the same arguments always serialize the same way.
-    Some(CallKey::new(
-        ctx.session_id.as_str(),
-        call_id,
-        tool,
-        &args.to_string(),
-    ))
+    let key = ctx.call_id.as_deref().map(|call_id| {
+        // serde_json's maps are sorted: the same arguments always serialize the same way.
+        CallKey::new(ctx.session_id.as_str(), call_id, tool, &args.to_string())
+    });
+    match (key, ctx.audit.clone()) {
+        (Some(key), Some(tag)) => Some(key.with_audit(tag)),
+        (Some(key), None) => Some(key),
+        (None, Some(tag)) => Some(CallKey::audit_only(tag)),
+        (None, None) => None,
+    }
+}
+
+/// Where a note written by this call comes from, from the call's context: the untrusted input the
+/// turn has read before it, if any (the note is then unconfirmed, and recall leaves it out), else
+/// `origin` (the user's words or the model's inference). Never from the model's arguments alone.
+pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
+    let origin = match ctx.untrusted_input {
+        Some(UntrustedInput::File) => Origin::File,
+        Some(UntrustedInput::Shell) => Origin::Shell,
+        Some(UntrustedInput::Web) => Origin::Web,
+        None => origin,
+    };
+    Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str())
 }
 
 /// What a write returns to the model: the note id, the note's version after it (for a later

@@ -7,7 +7,7 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_DELETE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, map_error, note_id_arg, receipt_message, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, map_error, note_id_arg, receipt_message, settle, store,
 };
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 
@@ -65,6 +65,13 @@ impl Tool for MemoryDelete {
         settle("call memory_search to see whether the note is still there before deleting again")
     }
 
+    fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(
+            crate::MemoryAccess::notes_write(&[])
+                .with_key(args.get("note_id").and_then(serde_json::Value::as_str)),
+        )
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -75,7 +82,7 @@ impl Tool for MemoryDelete {
             let memory = store(&self.memory)?;
             let note_id = note_id_arg(args)?;
             op.note(&note_id);
-            let key = call_key(ctx, MEMORY_DELETE_TOOL_NAME, args);
+            let key = audited_call_key(ctx, MEMORY_DELETE_TOOL_NAME, args);
             let receipt = memory
                 .delete_note_once(&ctx.user_id, key.as_ref(), &note_id)
                 .await

@@ -171,6 +171,7 @@ pub(crate) fn update_patch(args: &Value) -> Result<MetadataPatch, ToolError> {
         category: category_arg(args)?,
         tags: tags_arg(args)?,
         expires_at: expiry_arg(args, Utc::now())?.map(Some),
+        ..MetadataPatch::default()
     })
 }
 

@@ -17,7 +17,7 @@ pub use categorized::{
     LIST_MEMORIES_TOOL_NAME, ListMemories, SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME,
     SearchMemories, StoreMemory,
 };
-pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K};
+pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key};
 pub use delete::MemoryDelete;
 pub use save::MemorySave;
 pub use search::MemorySearch;

@@ -3,11 +3,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory::{Origin, SaveOutcome, Similar};
+use serde_json::{Value, json};
 use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, receipt_message, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, receipt_message,
+    settle, store,
 };
 use super::meta_args::{add_organising_properties, save_metadata};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
@@ -48,6 +51,15 @@ impl Tool for MemorySave {
                     "minLength": 1,
                     "maxLength": super::MAX_CONTENT_BYTES,
                     "description": "Natural language text to save (a fact, preference, decision, ...). At most 8192 bytes."
+                },
+                "source": {
+                    "type": "string",
+                    "enum": ["user", "inference"],
+                    "description": "Optional: \"user\" when the user said this in the conversation, \"inference\" (default) when you concluded it yourself."
+                },
+                "allow_similar": {
+                    "type": "boolean",
+                    "description": "Optional: save even though similar notes exist (only when they really say something different). Without it, a save close to an existing note is refused and lists the similar notes, so that you update one instead."
                 }
             },
             "required": ["content"],
@@ -76,6 +88,10 @@ impl Tool for MemorySave {
         )
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "tags"]))
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -85,17 +101,57 @@ impl Tool for MemorySave {
         op.run(async {
             let memory = store(&self.memory)?;
             let content = content_arg(args)?;
-            let key = call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
-            let receipt = memory
-                .store_note_once(&ctx.user_id, key.as_ref(), content, save_metadata(args)?)
+            let key = audited_call_key(ctx, MEMORY_SAVE_TOOL_NAME, args);
+            let origin = match args.get("source").and_then(Value::as_str) {
+                Some("user") => Origin::User,
+                _ => Origin::Model,
+            };
+            let metadata = memory::NoteMetadata {
+                provenance: Some(provenance(ctx, origin)),
+                ..save_metadata(args)?
+            };
+            let similar = match args.get("allow_similar").and_then(Value::as_bool) {
+                Some(true) => Similar::Allow,
+                _ => Similar::Refuse,
+            };
+            let outcome = memory
+                .store_note_checked(&ctx.user_id, key.as_ref(), content, metadata, similar)
                 .await
                 .map_err(|e| map_error(e, None))?;
-            op.note(&receipt.note_id);
-            Ok(receipt_message(
-                &receipt,
-                "Saved. Use this note_id with memory_update (with this version) or memory_delete \
-                 to change or remove it.",
-            ))
+            Ok(match outcome {
+                SaveOutcome::Saved(receipt) => {
+                    op.note(&receipt.note_id);
+                    receipt_message(
+                        &receipt,
+                        "Saved. Use this note_id with memory_update (with this version) or \
+                         memory_delete to change or remove it.",
+                    )
+                }
+                SaveOutcome::Duplicate { note_id, version } => {
+                    op.note(&note_id);
+                    json!({
+                        "note_id": note_id,
+                        "version": version,
+                        "saved": false,
+                        "message": "Not saved again: this note already says it. Use this note_id \
+                                    with memory_update to change it."
+                    })
+                    .to_string()
+                }
+                SaveOutcome::Similar(notes) => json!({
+                    "saved": false,
+                    "similar": notes.iter().map(|n| json!({
+                        "note_id": n.note_id,
+                        "text": n.preview,
+                        "similarity": (f64::from(n.similarity) * 100.0).round() / 100.0,
+                    })).collect::<Vec<_>>(),
+                    "message": "Not saved: similar notes exist. If one of them says the same \
+                                thing, update it with memory_update (memory_search gives its \
+                                version); if this is a different fact, call memory_save again \
+                                with allow_similar: true."
+                })
+                .to_string(),
+            })
         })
         .await
     }

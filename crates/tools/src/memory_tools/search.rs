@@ -116,6 +116,10 @@ impl Tool for MemorySearch {
         OutputFormat::Json
     }
 
+    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_read())
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,

@@ -7,8 +7,8 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, call_key, content_arg, map_error, note_id_arg, receipt_message, settle,
-    store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, note_id_arg, provenance,
+    receipt_message, settle, store, string_arg,
 };
 use super::meta_args::{add_organising_properties, update_patch};
 use super::render::SEARCH_BUDGET;
@@ -87,6 +87,13 @@ impl Tool for MemoryUpdate {
         settle("call memory_search to see the note's current text before updating it again")
     }
 
+    fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(
+            crate::MemoryAccess::notes_write(&["content", "tags"])
+                .with_key(args.get("note_id").and_then(serde_json::Value::as_str)),
+        )
+    }
+
     async fn execute(
         &self,
         args: &serde_json::Value,
@@ -99,8 +106,12 @@ impl Tool for MemoryUpdate {
             op.note(&note_id);
             let content = content_arg(args)?;
             let version = string_arg(args, "version")?;
-            let patch = update_patch(args)?;
-            let key = call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
+            let mut patch = update_patch(args)?;
+            // New text written after untrusted input makes the note unconfirmed again.
+            if ctx.untrusted_input.is_some() {
+                patch.provenance = Some(provenance(ctx, memory::Origin::Model));
+            }
+            let key = audited_call_key(ctx, MEMORY_UPDATE_TOOL_NAME, args);
             let receipt = memory
                 .update_note_patched(
                     &ctx.user_id,

@@ -70,6 +70,10 @@ impl Tool for ShellExec {
         SafetyTier::Privileged
     }
 
+    fn reads_untrusted(&self) -> Option<types::UntrustedInput> {
+        Some(types::UntrustedInput::Shell)
+    }
+
     /// The longest command timeout plus a margin for the daemon to report it: the command's own
     /// `timeout_secs` is the limit that matters, enforced by the daemon.
     fn timeout(&self) -> Duration {

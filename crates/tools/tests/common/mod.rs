@@ -108,5 +108,8 @@ pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
         workspace: WorkspacePaths::new(root),
         cancellation: CancellationToken::default(),
         call_id: None,
+        surface: types::CallSurface::default(),
+        audit: None,
+        untrusted_input: None,
     }
 }

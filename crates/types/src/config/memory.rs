@@ -68,6 +68,11 @@ pub struct MemoryConfig {
     /// are served from the local file; writes go to the server.
     pub replica: bool,
     pub embedding: EmbeddingConfig,
+    /// Days a deleted note stays restorable before the sweeper purges it (0..=3650).
+    pub tombstone_retention_days: u32,
+    /// Cosine similarity (0.5..=1.0) at or above which a new note counts as a near-duplicate of
+    /// a stored one: the save is refused (listing the similar notes) unless the model insists.
+    pub duplicate_similarity: f32,
 }
 
 impl Default for MemoryConfig {
@@ -79,6 +84,8 @@ impl Default for MemoryConfig {
             auth_token_env: None,
             replica: false,
             embedding: EmbeddingConfig::default(),
+            tombstone_retention_days: 30,
+            duplicate_similarity: 0.9,
         }
     }
 }
@@ -104,6 +111,18 @@ impl MemoryConfig {
         }
         if let Some(var) = &self.auth_token_env {
             validate_env_name("memory.auth_token_env", var)?;
+        }
+        if self.tombstone_retention_days > 3650 {
+            return Err(ConfigError::new(
+                "memory.tombstone_retention_days",
+                "must be at most 3650 (ten years)",
+            ));
+        }
+        if !(0.5..=1.0).contains(&self.duplicate_similarity) {
+            return Err(ConfigError::new(
+                "memory.duplicate_similarity",
+                "must be between 0.5 and 1.0",
+            ));
         }
         self.embedding.validate()
     }

@@ -3,12 +3,17 @@
 //! Unknown keys are rejected so that a typo is an error, not a silently ignored setting.
 
 mod gateway;
+mod governance;
 mod memory;
 mod provider;
 mod runtime;
 mod tools;
 
 pub use gateway::GatewayLimitsConfig;
+pub use governance::{
+    GovernanceConfig, Operation, PiiAction, RateLimit, RateLimitsConfig, SecretAction,
+    SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
+};
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
@@ -43,6 +48,7 @@ pub struct AgentConfig {
     pub runtime: RuntimeConfig,
     pub gateway: GatewayLimitsConfig,
     pub tools: ToolsConfig,
+    pub governance: GovernanceConfig,
 }
 
 impl AgentConfig {
@@ -52,6 +58,7 @@ impl AgentConfig {
         self.memory.validate()?;
         self.retrieval.validate()?;
         self.runtime.validate()?;
-        self.gateway.validate()
+        self.gateway.validate()?;
+        self.governance.validate()
     }
 }

@@ -1,0 +1,165 @@
+//! The audit log (`audit_log`, migration 6): one row per memory operation from any surface.
+//!
+//! A write's row is inserted inside the write's own transaction (the [`AuditTag`] rides on the
+//! write's [`crate::CallKey`]), so the log and the notes never disagree: a rolled-back write
+//! leaves no row claiming it happened. Reads, denials and failures get a row of their own through
+//! [`MemoryStore::append_audit`]. Rows never hold note text: only the surface and client, tool,
+//! operation, namespace, key, note id, outcome, a short reason code and redaction counts.
+
+use chrono::{DateTime, Utc};
+use libsql::Connection;
+use serde::Serialize;
+use types::{AuditTag, NoteId, UserId};
+
+use crate::error::MemoryError;
+use crate::store::MemoryStore;
+use crate::time::{now_text, parse, to_text};
+
+/// Most rows one [`MemoryStore::audit_log`] call returns.
+pub const MAX_AUDIT_ROWS: usize = 10_000;
+
+/// An operation to record: what the governance stage knows, plus how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry<'a> {
+    pub tag: &'a AuditTag,
+    pub note_id: Option<&'a NoteId>,
+    /// `ok`, `denied`, `rate_limited`, `rejected`, `error`.
+    pub outcome: &'a str,
+    /// A short code (`namespace`, `operation`, `read_only`, `ttl`, `pii`, `secret`, an error
+    /// kind), never free text from the call.
+    pub reason: Option<&'a str>,
+}
+
+/// One row of the log, as read back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditRecord {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub user_id: String,
+    pub surface: String,
+    pub client: Option<String>,
+    pub tool: String,
+    pub operation: String,
+    pub namespace: Option<String>,
+    pub key: Option<String>,
+    pub note_id: Option<String>,
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// Kind → count of values redacted from the write or the result.
+    pub redactions: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Inserts one row on `conn` (a write's open transaction, or the writer on its own).
+pub(crate) async fn insert(
+    conn: &Connection,
+    user: &UserId,
+    entry: &AuditEntry<'_>,
+) -> Result<(), MemoryError> {
+    let tag = entry.tag;
+    let redactions = if tag.redactions.is_empty() {
+        None
+    } else {
+        let map: serde_json::Map<String, serde_json::Value> = tag
+            .redactions
+            .iter()
+            .map(|(k, n)| (k.clone(), serde_json::Value::from(*n)))
+            .collect();
+        Some(serde_json::Value::Object(map).to_string())
+    };
+    conn.execute(
+        "INSERT INTO audit_log (at, user_id, surface, client, tool, operation, namespace, key,
+                                note_id, outcome, reason, redactions)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        libsql::params![
+            now_text(),
+            user.as_str(),
+            tag.surface.kind.as_str(),
+            tag.surface.client.clone(),
+            tag.tool.as_str(),
+            tag.operation,
+            tag.namespace.clone(),
+            tag.key.clone(),
+            entry.note_id.map(|n| n.as_str().to_owned()),
+            entry.outcome,
+            entry.reason.map(str::to_owned),
+            redactions
+        ],
+    )
+    .await
+    .map_err(MemoryError::db("recording an audit row"))?;
+    Ok(())
+}
+
+impl MemoryStore {
+    /// Appends a row of its own (a read, a denial, a failed write).
+    pub async fn append_audit(
+        &self,
+        user: &UserId,
+        entry: &AuditEntry<'_>,
+    ) -> Result<(), MemoryError> {
+        let user = user.clone();
+        let tag = entry.tag.clone();
+        let note_id = entry.note_id.cloned();
+        let outcome = entry.outcome.to_owned();
+        let reason = entry.reason.map(str::to_owned);
+        self.write(move |conn| async move {
+            let entry = AuditEntry {
+                tag: &tag,
+                note_id: note_id.as_ref(),
+                outcome: &outcome,
+                reason: reason.as_deref(),
+            };
+            insert(&conn, &user, &entry).await
+        })
+        .await
+    }
+
+    /// Rows at or after `since` (all when `None`), oldest first, at most `limit`
+    /// ([`MAX_AUDIT_ROWS`] at most).
+    pub async fn audit_log(
+        &self,
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>, MemoryError> {
+        let since = since.map_or_else(String::new, to_text);
+        let limit = i64::try_from(limit.min(MAX_AUDIT_ROWS)).unwrap_or(0);
+        self.read(move |conn| async move {
+            let ctx = "reading the audit log";
+            let mut rows = conn
+                .query(
+                    "SELECT id, at, user_id, surface, client, tool, operation, namespace, key,
+                            note_id, outcome, reason, redactions
+                     FROM audit_log WHERE at >= ?1 ORDER BY at, id LIMIT ?2",
+                    libsql::params![since, limit],
+                )
+                .await
+                .map_err(MemoryError::db(ctx))?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+                let at: String = row.get(1).map_err(MemoryError::db(ctx))?;
+                let redactions: Option<String> = row.get(12).map_err(MemoryError::db(ctx))?;
+                let redactions = match redactions.map(|r| serde_json::from_str(&r)) {
+                    Some(Ok(serde_json::Value::Object(map))) => map,
+                    _ => serde_json::Map::new(),
+                };
+                out.push(AuditRecord {
+                    id: row.get(0).map_err(MemoryError::db(ctx))?,
+                    at: parse(&at)?,
+                    user_id: row.get(2).map_err(MemoryError::db(ctx))?,
+                    surface: row.get(3).map_err(MemoryError::db(ctx))?,
+                    client: row.get(4).map_err(MemoryError::db(ctx))?,
+                    tool: row.get(5).map_err(MemoryError::db(ctx))?,
+                    operation: row.get(6).map_err(MemoryError::db(ctx))?,
+                    namespace: row.get(7).map_err(MemoryError::db(ctx))?,
+                    key: row.get(8).map_err(MemoryError::db(ctx))?,
+                    note_id: row.get(9).map_err(MemoryError::db(ctx))?,
+                    outcome: row.get(10).map_err(MemoryError::db(ctx))?,
+                    reason: row.get(11).map_err(MemoryError::db(ctx))?,
+                    redactions,
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+}

@@ -1,0 +1,503 @@
+//! Governance of memory calls: the stages of the registry pipeline (DESIGN §7) that every memory
+//! tool of every dialect passes, on every surface.
+//!
+//! # How a call is governed
+//!
+//! A tool opts in by returning a [`MemoryAccess`] from [`crate::Tool::memory_access`] (operation,
+//! namespace, key, TTL, which arguments are free text). The [`crate::ToolRegistry`] then runs,
+//! for that call, after argument validation:
+//!
+//! 1. **permission** ([`Governance::admit`]): the surface's read-only mode and the tool's
+//!    `[governance.tool_permissions.<tool>]` entry; a refusal is the ADR's
+//!    `{"type":"error","error":{"code":"PERMISSION_DENIED",…}}` and changes nothing;
+//! 2. **rate limit**: per tool and per namespace token buckets → `RATE_LIMITED` with
+//!    `retry_after_seconds`;
+//! 3. **PII and secrets on write**: the free-text arguments are scanned ([`pii`]); secrets are
+//!    refused by default (or redacted), personal data is redacted, refused (`PII_DETECTED`) or
+//!    allowed as the surface says;
+//! 4. the tool runs with `ctx.audit` set, so a write records its audit row **inside its own
+//!    transaction** (memory tools pass [`crate::audited_call_key`] to the store);
+//! 5. **on the way out** ([`Governance::finish`]): personal data in the result is redacted for
+//!    surfaces whose `pii_out` is `redact` (MCP by default); reads, denials and failures get their
+//!    own audit row; metrics are counted. Scrubbing and truncation follow in the registry.
+//!
+//! # Using it from a surface
+//!
+//! Build the context with the caller's surface (`ctx.surface = CallSurface::new(Surface::Mcp)
+//! .with_client(name)`) and call [`crate::ToolRegistry::execute`]: nothing else is needed. A
+//! composition attaches one [`Governance`] to its registry with
+//! [`crate::ToolRegistry::with_governance`]: `Governance::new(config.governance.clone())
+//! .with_audit(store).with_metrics(metrics)`; [`MemoryMetrics::render`] is what `GET /metrics`
+//! serves. A registry without one still applies the default policy (secrets refused on every
+//! write), with no audit rows and no metrics.
+
+mod audit;
+mod metrics;
+mod permissions;
+pub mod pii;
+mod rate;
+
+pub use audit::AuditSink;
+pub use metrics::MemoryMetrics;
+pub use permissions::Denial;
+pub use rate::{Clock, Limited, ManualClock, SystemClock};
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memory::AuditEntry;
+use serde_json::{Value, json};
+use types::{
+    AuditTag, GovernanceConfig, Operation, PiiAction, SecretAction, SurfacePolicy,
+    ToolExecutionContext,
+};
+
+use crate::{OutputFormat, ToolError};
+use pii::{PiiCounts, PiiKind};
+use rate::RateLimiter;
+
+/// The namespace of the notes tools (`memory_*`, `store_memory`, …): the user's own notes.
+pub const NOTES_NAMESPACE: &str = "notes";
+
+/// The ADR's error codes.
+pub const PERMISSION_DENIED: &str = "PERMISSION_DENIED";
+pub const PII_DETECTED: &str = "PII_DETECTED";
+pub const RATE_LIMITED: &str = "RATE_LIMITED";
+
+/// What a memory call is about to do, as its tool describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryAccess {
+    pub operation: Operation,
+    pub namespace: String,
+    /// The key or note id the call names, for the audit log.
+    pub key: Option<String>,
+    /// The time-to-live a write asks for, checked against `max_ttl_seconds`.
+    pub ttl_seconds: Option<u64>,
+    /// `getContext`'s `context_type`.
+    pub context_type: Option<String>,
+    /// Arguments holding free text (scanned for PII and secrets on a write; any JSON inside is
+    /// walked). Ids, versions and enums are not listed.
+    pub text_fields: &'static [&'static str],
+}
+
+impl MemoryAccess {
+    /// A read of the user's notes.
+    pub fn notes_read() -> Self {
+        Self {
+            operation: Operation::Read,
+            namespace: NOTES_NAMESPACE.to_owned(),
+            key: None,
+            ttl_seconds: None,
+            context_type: None,
+            text_fields: &[],
+        }
+    }
+
+    /// A write to the user's notes whose free text is in `text_fields`.
+    pub fn notes_write(text_fields: &'static [&'static str]) -> Self {
+        Self {
+            operation: Operation::Write,
+            text_fields,
+            ..Self::notes_read()
+        }
+    }
+
+    #[must_use]
+    pub fn with_key(mut self, key: Option<&str>) -> Self {
+        self.key = key.map(|k| k.chars().take(200).collect());
+        self
+    }
+}
+
+/// The governance of one composition (one user's agent): config, rate buckets, optional audit
+/// sink and metrics.
+#[derive(Debug)]
+pub struct Governance {
+    config: GovernanceConfig,
+    limiter: RateLimiter,
+    clock: Arc<dyn Clock>,
+    audit: Option<Arc<dyn AuditSink>>,
+    metrics: Option<Arc<MemoryMetrics>>,
+}
+
+impl Default for Governance {
+    fn default() -> Self {
+        Self::new(GovernanceConfig::default())
+    }
+}
+
+/// A call that passed admission: what [`Governance::finish`] needs to close it.
+#[derive(Debug)]
+pub struct Admitted {
+    tag: AuditTag,
+    policy: SurfacePolicy,
+    started: Instant,
+}
+
+impl Admitted {
+    /// The audit tag the call's context carries into the tool.
+    pub fn tag(&self) -> &AuditTag {
+        &self.tag
+    }
+}
+
+impl Governance {
+    pub fn new(config: GovernanceConfig) -> Self {
+        Self {
+            config,
+            limiter: RateLimiter::default(),
+            clock: Arc::new(SystemClock::default()),
+            audit: None,
+            metrics: None,
+        }
+    }
+
+    /// Appends reads, denials and failures here (the user's store).
+    #[must_use]
+    pub fn with_audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<MemoryMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Reads time from `clock` for rate limits (tests move a [`ManualClock`]).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn metrics(&self) -> Option<&Arc<MemoryMetrics>> {
+        self.metrics.as_ref()
+    }
+
+    /// Permission, rate limit and PII/secret stages. On success `args` may have been redacted in
+    /// place and the returned [`Admitted`] carries the audit tag; on refusal the call is audited
+    /// and counted, and the error is the ADR's error object.
+    pub async fn admit(
+        &self,
+        tool: &str,
+        access: &MemoryAccess,
+        args: &mut Value,
+        ctx: &ToolExecutionContext,
+    ) -> Result<Admitted, ToolError> {
+        let started = Instant::now();
+        let surface = ctx.surface.kind;
+        let policy = self.config.surfaces.policy(surface);
+        let mut tag = AuditTag {
+            surface: ctx.surface.clone(),
+            tool: tool.to_owned(),
+            operation: access.operation.as_str(),
+            namespace: Some(access.namespace.clone()),
+            key: access.key.clone(),
+            redactions: Vec::new(),
+        };
+        let checked = {
+            let span = tracing::info_span!(
+                "permission_check",
+                tool,
+                surface = surface.as_str(),
+                namespace = %access.namespace,
+                operation = access.operation.as_str(),
+            );
+            let _entered = span.enter();
+            let checked = permissions::check(&self.config, &policy, surface.as_str(), tool, access);
+            if let Err(denial) = &checked {
+                tracing::info!(reason = denial.reason, "memory call denied");
+            }
+            checked
+        };
+        if let Err(denial) = checked {
+            if let Some(m) = &self.metrics {
+                m.deny(tool, denial.reason);
+            }
+            return Err(self
+                .refuse(ctx, &tag, access, "denied", denial.reason, started, {
+                    ToolError::governed(PERMISSION_DENIED, denial.message, denial.details)
+                })
+                .await);
+        }
+        let now = self.clock.now();
+        if let Err(limited) = self.limiter.check(
+            &self.config.rate_limits,
+            now,
+            ctx.user_id.as_str(),
+            tool,
+            &access.namespace,
+        ) {
+            let secs = limited.retry_after.as_secs_f64();
+            let retry = (secs * 1000.0).ceil() / 1000.0;
+            let error = ToolError::governed(
+                RATE_LIMITED,
+                format!(
+                    "too many calls for {} '{}': retry after {retry:.3} seconds; nothing was \
+                     changed",
+                    limited.scope, limited.name
+                ),
+                json!({"scope": limited.scope, "limit": limited.name, "retry_after_seconds": retry}),
+            );
+            return Err(self
+                .refuse(
+                    ctx,
+                    &tag,
+                    access,
+                    "rate_limited",
+                    limited.scope,
+                    started,
+                    error,
+                )
+                .await);
+        }
+        if access.operation == Operation::Write {
+            match screen_write(&policy, access.text_fields, args) {
+                Ok(counts) => tag.redactions = tag_counts(&counts),
+                Err((error, counts)) => {
+                    let reason = if counts.contains_key(&PiiKind::Secret) {
+                        "secret"
+                    } else {
+                        "pii"
+                    };
+                    tag.redactions = tag_counts(&counts);
+                    return Err(self
+                        .refuse(ctx, &tag, access, "rejected", reason, started, error)
+                        .await);
+                }
+            }
+            if let Some(m) = &self.metrics {
+                m.redacted(tool, tag.redactions.iter().map(|(_, n)| n).sum());
+            }
+        }
+        Ok(Admitted {
+            tag,
+            policy,
+            started,
+        })
+    }
+
+    /// The stages after the tool ran: redaction of the result for the surface, the audit row of
+    /// a read or a failure (a successful write recorded its own), metrics.
+    pub async fn finish(
+        &self,
+        admitted: Admitted,
+        ctx: &ToolExecutionContext,
+        format: OutputFormat,
+        result: Result<String, ToolError>,
+    ) -> Result<String, ToolError> {
+        let Admitted {
+            mut tag,
+            policy,
+            started,
+        } = admitted;
+        let result = match result {
+            Ok(output) if policy.pii_out == PiiAction::Redact => {
+                let (output, counts) = {
+                    let _span = tracing::info_span!("pii_out", tool = %tag.tool).entered();
+                    redact_output(&output, format)
+                };
+                if !counts.is_empty() {
+                    let n: u32 = counts.values().sum();
+                    tracing::info!(redacted = n, "personal data redacted from a result");
+                    if let Some(m) = &self.metrics {
+                        m.redacted(&tag.tool, n);
+                    }
+                    merge_counts(&mut tag.redactions, &counts);
+                }
+                Ok(output)
+            }
+            other => other,
+        };
+        let namespace = tag.namespace.clone().unwrap_or_default();
+        let (status, reason) = match &result {
+            Ok(_) => ("ok", None),
+            Err(e) => ("error", Some(e.kind())),
+        };
+        let write_recorded = result.is_ok() && tag.operation == Operation::Write.as_str();
+        if !write_recorded {
+            self.append(ctx, &tag, status, reason).await;
+        }
+        if let Some(m) = &self.metrics {
+            m.request(&tag.tool, &namespace, status);
+            m.latency(&tag.tool, started.elapsed());
+        }
+        result
+    }
+
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one place that closes every refusal the same way"
+    )]
+    async fn refuse(
+        &self,
+        ctx: &ToolExecutionContext,
+        tag: &AuditTag,
+        access: &MemoryAccess,
+        outcome: &str,
+        reason: &str,
+        started: Instant,
+        error: ToolError,
+    ) -> ToolError {
+        self.append(ctx, tag, outcome, Some(reason)).await;
+        if let Some(m) = &self.metrics {
+            m.request(&tag.tool, &access.namespace, outcome);
+            m.latency(&tag.tool, started.elapsed());
+        }
+        error
+    }
+
+    async fn append(
+        &self,
+        ctx: &ToolExecutionContext,
+        tag: &AuditTag,
+        outcome: &str,
+        reason: Option<&str>,
+    ) {
+        let Some(sink) = &self.audit else { return };
+        let entry = AuditEntry {
+            tag,
+            note_id: None,
+            outcome,
+            reason,
+        };
+        if let Err(e) = sink.append(&ctx.user_id, &entry).await {
+            tracing::error!(error = %e, "audit row not written");
+        }
+    }
+}
+
+fn tag_counts(counts: &PiiCounts) -> Vec<(String, u32)> {
+    counts
+        .iter()
+        .map(|(k, n)| (k.as_str().to_owned(), *n))
+        .collect()
+}
+
+fn merge_counts(into: &mut Vec<(String, u32)>, counts: &PiiCounts) {
+    for (kind, n) in counts {
+        match into.iter_mut().find(|(k, _)| k == kind.as_str()) {
+            Some((_, m)) => *m += n,
+            None => into.push((kind.as_str().to_owned(), *n)),
+        }
+    }
+}
+
+/// Scans the free-text arguments of a write. Redacts what the policy says to redact (in place)
+/// and returns the counts; or refuses with `PII_DETECTED` (args untouched).
+fn screen_write(
+    policy: &SurfacePolicy,
+    fields: &[&str],
+    args: &mut Value,
+) -> Result<PiiCounts, (ToolError, PiiCounts)> {
+    let _span = tracing::info_span!("pii_in").entered();
+    let mut found = PiiCounts::new();
+    let mut scan = |s: &mut String| {
+        for f in pii::find(s) {
+            *found.entry(f.kind).or_default() += 1;
+        }
+    };
+    for field in fields {
+        if let Some(v) = args.get_mut(*field) {
+            pii::each_string(v, &mut scan);
+        }
+    }
+    if found.is_empty() {
+        return Ok(found);
+    }
+    let secrets = found.contains_key(&PiiKind::Secret);
+    let personal: Vec<&str> = found
+        .keys()
+        .filter(|k| **k != PiiKind::Secret)
+        .map(|k| k.as_str())
+        .collect();
+    if secrets && policy.secrets == SecretAction::Reject {
+        return Err((
+            ToolError::governed(
+                PII_DETECTED,
+                "this looks like a secret (an API key, token, password or private key): keep \
+                 secrets out of memory. Save the note without it (say where the secret is kept, \
+                 not what it is); nothing was saved"
+                    .into(),
+                json!({"redacted_fields": ["secret"]}),
+            ),
+            found,
+        ));
+    }
+    if !personal.is_empty() && policy.pii == PiiAction::Reject {
+        return Err((
+            ToolError::governed(
+                PII_DETECTED,
+                format!(
+                    "PII detected in memory operation ({}): this surface does not store personal \
+                     data; save the note without it. Nothing was saved",
+                    personal.join(", ")
+                ),
+                json!({"redacted_fields": personal}),
+            ),
+            found,
+        ));
+    }
+    let redact_secret = secrets;
+    let redact_personal = policy.pii == PiiAction::Redact;
+    if !redact_secret && !redact_personal {
+        return Ok(PiiCounts::new());
+    }
+    let mut counts = PiiCounts::new();
+    let mut apply = |s: &mut String| {
+        let (out, c) = pii::redact(s, |kind| {
+            if kind == PiiKind::Secret {
+                redact_secret
+            } else {
+                redact_personal
+            }
+        });
+        *s = out;
+        for (k, n) in c {
+            *counts.entry(k).or_default() += n;
+        }
+    };
+    for field in fields {
+        if let Some(v) = args.get_mut(*field) {
+            pii::each_string(v, &mut apply);
+        }
+    }
+    Ok(counts)
+}
+
+/// Redacts personal data and secrets from a result: inside each JSON string when the output is
+/// JSON (so it stays valid), or in the text.
+fn redact_output(output: &str, format: OutputFormat) -> (String, PiiCounts) {
+    if format == OutputFormat::Json
+        && let Ok(mut value) = serde_json::from_str::<Value>(output)
+    {
+        let mut counts = PiiCounts::new();
+        pii::each_string(&mut value, &mut |s: &mut String| {
+            let (out, c) = pii::redact(s, |_| true);
+            if !c.is_empty() {
+                *s = out;
+                for (k, n) in c {
+                    *counts.entry(k).or_default() += n;
+                }
+            }
+        });
+        if counts.is_empty() {
+            return (output.to_owned(), counts);
+        }
+        return (value.to_string(), counts);
+    }
+    pii::redact(output, |_| true)
+}
+
+/// How long a caller waits before a retry, for a `RATE_LIMITED` error.
+pub fn retry_after(error: &ToolError) -> Option<Duration> {
+    match error {
+        ToolError::Governed { code, details, .. } if *code == RATE_LIMITED => details
+            .get("retry_after_seconds")
+            .and_then(Value::as_f64)
+            .map(Duration::from_secs_f64),
+        _ => None,
+    }
+}

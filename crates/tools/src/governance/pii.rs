@@ -1,0 +1,262 @@
+//! Finding personal data and secrets in text: e-mail addresses, phone numbers, payment card
+//! numbers (Luhn-checked), IBANs (mod-97-checked), national-id shaped numbers (US SSN, UK NINO)
+//! and secrets (the scrubber's own patterns: one source of truth). Checksums keep ordinary
+//! numbers in prose (years, versions, amounts, order numbers) from being taken for cards or IBANs.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::scrub::secret_spans;
+
+/// A kind of sensitive value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PiiKind {
+    Email,
+    Phone,
+    Card,
+    Iban,
+    NationalId,
+    Secret,
+}
+
+impl PiiKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PiiKind::Email => "email",
+            PiiKind::Phone => "phone",
+            PiiKind::Card => "card",
+            PiiKind::Iban => "iban",
+            PiiKind::NationalId => "national_id",
+            PiiKind::Secret => "secret",
+        }
+    }
+}
+
+/// How many values of each kind were found (or redacted).
+pub type PiiCounts = BTreeMap<PiiKind, u32>;
+
+/// A validity check on a match (a checksum, a plausible length).
+type Check = fn(&str) -> bool;
+
+struct Pattern {
+    kind: PiiKind,
+    re: Regex,
+    check: Check,
+}
+
+fn always(_: &str) -> bool {
+    true
+}
+
+fn digits(text: &str) -> Vec<u32> {
+    text.chars().filter_map(|c| c.to_digit(10)).collect()
+}
+
+/// 13–19 digits passing the Luhn checksum, not all the same digit.
+fn luhn(text: &str) -> bool {
+    let d = digits(text);
+    if !(13..=19).contains(&d.len()) || d.iter().all(|x| Some(x) == d.first()) {
+        return false;
+    }
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &x)| match (i % 2, x * 2) {
+            (1, y) if y > 9 => y - 9,
+            (1, y) => y,
+            _ => x,
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// ISO 13616: 15–34 characters, the rearranged number is 1 mod 97.
+fn iban(text: &str) -> bool {
+    let s: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if !(15..=34).contains(&s.len()) {
+        return false;
+    }
+    let (head, tail) = s.split_at(4);
+    let mut rem: u32 = 0;
+    for c in tail.chars().chain(head.chars()) {
+        let v = match c.to_digit(36) {
+            Some(v) => v,
+            None => return false,
+        };
+        rem = if v < 10 {
+            (rem * 10 + v) % 97
+        } else {
+            (rem * 100 + v) % 97
+        };
+    }
+    rem == 1
+}
+
+/// A US SSN that could be issued (no 000/666/9xx area, no 00 group, no 0000 serial).
+fn ssn(text: &str) -> bool {
+    let d = digits(text);
+    let n = |r: Range<usize>| d.get(r).map(|s| s.iter().fold(0, |a, x| a * 10 + x));
+    match (n(0..3), n(3..5), n(5..9)) {
+        (Some(area), Some(group), Some(serial)) => {
+            area != 0 && area != 666 && area < 900 && group != 0 && serial != 0
+        }
+        _ => false,
+    }
+}
+
+/// 7 to 15 digits, as numbering plans allow.
+fn phone(text: &str) -> bool {
+    (7..=15).contains(&digits(text).len())
+}
+
+static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    let table: [(PiiKind, &str, Check); 6] = [
+        (
+            PiiKind::Email,
+            r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+            always,
+        ),
+        (
+            PiiKind::Iban,
+            r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b",
+            iban,
+        ),
+        (PiiKind::Card, r"\b\d(?:[ \-]?\d){12,18}\b", luhn),
+        (PiiKind::NationalId, r"\b\d{3}-\d{2}-\d{4}\b", ssn),
+        (
+            PiiKind::NationalId,
+            r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b",
+            always,
+        ),
+        (
+            PiiKind::Phone,
+            r"(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[ .\-]\d{3,4}[ .\-]\d{3,4}\b|\+\d{8,15}\b",
+            phone,
+        ),
+    ];
+    table
+        .into_iter()
+        .filter_map(|(kind, pattern, check)| {
+            Some(Pattern {
+                kind,
+                re: Regex::new(pattern).ok()?,
+                check,
+            })
+        })
+        .collect()
+});
+
+/// One sensitive value found in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: PiiKind,
+    pub span: Range<usize>,
+}
+
+/// Every sensitive value in `text`, in order, never overlapping: secrets first, then the
+/// patterns above in order (a card number is not also a phone number).
+pub fn find(text: &str) -> Vec<Finding> {
+    let mut found: Vec<Finding> = secret_spans(text)
+        .into_iter()
+        .map(|span| Finding {
+            kind: PiiKind::Secret,
+            span,
+        })
+        .collect();
+    found.sort_by_key(|f| f.span.start);
+    found.dedup_by(|b, a| b.span.start < a.span.end);
+    for pattern in PATTERNS.iter() {
+        for m in pattern.re.find_iter(text) {
+            let overlaps = found
+                .iter()
+                .any(|f| f.span.start < m.end() && m.start() < f.span.end);
+            if !overlaps && (pattern.check)(m.as_str()) {
+                found.push(Finding {
+                    kind: pattern.kind,
+                    span: m.range(),
+                });
+            }
+        }
+    }
+    found.sort_by_key(|f| f.span.start);
+    found
+}
+
+/// `text` with each finding of a kind `select` accepts replaced by `[REDACTED:<kind>]`, and the
+/// counts of what was replaced.
+pub fn redact(text: &str, select: impl Fn(PiiKind) -> bool) -> (String, PiiCounts) {
+    let mut counts = PiiCounts::new();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in find(text).into_iter().filter(|f| select(f.kind)) {
+        out.push_str(text.get(at..f.span.start).unwrap_or_default());
+        out.push_str("[REDACTED:");
+        out.push_str(f.kind.as_str());
+        out.push(']');
+        at = f.span.end;
+        *counts.entry(f.kind).or_default() += 1;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    (out, counts)
+}
+
+/// Applies `f` to every string inside `value` (object keys are left alone).
+pub(crate) fn each_string(value: &mut serde_json::Value, f: &mut impl FnMut(&mut String)) {
+    match value {
+        serde_json::Value::String(s) => f(s),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| each_string(v, f)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| each_string(v, f)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<&'static str> {
+        find(text).iter().map(|f| f.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn checksums() {
+        assert!(luhn("4111 1111 1111 1111"));
+        assert!(!luhn("4111 1111 1111 1112"));
+        assert!(iban("DE89 3704 0044 0532 0130 00"));
+        assert!(!iban("DE88 3704 0044 0532 0130 00"));
+        assert!(ssn("123-45-6789"));
+        assert!(!ssn("666-45-6789"));
+    }
+
+    #[test]
+    fn each_kind_is_found() {
+        let table = [
+            ("mail me at jo.doe+x@example.co.uk", vec!["email"]),
+            ("call +44 20 7946 0958 today", vec!["phone"]),
+            ("or (555) 123-4567", vec!["phone"]),
+            ("card 4111-1111-1111-1111 exp", vec!["card"]),
+            ("IBAN GB82 WEST 1234 5698 7654 32", vec!["iban"]),
+            ("ssn 123-45-6789", vec!["national_id"]),
+            ("NI number AB 12 34 56 C", vec!["national_id"]),
+            ("key sk-abcdefghijklmnop1234", vec!["secret"]),
+            ("password=hunter22 ok", vec!["secret"]),
+        ];
+        for (text, expected) in table {
+            assert_eq!(kinds(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn redaction_keeps_the_rest() {
+        let (out, counts) = redact("write to a@b.io or c@d.io; pin 1234", |_| true);
+        assert_eq!(
+            out,
+            "write to [REDACTED:email] or [REDACTED:email]; pin 1234"
+        );
+        assert_eq!(counts.get(&PiiKind::Email), Some(&2));
+    }
+}
