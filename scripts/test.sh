@@ -20,6 +20,8 @@ if [ "$(id -u)" = 0 ]; then
   done
 fi
 
+# libsql's encryption feature (memory encryption at rest) is built with cmake.
+ensure_cmake
 # tmux drives the real oxydra-tui binary in its end-to-end test.
 if ! command -v tmux >/dev/null 2>&1; then
   echo "==> installing tmux (TUI end-to-end test)"

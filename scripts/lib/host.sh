@@ -81,10 +81,21 @@ processes confined only by Landlock; written to runner.toml)? [y/N] " >&2
   return 1
 }
 
+# ensure_cmake — Debian's cmake: libsql's `encryption` feature (the memory store's encryption at
+# rest) builds its SQLite cipher library with it, so nothing that links the memory crate builds
+# without it.
+ensure_cmake() {
+  if ! command -v cmake >/dev/null 2>&1; then
+    echo "==> installing cmake (libsql's encryption at rest is built with it)"
+    apt_install cmake
+  fi
+}
+
 # build_release — the release binaries every script uses (runner, oxydra-vm, shell-vm, oxydra-tui).
 # One package set for all scripts: cargo unifies dependency features over the packages it is given,
 # so building a different set would rebuild tokio, hyper and the rest a second time.
 build_release() {
+  ensure_cmake
   echo "==> cargo build --release -p runner -p shell-daemon -p tui"
   cargo build --release -p runner -p shell-daemon -p tui
 }

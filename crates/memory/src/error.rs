@@ -61,6 +61,14 @@ pub enum MemoryError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// The local file (or replica) cannot be read with the key it was opened with: a wrong key,
+    /// a key for a file that is not encrypted, or no key for one that is.
+    #[error("{}", unreadable_text(*with_key))]
+    Unreadable {
+        with_key: bool,
+        #[source]
+        source: Option<libsql::Error>,
+    },
     /// The database thread stopped (the store is shutting down or it panicked).
     #[error("the memory database worker is not running")]
     WorkerStopped,
@@ -130,6 +138,19 @@ impl MemoryError {
         move |e| MemoryError::Corrupt {
             what,
             source: Some(Box::new(e)),
+        }
+    }
+}
+
+fn unreadable_text(with_key: bool) -> &'static str {
+    match with_key {
+        true => {
+            "the memory database cannot be read with this encryption key (a wrong key, or a file \
+             that is not encrypted with it: `runner memory rekey` changes a file's key)"
+        }
+        false => {
+            "the memory database cannot be read: it is encrypted (open it with its key, e.g. \
+             through the runner) or it is not a database"
         }
     }
 }

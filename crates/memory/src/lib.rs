@@ -16,6 +16,8 @@ mod chunking;
 mod dot;
 mod duplicates;
 pub mod embedding;
+mod encryption;
+mod erase;
 mod error;
 mod facets;
 mod freshness;
@@ -53,6 +55,8 @@ pub use duplicates::{
     DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
 };
 pub use embedding::{Embedder, HashEmbedder};
+pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext};
+pub use erase::Erased;
 pub use error::{MemoryError, RemoteProblem};
 pub use fts::{match_expression, query_terms};
 pub use lifecycle::{

@@ -54,6 +54,7 @@ pub(crate) fn target(
                 path,
                 url: url.clone(),
                 token,
+                key: None,
             });
         }
         return Ok(Target::Remote {
@@ -68,7 +69,7 @@ pub(crate) fn target(
         move_legacy_db(&path, &dir)?;
     }
     create_parent(&path)?;
-    Ok(Target::Local(path))
+    Ok(Target::Local { path, key: None })
 }
 
 pub(crate) fn create_parent(path: &Path) -> Result<(), MemoryError> {

@@ -42,7 +42,10 @@ fn classify(text: &str) -> Option<RemoteProblem> {
     // sqld answers `status=401 Unauthorized` (no, bad, expired or foreign token) and
     // `status=403 Forbidden` (a read-only token writing); a refused connection or a failed name
     // lookup reaches us as hyper's "error trying to connect".
-    if lower.contains("status=401") || lower.contains("unauthorized") {
+    if lower.contains("transaction timed out") {
+        // The server ended a transaction held open too long: not a connection problem.
+        None
+    } else if lower.contains("status=401") || lower.contains("unauthorized") {
         Some(RemoteProblem::Unauthorized)
     } else if lower.contains("status=403") || lower.contains("forbidden") {
         Some(RemoteProblem::ReadOnly)

@@ -10,6 +10,7 @@ use types::MemoryConfig;
 
 use crate::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes};
 use crate::embedding::{self, Embedder};
+use crate::encryption::EncryptionKey;
 use crate::error::MemoryError;
 use crate::freshness::Freshness;
 use crate::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
@@ -34,6 +35,8 @@ pub struct OpenOptions {
     /// How the vector leg finds its candidates (default: exact for small sessions, the inverted
     /// file for large ones).
     pub vector_leg: VectorLeg,
+    /// Encrypts a local file or a replica at rest with this key (the runner's per-user key).
+    pub encryption_key: Option<EncryptionKey>,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -42,6 +45,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("legacy_dir", &self.legacy_dir)
             .field("progress", &self.progress.is_some())
             .field("vector_leg", &self.vector_leg)
+            .field("encrypted", &self.encryption_key.is_some())
             .finish()
     }
 }
@@ -106,7 +110,8 @@ impl MemoryStore {
         user_root: &Path,
         options: OpenOptions,
     ) -> Result<Self, MemoryError> {
-        let target = placement::target(config, user_root, &options.legacy_dir)?;
+        let target = placement::target(config, user_root, &options.legacy_dir)?
+            .with_key(options.encryption_key)?;
         let embedder = embedding::from_config(&config.embedding)?;
         let policy = NotePolicy {
             tombstone_retention_days: config.tombstone_retention_days,
@@ -128,6 +133,29 @@ impl MemoryStore {
         Self::open_local_with(path, embedder, None).await
     }
 
+    /// Opens (or creates) the database file at `path`, encrypted at rest with `key`. For tests
+    /// and benches; `open_with` does the same with [`OpenOptions::encryption_key`].
+    pub async fn open_encrypted(
+        path: &Path,
+        key: EncryptionKey,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, MemoryError> {
+        placement::create_parent(path)?;
+        let target = Target::Local {
+            path: path.to_owned(),
+            key: Some(key),
+        };
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
+    }
+
     pub async fn open_local_with(
         path: &Path,
         embedder: Arc<dyn Embedder>,
@@ -135,7 +163,10 @@ impl MemoryStore {
     ) -> Result<Self, MemoryError> {
         placement::create_parent(path)?;
         Self::open_target(
-            Target::Local(path.to_owned()),
+            Target::Local {
+                path: path.to_owned(),
+                key: None,
+            },
             embedder,
             DEFAULT_BATCH,
             progress,
@@ -177,12 +208,25 @@ impl MemoryStore {
         token: &str,
         embedder: Arc<dyn Embedder>,
     ) -> Result<Self, MemoryError> {
+        Self::open_replica_with(path, url, token, None, embedder).await
+    }
+
+    /// Like [`MemoryStore::open_replica`], the replica file encrypted at rest with `key` when
+    /// one is given.
+    pub async fn open_replica_with(
+        path: &Path,
+        url: &str,
+        token: &str,
+        key: Option<EncryptionKey>,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, MemoryError> {
         crate::remote::check_url(url)?;
         placement::create_parent(path)?;
         let target = Target::Replica {
             path: path.to_owned(),
             url: url.to_owned(),
             token: token.to_owned(),
+            key,
         };
         Self::open_target(
             target,
@@ -218,7 +262,7 @@ impl MemoryStore {
             })?;
         // A replica has one connection: its database object owns the sync, and reads are local.
         let reader_count = match target {
-            Target::Local(_) => LOCAL_READERS,
+            Target::Local { .. } => LOCAL_READERS,
             Target::Remote { .. } => 1,
             Target::Replica { .. } => 0,
         };
@@ -257,6 +301,22 @@ impl MemoryStore {
     /// benches and tests; stores opened from config take [`OpenOptions::vector_leg`].
     pub fn set_vector_leg(&self, leg: VectorLeg) {
         self.inner.index.set_leg(leg);
+    }
+
+    /// Drops this handle; when it is the last one, waits until every database thread has closed
+    /// its connection (the files are then free for another process, a re-key or a removal).
+    pub async fn close(self) {
+        let ended: Vec<_> = std::iter::once(&self.inner.writer)
+            .chain(self.inner.readers.iter())
+            .map(DbThread::ended)
+            .collect();
+        let last = Arc::strong_count(&self.inner) == 1;
+        drop(self);
+        if last {
+            for thread in ended {
+                DbThread::wait_ended(thread).await;
+            }
+        }
     }
 
     /// The embedding model whose vectors this store ranks.

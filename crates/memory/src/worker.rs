@@ -15,6 +15,7 @@ use std::time::Duration;
 use libsql::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::encryption::{EncryptionKey, check_readable, probe_file};
 use crate::error::MemoryError;
 
 type Job =
@@ -24,28 +25,39 @@ type Job =
 /// local file synced from the server; reads are local, writes go to the server).
 #[derive(Clone)]
 pub(crate) enum Target {
-    Local(PathBuf),
+    /// A file; encrypted at rest when `key` is given.
+    Local {
+        path: PathBuf,
+        key: Option<EncryptionKey>,
+    },
     Remote {
         url: String,
         token: String,
     },
+    /// A replica file (encrypted at rest when `key` is given) of the server's database.
     Replica {
         path: PathBuf,
         url: String,
         token: String,
+        key: Option<EncryptionKey>,
     },
 }
 
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Target::Local(p) => f.debug_tuple("Local").field(p).finish(),
+            Target::Local { path, key } => f
+                .debug_struct("Local")
+                .field("path", path)
+                .field("encrypted", &key.is_some())
+                .finish(),
             // The token never reaches a log.
             Target::Remote { url, .. } => f.debug_struct("Remote").field("url", url).finish(),
-            Target::Replica { path, url, .. } => f
+            Target::Replica { path, url, key, .. } => f
                 .debug_struct("Replica")
                 .field("path", path)
                 .field("url", url)
+                .field("encrypted", &key.is_some())
                 .finish(),
         }
     }
@@ -53,7 +65,39 @@ impl std::fmt::Debug for Target {
 
 impl Target {
     pub(crate) fn is_local(&self) -> bool {
-        matches!(self, Target::Local(_))
+        matches!(self, Target::Local { .. })
+    }
+
+    /// The target with `key` applied: a local file or a replica is encrypted at rest with it. A
+    /// remote server keeps its own storage, so a key for one is refused rather than ignored.
+    pub(crate) fn with_key(self, key: Option<EncryptionKey>) -> Result<Self, MemoryError> {
+        match (self, key) {
+            (target, None) => Ok(target),
+            (Target::Local { path, .. }, key) => Ok(Target::Local { path, key }),
+            (
+                Target::Replica {
+                    path, url, token, ..
+                },
+                key,
+            ) => Ok(Target::Replica {
+                path,
+                url,
+                token,
+                key,
+            }),
+            (Target::Remote { .. }, Some(_)) => Err(MemoryError::InvalidInput(
+                "encryption at rest applies to local files and replicas; a remote memory server \
+                 encrypts its own storage"
+                    .to_owned(),
+            )),
+        }
+    }
+
+    fn key(&self) -> Option<&EncryptionKey> {
+        match self {
+            Target::Local { key, .. } | Target::Replica { key, .. } => key.as_ref(),
+            Target::Remote { .. } => None,
+        }
     }
 
     /// Whether statements can fail because of a server (remote or replica).
@@ -67,11 +111,13 @@ impl Target {
 const REPLICA_SYNC_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Waits this long for another connection's lock before giving up with "database is locked".
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub(crate) struct DbThread {
     jobs: mpsc::UnboundedSender<Job>,
+    /// Closed once the thread has closed its connection and ended.
+    ended: tokio::sync::watch::Receiver<()>,
 }
 
 impl DbThread {
@@ -79,6 +125,7 @@ impl DbThread {
     pub(crate) async fn spawn(name: &str, target: Target) -> Result<Self, MemoryError> {
         let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
         let (ready_tx, ready_rx) = oneshot::channel::<Result<(), MemoryError>>();
+        let (ended_tx, ended) = tokio::sync::watch::channel(());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -86,6 +133,8 @@ impl DbThread {
         std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
+                // Dropped last, after the connection and the database: then the thread has ended.
+                let _ended = ended_tx;
                 runtime.block_on(async move {
                     // `db` lives as long as the thread: the connection belongs to it.
                     let (db, conn) = match connect(&target).await {
@@ -114,7 +163,17 @@ impl DbThread {
             })
             .map_err(MemoryError::io("starting the database thread"))?;
         ready_rx.await.map_err(|_| MemoryError::WorkerStopped)??;
-        Ok(Self { jobs })
+        Ok(Self { jobs, ended })
+    }
+
+    /// Something to wait on for the thread's end (see [`DbThread::wait_ended`]).
+    pub(crate) fn ended(&self) -> tokio::sync::watch::Receiver<()> {
+        self.ended.clone()
+    }
+
+    /// Waits until the thread behind `ended` has closed its connection and ended.
+    pub(crate) async fn wait_ended(mut ended: tokio::sync::watch::Receiver<()>) {
+        while ended.changed().await.is_ok() {}
     }
 
     /// Runs `job` on this thread's connection and returns its result.
@@ -167,24 +226,45 @@ async fn probe_server(url: &str, token: &str) -> Result<(), MemoryError> {
 
 async fn connect(target: &Target) -> Result<(libsql::Database, Connection), MemoryError> {
     match target {
-        Target::Local(_) => {}
-        Target::Remote { url, token } | Target::Replica { url, token, .. } => {
+        // A file that does not fit the key (or its absence) is named before anything writes.
+        Target::Local { path, key } => probe_file(path, key.as_ref()).await?,
+        Target::Remote { url, token } => probe_server(url, token).await?,
+        Target::Replica {
+            path,
+            url,
+            token,
+            key,
+        } => {
             probe_server(url, token).await?;
+            probe_file(path, key.as_ref()).await?;
         }
     }
     let db = match target {
-        Target::Local(path) => libsql::Builder::new_local(path).build().await,
+        Target::Local { path, key } => {
+            let mut builder = libsql::Builder::new_local(path);
+            if let Some(key) = key {
+                builder = builder.encryption_config(key.config());
+            }
+            builder.build().await
+        }
         Target::Remote { url, token } => {
             libsql::Builder::new_remote(url.clone(), token.clone())
                 .build()
                 .await
         }
-        Target::Replica { path, url, token } => {
-            libsql::Builder::new_remote_replica(path, url.clone(), token.clone())
+        Target::Replica {
+            path,
+            url,
+            token,
+            key,
+        } => {
+            let mut builder = libsql::Builder::new_remote_replica(path, url.clone(), token.clone())
                 .read_your_writes(true)
-                .sync_interval(REPLICA_SYNC_INTERVAL)
-                .build()
-                .await
+                .sync_interval(REPLICA_SYNC_INTERVAL);
+            if let Some(key) = key {
+                builder = builder.encryption_config(key.config());
+            }
+            builder.build().await
         }
     }
     .map_err(MemoryError::db("opening the database"))
@@ -202,6 +282,8 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
     if target.is_local() {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(MemoryError::db("configuring the connection"))?;
+        // The first statement is where a wrong, missing or unexpected key shows.
+        check_readable(&conn, target.key().is_some()).await?;
         // journal_mode answers with a row, so it must run as a query.
         let mut rows = conn
             .query("PRAGMA journal_mode=WAL", ())
@@ -240,9 +322,15 @@ mod tests {
     #[tokio::test]
     async fn local_connections_keep_temporary_files_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let thread = DbThread::spawn("test-db", Target::Local(dir.path().join("m.db")))
-            .await
-            .unwrap();
+        let thread = DbThread::spawn(
+            "test-db",
+            Target::Local {
+                path: dir.path().join("m.db"),
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
         let mode = thread
             .run(|conn| async move {
                 let mut rows = conn

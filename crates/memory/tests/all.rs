@@ -11,6 +11,8 @@
 mod common;
 
 mod approximate;
+mod encryption;
+mod erase;
 mod freshness;
 mod lifecycle;
 mod open;

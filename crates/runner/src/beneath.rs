@@ -81,10 +81,19 @@ impl SafeDir {
     /// Replaces `name` with `bytes` (mode 0644) through a fresh temporary file and a rename:
     /// readers never see half a file, and nothing already at either name is opened.
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), RunnerError> {
+        self.write_atomic_mode(name, bytes, 0o644)
+    }
+
+    /// Like [`SafeDir::write_atomic`], readable by the owner only (mode 0600 from creation).
+    pub fn write_private(&self, name: &str, bytes: &[u8]) -> Result<(), RunnerError> {
+        self.write_atomic_mode(name, bytes, 0o600)
+    }
+
+    fn write_atomic_mode(&self, name: &str, bytes: &[u8], mode: u32) -> Result<(), RunnerError> {
         let target = self.shown.join(name);
         let err = |e: std::io::Error| RunnerError::io("write", &target)(e);
         check_name(name).map_err(|e| err(e.into()))?;
-        let (tmp, file) = self.create_temp(name).map_err(|e| err(e.into()))?;
+        let (tmp, file) = self.create_temp(name, mode).map_err(|e| err(e.into()))?;
         let mut file = File::from(file);
         let written = file.write_all(bytes).and_then(|()| file.sync_data());
         let renamed = written.and_then(|()| {
@@ -97,7 +106,7 @@ impl SafeDir {
     }
 
     /// A new, uniquely named file in this directory, created exclusively (never a planted one).
-    fn create_temp(&self, name: &str) -> Result<(String, OwnedFd), Errno> {
+    fn create_temp(&self, name: &str, mode: u32) -> Result<(String, OwnedFd), Errno> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -108,7 +117,7 @@ impl SafeDir {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let tmp = format!(".{name}.{}.{n}.{nanos:x}.tmp", std::process::id());
-            match rfs::openat(&self.fd, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
+            match rfs::openat(&self.fd, tmp.as_str(), flags, Mode::from_raw_mode(mode)) {
                 Ok(fd) => return Ok((tmp, fd)),
                 Err(e @ Errno::EXIST) => last = e,
                 Err(e) => return Err(e),

@@ -5,8 +5,10 @@
 //!  "agent_config":"/etc/oxydra/agent.toml","gateway_port":0}
 //! ```
 //!
-//! Everything but `user_id` and `workspace_root` has a default. It carries no secret: the gateway
-//! token is read from (or created in) the user's `.oxydra/`, API keys come from the environment.
+//! Everything but `user_id` and `workspace_root` has a default. Its one secret is the user's
+//! memory encryption key (`memory_key`, when `[memory_encryption]` is on): it travels only here
+//! (stdin in the process tier), never in a file a guest can read. The gateway token is read from
+//! (or created in) the user's `.oxydra/`, API keys come from the environment.
 
 use std::path::{Path, PathBuf};
 
@@ -77,6 +79,20 @@ pub struct VmBootstrap {
     /// Gateway port on 127.0.0.1; 0 picks a free one.
     #[serde(default)]
     pub gateway_port: u16,
+    /// The key the user's local memory file (or replica) is encrypted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_key: Option<SecretText>,
+}
+
+/// A secret in the bootstrap: serialised as its text, never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SecretText(pub String);
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretText(..)")
+    }
 }
 
 impl VmBootstrap {
@@ -90,7 +106,17 @@ impl VmBootstrap {
             token_path: None,
             shell_socket: None,
             gateway_port: 0,
+            memory_key: None,
         }
+    }
+
+    /// The memory key as the store takes it (checked: a malformed key is a bootstrap error).
+    pub fn memory_key(&self) -> Result<Option<memory::EncryptionKey>, RunnerError> {
+        self.memory_key
+            .as_ref()
+            .map(|k| memory::EncryptionKey::parse(&k.0))
+            .transpose()
+            .map_err(|e| RunnerError::Bootstrap(format!("memory_key: {e}")))
     }
 
     pub fn workspace(&self) -> WorkspacePaths {
@@ -123,6 +149,7 @@ impl VmBootstrap {
         if !inside(&self.shell_socket(), &ws.ipc()) {
             return bad("shell_socket must be a file directly inside the user's ipc/ directory");
         }
+        self.memory_key()?;
         if self
             .agent_config
             .as_deref()

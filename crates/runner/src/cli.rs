@@ -88,6 +88,14 @@ pub enum Command {
     /// The container tier's guest images (`oxydra-vm`, `shell-vm`).
     #[command(subcommand)]
     Images(ImagesCommand),
+    /// Forget a user (`--user` required): destroys their memory key and memory database (rows
+    /// on a remote server), after a confirmation; says what remains. Refused while their agent
+    /// runs.
+    Forget {
+        /// Do not ask (scripts).
+        #[arg(long)]
+        yes: bool,
+    },
     /// List every built-in tool the model can be offered.
     Tools {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
@@ -227,6 +235,10 @@ pub enum MemoryAction {
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
     /// metadata (category, tags, context, confidence, expiry).
     Import { file: Option<PathBuf> },
+    /// Re-keys the user's local memory file: a new key (`[memory_encryption] enabled = true`;
+    /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
+    /// user's agent must be stopped.
+    Rekey,
 }
 
 /// `--category` and `--tag` of the memory commands.

@@ -24,6 +24,7 @@ struct RawConfig {
     supervision: Option<RawSupervision>,
     container: Option<RawContainer>,
     guest_uid_base: Option<u32>,
+    memory_encryption: Option<crate::memory_key::RawMemoryEncryption>,
     #[serde(default)]
     users: BTreeMap<String, RawUser>,
 }
@@ -119,6 +120,8 @@ pub struct RunnerConfig {
     pub container: ContainerSettings,
     /// First uid handed to a user's guests when the runner runs as root (see `privilege`).
     pub guest_uid_base: u32,
+    /// `[memory_encryption]`: users' local memory files encrypted at rest with per-user keys.
+    pub memory_encryption: crate::MemoryEncryption,
     pub users: Vec<UserEntry>,
 }
 
@@ -243,8 +246,14 @@ impl RunnerConfig {
                 crate::DEFAULT_GUEST_UID_BASE
             )));
         }
+        let memory_encryption = raw
+            .memory_encryption
+            .unwrap_or_default()
+            .resolve()
+            .map_err(problem)?;
         Ok(Self {
             path: path.to_owned(),
+            memory_encryption,
             workspace_root,
             tier: raw.tier.unwrap_or_default(),
             supervision,
@@ -326,175 +335,5 @@ pub fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig, RunnerError
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<RunnerConfig, String> {
-        RunnerConfig::parse(text, Path::new("/etc/oxydra/runner.toml")).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn defaults_resolve_against_the_file() {
-        let c = parse("[users.alice]\n[users.bob]\ngateway_port = 9000\n").unwrap();
-        assert_eq!(c.workspace_root, PathBuf::from("/etc/oxydra/workspaces"));
-        assert_eq!(c.tier, Tier::Container);
-        assert_eq!(c.container, ContainerSettings::default());
-        assert_eq!(c.supervision, Supervision::default());
-        let ports: Vec<(&str, u16)> = c
-            .users
-            .iter()
-            .map(|u| (u.id.as_str(), u.gateway_port))
-            .collect();
-        assert_eq!(ports, vec![("alice", 0), ("bob", 9000)]);
-        assert_eq!(c.select(Some("bob")).unwrap()[0].gateway_port, 9000);
-        assert_eq!(c.select(None).unwrap().len(), 2);
-    }
-
-    #[test]
-    fn mistakes_say_what_to_fix() {
-        let check = |text: &str, needle: &str| {
-            let err = parse(text).unwrap_err();
-            assert!(err.contains(needle), "{text}: {err}");
-        };
-        check("workspace_rot = \"x\"", "unknown field `workspace_rot`");
-        check("tier = \"vm\"", "unknown variant `vm`");
-        check("[users.\"a/b\"]", "[users.a/b]");
-        check(
-            "[supervision]\nrestart = \"sometimes\"",
-            "unknown variant `sometimes`",
-        );
-        check(
-            "agent_config = \"nope.toml\"",
-            "agent_config /etc/oxydra/nope.toml does not exist",
-        );
-        let c = parse("[users.alice]\n[users.bob]").unwrap();
-        let unknown = |name: &str| c.select(Some(name)).unwrap_err().to_string();
-        assert!(
-            unknown("carol").contains(
-                "no user `carol` (configured: alice, bob); add carol with `runner --user carol init`"
-            ),
-            "{}",
-            unknown("carol")
-        );
-        assert!(unknown("alcie").contains("did you mean `alice`?"));
-        assert!(unknown("bbo").contains("did you mean `bob`?"));
-        assert!(!unknown("zed").contains("did you mean"));
-    }
-
-    #[test]
-    fn an_empty_api_key_env_means_no_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("agent.toml");
-        std::fs::write(
-            &path,
-            "[provider]\nbase_url = \"http://127.0.0.1:11434/v1\"\napi_key_env = \"\"\n",
-        )
-        .unwrap();
-        assert_eq!(
-            load_agent_config(Some(&path)).unwrap().provider.api_key_env,
-            None
-        );
-        std::fs::write(&path, "[provider]\nmodel = \"x\"\n").unwrap();
-        assert_eq!(
-            load_agent_config(Some(&path))
-                .unwrap()
-                .provider
-                .api_key_env
-                .as_deref(),
-            Some("OPENAI_API_KEY")
-        );
-        std::fs::write(&path, "[provider]\nmodle = \"x\"\n").unwrap();
-        assert!(
-            load_agent_config(Some(&path))
-                .unwrap_err()
-                .to_string()
-                .contains("unknown field `modle`")
-        );
-    }
-
-    /// Each provider example in README.md, under `[provider]`, is a valid agent.toml whose
-    /// `base_url` has the form its wire format needs (the Anthropic client appends /v1/messages,
-    /// the OpenAI-compatible one /chat/completions).
-    #[test]
-    fn the_readme_provider_examples_are_valid() {
-        let readme = include_str!("../../../README.md");
-        let block = readme
-            .split("```toml\n")
-            .map(|rest| rest.split("```").next().unwrap_or_default())
-            .find(|b| b.contains("# Anthropic"))
-            .expect("a toml block with the Anthropic example");
-        let mut kinds = Vec::new();
-        for example in block.split("\n\n") {
-            let name = example.lines().next().unwrap_or_default().to_owned();
-            let config: AgentConfig = toml::from_str(&format!("[provider]\n{example}"))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            config.validate().unwrap();
-            let p = &config.provider;
-            let v1 = p.base_url.trim_end_matches('/').ends_with("/v1");
-            assert_eq!(
-                v1,
-                p.kind == types::ProviderKind::Openai,
-                "{name}: {}",
-                p.base_url
-            );
-            kinds.push((name, p.kind));
-        }
-        assert_eq!(kinds.len(), 4, "{kinds:?}");
-        assert!(
-            kinds
-                .iter()
-                .any(|(n, k)| n.starts_with("# Anthropic") && *k == types::ProviderKind::Anthropic)
-        );
-    }
-
-    #[test]
-    fn the_example_file_states_the_defaults() {
-        let c = parse(include_str!("../../../runner.toml.example")).unwrap();
-        assert_eq!(c.tier, Tier::Container);
-        assert_eq!(c.container, ContainerSettings::default());
-        assert_eq!(c.supervision, Supervision::default());
-        assert_eq!(c.users[0].shell_network, ShellNetwork::None);
-    }
-
-    #[test]
-    fn container_settings_are_checked() {
-        let c = parse(
-            "[container]\nshell_network = \"host\"\n[container.shell_vm]\ncpus = 0.5\n\
-             [users.a]\n[users.b]\nshell_network = \"none\"\n",
-        )
-        .unwrap();
-        assert_eq!(c.container.shell_vm.nano_cpus, 500_000_000);
-        let nets: Vec<ShellNetwork> = c.users.iter().map(|u| u.shell_network).collect();
-        assert_eq!(nets, vec![ShellNetwork::Host, ShellNetwork::None]);
-        for (text, needle) in [
-            (
-                "[container]\nshell_network = \"bridge\"",
-                "unknown variant `bridge`",
-            ),
-            (
-                "[container.oxydra_vm]\nmemory_mb = 8",
-                "memory_mb = 8 is too small",
-            ),
-            (
-                "[container.shell_vm]\ncpus = -1.0",
-                "cpus = -1 is out of range",
-            ),
-            ("[container.shell_vm]\npids = 2", "pids = 2 is too small"),
-            (
-                "[container]\noxydra_vm_image = \"a b\"",
-                "must be an image reference",
-            ),
-            ("[container]\nimage = \"x\"", "unknown field `image`"),
-        ] {
-            let err = parse(text).unwrap_err();
-            assert!(err.contains(needle), "{text}: {err}");
-        }
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_cap() {
-        let s = Supervision::default();
-        let waits: Vec<u64> = (1..=7).map(|n| s.backoff(n).as_millis() as u64).collect();
-        assert_eq!(waits, vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

@@ -55,6 +55,9 @@ pub struct GuestSpec<'a> {
     /// The SHA-256 (hex) of the user's shell secret, for `shell-vm`'s bootstrap. The secret
     /// itself reaches `oxydra-vm` only through its `.oxydra/` mount.
     pub shell_verifier: &'a str,
+    /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
+    /// the shell's container).
+    pub memory_key: Option<&'a memory::EncryptionKey>,
 }
 
 /// The user's workspace as both containers see it: `/workspace/<user>`.
@@ -98,6 +101,9 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
             // The mounts confine it; Landlock is added inside when the engine lets it.
             boot.sandbox = SandboxMode::BestEffort;
             boot.gateway_port = spec.user.gateway_port;
+            boot.memory_key = spec
+                .memory_key
+                .map(|k| crate::SecretText(k.expose().to_owned()));
             if let Some(agent_toml) = &spec.user.agent_config {
                 mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
                 boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));
@@ -217,8 +223,31 @@ mod tests {
             uid: 1000,
             gid: 100,
             shell_verifier: "ab",
+            memory_key: Some(&test_key()),
         })
         .unwrap()
+    }
+
+    fn test_key() -> memory::EncryptionKey {
+        memory::EncryptionKey::parse(&"6b65".repeat(16)).unwrap()
+    }
+
+    /// The memory key reaches `oxydra-vm` in its bootstrap and nothing of the shell's container:
+    /// not its command, environment, mounts or labels.
+    #[test]
+    fn the_memory_key_goes_to_oxydra_vm_only() {
+        let key = test_key();
+        let vm = spec_body(Role::OxydraVm, ShellNetwork::None);
+        let cmd = vm.cmd.clone().unwrap();
+        let boot = VmBootstrap::from_json(&cmd[1]).unwrap();
+        assert_eq!(boot.memory_key().unwrap(), Some(key.clone()));
+        let shell = spec_body(Role::ShellVm, ShellNetwork::None);
+        let everything = format!("{shell:?}");
+        assert!(!everything.contains(key.expose()), "{everything}");
+        assert!(
+            format!("{vm:?}").contains(key.expose()),
+            "the check can fail"
+        );
     }
 
     fn mounts(body: &ContainerCreateBody) -> Vec<(String, String, bool)> {

@@ -34,6 +34,12 @@ pub enum RunnerError {
     /// The Docker engine is unreachable or refused a request (container tier, images).
     #[error("Docker: {0}")]
     Docker(String),
+    /// A user's memory encryption key could not be had (key file, `key_command`).
+    #[error("memory encryption key: {0}")]
+    MemoryKey(String),
+    /// The memory store refused (opening with a key, changing a key).
+    #[error("memory store")]
+    Memory(#[source] memory::MemoryError),
     #[error("invalid JSON in {}", path.display())]
     Json {
         path: PathBuf,

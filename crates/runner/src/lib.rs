@@ -11,6 +11,8 @@
 //! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
 //! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
+//!   workspace and handed to `oxydra-vm` in its bootstrap
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -32,6 +34,7 @@ mod docker;
 mod error;
 pub mod images;
 mod marker;
+mod memory_key;
 mod privilege;
 mod procs;
 mod provision;
@@ -41,7 +44,7 @@ mod toml_error;
 pub use agent::{Agent, ComposeError, MemoryState, compose};
 pub use beneath::{SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
-pub use bootstrap::{SandboxMode, Tier, VmBootstrap};
+pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
 };
@@ -58,6 +61,11 @@ pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
     runner_log_dir, runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
+};
+pub use memory_key::{
+    MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, database_files, destroy_key,
+    is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
+    store_key, stored_key, user_key,
 };
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,

@@ -1,6 +1,7 @@
 //! `runner`: the operator's command. It provisions users' workspaces and starts, supervises and
 //! stops their agents (`init`, `start`, `stop`, `status`, `logs`, `restart`; the process tier),
-//! manages a user's memory (`runner memory ...`) and prints the tool catalogue (`runner tools`).
+//! manages a user's memory (`runner memory ...`, `runner memory rekey`), forgets a user
+//! (`runner forget`, in `keys_cmd`) and prints the tool catalogue (`runner tools`).
 //!
 //! Modules: `cli` (clap surface), `init_cmd`, `start_cmd` (foreground), `detach` (`--detach`),
 //! `running` (what already serves a user, with which settings), `interrupt` (Ctrl-C while
@@ -15,6 +16,7 @@ mod guest;
 mod images_cmd;
 mod init_cmd;
 mod interrupt;
+mod keys_cmd;
 mod log_file;
 mod logs_cmd;
 mod memory_cmd;
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
                 start_cmd::run(&global, mode).await
             }
             cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
+            cli::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
             cli::Command::Images(command) => images_cmd::run(&global, command).await,
             cli::Command::Tools {
                 json,

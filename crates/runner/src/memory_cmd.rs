@@ -37,18 +37,24 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         bail!("which user? pass --user NAME");
     };
     let user = UserId::parse(name).context("invalid --user")?;
-    let (root, agent_config) = match args.root {
-        Some(root) => (root, args.agent_config),
+    let (root, agent_config, encryption) = match args.root {
+        Some(root) => (root, args.agent_config, runner::MemoryEncryption::default()),
         None => {
             let config = global.runner_config()?;
             let entry = config.select(Some(name))?.remove(0);
             (
                 config.workspace_root,
                 args.agent_config.or(entry.agent_config),
+                config.memory_encryption,
             )
         }
     };
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
+    if let MemoryAction::Rekey = args.action {
+        let ws = types::WorkspacePaths::new(root.join(user.as_str()));
+        let place = runner::MemoryPlace::of(&config, &ws);
+        return crate::keys_cmd::rekey(&encryption, &root, &user, &ws, &place).await;
+    }
     // The agent may hold an embedded replica at db_path: a second replica on the same file is
     // not safe, so the CLI talks to the primary directly (the agent's replica syncs it).
     config.memory.replica = false;
@@ -57,8 +63,10 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     }
     let user_root = root.join(user.as_str());
     runner::check_db_place(&config.memory, &types::WorkspacePaths::new(&user_root))?;
+    let place = runner::MemoryPlace::of(&config, &types::WorkspacePaths::new(&user_root));
     let options = OpenOptions {
         progress: Some(Box::new(progress("re-embedding"))),
+        encryption_key: runner::key_for_cli(&encryption, &root, &user, &place)?,
         ..Default::default()
     };
     let store = MemoryStore::open_with(&config.memory, &user_root, options)
@@ -162,6 +170,8 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             )
             .await?;
         }
+        // Handled above, before the store is opened.
+        MemoryAction::Rekey => {}
         MemoryAction::Import { file } => {
             let notes = match file {
                 Some(path) => {

@@ -63,6 +63,16 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     for user in users {
         let ws = provision(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
+        // Before the workspace is handed to the guest uid: an unencrypted file is encrypted now.
+        let place = runner::MemoryPlace::of(&agent, &ws);
+        let memory_key = runner::key_for_agent(
+            &config.memory_encryption,
+            &config.workspace_root,
+            &user.id,
+            &place,
+        )
+        .await
+        .with_context(|| format!("{}: cannot prepare the memory encryption key", user.id))?;
         let separation =
             runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
         let digest = config_digest(&config, &user);
@@ -86,6 +96,7 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             unconfined,
             agent,
             docker: docker.clone(),
+            memory_key,
         });
     }
     // From here on a signal stops what this start began (nothing is launched before this line).

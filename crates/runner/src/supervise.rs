@@ -36,6 +36,8 @@ pub struct Plan {
     pub config_digest: String,
     /// The uid the user's guests run as (their own when the runner is root).
     pub separation: Separation,
+    /// The user's memory encryption key, handed to `oxydra-vm` in its bootstrap only.
+    pub memory_key: Option<memory::EncryptionKey>,
 }
 
 struct Supervisor {
@@ -214,6 +216,7 @@ impl Supervisor {
                     uid,
                     gid,
                     shell_verifier: &self.verifier,
+                    memory_key: p.memory_key.as_ref(),
                 })?;
                 let name =
                     runner::container_name(&p.config.workspace_root, &p.user.id, role.name());
@@ -249,6 +252,10 @@ impl Supervisor {
                 boot.sandbox = SandboxMode::BestEffort;
                 boot.agent_config = p.user.agent_config.clone();
                 boot.gateway_port = p.user.gateway_port;
+                boot.memory_key = p
+                    .memory_key
+                    .as_ref()
+                    .map(|k| runner::SecretText(k.expose().to_owned()));
                 serde_json::to_string(&boot)?
             }
         };

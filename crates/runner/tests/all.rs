@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod container_memory;
 mod container_tier;
 mod host_script;
 mod images;
@@ -18,6 +19,7 @@ mod memory_cli;
 mod memory_cli_organise;
 mod memory_dialects;
 mod memory_disabled;
+mod memory_keys;
 mod memory_longevity;
 mod process_tier;
 mod remote_memory;

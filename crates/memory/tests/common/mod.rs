@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use memory::embedding::EmbedError;
-use memory::{Embedder, HashEmbedder, MemoryStore, VectorLeg};
+use memory::{Embedder, EncryptionKey, HashEmbedder, MemoryStore, VectorLeg};
 use types::{SessionId, UserId};
 
 pub const DIMS: usize = 64;
@@ -25,6 +25,28 @@ pub enum Backend {
     /// An embedded replica of such a server in a temporary directory (each store its own file,
     /// as on another host).
     Replica,
+    /// A file in a temporary directory, encrypted at rest with [`test_key`].
+    Encrypted,
+    /// An embedded replica whose file is encrypted at rest with [`test_key`].
+    EncryptedReplica,
+}
+
+impl Backend {
+    fn encrypted(self) -> bool {
+        matches!(self, Backend::Encrypted | Backend::EncryptedReplica)
+    }
+
+    fn has_server(self) -> bool {
+        matches!(
+            self,
+            Backend::Remote | Backend::Replica | Backend::EncryptedReplica
+        )
+    }
+}
+
+/// The key of the encrypted fixtures (64 hex digits, like the runner's keys).
+pub fn test_key() -> EncryptionKey {
+    EncryptionKey::parse(&"5eed".repeat(16)).unwrap()
 }
 
 /// The server of a remote fixture and a read-write token for it.
@@ -43,6 +65,8 @@ pub struct Fixture {
     pub path: PathBuf,
     pub store: MemoryStore,
     pub remote: Option<RemoteDb>,
+    /// The key the files are encrypted with (encrypted fixtures).
+    pub key: Option<EncryptionKey>,
 }
 
 pub async fn fixture() -> Fixture {
@@ -52,21 +76,29 @@ pub async fn fixture() -> Fixture {
 pub async fn fixture_on(backend: Backend) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
-    let remote = (backend != Backend::Local).then(|| {
+    let remote = backend.has_server().then(|| {
         let server = test_support::Sqld::start_with_auth();
         let token = server.token(r#"{"a":"rw"}"#);
         RemoteDb {
             server,
             token,
-            replica: backend == Backend::Replica,
+            replica: backend != Backend::Remote,
         }
     });
-    let store = open_at(&path, remote.as_ref(), Arc::new(HashEmbedder::new(DIMS))).await;
+    let key = backend.encrypted().then(test_key);
+    let store = open_at(
+        &path,
+        remote.as_ref(),
+        key.clone(),
+        Arc::new(HashEmbedder::new(DIMS)),
+    )
+    .await;
     Fixture {
         dir,
         path,
         store,
         remote,
+        key,
     }
 }
 
@@ -77,9 +109,10 @@ pub const APPROXIMATE_ENV: &str = "MEMORY_TEST_APPROXIMATE_LEG";
 async fn open_at(
     path: &Path,
     remote: Option<&RemoteDb>,
+    key: Option<EncryptionKey>,
     embedder: Arc<dyn Embedder>,
 ) -> MemoryStore {
-    let store = open_plain(path, remote, embedder).await;
+    let store = open_plain(path, remote, key, embedder).await;
     if std::env::var_os(APPROXIMATE_ENV).is_some() {
         store.set_vector_leg(VectorLeg::Approximate);
     }
@@ -89,14 +122,20 @@ async fn open_at(
 async fn open_plain(
     path: &Path,
     remote: Option<&RemoteDb>,
+    key: Option<EncryptionKey>,
     embedder: Arc<dyn Embedder>,
 ) -> MemoryStore {
     match remote {
-        None => MemoryStore::open_local(path, embedder).await.unwrap(),
+        None => match key {
+            Some(key) => MemoryStore::open_encrypted(path, key, embedder)
+                .await
+                .unwrap(),
+            None => MemoryStore::open_local(path, embedder).await.unwrap(),
+        },
         Some(db) if db.replica => {
             let n = NEXT_REPLICA.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let file = path.with_file_name(format!("replica-{n}.db"));
-            MemoryStore::open_replica(&file, &db.server.url(), &db.token, embedder)
+            MemoryStore::open_replica_with(&file, &db.server.url(), &db.token, key, embedder)
                 .await
                 .unwrap()
         }
@@ -109,7 +148,7 @@ async fn open_plain(
 impl Fixture {
     /// Another store on the same database (a second process, a reopen), with `embedder`.
     pub async fn open(&self, embedder: Arc<dyn Embedder>) -> MemoryStore {
-        open_at(&self.path, self.remote.as_ref(), embedder).await
+        open_at(&self.path, self.remote.as_ref(), self.key.clone(), embedder).await
     }
 
     /// Another store on the same database with the fixture's embedder.
@@ -120,7 +159,7 @@ impl Fixture {
     /// A raw connection to the same database (the primary, for a replica fixture).
     pub async fn raw(&self) -> Raw {
         match &self.remote {
-            None => Raw::open(&self.path).await,
+            None => Raw::open_with_key(&self.path, self.key.as_ref()).await,
             Some(db) => {
                 let built = libsql::Builder::new_remote(db.server.url(), db.token.clone())
                     .build()
@@ -133,8 +172,9 @@ impl Fixture {
     }
 }
 
-/// For each named `async fn name(backend: Backend)`, a module `name` with three tests: `local`,
-/// `remote` and `replica` (the last two `#[ignore = "needs sqld"]`, run by scripts/test.sh and CI).
+/// For each named `async fn name(backend: Backend)`, a module `name` with five tests: `local`,
+/// `encrypted` (a local file encrypted at rest), `remote`, `replica` and `encrypted_replica` (the
+/// last three `#[ignore = "needs sqld"]`, run by scripts/test.sh and CI).
 macro_rules! on_both_backends {
     ($($test:ident),* $(,)?) => {
         $(
@@ -142,6 +182,18 @@ macro_rules! on_both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn local() {
                     super::$test($crate::common::Backend::Local).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn encrypted() {
+                    super::$test($crate::common::Backend::Encrypted).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                #[ignore = "needs sqld"]
+                async fn encrypted_replica() {
+                    test_support::need(test_support::Need::Sqld);
+                    super::$test($crate::common::Backend::EncryptedReplica).await;
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -179,7 +231,16 @@ pub struct Raw {
 
 impl Raw {
     pub async fn open(path: &Path) -> Self {
-        let db = libsql::Builder::new_local(path).build().await.unwrap();
+        Self::open_with_key(path, None).await
+    }
+
+    /// A connection to a file encrypted with `key` (plaintext when `None`).
+    pub async fn open_with_key(path: &Path, key: Option<&EncryptionKey>) -> Self {
+        let mut builder = libsql::Builder::new_local(path);
+        if let Some(key) = key {
+            builder = builder.encryption_config(key.config());
+        }
+        let db = builder.build().await.unwrap();
         let conn = db.connect().unwrap();
         Self { _db: db, conn }
     }

@@ -1,5 +1,7 @@
 //! What each guest image holds: its binary and the shared libraries `ldd` names, `/etc/passwd`,
-//! empty `/tmp` and `/workspace`, and for `shell-vm` a static busybox with one link per applet.
+//! empty `/tmp` and `/workspace`; for `oxydra-vm` the host's CA bundle (libsql's TLS reads the
+//! system's roots, even to build a client for an `http://` memory server); for `shell-vm` a static
+//! busybox with one link per applet.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,10 +61,29 @@ pub(crate) fn context(
     rootfs.dir(CONTAINER_WORKSPACE_ROOT, MODE_EXEC)?;
     rootfs.bytes("/etc/passwd", PASSWD.as_bytes(), MODE_FILE)?;
     rootfs.bytes("/etc/group", GROUP.as_bytes(), MODE_FILE)?;
-    if image == GuestImage::ShellVm {
-        add_busybox(&mut rootfs, busybox)?;
+    match image {
+        GuestImage::ShellVm => add_busybox(&mut rootfs, busybox)?,
+        GuestImage::OxydraVm => add_ca_bundle(&mut rootfs)?,
     }
     Context::new(&dockerfile(image), &rootfs)
+}
+
+/// Where Debian (and rustls-native-certs) keep the system's CA certificates, one PEM file.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The host's CA bundle at the same path in the image; without one on the host the image has
+/// none (a remote memory server is then unreachable from the container) and a warning says so.
+fn add_ca_bundle(rootfs: &mut Rootfs) -> Result<(), RunnerError> {
+    let bundle = Path::new(CA_BUNDLE);
+    if bundle.is_file() {
+        rootfs.host_file(CA_BUNDLE, bundle)
+    } else {
+        tracing::warn!(
+            "no CA bundle at {CA_BUNDLE} (Debian: ca-certificates): the oxydra-vm image gets none, \
+             so remote memory does not work in the container tier"
+        );
+        Ok(())
+    }
 }
 
 /// `binary` without its debug sections (two thirds of a release binary, which keeps line tables

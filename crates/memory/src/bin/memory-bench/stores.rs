@@ -1,7 +1,8 @@
-//! Local file, remote server and embedded replica side by side, in one run.
+//! Local file, encrypted local file, remote server and embedded replica side by side, in one run.
 //!
 //! Starts the given `sqld` on a free loopback port with a fresh data directory (no auth), then:
-//! a local store loaded with `n` synthetic notes; a remote store on the server loaded with the same
+//! a local store loaded with `n` synthetic notes; the same in an encrypted file (and both reopened
+//! with their notes, for the open time with encryption); a remote store on the server loaded with the same
 //! notes; an embedded replica of that server (its first sync pulls them). Each is measured the same
 //! way: hybrid searches (top 5) after a warm-up, then sequential single-note saves, plus the open
 //! time. The latency bench's corpus and seeds are reused, so the figures compare with its table.
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{Embedder, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
+use memory::{Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
 use types::{NoteId, SessionId, UserId};
 
 use crate::corpus::Corpus;
@@ -27,6 +28,8 @@ use crate::{BenchResult, EmbedderKind};
 const LOAD_BATCH: usize = 25;
 const WARMUP_QUERIES: usize = 50;
 const TOP_K: usize = 5;
+/// Reopens of a loaded store per open-time figure.
+const REOPENS: usize = 5;
 
 /// The server for the run; killed on drop.
 struct Server(Child);
@@ -106,6 +109,44 @@ pub async fn run(
     );
     drop(local);
 
+    let key = EncryptionKey::parse(&"0f".repeat(32))?;
+    let encrypted_path = dir.0.join("encrypted.db");
+    let t = Instant::now();
+    let encrypted =
+        MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone()).await?;
+    let open_ms = ms(t);
+    let load_secs = load(&encrypted, n).await?;
+    rows.push(
+        measure(
+            "local file, encrypted",
+            &encrypted,
+            open_ms,
+            Some(load_secs),
+            queries,
+            saves,
+        )
+        .await?,
+    );
+    drop(encrypted);
+    // Opening a store with its notes (schema check, vector index load), plain and encrypted.
+    let mut reopen = Vec::new();
+    for (what, encrypted) in [("plain", false), ("encrypted", true)] {
+        let mut times = Vec::new();
+        for _ in 0..REOPENS {
+            let t = Instant::now();
+            let store = match encrypted {
+                true => {
+                    MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone())
+                        .await?
+                }
+                false => MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?,
+            };
+            times.push(ms(t));
+            drop(store);
+        }
+        reopen.push((what, percentile(&times, 50.0)));
+    }
+
     let t = Instant::now();
     let remote = MemoryStore::open_remote(&url, "", embedder.clone()).await?;
     let open_ms = ms(t);
@@ -148,6 +189,9 @@ pub async fn run(
             percentile(&r.save, 95.0),
             r.failed,
         );
+    }
+    for (what, p50) in reopen {
+        println!("\nopen with {n} notes, {what}: {p50:.1} ms (p50 of {REOPENS})");
     }
     println!(
         "\nimport batches interrupted by the server and sent again: {}",

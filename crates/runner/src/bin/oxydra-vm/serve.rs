@@ -30,8 +30,10 @@ pub async fn run(
     // never the default action killing this process half-way through writing one.
     let mut stop = sandbox::guest::ShutdownSignal::listen();
     // The runner moved any legacy database before launch; this process cannot see its old place.
+    // The memory key (if any) comes only from the bootstrap, never from a file it could read.
     let options = OpenOptions {
         legacy_dir: LegacyDir::Skip,
+        encryption_key: boot.memory_key()?,
         ..OpenOptions::default()
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
