@@ -40,6 +40,29 @@ pub(crate) fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
         .sum()
 }
 
+/// `out[i] = query · codes[rows[i]·dims ..][..dims]` (the rows of an IVF list, gathered; a row
+/// index out of range scores 0).
+pub(crate) fn dot_i8_gather(
+    query: &[i8],
+    codes: &[i8],
+    dims: usize,
+    rows: &[u32],
+    out: &mut [i32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return avx2::dot_i8_gather(query, codes, dims, rows, out);
+        }
+    }
+    for (o, &row) in out.iter_mut().zip(rows) {
+        let start = row as usize * dims;
+        *o = codes
+            .get(start..start + dims)
+            .map_or(0, |r| dot_i8_portable(query, r));
+    }
+}
+
 /// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127).
 #[cfg(test)]
 pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
@@ -115,6 +138,35 @@ mod avx2 {
         debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
         // SAFETY: `dot::dot_i8_rows` calls this only when AVX2 was detected at run time.
         unsafe { dot_i8_rows_avx2(query, rows, dims, out) }
+    }
+
+    /// Safe wrapper: callers have checked that the CPU supports AVX2.
+    pub(super) fn dot_i8_gather(
+        query: &[i8],
+        codes: &[i8],
+        dims: usize,
+        rows: &[u32],
+        out: &mut [i32],
+    ) {
+        debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
+        // SAFETY: `dot::dot_i8_gather` calls this only when AVX2 was detected at run time.
+        unsafe { dot_i8_gather_avx2(query, codes, dims, rows, out) }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn dot_i8_gather_avx2(
+        query: &[i8],
+        codes: &[i8],
+        dims: usize,
+        rows: &[u32],
+        out: &mut [i32],
+    ) {
+        for (o, &row) in out.iter_mut().zip(rows) {
+            let start = row as usize * dims;
+            let row = codes.get(start..start + dims).unwrap_or_default();
+            // SAFETY: same target feature as this function (inlined).
+            *o = unsafe { dot_i8_avx2(query, row) };
+        }
     }
 
     #[target_feature(enable = "avx2")]

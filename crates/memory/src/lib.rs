@@ -2,8 +2,8 @@
 //!
 //! One [`MemoryStore`] is one user's libSQL database (`<user_root>/.oxydra/memory.db`, or a remote
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
-//! each in one transaction; text chunked, embedded and indexed in FTS5; an exact in-memory vector
-//! index; hybrid search that scopes to the requested sessions before ranking; rolling-summary state
+//! each in one transaction; text chunked, embedded and indexed in FTS5; an in-memory int8 vector
+//! index (exact scan, or an inverted file with exact rescoring for large sessions); hybrid search that scopes to the requested sessions before ranking; rolling-summary state
 //! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
 //! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
 //! the `/memories` file tree of the `memory` tool, whose files are notes with a path.
@@ -25,6 +25,7 @@ mod freshness;
 mod fts;
 mod fusion;
 mod indexing;
+mod ivf;
 mod keyed;
 mod keyword;
 mod lifecycle;
@@ -84,3 +85,4 @@ pub use sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
 pub use transfer::{ImportReport, ImportSimilar, ImportSkip};
+pub use vector_index::{APPROX_MIN_ROWS, VectorLeg};

@@ -150,18 +150,24 @@ impl MemoryStore {
                     .transaction_with_behavior(libsql::TransactionBehavior::Deferred)
                     .await
                     .map_err(MemoryError::db("loading vectors"))?;
+                // Loaded page by page into a fresh index (only its int8 codes stay resident),
+                // trained once at the end, then swapped in whole.
+                let fresh = index.empty_like();
                 let loaded = async {
                     let head = log_head(&tx).await?;
-                    let changes = load_vectors(&tx, index.model_id(), index.dims()).await?;
-                    Ok((head, changes))
+                    let count = load_vectors(&tx, index.model_id(), index.dims(), |page| {
+                        fresh.apply_untrained(&page);
+                    })
+                    .await?;
+                    Ok((head, count))
                 }
                 .await;
-                let (head, changes) = finish(tx, loaded).await?;
+                let (head, count) = finish(tx, loaded).await?;
+                fresh.train();
                 let mut applied = store.inner.freshness.lock();
-                index.clear();
-                index.apply(&changes);
+                index.replace_with(fresh);
                 *applied = head.last;
-                Ok(changes.len())
+                Ok(count)
             })
             .await?;
         tracing::debug!(vectors = loaded, "loaded the vector index");
@@ -195,7 +201,8 @@ async fn load_vectors(
     conn: &Connection,
     model: &str,
     dims: usize,
-) -> Result<Vec<IndexChange>, MemoryError> {
+    mut sink: impl FnMut(Vec<IndexChange>),
+) -> Result<usize, MemoryError> {
     let ctx = "loading vectors";
     let page = (LOAD_PAGE_BYTES / (dims * 4 + 256).max(1)).max(64);
     let page_rows = i64::try_from(page).unwrap_or(i64::MAX);
@@ -207,7 +214,7 @@ async fn load_vectors(
          WHERE v.model_id = ?1 AND v.dims = ?2 AND v.chunk_id > ?3
          ORDER BY v.chunk_id LIMIT ?4"
     );
-    let mut out = Vec::new();
+    let mut count = 0;
     let mut after = i64::MIN;
     loop {
         let mut rows = conn
@@ -215,6 +222,7 @@ async fn load_vectors(
             .await
             .map_err(MemoryError::db(ctx))?;
         let mut seen = 0;
+        let mut out = Vec::with_capacity(page);
         while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
             seen += 1;
             let chunk_id: i64 = row.get(1).map_err(MemoryError::db(ctx))?;
@@ -231,8 +239,10 @@ async fn load_vectors(
                 facets: facets_from_row(&row, 3)?,
             });
         }
+        count += out.len();
+        sink(out);
         if seen < page {
-            return Ok(out);
+            return Ok(count);
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
 use crate::search::InlineEmbedder;
 use crate::term_counts::TermCounts;
-use crate::vector_index::VectorIndex;
+use crate::vector_index::{VectorIndex, VectorLeg};
 use crate::worker::{DbThread, Target};
 
 /// Called with (done, total) while chunks are re-embedded.
@@ -32,6 +32,9 @@ pub struct OpenOptions {
     pub legacy_dir: LegacyDir,
     /// Progress of a re-embedding triggered by a model change (it is also logged).
     pub progress: Option<ProgressFn>,
+    /// How the vector leg finds its candidates (default: exact for small sessions, the inverted
+    /// file for large ones).
+    pub vector_leg: VectorLeg,
     /// Encrypts a local file or a replica at rest with this key (the runner's per-user key).
     pub encryption_key: Option<EncryptionKey>,
 }
@@ -41,6 +44,7 @@ impl std::fmt::Debug for OpenOptions {
         f.debug_struct("OpenOptions")
             .field("legacy_dir", &self.legacy_dir)
             .field("progress", &self.progress.is_some())
+            .field("vector_leg", &self.vector_leg)
             .field("encrypted", &self.encryption_key.is_some())
             .finish()
     }
@@ -119,6 +123,7 @@ impl MemoryStore {
             config.embedding.batch_size,
             options.progress,
             policy,
+            options.vector_leg,
         )
         .await
     }
@@ -140,7 +145,15 @@ impl MemoryStore {
             path: path.to_owned(),
             key: Some(key),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None, NotePolicy::default()).await
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
     }
 
     pub async fn open_local_with(
@@ -158,6 +171,7 @@ impl MemoryStore {
             DEFAULT_BATCH,
             progress,
             NotePolicy::default(),
+            VectorLeg::Auto,
         )
         .await
     }
@@ -174,7 +188,15 @@ impl MemoryStore {
             url: url.to_owned(),
             token: token.to_owned(),
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None, NotePolicy::default()).await
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
     }
 
     /// Opens an embedded replica: the local file `path`, synced from the server at `url`. Reads
@@ -206,7 +228,15 @@ impl MemoryStore {
             token: token.to_owned(),
             key,
         };
-        Self::open_target(target, embedder, DEFAULT_BATCH, None, NotePolicy::default()).await
+        Self::open_target(
+            target,
+            embedder,
+            DEFAULT_BATCH,
+            None,
+            NotePolicy::default(),
+            VectorLeg::Auto,
+        )
+        .await
     }
 
     async fn open_target(
@@ -215,6 +245,7 @@ impl MemoryStore {
         batch_size: usize,
         progress: Option<ProgressFn>,
         policy: NotePolicy,
+        leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
@@ -239,7 +270,11 @@ impl MemoryStore {
         for i in 0..reader_count {
             readers.push(DbThread::spawn(&format!("memory-reader-{i}"), target.clone()).await?);
         }
-        let index = Arc::new(VectorIndex::new(embedder.model_id(), embedder.dimensions()));
+        let index = Arc::new(VectorIndex::with_leg(
+            embedder.model_id(),
+            embedder.dimensions(),
+            leg,
+        ));
         let store = Self {
             inner: Arc::new(Inner {
                 writer,
@@ -260,6 +295,12 @@ impl MemoryStore {
         store.reindex_scope(Scope::Stale, &mut *progress).await?;
         store.reload_index().await?;
         Ok(store)
+    }
+
+    /// Switches how the vector leg finds its candidates (lists are built or dropped now). For
+    /// benches and tests; stores opened from config take [`OpenOptions::vector_leg`].
+    pub fn set_vector_leg(&self, leg: VectorLeg) {
+        self.inner.index.set_leg(leg);
     }
 
     /// Drops this handle; when it is the last one, waits until every database thread has closed

@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod approximate;
 mod encryption;
 mod erase;
 mod freshness;

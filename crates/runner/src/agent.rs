@@ -135,7 +135,7 @@ pub fn mcp_registry(
     };
     let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
     let dialect_tools =
-        tools::memory_tools_for(config.tools.memory, memory.clone(), &config.retrieval);
+        tools::memory_tools_of(config.tools.memory, memory.clone(), &config.retrieval);
     for tool in dialect_tools
         .into_iter()
         .chain(tools::peer_mcp_tools(memory))

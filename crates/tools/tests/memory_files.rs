@@ -57,6 +57,7 @@ fn ctx(root: &std::path::Path, user: &str) -> ToolExecutionContext {
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use memory::embedding::EmbedError;
-use memory::{Embedder, EncryptionKey, HashEmbedder, MemoryStore};
+use memory::{Embedder, EncryptionKey, HashEmbedder, MemoryStore, VectorLeg};
 use types::{SessionId, UserId};
 
 pub const DIMS: usize = 64;
@@ -102,7 +102,24 @@ pub async fn fixture_on(backend: Backend) -> Fixture {
     }
 }
 
+/// Set (to any value) by `approximate::the_suite_passes_with_the_approximate_leg` for the run of the
+/// suite it starts: every fixture store then searches through the inverted file at every size.
+pub const APPROXIMATE_ENV: &str = "MEMORY_TEST_APPROXIMATE_LEG";
+
 async fn open_at(
+    path: &Path,
+    remote: Option<&RemoteDb>,
+    key: Option<EncryptionKey>,
+    embedder: Arc<dyn Embedder>,
+) -> MemoryStore {
+    let store = open_plain(path, remote, key, embedder).await;
+    if std::env::var_os(APPROXIMATE_ENV).is_some() {
+        store.set_vector_leg(VectorLeg::Approximate);
+    }
+    store
+}
+
+async fn open_plain(
     path: &Path,
     remote: Option<&RemoteDb>,
     key: Option<EncryptionKey>,

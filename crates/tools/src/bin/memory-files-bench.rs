@@ -75,6 +75,7 @@ async fn main() -> BenchResult<()> {
         call_id: None,
         surface: types::CallSurface::default(),
         audit: None,
+        untrusted_input: None,
     };
     let call = |args: serde_json::Value| {
         let (registry, ctx) = (&registry, &ctx);

@@ -2,20 +2,28 @@
 //!
 //! Each store size runs in its own child process (the same binary with one `--notes` value), so that
 //! resident memory is measured from a clean start. Per size: bulk-load with `import_notes`, then
-//! hybrid searches (top 5), then sequential single-note saves on top of the loaded store, then a
+//! hybrid searches (top 5) with the default vector leg (inverted file above
+//! `memory::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query, and the
+//! recall@10 of the vector leg alone against the exact scan, then sequential single-note saves on top of the loaded store, then a
 //! breakdown of one search into its parts (query embedding, the keyword SQL alone, an exact scan of
 //! the same number of vectors).
+//!
+//! `--busy-cores N` is the load generator: the parent process keeps N threads spinning on integer
+//! arithmetic for the whole run (children included), so that the measurement shares the machine
+//! with N busy cores, as an agent host with other users' work would.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
 
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, match_expression};
+use memory::{
+    ExportedNote, HybridQuery, MemoryStore, NoteMetadata, VectorLeg, Weights, match_expression,
+};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
 use crate::corpus::Corpus;
-use crate::stats::{Rng, TempDir, mean, percentile, rss_bytes};
+use crate::stats::{Rng, TempDir, mean, peak_rss_bytes, percentile, rss_bytes};
 use crate::{BenchResult, EmbedderKind};
 
 const LOAD_BATCH: usize = 5000;
@@ -30,6 +38,26 @@ const RESULT_PREFIX: &str = "RESULT ";
 pub struct Counts {
     pub queries: usize,
     pub saves: usize,
+    /// Threads kept spinning for the whole run (the load generator).
+    pub busy_cores: usize,
+}
+
+/// Spins `n` threads until the returned flag is set (the load generator).
+fn busy(n: usize) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for i in 0..n {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut x = i as u64 + 1;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for _ in 0..100_000 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                }
+                std::hint::black_box(x);
+            }
+        });
+    }
+    stop
 }
 
 /// Everything measured for one store size (milliseconds unless named otherwise).
@@ -42,6 +70,12 @@ struct SizeResult {
     search_p95: f64,
     search_p99: f64,
     search_mean: f64,
+    /// The same queries with the exact scan.
+    exact_p50: f64,
+    exact_p95: f64,
+    exact_p99: f64,
+    /// Vector leg alone (top 10): share of the exact scan's hits the default leg finds.
+    recall10: f64,
     hits_mean: f64,
     save_p50: f64,
     save_p95: f64,
@@ -53,6 +87,10 @@ struct SizeResult {
     rss_model: u64,
     rss_empty: u64,
     rss_loaded: u64,
+    /// Peak resident memory up to the end of the load.
+    rss_peak_load: u64,
+    /// Opening the loaded store again (vectors read, lists trained), seconds.
+    reopen_secs: f64,
     embed_p50: f64,
     embed_blocking_p50: f64,
     fts_p50: f64,
@@ -67,6 +105,7 @@ struct SizeResult {
 }
 
 pub async fn run(sizes: &[usize], kind: EmbedderKind, counts: Counts) -> BenchResult<()> {
+    let stop = busy(counts.busy_cores);
     let results = match sizes {
         [n] => vec![measure(*n, kind, counts).await?],
         _ => {
@@ -81,6 +120,7 @@ pub async fn run(sizes: &[usize], kind: EmbedderKind, counts: Counts) -> BenchRe
                         "--embedder",
                         kind.as_str(),
                     ])
+                    .args(["--busy-cores", "0"])
                     .args([
                         "--queries",
                         &counts.queries.to_string(),
@@ -99,6 +139,7 @@ pub async fn run(sizes: &[usize], kind: EmbedderKind, counts: Counts) -> BenchRe
             results
         }
     };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     print_report(&results, kind, counts);
     Ok(())
 }
@@ -143,6 +184,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     }
     let load_secs = started.elapsed().as_secs_f64();
     let rss_loaded = rss_bytes();
+    let rss_peak_load = peak_rss_bytes();
     let stats = store.stats().await?;
     let wal_bytes = std::fs::metadata(dir.0.join("memory.db-wal")).map_or(0, |m| m.len());
 
@@ -158,14 +200,45 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
             .await?;
     }
     let mut search_ms = Vec::with_capacity(measured.len());
+    let mut exact_ms = Vec::with_capacity(measured.len());
     let mut hits = Vec::with_capacity(measured.len());
-    for q in measured {
+    let mut recalled = 0usize;
+    let mut relevant = 0usize;
+    for (i, q) in measured.iter().enumerate() {
         let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
-        let t = Instant::now();
-        let found = store.hybrid_query(&query).await?;
-        search_ms.push(ms(t));
-        hits.push(found.len() as f64);
+        // The first search of a text also fills the keyword leg's term-count cache; the legs take
+        // turns at going first, so neither gets the warm cache every time.
+        let legs = if i % 2 == 0 {
+            [VectorLeg::Auto, VectorLeg::Exact]
+        } else {
+            [VectorLeg::Exact, VectorLeg::Auto]
+        };
+        for leg in legs {
+            store.set_vector_leg(leg);
+            let t = Instant::now();
+            let found = store.hybrid_query(&query).await?;
+            if leg == VectorLeg::Auto {
+                search_ms.push(ms(t));
+                hits.push(found.len() as f64);
+            } else {
+                exact_ms.push(ms(t));
+            }
+        }
+        let mut vector_only = HybridQuery::new(vec![session.clone()], q.clone(), 10);
+        vector_only.weights = Weights {
+            vector: 1.0,
+            fts: 0.0,
+        };
+        let exact = store.hybrid_query(&vector_only).await?;
+        store.set_vector_leg(VectorLeg::Auto);
+        let approx = store.hybrid_query(&vector_only).await?;
+        relevant += exact.len();
+        recalled += exact
+            .iter()
+            .filter(|e| approx.iter().any(|a| a.note_id == e.note_id))
+            .count();
     }
+    store.set_vector_leg(VectorLeg::Auto);
 
     // Single-note saves on top of the loaded store.
     let mut save_ms = Vec::with_capacity(counts.saves);
@@ -202,6 +275,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         EmbedderKind::Hash => 0.0,
     };
     let sql = keyword_sql_alone(&path, session.as_str(), sample).await?;
+    drop(store);
+    let t = Instant::now();
+    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let reopen_secs = t.elapsed().as_secs_f64();
     let scan_p50 = scan_alone(stats.chunks as usize, embedder.dimensions(), sample.len());
     drop(store);
 
@@ -213,6 +290,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         search_p95: percentile(&search_ms, 95.0),
         search_p99: percentile(&search_ms, 99.0),
         search_mean: mean(&search_ms),
+        exact_p50: percentile(&exact_ms, 50.0),
+        exact_p95: percentile(&exact_ms, 95.0),
+        exact_p99: percentile(&exact_ms, 99.0),
+        recall10: recalled as f64 / relevant.max(1) as f64,
         hits_mean: mean(&hits),
         save_p50: percentile(&save_ms, 50.0),
         save_p95: percentile(&save_ms, 95.0),
@@ -224,6 +305,8 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         rss_model,
         rss_empty,
         rss_loaded,
+        rss_peak_load,
+        reopen_secs,
         embed_p50: percentile(&embed_ms, 50.0),
         embed_blocking_p50,
         fts_p50: percentile(&sql.joined, 50.0),
@@ -363,24 +446,29 @@ fn mib(bytes: u64) -> f64 {
 fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
     println!(
         "# Latency ({} embedder; search: hybrid default, top {TOP_K}, {} queries after {WARMUP_QUERIES} warm-up; \
-         saves: {} sequential store_note)\n",
+         saves: {} sequential store_note; {} busy core(s))\n",
         kind.as_str(),
         counts.queries,
-        counts.saves
+        counts.saves,
+        counts.busy_cores
     );
     println!(
-        "| notes | load (import_notes) | search p50 / p95 / p99 ms | save p50 / p95 / max ms | saves/s | bytes/note (db+wal) | RSS loaded MiB | RSS Δ over empty store MiB |"
+        "| notes | load (import_notes) | search p50 / p95 / p99 ms (default leg) | exact scan p50 / p95 / p99 ms | recall@10 vs exact | save p50 / p95 / max ms | saves/s | bytes/note (db+wal) | RSS loaded MiB | RSS Δ over empty store MiB | peak RSS during load MiB | reopen s |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         println!(
-            "| {} | {:.1} s ({:.0} notes/s) | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            "| {} | {:.1} s ({:.0} notes/s) | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {:.4} | {:.2} / {:.2} / {:.2} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} |",
             r.notes,
             r.load_secs,
             r.notes as f64 / r.load_secs.max(1e-9),
             r.search_p50,
             r.search_p95,
             r.search_p99,
+            r.exact_p50,
+            r.exact_p95,
+            r.exact_p99,
+            r.recall10,
             r.save_p50,
             r.save_p95,
             r.save_max,
@@ -388,6 +476,8 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
             (r.db_bytes + r.wal_bytes) as f64 / r.notes.max(1) as f64,
             mib(r.rss_loaded),
             mib(r.rss_loaded.saturating_sub(r.rss_empty)),
+            mib(r.rss_peak_load),
+            r.reopen_secs,
         );
     }
     println!("\nSearch breakdown (p50 ms unless noted) and memory baseline:\n");

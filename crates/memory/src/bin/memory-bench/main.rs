@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
-//! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
+//! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores 1]
 //! memory-bench probe [--embedder builtin|hash]
 //! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
 //! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
@@ -28,7 +28,7 @@ pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const USAGE: &str = "usage:
   memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
-  memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash]
+  memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores N]
   memory-bench probe [--embedder builtin|hash]
   memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
   memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
@@ -133,7 +133,7 @@ fn main() -> BenchResult<()> {
             runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load))
         }
         "latency" => {
-            args.check_known(&["embedder", "notes", "queries", "saves"])?;
+            args.check_known(&["embedder", "notes", "queries", "saves", "busy-cores"])?;
             let sizes = args
                 .flag("notes")
                 .unwrap_or("1000,10000,100000")
@@ -143,6 +143,7 @@ fn main() -> BenchResult<()> {
             let counts = latency::Counts {
                 queries: args.flag("queries").map_or(Ok(300), str::parse)?,
                 saves: args.flag("saves").map_or(Ok(200), str::parse)?,
+                busy_cores: args.flag("busy-cores").map_or(Ok(0), str::parse)?,
             };
             runtime.block_on(latency::run(&sizes, args.embedder()?, counts))
         }

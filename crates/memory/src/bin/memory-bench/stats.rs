@@ -83,10 +83,19 @@ impl Rng {
 
 /// Resident set size of this process in bytes (`VmRSS` of `/proc/self/status`), 0 if unknown.
 pub fn rss_bytes() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// Peak resident memory of this process so far (`VmHWM`).
+pub fn peak_rss_bytes() -> u64 {
+    status_kib("VmHWM:")
+}
+
+fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
