@@ -98,9 +98,8 @@ pub async fn compose(
     let registry = registry(store.as_ref(), config)
         .map_err(ComposeError::Tools)?
         .with_governance(Arc::clone(&governance));
-    let mcp_tools = Arc::new(
-        mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?,
-    );
+    let mcp_tools =
+        Arc::new(mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),
