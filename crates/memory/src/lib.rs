@@ -48,6 +48,7 @@ mod store;
 mod summary;
 mod term_counts;
 mod time;
+mod topk;
 mod transfer;
 mod vector_index;
 mod worker;

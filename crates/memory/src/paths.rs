@@ -10,7 +10,7 @@
 //! `..` segments); the tool validates what the model sends before calling.
 
 use libsql::Connection;
-use types::{NoteId, SessionId, UserId};
+use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, delete_event, prepare};
@@ -144,12 +144,14 @@ impl MemoryStore {
 
     /// Writes `content` as the file at `path` if what is there matches `expect`, in one
     /// transaction (the note keeps its id and creation time when it is replaced).
+    /// With `audit` (a governed call), the write records its audit row in the same transaction.
     pub async fn put_file(
         &self,
         user: &UserId,
         path: &str,
         content: &str,
         expect: PathExpect,
+        audit: Option<&AuditTag>,
     ) -> Result<PathPut, MemoryError> {
         check_canonical(path)?;
         if path == MEMORIES_ROOT {
@@ -165,6 +167,7 @@ impl MemoryStore {
         let prepared = prepare(self.inner.embedder.as_ref(), content).await?;
         let (user, path, content) = (user.clone(), path.to_owned(), content.to_owned());
         let index = self.inner.index.clone();
+        let audit = audit.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
@@ -222,6 +225,7 @@ impl MemoryStore {
                 )
                 .await
                 .map_err(MemoryError::db("naming a file"))?;
+                record_audit(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 Ok(PathPut::Written(PathFile {
                     path: path.clone(),
                     note_id,
@@ -246,6 +250,7 @@ impl MemoryStore {
         user: &UserId,
         from: &str,
         to: &str,
+        audit: Option<&AuditTag>,
     ) -> Result<PathMove, MemoryError> {
         check_canonical(from)?;
         check_canonical(to)?;
@@ -255,6 +260,7 @@ impl MemoryStore {
             ));
         }
         let (user, from, to) = (user.clone(), from.to_owned(), to.to_owned());
+        let audit = audit.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let session = SessionId::user_memory(&user);
@@ -277,6 +283,7 @@ impl MemoryStore {
                     .await
                     .map_err(MemoryError::db("renaming a file"))?;
                 }
+                record_audit(&tx, &user, audit.as_ref(), None).await?;
                 Ok(PathMove::Moved(moving.len()))
             }
             .await;
@@ -287,7 +294,12 @@ impl MemoryStore {
 
     /// Deletes the file or every file of the directory at `path`, in one transaction. Returns
     /// how many files were deleted (0: nothing is there).
-    pub async fn delete_path(&self, user: &UserId, path: &str) -> Result<usize, MemoryError> {
+    pub async fn delete_path(
+        &self,
+        user: &UserId,
+        path: &str,
+        audit: Option<&AuditTag>,
+    ) -> Result<usize, MemoryError> {
         check_canonical(path)?;
         if path == MEMORIES_ROOT {
             return Err(MemoryError::InvalidInput(
@@ -295,6 +307,7 @@ impl MemoryStore {
             ));
         }
         let (user, path, index) = (user.clone(), path.to_owned(), self.inner.index.clone());
+        let audit = audit.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let session = SessionId::user_memory(&user);
@@ -320,6 +333,9 @@ impl MemoryStore {
                     )
                     .await
                     .map_err(MemoryError::db("deleting a file"))?;
+                }
+                if !doomed.is_empty() {
+                    record_audit(&tx, &user, audit.as_ref(), None).await?;
                 }
                 Ok(doomed.len())
             }
@@ -449,22 +465,22 @@ async fn file_at(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+#[path = "paths_tests.rs"]
+mod tests;
 
-    #[test]
-    fn ancestors_and_bounds() {
-        assert_eq!(
-            ancestors("/memories/a/b/c.md"),
-            vec!["/memories/a", "/memories/a/b"]
-        );
-        assert!(ancestors("/memories/a.md").is_empty());
-        assert_eq!(
-            below("/memories/a"),
-            ("/memories/a/".to_owned(), "/memories/a0".to_owned())
-        );
-        assert!(check_canonical("/memories/a/../b").is_err());
-        assert!(check_canonical("/memoriesx").is_err());
-        assert!(check_canonical("/memories").is_ok());
-    }
+/// The audit row of a governed file write, inside the write's transaction.
+async fn record_audit(
+    conn: &Connection,
+    user: &UserId,
+    tag: Option<&AuditTag>,
+    note_id: Option<&NoteId>,
+) -> Result<(), MemoryError> {
+    let Some(tag) = tag else { return Ok(()) };
+    let entry = crate::audit::AuditEntry {
+        tag,
+        note_id,
+        outcome: "ok",
+        reason: None,
+    };
+    crate::audit::insert(conn, user, &entry).await
 }

@@ -290,10 +290,16 @@ mod tests {
             "{:?}",
             request.tool_names()
         );
+        // Recalled notes arrive as quoted data beside the user's message, not as instructions.
         let prompt = request.system_prompt().unwrap_or_default();
         assert!(
-            prompt.contains(NOTE),
-            "enabled memory recalls the note: {prompt}"
+            !prompt.contains(NOTE),
+            "a note in the instructions: {prompt}"
+        );
+        let texts = request.user_texts().join("\n");
+        assert!(
+            texts.contains(NOTE),
+            "enabled memory recalls the note: {texts}"
         );
         drop(enabled);
 
@@ -307,6 +313,8 @@ mod tests {
         .await;
         let prompt = request.system_prompt().unwrap_or_default();
         assert!(!prompt.contains(NOTE), "disabled memory recalled: {prompt}");
+        let texts = request.user_texts().join("\n");
+        assert!(!texts.contains(NOTE), "disabled memory recalled: {texts}");
         assert_eq!(memory_tools_in(&request), Vec::<String>::new());
     }
 

@@ -64,12 +64,12 @@ pub async fn import(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<us
         let text = std::fs::read_to_string(&host)
             .with_context(|| format!("{} is not a UTF-8 text file", host.display()))?;
         let put = match store
-            .put_file(user, &path, &text, PathExpect::Absent)
+            .put_file(user, &path, &text, PathExpect::Absent, None)
             .await?
         {
             PathPut::Exists => {
                 store
-                    .put_file(user, &path, &text, PathExpect::Present)
+                    .put_file(user, &path, &text, PathExpect::Present, None)
                     .await?
             }
             other => other,
@@ -132,7 +132,7 @@ mod tests {
             ("/memories/notes.md", "one\ntwo\n"),
             ("/memories/projects/x/plan.md", "the plan"),
         ] {
-            from.put_file(&user, path, text, PathExpect::Absent)
+            from.put_file(&user, path, text, PathExpect::Absent, None)
                 .await
                 .unwrap();
         }

@@ -49,7 +49,11 @@ async fn env(config: Value) -> Env {
         .with_clock(clock.clone());
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default().with_governance(Arc::new(governance));
-    for dialect in [MemoryDialect::Notes, MemoryDialect::Categorized] {
+    for dialect in [
+        MemoryDialect::Notes,
+        MemoryDialect::Categorized,
+        MemoryDialect::Files,
+    ] {
         for tool in memory_tools_for(dialect, Some(memory.clone()), &RetrievalConfig::default()) {
             registry.register(tool).unwrap();
         }
@@ -476,4 +480,78 @@ fn ordinary_prose_has_no_personal_data() {
         let found = pii::find(text);
         assert!(found.is_empty(), "false positive in {text:?}: {found:?}");
     }
+}
+
+#[tokio::test]
+async fn the_file_memory_tool_is_governed_like_every_memory_tool() {
+    let env = env(json!({"surfaces": {"mcp": {"read_only": true}}})).await;
+    // A secret in a file is refused, and nothing is written.
+    let key = "sk-proj-abcdefghijklmnopqrstuvwx";
+    let out = env
+        .call(
+            Surface::Agent,
+            "memory",
+            json!({"command": "create", "path": "/memories/keys.md", "file_text": format!("key {key}")}),
+        )
+        .await;
+    assert_eq!(error_object(&out)["code"], "PII_DETECTED");
+    assert!(env.notes().await.is_empty());
+    // A read-only surface views but never writes.
+    let out = env
+        .call(
+            Surface::Mcp,
+            "memory",
+            json!({"command": "create", "path": "/memories/a.md", "file_text": "from mcp"}),
+        )
+        .await;
+    assert_eq!(error_object(&out)["code"], "PERMISSION_DENIED");
+    assert!(env.notes().await.is_empty());
+    // A write records its audit row (with the note it wrote, keyed by its path); a view too.
+    let out = env
+        .call(
+            Surface::Agent,
+            "memory",
+            json!({"command": "create", "path": "/memories/a.md", "file_text": "prefers tea"}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let out = env
+        .call(
+            Surface::Mcp,
+            "memory",
+            json!({"command": "view", "path": "/memories"}),
+        )
+        .await;
+    assert!(
+        out.ok && out.output.contains("/memories/a.md"),
+        "{}",
+        out.output
+    );
+    let rows = env.audit().await;
+    let summary: Vec<(&str, &str, &str, Option<&str>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.surface.as_str(),
+                r.operation.as_str(),
+                r.outcome.as_str(),
+                r.key.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(summary.len(), 4, "{summary:?}");
+    assert_eq!(
+        summary[2],
+        ("agent", "write", "ok", Some("/memories/a.md")),
+        "{summary:?}"
+    );
+    assert!(rows[2].note_id.is_some(), "{:?}", rows[2]);
+    assert_eq!(summary[3].0, "mcp");
+    assert_eq!(summary[3].1, "read");
+    assert!(rows.iter().all(|r| r.tool == "memory"));
+    let dump = serde_json::to_string(&rows).unwrap();
+    assert!(
+        !dump.contains(key) && !dump.contains("prefers tea"),
+        "{dump}"
+    );
 }

@@ -88,7 +88,11 @@ pub fn respond(req: &RecordedRequest) -> ScriptedReply {
     }
     let (verb, rest) = text.split_once(' ').unwrap_or((text.as_str(), ""));
     let call = match verb {
-        "save" => ScriptedToolCall::new("memory_save", json!({ "content": rest })),
+        // The scripted model insists on its notes: facts that differ in a word are saved too.
+        "save" => ScriptedToolCall::new(
+            "memory_save",
+            json!({ "content": rest, "allow_similar": true }),
+        ),
         "search" => ScriptedToolCall::new("memory_search", json!({ "query": rest })),
         "sh" => ScriptedToolCall::new("shell_exec", json!({ "command": rest })),
         "read" => ScriptedToolCall::new("file_read", json!({ "path": rest })),
@@ -271,12 +275,16 @@ impl Chat {
         }
     }
 
-    /// Saves `fact` through the model's `memory_save`, which must succeed.
+    /// Saves `fact` through the model's `memory_save`, which must succeed and store a note.
     pub async fn save(&mut self, fact: &str) {
         let turn = self.turn(&format!("save {fact}")).await;
         assert_eq!(
             turn.tools,
             vec![("memory_save".to_owned(), true)],
+            "{fact}: {turn:?}"
+        );
+        assert!(
+            !turn.message.contains("\"saved\":false"),
             "{fact}: {turn:?}"
         );
     }

@@ -138,6 +138,20 @@ impl Tool for MemoryFiles {
         crate::memory_tools::settle("view the path to see whether the change was made")
     }
 
+    /// Governed like every memory tool: `view` reads, every other command writes (its free text
+    /// screened for secrets and PII), keyed in the audit log by the path it names.
+    fn memory_access(&self, args: &Value) -> Option<crate::MemoryAccess> {
+        let path = args
+            .get("path")
+            .or_else(|| args.get("old_path"))
+            .and_then(Value::as_str);
+        let access = match args.get("command").and_then(Value::as_str) {
+            Some("view") => crate::MemoryAccess::notes_read(),
+            _ => crate::MemoryAccess::notes_write(&["file_text", "new_str", "insert_text"]),
+        };
+        Some(access.with_key(path))
+    }
+
     async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let command = args
             .get("command")
@@ -213,7 +227,7 @@ impl MemoryFiles {
                 arg(args, "new_path", command)?,
             );
             let (from, to) = (canonical(old)?, canonical(new)?);
-            return self.rename(user, (old, &from), (new, &to)).await;
+            return self.rename(ctx, (old, &from), (new, &to)).await;
         }
         let shown = arg(args, "path", command)?;
         let path = canonical(shown)?;
@@ -247,7 +261,7 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Absent)
+                    .put_file(user, &path, body, PathExpect::Absent, ctx.audit.as_ref())
                     .await
                     .map_err(db)?
                 {
@@ -259,7 +273,7 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Present)
+                    .put_file(user, &path, body, PathExpect::Present, ctx.audit.as_ref())
                     .await
                     .map_err(db)?
                 {
@@ -289,7 +303,7 @@ impl MemoryFiles {
                 };
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file(user, &path, &edited, expect)
+                    .put_file(user, &path, &edited, expect, ctx.audit.as_ref())
                     .await
                     .map_err(db)?
                 {
@@ -305,7 +319,11 @@ impl MemoryFiles {
                 if path == MEMORIES_ROOT {
                     return Err(fail("Cannot delete the /memories directory itself".into()));
                 }
-                match store.delete_path(user, &path).await.map_err(db)? {
+                match store
+                    .delete_path(user, &path, ctx.audit.as_ref())
+                    .await
+                    .map_err(db)?
+                {
                     0 => Err(fail(text::not_found(shown))),
                     _ => Ok(format!("Successfully deleted {shown}")),
                 }
@@ -319,7 +337,7 @@ impl MemoryFiles {
 
     async fn rename(
         &self,
-        user: &types::UserId,
+        ctx: &ToolExecutionContext,
         (old, from): (&str, &str),
         (new, to): (&str, &str),
     ) -> Result<String, ToolError> {
@@ -334,7 +352,7 @@ impl MemoryFiles {
         }
         let store = self.store()?;
         match store
-            .move_path(user, from, to)
+            .move_path(&ctx.user_id, from, to, ctx.audit.as_ref())
             .await
             .map_err(|e| map_error(e, None))?
         {

@@ -9,6 +9,7 @@
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
+mod breakdown;
 mod corpus;
 mod duplicates;
 mod latency;
