@@ -134,6 +134,11 @@ async fn main() {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    // As the gateway does (its listener sets TCP_NODELAY): without it, each small response waits
+    // for the client's delayed ACK (~40 ms on Linux) and the bench measures that, not MCP.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let client = reqwest::Client::new();
