@@ -248,6 +248,7 @@ impl MemoryStore {
         leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
+        crate::worker::probe(&target).await?;
         let writer = DbThread::spawn("memory-writer", target.clone()).await?;
         // The migrations are also the write probe: a read-only token fails here, clearly.
         writer

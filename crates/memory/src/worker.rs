@@ -224,11 +224,16 @@ async fn probe_server(url: &str, token: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
-async fn connect(target: &Target) -> Result<(libsql::Database, Connection), MemoryError> {
+/// Checks the target once, before a store opens its first connection: a file that does not fit
+/// the key (or its absence) and an unreachable or refusing server are named before anything
+/// writes. Never called while a connection to the file is open in this process: reading the file's
+/// header through a descriptor of our own and closing it would drop every POSIX lock this
+/// process's SQLite connections hold on it, and another process could then checkpoint and delete
+/// the WAL under them (stale and torn reads).
+pub(crate) async fn probe(target: &Target) -> Result<(), MemoryError> {
     match target {
-        // A file that does not fit the key (or its absence) is named before anything writes.
-        Target::Local { path, key } => probe_file(path, key.as_ref()).await?,
-        Target::Remote { url, token } => probe_server(url, token).await?,
+        Target::Local { path, key } => probe_file(path, key.as_ref()).await,
+        Target::Remote { url, token } => probe_server(url, token).await,
         Target::Replica {
             path,
             url,
@@ -236,9 +241,12 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
             key,
         } => {
             probe_server(url, token).await?;
-            probe_file(path, key.as_ref()).await?;
+            probe_file(path, key.as_ref()).await
         }
     }
+}
+
+async fn connect(target: &Target) -> Result<(libsql::Database, Connection), MemoryError> {
     let db = match target {
         Target::Local { path, key } => {
             let mut builder = libsql::Builder::new_local(path);

@@ -300,6 +300,8 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             print_json(&mut out, &serde_json::json!({ "imported_files": n }))?;
         }
     }
+    // The database threads close their connections before the process exits.
+    store.close().await;
     Ok(())
 }
 
