@@ -208,15 +208,13 @@ impl Conn {
             _ => return (kind, Err(internal("no session for a note request"))),
         };
         let ctx = ToolExecutionContext {
-            user_id: self.user.user_id.clone(),
-            session_id,
-            turn_id,
-            workspace: self.user.workspace.clone(),
-            cancellation: types::CancellationToken::default(),
-            call_id: None,
             surface: types::CallSurface::new(types::Surface::Gateway),
-            audit: None,
-            untrusted_input: None,
+            ..ToolExecutionContext::new(
+                self.user.user_id.clone(),
+                session_id,
+                turn_id,
+                self.user.workspace.clone(),
+            )
         };
         let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
         (kind, result.map(Some))
@@ -277,15 +275,14 @@ impl Conn {
             ));
         };
         let ctx = ToolExecutionContext {
-            user_id: self.user.user_id.clone(),
-            session_id: session.clone(),
-            turn_id,
-            workspace: self.user.workspace.clone(),
             cancellation: started.cancel,
-            call_id: None,
             surface: types::CallSurface::new(types::Surface::Agent),
-            audit: None,
-            untrusted_input: None,
+            ..ToolExecutionContext::new(
+                self.user.user_id.clone(),
+                session.clone(),
+                turn_id,
+                self.user.workspace.clone(),
+            )
         };
         spawn_turn(TurnRequest {
             user: Arc::clone(&self.user),

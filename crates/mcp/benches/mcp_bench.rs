@@ -94,15 +94,13 @@ async fn main() {
     let registry = Arc::new(registry);
     // The same search straight through the registry, to tell MCP's share from the search's.
     let ctx = types::ToolExecutionContext {
-        user_id: user.clone(),
-        session_id: types::SessionId::parse("bench").unwrap(),
-        turn_id: types::TurnId::parse("bench").unwrap(),
-        workspace: WorkspacePaths::new(dir.path()),
-        cancellation: types::CancellationToken::default(),
-        call_id: None,
         surface: types::CallSurface::new(types::Surface::Mcp),
-        audit: None,
-        untrusted_input: None,
+        ..types::ToolExecutionContext::new(
+            user.clone(),
+            types::SessionId::parse("bench").unwrap(),
+            types::TurnId::parse("bench").unwrap(),
+            WorkspacePaths::new(dir.path()),
+        )
     };
     let mut direct = Vec::new();
     for i in 0..200 {

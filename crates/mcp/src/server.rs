@@ -83,14 +83,13 @@ impl McpServer {
     ) -> Result<ToolExecutionContext, IdError> {
         Ok(ToolExecutionContext {
             surface: CallSurface::new(Surface::Mcp).with_client(client),
-            audit: None,
-            untrusted_input: None,
-            user_id: self.user.clone(),
-            session_id: self.session.clone(),
-            turn_id: TurnId::parse(&fresh_id())?,
-            workspace: self.workspace.clone(),
             cancellation,
-            call_id: None,
+            ..ToolExecutionContext::new(
+                self.user.clone(),
+                self.session.clone(),
+                TurnId::parse(&fresh_id())?,
+                self.workspace.clone(),
+            )
         })
     }
 

@@ -49,6 +49,24 @@ pub struct AuditRecord {
     pub redactions: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The row of a write that succeeded, when the call carries a tag (a governed call): written on
+/// the write's own open transaction.
+pub(crate) async fn record_write(
+    conn: &Connection,
+    user: &UserId,
+    tag: Option<&AuditTag>,
+    note_id: Option<&NoteId>,
+) -> Result<(), MemoryError> {
+    let Some(tag) = tag else { return Ok(()) };
+    let entry = AuditEntry {
+        tag,
+        note_id,
+        outcome: "ok",
+        reason: None,
+    };
+    insert(conn, user, &entry).await
+}
+
 /// Inserts one row on `conn` (a write's open transaction, or the writer on its own).
 pub(crate) async fn insert(
     conn: &Connection,

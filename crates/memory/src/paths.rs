@@ -225,7 +225,7 @@ impl MemoryStore {
                 )
                 .await
                 .map_err(MemoryError::db("naming a file"))?;
-                record_audit(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
+                crate::audit::record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 Ok(PathPut::Written(PathFile {
                     path: path.clone(),
                     note_id,
@@ -283,7 +283,7 @@ impl MemoryStore {
                     .await
                     .map_err(MemoryError::db("renaming a file"))?;
                 }
-                record_audit(&tx, &user, audit.as_ref(), None).await?;
+                crate::audit::record_write(&tx, &user, audit.as_ref(), None).await?;
                 Ok(PathMove::Moved(moving.len()))
             }
             .await;
@@ -335,7 +335,7 @@ impl MemoryStore {
                     .map_err(MemoryError::db("deleting a file"))?;
                 }
                 if !doomed.is_empty() {
-                    record_audit(&tx, &user, audit.as_ref(), None).await?;
+                    crate::audit::record_write(&tx, &user, audit.as_ref(), None).await?;
                 }
                 Ok(doomed.len())
             }
@@ -467,20 +467,3 @@ async fn file_at(
 #[cfg(test)]
 #[path = "paths_tests.rs"]
 mod tests;
-
-/// The audit row of a governed file write, inside the write's transaction.
-async fn record_audit(
-    conn: &Connection,
-    user: &UserId,
-    tag: Option<&AuditTag>,
-    note_id: Option<&NoteId>,
-) -> Result<(), MemoryError> {
-    let Some(tag) = tag else { return Ok(()) };
-    let entry = crate::audit::AuditEntry {
-        tag,
-        note_id,
-        outcome: "ok",
-        reason: None,
-    };
-    crate::audit::insert(conn, user, &entry).await
-}

@@ -15,7 +15,7 @@ use chrono::{Duration, Utc};
 use libsql::Connection;
 use types::{AuditTag, NoteId, UserId};
 
-use crate::audit::{self, AuditEntry};
+use crate::audit;
 use crate::error::MemoryError;
 use crate::notes::Note;
 use crate::time::to_text;
@@ -225,15 +225,7 @@ pub(crate) async fn record_for(
     content: Option<&str>,
 ) -> Result<(), MemoryError> {
     let Some(call) = call else { return Ok(()) };
-    if let Some(tag) = call.audit() {
-        let entry = AuditEntry {
-            tag,
-            note_id: Some(note_id),
-            outcome: "ok",
-            reason: None,
-        };
-        audit::insert(conn, user, &entry).await?;
-    }
+    audit::record_write(conn, user, call.audit(), Some(note_id)).await?;
     let Some(key) = call.as_str() else {
         return Ok(());
     };

@@ -170,8 +170,7 @@ mod tests {
     use test_support::{ScriptedLlm, ScriptedReply};
     use tokio::sync::mpsc;
     use types::{
-        CancellationToken, EmbeddingBackend, SessionId, ToolExecutionContext, TurnId, UserId,
-        WorkspacePaths,
+        EmbeddingBackend, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
     };
 
     use super::*;
@@ -210,17 +209,12 @@ mod tests {
         text: &str,
     ) -> test_support::RecordedRequest {
         server.push(ScriptedReply::text("noted"));
-        let ctx = ToolExecutionContext {
-            user_id: UserId::parse("alice").unwrap(),
-            session_id: SessionId::parse("s1").unwrap(),
-            turn_id: TurnId::parse("t1").unwrap(),
-            workspace: WorkspacePaths::new(root),
-            cancellation: CancellationToken::default(),
-            call_id: None,
-            surface: types::CallSurface::default(),
-            audit: None,
-            untrusted_input: None,
-        };
+        let ctx = ToolExecutionContext::new(
+            UserId::parse("alice").unwrap(),
+            SessionId::parse("s1").unwrap(),
+            TurnId::parse("t1").unwrap(),
+            WorkspacePaths::new(root),
+        );
         let (tx, mut rx) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
         agent.runtime.run_turn(&ctx, text, &tx).await.unwrap();

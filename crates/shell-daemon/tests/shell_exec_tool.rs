@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{Daemon, MEMORY_DB, assert_group_gone};
 use serde_json::json;
 use tools::{ShellExec, ToolOutcome, ToolRegistry};
-use types::{CancellationToken, SessionId, ToolExecutionContext, TurnId, UserId};
+use types::{SessionId, ToolExecutionContext, TurnId, UserId};
 
 fn registry() -> ToolRegistry {
     let mut registry = ToolRegistry::default();
@@ -22,17 +22,12 @@ fn registry() -> ToolRegistry {
 }
 
 fn ctx(d: &Daemon) -> ToolExecutionContext {
-    ToolExecutionContext {
-        user_id: UserId::parse("alice").unwrap(),
-        session_id: SessionId::parse("s1").unwrap(),
-        turn_id: TurnId::parse("t1").unwrap(),
-        workspace: d.ws.clone(),
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    }
+    ToolExecutionContext::new(
+        UserId::parse("alice").unwrap(),
+        SessionId::parse("s1").unwrap(),
+        TurnId::parse("t1").unwrap(),
+        d.ws.clone(),
+    )
 }
 
 async fn call(d: &Daemon, args: serde_json::Value) -> ToolOutcome {

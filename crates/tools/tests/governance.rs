@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use tools::governance::{ManualClock, pii};
 use tools::{Governance, MemoryMetrics, ToolOutcome, ToolRegistry, memory_tools_for};
 use types::{
-    CallSurface, CancellationToken, GovernanceConfig, MemoryDialect, RetrievalConfig, SessionId,
-    Surface, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    CallSurface, GovernanceConfig, MemoryDialect, RetrievalConfig, SessionId, Surface,
+    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 struct Env {
@@ -73,15 +73,13 @@ impl Env {
     async fn call(&self, surface: Surface, tool: &str, args: Value) -> ToolOutcome {
         let user = UserId::parse("alice").unwrap();
         let ctx = ToolExecutionContext {
-            workspace: WorkspacePaths::for_user(&self.root, &user),
-            user_id: user,
-            session_id: SessionId::parse("chat-1").unwrap(),
-            turn_id: TurnId::parse("turn-1").unwrap(),
-            cancellation: CancellationToken::default(),
-            call_id: None,
-            untrusted_input: None,
             surface: CallSurface::new(surface).with_client("test-client"),
-            audit: None,
+            ..ToolExecutionContext::new(
+                user.clone(),
+                SessionId::parse("chat-1").unwrap(),
+                TurnId::parse("turn-1").unwrap(),
+                WorkspacePaths::for_user(&self.root, &user),
+            )
         };
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }

@@ -20,8 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tools::{DEFAULT_OUTPUT_LIMIT, ToolOutcome, ToolRegistry, memory_tools};
 use types::{
-    CancellationToken, NoteId, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId,
-    WorkspacePaths,
+    NoteId, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 struct Env {
@@ -57,15 +56,13 @@ fn registry(memory: Arc<dyn MemoryRetrieval>) -> ToolRegistry {
 fn ctx(root: &std::path::Path, call_id: Option<&str>) -> ToolExecutionContext {
     let user = UserId::parse("alice").unwrap();
     ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(root, &user),
-        user_id: user,
-        session_id: SessionId::parse("chat-1").unwrap(),
-        turn_id: TurnId::parse("turn-1").unwrap(),
-        cancellation: CancellationToken::default(),
         call_id: call_id.map(str::to_owned),
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
+        ..ToolExecutionContext::new(
+            user.clone(),
+            SessionId::parse("chat-1").unwrap(),
+            TurnId::parse("turn-1").unwrap(),
+            WorkspacePaths::for_user(root, &user),
+        )
     }
 }
 

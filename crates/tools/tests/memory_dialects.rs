@@ -16,8 +16,7 @@ use memory::{Category, HashEmbedder, MemoryRetrieval, MemoryStore, NoteMetadata}
 use serde_json::{Value, json};
 use tools::{ToolOutcome, ToolRegistry, memory_tools_for};
 use types::{
-    CancellationToken, MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
-    UserId, WorkspacePaths,
+    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 struct Env {
@@ -55,17 +54,12 @@ async fn env() -> Env {
 impl Env {
     async fn call(&self, user: &str, tool: &str, args: Value) -> ToolOutcome {
         let user = UserId::parse(user).unwrap();
-        let ctx = ToolExecutionContext {
-            workspace: WorkspacePaths::for_user(&self.root, &user),
-            user_id: user,
-            session_id: SessionId::parse("chat-1").unwrap(),
-            turn_id: TurnId::parse("turn-1").unwrap(),
-            cancellation: CancellationToken::default(),
-            call_id: None,
-            surface: types::CallSurface::default(),
-            audit: None,
-            untrusted_input: None,
-        };
+        let ctx = ToolExecutionContext::new(
+            user.clone(),
+            SessionId::parse("chat-1").unwrap(),
+            TurnId::parse("turn-1").unwrap(),
+            WorkspacePaths::for_user(&self.root, &user),
+        );
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }
 

@@ -15,8 +15,8 @@ use memory::{HashEmbedder, MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
 use tools::{MEMORY_FILES_TOOL_NAME, ToolOutcome, ToolRegistry, memory_tools_of};
 use types::{
-    CancellationToken, MemoryDialect, MemoryDialects, RetrievalConfig, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    MemoryDialect, MemoryDialects, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
 };
 
 struct Env {
@@ -48,17 +48,12 @@ async fn env() -> Env {
 
 fn ctx(root: &std::path::Path, user: &str) -> ToolExecutionContext {
     let user = UserId::parse(user).unwrap();
-    ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(&root.join("ws"), &user),
-        user_id: user,
-        session_id: SessionId::parse("chat-1").unwrap(),
-        turn_id: TurnId::parse("turn-1").unwrap(),
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    }
+    ToolExecutionContext::new(
+        user.clone(),
+        SessionId::parse("chat-1").unwrap(),
+        TurnId::parse("turn-1").unwrap(),
+        WorkspacePaths::for_user(&root.join("ws"), &user),
+    )
 }
 
 impl Env {

@@ -18,8 +18,8 @@ use memory::{
 use serde_json::{Value, json};
 use tools::{ToolOutcome, ToolRegistry, memory_tools, register_memory_tools};
 use types::{
-    CancellationToken, Message, NoteId, RetrievalConfig, SafetyTier, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    Message, NoteId, RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext, TurnId, UserId,
+    WorkspacePaths,
 };
 
 struct Env {
@@ -57,17 +57,12 @@ fn registry_over(memory: Option<Arc<dyn MemoryRetrieval>>) -> ToolRegistry {
 
 fn ctx(root: &std::path::Path, user: &str, session: &str) -> ToolExecutionContext {
     let user = UserId::parse(user).unwrap();
-    ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(root, &user),
-        user_id: user,
-        session_id: SessionId::parse(session).unwrap(),
-        turn_id: TurnId::parse("turn-1").unwrap(),
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    }
+    ToolExecutionContext::new(
+        user.clone(),
+        SessionId::parse(session).unwrap(),
+        TurnId::parse("turn-1").unwrap(),
+        WorkspacePaths::for_user(root, &user),
+    )
 }
 
 impl Env {

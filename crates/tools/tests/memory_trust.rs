@@ -15,8 +15,8 @@ use memory::{HashEmbedder, MemoryStore, Origin, Provenance};
 use serde_json::{Value, json};
 use tools::{ToolRegistry, memory_tools_for};
 use types::{
-    CancellationToken, MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
-    UntrustedInput, UserId, WorkspacePaths,
+    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UntrustedInput,
+    UserId, WorkspacePaths,
 };
 
 struct Env {
@@ -58,15 +58,13 @@ async fn env() -> Env {
 fn ctx(root: &std::path::Path, untrusted: Option<UntrustedInput>) -> ToolExecutionContext {
     let user = UserId::parse("alice").unwrap();
     ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(root, &user),
-        user_id: user,
-        session_id: SessionId::parse("chat-1").unwrap(),
-        turn_id: TurnId::parse("turn-7").unwrap(),
-        cancellation: CancellationToken::default(),
-        call_id: None,
         untrusted_input: untrusted,
-        surface: types::CallSurface::default(),
-        audit: None,
+        ..ToolExecutionContext::new(
+            user.clone(),
+            SessionId::parse("chat-1").unwrap(),
+            TurnId::parse("turn-7").unwrap(),
+            WorkspacePaths::for_user(root, &user),
+        )
     }
 }
 

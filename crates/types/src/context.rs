@@ -40,6 +40,29 @@ pub enum UntrustedInput {
     Web,
 }
 
+impl ToolExecutionContext {
+    /// A context for one call or turn of `user_id`: the agent's own surface, not cancelled, no
+    /// call id, no audit tag, no untrusted input read yet. Callers that differ set the field.
+    pub fn new(
+        user_id: UserId,
+        session_id: SessionId,
+        turn_id: TurnId,
+        workspace: WorkspacePaths,
+    ) -> Self {
+        Self {
+            user_id,
+            session_id,
+            turn_id,
+            workspace,
+            cancellation: CancellationToken::default(),
+            call_id: None,
+            surface: CallSurface::default(),
+            audit: None,
+            untrusted_input: None,
+        }
+    }
+}
+
 /// The ways a user's memory is reached.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Surface {

@@ -38,8 +38,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tools::ToolRegistry;
 use types::{
-    CancellationToken, ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame,
-    SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId,
+    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 #[derive(Debug)]
@@ -280,17 +280,12 @@ async fn main() -> anyhow::Result<()> {
     let session = SessionId::parse("direct")?;
     let mut on_runtime = Vec::new();
     for i in 0..320 {
-        let ctx = ToolExecutionContext {
-            user_id: user.clone(),
-            session_id: session.clone(),
-            turn_id: TurnId::parse(&format!("d{i}"))?,
-            workspace: ws_paths.clone(),
-            cancellation: CancellationToken::default(),
-            call_id: None,
-            surface: types::CallSurface::default(),
-            audit: None,
-            untrusted_input: None,
-        };
+        let ctx = ToolExecutionContext::new(
+            user.clone(),
+            session.clone(),
+            TurnId::parse(&format!("d{i}"))?,
+            ws_paths.clone(),
+        );
         let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
         let start = Instant::now();
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

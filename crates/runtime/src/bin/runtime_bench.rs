@@ -23,8 +23,8 @@ use runtime::{AgentRuntime, ModelLimits, TurnEvent};
 use tokio::sync::mpsc;
 use tools::{ToolRegistry, register_memory_tools};
 use types::{
-    CancellationToken, Message, NoteId, RetrievalConfig, Role, RuntimeConfig, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    Message, NoteId, RetrievalConfig, Role, RuntimeConfig, SessionId, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -232,17 +232,12 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
         .with_memory(store.clone());
         let mut times = Vec::with_capacity(args.turns);
         for i in 0..sessions {
-            let ctx = ToolExecutionContext {
-                user_id: user.clone(),
-                session_id: SessionId::parse(&format!("{scenario}-{i}"))?,
-                turn_id: TurnId::parse(&format!("turn-{i}"))?,
-                workspace: WorkspacePaths::new(&root),
-                cancellation: CancellationToken::default(),
-                call_id: None,
-                surface: types::CallSurface::default(),
-                audit: None,
-                untrusted_input: None,
-            };
+            let ctx = ToolExecutionContext::new(
+                user.clone(),
+                SessionId::parse(&format!("{scenario}-{i}"))?,
+                TurnId::parse(&format!("turn-{i}"))?,
+                WorkspacePaths::new(&root),
+            );
             let (tx, mut rx) = mpsc::channel::<TurnEvent>(64);
             let start = Instant::now();
             let outcome = runtime

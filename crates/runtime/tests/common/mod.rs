@@ -19,8 +19,8 @@ use test_support::{RecordedRequest, ScriptedLlm};
 use tokio::sync::mpsc;
 use tools::{Tool, ToolError, ToolRegistry, register_memory_tools};
 use types::{
-    CancellationToken, ProviderKind, RetrievalConfig, RuntimeConfig, SafetyTier, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    ProviderKind, RetrievalConfig, RuntimeConfig, SafetyTier, SessionId, ToolExecutionContext,
+    TurnId, UserId, WorkspacePaths,
 };
 
 /// A provider for `server` in `kind`'s wire format, with millisecond backoff.
@@ -81,17 +81,12 @@ pub fn runtime(
 }
 
 pub fn ctx(root: &Path, user: &str, session: &str, turn: &str) -> ToolExecutionContext {
-    ToolExecutionContext {
-        user_id: UserId::parse(user).expect("user id"),
-        session_id: SessionId::parse(session).expect("session id"),
-        turn_id: TurnId::parse(turn).expect("turn id"),
-        workspace: WorkspacePaths::new(root.join(user)),
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    }
+    ToolExecutionContext::new(
+        UserId::parse(user).expect("user id"),
+        SessionId::parse(session).expect("session id"),
+        TurnId::parse(turn).expect("turn id"),
+        WorkspacePaths::new(root.join(user)),
+    )
 }
 
 /// Runs a turn with a roomy channel and returns the outcome and every event.

@@ -12,8 +12,7 @@ use memory::{HashEmbedder, MemoryRetrieval, MemoryStore};
 use serde_json::json;
 use tools::{MEMORY_FILES_TOOL_NAME, ToolRegistry, memory_tools_for};
 use types::{
-    CancellationToken, MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
-    UserId, WorkspacePaths,
+    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -66,17 +65,12 @@ async fn main() -> BenchResult<()> {
         registry.register(tool)?;
     }
     let user = UserId::parse("bench")?;
-    let ctx = ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(&root, &user),
-        user_id: user,
-        session_id: SessionId::parse("chat-bench")?,
-        turn_id: TurnId::parse("turn-bench")?,
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    };
+    let ctx = ToolExecutionContext::new(
+        user.clone(),
+        SessionId::parse("chat-bench")?,
+        TurnId::parse("turn-bench")?,
+        WorkspacePaths::for_user(&root, &user),
+    );
     let call = |args: serde_json::Value| {
         let (registry, ctx) = (&registry, &ctx);
         async move {

@@ -15,8 +15,7 @@ use memory::{HybridQuery, MemoryStore, NoteMetadata};
 use serde_json::json;
 use tools::{Tool, ToolError, ToolRegistry, register_memory_tools};
 use types::{
-    CancellationToken, RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext, TurnId,
-    UserId, WorkspacePaths,
+    RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 /// A tool that does nothing, so a registry call measures the pipeline alone.
@@ -250,17 +249,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(20_000);
     let dir = std::env::temp_dir().join(format!("oxydra-tools-bench-{}", std::process::id()));
     let user = UserId::parse("bench")?;
-    let ctx = ToolExecutionContext {
-        workspace: WorkspacePaths::for_user(&dir, &user),
-        user_id: user.clone(),
-        session_id: SessionId::parse("chat-bench")?,
-        turn_id: TurnId::parse("turn-bench")?,
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    };
+    let ctx = ToolExecutionContext::new(
+        user.clone(),
+        SessionId::parse("chat-bench")?,
+        TurnId::parse("turn-bench")?,
+        WorkspacePaths::for_user(&dir, &user),
+    );
 
     println!("# tools-bench ({calls} pipeline calls)\n");
     let mut registry = ToolRegistry::default();

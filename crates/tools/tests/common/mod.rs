@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tools::{ToolOutcome, ToolRegistry};
-use types::{CancellationToken, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
+use types::{SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
 pub const INTERNAL_SECRET: &str = "INTERNAL-DB-CONTENT";
 pub const OUTSIDE_SECRET: &str = "OUTSIDE-HOST-CONTENT";
@@ -101,15 +101,10 @@ impl Fixture {
 }
 
 pub fn context(user: &str, root: &Path) -> ToolExecutionContext {
-    ToolExecutionContext {
-        user_id: UserId::parse(user).unwrap(),
-        session_id: SessionId::parse("session-1").unwrap(),
-        turn_id: TurnId::parse("turn-1").unwrap(),
-        workspace: WorkspacePaths::new(root),
-        cancellation: CancellationToken::default(),
-        call_id: None,
-        surface: types::CallSurface::default(),
-        audit: None,
-        untrusted_input: None,
-    }
+    ToolExecutionContext::new(
+        UserId::parse(user).unwrap(),
+        SessionId::parse("session-1").unwrap(),
+        TurnId::parse("turn-1").unwrap(),
+        WorkspacePaths::new(root),
+    )
 }
