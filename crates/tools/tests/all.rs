@@ -8,6 +8,7 @@ mod file_tools;
 mod governance;
 mod hostile_paths;
 mod memory_contract;
+mod memory_conversation;
 mod memory_dialects;
 mod memory_files;
 mod memory_tools;

@@ -129,6 +129,16 @@ pub async fn runner_env(setup: &Setup, args: &[&str], env: &[(&str, &str)]) -> O
         .unwrap()
 }
 
+/// `runner ARGS` with no extra environment; must succeed; stdout.
+pub async fn runner_ok(setup: &Setup, args: &[&str]) -> String {
+    runner_env_ok(setup, args, &[]).await.0
+}
+
+/// A shell report (as the model relays it) for a command that exited 0.
+pub fn succeeded(report: &str) -> bool {
+    report.starts_with("done: exit code 0\n") || report == "done: exit code 0"
+}
+
 /// Like [`runner_env`], and it must succeed; returns stdout and stderr.
 pub async fn runner_env_ok(setup: &Setup, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let out = runner_env(setup, args, env).await;

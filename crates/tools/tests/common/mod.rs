@@ -9,6 +9,8 @@
     reason = "a fixture that cannot be built should fail the test"
 )]
 
+pub mod memory_env;
+
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 

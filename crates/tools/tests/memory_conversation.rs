@@ -1,0 +1,189 @@
+//! `include_conversation` on `memory_search`: notes and the conversation merged, labelled and
+//! deduplicated (review finding F2), and a failing conversation leg that still returns the notes
+//! and says so (F5). Real libSQL files through the registry.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly on broken fixtures"
+)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory::{
+    CallKey, HybridQuery, MemoryError, MemoryRetrieval, MemoryStore, Note, NoteMetadata, SearchHit,
+    WriteReceipt,
+};
+use serde_json::{Value, json};
+use types::{Message, NoteId, SessionId, UserId};
+
+use crate::common::memory_env::{ctx, env, registry_over, texts};
+
+#[tokio::test]
+async fn include_conversation_merges_labels_and_dedups() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    let id = env.save("alice", "The user's cat is called Miso").await;
+    let chat = SessionId::parse("chat-1").unwrap();
+    env.store
+        .append_message(
+            &chat,
+            &alice,
+            &Message::user("my cat Miso loves tuna treats"),
+        )
+        .await
+        .unwrap();
+    // Said in chat and saved as a note: returned once, as the note.
+    env.store
+        .append_message(
+            &chat,
+            &alice,
+            &Message::user("The user's cat is called Miso"),
+        )
+        .await
+        .unwrap();
+    // Another session's message is not part of this turn's conversation.
+    let other = SessionId::parse("chat-2").unwrap();
+    env.store
+        .append_message(
+            &other,
+            &alice,
+            &Message::user("Miso the cat visited the vet"),
+        )
+        .await
+        .unwrap();
+
+    let only_notes = env.search("alice", "Miso cat").await;
+    assert_eq!(only_notes.len(), 1);
+    assert_eq!(only_notes[0]["source"], "user_memory");
+
+    let merged = env
+        .ok(
+            "alice",
+            "memory_search",
+            json!({ "query": "Miso cat tuna", "include_conversation": true }),
+        )
+        .await;
+    let merged = merged["results"].as_array().unwrap();
+    let sources: Vec<(&str, &Value)> = merged
+        .iter()
+        .map(|h| (h["source"].as_str().unwrap(), &h["note_id"]))
+        .collect();
+    assert_eq!(merged.len(), 2, "{merged:?}");
+    assert!(sources.contains(&("user_memory", &json!(id))));
+    assert!(sources.contains(&("conversation", &Value::Null)));
+    assert!(!texts(merged).contains(&"Miso the cat visited the vet"));
+    let scores: Vec<f64> = merged
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "ranked by one score: {scores:?}"
+    );
+}
+
+/// A store whose multi-session queries fail (the conversation leg), to prove notes still return.
+#[derive(Debug)]
+struct FailingConversation(MemoryStore);
+
+#[async_trait]
+impl MemoryRetrieval for FailingConversation {
+    async fn store_note_once(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        c: &str,
+        m: NoteMetadata,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.store_note_once(u, k, c, m).await
+    }
+    async fn delete_note_once(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.delete_note_once(u, k, n).await
+    }
+    async fn get_note(&self, u: &UserId, n: &NoteId) -> Result<Note, MemoryError> {
+        self.0.get_note(u, n).await
+    }
+    async fn update_note_patched(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        n: &NoteId,
+        c: &str,
+        v: &str,
+        p: memory::MetadataPatch,
+    ) -> Result<WriteReceipt, MemoryError> {
+        self.0.update_note_patched(u, k, n, c, v, p).await
+    }
+    async fn list_notes_page(
+        &self,
+        u: &UserId,
+        q: &memory::ListQuery,
+    ) -> Result<memory::NotePage, MemoryError> {
+        self.0.list_notes_page(u, q).await
+    }
+    async fn hybrid_query(&self, q: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
+        if q.sessions.iter().any(|s| !s.is_user_memory()) {
+            return Err(MemoryError::WorkerStopped);
+        }
+        self.0.hybrid_query(q).await
+    }
+    async fn put_keyed(
+        &self,
+        u: &UserId,
+        k: Option<&CallKey>,
+        ns: &str,
+        key: &str,
+        c: &str,
+        m: NoteMetadata,
+    ) -> Result<memory::KeyedWrite, MemoryError> {
+        self.0.put_keyed(u, k, ns, key, c, m).await
+    }
+    async fn list_keys(
+        &self,
+        u: &UserId,
+        q: &memory::KeyQuery,
+    ) -> Result<memory::KeyPage, MemoryError> {
+        self.0.list_keys(u, q).await
+    }
+    async fn session_info(&self, s: &types::SessionId) -> Result<memory::SessionInfo, MemoryError> {
+        self.0.session_info(s).await
+    }
+    async fn recent_events(
+        &self,
+        s: &types::SessionId,
+        limit: usize,
+    ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
+        self.0.history(s, None, limit).await
+    }
+}
+
+#[tokio::test]
+async fn a_failed_conversation_leg_still_returns_notes_and_says_so() {
+    let env = env().await;
+    env.save("alice", "prefers window seats on flights").await;
+    let registry = registry_over(Some(Arc::new(FailingConversation(env.store.clone()))));
+    let out = registry
+        .execute(
+            "memory_search",
+            &json!({ "query": "window seats", "include_conversation": true }).to_string(),
+            &ctx(&env.root, "alice", "chat-1"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let out: Value = serde_json::from_str(&out.output).unwrap();
+    let hits = out["results"].as_array().unwrap();
+    let note = out["note"].as_str().unwrap();
+    assert_eq!(texts(hits), vec!["prefers window seats on flights"]);
+    assert!(
+        note.contains("conversation") && note.contains("skipped"),
+        "{note}"
+    );
+}
