@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory::{AuditRecord, HashEmbedder, MemoryRetrieval, MemoryStore};
+use memory::{AuditRecord, MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
 use tools::governance::{ManualClock, pii};
 use tools::{Governance, MemoryMetrics, ToolOutcome, ToolRegistry, memory_tools_for};
@@ -21,6 +21,8 @@ use types::{
     CallSurface, GovernanceConfig, MemoryDialect, RetrievalConfig, SessionId, Surface,
     ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
+
+use crate::common::memory_env::alice_store;
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -33,12 +35,7 @@ struct Env {
 
 async fn env(config: Value) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let config: GovernanceConfig = serde_json::from_value(config).unwrap();
     config.validate().unwrap();
     let metrics = Arc::new(MemoryMetrics::new().unwrap());

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory::{
-    CallKey, HashEmbedder, HybridQuery, MemoryError, MemoryRetrieval, MemoryStore, Note,
-    NoteMetadata, SearchHit, WriteReceipt,
+    CallKey, HybridQuery, MemoryError, MemoryRetrieval, MemoryStore, Note, NoteMetadata, SearchHit,
+    WriteReceipt,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -22,6 +22,8 @@ use tools::{DEFAULT_OUTPUT_LIMIT, ToolOutcome, ToolRegistry, memory_tools};
 use types::{
     NoteId, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
+
+use crate::common::memory_env::alice_store;
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -31,12 +33,7 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let root = dir.path().join("ws");
     Env {
         _dir: dir,

@@ -12,12 +12,14 @@
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
-use memory::{Category, HashEmbedder, MemoryRetrieval, MemoryStore, NoteMetadata};
+use memory::{Category, MemoryRetrieval, MemoryStore, NoteMetadata};
 use serde_json::{Value, json};
 use tools::{ToolOutcome, ToolRegistry, memory_tools_for};
 use types::{
     MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
+
+use crate::common::memory_env::alice_store;
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -29,12 +31,7 @@ struct Env {
 /// Both dialects registered over one store (names do not overlap).
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     for dialect in [MemoryDialect::Notes, MemoryDialect::Categorized] {

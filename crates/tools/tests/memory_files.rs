@@ -11,13 +11,15 @@
 
 use std::sync::Arc;
 
-use memory::{HashEmbedder, MemoryRetrieval, MemoryStore};
+use memory::{MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
 use tools::{MEMORY_FILES_TOOL_NAME, ToolOutcome, ToolRegistry, memory_tools_of};
 use types::{
     MemoryDialect, MemoryDialects, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
     UserId, WorkspacePaths,
 };
+
+use crate::common::memory_env::alice_store;
 
 struct Env {
     dir: tempfile::TempDir,
@@ -27,12 +29,7 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let dialects = MemoryDialects::of(&[MemoryDialect::Notes, MemoryDialect::Files]).unwrap();
     let mut registry = ToolRegistry::default();

@@ -11,13 +11,15 @@
 
 use std::sync::Arc;
 
-use memory::{HashEmbedder, MemoryStore, Origin, Provenance};
+use memory::{MemoryStore, Origin, Provenance};
 use serde_json::{Value, json};
 use tools::{ToolRegistry, memory_tools_for};
 use types::{
     MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UntrustedInput,
     UserId, WorkspacePaths,
 };
+
+use crate::common::memory_env::alice_store;
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -29,12 +31,7 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let registry = |dialect| {
         let mut registry = ToolRegistry::default();
         for tool in memory_tools_for(

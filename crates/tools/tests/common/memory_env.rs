@@ -13,6 +13,17 @@ use serde_json::{Value, json};
 use tools::{ToolOutcome, ToolRegistry, memory_tools};
 use types::{RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
+/// Alice's store in the workspace root `<dir>/ws`: `<dir>/ws/alice/.oxydra/memory.db`, a real
+/// libSQL file, with the hash embedder (256 dimensions).
+pub async fn alice_store(dir: &std::path::Path) -> MemoryStore {
+    MemoryStore::open_local(
+        &dir.join("ws/alice/.oxydra/memory.db"),
+        Arc::new(HashEmbedder::new(256)),
+    )
+    .await
+    .unwrap()
+}
+
 /// A store at `<tmp>/ws/alice/.oxydra/memory.db` and a registry of the memory tools over it.
 pub struct Env {
     _dir: tempfile::TempDir,
@@ -23,12 +34,7 @@ pub struct Env {
 
 pub async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
-    )
-    .await
-    .unwrap();
+    let store = alice_store(dir.path()).await;
     let registry = registry_over(Some(Arc::new(store.clone())));
     let root = dir.path().join("ws");
     Env {
