@@ -13,6 +13,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, delete_event, prepare};
+use crate::lifecycle::keep_stored_version;
 use crate::notes::{NoteMetadata, NoteWrite, insert_note, validate};
 use crate::receipts::{CallKey, record_for, replay};
 use crate::store::{MemoryStore, begin, finish};
@@ -132,6 +133,8 @@ impl MemoryStore {
                         )
                         .await?;
                         if old.live {
+                            // The value it replaces stays in the note's history.
+                            keep_stored_version(&tx, &old.note_id, &content).await?;
                             (old.note_id, old.created_at, false)
                         } else {
                             tx.execute(

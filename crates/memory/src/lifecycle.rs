@@ -65,6 +65,9 @@ pub struct NoteHistory {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeletedNote {
     pub note: Note,
+    /// The path it had as a file of the `memory` tool (where a restore puts it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub deleted_at: DateTime<Utc>,
     pub purge_after: DateTime<Utc>,
 }
@@ -103,8 +106,30 @@ pub(crate) async fn keep_version(
     Ok(())
 }
 
+/// [`keep_version`] of `note_id`'s live row as stored, when `replacement` differs from its text
+/// (a put that rewrites a key with the same value leaves no version).
+pub(crate) async fn keep_stored_version(
+    conn: &Connection,
+    note_id: &NoteId,
+    replacement: &str,
+) -> Result<(), MemoryError> {
+    conn.execute(
+        "INSERT INTO note_versions (note_id, session_id, version, content, metadata_json,
+             saved_at, replaced_at)
+         SELECT note_id, session_id, (SELECT coalesce(max(version), 0) + 1 FROM note_versions
+                                      WHERE note_id = ?1),
+                content, metadata_json, updated_at, ?2
+         FROM notes WHERE note_id = ?1 AND content <> ?3",
+        [note_id.as_str(), now_text().as_str(), replacement],
+    )
+    .await
+    .map_err(MemoryError::db("keeping a note version"))?;
+    Ok(())
+}
+
 /// Moves the note into `deleted_notes` (inside the caller's transaction, which removes the live
-/// row and its index entries).
+/// row and its index entries afterwards): its text, metadata, and the file path or key the live
+/// row has, so a restore brings it back where it was.
 pub(crate) async fn entomb(
     conn: &Connection,
     session: &SessionId,
@@ -114,8 +139,9 @@ pub(crate) async fn entomb(
         serde_json::to_string(&note.metadata).map_err(MemoryError::corrupt("note metadata"))?;
     conn.execute(
         "INSERT OR REPLACE INTO deleted_notes (note_id, session_id, content, metadata_json,
-             created_at, updated_at, deleted_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             created_at, updated_at, deleted_at, path, mem_namespace, mem_key)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, live.path, live.mem_namespace, live.mem_key
+         FROM (SELECT 1) LEFT JOIN notes live ON live.note_id = ?1",
         libsql::params![
             note.note_id.as_str(),
             session.as_str(),
@@ -136,6 +162,50 @@ pub(crate) async fn forget_versions(conn: &Connection, note_id: &str) -> Result<
     conn.execute("DELETE FROM note_versions WHERE note_id = ?1", [note_id])
         .await
         .map_err(MemoryError::db("removing note versions"))?;
+    Ok(())
+}
+
+/// Refuses to restore a deleted file or keyed note whose path or key a live note holds now: the
+/// user decides which one stays (nothing is changed).
+async fn check_place_free(conn: &Connection, note_id: &NoteId) -> Result<(), MemoryError> {
+    let ctx = "checking a deleted note's path and key";
+    let mut rows = conn
+        .query(
+            "SELECT d.path, d.mem_namespace, d.mem_key,
+                 EXISTS (SELECT 1 FROM notes n
+                         WHERE n.session_id = d.session_id AND n.path = d.path),
+                 EXISTS (SELECT 1 FROM notes n
+                         WHERE n.session_id = d.session_id AND n.mem_namespace = d.mem_namespace
+                           AND n.mem_key = d.mem_key)
+             FROM deleted_notes d WHERE d.note_id = ?1",
+            [note_id.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        return Ok(());
+    };
+    let text = |i| row.get::<Option<String>>(i).map_err(MemoryError::db(ctx));
+    let taken = |i| {
+        row.get::<i64>(i)
+            .map(|n| n != 0)
+            .map_err(MemoryError::db(ctx))
+    };
+    if let Some(path) = text(0)?
+        && taken(3)?
+    {
+        return Err(MemoryError::InvalidInput(format!(
+            "a file now exists at {path}: rename or delete it, then restore note {note_id}"
+        )));
+    }
+    if let (Some(namespace), Some(key)) = (text(1)?, text(2)?)
+        && taken(4)?
+    {
+        return Err(MemoryError::InvalidInput(format!(
+            "key {key} of namespace {namespace} now holds another note: delete that one, then \
+             restore note {note_id}"
+        )));
+    }
     Ok(())
 }
 
@@ -255,7 +325,8 @@ impl MemoryStore {
             let ctx = "listing deleted notes";
             let mut rows = conn
                 .query(
-                    "SELECT note_id, content, metadata_json, created_at, updated_at, deleted_at
+                    "SELECT note_id, content, metadata_json, created_at, updated_at, deleted_at,
+                            path
                      FROM deleted_notes WHERE session_id = ?1
                      ORDER BY deleted_at DESC, note_id",
                     [session.as_str()],
@@ -276,6 +347,7 @@ impl MemoryStore {
                         created_at: time::parse(&text(3)?)?,
                         updated_at: time::parse(&text(4)?)?,
                     },
+                    path: row.get(6).map_err(MemoryError::db(ctx))?,
                     deleted_at,
                     purge_after: deleted_at + retention,
                 });
@@ -375,7 +447,18 @@ impl MemoryStore {
                     updated_at: now_text(),
                     prepared,
                 };
+                check_place_free(&tx, &note_id).await?;
                 insert_note(&tx, &user, &write, &mut changes).await?;
+                tx.execute(
+                    "UPDATE notes SET
+                         path = (SELECT path FROM deleted_notes WHERE note_id = ?1),
+                         mem_namespace = (SELECT mem_namespace FROM deleted_notes WHERE note_id = ?1),
+                         mem_key = (SELECT mem_key FROM deleted_notes WHERE note_id = ?1)
+                     WHERE note_id = ?1",
+                    [note_id.as_str()],
+                )
+                .await
+                .map_err(MemoryError::db("restoring a note's path or key"))?;
                 tx.execute(
                     "DELETE FROM deleted_notes WHERE note_id = ?1",
                     [note_id.as_str()],

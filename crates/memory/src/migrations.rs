@@ -284,6 +284,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE UNIQUE INDEX notes_by_key ON notes (session_id, mem_namespace, mem_key)
          WHERE mem_key IS NOT NULL",
     ],
+}, Migration {
+    version: 10,
+    name: "tombstones keep a note's file path and key",
+    // A deleted file of the `memory` tool, or a deleted keyed note, comes back at its path or
+    // under its key when restored. Tombstones from before this migration have neither.
+    statements: &[
+        "ALTER TABLE deleted_notes ADD COLUMN path TEXT",
+        "ALTER TABLE deleted_notes ADD COLUMN mem_namespace TEXT",
+        "ALTER TABLE deleted_notes ADD COLUMN mem_key TEXT",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

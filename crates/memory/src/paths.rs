@@ -14,6 +14,7 @@ use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, delete_event, prepare};
+use crate::lifecycle::{entomb, keep_version};
 use crate::notes::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
 use crate::receipts::note_version;
 use crate::store::{MemoryStore, begin, finish};
@@ -187,7 +188,11 @@ impl MemoryStore {
                     return Ok(blocked);
                 }
                 let (note_id, created_at, metadata) = match &existing {
-                    Some((_, old)) => {
+                    Some((file, old)) => {
+                        // The text it replaces stays in the note's history, as an update's does.
+                        if file.content != content {
+                            keep_version(&tx, &session, &old.note).await?;
+                        }
                         delete_event(
                             &tx,
                             EventRef {
@@ -318,6 +323,8 @@ impl MemoryStore {
                     let Some((_, old)) = file_at(&tx, &session, &entry.path).await? else {
                         continue;
                     };
+                    // A tombstone, restorable at its path within the retention window.
+                    entomb(&tx, &session, &old.note).await?;
                     delete_event(
                         &tx,
                         EventRef {

@@ -19,6 +19,7 @@ mod open;
 mod organised;
 mod remote;
 mod replica;
+mod restore_places;
 mod search;
 mod sessions;
 mod store;
