@@ -88,7 +88,10 @@ async fn main() {
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     let tools = tools::memory_tools(Some(memory.clone()), &RetrievalConfig::default());
-    for tool in tools.into_iter().chain(tools::peer_mcp_tools(Some(memory))) {
+    for tool in tools.into_iter().chain(tools::peer_mcp_tools(
+        Some(memory),
+        &types::PricingConfig::new(),
+    )) {
         registry.register(tool).unwrap();
     }
     let registry = Arc::new(registry);
