@@ -142,7 +142,7 @@ impl CliWrites {
             })
             .collect();
         let access = MemoryAccess::notes_write(&["notes"]);
-        let args = json!({"notes": texts, "count": notes.len()});
+        let args = json!({ "notes": texts });
         self.govern(IMPORT, &access, args, |args, ctx| async move {
             let notes = screened_notes(notes, &args)?;
             let report = self

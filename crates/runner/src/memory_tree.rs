@@ -4,8 +4,9 @@
 //!
 //! Export writes into an empty or new directory, each file created afresh (never through an
 //! existing file or link). Import reads regular files only (links are skipped, never followed),
-//! checks each path as the `memory` tool does, and writes each file in one transaction: a new file
-//! is created, an existing one replaced.
+//! checks each path as the `memory` tool does ([`read_tree`]), and writes each file in one
+//! transaction with its audit row ([`write_tree`]): a new file is created, an existing one
+//! replaced. Between the two the CLI governs the import (`crate::memory_governed`).
 
 use std::io::Write;
 use std::path::{Component, Path};
