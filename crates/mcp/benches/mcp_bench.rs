@@ -1,4 +1,4 @@
-//! `cargo bench -p mcp --bench mcp-bench [-- --notes N --calls N]`: the round trip of an MCP
+//! `cargo bench -p mcp --bench mcp-bench [-- --notes N --calls N --audit 0|1]`: the round trip of an MCP
 //! `tools/call` for `memory_search` over streamable HTTP on loopback, against a real libSQL store
 //! holding 10,000 notes (hash embeddings), through the registry's whole pipeline (validation,
 //! governance, scrubbing, bounds). The client is plain HTTP (JSON-RPC POSTs with the session id),
@@ -88,9 +88,22 @@ async fn main() {
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     let tools = tools::memory_tools(Some(memory.clone()), &RetrievalConfig::default());
-    for tool in tools.into_iter().chain(tools::peer_mcp_tools(Some(memory))) {
+    for tool in tools.into_iter().chain(tools::peer_mcp_tools(
+        Some(memory),
+        &types::PricingConfig::new(),
+    )) {
         registry.register(tool).unwrap();
     }
+    // As the agent composes it (`--audit 1`, the default): audit rows in the store (a read gets
+    // a row of its own) and metrics; `--audit 0` leaves the default policy alone.
+    let audited = arg("--audit", 1) == 1;
+    if audited {
+        let governance = tools::Governance::new(types::GovernanceConfig::default())
+            .with_audit(Arc::new(store.clone()))
+            .with_metrics(Arc::new(tools::MemoryMetrics::new().unwrap()));
+        registry = registry.with_governance(Arc::new(governance));
+    }
+    println!("governance with audit rows and metrics: {audited}");
     let registry = Arc::new(registry);
     // The same search straight through the registry, to tell MCP's share from the search's.
     let ctx = types::ToolExecutionContext {
@@ -102,26 +115,8 @@ async fn main() {
             WorkspacePaths::new(dir.path()),
         )
     };
-    let mut direct = Vec::new();
-    for i in 0..200 {
-        let query = format!(
-            "{} {}",
-            WORDS[i % WORDS.len()],
-            WORDS[(i * 5 + 3) % WORDS.len()]
-        );
-        let args = json!({ "query": query }).to_string();
-        let t = Instant::now();
-        let outcome = registry.execute("memory_search", &args, &ctx).await;
-        direct.push(t.elapsed());
-        assert!(outcome.ok, "{}", outcome.output);
-    }
-    direct.sort();
-    println!(
-        "registry.execute memory_search directly: p50 {:.2?}  p95 {:.2?}",
-        direct[direct.len() / 2],
-        direct[direct.len() * 95 / 100]
-    );
-    let server = mcp::McpServer::new(registry, user, WorkspacePaths::new(dir.path())).unwrap();
+    let server =
+        mcp::McpServer::new(Arc::clone(&registry), user, WorkspacePaths::new(dir.path())).unwrap();
     let service = mcp::http_service(server);
     let app = axum::Router::new().route(
         "/mcp",
@@ -172,15 +167,37 @@ async fn main() {
     .await
     .unwrap();
 
-    let mut times = Vec::with_capacity(calls);
+    // Interleaved, so that the three series see the same machine: the search straight through
+    // the registry (its whole pipeline, governance included), an MCP `ping` (rmcp and HTTP alone,
+    // no tool), and the MCP `tools/call` of the same search.
+    let (mut direct, mut ping, mut times) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..(calls + 50) {
         let query = format!(
             "{} {}",
             WORDS[i % WORDS.len()],
             WORDS[(i * 5 + 3) % WORDS.len()]
         );
-        let body = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-            "params": {"name": "memory_search", "arguments": {"query": query}}});
+        let args = json!({ "query": query });
+        let t = Instant::now();
+        let outcome = registry
+            .execute("memory_search", &args.to_string(), &ctx)
+            .await;
+        let direct_elapsed = t.elapsed();
+        assert!(outcome.ok, "{}", outcome.output);
+
+        let body = json!({"jsonrpc": "2.0", "id": 2 * i + 1, "method": "ping"});
+        let t = Instant::now();
+        let text = post(body, session.clone())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let ping_elapsed = t.elapsed();
+        assert!(answer(&text).get("result").is_some(), "{text}");
+
+        let body = json!({"jsonrpc": "2.0", "id": 2 * i + 2, "method": "tools/call",
+            "params": {"name": "memory_search", "arguments": args}});
         let t = Instant::now();
         let response = post(body, session.clone()).await.unwrap();
         let text = response.text().await.unwrap();
@@ -188,19 +205,26 @@ async fn main() {
         let answer = answer(&text);
         assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
         if i >= 50 {
+            direct.push(direct_elapsed);
+            ping.push(ping_elapsed);
             times.push(elapsed);
         }
     }
-    times.sort();
-    let pct = |p: f64| -> Duration {
-        let idx = ((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1;
-        times[idx]
+    let report = |what: &str, mut times: Vec<Duration>| {
+        times.sort();
+        let pct = |p: f64| -> Duration {
+            let idx = ((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1;
+            times[idx]
+        };
+        println!(
+            "{what}: p50 {:.2?}  p95 {:.2?}  p99 {:.2?}",
+            pct(0.50),
+            pct(0.95),
+            pct(0.99)
+        );
     };
-    println!(
-        "MCP tools/call memory_search, {notes} notes, {calls} calls over loopback HTTP: \
-         p50 {:.2?}  p95 {:.2?}  p99 {:.2?}",
-        pct(0.50),
-        pct(0.95),
-        pct(0.99)
-    );
+    println!("{notes} notes, {calls} calls of each, interleaved:");
+    report("registry.execute memory_search directly", direct);
+    report("MCP ping over loopback HTTP", ping);
+    report("MCP tools/call memory_search over loopback HTTP", times);
 }

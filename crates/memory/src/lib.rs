@@ -6,7 +6,8 @@
 //! index (exact scan, or an inverted file with exact rescoring for large sessions); hybrid search that scopes to the requested sessions before ranking; rolling-summary state
 //! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
 //! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
-//! the `/memories` file tree of the `memory` tool, whose files are notes with a path.
+//! the `/memories` file tree of the `memory` tool, whose files are notes with a path; token usage
+//! per model call, for reporting usage per session.
 //! All SQL runs on dedicated database threads, never on the caller's async threads.
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
@@ -50,6 +51,7 @@ mod term_counts;
 mod time;
 mod topk;
 mod transfer;
+mod usage;
 mod vector_index;
 mod worker;
 
@@ -86,4 +88,5 @@ pub use sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
 pub use transfer::{ImportReport, ImportSimilar, ImportSkip};
+pub use usage::{CallPlace, ModelUsage, UsageScope};
 pub use vector_index::{APPROX_MIN_ROWS, VectorLeg};

@@ -16,13 +16,13 @@
 use chrono::{DateTime, Utc};
 use libsql::Connection;
 use serde::{Deserialize, Serialize};
-use types::{NoteId, SessionId, UserId};
+use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::prepare;
 use crate::metadata::{MetadataPatch, NoteMetadata};
 use crate::notes::{Note, NoteWrite, insert_note};
-use crate::receipts::note_version;
+use crate::receipts::{CallKey, note_version};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 
@@ -359,12 +359,14 @@ impl MemoryStore {
 
     /// Brings a note back. A deleted note is restored (re-indexed, same id) to its last text, or
     /// to `version` when given. For a live note `version` is required: its text becomes the
-    /// current one again, and the text it replaces is kept as a version.
+    /// current one again, and the text it replaces is kept as a version. With `audit` (a
+    /// governed call) the restore records its audit row in its own transaction.
     pub async fn restore_note(
         &self,
         user: &UserId,
         note_id: &NoteId,
         version: Option<u32>,
+        audit: Option<&AuditTag>,
     ) -> Result<Note, MemoryError> {
         let history = self.note_history(user, note_id).await?;
         let Some(current) = history.versions.last() else {
@@ -402,7 +404,9 @@ impl MemoryStore {
                     provenance: target.metadata.provenance.clone(),
                 };
                 let expected = note_version(&current.content);
-                self.update_note_patched(user, None, note_id, &target.content, &expected, patch)
+                let key = audit.cloned().map(CallKey::audit_only);
+                let (text, key) = (&target.content, key.as_ref());
+                self.update_note_patched(user, key, note_id, text, &expected, patch)
                     .await?;
                 self.get_note(user, note_id).await
             }
@@ -410,7 +414,7 @@ impl MemoryStore {
                 let content = target.content.clone();
                 let metadata = target.metadata.clone();
                 let replaced_last = target.version != current.version;
-                self.undelete(user, note_id, content, metadata, replaced_last)
+                self.undelete(user, note_id, content, metadata, replaced_last, audit)
                     .await
             }
         }
@@ -423,9 +427,11 @@ impl MemoryStore {
         content: String,
         metadata: NoteMetadata,
         replaced_last: bool,
+        audit: Option<&AuditTag>,
     ) -> Result<Note, MemoryError> {
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
+        let audit = audit.cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
@@ -465,6 +471,7 @@ impl MemoryStore {
                 )
                 .await
                 .map_err(MemoryError::db("restoring a note"))?;
+                crate::audit::record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 write.into_note()
             }
             .await;
@@ -477,9 +484,15 @@ impl MemoryStore {
     }
 
     /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
-    /// never unconfirmed is returned unchanged.
-    pub async fn confirm_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        let (user, note_id) = (user.clone(), note_id.clone());
+    /// never unconfirmed is returned unchanged. With `audit` (a governed call) the confirmation
+    /// records its audit row in its own transaction.
+    pub async fn confirm_note(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+        audit: Option<&AuditTag>,
+    ) -> Result<Note, MemoryError> {
+        let (user, note_id, audit) = (user.clone(), note_id.clone(), audit.cloned());
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let outcome = async {
@@ -502,6 +515,7 @@ impl MemoryStore {
                     .map_err(MemoryError::db("confirming a note"))?;
                     tracing::info!(user = %user, note_id = %note_id, "confirmed note");
                 }
+                crate::audit::record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 Ok(stored.note)
             }
             .await;

@@ -294,6 +294,25 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "ALTER TABLE deleted_notes ADD COLUMN mem_namespace TEXT",
         "ALTER TABLE deleted_notes ADD COLUMN mem_key TEXT",
     ],
+}, Migration {
+    version: 11,
+    name: "token usage: one row per model call, with its session, turn and model (getContext)",
+    // Written by the runtime after each model call; read as totals per model (of a session, or
+    // of every session of the user) so that a price per model can turn them into money.
+    statements: &[
+        "CREATE TABLE model_usage (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL
+        )",
+        "CREATE INDEX model_usage_by_session ON model_usage (session_id, model)",
+        "CREATE INDEX model_usage_by_user ON model_usage (user_id, model)",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

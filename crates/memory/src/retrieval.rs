@@ -13,6 +13,7 @@ use crate::query::{HybridQuery, SearchHit};
 use crate::receipts::{CallKey, WriteReceipt};
 use crate::sessions::{SessionInfo, StoredEvent};
 use crate::store::MemoryStore;
+use crate::usage::{ModelUsage, UsageScope};
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
 /// store to inject failures. Every write takes the tool call's key (a retry of the call writes
@@ -88,6 +89,16 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     /// The store itself when it offers the `/memories` file tree (see [`crate::PathFile`]).
     fn files(&self) -> Option<&MemoryStore> {
         None
+    }
+
+    /// `user`'s token usage per model (see [`MemoryStore::usage_by_model`]); none recorded in a
+    /// store that does not keep it.
+    async fn usage_by_model(
+        &self,
+        _user: &UserId,
+        _scope: UsageScope<'_>,
+    ) -> Result<Vec<ModelUsage>, MemoryError> {
+        Ok(Vec::new())
     }
 }
 
@@ -175,6 +186,14 @@ impl MemoryRetrieval for MemoryStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError> {
         MemoryStore::history(self, session, None, limit).await
+    }
+
+    async fn usage_by_model(
+        &self,
+        user: &UserId,
+        scope: UsageScope<'_>,
+    ) -> Result<Vec<ModelUsage>, MemoryError> {
+        MemoryStore::usage_by_model(self, user, scope).await
     }
 
     async fn store_note_checked(

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use serde::Serialize;
-use types::{NoteId, UserId};
+use types::{AuditTag, NoteId, UserId};
 
 use crate::duplicates::{DuplicateCheck, Similar, SimilarNote, normalize};
 use crate::error::MemoryError;
@@ -28,6 +28,17 @@ impl MemoryStore {
         &self,
         user: &UserId,
         notes: Vec<ExportedNote>,
+    ) -> Result<usize, MemoryError> {
+        self.import_notes_audited(user, notes, None).await
+    }
+
+    /// [`MemoryStore::import_notes`]; with `audit` (a governed import) each added note records
+    /// its audit row in the transaction of its batch.
+    async fn import_notes_audited(
+        &self,
+        user: &UserId,
+        notes: Vec<ExportedNote>,
+        audit: Option<&AuditTag>,
     ) -> Result<usize, MemoryError> {
         // Reject a bad file before writing anything (metadata checked like a save's).
         let mut notes = notes;
@@ -62,7 +73,7 @@ impl MemoryStore {
                     prepared,
                 })
                 .collect();
-            let (user, index) = (user.clone(), self.inner.index.clone());
+            let (user, index, audit) = (user.clone(), self.inner.index.clone(), audit.cloned());
             added += self
                 .write(move |conn| async move {
                     let tx = begin(&conn).await?;
@@ -72,6 +83,13 @@ impl MemoryStore {
                         for write in &batch {
                             if !note_exists(&tx, &write.note_id).await? {
                                 insert_note(&tx, &user, write, &mut changes).await?;
+                                crate::audit::record_write(
+                                    &tx,
+                                    &user,
+                                    audit.as_ref(),
+                                    Some(&write.note_id),
+                                )
+                                .await?;
                                 added += 1;
                             }
                         }
@@ -92,12 +110,15 @@ impl MemoryStore {
     /// [`MemoryStore::import_notes`] without duplicates: a note whose text the user already has
     /// (or that repeats an earlier line of the file) is left out, and so is a near-duplicate
     /// unless `similar` is [`Similar::Allow`]; both are reported. Every imported note's
-    /// provenance says `import` (a note the file marks unconfirmed stays unconfirmed).
+    /// provenance says `import` (a note the file marks unconfirmed stays unconfirmed). With
+    /// `audit` (a governed import) each imported note records its audit row in the transaction
+    /// that adds it.
     pub async fn import_notes_checked(
         &self,
         user: &UserId,
         notes: Vec<ExportedNote>,
         similar: Similar,
+        audit: Option<&AuditTag>,
     ) -> Result<ImportReport, MemoryError> {
         let mut report = ImportReport::default();
         let mut keep = Vec::with_capacity(notes.len());
@@ -141,7 +162,7 @@ impl MemoryStore {
             });
             keep.push(note);
         }
-        report.imported = self.import_notes(user, keep).await?;
+        report.imported = self.import_notes_audited(user, keep, audit).await?;
         Ok(report)
     }
 }

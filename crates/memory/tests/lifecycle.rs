@@ -155,7 +155,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
 
     let restored = f
         .store
-        .restore_note(&alice, &note.note_id, None)
+        .restore_note(&alice, &note.note_id, None, None)
         .await
         .unwrap();
     assert_eq!(
@@ -189,7 +189,7 @@ async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
 
     let back = f
         .store
-        .restore_note(&alice, &note.note_id, Some(1))
+        .restore_note(&alice, &note.note_id, Some(1), None)
         .await
         .unwrap();
     assert_eq!(back.content, "Prefers window seats");
@@ -216,7 +216,7 @@ async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
     ] {
         let err = f
             .store
-            .restore_note(&alice, &note.note_id, version)
+            .restore_note(&alice, &note.note_id, version, None)
             .await
             .unwrap_err()
             .to_string();
@@ -242,7 +242,7 @@ async fn a_deleted_note_restores_to_an_older_version_when_asked() {
     f.store.delete_note(&alice, &note.note_id).await.unwrap();
     let back = f
         .store
-        .restore_note(&alice, &note.note_id, Some(1))
+        .restore_note(&alice, &note.note_id, Some(1), None)
         .await
         .unwrap();
     assert_eq!(back.content, "Dentist is Dr Ana");
@@ -299,7 +299,9 @@ async fn purge_after_the_retention_window_leaves_nothing_behind() {
     assert_eq!(raw.fts_matches("0101").await, 0);
     assert_eq!(raw.fts_matches("0202").await, 0);
     assert!(matches!(
-        f.store.restore_note(&alice, &note.note_id, None).await,
+        f.store
+            .restore_note(&alice, &note.note_id, None, None)
+            .await,
         Err(MemoryError::NoteNotFound(_))
     ));
     assert_eq!(rows_of(&raw, &kept.note_id).await, [0, 0, 1, 1, 1, 1]);
@@ -359,17 +361,17 @@ async fn history_and_restore_never_reach_another_users_notes() {
         Err(MemoryError::NoteNotFound(_))
     ));
     assert!(matches!(
-        f.store.restore_note(&bob, &note.note_id, None).await,
+        f.store.restore_note(&bob, &note.note_id, None, None).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     assert!(f.store.list_deleted(&bob).await.unwrap().is_empty());
     assert!(matches!(
-        f.store.confirm_note(&bob, &note.note_id).await,
+        f.store.confirm_note(&bob, &note.note_id, None).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     // Still Alice's to restore.
     f.store
-        .restore_note(&alice, &note.note_id, None)
+        .restore_note(&alice, &note.note_id, None, None)
         .await
         .unwrap();
     assert!(f.store.list_notes(&bob).await.unwrap().is_empty());
@@ -477,7 +479,11 @@ async fn provenance_is_kept_across_updates_and_confirm_marks_it_confirmed() {
     let updated = f.store.get_note(&alice, &note.note_id).await.unwrap();
     assert_eq!(updated.metadata.provenance, Some(provenance.clone()));
 
-    let confirmed = f.store.confirm_note(&alice, &note.note_id).await.unwrap();
+    let confirmed = f
+        .store
+        .confirm_note(&alice, &note.note_id, None)
+        .await
+        .unwrap();
     let expected = Provenance {
         confirmed: true,
         ..provenance

@@ -137,7 +137,7 @@ pub fn mcp_registry(
         tools::memory_tools_of(config.tools.memory, memory.clone(), &config.retrieval);
     for tool in dialect_tools
         .into_iter()
-        .chain(tools::peer_mcp_tools(memory))
+        .chain(tools::peer_mcp_tools(memory, &config.pricing))
     {
         registry.register(tool)?;
     }

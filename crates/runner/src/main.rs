@@ -22,6 +22,7 @@ mod logs_cmd;
 mod mcp_cmd;
 mod memory_audit;
 mod memory_cmd;
+mod memory_governed;
 mod memory_organise;
 mod memory_tree;
 mod out;

@@ -1,16 +1,16 @@
 //! `runner memory ...`: a user's memory from the command line, through the same store API the
-//! memory tools use.
+//! memory tools use; every write through the governance of the `cli` surface
+//! ([`crate::memory_governed`]).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use memory::{
-    HybridQuery, MemoryStore, OpenOptions, Origin, Provenance, SaveOutcome, Similar, Weights,
-};
+use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
+use crate::memory_governed::CliWrites;
 use crate::{Global, memory_audit, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
@@ -118,38 +118,40 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         user,
         config,
         store,
-        ..
+        user_root,
     }) = open_or_rekey(global, args.root, args.agent_config, rekey).await?
     else {
         return Ok(());
     };
+    let result = act(args.action, &user, &config, &store, &user_root).await;
+    // The database threads close their connections before the process exits.
+    store.close().await;
+    result
+}
+
+async fn act(
+    action: MemoryAction,
+    user: &UserId,
+    config: &types::AgentConfig,
+    store: &MemoryStore,
+    user_root: &std::path::Path,
+) -> Result<()> {
+    let writes = CliWrites::new(store, config, user, user_root)?;
     let mut out = std::io::stdout().lock();
-    match args.action {
+    match action {
         MemoryAction::Save {
             text,
             organise,
             allow_similar,
         } => {
-            let text = memory_audit::screen(&config.governance, &text)?;
-            let key = memory_audit::cli_write("save", None);
-            let metadata = memory::NoteMetadata {
-                provenance: Some(Provenance::outside_turn(Origin::Cli)),
-                ..memory_organise::save_metadata(&organise)?
-            };
-            let outcome = store
-                .store_note_checked(&user, Some(&key), &text, metadata, similar(allow_similar))
-                .await?;
-            let report = match outcome {
-                SaveOutcome::Saved(receipt) => serde_json::json!({ "note_id": receipt.note_id }),
-                SaveOutcome::Duplicate { note_id, .. } => serde_json::json!({
-                    "note_id": note_id, "saved": false,
-                    "message": "not saved: this note already says it",
-                }),
-                SaveOutcome::Similar(notes) => serde_json::json!({
-                    "saved": false, "similar": notes,
-                    "message": "not saved: similar notes exist (update one, or pass --allow-similar)",
-                }),
-            };
+            let mut args = serde_json::json!({"content": text, "allow_similar": allow_similar});
+            if let Some(category) = memory_organise::category(&organise)? {
+                args["category"] = serde_json::json!(category);
+            }
+            if !organise.tags.is_empty() {
+                args["tags"] = serde_json::json!(organise.tags);
+            }
+            let report = writes.call(tools::MEMORY_SAVE_TOOL_NAME, args).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::Search {
@@ -162,7 +164,7 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
                 bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
             }
-            let mut q = HybridQuery::new(vec![SessionId::user_memory(&user)], query, top_k);
+            let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, top_k);
             q.weights = Weights::from(&config.retrieval);
             q.filters = memory_organise::filters(&organise)?;
             let hits = store.hybrid_query(&q).await?;
@@ -186,53 +188,31 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
             }
         }
         MemoryAction::Get { note_id } => {
-            let note = store.get_note(&user, &parse_note_id(&note_id)?).await?;
+            let note = store.get_note(user, &parse_note_id(&note_id)?).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
-            let text = memory_audit::screen(&config.governance, &text)?;
-            let id = parse_note_id(&note_id)?;
-            let current = store.get_note(&user, &id).await?;
-            let key = memory_audit::cli_write("update", Some(id.as_str()));
-            let receipt = store
-                .update_note_patched(
-                    &user,
-                    Some(&key),
-                    &id,
-                    &text,
-                    &memory::note_version(&current.content),
-                    memory::MetadataPatch::default(),
-                )
-                .await?;
-            print_json(
-                &mut out,
-                &serde_json::json!({ "note_id": receipt.note_id, "message": "note updated" }),
-            )?;
+            let report = writes.update(&parse_note_id(&note_id)?, &text).await?;
+            print_json(&mut out, &report)?;
         }
         MemoryAction::Delete { note_id } => {
-            let id = parse_note_id(&note_id)?;
-            let key = memory_audit::cli_write("delete", Some(id.as_str()));
-            store.delete_note_once(&user, Some(&key), &id).await?;
-            print_json(
-                &mut out,
-                &serde_json::json!({ "note_id": id, "message": "note deleted" }),
-            )?;
+            let args = serde_json::json!({"note_id": parse_note_id(&note_id)?});
+            let report = writes.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
+            print_json(&mut out, &report)?;
         }
         MemoryAction::History { note_id } => {
-            let history = store.note_history(&user, &parse_note_id(&note_id)?).await?;
+            let history = store.note_history(user, &parse_note_id(&note_id)?).await?;
             print_json(&mut out, &history)?;
         }
         MemoryAction::Restore { note_id, version } => {
-            let note = store
-                .restore_note(&user, &parse_note_id(&note_id)?, version)
-                .await?;
+            let note = writes.restore(&parse_note_id(&note_id)?, version).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Confirm { note_id } => {
-            let note = store.confirm_note(&user, &parse_note_id(&note_id)?).await?;
+            let note = writes.confirm(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &note)?;
         }
-        MemoryAction::Deleted => print_json(&mut out, &store.list_deleted(&user).await?)?,
+        MemoryAction::Deleted => print_json(&mut out, &store.list_deleted(user).await?)?,
         MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
         MemoryAction::Reindex => {
             let n = store.reindex(progress("re-embedding")).await?;
@@ -252,27 +232,20 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 expired,
                 json,
             };
-            memory_organise::list(&store, &user, args, &mut out).await?;
+            memory_organise::list(store, user, args, &mut out).await?;
         }
         MemoryAction::Export {
             organise,
             since,
             markdown,
         } => {
-            memory_organise::export(
-                &store,
-                &user,
-                &organise,
-                since.as_deref(),
-                markdown,
-                &mut out,
-            )
-            .await?;
+            memory_organise::export(store, user, &organise, since.as_deref(), markdown, &mut out)
+                .await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
         MemoryAction::Audit { since, json } => {
-            memory_audit::print(&store, since.as_deref(), json, &mut out).await?;
+            memory_audit::print(store, since.as_deref(), json, &mut out).await?;
         }
         MemoryAction::Import {
             file,
@@ -286,22 +259,17 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
             };
-            let report = store
-                .import_notes_checked(&user, notes, similar(allow_similar))
-                .await?;
+            let report = writes.import(notes, similar(allow_similar)).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::ExportTree { dir } => {
-            let n = memory_tree::export(&store, &user, &dir).await?;
+            let n = memory_tree::export(store, user, &dir).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
         MemoryAction::ImportTree { dir } => {
-            let n = memory_tree::import(&store, &user, &dir).await?;
-            print_json(&mut out, &serde_json::json!({ "imported_files": n }))?;
+            print_json(&mut out, &writes.import_tree(&dir).await?)?;
         }
     }
-    // The database threads close their connections before the process exits.
-    store.close().await;
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, NaiveDate, Utc};
-use memory::{Category, ListQuery, MemoryStore, Note, NoteMetadata, QueryFilters};
+use memory::{Category, ListQuery, MemoryStore, Note, QueryFilters};
 use types::UserId;
 
 use crate::cli::Organise;
@@ -16,15 +16,6 @@ pub fn category(o: &Organise) -> Result<Option<Category>> {
         .map(str::parse::<Category>)
         .transpose()
         .context("invalid --category")
-}
-
-/// The metadata `save` sets from `--category` and `--tag`.
-pub fn save_metadata(o: &Organise) -> Result<NoteMetadata> {
-    Ok(NoteMetadata {
-        category: category(o)?,
-        tags: o.tags.clone(),
-        ..NoteMetadata::default()
-    })
 }
 
 /// The search filters of `--category` and `--tag` (any of the tags).

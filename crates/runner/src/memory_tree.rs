@@ -4,15 +4,16 @@
 //!
 //! Export writes into an empty or new directory, each file created afresh (never through an
 //! existing file or link). Import reads regular files only (links are skipped, never followed),
-//! checks each path as the `memory` tool does, and writes each file in one transaction: a new file
-//! is created, an existing one replaced.
+//! checks each path as the `memory` tool does ([`read_tree`]), and writes each file in one
+//! transaction with its audit row ([`write_tree`]): a new file is created, an existing one
+//! replaced. Between the two the CLI governs the import (`crate::memory_governed`).
 
 use std::io::Write;
 use std::path::{Component, Path};
 
 use anyhow::{Context, Result, bail};
 use memory::{MEMORIES_ROOT, MemoryStore, PathExpect, PathPut};
-use types::UserId;
+use types::{AuditTag, UserId};
 
 /// Writes every file of `user`'s tree below `dir`. Returns how many were written.
 pub async fn export(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<usize> {
@@ -53,23 +54,40 @@ pub async fn export(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<us
     Ok(written)
 }
 
-/// Reads the regular files below `dir` into `user`'s tree. Returns how many were written.
-pub async fn import(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<usize> {
+/// The regular files below `dir` as `(path in the tree, text)`, each path checked as the
+/// `memory` tool checks it. Nothing is written.
+pub fn read_tree(dir: &Path) -> Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     collect(dir, "", &mut files)?;
+    files
+        .into_iter()
+        .map(|(rel, host)| {
+            let raw = format!("{MEMORIES_ROOT}/{rel}");
+            let path = tools::canonical_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let text = std::fs::read_to_string(&host)
+                .with_context(|| format!("{} is not a UTF-8 text file", host.display()))?;
+            Ok((path, text))
+        })
+        .collect()
+}
+
+/// Writes `files` (from [`read_tree`]) into `user`'s tree, each in one transaction that also
+/// records its audit row when `audit` is given. Returns how many were written.
+pub async fn write_tree(
+    store: &MemoryStore,
+    user: &UserId,
+    files: &[(String, String)],
+    audit: Option<&AuditTag>,
+) -> Result<usize> {
     let mut written = 0;
-    for (rel, host) in files {
-        let raw = format!("{MEMORIES_ROOT}/{rel}");
-        let path = tools::canonical_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let text = std::fs::read_to_string(&host)
-            .with_context(|| format!("{} is not a UTF-8 text file", host.display()))?;
+    for (path, text) in files {
         let put = match store
-            .put_file(user, &path, &text, PathExpect::Absent, None)
+            .put_file(user, path, text, PathExpect::Absent, audit)
             .await?
         {
             PathPut::Exists => {
                 store
-                    .put_file(user, &path, &text, PathExpect::Present, None)
+                    .put_file(user, path, text, PathExpect::Present, audit)
                     .await?
             }
             other => other,
@@ -148,7 +166,11 @@ mod tests {
             export(&from, &user, &out).await.is_err(),
             "refuses a non-empty directory"
         );
-        assert_eq!(import(&to, &user, &out).await.unwrap(), 2);
+        let import = async |to: &MemoryStore| {
+            let files = read_tree(&out).unwrap();
+            write_tree(to, &user, &files, None).await.unwrap()
+        };
+        assert_eq!(import(&to).await, 2);
         let files = |s: &MemoryStore| {
             let (s, user) = (s.clone(), user.clone());
             async move {
@@ -161,7 +183,7 @@ mod tests {
         };
         assert_eq!(files(&from).await, files(&to).await);
         // Importing again replaces, never duplicates.
-        assert_eq!(import(&to, &user, &out).await.unwrap(), 2);
+        assert_eq!(import(&to).await, 2);
         assert_eq!(to.file_tree(&user, MEMORIES_ROOT).await.unwrap().len(), 2);
     }
 }

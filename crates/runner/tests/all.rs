@@ -18,6 +18,7 @@ mod images;
 mod lifecycle;
 mod mcp_clients;
 mod memory_cli;
+mod memory_cli_governed;
 mod memory_cli_organise;
 mod memory_cli_trust;
 mod memory_dialects;

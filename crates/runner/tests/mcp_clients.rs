@@ -104,6 +104,47 @@ const TOOLS: [&str; 7] = [
     "putMemory",
 ];
 
+/// `[pricing]` for the scripted model, in the setup's agent.toml ($3 / $15 per million tokens).
+fn add_pricing(setup: &Setup) {
+    let agent_toml = setup.dir.path().join("agent.toml");
+    let mut text = std::fs::read_to_string(&agent_toml).unwrap();
+    text.push_str("[pricing.\"scripted-model\"]\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n");
+    std::fs::write(&agent_toml, text).unwrap();
+}
+
+/// What an earlier conversation of alice's used, as the runtime records it: 1,000 prompt and 200
+/// completion tokens of the scripted model.
+async fn record_chat_usage(setup: &Setup) {
+    let agent_toml = setup.dir.path().join("agent.toml");
+    let agent = runner::load_agent_config(Some(&agent_toml)).unwrap();
+    let options = memory::OpenOptions {
+        legacy_dir: memory::LegacyDir::Skip,
+        ..memory::OpenOptions::default()
+    };
+    let store = memory::MemoryStore::open_with(&agent.memory, &setup.ws("alice").root, options)
+        .await
+        .unwrap();
+    let (user, session, turn) = (
+        types::UserId::parse("alice").unwrap(),
+        types::SessionId::parse("chat-1").unwrap(),
+        types::TurnId::parse("turn-1").unwrap(),
+    );
+    let place = memory::CallPlace {
+        user: &user,
+        session: &session,
+        turn: &turn,
+    };
+    let usage = types::Usage {
+        prompt_tokens: 1000,
+        completion_tokens: 200,
+    };
+    store
+        .record_usage(place, "scripted-model", usage)
+        .await
+        .unwrap();
+    store.close().await;
+}
+
 /// Every tool listed with the ADR's schemas, and each called once.
 async fn check_tools_and_calls(args: &[&str]) {
     let out = python(
@@ -195,7 +236,16 @@ async fn check_tools_and_calls(args: &[&str]) {
     );
     assert_eq!(context["agent_id"], "alice");
     assert!(context["start_time"].is_string(), "{context}");
-    assert_eq!(context["memory_usage"]["tokens_used"], 0);
+    // The MCP session used no model; the agent's conversation did, priced from agent.toml.
+    assert_eq!(
+        context["memory_usage"],
+        json!({"tokens_used": 0, "usd_spent": 0.0}),
+        "{context}"
+    );
+    let spent = &context["agent_memory_usage"];
+    assert_eq!(spent["tokens_used"], 1200, "{context}");
+    let usd = spent["usd_spent"].as_f64().unwrap();
+    assert!((usd - 0.006).abs() < 1e-12, "{context}");
     assert_eq!(context["tool_history"], json!([]));
     assert!(
         r[9]["text"].as_str().unwrap().contains("namespace"),
@@ -249,8 +299,10 @@ async fn mcp_over_streamable_http_serves_each_user_their_own_memory() {
     test_support::need(Need::McpPython);
     let server = ScriptedLlm::start().await;
     let setup = Setup::new(&server, &["alice", "bob"]);
+    add_pricing(&setup);
     let _guard = StopOnDrop(setup.config.clone());
     setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    record_chat_usage(&setup).await;
     let (alice_url, alice) = (mcp_url(&setup, "alice"), token(&setup, "alice"));
     let (bob_url, bob) = (mcp_url(&setup, "bob"), token(&setup, "bob"));
 
@@ -273,6 +325,8 @@ async fn mcp_over_stdio_serves_the_named_users_memory() {
     test_support::need(Need::McpPython);
     let server = ScriptedLlm::start().await;
     let setup = Setup::new(&server, &["alice", "bob"]);
+    add_pricing(&setup);
+    record_chat_usage(&setup).await;
     let runner = env!("CARGO_BIN_EXE_runner");
     let config = setup.config.to_str().unwrap();
     check_tools_and_calls(&[

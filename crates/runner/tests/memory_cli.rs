@@ -9,6 +9,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::{err_line, ok_json};
+
 fn runner(root: &Path, user: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_runner"))
         .arg("memory")
@@ -20,26 +22,6 @@ fn runner(root: &Path, user: &str, args: &[&str]) -> Output {
         .env_remove("OXYDRA_LOG")
         .output()
         .expect("runner starts")
-}
-
-fn ok_json(out: Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-fn err_line(out: Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
-    err
 }
 
 #[test]
@@ -273,20 +255,22 @@ fn cli_writes_are_audited_in_their_transaction_and_secrets_are_refused() {
             (s("surface"), s("tool"), s("outcome"), s("note_id"))
         })
         .collect();
-    let row = |tool: &str| {
+    let row = |tool: &str, outcome: &str, id: &str| {
         (
             "cli".to_owned(),
             tool.to_owned(),
-            "ok".to_owned(),
-            id.clone(),
+            outcome.to_owned(),
+            id.to_owned(),
         )
     };
+    // The refused save has its row too, without any note.
     assert_eq!(
         summary,
         [
-            row("memory save"),
-            row("memory update"),
-            row("memory delete")
+            row("memory_save", "ok", &id),
+            row("memory_update", "ok", &id),
+            row("memory_save", "rejected", ""),
+            row("memory_delete", "ok", &id),
         ]
     );
     let dump = rows.to_string();
@@ -294,9 +278,9 @@ fn cli_writes_are_audited_in_their_transaction_and_secrets_are_refused() {
 
     let out = runner(root, "alice", &["audit", "--since", "2000-01-01"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().count(), 3, "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
     assert!(
-        text.contains(" cli/runner memory save write notes "),
+        text.contains(" cli/runner memory_save write notes "),
         "{text}"
     );
     let future = ok_json(runner(

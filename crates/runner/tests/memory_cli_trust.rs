@@ -10,6 +10,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::{err_line, ok_json};
+
 use serde_json::{Value, json};
 
 fn runner(root: &Path, args: &[&str]) -> Output {
@@ -23,26 +25,6 @@ fn runner(root: &Path, args: &[&str]) -> Output {
         .env_remove("OXYDRA_LOG")
         .output()
         .expect("runner starts")
-}
-
-fn ok_json(out: Output) -> Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-fn err_line(out: Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
-    err
 }
 
 fn texts(history: &Value) -> Vec<&str> {

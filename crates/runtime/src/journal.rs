@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
-use memory::{MemoryError, MemoryStore, SessionInfo, SessionKind, SummaryState};
-use types::{Message, SessionId, UserId};
+use memory::{CallPlace, MemoryError, MemoryStore, SessionInfo, SessionKind, SummaryState};
+use types::{Message, SessionId, Usage, UserId};
 
 use crate::RuntimeError;
 
@@ -107,6 +107,16 @@ impl Journal {
         match self {
             Journal::Durable(store) => Some(store),
             Journal::Ephemeral(_) => None,
+        }
+    }
+
+    /// Records what one model call used, with its session and turn (a store only: process
+    /// memory keeps no usage). A failure is logged, never fatal to the turn.
+    pub(crate) async fn record_usage(&self, place: CallPlace<'_>, model: &str, usage: Usage) {
+        if let Journal::Durable(store) = self
+            && let Err(e) = store.record_usage(place, model, usage).await
+        {
+            tracing::warn!(error = %e, "token usage not recorded");
         }
     }
 

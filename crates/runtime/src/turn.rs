@@ -106,6 +106,14 @@ impl<'a> Turn<'a> {
             };
             if let Some(usage) = response.usage {
                 self.usage.add(usage);
+                let ctx = self.ctx;
+                let place = memory::CallPlace {
+                    user: &ctx.user_id,
+                    session: &ctx.session_id,
+                    turn: &ctx.turn_id,
+                };
+                let model = self.rt.provider.model();
+                self.rt.journal.record_usage(place, model, usage).await;
             }
             let mut message = response.message;
             if message.tool_calls.is_empty() {

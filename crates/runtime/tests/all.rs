@@ -16,3 +16,4 @@ mod lifecycle;
 mod memory;
 mod summary;
 mod trust;
+mod usage;

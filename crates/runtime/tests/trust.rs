@@ -143,7 +143,7 @@ async fn poisoning(kind: ProviderKind) {
 
     // Once the user confirms it, it is recalled, still as quoted data (with its file source),
     // and nothing in the runtime acts on it: one model call, no tool call.
-    store.confirm_note(&alice, &planted).await.unwrap();
+    store.confirm_note(&alice, &planted, None).await.unwrap();
     let before = server.requests().len();
     server.push_all([ScriptedReply::text("To Bruno, as far as I know.")]);
     let (outcome, events) = run(&rt, &ctx(root, "alice", "chat-b", "t4"), question).await;

@@ -220,15 +220,15 @@ impl ToolRegistry {
         let Some(access) = tool.memory_access(&args) else {
             return self.call(tool, name, &args, ctx).await;
         };
-        let mut args = args;
-        let admitted = self.governance.admit(name, &access, &mut args, ctx).await?;
-        let governed = ToolExecutionContext {
-            audit: Some(admitted.tag().clone()),
-            ..ctx.clone()
-        };
-        let result = self.call(tool, name, &args, &governed).await;
         self.governance
-            .finish(admitted, ctx, tool.output_format(), result)
+            .govern(
+                name,
+                &access,
+                args,
+                ctx,
+                tool.output_format(),
+                |args, governed| async move { self.call(tool, name, &args, &governed).await },
+            )
             .await
     }
 

@@ -16,7 +16,9 @@ use chrono::{Duration, Utc};
 use memory::{HashEmbedder, KeyQuery, MemoryRetrieval, MemoryStore, NoteMetadata};
 use serde_json::{Value, json};
 use tools::{ToolRegistry, memory_tools, peer_mcp_tools};
-use types::{Message, RetrievalConfig, SessionId, ToolCall, UserId};
+use types::{
+    Message, ModelPrice, PricingConfig, RetrievalConfig, SessionId, ToolCall, TurnId, Usage, UserId,
+};
 
 use crate::common::context;
 
@@ -37,7 +39,15 @@ async fn env() -> Env {
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     let tools = memory_tools(Some(memory.clone()), &RetrievalConfig::default());
-    for tool in tools.into_iter().chain(peer_mcp_tools(Some(memory))) {
+    let price = ModelPrice {
+        input_per_mtok: 2.0,
+        output_per_mtok: 10.0,
+    };
+    let pricing = PricingConfig::from([("priced-model".to_owned(), price)]);
+    for tool in tools
+        .into_iter()
+        .chain(peer_mcp_tools(Some(memory), &pricing))
+    {
         registry.register(tool).unwrap();
     }
     Env {
@@ -347,6 +357,25 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
             .await
             .unwrap();
     }
+    // Two model calls in this session (one model priced, one not) and one in another session.
+    let turn = TurnId::parse("turn-0").unwrap();
+    let other = SessionId::parse("session-2").unwrap();
+    for (session, model, prompt, completion) in [
+        (&session, "priced-model", 1000, 200),
+        (&session, "local-model", 500, 50),
+        (&other, "priced-model", 10, 1),
+    ] {
+        let place = memory::CallPlace {
+            user: &alice,
+            session,
+            turn: &turn,
+        };
+        let usage = Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+        };
+        env.store.record_usage(place, model, usage).await.unwrap();
+    }
     let started = env.store.session_info(&session).await.unwrap().created_at;
     let all = env
         .call("alice", "getContext", json!({"include_history": true}))
@@ -358,9 +387,13 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
     );
     let start: chrono::DateTime<Utc> = all["start_time"].as_str().unwrap().parse().unwrap();
     assert!((start - started).num_milliseconds().abs() <= 1, "{all}");
-    assert_eq!(
-        all["memory_usage"],
-        json!({"tokens_used": 0, "usd_spent": 0.0})
+    // 1000 × $2 + 200 × $10 per million; the local model's 550 tokens count, unpriced.
+    assert_eq!(all["memory_usage"]["tokens_used"], 1750, "{all}");
+    let usd = all["memory_usage"]["usd_spent"].as_f64().unwrap();
+    assert!((usd - 0.004).abs() < 1e-12, "{all}");
+    assert!(
+        all["usage_note"].as_str().unwrap().contains("local-model"),
+        "{all}"
     );
     let history: Vec<(String, bool)> = all["tool_history"]
         .as_array()
@@ -384,11 +417,17 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
         .call("alice", "getContext", json!({"context_type": "agent"}))
         .await
         .unwrap();
-    assert_eq!(agent, json!({"agent_id": "alice"}));
+    assert_eq!(agent["agent_id"], "alice");
+    assert_eq!(agent["agent_memory_usage"]["tokens_used"], 1761, "{agent}");
+    assert!(agent.get("memory_usage").is_none(), "{agent}");
     // Another user's context never shows alice's session history.
     let bob = env
         .call("bob", "getContext", json!({"include_history": true}))
         .await
         .unwrap();
     assert_eq!(bob["tool_history"], json!([]));
+    assert_eq!(
+        bob["memory_usage"],
+        json!({"tokens_used": 0, "usd_spent": 0.0})
+    );
 }

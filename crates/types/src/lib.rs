@@ -24,9 +24,9 @@ pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
-    MemoryDialects, Operation, PiiAction, ProviderConfig, ProviderKind, RateLimit,
-    RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig, SurfacePolicy,
-    SurfacesConfig, ToolPermission, ToolsConfig,
+    MemoryDialects, ModelPrice, Operation, PiiAction, PricingConfig, ProviderConfig, ProviderKind,
+    RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig,
+    SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
 };
 pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};

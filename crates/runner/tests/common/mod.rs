@@ -311,3 +311,25 @@ pub async fn next_frame(ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>) -> 
         }
     }
 }
+
+/// The stdout of a command that succeeded, as JSON (stderr shown when it failed).
+pub fn ok_json(out: std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// The one-line error of a command that failed.
+pub fn err_line(out: std::process::Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected failure, got {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
+    err
+}

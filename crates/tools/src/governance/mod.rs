@@ -7,7 +7,7 @@
 //! namespace, key, TTL, which arguments are free text). The [`crate::ToolRegistry`] then runs,
 //! for that call, after argument validation:
 //!
-//! 1. **permission** ([`Governance::admit`]): the surface's read-only mode and the tool's
+//! 1. **permission**: the surface's read-only mode and the tool's
 //!    `[governance.tool_permissions.<tool>]` entry; a refusal is the ADR's
 //!    `{"type":"error","error":{"code":"PERMISSION_DENIED",…}}` and changes nothing;
 //! 2. **rate limit**: per tool and per namespace token buckets → `RATE_LIMITED` with
@@ -17,14 +17,16 @@
 //!    allowed as the surface says;
 //! 4. the tool runs with `ctx.audit` set, so a write records its audit row **inside its own
 //!    transaction** (memory tools pass [`crate::audited_call_key`] to the store);
-//! 5. **on the way out** ([`Governance::finish`]): personal data in the result is redacted for
+//! 5. **on the way out**: personal data in the result is redacted for
 //!    surfaces whose `pii_out` is `redact` (MCP by default); reads, denials and failures get their
 //!    own audit row; metrics are counted. Scrubbing and truncation follow in the registry.
 //!
 //! # Using it from a surface
 //!
 //! Build the context with the caller's surface (`ctx.surface = CallSurface::new(Surface::Mcp)
-//! .with_client(name)`) and call [`crate::ToolRegistry::execute`]: nothing else is needed. A
+//! .with_client(name)`) and call [`crate::ToolRegistry::execute`]: nothing else is needed. An
+//! operation that is no tool (the CLI's import, restore, confirm) runs through
+//! [`Governance::govern`], the same stages the registry runs a memory tool through. A
 //! composition attaches one [`Governance`] to its registry with
 //! [`crate::ToolRegistry::with_governance`]: `Governance::new(config.governance.clone())
 //! .with_audit(store).with_metrics(metrics)`; [`MemoryMetrics::render`] is what `GET /metrics`
@@ -43,6 +45,7 @@ pub use metrics::MemoryMetrics;
 pub use permissions::Denial;
 pub use rate::{Clock, Limited, ManualClock, SystemClock};
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -127,9 +130,9 @@ impl Default for Governance {
     }
 }
 
-/// A call that passed admission: what [`Governance::finish`] needs to close it.
+/// A call that passed admission: what `finish` needs to close it.
 #[derive(Debug)]
-pub struct Admitted {
+struct Admitted {
     tag: AuditTag,
     policy: SurfacePolicy,
     started: Instant,
@@ -137,7 +140,7 @@ pub struct Admitted {
 
 impl Admitted {
     /// The audit tag the call's context carries into the tool.
-    pub fn tag(&self) -> &AuditTag {
+    fn tag(&self) -> &AuditTag {
         &self.tag
     }
 }
@@ -180,7 +183,7 @@ impl Governance {
     /// Permission, rate limit and PII/secret stages. On success `args` may have been redacted in
     /// place and the returned [`Admitted`] carries the audit tag; on refusal the call is audited
     /// and counted, and the error is the ADR's error object.
-    pub async fn admit(
+    async fn admit(
         &self,
         tool: &str,
         access: &MemoryAccess,
@@ -280,9 +283,38 @@ impl Governance {
         })
     }
 
+    /// One governed memory operation: the admission stages (permission, rate limit, PII and
+    /// secrets on write), then `op` with the (possibly redacted) arguments and a context carrying
+    /// the call's audit tag (so that a write records its row in its own transaction), then the
+    /// closing stages (PII on the way out, audit of reads and failures, metrics). The registry
+    /// runs every memory tool call through here; a surface whose operation is no tool (the CLI's
+    /// import, restore, confirm) calls it directly, so that both pass the same stages.
+    pub async fn govern<F, Fut>(
+        &self,
+        tool: &str,
+        access: &MemoryAccess,
+        args: Value,
+        ctx: &ToolExecutionContext,
+        format: OutputFormat,
+        op: F,
+    ) -> Result<String, ToolError>
+    where
+        F: FnOnce(Value, ToolExecutionContext) -> Fut,
+        Fut: Future<Output = Result<String, ToolError>>,
+    {
+        let mut args = args;
+        let admitted = self.admit(tool, access, &mut args, ctx).await?;
+        let governed = ToolExecutionContext {
+            audit: Some(admitted.tag().clone()),
+            ..ctx.clone()
+        };
+        let result = op(args, governed).await;
+        self.finish(admitted, ctx, format, result).await
+    }
+
     /// The stages after the tool ran: redaction of the result for the surface, the audit row of
     /// a read or a failure (a successful write recorded its own), metrics.
-    pub async fn finish(
+    async fn finish(
         &self,
         admitted: Admitted,
         ctx: &ToolExecutionContext,

@@ -161,7 +161,8 @@ impl OpSpan {
         let _entered = self.span.enter();
         match result {
             Ok(_) => tracing::info!(duration_us = micros, "memory operation done"),
-            Err(e) => tracing::warn!(duration_us = micros, error = %e, "memory operation failed"),
+            // Info, as the registry's "tool failed": the caller gets the error itself.
+            Err(e) => tracing::info!(duration_us = micros, error = %e, "memory operation failed"),
         }
     }
 }
@@ -210,7 +211,8 @@ pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenan
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
         (None, Surface::Mcp) => Origin::Mcp,
-        (None, Surface::Cli) => Origin::Cli,
+        // The operator's command runs outside any conversation.
+        (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),
         // The user's own edit from a chat client.
         (None, Surface::Gateway) => Origin::User,
         (None, Surface::Agent) => origin,

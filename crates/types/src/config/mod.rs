@@ -5,6 +5,7 @@
 mod gateway;
 mod governance;
 mod memory;
+mod pricing;
 mod provider;
 mod runtime;
 mod tools;
@@ -15,6 +16,7 @@ pub use governance::{
     SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
 };
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
+pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
 pub use tools::{MemoryDialect, MemoryDialects, ToolsConfig};
@@ -49,6 +51,8 @@ pub struct AgentConfig {
     pub gateway: GatewayLimitsConfig,
     pub tools: ToolsConfig,
     pub governance: GovernanceConfig,
+    /// `[pricing."<model>"]`: prices per model, for reporting usage in money.
+    pub pricing: PricingConfig,
 }
 
 impl AgentConfig {
@@ -59,6 +63,7 @@ impl AgentConfig {
         self.retrieval.validate()?;
         self.runtime.validate()?;
         self.gateway.validate()?;
-        self.governance.validate()
+        self.governance.validate()?;
+        pricing::validate(&self.pricing)
     }
 }

@@ -3,17 +3,19 @@
 //!
 //! Everything comes from the per-call context and the caller's own store: the session's stored
 //! events give its start and its tool calls (a call failed when its answer starts `error:`, as the
-//! runtime writes it). Token usage is not stored with a session, so `tokens_used` and
-//! `usd_spent` are 0 and `usage_note` says so.
+//! runtime writes it). `memory_usage` is the session's token usage, which the runtime records
+//! after each model call; `usd_spent` prices it with `[pricing."<model>"]`, and `usage_note` says
+//! which models have no price (their tokens count in `tokens_used`, not in `usd_spent`). With
+//! `agent` (or `all`), `agent_memory_usage` is the same over every session of the user.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
-use memory::{MemoryError, StoredEvent};
+use memory::{MemoryError, ModelUsage, StoredEvent, UsageScope};
 use serde_json::{Map, Value, json};
-use types::{Role, SafetyTier, ToolExecutionContext};
+use types::{PricingConfig, Role, SafetyTier, ToolExecutionContext};
 
 use super::{GET_CONTEXT_TOOL_NAME, closed};
 use crate::MemoryAccess;
@@ -29,11 +31,44 @@ const HISTORY_EVENTS: usize = 500;
 #[derive(Debug, Clone)]
 pub struct GetContext {
     memory: MemoryHandle,
+    pricing: PricingConfig,
 }
 
 impl GetContext {
-    pub(crate) fn new(memory: MemoryHandle) -> Self {
-        Self { memory }
+    pub(crate) fn new(memory: MemoryHandle, pricing: PricingConfig) -> Self {
+        Self { memory, pricing }
+    }
+
+    /// `{tokens_used, usd_spent}` of `user` in `scope`, and a note naming the models used without
+    /// a configured price.
+    async fn usage(
+        &self,
+        memory: &dyn memory::MemoryRetrieval,
+        user: &types::UserId,
+        scope: UsageScope<'_>,
+    ) -> Result<(Value, Option<String>), ToolError> {
+        let per_model = memory
+            .usage_by_model(user, scope)
+            .await
+            .map_err(|e| map_error(e, None))?;
+        let mut tokens = 0;
+        let mut usd = 0.0;
+        let mut unpriced = Vec::new();
+        for ModelUsage { model, usage } in &per_model {
+            tokens += usage.total();
+            match self.pricing.get(model) {
+                Some(price) => usd += price.cost(*usage),
+                None => unpriced.push(model.chars().take(64).collect::<String>()),
+            }
+        }
+        let note = (!unpriced.is_empty()).then(|| {
+            format!(
+                "no price is configured for {} ([pricing] in agent.toml), so usd_spent leaves \
+                 out its tokens",
+                unpriced.join(", ")
+            )
+        });
+        Ok((json!({"tokens_used": tokens, "usd_spent": usd}), note))
     }
 }
 
@@ -183,20 +218,21 @@ impl Tool for GetContext {
                     Err(e) => return Err(map_error(e, None)),
                 };
                 out.insert("start_time".into(), json!(time_text(start)));
-                out.insert(
-                    "memory_usage".into(),
-                    json!({"tokens_used": 0, "usd_spent": 0.0}),
-                );
-                out.insert(
-                    "usage_note".into(),
-                    json!(
-                        "token usage is not recorded per session yet, so tokens_used and \
-                           usd_spent are 0"
-                    ),
-                );
+                let scope = UsageScope::Session(&ctx.session_id);
+                let (usage, note) = self.usage(memory, &ctx.user_id, scope).await?;
+                out.insert("memory_usage".into(), usage);
+                if let Some(note) = note {
+                    out.insert("usage_note".into(), json!(note));
+                }
             }
             if wants("agent") {
                 out.insert("agent_id".into(), json!(ctx.user_id.as_str()));
+                let scope = UsageScope::AllSessions;
+                let (usage, note) = self.usage(memory, &ctx.user_id, scope).await?;
+                out.insert("agent_memory_usage".into(), usage);
+                if let Some(note) = note {
+                    out.insert("agent_usage_note".into(), json!(note));
+                }
             }
             if wants("task") {
                 out.insert("task_id".into(), json!(ctx.turn_id.as_str()));

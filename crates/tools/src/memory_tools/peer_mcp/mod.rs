@@ -3,8 +3,8 @@
 //!
 //! Namespaces are labels inside the calling user's own store (`memory:{user_id}`), never a path
 //! to another store; a keyed value is a note carrying its namespace and key, so `memory_search`
-//! finds it, and `ttl_seconds` is the note's expiry. `getContext` reads the caller's session from
-//! the same store. Identity comes only from the per-call [`types::ToolExecutionContext`].
+//! finds it, and `ttl_seconds` is the note's expiry. `getContext` reads the caller's session (and
+//! the token usage the runtime records) from the same store. Identity comes only from the per-call [`types::ToolExecutionContext`].
 
 mod context;
 mod list;
@@ -17,6 +17,7 @@ pub use put::PutMemory;
 use std::sync::Arc;
 
 use memory::MemoryRetrieval;
+use types::PricingConfig;
 
 use crate::Tool;
 
@@ -24,11 +25,14 @@ pub const LIST_MEMORY_TOOL_NAME: &str = "listMemory";
 pub const GET_CONTEXT_TOOL_NAME: &str = "getContext";
 pub const PUT_MEMORY_TOOL_NAME: &str = "putMemory";
 
-/// The three peer tools over `memory`.
-pub fn peer_mcp_tools(memory: Option<Arc<dyn MemoryRetrieval>>) -> Vec<Arc<dyn Tool>> {
+/// The three peer tools over `memory`; `getContext` prices token usage with `pricing`.
+pub fn peer_mcp_tools(
+    memory: Option<Arc<dyn MemoryRetrieval>>,
+    pricing: &PricingConfig,
+) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ListMemory::new(memory.clone())),
-        Arc::new(GetContext::new(memory.clone())),
+        Arc::new(GetContext::new(memory.clone(), pricing.clone())),
         Arc::new(PutMemory::new(memory)),
     ]
 }
