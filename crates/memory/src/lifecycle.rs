@@ -16,13 +16,14 @@
 use chrono::{DateTime, Utc};
 use libsql::Connection;
 use serde::{Deserialize, Serialize};
-use types::{NoteId, SessionId, UserId};
+use types::{AuditTag, NoteId, SessionId, UserId};
 
+use crate::audit::record_write;
 use crate::error::MemoryError;
 use crate::indexing::prepare;
 use crate::metadata::{MetadataPatch, NoteMetadata};
 use crate::notes::{Note, NoteWrite, insert_note};
-use crate::receipts::note_version;
+use crate::receipts::{CallKey, note_version};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 
@@ -294,6 +295,18 @@ impl MemoryStore {
         note_id: &NoteId,
         version: Option<u32>,
     ) -> Result<Note, MemoryError> {
+        self.restore_note_as(user, None, note_id, version).await
+    }
+
+    /// [`MemoryStore::restore_note`] for a governed call: `call`'s audit row is written in the
+    /// restore's own transaction.
+    pub async fn restore_note_as(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+        version: Option<u32>,
+    ) -> Result<Note, MemoryError> {
         let history = self.note_history(user, note_id).await?;
         let Some(current) = history.versions.last() else {
             return Err(MemoryError::NoteNotFound(note_id.clone()));
@@ -330,7 +343,7 @@ impl MemoryStore {
                     provenance: target.metadata.provenance.clone(),
                 };
                 let expected = note_version(&current.content);
-                self.update_note_patched(user, None, note_id, &target.content, &expected, patch)
+                self.update_note_patched(user, call, note_id, &target.content, &expected, patch)
                     .await?;
                 self.get_note(user, note_id).await
             }
@@ -338,7 +351,8 @@ impl MemoryStore {
                 let content = target.content.clone();
                 let metadata = target.metadata.clone();
                 let replaced_last = target.version != current.version;
-                self.undelete(user, note_id, content, metadata, replaced_last)
+                let audit = call.and_then(CallKey::audit).cloned();
+                self.undelete(user, note_id, (content, metadata), replaced_last, audit)
                     .await
             }
         }
@@ -348,9 +362,9 @@ impl MemoryStore {
         &self,
         user: &UserId,
         note_id: &NoteId,
-        content: String,
-        metadata: NoteMetadata,
+        (content, metadata): (String, NoteMetadata),
         replaced_last: bool,
+        audit: Option<AuditTag>,
     ) -> Result<Note, MemoryError> {
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
@@ -382,6 +396,7 @@ impl MemoryStore {
                 )
                 .await
                 .map_err(MemoryError::db("restoring a note"))?;
+                record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 write.into_note()
             }
             .await;
@@ -396,7 +411,19 @@ impl MemoryStore {
     /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
     /// never unconfirmed is returned unchanged.
     pub async fn confirm_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
+        self.confirm_note_as(user, None, note_id).await
+    }
+
+    /// [`MemoryStore::confirm_note`] for a governed call: `call`'s audit row is written in the
+    /// confirmation's own transaction (also when the note was already confirmed).
+    pub async fn confirm_note_as(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+    ) -> Result<Note, MemoryError> {
         let (user, note_id) = (user.clone(), note_id.clone());
+        let audit = call.and_then(CallKey::audit).cloned();
         self.write(move |conn| async move {
             let tx = begin(&conn).await?;
             let outcome = async {
@@ -419,6 +446,7 @@ impl MemoryStore {
                     .map_err(MemoryError::db("confirming a note"))?;
                     tracing::info!(user = %user, note_id = %note_id, "confirmed note");
                 }
+                record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 Ok(stored.note)
             }
             .await;
