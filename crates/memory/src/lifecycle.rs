@@ -10,7 +10,7 @@
 //!   version ([`MemoryStore::purge_deleted`]), leaving nothing behind.
 //! - Restoring a version of a live note is an update to that version's text (so the text it
 //!   replaces becomes a version in turn: a restore can always be undone).
-//! - [`MemoryStore::confirm_note`] marks an unconfirmed note (one saved after untrusted tool
+//! - [`MemoryStore::confirm_note`] (in `provenance`) marks an unconfirmed note (one saved after untrusted tool
 //!   output, see [`crate::provenance`]) as confirmed, so automatic recall may use it.
 
 use chrono::{DateTime, Utc};
@@ -71,9 +71,9 @@ pub struct DeletedNote {
 }
 
 /// A note row as read for history and restore: live or tombstone.
-struct Stored {
-    note: Note,
-    deleted_at: Option<DateTime<Utc>>,
+pub(crate) struct Stored {
+    pub(crate) note: Note,
+    pub(crate) deleted_at: Option<DateTime<Utc>>,
 }
 
 /// Copies the note's current text into its versions (inside the caller's transaction), before an
@@ -140,7 +140,7 @@ pub(crate) async fn forget_versions(conn: &Connection, note_id: &str) -> Result<
     Ok(())
 }
 
-async fn load_stored(
+pub(crate) async fn load_stored(
     conn: &Connection,
     session: &SessionId,
     note_id: &NoteId,
@@ -404,53 +404,6 @@ impl MemoryStore {
             index.apply(&changes);
             tracing::info!(user = %user, note_id = %note_id, "restored note");
             Ok(note)
-        })
-        .await
-    }
-
-    /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
-    /// never unconfirmed is returned unchanged.
-    pub async fn confirm_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        self.confirm_note_as(user, None, note_id).await
-    }
-
-    /// [`MemoryStore::confirm_note`] for a governed call: `call`'s audit row is written in the
-    /// confirmation's own transaction (also when the note was already confirmed).
-    pub async fn confirm_note_as(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        note_id: &NoteId,
-    ) -> Result<Note, MemoryError> {
-        let (user, note_id) = (user.clone(), note_id.clone());
-        let audit = call.and_then(CallKey::audit).cloned();
-        self.write(move |conn| async move {
-            let tx = begin(&conn).await?;
-            let outcome = async {
-                let session = SessionId::user_memory(&user);
-                let mut stored = load_stored(&tx, &session, &note_id).await?;
-                if stored.deleted_at.is_some() {
-                    return Err(MemoryError::NoteNotFound(note_id.clone()));
-                }
-                if let Some(p) = stored.note.metadata.provenance.as_mut()
-                    && !p.confirmed
-                {
-                    p.confirmed = true;
-                    let metadata = serde_json::to_string(&stored.note.metadata)
-                        .map_err(MemoryError::corrupt("note metadata"))?;
-                    tx.execute(
-                        "UPDATE notes SET metadata_json = ?2 WHERE note_id = ?1",
-                        [note_id.as_str(), metadata.as_str()],
-                    )
-                    .await
-                    .map_err(MemoryError::db("confirming a note"))?;
-                    tracing::info!(user = %user, note_id = %note_id, "confirmed note");
-                }
-                record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
-                Ok(stored.note)
-            }
-            .await;
-            finish(tx, outcome).await
         })
         .await
     }
