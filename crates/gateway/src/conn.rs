@@ -185,7 +185,11 @@ impl Conn {
             | ClientFrame::SearchNotes { .. }
             | ClientFrame::GetNote { .. }
             | ClientFrame::EditNote { .. }
-            | ClientFrame::DeleteNote { .. }) => self.notes(note).await,
+            | ClientFrame::DeleteNote { .. }
+            | ClientFrame::NoteHistory { .. }
+            | ClientFrame::ListDeletedNotes
+            | ClientFrame::RestoreNote { .. }
+            | ClientFrame::ConfirmNote { .. }) => self.notes(note).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

@@ -9,7 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame};
 use crate::GatewayConfig;
 
 /// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 15] = [
+pub const CLIENT_FRAME_TYPES: [&str; 19] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -25,6 +25,10 @@ pub const CLIENT_FRAME_TYPES: [&str; 15] = [
     "get_note",
     "edit_note",
     "delete_note",
+    "note_history",
+    "list_deleted_notes",
+    "restore_note",
+    "confirm_note",
 ];
 
 /// One read from the client.

@@ -1,10 +1,15 @@
-//! The user's notes over the connection: `list_notes`, `search_notes`, `get_note`, `edit_note`
-//! and `delete_note`. The user is the connection's authenticated one; a frame never names it.
+//! The user's notes over the connection: `list_notes`, `search_notes`, `get_note`, `edit_note`,
+//! `delete_note`, and their lifecycle: `note_history`, `list_deleted_notes`, `restore_note`,
+//! `confirm_note`. The user is the connection's authenticated one; a frame never names it.
 //! Bad ids, limits and versions are refused with a message saying what to fix, before anything
 //! is read or changed.
 
-use runtime::{AgentRuntime, MAX_NOTES_PAGE, NoteEntry, RuntimeError};
-use types::{ClientFrame, ErrorCode, NoteId, NoteView, ServerFrame, ToolExecutionContext};
+use crate::user::rfc3339;
+use runtime::{AgentRuntime, MAX_NOTES_PAGE, NoteEntry, NoteVersionEntry, RuntimeError};
+use types::{
+    ClientFrame, DeletedNoteView, ErrorCode, NoteId, NoteVersionView, NoteView, ServerFrame,
+    ToolExecutionContext,
+};
 
 /// A note request, as the connection received it.
 #[derive(Debug)]
@@ -27,6 +32,17 @@ pub(crate) enum NoteRequest {
         version: String,
     },
     Delete {
+        note_id: String,
+    },
+    History {
+        note_id: String,
+    },
+    Deleted,
+    Restore {
+        note_id: String,
+        version: Option<u32>,
+    },
+    Confirm {
         note_id: String,
     },
 }
@@ -56,6 +72,12 @@ impl NoteRequest {
                 version,
             },
             ClientFrame::DeleteNote { note_id } => NoteRequest::Delete { note_id },
+            ClientFrame::NoteHistory { note_id } => NoteRequest::History { note_id },
+            ClientFrame::ListDeletedNotes => NoteRequest::Deleted,
+            ClientFrame::RestoreNote { note_id, version } => {
+                NoteRequest::Restore { note_id, version }
+            }
+            ClientFrame::ConfirmNote { note_id } => NoteRequest::Confirm { note_id },
             _ => return None,
         })
     }
@@ -68,6 +90,10 @@ impl NoteRequest {
             NoteRequest::Get { .. } => "get_note",
             NoteRequest::Edit { .. } => "edit_note",
             NoteRequest::Delete { .. } => "delete_note",
+            NoteRequest::History { .. } => "note_history",
+            NoteRequest::Deleted => "list_deleted_notes",
+            NoteRequest::Restore { .. } => "restore_note",
+            NoteRequest::Confirm { .. } => "confirm_note",
         }
     }
 }
@@ -140,6 +166,52 @@ pub(crate) async fn answer(
                 note_id: id.to_string(),
             })
         }
+        NoteRequest::History { note_id } => {
+            let id = note_id_of(&note_id)?;
+            let history = runtime.note_history(ctx, &id).await.map_err(refusal)?;
+            let (deleted_at, purge_after) = match history.deleted {
+                Some((deleted, purge)) => (Some(rfc3339(deleted)), Some(rfc3339(purge))),
+                None => (None, None),
+            };
+            Ok(ServerFrame::NoteVersions {
+                note_id: history.note_id.to_string(),
+                versions: history.versions.into_iter().map(version_view).collect(),
+                deleted_at,
+                purge_after,
+            })
+        }
+        NoteRequest::Deleted => {
+            let deleted = runtime.deleted_notes(ctx).await.map_err(refusal)?;
+            Ok(ServerFrame::DeletedNotes {
+                notes: deleted
+                    .into_iter()
+                    .map(|d| DeletedNoteView {
+                        note: view(d.note),
+                        deleted_at: rfc3339(d.deleted_at),
+                        purge_after: rfc3339(d.purge_after),
+                    })
+                    .collect(),
+            })
+        }
+        NoteRequest::Restore { note_id, version } => {
+            let id = note_id_of(&note_id)?;
+            if version == Some(0) {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "version counts from 1: note_history lists the note's versions".into(),
+                ));
+            }
+            let note = runtime
+                .restore_note(ctx, &id, version)
+                .await
+                .map_err(refusal)?;
+            Ok(ServerFrame::NoteRestored { note: view(note) })
+        }
+        NoteRequest::Confirm { note_id } => {
+            let id = note_id_of(&note_id)?;
+            let note = runtime.confirm_note(ctx, &id).await.map_err(refusal)?;
+            Ok(ServerFrame::NoteConfirmed { note: view(note) })
+        }
     }
 }
 
@@ -169,8 +241,21 @@ fn view(note: NoteEntry) -> NoteView {
         version: note.version,
         category: note.category,
         tags: note.tags,
-        created_at: crate::user::rfc3339(note.created_at),
-        updated_at: crate::user::rfc3339(note.updated_at),
+        created_at: rfc3339(note.created_at),
+        updated_at: rfc3339(note.updated_at),
+    }
+}
+
+fn version_view(v: NoteVersionEntry) -> NoteVersionView {
+    NoteVersionView {
+        version: v.version,
+        text: v.text,
+        edit_token: v.edit_token,
+        category: v.category,
+        tags: v.tags,
+        saved_at: rfc3339(v.saved_at),
+        replaced_at: v.replaced_at.map(rfc3339),
+        provenance: v.provenance,
     }
 }
 

@@ -179,7 +179,11 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::SearchNotes { .. }
         | ClientFrame::GetNote { .. }
         | ClientFrame::EditNote { .. }
-        | ClientFrame::DeleteNote { .. } => {}
+        | ClientFrame::DeleteNote { .. }
+        | ClientFrame::NoteHistory { .. }
+        | ClientFrame::ListDeletedNotes
+        | ClientFrame::RestoreNote { .. }
+        | ClientFrame::ConfirmNote { .. } => {}
     }
 }
 
@@ -368,7 +372,11 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::NoteResults { .. }
         | ServerFrame::Note { .. }
         | ServerFrame::NoteEdited { .. }
-        | ServerFrame::NoteDeleted { .. } => {}
+        | ServerFrame::NoteDeleted { .. }
+        | ServerFrame::NoteVersions { .. }
+        | ServerFrame::DeletedNotes { .. }
+        | ServerFrame::NoteRestored { .. }
+        | ServerFrame::NoteConfirmed { .. } => {}
     }
 }
 

@@ -1,6 +1,6 @@
 //! Example note frames for the protocol schema (see `schema`).
 
-use types::{ClientFrame, NoteView, ServerFrame};
+use types::{ClientFrame, DeletedNoteView, NoteVersionView, NoteView, ProvenanceView, ServerFrame};
 
 use crate::schema::both;
 
@@ -20,6 +20,28 @@ fn note(full: bool) -> NoteView {
         },
         created_at: "2025-01-01T09:00:00.000Z".into(),
         updated_at: "2025-01-01T09:00:00.000Z".into(),
+    }
+}
+
+fn version(full: bool) -> NoteVersionView {
+    NoteVersionView {
+        version: 1,
+        text: "Loves the trams in Lisbon".into(),
+        edit_token: "5e1f0c9d7a2b3c48".into(),
+        category: full.then(|| "preference".to_owned()),
+        tags: if full {
+            vec!["travel".into()]
+        } else {
+            Vec::new()
+        },
+        saved_at: "2025-01-01T09:00:00.000Z".into(),
+        replaced_at: full.then(|| "2025-01-02T10:30:00.000Z".to_owned()),
+        provenance: full.then(|| ProvenanceView {
+            origin: "user".into(),
+            session_id: Some("s-7".into()),
+            turn_id: Some("t-3".into()),
+            confirmed: true,
+        }),
     }
 }
 
@@ -51,6 +73,23 @@ pub(crate) fn client_examples() -> Vec<(ClientFrame, ClientFrame)> {
             version: "9a3c51e0b2d4f687".into(),
         }),
         both(ClientFrame::DeleteNote {
+            note_id: NOTE_ID.into(),
+        }),
+        both(ClientFrame::NoteHistory {
+            note_id: NOTE_ID.into(),
+        }),
+        both(ClientFrame::ListDeletedNotes),
+        (
+            ClientFrame::RestoreNote {
+                note_id: NOTE_ID.into(),
+                version: Some(1),
+            },
+            ClientFrame::RestoreNote {
+                note_id: NOTE_ID.into(),
+                version: None,
+            },
+        ),
+        both(ClientFrame::ConfirmNote {
             note_id: NOTE_ID.into(),
         }),
     ]
@@ -92,5 +131,43 @@ pub(crate) fn server_examples() -> Vec<(ServerFrame, ServerFrame)> {
         both(ServerFrame::NoteDeleted {
             note_id: NOTE_ID.into(),
         }),
+        (
+            ServerFrame::NoteVersions {
+                note_id: NOTE_ID.into(),
+                versions: vec![version(true)],
+                deleted_at: Some("2025-01-03T08:00:00.000Z".into()),
+                purge_after: Some("2025-02-02T08:00:00.000Z".into()),
+            },
+            ServerFrame::NoteVersions {
+                note_id: NOTE_ID.into(),
+                versions: vec![version(false)],
+                deleted_at: None,
+                purge_after: None,
+            },
+        ),
+        (
+            ServerFrame::DeletedNotes {
+                notes: vec![deleted(true)],
+            },
+            ServerFrame::DeletedNotes {
+                notes: vec![deleted(false)],
+            },
+        ),
+        (
+            ServerFrame::NoteRestored { note: note(true) },
+            ServerFrame::NoteRestored { note: note(false) },
+        ),
+        (
+            ServerFrame::NoteConfirmed { note: note(true) },
+            ServerFrame::NoteConfirmed { note: note(false) },
+        ),
     ]
+}
+
+fn deleted(full: bool) -> DeletedNoteView {
+    DeletedNoteView {
+        note: note(full),
+        deleted_at: "2025-01-03T08:00:00.000Z".into(),
+        purge_after: "2025-02-02T08:00:00.000Z".into(),
+    }
 }

@@ -17,6 +17,7 @@ mod limits;
 mod memory_files;
 mod metrics;
 mod no_memory;
+mod note_lifecycle;
 mod notes;
 mod notices;
 mod schema;

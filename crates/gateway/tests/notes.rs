@@ -22,7 +22,11 @@ use types::{ClientFrame, ErrorCode, NoteView, ServerFrame, UserId};
 
 /// Saves `notes` (text, category) for `user` through a second connection to their database, as
 /// the CLI or an earlier run of the agent would have; returns their ids.
-async fn seed(root: &Path, user: &str, notes: &[(&str, Option<Category>)]) -> Vec<String> {
+pub(crate) async fn seed(
+    root: &Path,
+    user: &str,
+    notes: &[(&str, Option<Category>)],
+) -> Vec<String> {
     let store = common::open_store(root, user).await;
     let id = UserId::parse(user).unwrap();
     let mut ids = Vec::new();
@@ -43,7 +47,7 @@ async fn seed(root: &Path, user: &str, notes: &[(&str, Option<Category>)]) -> Ve
     ids
 }
 
-async fn ask(client: &mut Client, frame: ClientFrame) -> ServerFrame {
+pub(crate) async fn ask(client: &mut Client, frame: ClientFrame) -> ServerFrame {
     client.send(&frame).await;
     client.recv().await
 }
@@ -60,7 +64,7 @@ fn texts(notes: &[NoteView]) -> Vec<&str> {
     notes.iter().map(|n| n.text.as_str()).collect()
 }
 
-async fn listed(client: &mut Client) -> Vec<String> {
+pub(crate) async fn listed(client: &mut Client) -> Vec<String> {
     match ask(client, list(200)).await {
         ServerFrame::NoteList { notes, .. } => notes.into_iter().map(|n| n.text).collect(),
         other => panic!("{other:?}"),
@@ -77,7 +81,7 @@ async fn get(client: &mut Client, note_id: &str) -> ServerFrame {
     .await
 }
 
-async fn gateway(root: &Path, server: &ScriptedLlm) -> RunningGateway {
+pub(crate) async fn gateway(root: &Path, server: &ScriptedLlm) -> RunningGateway {
     start(root, &["alice", "bob"], server, test_config()).await
 }
 
@@ -426,8 +430,20 @@ async fn without_memory_note_frames_say_so() {
     .unwrap();
     let gw = gw.start().await.unwrap();
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
-    let answer = ask(&mut a, list(10)).await;
-    assert_eq!(code(&answer), ErrorCode::MemoryDisabled, "{answer:?}");
+    let id = "note-00000000-0000-4000-8000-000000000000";
+    let lifecycle = [
+        ClientFrame::NoteHistory { note_id: id.into() },
+        ClientFrame::ListDeletedNotes,
+        ClientFrame::RestoreNote {
+            note_id: id.into(),
+            version: None,
+        },
+        ClientFrame::ConfirmNote { note_id: id.into() },
+    ];
+    for frame in [list(10)].into_iter().chain(lifecycle) {
+        let answer = ask(&mut a, frame).await;
+        assert_eq!(code(&answer), ErrorCode::MemoryDisabled, "{answer:?}");
+    }
     // The connection stays up.
     assert_eq!(ask(&mut a, ClientFrame::Ping).await, ServerFrame::Pong);
     gw.shutdown().await;
@@ -435,7 +451,7 @@ async fn without_memory_note_frames_say_so() {
 
 /// `alice`'s agent with `governance` over her store (audited there), composed as `oxydra-vm`
 /// does it with a `[governance]` section.
-async fn governed_gateway(
+pub(crate) async fn governed_gateway(
     root: &Path,
     server: &ScriptedLlm,
     config: types::GovernanceConfig,

@@ -181,10 +181,12 @@ async fn same_text(
     hash: &str,
 ) -> Result<Option<NoteId>, MemoryError> {
     let ctx = "looking for a duplicate note";
+    // `+created_at`: without it SQLite orders by walking `notes_by_session_newest`, reading every
+    // note of the session (4 ms at 10k notes) instead of the one or two rows with this hash.
     let mut rows = conn
         .query(
             "SELECT note_id FROM notes WHERE session_id = ?1 AND text_hash = ?2
-             AND (expires_at IS NULL OR expires_at > ?3) ORDER BY created_at LIMIT 1",
+             AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
             [session.as_str(), hash, now_text().as_str()],
         )
         .await

@@ -41,7 +41,9 @@ mod provenance;
 mod query;
 mod receipts;
 mod reindex;
+
 mod remote;
+mod restore;
 mod retrieval;
 mod search;
 mod sessions;

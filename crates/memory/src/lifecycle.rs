@@ -6,23 +6,21 @@
 //! - A delete moves the note into `deleted_notes` (a tombstone) and removes its event, chunks,
 //!   vectors and FTS rows at once; its versions stay. Within the retention window
 //!   (`[memory] tombstone_retention_days`, default 30) [`MemoryStore::restore_note`] brings it
-//!   back, re-indexed, with the same id; after it the sweeper purges the tombstone and every
+//!   back (`restore`), re-indexed, with the same id; after it the sweeper purges the tombstone and every
 //!   version ([`MemoryStore::purge_deleted`]), leaving nothing behind.
 //! - Restoring a version of a live note is an update to that version's text (so the text it
 //!   replaces becomes a version in turn: a restore can always be undone).
-//! - [`MemoryStore::confirm_note`] marks an unconfirmed note (one saved after untrusted tool
+//! - [`MemoryStore::confirm_note`] (in `provenance`) marks an unconfirmed note (one saved after untrusted tool
 //!   output, see [`crate::provenance`]) as confirmed, so automatic recall may use it.
 
 use chrono::{DateTime, Utc};
 use libsql::Connection;
 use serde::{Deserialize, Serialize};
-use types::{AuditTag, NoteId, SessionId, UserId};
+use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::indexing::prepare;
-use crate::metadata::{MetadataPatch, NoteMetadata};
-use crate::notes::{Note, NoteWrite, insert_note};
-use crate::receipts::{CallKey, note_version};
+use crate::metadata::NoteMetadata;
+use crate::notes::Note;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 
@@ -73,9 +71,9 @@ pub struct DeletedNote {
 }
 
 /// A note row as read for history and restore: live or tombstone.
-struct Stored {
-    note: Note,
-    deleted_at: Option<DateTime<Utc>>,
+pub(crate) struct Stored {
+    pub(crate) note: Note,
+    pub(crate) deleted_at: Option<DateTime<Utc>>,
 }
 
 /// Copies the note's current text into its versions (inside the caller's transaction), before an
@@ -165,51 +163,7 @@ pub(crate) async fn forget_versions(conn: &Connection, note_id: &str) -> Result<
     Ok(())
 }
 
-/// Refuses to restore a deleted file or keyed note whose path or key a live note holds now: the
-/// user decides which one stays (nothing is changed).
-async fn check_place_free(conn: &Connection, note_id: &NoteId) -> Result<(), MemoryError> {
-    let ctx = "checking a deleted note's path and key";
-    let mut rows = conn
-        .query(
-            "SELECT d.path, d.mem_namespace, d.mem_key,
-                 EXISTS (SELECT 1 FROM notes n
-                         WHERE n.session_id = d.session_id AND n.path = d.path),
-                 EXISTS (SELECT 1 FROM notes n
-                         WHERE n.session_id = d.session_id AND n.mem_namespace = d.mem_namespace
-                           AND n.mem_key = d.mem_key)
-             FROM deleted_notes d WHERE d.note_id = ?1",
-            [note_id.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(());
-    };
-    let text = |i| row.get::<Option<String>>(i).map_err(MemoryError::db(ctx));
-    let taken = |i| {
-        row.get::<i64>(i)
-            .map(|n| n != 0)
-            .map_err(MemoryError::db(ctx))
-    };
-    if let Some(path) = text(0)?
-        && taken(3)?
-    {
-        return Err(MemoryError::InvalidInput(format!(
-            "a file now exists at {path}: rename or delete it, then restore note {note_id}"
-        )));
-    }
-    if let (Some(namespace), Some(key)) = (text(1)?, text(2)?)
-        && taken(4)?
-    {
-        return Err(MemoryError::InvalidInput(format!(
-            "key {key} of namespace {namespace} now holds another note: delete that one, then \
-             restore note {note_id}"
-        )));
-    }
-    Ok(())
-}
-
-async fn load_stored(
+pub(crate) async fn load_stored(
     conn: &Connection,
     session: &SessionId,
     note_id: &NoteId,
@@ -353,173 +307,6 @@ impl MemoryStore {
                 });
             }
             Ok(deleted)
-        })
-        .await
-    }
-
-    /// Brings a note back. A deleted note is restored (re-indexed, same id) to its last text, or
-    /// to `version` when given. For a live note `version` is required: its text becomes the
-    /// current one again, and the text it replaces is kept as a version. With `audit` (a
-    /// governed call) the restore records its audit row in its own transaction.
-    pub async fn restore_note(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        version: Option<u32>,
-        audit: Option<&AuditTag>,
-    ) -> Result<Note, MemoryError> {
-        let history = self.note_history(user, note_id).await?;
-        let Some(current) = history.versions.last() else {
-            return Err(MemoryError::NoteNotFound(note_id.clone()));
-        };
-        let target = match version {
-            None => current,
-            Some(n) => history
-                .versions
-                .iter()
-                .find(|v| v.version == n)
-                .ok_or_else(|| {
-                    MemoryError::InvalidInput(format!(
-                        "note {note_id} has no version {n}: it has versions 1 to {}",
-                        current.version
-                    ))
-                })?,
-        };
-        match history.state {
-            NoteState::Live if version.is_none() => Err(MemoryError::InvalidInput(format!(
-                "note {note_id} is not deleted: give the version to go back to \
-                 (see its history)"
-            ))),
-            NoteState::Live if target.version == current.version => {
-                Err(MemoryError::InvalidInput(format!(
-                    "version {} is already the current text of note {note_id}",
-                    target.version
-                )))
-            }
-            NoteState::Live => {
-                let patch = MetadataPatch {
-                    category: target.metadata.category,
-                    tags: Some(target.metadata.tags.clone()),
-                    expires_at: Some(target.metadata.expires_at),
-                    provenance: target.metadata.provenance.clone(),
-                };
-                let expected = note_version(&current.content);
-                let key = audit.cloned().map(CallKey::audit_only);
-                let (text, key) = (&target.content, key.as_ref());
-                self.update_note_patched(user, key, note_id, text, &expected, patch)
-                    .await?;
-                self.get_note(user, note_id).await
-            }
-            NoteState::Deleted { .. } => {
-                let content = target.content.clone();
-                let metadata = target.metadata.clone();
-                let replaced_last = target.version != current.version;
-                self.undelete(user, note_id, content, metadata, replaced_last, audit)
-                    .await
-            }
-        }
-    }
-
-    async fn undelete(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        content: String,
-        metadata: NoteMetadata,
-        replaced_last: bool,
-        audit: Option<&AuditTag>,
-    ) -> Result<Note, MemoryError> {
-        let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
-        let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
-        let audit = audit.cloned();
-        self.write(move |conn| async move {
-            let tx = begin(&conn).await?;
-            let mut changes = Vec::new();
-            let outcome = async {
-                let session = SessionId::user_memory(&user);
-                let stored = load_stored(&tx, &session, &note_id).await?;
-                if stored.deleted_at.is_none() {
-                    // Restored meanwhile by someone else: nothing to do.
-                    return Ok(stored.note);
-                }
-                if replaced_last {
-                    keep_version(&tx, &session, &stored.note).await?;
-                }
-                let write = NoteWrite {
-                    note_id: note_id.clone(),
-                    content,
-                    metadata,
-                    created_at: to_text(stored.note.created_at),
-                    updated_at: now_text(),
-                    prepared,
-                };
-                check_place_free(&tx, &note_id).await?;
-                insert_note(&tx, &user, &write, &mut changes).await?;
-                tx.execute(
-                    "UPDATE notes SET
-                         path = (SELECT path FROM deleted_notes WHERE note_id = ?1),
-                         mem_namespace = (SELECT mem_namespace FROM deleted_notes WHERE note_id = ?1),
-                         mem_key = (SELECT mem_key FROM deleted_notes WHERE note_id = ?1)
-                     WHERE note_id = ?1",
-                    [note_id.as_str()],
-                )
-                .await
-                .map_err(MemoryError::db("restoring a note's path or key"))?;
-                tx.execute(
-                    "DELETE FROM deleted_notes WHERE note_id = ?1",
-                    [note_id.as_str()],
-                )
-                .await
-                .map_err(MemoryError::db("restoring a note"))?;
-                crate::audit::record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
-                write.into_note()
-            }
-            .await;
-            let note = finish(tx, outcome).await?;
-            index.apply(&changes);
-            tracing::info!(user = %user, note_id = %note_id, "restored note");
-            Ok(note)
-        })
-        .await
-    }
-
-    /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
-    /// never unconfirmed is returned unchanged. With `audit` (a governed call) the confirmation
-    /// records its audit row in its own transaction.
-    pub async fn confirm_note(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        audit: Option<&AuditTag>,
-    ) -> Result<Note, MemoryError> {
-        let (user, note_id, audit) = (user.clone(), note_id.clone(), audit.cloned());
-        self.write(move |conn| async move {
-            let tx = begin(&conn).await?;
-            let outcome = async {
-                let session = SessionId::user_memory(&user);
-                let mut stored = load_stored(&tx, &session, &note_id).await?;
-                if stored.deleted_at.is_some() {
-                    return Err(MemoryError::NoteNotFound(note_id.clone()));
-                }
-                if let Some(p) = stored.note.metadata.provenance.as_mut()
-                    && !p.confirmed
-                {
-                    p.confirmed = true;
-                    let metadata = serde_json::to_string(&stored.note.metadata)
-                        .map_err(MemoryError::corrupt("note metadata"))?;
-                    tx.execute(
-                        "UPDATE notes SET metadata_json = ?2 WHERE note_id = ?1",
-                        [note_id.as_str(), metadata.as_str()],
-                    )
-                    .await
-                    .map_err(MemoryError::db("confirming a note"))?;
-                    tracing::info!(user = %user, note_id = %note_id, "confirmed note");
-                }
-                crate::audit::record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
-                Ok(stored.note)
-            }
-            .await;
-            finish(tx, outcome).await
         })
         .await
     }

@@ -12,11 +12,14 @@ use std::fmt;
 
 use libsql::Value;
 use serde::{Deserialize, Serialize};
-use types::{NoteId, SessionId, UserId};
+use types::{AuditTag, NoteId, SessionId, UserId};
 
+use crate::audit::record_write;
 use crate::error::MemoryError;
+use crate::lifecycle::load_stored;
 use crate::notes::{Note, note_from_row};
-use crate::store::MemoryStore;
+use crate::receipts::CallKey;
+use crate::store::{MemoryStore, begin, finish};
 use crate::time::now_text;
 
 /// Who or what the text of a note came from.
@@ -163,6 +166,62 @@ impl MemoryStore {
         let (ids, mut notes) = found?;
         notes.sort_by_key(|n| ids.iter().position(|id| *id == n.note_id));
         Ok(notes)
+    }
+}
+
+impl MemoryStore {
+    /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
+    /// never unconfirmed is returned unchanged. With `audit` (a governed call) the confirmation
+    /// records its audit row in its own transaction.
+    pub async fn confirm_note(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+        audit: Option<&AuditTag>,
+    ) -> Result<Note, MemoryError> {
+        let call = audit.cloned().map(CallKey::audit_only);
+        self.confirm_note_as(user, call.as_ref(), note_id).await
+    }
+
+    /// [`MemoryStore::confirm_note`] for a governed call: `call`'s audit row is written in the
+    /// confirmation's own transaction (also when the note was already confirmed).
+    pub async fn confirm_note_as(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: &NoteId,
+    ) -> Result<Note, MemoryError> {
+        let (user, note_id) = (user.clone(), note_id.clone());
+        let audit = call.and_then(CallKey::audit).cloned();
+        self.write(move |conn| async move {
+            let tx = begin(&conn).await?;
+            let outcome = async {
+                let session = SessionId::user_memory(&user);
+                let mut stored = load_stored(&tx, &session, &note_id).await?;
+                if stored.deleted_at.is_some() {
+                    return Err(MemoryError::NoteNotFound(note_id.clone()));
+                }
+                if let Some(p) = stored.note.metadata.provenance.as_mut()
+                    && !p.confirmed
+                {
+                    p.confirmed = true;
+                    let metadata = serde_json::to_string(&stored.note.metadata)
+                        .map_err(MemoryError::corrupt("note metadata"))?;
+                    tx.execute(
+                        "UPDATE notes SET metadata_json = ?2 WHERE note_id = ?1",
+                        [note_id.as_str(), metadata.as_str()],
+                    )
+                    .await
+                    .map_err(MemoryError::db("confirming a note"))?;
+                    tracing::info!(user = %user, note_id = %note_id, "confirmed note");
+                }
+                record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
+                Ok(stored.note)
+            }
+            .await;
+            finish(tx, outcome).await
+        })
+        .await
     }
 }
 

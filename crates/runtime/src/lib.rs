@@ -29,6 +29,7 @@
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
 //! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
+//! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
 //! - `error` — [`RuntimeError`]
 
 mod approval;
@@ -38,6 +39,7 @@ mod error;
 mod events;
 mod history;
 mod journal;
+mod note_lifecycle;
 mod notes;
 mod prompt;
 mod recall;
@@ -53,6 +55,10 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnEvent, TurnOutcome, TurnStatus};
+pub use note_lifecycle::{
+    CONFIRM_NOTE_OP, DeletedEntry, LIST_DELETED_NOTES_OP, NOTE_HISTORY_OP, NoteTimeline,
+    NoteVersionEntry, RESTORE_NOTE_OP,
+};
 pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;

@@ -61,7 +61,7 @@ pub struct NoteListing {
 }
 
 impl AgentRuntime {
-    fn notes_store(&self) -> Result<&MemoryStore, RuntimeError> {
+    pub(crate) fn notes_store(&self) -> Result<&MemoryStore, RuntimeError> {
         self.journal.store().ok_or(RuntimeError::MemoryDisabled)
     }
 
@@ -263,7 +263,7 @@ fn check_limit(limit: usize) -> Result<(), RuntimeError> {
 }
 
 /// The caller's mistakes become their own variants; the rest stays a memory failure.
-fn note_error(context: &'static str) -> impl FnOnce(MemoryError) -> RuntimeError {
+pub(crate) fn note_error(context: &'static str) -> impl FnOnce(MemoryError) -> RuntimeError {
     move |e| match e {
         MemoryError::NoteNotFound(id) => RuntimeError::NoteNotFound(id),
         MemoryError::VersionMismatch(id) => RuntimeError::NoteVersionMismatch(id),

@@ -29,7 +29,9 @@ pub enum Command {
 }
 
 /// `/memory [category]`, `/memory more`, `/memory search <words>`, `/memory show <n>`,
-/// `/memory edit <n> <new text>`, `/memory delete <n>` (`n` from the last list).
+/// `/memory edit <n> <new text>`, `/memory delete <n>`, `/memory history <n>`,
+/// `/memory confirm <n>` (`n` from the last list); `/memory revert <v>` (a version of the last
+/// history); `/memory deleted`, `/memory restore <n>` (`n` from the last deleted list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryCommand {
     List { category: Option<String> },
@@ -38,6 +40,11 @@ pub enum MemoryCommand {
     Show { n: usize },
     Edit { n: usize, text: String },
     Delete { n: usize },
+    History { n: usize },
+    Revert { version: u32 },
+    Deleted,
+    Restore { n: usize },
+    Confirm { n: usize },
 }
 
 /// What went wrong with a slash command, in words for the transcript.
@@ -45,7 +52,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 15] = [
+pub const COMMANDS: [(&str, &str); 19] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -64,6 +71,19 @@ pub const COMMANDS: [(&str, &str); 15] = [
     ("/memory show <n>", "a note whole (n from the last list)"),
     ("/memory edit <n> <text>", "replace a note's text"),
     ("/memory delete <n>", "delete a note"),
+    (
+        "/memory history <n>",
+        "a note's versions (/memory revert <v>: make one current)",
+    ),
+    (
+        "/memory deleted",
+        "deleted notes that can still be restored",
+    ),
+    ("/memory restore <n>", "bring a deleted note back"),
+    (
+        "/memory confirm <n>",
+        "vouch for a note saved after untrusted tool output",
+    ),
     ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
     ("/help", "keys and commands"),
     ("/quit", "leave (also Ctrl+D on an empty line)"),
@@ -130,6 +150,16 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
         }),
         "show" => number(rest, "/memory show").map(|n| MemoryCommand::Show { n }),
         "delete" | "rm" => number(rest, "/memory delete").map(|n| MemoryCommand::Delete { n }),
+        "history" => number(rest, "/memory history").map(|n| MemoryCommand::History { n }),
+        "confirm" => number(rest, "/memory confirm").map(|n| MemoryCommand::Confirm { n }),
+        "deleted" if rest.is_empty() => Ok(MemoryCommand::Deleted),
+        "restore" => number(rest, "/memory restore").map(|n| MemoryCommand::Restore { n }),
+        "revert" => number(rest, "/memory revert")
+            .and_then(|v| {
+                u32::try_from(v)
+                    .map_err(|_| CommandError("/memory revert needs a version number".into()))
+            })
+            .map(|version| MemoryCommand::Revert { version }),
         "edit" => {
             let (n, text) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             let n = number(n, "/memory edit")?;
@@ -147,7 +177,9 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
             category: Some(category.to_owned()),
         }),
         _ => Err(CommandError(
-            "/memory takes a category, more, search, show, edit or delete: see /help".into(),
+            "/memory takes a category, more, search, show, edit, delete, history, revert, \
+             deleted, restore or confirm: see /help"
+                .into(),
         )),
     }
 }
@@ -247,6 +279,22 @@ mod tests {
             Some(Err("/memory delete needs a number from the list")),
         );
         check("/memory show 3", mem(MemoryCommand::Show { n: 3 }));
+        check("/memory history 2", mem(MemoryCommand::History { n: 2 }));
+        check(
+            "/memory revert 1",
+            mem(MemoryCommand::Revert { version: 1 }),
+        );
+        check("/memory deleted", mem(MemoryCommand::Deleted));
+        check("/memory restore 1", mem(MemoryCommand::Restore { n: 1 }));
+        check("/memory confirm 4", mem(MemoryCommand::Confirm { n: 4 }));
+        check(
+            "/memory history",
+            Some(Err("/memory history needs a number from the list")),
+        );
+        check(
+            "/memory revert 0",
+            Some(Err("/memory revert needs a number from the list")),
+        );
         check("/undo", Some(Ok(Command::Undo { n: None })));
         check("/undo 2", Some(Ok(Command::Undo { n: Some(2) })));
         check("/undo two", Some(Err("/undo needs a number from the list")));

@@ -11,3 +11,4 @@ mod moved_gateway;
 mod reconnect;
 mod retry_status;
 mod screens;
+mod screens_memory;

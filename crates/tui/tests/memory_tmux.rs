@@ -1,7 +1,9 @@
 //! End to end through tmux: the real `oxydra-tui` against a real gateway and store. The agent
 //! saves two notes in a turn; the TUI lists one line per change; `/undo` deletes the first note
 //! (checked in the user's database file); `/memory` shows what is left; `/memory edit` replaces
-//! it and Ctrl+Z puts the old text back.
+//! it and Ctrl+Z puts the old text back. In a second turn the agent updates one note and deletes
+//! another: `/undo` restores the deleted note and Ctrl+Z takes the update back to the version
+//! before it; `/memory deleted` and `/memory restore` bring back a note deleted here.
 //!
 //! Needs `tmux`: `#[ignore = "needs tmux"]`, failing without it when run (`scripts/test.sh` runs it).
 
@@ -17,13 +19,15 @@ use std::sync::Arc;
 
 use crate::common;
 
-use memory::{HashEmbedder, MemoryStore};
+use memory::{HashEmbedder, MemoryStore, NoteMetadata};
 use serde_json::json;
 use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux};
 use types::{UserId, WorkspacePaths};
 
 const FIRST: &str = "Alice moved to Porto";
 const SECOND: &str = "Alice takes the 28 tram";
+const UPDATED: &str = "Alice takes the 12 tram";
+const TART: &str = "Alice likes custard tarts";
 
 /// Saves both notes in one round, then answers.
 fn respond(req: &RecordedRequest) -> ScriptedReply {
@@ -37,12 +41,40 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
     ])
 }
 
+/// A second connection to the user's database file.
+async fn open(root: &Path) -> MemoryStore {
+    let ws = WorkspacePaths::new(root.join("alice"));
+    MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
+        .await
+        .unwrap()
+}
+
+/// Updates the tram note and deletes the tart note, then answers.
+fn update_and_delete(
+    tram: String,
+    tart: String,
+) -> impl Fn(&RecordedRequest) -> ScriptedReply + Send + Sync + 'static {
+    move |req| {
+        if req.messages().last().is_some_and(|m| m["role"] == "tool") {
+            return ScriptedReply::text("Updated and forgotten.");
+        }
+        ScriptedReply::tool_calls(vec![
+            ScriptedToolCall::new(
+                "memory_update",
+                json!({
+                    "note_id": tram,
+                    "content": UPDATED,
+                    "version": memory::note_version(SECOND),
+                }),
+            ),
+            ScriptedToolCall::new("memory_delete", json!({ "note_id": tart })),
+        ])
+    }
+}
+
 /// The user's notes as stored, read through a second connection to the database file.
 async fn stored(root: &Path) -> Vec<String> {
-    let ws = WorkspacePaths::new(root.join("alice"));
-    let store = MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-        .await
-        .unwrap();
+    let store = open(root).await;
     let mut notes: Vec<String> = store
         .list_notes(&UserId::parse("alice").unwrap())
         .await
@@ -111,6 +143,65 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
     })
     .await;
     assert_eq!(stored(dir.path()).await, [SECOND]);
+
+    // The agent's own update and delete, taken back.
+    let alice = UserId::parse("alice").unwrap();
+    let store = open(dir.path()).await;
+    let tart = store
+        .store_note(&alice, TART, NoteMetadata::default())
+        .await
+        .unwrap()
+        .note_id
+        .to_string();
+    let tram = store.list_notes(&alice).await.unwrap();
+    let tram = tram.iter().find(|n| n.content == SECOND).unwrap();
+    llm.set_responder(update_and_delete(tram.note_id.to_string(), tart));
+    drop(store);
+    tmux.type_line("I take the 12 tram now, and forget the tarts");
+    let screen = tmux
+        .wait_for("the agent's changes", |s| {
+            s.contains("Memory 5: deleted") && s.contains("ready")
+        })
+        .await;
+    assert!(
+        screen.contains(&format!(
+            "Memory 4: updated \"{UPDATED}\" · /undo 4 takes it back"
+        )),
+        "{screen}"
+    );
+    assert_eq!(stored(dir.path()).await, [UPDATED]);
+    tmux.type_line("/undo 5");
+    tmux.wait_for("the delete undone", |s| s.contains("Undone: deleted"))
+        .await;
+    assert_eq!(stored(dir.path()).await, [TART, UPDATED]);
+    tmux.key("C-z");
+    tmux.wait_for("the update undone", |s| {
+        s.contains(&format!("Undone: updated \"{UPDATED}\""))
+    })
+    .await;
+    assert_eq!(stored(dir.path()).await, [TART, SECOND]);
+
+    // A delete made here, restored from the list of deleted notes.
+    tmux.type_line("/memory");
+    tmux.wait_for("the list", |s| s.contains("Your notes (2), newest first:"))
+        .await;
+    tmux.type_line("/memory delete 1");
+    tmux.wait_for("the delete line", |s| {
+        s.contains(&format!("Memory 6: deleted \"{TART}\""))
+    })
+    .await;
+    assert_eq!(stored(dir.path()).await, [SECOND]);
+    tmux.type_line("/memory deleted");
+    tmux.wait_for("the deleted list", |s| {
+        s.contains(&format!("1. {TART} · deleted"))
+    })
+    .await;
+    tmux.type_line("/memory restore 1");
+    tmux.wait_for("the restore line", |s| {
+        s.contains(&format!("Memory 7: restored \"{TART}\""))
+    })
+    .await;
+    assert_eq!(stored(dir.path()).await, [TART, SECOND]);
 
     tmux.type_line("/quit");
     gw.shutdown().await;

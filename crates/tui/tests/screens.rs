@@ -20,7 +20,7 @@ use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
 use types::{ClientFrame, NoteView, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
 
-fn screen(app: &mut App, width: u16, height: u16) -> String {
+pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let mut drawn = None;
     terminal.draw(|f| drawn = Some(tui::draw(f, app))).unwrap();
@@ -37,7 +37,7 @@ fn screen(app: &mut App, width: u16, height: u16) -> String {
     out
 }
 
-fn check(name: &str, actual: &str) {
+pub(crate) fn check(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(format!("{name}.txt"));
@@ -54,15 +54,15 @@ fn check(name: &str, actual: &str) {
     );
 }
 
-fn sid() -> SessionId {
+pub(crate) fn sid() -> SessionId {
     SessionId::parse("s-0b1c2d3e").unwrap()
 }
 
-fn tid() -> TurnId {
+pub(crate) fn tid() -> TurnId {
     TurnId::parse("t-7f3a").unwrap()
 }
 
-fn online(title: Option<&str>) -> App {
+pub(crate) fn online(title: Option<&str>) -> App {
     let mut app = App::new(
         UserId::parse("alice").unwrap(),
         None,
@@ -86,11 +86,11 @@ fn online(title: Option<&str>) -> App {
     app
 }
 
-fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+pub(crate) fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
     app.on_key(KeyEvent::new(code, modifiers));
 }
 
-fn type_text(app: &mut App, text: &str) {
+pub(crate) fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {
         key(app, KeyCode::Char(c), KeyModifiers::NONE);
     }
@@ -305,10 +305,10 @@ fn tiny_terminals_do_not_panic() {
     }
 }
 
-const NOTE_A: &str = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
-const NOTE_B: &str = "note-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+pub(crate) const NOTE_A: &str = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
+pub(crate) const NOTE_B: &str = "note-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 
-fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
+pub(crate) fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
     NoteView {
         note_id: id.into(),
         text: text.into(),
@@ -321,7 +321,7 @@ fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
 }
 
 /// Types a line and presses Enter; returns the frames the app sends.
-fn command(app: &mut App, line: &str) -> Vec<ClientFrame> {
+pub(crate) fn command(app: &mut App, line: &str) -> Vec<ClientFrame> {
     type_text(app, line);
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
 }
@@ -461,7 +461,18 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
         note_id: NOTE_A.into(),
     });
     assert_eq!(app.memory_changes()[0].undo, tui::Undo::Done);
-    // The agent's delete needs note history: nothing is sent.
+    // The agent's delete is taken back by restoring the note.
+    assert_eq!(
+        command(&mut app, "/undo 2"),
+        [ClientFrame::RestoreNote {
+            note_id: NOTE_B.into(),
+            version: None
+        }]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_B, "Works at the harbour", None),
+    });
+    assert_eq!(app.memory_changes()[1].undo, tui::Undo::Done);
     assert_eq!(command(&mut app, "/undo 2"), []);
     check("memory_change_undone", &screen(&mut app, 80, 20));
 }

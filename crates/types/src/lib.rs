@@ -15,6 +15,7 @@ mod config;
 mod context;
 mod ids;
 mod message;
+mod note_views;
 mod protocol;
 mod shell;
 mod tool;
@@ -31,8 +32,9 @@ pub use config::{
 pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
+pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
 pub use protocol::{
-    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, NoteView, PROTOCOL_VERSION, ServerFrame,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
     SessionSummary,
 };
 pub use shell::{

@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Message, SessionId, TurnId, Usage, UserId};
+use crate::{
+    DeletedNoteView, Message, NoteVersionView, NoteView, SessionId, TurnId, Usage, UserId,
+};
 
 /// The protocol version this build speaks; `hello` must carry it.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -91,8 +93,23 @@ pub enum ClientFrame {
         content: String,
         version: String,
     },
-    /// Deletes a note; answered with `note_deleted`.
+    /// Deletes a note (restorable for the retention window); answered with `note_deleted`.
     DeleteNote { note_id: String },
+    /// Every version of a note, live or deleted; answered with `note_versions`.
+    NoteHistory { note_id: String },
+    /// The deleted notes that can still be restored; answered with `deleted_notes`.
+    ListDeletedNotes,
+    /// Brings a deleted note back (to its last text, or to `version`), or makes an earlier
+    /// `version` of a live note its current text again (a new version: history is never
+    /// rewritten). Answered with `note_restored`.
+    RestoreNote {
+        note_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u32>,
+    },
+    /// Vouches for an unconfirmed note (saved after untrusted tool output), so recall may use
+    /// it; answered with `note_confirmed`.
+    ConfirmNote { note_id: String },
 }
 
 /// How far an approval reaches.
@@ -249,6 +266,28 @@ pub enum ServerFrame {
     NoteDeleted {
         note_id: String,
     },
+    /// Answers `note_history`: versions oldest first, the last is the current (or, deleted, the
+    /// last) text. `deleted_at` and `purge_after` are present when the note is deleted.
+    NoteVersions {
+        note_id: String,
+        versions: Vec<NoteVersionView>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deleted_at: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        purge_after: Option<String>,
+    },
+    /// Answers `list_deleted_notes`: most recently deleted first.
+    DeletedNotes {
+        notes: Vec<DeletedNoteView>,
+    },
+    /// Answers `restore_note`: the note as now stored.
+    NoteRestored {
+        note: NoteView,
+    },
+    /// Answers `confirm_note`.
+    NoteConfirmed {
+        note: NoteView,
+    },
 }
 
 impl ServerFrame {
@@ -351,21 +390,6 @@ pub struct SessionSummary {
     pub active_turn: Option<TurnId>,
     /// The `seq` of the session's latest event since the gateway started (0: none yet).
     pub last_seq: u64,
-}
-
-/// A saved note as shown to the user. `version` changes whenever the text does; `edit_note` must
-/// name the current one. Times are RFC 3339 UTC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NoteView {
-    pub note_id: String,
-    pub text: String,
-    pub version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    pub created_at: String,
-    pub updated_at: String,
 }
 
 /// One stored message of a session, numbered from 1.

@@ -1,8 +1,10 @@
 //! `gateway-bench -- undo [--notes N] [--rounds R]`: what an undo from the TUI costs end to end
-//! on loopback. The TUI's undo is one frame round trip: `edit_note` back to the old text (an
-//! edit made in `/memory`) or `delete_note` (a note the agent saved). The user's store holds N
-//! notes (default 10,000); each is measured R times (default 300) from sending the frame to
-//! receiving its answer, over a real WebSocket to a real gateway and libSQL file.
+//! on loopback, sending the frames the TUI sends: `edit_note` back to the old text (an edit made
+//! in `/memory`), `delete_note` (a note the agent saved), `restore_note` (a note the agent
+//! deleted), and `note_history` then `restore_note` to the version before (a note the agent
+//! updated: two round trips). The user's store holds N notes (default 10,000); each kind is
+//! measured R times (default 300) from sending the first frame to receiving the last answer,
+//! over a real WebSocket to a real gateway and libSQL file.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +46,31 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let edited = store
         .store_note(&user, "Drinks green tea", NoteMetadata::default())
         .await?;
+    // What the agent deleted and updated, to take back.
+    let mut deleted = Vec::with_capacity(rounds);
+    let mut updated = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let gone = store
+            .store_note(
+                &user,
+                &format!("deleted by the agent {i}"),
+                NoteMetadata::default(),
+            )
+            .await?;
+        store.delete_note(&user, &gone.note_id).await?;
+        deleted.push(gone.note_id.to_string());
+        let changed = store
+            .store_note(
+                &user,
+                &format!("lives in Lisbon {i}"),
+                NoteMetadata::default(),
+            )
+            .await?;
+        store
+            .update_note(&user, &changed.note_id, &format!("lives in Porto {i}"))
+            .await?;
+        updated.push(changed.note_id.to_string());
+    }
     let token = GatewayToken::load_or_create(&paths.internal())?;
     let agent = UserAgent::new(
         user.clone(),
@@ -85,10 +112,52 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
         }
         deletes.push(start.elapsed());
     }
+    // Undo of the agent's delete: restore the tombstone.
+    let mut restores = Vec::with_capacity(rounds);
+    for note_id in deleted {
+        let start = Instant::now();
+        let frame = ClientFrame::RestoreNote {
+            note_id,
+            version: None,
+        };
+        send(&mut ws, &frame).await?;
+        match recv(&mut ws).await? {
+            ServerFrame::NoteRestored { .. } => {}
+            other => bail!("expected note_restored, got {other:?}"),
+        }
+        restores.push(start.elapsed());
+    }
+    // Undo of the agent's update: the history, then the version before the current one.
+    let mut reverts = Vec::with_capacity(rounds);
+    for note_id in updated {
+        let start = Instant::now();
+        let history = ClientFrame::NoteHistory {
+            note_id: note_id.clone(),
+        };
+        send(&mut ws, &history).await?;
+        let version = match recv(&mut ws).await? {
+            ServerFrame::NoteVersions { versions, .. } => {
+                versions.last().map_or(1, |v| v.version.saturating_sub(1))
+            }
+            other => bail!("expected note_versions, got {other:?}"),
+        };
+        let frame = ClientFrame::RestoreNote {
+            note_id,
+            version: Some(version),
+        };
+        send(&mut ws, &frame).await?;
+        match recv(&mut ws).await? {
+            ServerFrame::NoteRestored { note } if note.text.starts_with("lives in Lisbon") => {}
+            other => bail!("expected note_restored to the old text, got {other:?}"),
+        }
+        reverts.push(start.elapsed());
+    }
     gw.shutdown().await;
     Ok(format!(
-        "undo on loopback, {notes} notes in the store\n  undo an edit (edit_note → note_edited): {}\n  undo a save (delete_note → note_deleted): {}\n",
+        "undo on loopback, {notes} notes in the store\n  undo an edit (edit_note → note_edited): {}\n  undo a save (delete_note → note_deleted): {}\n  undo the agent's delete (restore_note → note_restored): {}\n  undo the agent's update (note_history + restore_note): {}\n",
         percentiles(edits),
-        percentiles(deletes)
+        percentiles(deletes),
+        percentiles(restores),
+        percentiles(reverts)
     ))
 }

@@ -189,7 +189,11 @@ impl App {
             | ServerFrame::NoteResults { .. }
             | ServerFrame::Note { .. }
             | ServerFrame::NoteEdited { .. }
-            | ServerFrame::NoteDeleted { .. }) => self.on_note_frame(note),
+            | ServerFrame::NoteDeleted { .. }
+            | ServerFrame::NoteVersions { .. }
+            | ServerFrame::DeletedNotes { .. }
+            | ServerFrame::NoteRestored { .. }
+            | ServerFrame::NoteConfirmed { .. }) => return self.on_note_frame(note),
         }
         Vec::new()
     }
@@ -273,7 +277,7 @@ impl App {
         }
         if reference
             .as_deref()
-            .is_some_and(|r| r.ends_with("_note") || r.ends_with("_notes"))
+            .is_some_and(|r| r.ends_with("_note") || r.ends_with("_notes") || r == "note_history")
         {
             self.note_request_failed();
         }

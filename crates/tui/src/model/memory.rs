@@ -1,13 +1,18 @@
 //! The user's memory in the transcript: `/memory` browses the saved notes (newest first, by
-//! category, by search), edits and deletes them; after each turn that changed memory, one line
-//! per change with the `/undo <n>` that takes it back (Ctrl+Z: the latest that can be).
+//! category, by search), edits and deletes them; `/memory history|deleted|revert|restore`
+//! (in `memory_history`) show a note's versions and the deleted notes and bring them back; after
+//! each turn that changed memory, one line per change with the `/undo <n>` that takes it back
+//! (Ctrl+Z: the latest that can be).
 //!
-//! What can be undone: a note the agent saved (undo deletes it) and an edit made here (undo puts
-//! the old text back, at the version the edit produced, so a later change is never overwritten).
-//! The agent's own updates and deletes are listed too; taking them back needs the note's history,
-//! which this gateway does not offer yet, and the line says so.
+//! Every change can be undone, never overwriting a later one:
+//! - a note the agent saved: undo deletes it (a tombstone, itself restorable);
+//! - an edit made here: undo puts the old text back, only at the version the edit produced;
+//! - a delete (the agent's or one here): undo restores the note with its id;
+//! - an update by the agent (or a revert here): undo reads the note's history and, if its
+//!   current text is still the one that change wrote, makes the version before it current again
+//!   (a new version: history is never rewritten); otherwise it says the note changed since.
 
-use types::{ClientFrame, NoteView, ServerFrame};
+use types::{ClientFrame, DeletedNoteView, NoteVersionView, NoteView, ServerFrame};
 
 use super::{App, Entry};
 use crate::command::MemoryCommand;
@@ -36,17 +41,27 @@ pub enum Undo {
         text: String,
         version: String,
     },
-    /// Needs the note's history (not offered yet).
-    Unavailable,
+    /// A delete: restore the note.
+    Restore { note_id: String },
+    /// An update that wrote `text`: make the version before it current again, if the note's
+    /// text is still `text`.
+    PreviousVersion { note_id: String, text: String },
     /// Already taken back.
     Done,
+}
+
+impl Undo {
+    /// Whether there is still something to take back.
+    pub fn is_pending(&self) -> bool {
+        !matches!(self, Undo::Done)
+    }
 }
 
 /// Memory state of the client.
 #[derive(Debug, Default)]
 pub(super) struct MemoryView {
     /// The notes last listed, numbered from 1 for `/memory edit|delete <n>`.
-    shown: Vec<NoteView>,
+    pub(super) shown: Vec<NoteView>,
     /// The category of the last list asked for.
     category: Option<String>,
     /// The cursor of the next page of the last list, and its category.
@@ -58,7 +73,14 @@ pub(super) struct MemoryView {
     /// An edit on its way: the note's text before it.
     editing: Option<(String, String)>,
     /// An undo on its way: which change.
-    undoing: Option<usize>,
+    pub(super) undoing: Option<usize>,
+    /// The deleted notes last listed, numbered from 1 for `/memory restore <n>`.
+    pub(super) deleted: Vec<DeletedNoteView>,
+    /// The note whose history was last shown, and its versions, for `/memory revert <v>`.
+    pub(super) history: Option<(String, Vec<NoteVersionView>)>,
+    /// A restore asked for here (not an undo): the note's text before it, `None` for a deleted
+    /// note.
+    pub(super) restoring: Option<(String, Option<String>)>,
 }
 
 impl App {
@@ -114,10 +136,20 @@ impl App {
                 }],
                 None => Vec::new(),
             },
+            MemoryCommand::History { n } => match self.shown_note(n) {
+                Some(note) => vec![ClientFrame::NoteHistory {
+                    note_id: note.note_id,
+                }],
+                None => Vec::new(),
+            },
+            MemoryCommand::Deleted => vec![ClientFrame::ListDeletedNotes],
+            MemoryCommand::Restore { n } => self.restore_deleted(n),
+            MemoryCommand::Revert { version } => self.revert_to(version),
+            MemoryCommand::Confirm { n } => self.confirm(n),
         }
     }
 
-    fn shown_note(&mut self, n: usize) -> Option<NoteView> {
+    pub(super) fn shown_note(&mut self, n: usize) -> Option<NoteView> {
         let note = n
             .checked_sub(1)
             .and_then(|i| self.memory.shown.get(i))
@@ -130,55 +162,8 @@ impl App {
         note
     }
 
-    /// `/undo [n]` (Ctrl+Z: the latest change).
-    pub(super) fn undo(&mut self, n: Option<usize>) -> Vec<ClientFrame> {
-        // Without a number: the latest change that can be taken back.
-        let latest = || {
-            let undoable =
-                |c: &MemoryChange| matches!(c.undo, Undo::Delete { .. } | Undo::Revert { .. });
-            self.memory
-                .changes
-                .iter()
-                .rposition(undoable)
-                .map_or(0, |i| i + 1)
-        };
-        let n = n.unwrap_or_else(latest);
-        let Some(change) = n
-            .checked_sub(1)
-            .and_then(|i| self.memory.changes.get(i))
-            .cloned()
-        else {
-            self.push(Entry::info("No memory change to undo."));
-            return Vec::new();
-        };
-        let frame = match change.undo {
-            Undo::Delete { note_id } => ClientFrame::DeleteNote { note_id },
-            Undo::Revert {
-                note_id,
-                text,
-                version,
-            } => ClientFrame::EditNote {
-                note_id,
-                content: text,
-                version,
-            },
-            Undo::Unavailable => {
-                self.push(Entry::info(format!(
-                    "Change {n} cannot be undone here yet (it needs the note's history)."
-                )));
-                return Vec::new();
-            }
-            Undo::Done => {
-                self.push(Entry::info(format!("Change {n} was already undone.")));
-                return Vec::new();
-            }
-        };
-        self.memory.undoing = Some(n - 1);
-        vec![frame]
-    }
-
-    /// Applies a note frame.
-    pub(super) fn on_note_frame(&mut self, frame: ServerFrame) {
+    /// Applies a note frame; returns the next request of an undo in two steps.
+    pub(super) fn on_note_frame(&mut self, frame: ServerFrame) -> Vec<ClientFrame> {
         match frame {
             ServerFrame::NoteList {
                 notes,
@@ -208,7 +193,7 @@ impl App {
             ServerFrame::NoteEdited { note } => {
                 if let Some(i) = self.memory.undoing.take() {
                     self.undone(i);
-                    return;
+                    return Vec::new();
                 }
                 let old = self.memory.editing.take();
                 for shown in &mut self.memory.shown {
@@ -222,32 +207,55 @@ impl App {
                         text,
                         version: note.version.clone(),
                     },
-                    _ => Undo::Unavailable,
+                    _ => Undo::PreviousVersion {
+                        note_id: note.note_id.clone(),
+                        text: note.text.clone(),
+                    },
                 };
                 self.record(format!("edited \"{}\"", excerpt(&note.text)), undo);
                 self.report_changes();
             }
             ServerFrame::NoteDeleted { note_id } => {
+                let text = self
+                    .memory
+                    .shown
+                    .iter()
+                    .find(|n| n.note_id == note_id)
+                    .map(|n| excerpt(&n.text));
                 self.memory.shown.retain(|n| n.note_id != note_id);
                 if let Some(i) = self.memory.undoing.take() {
                     self.undone(i);
-                    return;
+                    return Vec::new();
                 }
-                self.push(Entry::info(format!(
-                    "Deleted {note_id}. (Restoring deleted notes needs note history, not offered yet.)"
-                )));
+                let line = match text {
+                    Some(text) => format!("deleted \"{text}\""),
+                    None => format!("deleted {}", short_id(&note_id)),
+                };
+                self.record(line, Undo::Restore { note_id });
+                self.report_changes();
             }
+            ServerFrame::NoteVersions {
+                note_id,
+                versions,
+                deleted_at,
+                purge_after,
+            } => return self.on_history(note_id, versions, deleted_at, purge_after),
+            ServerFrame::DeletedNotes { notes } => self.show_deleted(notes),
+            ServerFrame::NoteRestored { note } => self.on_restored(note),
+            ServerFrame::NoteConfirmed { note } => self.on_confirmed(note),
             _ => {}
         }
+        Vec::new()
     }
 
     /// A note request failed: nothing is pending any more.
     pub(super) fn note_request_failed(&mut self) {
         self.memory.editing = None;
         self.memory.undoing = None;
+        self.memory.restoring = None;
     }
 
-    fn undone(&mut self, i: usize) {
+    pub(super) fn undone(&mut self, i: usize) {
         if let Some(change) = self.memory.changes.get_mut(i) {
             change.undo = Undo::Done;
             let line = format!("Undone: {} (change {}).", change.line, i + 1);
@@ -278,7 +286,7 @@ impl App {
         if more {
             text.push_str("\n/memory more shows the next page.");
         }
-        text.push_str("\n/memory show|edit|delete <n> acts on a note.");
+        text.push_str("\n/memory show|edit|delete|history <n> acts on a note.");
         self.push(Entry::info(text));
         self.memory.shown = notes;
     }
@@ -308,11 +316,16 @@ impl App {
             }
             "memory_update" => (
                 format!("updated \"{}\"", excerpt(arg("content"))),
-                Undo::Unavailable,
+                Undo::PreviousVersion {
+                    note_id: arg("note_id").to_owned(),
+                    text: arg("content").trim().to_owned(),
+                },
             ),
             "memory_delete" => (
                 format!("deleted {}", short_id(arg("note_id"))),
-                Undo::Unavailable,
+                Undo::Restore {
+                    note_id: arg("note_id").to_owned(),
+                },
             ),
             _ => return,
         };
@@ -320,7 +333,7 @@ impl App {
         self.memory.turn_changes += 1;
     }
 
-    fn record(&mut self, line: String, undo: Undo) {
+    pub(super) fn record(&mut self, line: String, undo: Undo) {
         self.memory.changes.push(MemoryChange { line, undo });
     }
 
@@ -333,10 +346,9 @@ impl App {
             .enumerate()
             .map(|(i, c)| {
                 let n = start + i + 1;
-                let how = match c.undo {
-                    Undo::Delete { .. } | Undo::Revert { .. } => format!("/undo {n} takes it back"),
-                    Undo::Unavailable => "cannot be undone yet".to_owned(),
-                    Undo::Done => "undone".to_owned(),
+                let how = match c.undo.is_pending() {
+                    true => format!("/undo {n} takes it back"),
+                    false => "undone".to_owned(),
                 };
                 format!("Memory {n}: {} · {how}", c.line)
             })
@@ -362,14 +374,14 @@ fn saved_note(summary: &str) -> Option<String> {
 }
 
 /// `note-0a1b2c3d…`: enough to tell notes apart in a line.
-fn short_id(id: &str) -> String {
+pub(super) fn short_id(id: &str) -> String {
     match id.get(..13) {
         Some(head) if id.len() > 13 => format!("{head}…"),
         _ => id.to_owned(),
     }
 }
 
-fn excerpt(text: &str) -> String {
+pub(super) fn excerpt(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     if line.chars().count() > EXCERPT_CHARS || text.trim().lines().count() > 1 {
         let cut: String = line.chars().take(EXCERPT_CHARS).collect();

@@ -7,12 +7,14 @@
 //! - `keys` — keys, pastes and slash commands
 //! - `sessions` — the session list, `/switch` targets, `--continue`, `/new`
 //! - `approval` — the focused approval prompt ([`ApprovalChoice`])
-//! - `memory` — `/memory` (browse, search, edit, delete notes), memory changes and `/undo`
+//! - `memory` — `/memory` (browse, search, edit, delete notes), memory changes
+//! - `memory_history` — versions, deleted notes, revert, restore, confirm, and `/undo`
 
 mod approval;
 mod frames;
 mod keys;
 mod memory;
+mod memory_history;
 mod sessions;
 pub mod tool_line;
 pub mod transcript;

@@ -1,0 +1,229 @@
+//! A note's life as its user sees it: every version of a note, the deleted notes that can still
+//! be restored, restoring one (or going back to an earlier version of a live note, which adds a
+//! version and never rewrites history), and confirming a note saved after untrusted tool output.
+//!
+//! These operations have no model tool, so they pass the registry's governance stages directly
+//! (DESIGN §7) as the caller's surface: permission (a read-only surface may not restore or
+//! confirm), rate limit, the write with its audit row in its own transaction (reads get their
+//! own row), metrics. The user is the caller's authenticated one, never an argument.
+
+use chrono::{DateTime, Utc};
+use memory::{CallKey, MemoryError, NoteState, NoteVersion, Provenance};
+use serde_json::json;
+use tools::{MemoryAccess, OutputFormat, ToolError};
+use types::{NoteId, ProvenanceView, ToolExecutionContext};
+
+use crate::RuntimeError;
+use crate::notes::{NoteEntry, note_error};
+use crate::runtime::AgentRuntime;
+
+/// The governed operation names (audit rows, metrics, `[governance.tool_permissions.<name>]`).
+pub const NOTE_HISTORY_OP: &str = "note_history";
+pub const LIST_DELETED_NOTES_OP: &str = "list_deleted_notes";
+pub const RESTORE_NOTE_OP: &str = "restore_note";
+pub const CONFIRM_NOTE_OP: &str = "confirm_note";
+
+/// One text a note has had, numbered from 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteVersionEntry {
+    pub version: u32,
+    pub text: String,
+    /// The note's edit version while this text is current (see [`NoteEntry::version`]).
+    pub edit_token: String,
+    pub category: Option<String>,
+    pub tags: Vec<String>,
+    pub saved_at: DateTime<Utc>,
+    pub replaced_at: Option<DateTime<Utc>>,
+    pub provenance: Option<ProvenanceView>,
+}
+
+/// Every version of a note, oldest first; `deleted` holds when it was deleted and when it will
+/// be purged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteTimeline {
+    pub note_id: NoteId,
+    pub versions: Vec<NoteVersionEntry>,
+    pub deleted: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// A deleted note that can still be restored until `purge_after`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletedEntry {
+    pub note: NoteEntry,
+    pub deleted_at: DateTime<Utc>,
+    pub purge_after: DateTime<Utc>,
+}
+
+impl AgentRuntime {
+    /// Every version of the caller's note `note_id`, live or deleted (not yet purged).
+    pub async fn note_history(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+    ) -> Result<NoteTimeline, RuntimeError> {
+        let store = self.notes_store()?;
+        let result = self
+            .lifecycle_op(ctx, NOTE_HISTORY_OP, read(note_id), |_| {
+                store.note_history(&ctx.user_id, note_id)
+            })
+            .await?;
+        let history = result.map_err(note_error("reading a note's history"))?;
+        Ok(NoteTimeline {
+            note_id: history.note_id,
+            versions: history.versions.into_iter().map(version_entry).collect(),
+            deleted: match history.state {
+                NoteState::Live => None,
+                NoteState::Deleted {
+                    deleted_at,
+                    purge_after,
+                } => Some((deleted_at, purge_after)),
+            },
+        })
+    }
+
+    /// The caller's deleted notes that can still be restored, most recently deleted first.
+    pub async fn deleted_notes(
+        &self,
+        ctx: &ToolExecutionContext,
+    ) -> Result<Vec<DeletedEntry>, RuntimeError> {
+        let store = self.notes_store()?;
+        let access = MemoryAccess::notes_read();
+        let result = self
+            .lifecycle_op(ctx, LIST_DELETED_NOTES_OP, access, |_| {
+                store.list_deleted(&ctx.user_id)
+            })
+            .await?;
+        let deleted = result.map_err(note_error("listing deleted notes"))?;
+        Ok(deleted
+            .into_iter()
+            .map(|d| DeletedEntry {
+                note: d.note.into(),
+                deleted_at: d.deleted_at,
+                purge_after: d.purge_after,
+            })
+            .collect())
+    }
+
+    /// Restores the caller's note `note_id`: a deleted one to its last text (or to `version`),
+    /// a live one to `version` (required), as a new current version. A bad id or version changes
+    /// nothing.
+    pub async fn restore_note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+        version: Option<u32>,
+    ) -> Result<NoteEntry, RuntimeError> {
+        let store = self.notes_store()?;
+        let result = self
+            .lifecycle_op(ctx, RESTORE_NOTE_OP, write(note_id), |call| async move {
+                store
+                    .restore_note_as(&ctx.user_id, call.as_ref(), note_id, version)
+                    .await
+            })
+            .await?;
+        Ok(result.map_err(note_error("restoring a note"))?.into())
+    }
+
+    /// Marks the caller's note `note_id` as confirmed, so automatic recall may use it.
+    pub async fn confirm_note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+    ) -> Result<NoteEntry, RuntimeError> {
+        let store = self.notes_store()?;
+        let result = self
+            .lifecycle_op(ctx, CONFIRM_NOTE_OP, write(note_id), |call| async move {
+                store
+                    .confirm_note_as(&ctx.user_id, call.as_ref(), note_id)
+                    .await
+            })
+            .await?;
+        Ok(result.map_err(note_error("confirming a note"))?.into())
+    }
+
+    /// Runs `op` through the governance stages as `ctx`'s surface (permission and rate limit;
+    /// no free text to screen), handing it the call key that carries the audit tag so that a
+    /// write records its row in its own transaction; reads and failures get theirs from the
+    /// closing stages, with the metrics. `Err` is a refusal before `op` ran.
+    async fn lifecycle_op<T, F, Fut>(
+        &self,
+        ctx: &ToolExecutionContext,
+        name: &str,
+        access: MemoryAccess,
+        op: F,
+    ) -> Result<Result<T, MemoryError>, RuntimeError>
+    where
+        F: FnOnce(Option<CallKey>) -> Fut,
+        Fut: Future<Output = Result<T, MemoryError>>,
+    {
+        let args = json!({ "note_id": access.key });
+        let mut ran = None;
+        let slot = &mut ran;
+        let governed = self
+            .tools
+            .governance()
+            .govern(
+                name,
+                &access,
+                args,
+                ctx,
+                OutputFormat::Json,
+                |_, governed| async move {
+                    let result = op(governed.audit.map(CallKey::audit_only)).await;
+                    // The outcome is all the closing stages need; the value goes back through `slot`.
+                    let outcome = match &result {
+                        Ok(_) => Ok(String::new()),
+                        Err(MemoryError::NoteNotFound(_)) => Err(ToolError::not_found("note")),
+                        Err(e) => Err(ToolError::execution(e.to_string())),
+                    };
+                    *slot = Some(result);
+                    outcome
+                },
+            )
+            .await;
+        match (ran, governed) {
+            (Some(result), _) => Ok(result),
+            (None, Err(e)) => Err(RuntimeError::NoteRefused {
+                kind: e.kind(),
+                message: match e {
+                    ToolError::Governed { message, .. } => message,
+                    other => other.to_string(),
+                },
+            }),
+            (None, Ok(_)) => Err(RuntimeError::NoteRefused {
+                kind: "execution",
+                message: "the operation did not run; try again".into(),
+            }),
+        }
+    }
+}
+
+fn read(note_id: &NoteId) -> MemoryAccess {
+    MemoryAccess::notes_read().with_key(Some(note_id.as_str()))
+}
+
+fn write(note_id: &NoteId) -> MemoryAccess {
+    MemoryAccess::notes_write(&[]).with_key(Some(note_id.as_str()))
+}
+
+fn version_entry(v: NoteVersion) -> NoteVersionEntry {
+    NoteVersionEntry {
+        version: v.version,
+        edit_token: memory::note_version(&v.content),
+        text: v.content,
+        category: v.metadata.category.map(|c| c.as_str().to_owned()),
+        tags: v.metadata.tags,
+        saved_at: v.saved_at,
+        replaced_at: v.replaced_at,
+        provenance: v.metadata.provenance.map(provenance_view),
+    }
+}
+
+fn provenance_view(p: Provenance) -> ProvenanceView {
+    ProvenanceView {
+        origin: p.origin.as_str().to_owned(),
+        session_id: p.session_id,
+        turn_id: p.turn_id,
+        confirmed: p.confirmed,
+    }
+}

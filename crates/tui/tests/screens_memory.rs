@@ -1,0 +1,277 @@
+//! Snapshot tests of a note's lifecycle in the TUI: the agent's update and delete taken back
+//! with `/undo` (through the note's history and `restore_note`), `/memory deleted` and
+//! `/memory restore`, `/memory history` and `/memory revert`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tui::App;
+use types::{ClientFrame, DeletedNoteView, NoteVersionView, ProvenanceView, ServerFrame, Usage};
+
+use crate::screens::{
+    NOTE_A, NOTE_B, check, command, key, note, online, screen, sid, tid, type_text,
+};
+
+/// A turn in which the agent makes the memory `calls` (name, arguments, result summary).
+fn agent_turn(app: &mut App, message: &str, calls: &[(&str, String, String)]) {
+    type_text(app, message);
+    key(app, KeyCode::Enter, KeyModifiers::NONE);
+    let mut frames = vec![ServerFrame::TurnStarted {
+        seq: 1,
+        session_id: sid(),
+        turn_id: tid(),
+        client_turn_id: "c-1".into(),
+    }];
+    let mut seq = 2;
+    for (i, (name, arguments, summary)) in calls.iter().enumerate() {
+        let call_id = format!("call_{i}");
+        frames.push(ServerFrame::ToolStarted {
+            seq,
+            session_id: sid(),
+            turn_id: tid(),
+            call_id: call_id.clone(),
+            name: (*name).into(),
+            arguments: arguments.clone(),
+        });
+        frames.push(ServerFrame::ToolFinished {
+            seq: seq + 1,
+            session_id: sid(),
+            turn_id: tid(),
+            call_id,
+            name: (*name).into(),
+            ok: true,
+            summary: summary.clone(),
+            duration_ms: 4,
+        });
+        seq += 2;
+    }
+    frames.push(ServerFrame::TurnCompleted {
+        seq,
+        session_id: sid(),
+        turn_id: tid(),
+        message: "Done.".into(),
+        usage: Usage {
+            prompt_tokens: 50,
+            completion_tokens: 5,
+        },
+    });
+    for frame in frames {
+        app.on_frame(frame);
+    }
+}
+
+fn version(n: u32, text: &str, origin: &str, confirmed: bool) -> NoteVersionView {
+    NoteVersionView {
+        version: n,
+        text: text.into(),
+        edit_token: format!("v-{}", text.len()),
+        category: None,
+        tags: Vec::new(),
+        saved_at: format!("2025-01-0{n}T09:00:00.000Z"),
+        replaced_at: None,
+        provenance: Some(ProvenanceView {
+            origin: origin.into(),
+            session_id: Some("s-0b1c2d3e".into()),
+            turn_id: None,
+            confirmed,
+        }),
+    }
+}
+
+/// The agent's `memory_update` of note A to "Lives in Porto".
+fn update_to_porto() -> (&'static str, String, String) {
+    (
+        "memory_update",
+        format!(r#"{{"note_id":"{NOTE_A}","content":"Lives in Porto","version":"v-15"}}"#),
+        format!("{NOTE_A}: Updated."),
+    )
+}
+
+/// Note A's history after that update, with `more` versions written since.
+fn porto_history(more: &[NoteVersionView]) -> ServerFrame {
+    let mut all = vec![
+        version(1, "Lives in Lisbon", "user", true),
+        version(2, "Lives in Porto", "model", true),
+    ];
+    all.extend_from_slice(more);
+    versions(NOTE_A, all)
+}
+
+fn versions(note_id: &str, versions: Vec<NoteVersionView>) -> ServerFrame {
+    ServerFrame::NoteVersions {
+        note_id: note_id.into(),
+        versions,
+        deleted_at: None,
+        purge_after: None,
+    }
+}
+
+#[test]
+fn the_agents_update_and_delete_are_undone() {
+    let mut app = online(Some("Moving"));
+    agent_turn(
+        &mut app,
+        "I moved to Porto and left the tram club",
+        &[
+            update_to_porto(),
+            (
+                "memory_delete",
+                format!(r#"{{"note_id":"{NOTE_B}"}}"#),
+                format!("{NOTE_B}: Deleted."),
+            ),
+        ],
+    );
+    let pending = |app: &App| -> Vec<bool> {
+        app.memory_changes()
+            .iter()
+            .map(|c| c.undo.is_pending())
+            .collect()
+    };
+    assert_eq!(pending(&app), [true, true]);
+    check("memory_agent_changes", &screen(&mut app, 80, 20));
+
+    // Ctrl+Z takes the latest back: the delete, by restoring the note.
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
+        [ClientFrame::RestoreNote {
+            note_id: NOTE_B.into(),
+            version: None
+        }]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_B, "Member of the tram club", None),
+    });
+    assert_eq!(pending(&app), [true, false]);
+
+    // Then the update: the history first; the note still says what the agent wrote, so the
+    // version before it becomes current again.
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
+        [ClientFrame::NoteHistory {
+            note_id: NOTE_A.into()
+        }]
+    );
+    let history = porto_history(&[]);
+    assert_eq!(
+        app.on_frame(history),
+        [ClientFrame::RestoreNote {
+            note_id: NOTE_A.into(),
+            version: Some(1)
+        }]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_A, "Lives in Lisbon", None),
+    });
+    assert_eq!(pending(&app), [false, false]);
+    check("memory_agent_changes_undone", &screen(&mut app, 80, 20));
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
+        []
+    );
+}
+
+#[test]
+fn an_update_changed_since_is_not_overwritten() {
+    let mut app = online(None);
+    agent_turn(&mut app, "I moved to Porto", &[update_to_porto()]);
+    assert_eq!(
+        command(&mut app, "/undo 1"),
+        [ClientFrame::NoteHistory {
+            note_id: NOTE_A.into()
+        }]
+    );
+    // Someone wrote a third text meanwhile: nothing is sent, the change stays undoable.
+    let history = porto_history(&[version(3, "Lives in Braga", "cli", true)]);
+    assert_eq!(app.on_frame(history), []);
+    assert!(app.memory_changes()[0].undo.is_pending());
+    let screen = screen(&mut app, 80, 20);
+    assert!(
+        screen.contains("Change 1 was not undone: the note changed"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn deleted_notes_are_listed_and_restored_and_versions_reverted() {
+    let mut app = online(Some("Trip planning"));
+    assert_eq!(
+        command(&mut app, "/memory deleted"),
+        [ClientFrame::ListDeletedNotes]
+    );
+    let deleted = |id: &str, text: &str| DeletedNoteView {
+        note: note(id, text, Some("preference")),
+        deleted_at: "2025-01-03T08:00:00.000Z".into(),
+        purge_after: "2025-02-02T08:00:00.000Z".into(),
+    };
+    app.on_frame(ServerFrame::DeletedNotes {
+        notes: vec![
+            deleted(NOTE_A, "Loves the trams in Lisbon"),
+            deleted(NOTE_B, "Drinks tea, never coffee"),
+        ],
+    });
+    check("memory_deleted", &screen(&mut app, 80, 20));
+    assert_eq!(command(&mut app, "/memory restore 3"), []);
+    assert_eq!(
+        command(&mut app, "/memory restore 2"),
+        [ClientFrame::RestoreNote {
+            note_id: NOTE_B.into(),
+            version: None
+        }]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_B, "Drinks tea, never coffee", Some("preference")),
+    });
+    // The restore is a change of its own: undone by deleting the note again.
+    assert_eq!(
+        app.memory_changes()[0].undo,
+        tui::Undo::Delete {
+            note_id: NOTE_B.into()
+        }
+    );
+
+    // History of a listed note, and back to its first version.
+    app.on_frame(ServerFrame::NoteList {
+        notes: vec![note(NOTE_B, "Drinks green tea", Some("preference"))],
+        total: 1,
+        next_cursor: None,
+    });
+    assert_eq!(command(&mut app, "/memory revert 1"), []);
+    assert_eq!(
+        command(&mut app, "/memory history 1"),
+        [ClientFrame::NoteHistory {
+            note_id: NOTE_B.into()
+        }]
+    );
+    app.on_frame(versions(
+        NOTE_B,
+        vec![
+            version(1, "Drinks tea, never coffee", "user", true),
+            version(2, "Drinks green tea", "file", false),
+        ],
+    ));
+    check("memory_history", &screen(&mut app, 80, 20));
+    assert_eq!(command(&mut app, "/memory revert 5"), []);
+    assert_eq!(
+        command(&mut app, "/memory revert 1"),
+        [ClientFrame::RestoreNote {
+            note_id: NOTE_B.into(),
+            version: Some(1)
+        }]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_B, "Drinks tea, never coffee", Some("preference")),
+    });
+    assert_eq!(
+        app.memory_changes()[1].undo,
+        tui::Undo::PreviousVersion {
+            note_id: NOTE_B.into(),
+            text: "Drinks tea, never coffee".into()
+        }
+    );
+    check("memory_reverted", &screen(&mut app, 80, 20));
+}

@@ -1,0 +1,62 @@
+//! How the gateway protocol shows the user's notes: a note ([`NoteView`]), one of its versions
+//! ([`NoteVersionView`]) with where it came from ([`ProvenanceView`]), and a deleted note that
+//! can still be restored ([`DeletedNoteView`]). Times are RFC 3339 UTC.
+
+use serde::{Deserialize, Serialize};
+
+/// A saved note as shown to the user. `version` changes whenever the text does; `edit_note` must
+/// name the current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteView {
+    pub note_id: String,
+    pub text: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One text a note has had. `version` counts from 1 (the first save) and is what
+/// `restore_note` takes; `edit_token` is the note's `version` string while this text is current.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteVersionView {
+    pub version: u32,
+    pub text: String,
+    pub edit_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// When this text was written.
+    pub saved_at: String,
+    /// When the next version replaced it; absent for the current (or last) text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_at: Option<String>,
+    /// Where this text came from; absent for notes written before provenance was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<ProvenanceView>,
+}
+
+/// Where a text came from: `origin` is `user`, `model`, `file`, `shell`, `web`, `import`, `mcp`
+/// or `cli`; `confirmed` is false for text saved after untrusted tool output (kept out of
+/// automatic recall until `confirm_note`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProvenanceView {
+    pub origin: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    pub confirmed: bool,
+}
+
+/// A deleted note that `restore_note` can still bring back, until `purge_after`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedNoteView {
+    pub note: NoteView,
+    pub deleted_at: String,
+    pub purge_after: String,
+}
