@@ -11,7 +11,7 @@
 //! replaces a note only at the [`note_version`] its caller was shown (see [`crate::receipts`]).
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 use types::{Message, NoteId, SessionId, UserId};
 
@@ -24,9 +24,11 @@ use crate::metadata::MetadataPatch;
 pub use crate::metadata::NoteMetadata;
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
+use crate::stmt::Stmt;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 use crate::vector_index::IndexChange;
+use crate::worker::Target;
 
 /// Largest note accepted, in bytes of UTF-8.
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
@@ -48,6 +50,12 @@ pub(crate) fn validate(content: &str) -> Result<&str, MemoryError> {
     if content.is_empty() {
         return Err(MemoryError::InvalidInput(
             "the note is empty: give the text to remember".into(),
+        ));
+    }
+    if content.contains('\0') {
+        // SQLite's local API would keep only the text before it.
+        return Err(MemoryError::InvalidInput(
+            "the note contains a NUL character: remove it and save again".into(),
         ));
     }
     if content.len() > MAX_NOTE_BYTES {
@@ -114,8 +122,16 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
+        let one_trip = matches!(self.inner.target, Target::Remote { .. });
         let written = self
             .write(move |conn| async move {
+                if one_trip {
+                    return match crate::one_trip::save(&conn, &owner, call.as_ref(), &write).await?
+                    {
+                        Some(receipt) => Ok(Written::replayed(receipt)),
+                        None => Written::note(write.into_note()?),
+                    };
+                }
                 let tx = begin(&conn).await?;
                 let mut changes = Vec::new();
                 let outcome = async {
@@ -355,58 +371,10 @@ pub(crate) async fn insert_note(
     let session = SessionId::user_memory(user);
     ensure_session(conn, &session, user, &write.updated_at).await?;
     let seq = to_sql_seq(allocate_seq(conn, &session).await?)?;
-    let payload = serde_json::to_string(&Message::user(write.content.clone()))
-        .map_err(MemoryError::corrupt("note message"))?;
-    let metadata =
-        serde_json::to_string(&write.metadata).map_err(MemoryError::corrupt("note metadata"))?;
-    let ctx = "saving a note";
-    conn.execute(
-        "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
-         VALUES (?1, ?2, 'user', ?3, ?4, ?5)",
-        libsql::params![
-            session.as_str(),
-            seq,
-            payload,
-            write.note_id.as_str(),
-            write.updated_at.as_str()
-        ],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    conn.execute(
-        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
-             updated_at, category, context, confidence, expires_at, text_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-         ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
-             content = excluded.content, metadata_json = excluded.metadata_json,
-             updated_at = excluded.updated_at, category = excluded.category,
-             context = excluded.context, confidence = excluded.confidence,
-             expires_at = excluded.expires_at, text_hash = excluded.text_hash",
-        libsql::params![
-            write.note_id.as_str(),
-            session.as_str(),
-            seq,
-            write.content.as_str(),
-            metadata,
-            write.created_at.as_str(),
-            write.updated_at.as_str(),
-            write.metadata.category.map(|c| c.as_str()),
-            write.metadata.context.clone(),
-            write.metadata.confidence,
-            write.metadata.expires_at.map(to_text),
-            text_hash(&write.content)
-        ],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    let meta = ChunkMeta {
-        note_id: Some(write.note_id.to_string()),
-        source: "user_memory".into(),
-        role: None,
-        created_at: write.created_at.clone(),
-        updated_at: write.updated_at.clone(),
-        tags: write.metadata.tags.clone(),
-    };
+    for row in note_rows(&session, write, seq)? {
+        row.run(conn, "saving a note").await?;
+    }
+    let meta = chunk_meta(write);
     insert_chunks(
         conn,
         EventRef {
@@ -419,6 +387,81 @@ pub(crate) async fn insert_note(
         changes,
     )
     .await
+}
+
+/// Which placeholder holds the event's sequence number in each of [`note_rows`] (a remote
+/// batch puts an expression there, see [`crate::one_trip`]).
+pub(crate) const SEQ_ARG: usize = 1;
+
+/// The event (sequence number `seq`) and the `notes` row of one note write.
+pub(crate) fn note_rows(
+    session: &SessionId,
+    write: &NoteWrite,
+    seq: i64,
+) -> Result<[Stmt; 2], MemoryError> {
+    let payload = serde_json::to_string(&Message::user(write.content.clone()))
+        .map_err(MemoryError::corrupt("note message"))?;
+    let metadata =
+        serde_json::to_string(&write.metadata).map_err(MemoryError::corrupt("note metadata"))?;
+    let text = |t: &str| Value::Text(t.to_owned());
+    let event = Stmt::new(
+        "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
+         VALUES (?2, ?1, 'user', ?3, ?4, ?5)",
+        vec![
+            Value::Integer(seq),
+            text(session.as_str()),
+            Value::Text(payload),
+            text(write.note_id.as_str()),
+            text(&write.updated_at),
+        ],
+    );
+    let note = Stmt::new(
+        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
+             updated_at, category, context, confidence, expires_at, text_hash)
+         VALUES (?2, ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
+             content = excluded.content, metadata_json = excluded.metadata_json,
+             updated_at = excluded.updated_at, category = excluded.category,
+             context = excluded.context, confidence = excluded.confidence,
+             expires_at = excluded.expires_at, text_hash = excluded.text_hash",
+        vec![
+            Value::Integer(seq),
+            text(write.note_id.as_str()),
+            text(session.as_str()),
+            text(&write.content),
+            Value::Text(metadata),
+            text(&write.created_at),
+            text(&write.updated_at),
+            write
+                .metadata
+                .category
+                .map_or(Value::Null, |c| text(c.as_str())),
+            write
+                .metadata
+                .context
+                .clone()
+                .map_or(Value::Null, Value::Text),
+            write.metadata.confidence.map_or(Value::Null, Value::Real),
+            write
+                .metadata
+                .expires_at
+                .map_or(Value::Null, |t| Value::Text(to_text(t))),
+            Value::Text(text_hash(&write.content)),
+        ],
+    );
+    Ok([event, note])
+}
+
+/// What each chunk of a note records in its metadata.
+pub(crate) fn chunk_meta(write: &NoteWrite) -> ChunkMeta {
+    ChunkMeta {
+        note_id: Some(write.note_id.to_string()),
+        source: "user_memory".into(),
+        role: None,
+        created_at: write.created_at.clone(),
+        updated_at: write.updated_at.clone(),
+        tags: write.metadata.tags.clone(),
+    }
 }
 
 pub(crate) struct LoadedNote {
