@@ -1,4 +1,4 @@
-//! A save on a remote server in one request.
+//! A save (and an import batch) on a remote server in one request.
 //!
 //! Over Hrana every statement of an open transaction is an HTTP round trip; a save run statement
 //! by statement took about ten, and held the server's write lock across all of them. Here the
@@ -13,6 +13,9 @@
 //! (session, sequence, ordinal). The statements are the same ones the statement-by-statement path
 //! runs ([`crate::notes::note_rows`], [`crate::indexing::chunk_row`], …), with their arguments
 //! written in as literals ([`crate::stmt`]): libsql sends a batch without parameters.
+//!
+//! An import batch first reads which of its ids are stored already (one more request), then
+//! writes the others the same way.
 //!
 //! A batch returns no rows, so the new chunks reach this process's vector index through the
 //! change log at the next catch-up (which every search and `stats` runs first), not right after
@@ -59,12 +62,67 @@ pub(crate) async fn save(
     })
 }
 
+/// Adds `owner`'s imported notes that are not stored yet in one transactional batch; how many.
+/// `None` when the batch was refused (a note stored meanwhile, a server error): nothing was
+/// written, and the caller imports them statement by statement, which is idempotent by id and
+/// says precisely what is wrong.
+pub(crate) async fn import(
+    conn: &Connection,
+    owner: &UserId,
+    writes: &[NoteWrite],
+) -> Result<Option<usize>, MemoryError> {
+    let ids: Vec<&str> = writes.iter().map(|w| w.note_id.as_str()).collect();
+    let ids = serde_json::to_string(&ids).map_err(MemoryError::corrupt("note ids"))?;
+    let ctx = "reading note ids";
+    let mut rows = conn
+        .query(
+            "SELECT note_id FROM notes WHERE note_id IN (SELECT value FROM json_each(?1))",
+            [ids],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut stored = std::collections::HashSet::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        stored.insert(row.get::<String>(0).map_err(MemoryError::db(ctx))?);
+    }
+    drop(rows);
+    let new: Vec<&NoteWrite> = writes
+        .iter()
+        .filter(|w| !stored.contains(w.note_id.as_str()))
+        .collect();
+    if new.is_empty() {
+        return Ok(Some(0));
+    }
+    let mut sql = Vec::new();
+    for write in &new {
+        push_note(&mut sql, owner, write)?;
+    }
+    match conn.execute_transactional_batch(&sql.join(";\n")).await {
+        Ok(_) => Ok(Some(new.len())),
+        Err(e) => {
+            tracing::debug!(error = %e, "the import batch was refused; importing statement by statement");
+            Ok(None)
+        }
+    }
+}
+
 /// The batch's statements, `;`-separated.
 fn save_batch(
     owner: &UserId,
     call: Option<&CallKey>,
     write: &NoteWrite,
 ) -> Result<String, MemoryError> {
+    let mut sql = Vec::new();
+    push_note(&mut sql, owner, write)?;
+    for row in record_for_rows(owner, call, &write.note_id, Some(&write.content)) {
+        sql.push(row.inline()?);
+    }
+    Ok(sql.join(";\n"))
+}
+
+/// Appends the statements that write one note for `owner`: the session (created, or its next
+/// sequence number taken), the event, the note row, and each chunk with its vector.
+fn push_note(sql: &mut Vec<String>, owner: &UserId, write: &NoteWrite) -> Result<(), MemoryError> {
     let session = SessionId::user_memory(owner);
     let quoted = |t: &str| literal(&Value::Text(t.to_owned()));
     let (s, u) = (quoted(session.as_str()), quoted(owner.as_str()));
@@ -83,7 +141,7 @@ fn save_batch(
             write.updated_at.as_str().into(),
         ],
     );
-    let mut sql = vec![upsert.inline()?];
+    sql.push(upsert.inline()?);
     for row in note_rows(&session, write, 0)? {
         sql.push(row.inline_with(&[(SEQ_ARG, &seq)])?);
     }
@@ -104,8 +162,5 @@ fn save_batch(
         let row = vector_row(0, &prepared.model_id, vector);
         sql.push(row.inline_with(&[(1, &chunk_id)])?);
     }
-    for row in record_for_rows(owner, call, &write.note_id, Some(&write.content)) {
-        sql.push(row.inline()?);
-    }
-    Ok(sql.join(";\n"))
+    Ok(())
 }
