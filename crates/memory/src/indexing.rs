@@ -146,7 +146,7 @@ pub(crate) async fn insert_chunks(
 }
 
 /// The `chunks` row of chunk `ordinal` of `event` (its sequence number is placeholder `?1`, as
-/// in [`crate::notes::note_rows`]; the statement returns the new `chunk_id`).
+/// in [`crate::note_rows::note_rows`]; the statement returns the new `chunk_id`).
 pub(crate) fn chunk_row(
     event: EventRef<'_>,
     meta: &ChunkMeta,

@@ -33,6 +33,7 @@ mod listing;
 mod maintenance;
 mod metadata;
 mod migrations;
+mod note_rows;
 mod notes;
 mod one_trip;
 mod paths;

@@ -11,20 +11,19 @@
 //! replaces a note only at the [`note_version`] its caller was shown (see [`crate::receipts`]).
 
 use chrono::{DateTime, Utc};
-use libsql::{Connection, Value};
+use libsql::Connection;
 use serde::{Deserialize, Serialize};
-use types::{Message, NoteId, SessionId, UserId};
+use types::{NoteId, SessionId, UserId};
 
-use crate::duplicates::text_hash;
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
-use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::lifecycle::{entomb, keep_version};
 use crate::metadata::MetadataPatch;
 pub use crate::metadata::NoteMetadata;
+use crate::note_rows::{chunk_meta, note_rows};
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
-use crate::stmt::Stmt;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 use crate::vector_index::IndexChange;
@@ -387,81 +386,6 @@ pub(crate) async fn insert_note(
         changes,
     )
     .await
-}
-
-/// Which placeholder holds the event's sequence number in each of [`note_rows`] (a remote
-/// batch puts an expression there, see [`crate::one_trip`]).
-pub(crate) const SEQ_ARG: usize = 1;
-
-/// The event (sequence number `seq`) and the `notes` row of one note write.
-pub(crate) fn note_rows(
-    session: &SessionId,
-    write: &NoteWrite,
-    seq: i64,
-) -> Result<[Stmt; 2], MemoryError> {
-    let payload = serde_json::to_string(&Message::user(write.content.clone()))
-        .map_err(MemoryError::corrupt("note message"))?;
-    let metadata =
-        serde_json::to_string(&write.metadata).map_err(MemoryError::corrupt("note metadata"))?;
-    let text = |t: &str| Value::Text(t.to_owned());
-    let event = Stmt::new(
-        "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
-         VALUES (?2, ?1, 'user', ?3, ?4, ?5)",
-        vec![
-            Value::Integer(seq),
-            text(session.as_str()),
-            Value::Text(payload),
-            text(write.note_id.as_str()),
-            text(&write.updated_at),
-        ],
-    );
-    let note = Stmt::new(
-        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
-             updated_at, category, context, confidence, expires_at, text_hash)
-         VALUES (?2, ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-         ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
-             content = excluded.content, metadata_json = excluded.metadata_json,
-             updated_at = excluded.updated_at, category = excluded.category,
-             context = excluded.context, confidence = excluded.confidence,
-             expires_at = excluded.expires_at, text_hash = excluded.text_hash",
-        vec![
-            Value::Integer(seq),
-            text(write.note_id.as_str()),
-            text(session.as_str()),
-            text(&write.content),
-            Value::Text(metadata),
-            text(&write.created_at),
-            text(&write.updated_at),
-            write
-                .metadata
-                .category
-                .map_or(Value::Null, |c| text(c.as_str())),
-            write
-                .metadata
-                .context
-                .clone()
-                .map_or(Value::Null, Value::Text),
-            write.metadata.confidence.map_or(Value::Null, Value::Real),
-            write
-                .metadata
-                .expires_at
-                .map_or(Value::Null, |t| Value::Text(to_text(t))),
-            Value::Text(text_hash(&write.content)),
-        ],
-    );
-    Ok([event, note])
-}
-
-/// What each chunk of a note records in its metadata.
-pub(crate) fn chunk_meta(write: &NoteWrite) -> ChunkMeta {
-    ChunkMeta {
-        note_id: Some(write.note_id.to_string()),
-        source: "user_memory".into(),
-        role: None,
-        created_at: write.created_at.clone(),
-        updated_at: write.updated_at.clone(),
-        tags: write.metadata.tags.clone(),
-    }
 }
 
 pub(crate) struct LoadedNote {

@@ -27,7 +27,8 @@ use types::{SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::indexing::{EventRef, chunk_row, vector_row};
-use crate::notes::{NoteWrite, SEQ_ARG, chunk_meta, note_rows};
+use crate::note_rows::{SEQ_ARG, chunk_meta, note_rows};
+use crate::notes::NoteWrite;
 use crate::receipts::{CallKey, WriteReceipt, find, record_for_rows};
 use crate::sessions::{SessionKind, session_owner};
 use crate::stmt::{Stmt, literal};
