@@ -71,7 +71,15 @@ pub fn assert_no_host_process_holds(secret: &str) {
         .env("OXYDRA_TEST_PROBE", secret)
         .spawn()
         .unwrap();
-    let seen = host_processes_holding(secret);
+    // Until the child has exec'd, /proc shows it with its parent's environment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let seen = loop {
+        let seen = host_processes_holding(secret);
+        if !seen.is_empty() || Instant::now() > deadline {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     probe.kill().unwrap();
     probe.wait().unwrap();
     assert_eq!(
