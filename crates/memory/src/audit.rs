@@ -7,11 +7,12 @@
 //! operation, namespace, key, note id, outcome, a short reason code and redaction counts.
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::{Connection, Value};
 use serde::Serialize;
 use types::{AuditTag, NoteId, UserId};
 
 use crate::error::MemoryError;
+use crate::stmt::Stmt;
 use crate::store::MemoryStore;
 use crate::time::{now_text, parse, to_text};
 
@@ -57,14 +58,10 @@ pub(crate) async fn record_write(
     tag: Option<&AuditTag>,
     note_id: Option<&NoteId>,
 ) -> Result<(), MemoryError> {
-    let Some(tag) = tag else { return Ok(()) };
-    let entry = AuditEntry {
-        tag,
-        note_id,
-        outcome: "ok",
-        reason: None,
-    };
-    insert(conn, user, &entry).await
+    if let Some(row) = write_row(user, tag, note_id) {
+        row.run(conn, "recording an audit row").await?;
+    }
+    Ok(())
 }
 
 /// Inserts one row on `conn` (a write's open transaction, or the writer on its own).
@@ -73,6 +70,26 @@ pub(crate) async fn insert(
     user: &UserId,
     entry: &AuditEntry<'_>,
 ) -> Result<(), MemoryError> {
+    row(user, entry).run(conn, "recording an audit row").await?;
+    Ok(())
+}
+
+/// The row of a write that succeeded, as a statement (for a remote one-request batch).
+pub(crate) fn write_row(
+    user: &UserId,
+    tag: Option<&AuditTag>,
+    note_id: Option<&NoteId>,
+) -> Option<Stmt> {
+    let entry = AuditEntry {
+        tag: tag?,
+        note_id,
+        outcome: "ok",
+        reason: None,
+    };
+    Some(row(user, &entry))
+}
+
+fn row(user: &UserId, entry: &AuditEntry<'_>) -> Stmt {
     let tag = entry.tag;
     let redactions = if tag.redactions.is_empty() {
         None
@@ -84,28 +101,26 @@ pub(crate) async fn insert(
             .collect();
         Some(serde_json::Value::Object(map).to_string())
     };
-    conn.execute(
+    let text = |t: Option<String>| t.map_or(Value::Null, Value::Text);
+    Stmt::new(
         "INSERT INTO audit_log (at, user_id, surface, client, tool, operation, namespace, key,
                                 note_id, outcome, reason, redactions)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        libsql::params![
-            now_text(),
-            user.as_str(),
-            tag.surface.kind.as_str(),
-            tag.surface.client.clone(),
-            tag.tool.as_str(),
-            tag.operation,
-            tag.namespace.clone(),
-            tag.key.clone(),
-            entry.note_id.map(|n| n.as_str().to_owned()),
-            entry.outcome,
-            entry.reason.map(str::to_owned),
-            redactions
+        vec![
+            Value::Text(now_text()),
+            Value::Text(user.as_str().to_owned()),
+            Value::Text(tag.surface.kind.as_str().to_owned()),
+            text(tag.surface.client.clone()),
+            Value::Text(tag.tool.as_str().to_owned()),
+            Value::Text(tag.operation.to_owned()),
+            text(tag.namespace.clone()),
+            text(tag.key.clone()),
+            text(entry.note_id.map(|n| n.as_str().to_owned())),
+            Value::Text(entry.outcome.to_owned()),
+            text(entry.reason.map(str::to_owned)),
+            text(redactions),
         ],
     )
-    .await
-    .map_err(MemoryError::db("recording an audit row"))?;
-    Ok(())
 }
 
 impl MemoryStore {

@@ -1,13 +1,14 @@
 //! Making text searchable: chunk and embed (before any transaction), then write chunks, vectors and
 //! (through triggers) FTS rows inside the caller's transaction, and remove them again.
 
-use libsql::Connection;
+use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::chunking::chunk_text;
 use crate::embedding::{EmbedError, Embedder, normalize};
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
+use crate::stmt::Stmt;
 use crate::vector_index::IndexChange;
 
 /// Text cut into chunks with one vector per chunk, ready to be written.
@@ -118,20 +119,9 @@ pub(crate) async fn insert_chunks(
 ) -> Result<(), MemoryError> {
     let meta_json = serde_json::to_string(meta).map_err(MemoryError::corrupt("chunk metadata"))?;
     for (ordinal, (text, vector)) in prepared.chunks.iter().zip(&prepared.vectors).enumerate() {
-        let ordinal = i64::try_from(ordinal).unwrap_or(i64::MAX);
+        let row = chunk_row(event, meta, &meta_json, ordinal, text);
         let mut rows = conn
-            .query(
-                "INSERT INTO chunks (session_id, event_seq, note_id, ordinal, text, metadata_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING chunk_id",
-                libsql::params![
-                    event.session,
-                    event.seq,
-                    meta.note_id.clone(),
-                    ordinal,
-                    text.as_str(),
-                    meta_json.as_str()
-                ],
-            )
+            .query(row.sql, row.args)
             .await
             .map_err(MemoryError::db("indexing text"))?;
         let row = rows
@@ -155,20 +145,53 @@ pub(crate) async fn insert_chunks(
     Ok(())
 }
 
+/// The `chunks` row of chunk `ordinal` of `event` (its sequence number is placeholder `?1`, as
+/// in [`crate::note_rows::note_rows`]; the statement returns the new `chunk_id`).
+pub(crate) fn chunk_row(
+    event: EventRef<'_>,
+    meta: &ChunkMeta,
+    meta_json: &str,
+    ordinal: usize,
+    text: &str,
+) -> Stmt {
+    Stmt::new(
+        "INSERT INTO chunks (session_id, event_seq, note_id, ordinal, text, metadata_json)
+         VALUES (?2, ?1, ?3, ?4, ?5, ?6) RETURNING chunk_id",
+        vec![
+            Value::Integer(event.seq),
+            Value::Text(event.session.to_owned()),
+            meta.note_id.clone().map_or(Value::Null, Value::Text),
+            Value::Integer(i64::try_from(ordinal).unwrap_or(i64::MAX)),
+            Value::Text(text.to_owned()),
+            Value::Text(meta_json.to_owned()),
+        ],
+    )
+}
+
+/// The vector of chunk `chunk_id` (placeholder `?1`), written only while the chunk exists.
+pub(crate) fn vector_row(chunk_id: i64, model_id: &str, vector: &[f32]) -> Stmt {
+    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
+    Stmt::new(
+        "INSERT OR REPLACE INTO chunk_vectors (chunk_id, model_id, dims, vector)
+         SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?1)",
+        vec![
+            Value::Integer(chunk_id),
+            Value::Text(model_id.to_owned()),
+            Value::Integer(dims),
+            Value::Blob(vector_to_blob(vector)),
+        ],
+    )
+}
+
 pub(crate) async fn insert_vector(
     conn: &Connection,
     chunk_id: i64,
     model_id: &str,
     vector: &[f32],
 ) -> Result<(), MemoryError> {
-    let dims = i64::try_from(vector.len()).unwrap_or(i64::MAX);
-    conn.execute(
-        "INSERT OR REPLACE INTO chunk_vectors (chunk_id, model_id, dims, vector)
-         SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?1)",
-        libsql::params![chunk_id, model_id, dims, vector_to_blob(vector)],
-    )
-    .await
-    .map_err(MemoryError::db("storing a vector"))?;
+    vector_row(chunk_id, model_id, vector)
+        .run(conn, "storing a vector")
+        .await?;
     Ok(())
 }
 

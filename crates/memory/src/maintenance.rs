@@ -21,6 +21,8 @@ pub struct StoreStats {
 
 impl MemoryStore {
     pub async fn stats(&self) -> Result<StoreStats, MemoryError> {
+        // The index counts what every writer has committed (a remote save reaches it this way).
+        self.catch_up().await?;
         let model = self.model_id().to_owned();
         let indexed_vectors = u64::try_from(self.inner.index.len()).unwrap_or(u64::MAX);
         let model_q = model.clone();

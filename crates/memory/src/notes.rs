@@ -13,20 +13,21 @@
 use chrono::{DateTime, Utc};
 use libsql::Connection;
 use serde::{Deserialize, Serialize};
-use types::{Message, NoteId, SessionId, UserId};
+use types::{NoteId, SessionId, UserId};
 
-use crate::duplicates::text_hash;
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
-use crate::indexing::{ChunkMeta, EventRef, Prepared, delete_event, insert_chunks, prepare};
+use crate::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::lifecycle::{entomb, keep_version};
 use crate::metadata::MetadataPatch;
 pub use crate::metadata::NoteMetadata;
+use crate::note_rows::{chunk_meta, note_rows};
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 use crate::vector_index::IndexChange;
+use crate::worker::Target;
 
 /// Largest note accepted, in bytes of UTF-8.
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
@@ -48,6 +49,12 @@ pub(crate) fn validate(content: &str) -> Result<&str, MemoryError> {
     if content.is_empty() {
         return Err(MemoryError::InvalidInput(
             "the note is empty: give the text to remember".into(),
+        ));
+    }
+    if content.contains('\0') {
+        // SQLite's local API would keep only the text before it.
+        return Err(MemoryError::InvalidInput(
+            "the note contains a NUL character: remove it and save again".into(),
         ));
     }
     if content.len() > MAX_NOTE_BYTES {
@@ -114,8 +121,16 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
+        let one_trip = matches!(self.inner.target, Target::Remote { .. });
         let written = self
             .write(move |conn| async move {
+                if one_trip {
+                    return match crate::one_trip::save(&conn, &owner, call.as_ref(), &write).await?
+                    {
+                        Some(receipt) => Ok(Written::replayed(receipt)),
+                        None => Written::note(write.into_note()?),
+                    };
+                }
                 let tx = begin(&conn).await?;
                 let mut changes = Vec::new();
                 let outcome = async {
@@ -355,58 +370,10 @@ pub(crate) async fn insert_note(
     let session = SessionId::user_memory(user);
     ensure_session(conn, &session, user, &write.updated_at).await?;
     let seq = to_sql_seq(allocate_seq(conn, &session).await?)?;
-    let payload = serde_json::to_string(&Message::user(write.content.clone()))
-        .map_err(MemoryError::corrupt("note message"))?;
-    let metadata =
-        serde_json::to_string(&write.metadata).map_err(MemoryError::corrupt("note metadata"))?;
-    let ctx = "saving a note";
-    conn.execute(
-        "INSERT INTO events (session_id, seq, role, payload_json, note_id, created_at)
-         VALUES (?1, ?2, 'user', ?3, ?4, ?5)",
-        libsql::params![
-            session.as_str(),
-            seq,
-            payload,
-            write.note_id.as_str(),
-            write.updated_at.as_str()
-        ],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    conn.execute(
-        "INSERT INTO notes (note_id, session_id, event_seq, content, metadata_json, created_at,
-             updated_at, category, context, confidence, expires_at, text_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-         ON CONFLICT (note_id) DO UPDATE SET event_seq = excluded.event_seq,
-             content = excluded.content, metadata_json = excluded.metadata_json,
-             updated_at = excluded.updated_at, category = excluded.category,
-             context = excluded.context, confidence = excluded.confidence,
-             expires_at = excluded.expires_at, text_hash = excluded.text_hash",
-        libsql::params![
-            write.note_id.as_str(),
-            session.as_str(),
-            seq,
-            write.content.as_str(),
-            metadata,
-            write.created_at.as_str(),
-            write.updated_at.as_str(),
-            write.metadata.category.map(|c| c.as_str()),
-            write.metadata.context.clone(),
-            write.metadata.confidence,
-            write.metadata.expires_at.map(to_text),
-            text_hash(&write.content)
-        ],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    let meta = ChunkMeta {
-        note_id: Some(write.note_id.to_string()),
-        source: "user_memory".into(),
-        role: None,
-        created_at: write.created_at.clone(),
-        updated_at: write.updated_at.clone(),
-        tags: write.metadata.tags.clone(),
-    };
+    for row in note_rows(&session, write, seq)? {
+        row.run(conn, "saving a note").await?;
+    }
+    let meta = chunk_meta(write);
     insert_chunks(
         conn,
         EventRef {

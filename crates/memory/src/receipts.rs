@@ -12,12 +12,13 @@
 //!   is now.
 
 use chrono::{Duration, Utc};
-use libsql::Connection;
+use libsql::{Connection, Value};
 use types::{AuditTag, NoteId, UserId};
 
 use crate::audit;
 use crate::error::MemoryError;
 use crate::notes::Note;
+use crate::stmt::Stmt;
 use crate::time::to_text;
 
 /// Receipts are kept this long: far longer than any retry, short enough to stay small.
@@ -141,35 +142,27 @@ pub(crate) async fn find(
     }))
 }
 
-/// Records `receipt` for `key` inside the write's transaction, and drops expired receipts.
-pub(crate) async fn record(
-    conn: &Connection,
-    user: &UserId,
-    key: &str,
-    receipt: &WriteReceipt,
-) -> Result<(), MemoryError> {
-    let ctx = "recording a write receipt";
+/// Records `receipt` for `key` (inside the write's transaction): drops the expired receipts, then
+/// inserts this one (which fails if a receipt for `key` is still there).
+pub(crate) fn record_rows(user: &UserId, key: &str, receipt: &WriteReceipt) -> [Stmt; 2] {
     let now = Utc::now();
-    conn.execute(
-        "DELETE FROM write_receipts WHERE created_at < ?1",
-        [to_text(now - Duration::days(RECEIPT_DAYS))],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    conn.execute(
-        "INSERT INTO write_receipts (call_key, user_id, note_id, version, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        libsql::params![
-            key,
-            user.as_str(),
-            receipt.note_id.as_str(),
-            receipt.version.clone(),
-            to_text(now)
-        ],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    Ok(())
+    [
+        Stmt::new(
+            "DELETE FROM write_receipts WHERE created_at < ?1",
+            vec![Value::Text(to_text(now - Duration::days(RECEIPT_DAYS)))],
+        ),
+        Stmt::new(
+            "INSERT INTO write_receipts (call_key, user_id, note_id, version, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            vec![
+                Value::Text(key.to_owned()),
+                Value::Text(user.as_str().to_owned()),
+                Value::Text(receipt.note_id.as_str().to_owned()),
+                receipt.version.clone().map_or(Value::Null, Value::Text),
+                Value::Text(to_text(now)),
+            ],
+        ),
+    ]
 }
 
 /// What a write returns: its receipt, and the note when it was written now.
@@ -224,17 +217,35 @@ pub(crate) async fn record_for(
     note_id: &NoteId,
     content: Option<&str>,
 ) -> Result<(), MemoryError> {
-    let Some(call) = call else { return Ok(()) };
-    audit::record_write(conn, user, call.audit(), Some(note_id)).await?;
-    let Some(key) = call.as_str() else {
-        return Ok(());
+    for row in record_for_rows(user, call, note_id, content) {
+        row.run(conn, "recording a write receipt").await?;
+    }
+    Ok(())
+}
+
+/// What a write made for `call` records in its transaction: its audit row (a governed call) and
+/// its receipt (a call with an id).
+pub(crate) fn record_for_rows(
+    user: &UserId,
+    call: Option<&CallKey>,
+    note_id: &NoteId,
+    content: Option<&str>,
+) -> Vec<Stmt> {
+    let Some(call) = call else {
+        return Vec::new();
     };
-    let receipt = WriteReceipt {
-        note_id: note_id.clone(),
-        version: content.map(note_version),
-        replayed: false,
-    };
-    record(conn, user, key, &receipt).await
+    let mut rows: Vec<Stmt> = audit::write_row(user, call.audit(), Some(note_id))
+        .into_iter()
+        .collect();
+    if let Some(key) = call.as_str() {
+        let receipt = WriteReceipt {
+            note_id: note_id.clone(),
+            version: content.map(note_version),
+            replayed: false,
+        };
+        rows.extend(record_rows(user, key, &receipt));
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ impl SessionKind {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SessionKind::Conversation => "conversation",
             SessionKind::Memory => "memory",
@@ -277,6 +277,25 @@ async fn query_sessions(
     Ok(out)
 }
 
+/// The user `session` belongs to, if it exists.
+pub(crate) async fn session_owner(
+    conn: &Connection,
+    session: &SessionId,
+) -> Result<Option<String>, MemoryError> {
+    let ctx = "opening the session";
+    let mut rows = conn
+        .query(
+            "SELECT user_id FROM sessions WHERE session_id = ?1",
+            [session.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    match rows.next().await.map_err(MemoryError::db(ctx))? {
+        Some(row) => Ok(Some(row.get::<String>(0).map_err(MemoryError::db(ctx))?)),
+        None => Ok(None),
+    }
+}
+
 /// Creates `session` for `user` on first write, or marks it active. A session belongs to the user
 /// who created it: writing to another user's session is refused.
 pub(crate) async fn ensure_session(
@@ -286,19 +305,7 @@ pub(crate) async fn ensure_session(
     now: &str,
 ) -> Result<(), MemoryError> {
     let ctx = "opening the session";
-    let mut rows = conn
-        .query(
-            "SELECT user_id FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let owner = match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => Some(row.get::<String>(0).map_err(MemoryError::db(ctx))?),
-        None => None,
-    };
-    drop(rows);
-    match owner {
+    match session_owner(conn, session).await? {
         Some(owner) if owner != user.as_str() => {
             Err(MemoryError::SessionOwnedByOtherUser(session.clone()))
         }

@@ -261,15 +261,18 @@ impl MemoryStore {
                 true => crate::remote::explain(e),
                 false => e,
             })?;
-        // A replica has one connection: its database object owns the sync, and reads are local.
+        // A replica's readers read its file (synced by the writer's connection, which owns the
+        // replication) through plain read-only connections, as a local store's do.
         let reader_count = match target {
-            Target::Local { .. } => LOCAL_READERS,
+            Target::Local { .. } | Target::Replica { .. } | Target::ReplicaFile { .. } => {
+                LOCAL_READERS
+            }
             Target::Remote { .. } => 1,
-            Target::Replica { .. } => 0,
         };
         let mut readers = Vec::with_capacity(reader_count);
         for i in 0..reader_count {
-            readers.push(DbThread::spawn(&format!("memory-reader-{i}"), target.clone()).await?);
+            let name = format!("memory-reader-{i}");
+            readers.push(DbThread::spawn(&name, target.for_readers()).await?);
         }
         let index = Arc::new(VectorIndex::with_leg(
             embedder.model_id(),

@@ -15,6 +15,7 @@ use crate::notes::{ExportedNote, NoteWrite, insert_note, note_exists, validate};
 use crate::provenance::{Origin, Provenance};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::to_text;
+use crate::worker::Target;
 
 impl MemoryStore {
     /// The user's notes, for `export`; ids and timestamps are kept.
@@ -74,8 +75,15 @@ impl MemoryStore {
                 })
                 .collect();
             let (user, index, audit) = (user.clone(), self.inner.index.clone(), audit.cloned());
+            let one_trip = matches!(self.inner.target, Target::Remote { .. });
             added += self
                 .write(move |conn| async move {
+                    if one_trip
+                        && let Some(added) =
+                            crate::one_trip::import(&conn, &user, &batch, audit.as_ref()).await?
+                    {
+                        return Ok(added);
+                    }
                     let tx = begin(&conn).await?;
                     let mut changes = Vec::new();
                     let outcome = async {

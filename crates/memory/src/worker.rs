@@ -41,6 +41,16 @@ pub(crate) enum Target {
         token: String,
         key: Option<EncryptionKey>,
     },
+    /// A replica's file read through a plain read-only connection: a replica's reader threads.
+    /// libsql writes the primary's frames into the file through an ordinary SQLite write
+    /// transaction on the file's WAL (`BEGIN IMMEDIATE`, frames, commit) and keeps its
+    /// replication position in the `-info` file, so other connections read it like any WAL
+    /// database, without libsql parsing every statement to route it. Read-only: nothing but
+    /// replication ever writes to a replica.
+    ReplicaFile {
+        path: PathBuf,
+        key: Option<EncryptionKey>,
+    },
 }
 
 impl std::fmt::Debug for Target {
@@ -59,6 +69,11 @@ impl std::fmt::Debug for Target {
                 .field("url", url)
                 .field("encrypted", &key.is_some())
                 .finish(),
+            Target::ReplicaFile { path, key } => f
+                .debug_struct("ReplicaFile")
+                .field("path", path)
+                .field("encrypted", &key.is_some())
+                .finish(),
         }
     }
 }
@@ -66,6 +81,17 @@ impl std::fmt::Debug for Target {
 impl Target {
     pub(crate) fn is_local(&self) -> bool {
         matches!(self, Target::Local { .. })
+    }
+
+    /// Where a store's reader threads connect: a replica's readers read its file directly.
+    pub(crate) fn for_readers(&self) -> Self {
+        match self {
+            Target::Replica { path, key, .. } => Target::ReplicaFile {
+                path: path.clone(),
+                key: key.clone(),
+            },
+            other => other.clone(),
+        }
     }
 
     /// The target with `key` applied: a local file or a replica is encrypted at rest with it. A
@@ -85,6 +111,7 @@ impl Target {
                 token,
                 key,
             }),
+            (Target::ReplicaFile { path, .. }, key) => Ok(Target::ReplicaFile { path, key }),
             (Target::Remote { .. }, Some(_)) => Err(MemoryError::InvalidInput(
                 "encryption at rest applies to local files and replicas; a remote memory server \
                  encrypts its own storage"
@@ -95,7 +122,9 @@ impl Target {
 
     fn key(&self) -> Option<&EncryptionKey> {
         match self {
-            Target::Local { key, .. } | Target::Replica { key, .. } => key.as_ref(),
+            Target::Local { key, .. }
+            | Target::Replica { key, .. }
+            | Target::ReplicaFile { key, .. } => key.as_ref(),
             Target::Remote { .. } => None,
         }
     }
@@ -243,6 +272,8 @@ pub(crate) async fn probe(target: &Target) -> Result<(), MemoryError> {
             probe_server(url, token).await?;
             probe_file(path, key.as_ref()).await
         }
+        // Only ever opened after its replica, which probed the file.
+        Target::ReplicaFile { .. } => Ok(()),
     }
 }
 
@@ -274,6 +305,14 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
             }
             builder.build().await
         }
+        Target::ReplicaFile { path, key } => {
+            let mut builder =
+                libsql::Builder::new_local(path).flags(libsql::OpenFlags::SQLITE_OPEN_READ_ONLY);
+            if let Some(key) = key {
+                builder = builder.encryption_config(key.config());
+            }
+            builder.build().await
+        }
     }
     .map_err(MemoryError::db("opening the database"))
     .map_err(crate::remote::explain)?;
@@ -287,6 +326,12 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
     let conn = db
         .connect()
         .map_err(MemoryError::db("connecting to the database"))?;
+    if let Target::ReplicaFile { .. } = target {
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(MemoryError::db("configuring the connection"))?;
+        check_readable(&conn, target.key().is_some()).await?;
+        keep_temp_in_memory(&conn).await?;
+    }
     if target.is_local() {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(MemoryError::db("configuring the connection"))?;
@@ -311,14 +356,19 @@ async fn connect(target: &Target) -> Result<(libsql::Database, Connection), Memo
         conn.execute("PRAGMA foreign_keys=ON", ())
             .await
             .map_err(MemoryError::db("configuring the connection"))?;
-        // SQLite puts statement journals and large sorts in `etilqs_*` files under /var/tmp or
-        // /tmp once a store grows; the sandbox (Landlock, or the container) allows neither, so
-        // every later write would fail. Keep them in memory, on every connection, every surface.
-        conn.execute("PRAGMA temp_store=MEMORY", ())
-            .await
-            .map_err(MemoryError::db("configuring the connection"))?;
+        keep_temp_in_memory(&conn).await?;
     }
     Ok((db, conn))
+}
+
+/// SQLite puts statement journals and large sorts in `etilqs_*` files under /var/tmp or /tmp
+/// once a store grows; the sandbox (Landlock, or the container) allows neither, so every later
+/// write would fail. Keep them in memory, on every connection, every surface.
+async fn keep_temp_in_memory(conn: &Connection) -> Result<(), MemoryError> {
+    conn.execute("PRAGMA temp_store=MEMORY", ())
+        .await
+        .map_err(MemoryError::db("configuring the connection"))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -45,22 +45,32 @@ const KEYWORDS: Weights = Weights {
     fts: 1.0,
 };
 
+/// A server with auth, a read-write token for it, and a directory for replica files.
+fn server_and_dir() -> (Sqld, String, tempfile::TempDir) {
+    let server = Sqld::start_with_auth();
+    let token = server.token(r#"{"a":"rw"}"#);
+    (server, token, tempfile::tempdir().unwrap())
+}
+
+/// A replica of `server` in `dir`.
+async fn open_in(dir: &tempfile::TempDir, server: &Sqld, token: &str) -> MemoryStore {
+    MemoryStore::open_replica(
+        &dir.path().join("replica.db"),
+        &server.url(),
+        token,
+        embedder(),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs sqld"]
 async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
     need(Need::Sqld);
-    let server = Sqld::start_with_auth();
-    let token = server.token(r#"{"a":"rw"}"#);
-    let dir = tempfile::tempdir().unwrap();
+    let (server, token, dir) = server_and_dir();
     let alice = user("alice");
-    let replica = MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        &token,
-        embedder(),
-    )
-    .await
-    .unwrap();
+    let replica = open_in(&dir, &server, &token).await;
 
     // Its own write: on the primary, and readable from the replica at once.
     let note = replica
@@ -200,4 +210,61 @@ async fn a_replica_with_a_rejected_token_fails_at_open() {
         ),
         "{err:?}"
     );
+}
+
+/// A replica's readers read its file through their own connections while the primary's frames
+/// are written into it: during a stream of another host's saves, synced as fast as they come,
+/// every listing is whole (each listed note reads back with its text), never goes backwards, and
+/// no read fails; at the end the replica has every note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs sqld"]
+async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
+    need(Need::Sqld);
+    let (server, token, dir) = server_and_dir();
+    let alice = user("alice");
+    let replica = open_in(&dir, &server, &token).await;
+    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
+        .await
+        .unwrap();
+    const NOTES: usize = 60;
+    let writer = {
+        let (primary, alice) = (primary.clone(), alice.clone());
+        tokio::spawn(async move {
+            for i in 0..NOTES {
+                let text = format!("note number {i} about topic{i}");
+                primary
+                    .store_note(&alice, &text, NoteMetadata::default())
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let syncer = {
+        let replica = replica.clone();
+        tokio::spawn(async move {
+            loop {
+                replica.sync().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let (mut seen, mut partial) = (0, 0);
+    while !writer.is_finished() {
+        let notes = replica.list_notes(&alice).await.unwrap();
+        assert!(notes.len() >= seen, "{} after {seen}", notes.len());
+        seen = notes.len();
+        if (1..NOTES).contains(&seen) {
+            partial += 1;
+        }
+        for note in notes.iter().rev().take(3) {
+            let again = replica.get_note(&alice, &note.note_id).await.unwrap();
+            assert_eq!(again.content, note.content);
+        }
+        texts_found(&replica, "note number topic", KEYWORDS).await;
+    }
+    writer.await.unwrap();
+    syncer.abort();
+    replica.sync().await.unwrap();
+    assert_eq!(replica.list_notes(&alice).await.unwrap().len(), NOTES);
+    assert!(partial > 1, "the reads ran while the frames arrived");
 }

@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Everything but `user_id` and `workspace_root` has a default. Its one secret is the user's
-//! memory encryption key (`memory_key`, when `[memory_encryption]` is on): it travels only here
-//! (stdin in the process tier), never in a file a guest can read. The gateway token is read from
+//! memory encryption key (`memory_key`, when `[memory_encryption]` is on): it travels only here,
+//! on `oxydra-vm`'s stdin in both tiers (in the container tier through the engine's attach
+//! stream), never in a file a guest can read nor on a command line. The gateway token is read from
 //! (or created in) the user's `.oxydra/`, API keys come from the environment.
 
 use std::path::{Path, PathBuf};

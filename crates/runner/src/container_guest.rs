@@ -1,5 +1,6 @@
 //! One guest of the container tier: create and start its container (replacing a stale one of the
-//! same name), copy its output into the runner's `<role>.log` (see `log_file`), wait for it to exit, stop and remove it.
+//! same name), hand it its bootstrap on stdin when it reads it there, copy its output into the
+//! runner's `<role>.log` (see `log_file`), wait for it to exit, stop and remove it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,14 +9,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, ContainerSummary};
+use bollard::container::AttachContainerResults;
+use bollard::models::ContainerSummary;
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
-    WaitContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
+    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use futures::StreamExt;
-use runner::{LABEL_MANAGED, LABEL_WORKSPACE, SafeDir, docker_message, is_not_found};
+use runner::container_spec::GuestContainer;
+use runner::{LABEL_MANAGED, LABEL_WORKSPACE, SafeDir, SecretText, docker_message, is_not_found};
+use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 
 /// A started container.
@@ -30,14 +34,19 @@ pub struct ContainerGuest {
 
 impl ContainerGuest {
     /// Removes any container called `name` (it must be one of ours for the same workspace), then
-    /// creates and starts `body` under that name, appending its output to `log` in `dir`.
+    /// creates and starts `container` under that name, writes its stdin bootstrap (if any) and
+    /// closes its stdin, appending its output to `log` in `dir`.
     pub async fn launch(
         docker: &Docker,
         name: &str,
-        body: ContainerCreateBody,
+        container: GuestContainer,
         dir: SafeDir,
         log: String,
     ) -> Result<Self> {
+        let GuestContainer {
+            body,
+            stdin_bootstrap,
+        } = container;
         let workspace = body
             .labels
             .as_ref()
@@ -60,9 +69,9 @@ impl ContainerGuest {
                     anyhow::anyhow!("cannot create container {name}: {}", docker_message(&e))
                 }
             })?;
-        if let Err(e) = docker.start_container(name, None).await {
+        if let Err(e) = start(docker, name, stdin_bootstrap.as_ref()).await {
             let _ = remove(docker, name).await;
-            bail!("cannot start container {name}: {}", docker_message(&e));
+            return Err(e);
         }
         // Following a started container yields its output from the beginning, so nothing it
         // printed before the stream opened is missed (a created one would end the stream at once).
@@ -151,6 +160,46 @@ impl Drop for ContainerGuest {
             follower.abort();
         }
     }
+}
+
+/// Starts the created container `name`. With a `bootstrap`, attaches to its stdin first (as
+/// `docker start -a -i` does, so nothing is lost), then writes the bootstrap and closes the
+/// stream: the container was created with `stdin_once`, so the engine closes the guest's stdin
+/// and it reads to end of file. The text passes through the engine's socket only, never a
+/// command line, a file or the container's configuration.
+async fn start(docker: &Docker, name: &str, bootstrap: Option<&SecretText>) -> Result<()> {
+    let attached = match bootstrap {
+        Some(_) => {
+            let options = AttachContainerOptionsBuilder::default()
+                .stdin(true)
+                .stream(true)
+                .build();
+            let attached = docker
+                .attach_container(name, Some(options))
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot attach to container {name}: {}", docker_message(&e))
+                })?;
+            Some(attached)
+        }
+        None => None,
+    };
+    docker
+        .start_container(name, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot start container {name}: {}", docker_message(&e)))?;
+    if let (Some(attached), Some(bootstrap)) = (attached, bootstrap) {
+        let AttachContainerResults { mut input, .. } = attached;
+        input
+            .write_all(bootstrap.0.as_bytes())
+            .await
+            .with_context(|| format!("cannot hand container {name} its bootstrap"))?;
+        input
+            .shutdown()
+            .await
+            .with_context(|| format!("cannot close container {name}'s stdin"))?;
+    }
+    Ok(())
 }
 
 /// Appends the container's stdout and stderr to `log` until the container stops, rotating it

@@ -1,6 +1,9 @@
 //! What Docker is asked to create for one guest of the container tier: [`container_body`] turns a
 //! user, a role and the settings into a `ContainerCreateBody` — mounts per DESIGN §4, networking,
-//! hardening, limits, labels, and the bootstrap. Pure: no engine is contacted here.
+//! hardening, limits, labels — and the bootstrap. `shell-vm`'s bootstrap (no secret in it) is its
+//! command; `oxydra-vm`'s, which may hold the memory key, is handed over on the container's stdin,
+//! so it is in nothing the engine keeps (`docker inspect`) and on no host process's command line.
+//! Pure: no engine is contacted here.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +14,8 @@ use types::{AgentConfig, ShellBootstrap, WorkspaceDir, WorkspacePaths};
 
 use crate::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, ContainerSettings, LABEL_MANAGED, LABEL_ROLE,
-    LABEL_USER, LABEL_WORKSPACE, RunnerError, SandboxMode, Tier, UserEntry, VmBootstrap,
+    LABEL_USER, LABEL_WORKSPACE, RunnerError, SandboxMode, SecretText, Tier, UserEntry,
+    VmBootstrap,
 };
 
 /// `/tmp` inside both containers: a small private tmpfs (the root filesystem is read-only).
@@ -56,8 +60,17 @@ pub struct GuestSpec<'a> {
     /// itself reaches `oxydra-vm` only through its `.oxydra/` mount.
     pub shell_verifier: &'a str,
     /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
-    /// the shell's container).
+    /// the shell's container, never the create request).
     pub memory_key: Option<&'a memory::EncryptionKey>,
+}
+
+/// One guest's container: the create request, and what the runner writes to the container's
+/// stdin once (then closes it) when the guest reads its bootstrap there.
+#[derive(Debug, Clone)]
+pub struct GuestContainer {
+    pub body: ContainerCreateBody,
+    /// `oxydra-vm`'s bootstrap JSON (it may hold the memory key); `None` for `shell-vm`.
+    pub stdin_bootstrap: Option<SecretText>,
 }
 
 /// The user's workspace as both containers see it: `/workspace/<user>`.
@@ -79,8 +92,8 @@ pub fn secret_env_names(agent: &AgentConfig) -> Vec<String> {
     .collect()
 }
 
-/// The create request for `spec`'s guest.
-pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, RunnerError> {
+/// The create request for `spec`'s guest, and its bootstrap when it goes over stdin.
+pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerError> {
     let inner = container_workspace(spec.user);
     let mut mounts: Vec<Mount> = role_mounts(spec.role)
         .iter()
@@ -94,7 +107,7 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
         Role::OxydraVm => spec.settings.oxydra_vm,
         Role::ShellVm => spec.settings.shell_vm,
     };
-    let (image, cmd, network, workdir) = match spec.role {
+    let (image, cmd, network, workdir, stdin_bootstrap) = match spec.role {
         Role::OxydraVm => {
             let mut boot = VmBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
             boot.tier = Tier::Container;
@@ -113,11 +126,13 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
                     env.push(format!("{name}={value}"));
                 }
             }
+            // No arguments: oxydra-vm reads its bootstrap from stdin, as in the process tier.
             (
                 spec.settings.oxydra_vm_image.clone(),
-                vec!["--bootstrap-json".to_owned(), json(&boot)?],
+                Vec::new(),
                 "host".to_owned(),
                 inner.root.clone(),
+                Some(SecretText(json(&boot)?)),
             )
         }
         Role::ShellVm => {
@@ -132,6 +147,7 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
                 ],
                 spec.user.shell_network.docker_mode().to_owned(),
                 inner.shared(),
+                None,
             )
         }
     };
@@ -144,9 +160,13 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
             spec.ws.root.display().to_string(),
         ),
     ]);
-    Ok(ContainerCreateBody {
+    let stdin = stdin_bootstrap.is_some().then_some(true);
+    let body = ContainerCreateBody {
         image: Some(image),
         cmd: Some(cmd),
+        // Open for the one attached writer; the engine closes it when that writer is done.
+        open_stdin: stdin,
+        stdin_once: stdin,
         env: Some(env),
         user: Some(format!("{}:{}", spec.uid, spec.gid)),
         working_dir: Some(workdir.display().to_string()),
@@ -180,6 +200,10 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<ContainerCreateBody, Runne
             ..HostConfig::default()
         }),
         ..ContainerCreateBody::default()
+    };
+    Ok(GuestContainer {
+        body,
+        stdin_bootstrap,
     })
 }
 
@@ -204,7 +228,7 @@ mod tests {
     use crate::ShellNetwork;
     use types::UserId;
 
-    fn spec_body(role: Role, network: ShellNetwork) -> ContainerCreateBody {
+    fn spec_body(role: Role, network: ShellNetwork) -> GuestContainer {
         let user = UserEntry {
             id: UserId::parse("alice").unwrap(),
             gateway_port: 0,
@@ -232,22 +256,29 @@ mod tests {
         memory::EncryptionKey::parse(&"6b65".repeat(16)).unwrap()
     }
 
-    /// The memory key reaches `oxydra-vm` in its bootstrap and nothing of the shell's container:
-    /// not its command, environment, mounts or labels.
+    /// The memory key reaches `oxydra-vm` in the bootstrap it reads on stdin, and is in neither
+    /// container's create request (what the engine keeps and `docker inspect` shows): not a
+    /// command, environment, mount or label.
     #[test]
-    fn the_memory_key_goes_to_oxydra_vm_only() {
+    fn the_memory_key_goes_to_oxydra_vm_stdin_only() {
         let key = test_key();
         let vm = spec_body(Role::OxydraVm, ShellNetwork::None);
-        let cmd = vm.cmd.clone().unwrap();
-        let boot = VmBootstrap::from_json(&cmd[1]).unwrap();
+        let stdin = vm.stdin_bootstrap.clone().unwrap();
+        let boot = VmBootstrap::from_json(&stdin.0).unwrap();
         assert_eq!(boot.memory_key().unwrap(), Some(key.clone()));
-        let shell = spec_body(Role::ShellVm, ShellNetwork::None);
-        let everything = format!("{shell:?}");
-        assert!(!everything.contains(key.expose()), "{everything}");
-        assert!(
-            format!("{vm:?}").contains(key.expose()),
-            "the check can fail"
+        assert_eq!(vm.body.cmd, Some(Vec::new()));
+        assert_eq!(
+            (vm.body.open_stdin, vm.body.stdin_once),
+            (Some(true), Some(true))
         );
+        let shell = spec_body(Role::ShellVm, ShellNetwork::None);
+        assert!(shell.stdin_bootstrap.is_none());
+        for body in [&vm.body, &shell.body] {
+            let sent = serde_json::to_string(body).unwrap();
+            assert!(!sent.contains(key.expose()), "{sent}");
+            assert!(sent.contains("/workspace/alice"), "the check can fail");
+        }
+        assert!(stdin.0.contains(key.expose()), "the check can fail");
     }
 
     fn mounts(body: &ContainerCreateBody) -> Vec<(String, String, bool)> {
@@ -268,7 +299,8 @@ mod tests {
 
     #[test]
     fn oxydra_vm_mounts_follow_the_visibility_table() {
-        let body = spec_body(Role::OxydraVm, ShellNetwork::None);
+        let vm = spec_body(Role::OxydraVm, ShellNetwork::None);
+        let body = &vm.body;
         let m = |dir: &str, ro| {
             (
                 format!("/srv/ws/alice/{dir}"),
@@ -277,7 +309,7 @@ mod tests {
             )
         };
         assert_eq!(
-            mounts(&body),
+            mounts(body),
             vec![
                 m(".oxydra", false),
                 m("shared", false),
@@ -294,8 +326,7 @@ mod tests {
         );
         let host = body.host_config.as_ref().unwrap();
         assert_eq!(host.network_mode.as_deref(), Some("host"));
-        let cmd = body.cmd.as_ref().unwrap();
-        let boot = VmBootstrap::from_json(&cmd[1]).unwrap();
+        let boot = VmBootstrap::from_json(&vm.stdin_bootstrap.unwrap().0).unwrap();
         assert_eq!(boot.workspace_root, PathBuf::from("/workspace"));
         assert_eq!(boot.tier, Tier::Container);
         assert_eq!(
@@ -306,7 +337,7 @@ mod tests {
 
     #[test]
     fn shell_vm_gets_four_dirs_and_no_network_by_default() {
-        let body = spec_body(Role::ShellVm, ShellNetwork::None);
+        let body = spec_body(Role::ShellVm, ShellNetwork::None).body;
         let targets: Vec<String> = mounts(&body).into_iter().map(|(_, t, _)| t).collect();
         assert_eq!(
             targets,
@@ -319,7 +350,7 @@ mod tests {
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         let with_net = spec_body(Role::ShellVm, ShellNetwork::Host);
         assert_eq!(
-            with_net.host_config.unwrap().network_mode.as_deref(),
+            with_net.body.host_config.unwrap().network_mode.as_deref(),
             Some("host")
         );
     }
@@ -327,7 +358,7 @@ mod tests {
     #[test]
     fn both_roles_are_hardened_and_limited() {
         for role in [Role::OxydraVm, Role::ShellVm] {
-            let body = spec_body(role, ShellNetwork::None);
+            let body = spec_body(role, ShellNetwork::None).body;
             assert_eq!(body.user.as_deref(), Some("1000:100"));
             // No engine socket, in any form, reaches a guest.
             assert!(

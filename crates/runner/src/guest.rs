@@ -110,13 +110,13 @@ pub async fn spawn(
     })
 }
 
-/// Starts `role` as the container `name` created from `body`, its output copied to the runner's
-/// `<role>.log`.
+/// Starts `role` as the container `name` created from `container` (its bootstrap written to the
+/// container's stdin when it reads it there), its output copied to the runner's `<role>.log`.
 pub async fn launch_container(
     role: Role,
     docker: &bollard::Docker,
     name: &str,
-    body: bollard::models::ContainerCreateBody,
+    container: runner::container_spec::GuestContainer,
     ws: &WorkspacePaths,
 ) -> Result<Guest> {
     let log = log_path(ws, role.name());
@@ -124,7 +124,8 @@ pub async fn launch_container(
     drop(open_log(ws, role.name())?);
     let dir = runner::runner_log_dir(ws)?;
     let container =
-        ContainerGuest::launch(docker, name, body, dir, format!("{}.log", role.name())).await?;
+        ContainerGuest::launch(docker, name, container, dir, format!("{}.log", role.name()))
+            .await?;
     Ok(Guest {
         role,
         pid: container.pid,

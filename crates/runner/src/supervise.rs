@@ -207,7 +207,7 @@ impl Supervisor {
                         rustix::process::getgid().as_raw(),
                     ),
                 };
-                let body = container_body(&GuestSpec {
+                let container = container_body(&GuestSpec {
                     role,
                     user: &p.user,
                     ws: &p.ws,
@@ -220,7 +220,7 @@ impl Supervisor {
                 })?;
                 let name =
                     runner::container_name(&p.config.workspace_root, &p.user.id, role.name());
-                guest::launch_container(role, docker, &name, body, &p.ws).await?
+                guest::launch_container(role, docker, &name, container, &p.ws).await?
             }
             None => {
                 let (binary, args, bootstrap) = self.launch_spec(role)?;

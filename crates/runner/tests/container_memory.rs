@@ -1,8 +1,8 @@
 //! Memory beyond a local plaintext file in the container tier, with real containers on the
 //! machine's Docker engine: a user whose memory is on a real `sqld` (the `oxydra-vm` container
 //! reaches it; the shell container still has no network), and a user whose local database is
-//! encrypted (the key reaches `oxydra-vm` in its bootstrap; nothing of the shell's container holds
-//! it and the shell cannot find it).
+//! encrypted (the key reaches `oxydra-vm` in the bootstrap written to its stdin; no container's
+//! configuration, no host process and nothing the shell can reach holds it).
 
 #![allow(
     clippy::unwrap_used,
@@ -99,11 +99,18 @@ async fn an_encrypted_container_user_keeps_its_key_from_the_shell() {
     let key = std::fs::read_to_string(setup.root.join(".runner/alice/memory.key")).unwrap();
     let key = key.trim();
 
-    // Nothing of the shell's container holds the key; the agent's holds it in its bootstrap.
-    let shell = inspect(&name(&setup, "alice", "shell-vm")).await.unwrap();
-    assert!(!shell.to_string().contains(key));
-    let vm = inspect(&name(&setup, "alice", "oxydra-vm")).await.unwrap();
-    assert!(vm.to_string().contains(key), "the check can fail");
+    // The agent got the key on its stdin: no container's configuration holds it (what `docker
+    // inspect` shows, and the engine keeps on disk), and no host process's command line or
+    // environment does (the engine's, the runner's, the containers' own processes).
+    for role in ["shell-vm", "oxydra-vm"] {
+        let seen = inspect(&name(&setup, "alice", role))
+            .await
+            .unwrap()
+            .to_string();
+        assert!(seen.contains("/workspace/alice"), "the check can fail");
+        assert!(!seen.contains(key), "{role}: {seen}");
+    }
+    common::assert_no_host_process_holds(key);
 
     // From inside the shell, as in the process tier: only its own copy is found.
     let (k1, k2) = key.split_at(key.len() / 2);
@@ -125,5 +132,14 @@ async fn an_encrypted_container_user_keeps_its_key_from_the_shell() {
         found.len() == 1 && found[0].ends_with("shared/probe.txt"),
         "{report}"
     );
+
+    // Restarted, the agent gets the key the same way and opens the encrypted store again.
+    runner_env_ok(&setup, &["stop"], &[]).await;
+    runner_env_ok(&setup, &["start", "--detach"], &[]).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    let found = chat.turn("search boat called").await;
+    assert!(found.message.contains("Heron"), "{found:?}");
+    let vm = inspect(&name(&setup, "alice", "oxydra-vm")).await.unwrap();
+    assert!(!vm.to_string().contains(key));
     runner_env_ok(&setup, &["stop"], &[]).await;
 }

@@ -181,6 +181,8 @@ async fn an_encrypted_agent_keeps_its_key_from_the_shell() {
     chat.save("the boat is called Heron").await;
     let found = chat.turn("search gate code").await.message;
     assert!(found.contains("4711"), "{found}");
+    // On the host, no process's command line or environment holds it (it went over stdin).
+    common::assert_no_host_process_holds(key);
 
     // From inside the shell: the key file, the runner's directory, every process's command line
     // and environment, every file under the workspace root and /tmp. The key is given to the
@@ -229,4 +231,32 @@ async fn an_encrypted_agent_keeps_its_key_from_the_shell() {
     setup.runner_ok(&["stop"]).await;
     let texts = notes(&setup).await;
     assert!(texts.iter().any(|t| t.contains("Heron")), "{texts:?}");
+}
+
+/// `oxydra-vm` refuses a bootstrap holding a memory key on its command line (readable by every
+/// user of the host), before it touches anything, and does not repeat the key.
+#[test]
+fn oxydra_vm_refuses_a_memory_key_on_its_command_line() {
+    let bins = common::guest_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let key = "6b65".repeat(16);
+    let boot = serde_json::json!({
+        "user_id": "alice",
+        "workspace_root": dir.path(),
+        "memory_key": key,
+    })
+    .to_string();
+    let out = std::process::Command::new(bins.join("oxydra-vm"))
+        .args(["--bootstrap-json", &boot])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("never with --bootstrap-json"), "{said}");
+    assert!(!said.contains(&key), "{said}");
+    assert!(!dir.path().join("alice").exists(), "nothing provisioned");
 }

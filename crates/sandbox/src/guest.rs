@@ -22,7 +22,8 @@ pub struct BootstrapArgs {
     /// Bootstrap JSON file; without it (or --bootstrap-json) the bootstrap is read from stdin.
     #[arg(long, conflicts_with = "bootstrap_json")]
     pub bootstrap: Option<PathBuf>,
-    /// The bootstrap itself (the container tier passes it this way; it holds no secret).
+    /// The bootstrap itself, for one that holds no secret (the container tier passes
+    /// `shell-vm`'s this way): a command line is visible to every user of the host.
     #[arg(long = "bootstrap-json")]
     pub bootstrap_json: Option<String>,
 }

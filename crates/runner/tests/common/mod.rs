@@ -40,6 +40,56 @@ pub fn left_behind(ws: &WorkspacePaths) -> Vec<String> {
     left
 }
 
+/// Every host process whose command line or environment holds `needle`, as `<pid> cmdline` or
+/// `<pid> environ` (the tests run as root, so every process's files are readable; one that ends
+/// while being read is skipped). A process started with `needle` in its environment is found, so
+/// the search can fail: see [`assert_no_host_process_holds`].
+pub fn host_processes_holding(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        for file in ["cmdline", "environ"] {
+            let Ok(bytes) = std::fs::read(entry.path().join(file)) else {
+                continue;
+            };
+            if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                found.push(format!("{name} {file}"));
+            }
+        }
+    }
+    found
+}
+
+/// No host process holds `secret` in its command line or environment; first shows that a
+/// process holding it (a `sleep` given it in its environment) is found.
+pub fn assert_no_host_process_holds(secret: &str) {
+    let mut probe = std::process::Command::new("sleep")
+        .arg("60")
+        .env("OXYDRA_TEST_PROBE", secret)
+        .spawn()
+        .unwrap();
+    // Until the child has exec'd, /proc shows it with its parent's environment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let seen = loop {
+        let seen = host_processes_holding(secret);
+        if !seen.is_empty() || Instant::now() > deadline {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    probe.kill().unwrap();
+    probe.wait().unwrap();
+    assert_eq!(
+        seen,
+        vec![format!("{} environ", probe.id())],
+        "the search can fail"
+    );
+    assert_eq!(host_processes_holding(secret), Vec::<String>::new());
+}
+
 /// Makes sure `shell-vm` sits next to `runner` (it belongs to another package): builds it once
 /// with the cargo running these tests when it is missing.
 pub fn guest_binaries() -> PathBuf {

@@ -163,6 +163,8 @@ pub async fn run(
         .await?,
     );
     drop(remote);
+    // What one request to the server costs on this machine now: the floor under a remote save.
+    let trip = round_trip(&url).await?;
 
     let t = Instant::now();
     let replica = open_replica(&dir.0.join("replica.db"), &url, embedder.clone()).await?;
@@ -190,6 +192,11 @@ pub async fn run(
             r.failed,
         );
     }
+    println!(
+        "\none round trip to the server (`SELECT 1`, {ROUND_TRIPS} in a row): p50 {:.2} ms, p95 {:.2} ms",
+        percentile(&trip, 50.0),
+        percentile(&trip, 95.0)
+    );
     for (what, p50) in reopen {
         println!("\nopen with {n} notes, {what}: {p50:.1} ms (p50 of {REOPENS})");
     }
@@ -198,6 +205,25 @@ pub async fn run(
         INTERRUPTED.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// Requests timed by [`round_trip`].
+const ROUND_TRIPS: usize = 200;
+
+/// Times `SELECT 1` on the server, each on a new stream as the store's jobs do; milliseconds.
+async fn round_trip(url: &str) -> BenchResult<Vec<f64>> {
+    let db = libsql::Builder::new_remote(url.to_owned(), String::new())
+        .build()
+        .await?;
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for _ in 0..ROUND_TRIPS {
+        let conn = db.connect()?;
+        let t = Instant::now();
+        let mut rows = conn.query("SELECT 1", ()).await?;
+        while rows.next().await?.is_some() {}
+        times.push(ms(t));
+    }
+    Ok(times)
 }
 
 async fn open_replica(

@@ -55,6 +55,13 @@ fn run() -> anyhow::Result<()> {
     sandbox::guest::init_logging();
     let cli = Cli::parse();
     let mut boot = VmBootstrap::from_json(&cli.bootstrap.read()?)?;
+    if cli.bootstrap.bootstrap_json.is_some() && boot.memory_key.is_some() {
+        // Every host user can read a command line (`ps`, /proc/*/cmdline).
+        bail!(
+            "the bootstrap holds the memory key: pass it on stdin or in a --bootstrap file, \
+             never with --bootstrap-json"
+        );
+    }
     if cli.insecure && boot.sandbox == SandboxMode::Required {
         boot.sandbox = SandboxMode::BestEffort;
     }
