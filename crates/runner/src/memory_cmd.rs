@@ -10,7 +10,7 @@ use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs};
-use crate::memory_governed::CliWrites;
+use crate::memory_governed::CliMemory;
 use crate::{Global, memory_audit, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
@@ -136,7 +136,7 @@ async fn act(
     store: &MemoryStore,
     user_root: &std::path::Path,
 ) -> Result<()> {
-    let writes = CliWrites::new(store, config, user, user_root)?;
+    let governed = CliMemory::new(store, config, user, user_root)?;
     let mut out = std::io::stdout().lock();
     match action {
         MemoryAction::Save {
@@ -151,7 +151,7 @@ async fn act(
             if !organise.tags.is_empty() {
                 args["tags"] = serde_json::json!(organise.tags);
             }
-            let report = writes.call(tools::MEMORY_SAVE_TOOL_NAME, args).await?;
+            let report = governed.call(tools::MEMORY_SAVE_TOOL_NAME, args).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::Search {
@@ -167,52 +167,44 @@ async fn act(
             let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, top_k);
             q.weights = Weights::from(&config.retrieval);
             q.filters = memory_organise::filters(&organise)?;
-            let hits = store.hybrid_query(&q).await?;
+            let rows = governed.search(q).await?;
             if json {
-                let rows: Vec<_> = hits
-                    .iter()
-                    .map(|h| {
-                        serde_json::json!({
-                            "note_id": h.note_id, "text": h.text, "score": h.score,
-                            "created_at": h.created_at, "updated_at": h.updated_at,
-                            "category": h.category, "tags": h.tags,
-                        })
-                    })
-                    .collect();
                 print_json(&mut out, &rows)?;
             } else {
-                for h in &hits {
-                    let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
-                    writeln!(out, "{:.3}  {id}  {}", h.score, h.text.replace('\n', " "))?;
+                for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
+                    let id = h["note_id"].as_str().unwrap_or("-");
+                    let score = h["score"].as_f64().unwrap_or_default();
+                    let text = h["text"].as_str().unwrap_or_default().replace('\n', " ");
+                    writeln!(out, "{score:.3}  {id}  {text}")?;
                 }
             }
         }
         MemoryAction::Get { note_id } => {
-            let note = store.get_note(user, &parse_note_id(&note_id)?).await?;
+            let note = governed.get(&parse_note_id(&note_id)?, false).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
-            let report = writes.update(&parse_note_id(&note_id)?, &text).await?;
+            let report = governed.update(&parse_note_id(&note_id)?, &text).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::Delete { note_id } => {
             let args = serde_json::json!({"note_id": parse_note_id(&note_id)?});
-            let report = writes.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
+            let report = governed.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::History { note_id } => {
-            let history = store.note_history(user, &parse_note_id(&note_id)?).await?;
+            let history = governed.get(&parse_note_id(&note_id)?, true).await?;
             print_json(&mut out, &history)?;
         }
         MemoryAction::Restore { note_id, version } => {
-            let note = writes.restore(&parse_note_id(&note_id)?, version).await?;
+            let note = governed.restore(&parse_note_id(&note_id)?, version).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Confirm { note_id } => {
-            let note = writes.confirm(&parse_note_id(&note_id)?).await?;
+            let note = governed.confirm(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &note)?;
         }
-        MemoryAction::Deleted => print_json(&mut out, &store.list_deleted(user).await?)?,
+        MemoryAction::Deleted => print_json(&mut out, &governed.deleted().await?)?,
         MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
         MemoryAction::Reindex => {
             let n = store.reindex(progress("re-embedding")).await?;
@@ -259,7 +251,7 @@ async fn act(
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
             };
-            let report = writes.import(notes, similar(allow_similar)).await?;
+            let report = governed.import(notes, similar(allow_similar)).await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::ExportTree { dir } => {
@@ -267,7 +259,7 @@ async fn act(
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
         MemoryAction::ImportTree { dir } => {
-            print_json(&mut out, &writes.import_tree(&dir).await?)?;
+            print_json(&mut out, &governed.import_tree(&dir).await?)?;
         }
     }
     Ok(())

@@ -1,10 +1,11 @@
-//! The CLI's memory writes, governed like every other surface's (DESIGN §7). `save`, `update`
-//! and `delete` call the notes tools through a [`ToolRegistry`] built as the agent's is;
-//! `restore`, `confirm`, `import` and `import-tree`, which no tool offers, run through
-//! [`Governance::govern`], the stages the registry runs a memory tool through. Either way the
-//! surface is `cli` (client `runner`): the `[governance]` permissions and the surface's
-//! read-only mode, its PII and secret policy, rate limits, and an audit row in each write's own
-//! transaction (an import: one row per imported note).
+//! The CLI's memory operations, governed like every other surface's (DESIGN §7). `save`,
+//! `update` and `delete` call the notes tools through a [`ToolRegistry`] built as the agent's is;
+//! `restore`, `confirm`, `import` and `import-tree`, which no tool offers, and the reads
+//! `search`, `get`, `history` and `deleted` run through [`Governance::govern`], the stages the
+//! registry runs a memory tool through. Either way the surface is `cli` (client `runner`): the
+//! `[governance]` permissions and the surface's read-only mode, its PII and secret policy (on
+//! the way in and out), rate limits, and an audit row — in each write's own transaction (an
+//! import: one row per imported note), and one per read.
 //!
 //! Rate limits count calls in this process's buckets, which start full: each command is one
 //! call, an import or import-tree included whatever its size, so a limit with a burst of at
@@ -34,15 +35,18 @@ pub(crate) const RESTORE: &str = "memory_restore";
 pub(crate) const CONFIRM: &str = "memory_confirm";
 pub(crate) const IMPORT: &str = "memory_import";
 pub(crate) const IMPORT_TREE: &str = "memory_import_tree";
+pub(crate) const GET: &str = "memory_get";
+pub(crate) const HISTORY: &str = "memory_history";
+pub(crate) const DELETED: &str = "memory_deleted";
 
 /// The user's store behind the `cli` surface's governance.
-pub(crate) struct CliWrites {
+pub(crate) struct CliMemory {
     store: MemoryStore,
     registry: ToolRegistry,
     ctx: ToolExecutionContext,
 }
 
-impl CliWrites {
+impl CliMemory {
     pub(crate) fn new(
         store: &MemoryStore,
         config: &AgentConfig,
@@ -170,6 +174,71 @@ impl CliWrites {
                 .await
                 .map_err(|e| ToolError::execution(format!("{e:#}")))?;
             Ok(json!({"imported_files": n}).to_string())
+        })
+        .await
+    }
+
+    /// `search`: the hybrid query as the CLI asks it, governed as `memory_search` (a read).
+    pub(crate) async fn search(&self, query: memory::HybridQuery) -> Result<Value> {
+        let args = json!({"query": query.text});
+        let access = MemoryAccess::notes_read();
+        self.govern(
+            tools::MEMORY_SEARCH_TOOL_NAME,
+            &access,
+            args,
+            |_, _| async move {
+                let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
+                let rows: Vec<Value> = hits
+                    .iter()
+                    .map(|h| {
+                        json!({
+                            "note_id": h.note_id, "text": h.text, "score": h.score,
+                            "created_at": h.created_at, "updated_at": h.updated_at,
+                            "category": h.category, "tags": h.tags,
+                        })
+                    })
+                    .collect();
+                Ok(Value::Array(rows).to_string())
+            },
+        )
+        .await
+    }
+
+    /// `get` and `history`: one note, or every version of it, governed as a read of that note.
+    pub(crate) async fn get(&self, id: &NoteId, history: bool) -> Result<Value> {
+        let access = MemoryAccess::notes_read().with_key(Some(id.as_str()));
+        let name = if history { HISTORY } else { GET };
+        self.govern(name, &access, json!({"note_id": id}), |_, ctx| async move {
+            let value = if history {
+                json!(
+                    self.store
+                        .note_history(&ctx.user_id, id)
+                        .await
+                        .map_err(store_error)?
+                )
+            } else {
+                json!(
+                    self.store
+                        .get_note(&ctx.user_id, id)
+                        .await
+                        .map_err(store_error)?
+                )
+            };
+            Ok(value.to_string())
+        })
+        .await
+    }
+
+    /// `deleted`: the notes that can still be restored, governed as a read.
+    pub(crate) async fn deleted(&self) -> Result<Value> {
+        let access = MemoryAccess::notes_read();
+        self.govern(DELETED, &access, json!({}), |_, ctx| async move {
+            let deleted = self
+                .store
+                .list_deleted(&ctx.user_id)
+                .await
+                .map_err(store_error)?;
+            Ok(json!(deleted).to_string())
         })
         .await
     }

@@ -128,7 +128,63 @@ fn cli_writes_refused_by_permissions_change_nothing() {
     );
     let rows = audit(root);
     assert_eq!(rows[0], ("memory_save".into(), "ok".into(), id.clone()));
-    assert_eq!(rows.len(), 1 + cases.len(), "{rows:?}");
+    // The save, each refusal, and the `get` above (a read, audited as one).
+    assert_eq!(rows.len(), 1 + cases.len() + 1, "{rows:?}");
+    assert_eq!(rows.last().unwrap().0, "memory_get");
+}
+
+#[test]
+fn cli_reads_are_governed_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let id = ok_json(runner(root, None, &["save", "Keeps bees on the roof"]))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = runner(root, None, &["search", "bees"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&id) && text.contains("Keeps bees on the roof"),
+        "{text}"
+    );
+    let hits = ok_json(runner(root, None, &["search", "bees", "--json"]));
+    assert_eq!(hits[0]["note_id"], id.as_str());
+    assert_eq!(
+        ok_json(runner(root, None, &["get", &id]))["content"],
+        "Keeps bees on the roof"
+    );
+    assert_eq!(
+        ok_json(runner(root, None, &["history", &id]))["versions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        ok_json(runner(root, None, &["deleted"]))
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let ok = |tool: &str, note: &str| (tool.to_owned(), "ok".to_owned(), note.to_owned());
+    assert_eq!(
+        audit(root),
+        [
+            ok("memory_save", &id),
+            ok("memory_search", ""),
+            ok("memory_search", ""),
+            ok("memory_get", ""),
+            ok("memory_history", ""),
+            ok("memory_deleted", ""),
+        ]
+    );
+    // A read the operator's policy refuses is refused like a write, and audited as denied.
+    let writes_only = "[governance.tool_permissions.memory_get]\noperations = [\"write\"]\n";
+    let error = adr_error(runner(root, Some(writes_only), &["get", &id]));
+    assert_eq!(error["error"]["code"], "PERMISSION_DENIED", "{error}");
+    let rows = audit(root);
+    assert_eq!(rows.last().unwrap().1, "denied", "{rows:?}");
 }
 
 #[test]
