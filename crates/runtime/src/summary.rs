@@ -14,7 +14,7 @@
 use std::fmt::Write;
 
 use provider::{ChatRequest, Provider};
-use types::{CancellationToken, Message, Role, RuntimeConfig};
+use types::{CancellationToken, Message, Role, RuntimeConfig, Usage};
 
 use crate::budget::{ModelLimits, clip, estimate_message, estimate_text};
 use crate::journal::Entry;
@@ -57,7 +57,8 @@ pub(crate) enum SummaryKind {
     Extractive,
 }
 
-/// A new summary folding `entries` into `previous`; `None` if the turn was cancelled meanwhile.
+/// A new summary folding `entries` into `previous`, and what the model call used (recorded
+/// with the turn's usage); `None` if the turn was cancelled meanwhile.
 pub(crate) async fn summarize(
     provider: &dyn Provider,
     previous: Option<&str>,
@@ -65,7 +66,7 @@ pub(crate) async fn summarize(
     config: &RuntimeConfig,
     limits: ModelLimits,
     cancel: &CancellationToken,
-) -> Option<(String, SummaryKind)> {
+) -> Option<(String, SummaryKind, Option<Usage>)> {
     let max_tokens = config
         .summary_max_tokens
         .min(limits.max_output_tokens)
@@ -93,8 +94,10 @@ pub(crate) async fn summarize(
         () = cancel.cancelled() => return None,
         result = provider.complete(&request) => result,
     };
+    let mut used = None;
     match result {
         Ok(response) => {
+            used = response.usage;
             let text = response.message.content.unwrap_or_default();
             if text.trim().is_empty() {
                 tracing::warn!("the model returned an empty summary; using an extractive one");
@@ -102,6 +105,7 @@ pub(crate) async fn summarize(
                 return Some((
                     clip(text.trim(), config.summary_max_tokens),
                     SummaryKind::Model,
+                    used,
                 ));
             }
         }
@@ -112,6 +116,7 @@ pub(crate) async fn summarize(
     Some((
         extractive(previous, entries, config.summary_max_tokens),
         SummaryKind::Extractive,
+        used,
     ))
 }
 

@@ -254,9 +254,21 @@ impl<'a> Turn<'a> {
             &self.ctx.cancellation,
         )
         .await;
-        let Some((text, kind)) = made else {
+        let Some((text, kind, used)) = made else {
             return Ok(());
         };
+        if let Some(usage) = used {
+            // A summary call is spent on the turn's behalf: it counts in the session's usage.
+            let ctx = self.ctx;
+            let place = memory::CallPlace {
+                user: &ctx.user_id,
+                session: &ctx.session_id,
+                turn: &ctx.turn_id,
+            };
+            rt.journal
+                .record_usage(place, rt.provider.model(), usage)
+                .await;
+        }
         let upto = self.entries[cut - 1].seq;
         let expected = self.summary.as_ref().map_or(0, |s| s.epoch);
         let session = &self.ctx.session_id;

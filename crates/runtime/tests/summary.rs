@@ -12,7 +12,7 @@
 use crate::common;
 
 use common::{ctx, open_store, provider, registry, run};
-use memory::SummaryState;
+use memory::{SummaryState, UsageScope};
 use runtime::{AgentRuntime, ModelLimits, TurnStatus};
 use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply};
 use types::{ProviderKind, RuntimeConfig, SessionId};
@@ -50,9 +50,10 @@ async fn the_summary_triggers_is_stored_and_is_used_by_later_requests() {
     // Summary calls are non-streaming; chat calls stream.
     let server = ScriptedLlm::with_responder(|req| {
         if req.is_stream() {
-            ScriptedReply::text("ok")
+            ScriptedReply::text("ok").with_usage(10, 1)
         } else {
             ScriptedReply::text("SUMMARY-1: the user talked about topics one to four.")
+                .with_usage(700, 30)
         }
     })
     .await;
@@ -107,6 +108,21 @@ async fn the_summary_triggers_is_stored_and_is_used_by_later_requests() {
         })
     );
     let chat = streamed(&requests);
+    // The summary call's tokens count in the session's usage with the chat calls'.
+    let used = store
+        .usage_by_model(
+            &types::UserId::parse("alice").unwrap(),
+            UsageScope::Session(&session),
+        )
+        .await
+        .unwrap();
+    let chat_calls = u64::try_from(chat.len()).unwrap();
+    assert_eq!(used.len(), 1, "{used:?}");
+    assert_eq!(
+        (used[0].usage.prompt_tokens, used[0].usage.completion_tokens),
+        (10 * chat_calls + 700, chat_calls + 30),
+        "{used:?}"
+    );
     let fifth = chat.last().unwrap();
     assert!(fifth.system_prompt().unwrap().contains("SUMMARY-1"));
     assert_eq!(fifth.last_user_text(), Some(topic("five")));
