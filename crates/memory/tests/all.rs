@@ -20,6 +20,7 @@ mod organised;
 mod remote;
 mod replica;
 mod restore_places;
+mod round_trips;
 mod search;
 mod sessions;
 mod store;
