@@ -13,6 +13,7 @@ use crate::error::MemoryError;
 use crate::indexing::ChunkMeta;
 use crate::metadata::{Category, NoteMetadata};
 use crate::query::Scope;
+use crate::terms::{TermBag, text_terms};
 use crate::time;
 
 /// The filterable facts of one chunk.
@@ -47,8 +48,9 @@ impl ChunkFacets {
     }
 }
 
-/// The columns [`facets_from_row`] reads, for a query joining `chunks c` and `notes n` (left).
-pub(crate) const FACET_COLUMNS: &str = "c.metadata_json, n.category, n.expires_at";
+/// The columns [`facets_from_row`] reads, for a query joining `chunks c` and `notes n` (left),
+/// followed by the chunk's text (for the keyword index, see [`terms_from_row`]).
+pub(crate) const FACET_COLUMNS: &str = "c.metadata_json, n.category, n.expires_at, c.text";
 
 /// The facets from [`FACET_COLUMNS`] starting at column `first` of `row`.
 pub(crate) fn facets_from_row(row: &libsql::Row, first: i32) -> Result<ChunkFacets, MemoryError> {
@@ -63,6 +65,17 @@ pub(crate) fn facets_from_row(row: &libsql::Row, first: i32) -> Result<ChunkFace
         category.as_deref(),
         expires_at,
     ))
+}
+
+/// The keyword terms of the text read with [`FACET_COLUMNS`] starting at column `first`.
+pub(crate) fn terms_from_row(row: &libsql::Row, first: i32) -> Result<TermBag, MemoryError> {
+    Ok(text_terms(&text_from_row(row, first)?))
+}
+
+/// The chunk text read with [`FACET_COLUMNS`] starting at column `first`.
+pub(crate) fn text_from_row(row: &libsql::Row, first: i32) -> Result<String, MemoryError> {
+    row.get(first + 3)
+        .map_err(MemoryError::db("loading vectors"))
 }
 
 /// A [`Scope`] prepared for checking many rows: the time bounds rendered once.

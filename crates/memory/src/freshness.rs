@@ -1,15 +1,17 @@
 //! Keeping this process's caches as fresh as the database, whoever wrote to it.
 //!
-//! The vector index and the term-count cache live in this process, but other writers share the
+//! The vector and keyword indexes live in this process, but other writers share the
 //! database: `runner memory save|import|update|delete|reindex`, a second store on the same file, a
 //! remote server's other clients. Every change to a chunk or its vector appends the chunk's id to
 //! the `index_changes` log, through triggers, in the writer's own transaction (migration 3).
 //!
-//! Before each search, [`MemoryStore::catch_up`] reads the log's head (two primary-key lookups on
-//! a reader thread). When it has moved past the last entry this process applied, only the chunks
-//! named since are read back: each is put back (replaced in place) with its current vector of the
+//! A search checks the log's head (two primary-key lookups) in the same reader job that reads its
+//! hits, after running both legs on the indexes as they are; [`MemoryStore::catch_up`] (`stats`,
+//! and other callers) does the same on its own. When the head has moved past the last entry this
+//! process applied, the search's job reads the changes instead, they are applied, and the search
+//! runs again. Only the chunks named since are read back: each is put back (replaced in place) with its current vector of the
 //! active model when it still has one, and removed under every other session the log names for
-//! it. The term-count cache is emptied. A reader left behind the log's pruned tail reloads the whole index.
+//! it (both indexes follow the same changes). A reader left behind the log's pruned tail reloads the whole index.
 //!
 //! Ordering: catch-ups apply under one lock and only move forward (a delta read from an older
 //! snapshot than one already applied is dropped). This process's own writes also update the index
@@ -23,7 +25,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use libsql::Connection;
 
 use crate::error::MemoryError;
-use crate::facets::{FACET_COLUMNS, facets_from_row};
+use crate::facets::{FACET_COLUMNS, facets_from_row, terms_from_row};
 use crate::indexing::blob_to_vector;
 use crate::store::MemoryStore;
 use crate::vector_index::IndexChange;
@@ -40,7 +42,7 @@ impl Freshness {
         self.applied.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn applied(&self) -> i64 {
+    pub(crate) fn applied(&self) -> i64 {
         *self.lock()
     }
 }
@@ -53,7 +55,7 @@ pub(crate) struct LogHead {
 }
 
 /// What a reader found in the log.
-enum Delta {
+pub(crate) enum Delta {
     /// Nothing new.
     Current,
     /// Entries were pruned before this process read them: reload everything.
@@ -67,16 +69,29 @@ enum Delta {
 
 impl MemoryStore {
     /// Applies every change committed to the database since this process last looked (by any
-    /// writer) to the vector index and the term-count cache. Called before every search.
+    /// writer) to the vector and keyword indexes.
     pub(crate) async fn catch_up(&self) -> Result<(), MemoryError> {
-        let (model, dims) = (
-            self.inner.index.model_id().to_owned(),
-            self.inner.index.dims(),
-        );
-        let since = self.inner.freshness.applied();
+        let reader = self.delta_reader();
         let delta = self
-            .read(move |conn| async move { read_delta(&conn, since, &model, dims).await })
+            .read(move |conn| async move {
+                let delta = reader.read(&conn).await?;
+                Ok(delta.unwrap_or(Delta::Current))
+            })
             .await?;
+        self.apply_delta(delta).await
+    }
+
+    /// What a reader job needs to read the changes since this process last caught up.
+    pub(crate) fn delta_reader(&self) -> DeltaReader {
+        DeltaReader {
+            since: self.inner.freshness.applied(),
+            model: self.inner.index.model_id().to_owned(),
+            dims: self.inner.index.dims(),
+        }
+    }
+
+    /// Applies what a [`DeltaReader`] found.
+    pub(crate) async fn apply_delta(&self, delta: Delta) -> Result<(), MemoryError> {
         match delta {
             Delta::Current => Ok(()),
             Delta::TooFarBehind => {
@@ -90,7 +105,6 @@ impl MemoryStore {
                     return Ok(());
                 }
                 self.inner.index.apply(&changes);
-                self.inner.term_counts.invalidate();
                 tracing::debug!(
                     from = *applied,
                     upto,
@@ -101,6 +115,26 @@ impl MemoryStore {
                 Ok(())
             }
         }
+    }
+}
+
+/// Reads, on a reader thread, the changes since a point (see [`MemoryStore::delta_reader`]).
+#[derive(Debug, Clone)]
+pub(crate) struct DeltaReader {
+    since: i64,
+    model: String,
+    dims: usize,
+}
+
+impl DeltaReader {
+    /// `None` when nothing was committed since; else the changes to apply.
+    pub(crate) async fn read(&self, conn: &Connection) -> Result<Option<Delta>, MemoryError> {
+        if log_head(conn).await?.last <= self.since {
+            return Ok(None);
+        }
+        read_delta(conn, self.since, &self.model, self.dims)
+            .await
+            .map(Some)
     }
 }
 
@@ -189,6 +223,7 @@ async fn read_delta(
                 chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
                 vector,
                 facets: facets_from_row(&row, 3)?,
+                terms: terms_from_row(&row, 3)?,
             });
         }
     }

@@ -1,5 +1,6 @@
-//! Making text searchable: chunk and embed (before any transaction), then write chunks, vectors and
-//! (through triggers) FTS rows inside the caller's transaction, and remove them again.
+//! Making text searchable: chunk and embed (before any transaction), then write chunks and vectors
+//! inside the caller's transaction (recording the index changes to apply after its commit), and
+//! remove them again.
 
 use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
@@ -9,6 +10,7 @@ use crate::embedding::{EmbedError, Embedder, normalize};
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
 use crate::stmt::Stmt;
+use crate::terms::text_terms;
 use crate::vector_index::IndexChange;
 
 /// Text cut into chunks with one vector per chunk, ready to be written.
@@ -140,6 +142,7 @@ pub(crate) async fn insert_chunks(
             chunk_id,
             vector: vector.clone(),
             facets: facets.clone(),
+            terms: text_terms(text),
         });
     }
     Ok(())
@@ -195,7 +198,7 @@ pub(crate) async fn insert_vector(
     Ok(())
 }
 
-/// Deletes one event with its chunks, vectors and FTS rows (explicitly, so correctness does not
+/// Deletes one event with its chunks and vectors (explicitly, so correctness does not
 /// depend on foreign-key settings of a remote server).
 pub(crate) async fn delete_event(
     conn: &Connection,

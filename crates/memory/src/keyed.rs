@@ -1,7 +1,7 @@
 //! Keyed notes: a value stored under a `(namespace, key)` of the user's own memory, as the MCP
 //! `putMemory` / `listMemory` tools use them.
 //!
-//! A keyed note is an ordinary note (same event, chunks, vectors, FTS rows, expiry), so
+//! A keyed note is an ordinary note (same event, chunks, vectors, index entries, expiry), so
 //! `memory_search` finds it; it also carries its namespace and key in two columns (migration 9),
 //! unique per namespace of the user's memory session. Putting a key that holds a live note
 //! replaces that note's text in place (its `note_id` stays); an expired one is removed first. A

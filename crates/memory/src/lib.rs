@@ -2,8 +2,9 @@
 //!
 //! One [`MemoryStore`] is one user's libSQL database (`<user_root>/.oxydra/memory.db`, or a remote
 //! libSQL server): numbered migrations; sessions and their events; notes saved, updated and deleted
-//! each in one transaction; text chunked, embedded and indexed in FTS5; an in-memory int8 vector
-//! index (exact scan, or an inverted file with exact rescoring for large sessions); hybrid search that scopes to the requested sessions before ranking; rolling-summary state
+//! each in one transaction; text chunked, embedded and indexed (in-memory BM25 postings); an in-memory int8 vector
+//! index (exact scan, or a binary first pass with exact rescoring for large sessions); hybrid search
+//! that scopes to the requested sessions before ranking; rolling-summary state
 //! with compare-and-swap; re-embedding when the embedding model changes; stats, export and import;
 //! a note's lifecycle (versions, tombstones, restore, purge), duplicate checks and provenance.
 //! the `/memories` file tree of the `memory` tool, whose files are notes with a path; token usage
@@ -23,12 +24,15 @@ mod erase;
 mod error;
 mod facets;
 mod freshness;
-mod fts;
 mod fusion;
+mod hamming;
+mod index_change;
 mod indexing;
-mod ivf;
+mod inline_read;
 mod keyed;
 mod keyword;
+mod keyword_index;
+mod legs_alone;
 mod lifecycle;
 mod listing;
 mod maintenance;
@@ -41,6 +45,7 @@ mod paths;
 mod placement;
 mod provenance;
 mod query;
+mod query_words;
 mod receipts;
 mod reindex;
 
@@ -49,15 +54,17 @@ mod restore;
 mod retrieval;
 mod search;
 mod sessions;
+mod sign_codes;
 mod stmt;
 mod store;
 mod summary;
-mod term_counts;
+mod terms;
 mod time;
 mod topk;
 mod transfer;
 mod usage;
 mod vector_index;
+mod vector_leg;
 mod worker;
 
 pub use audit::{AuditEntry, AuditRecord, MAX_AUDIT_ROWS};
@@ -69,7 +76,6 @@ pub use embedding::{Embedder, HashEmbedder};
 pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext};
 pub use erase::Erased;
 pub use error::{MemoryError, RemoteProblem};
-pub use fts::{match_expression, query_terms};
 pub use keyed::{
     KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
     check_namespace,
@@ -87,6 +93,7 @@ pub use paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPu
 pub use placement::LegacyDir;
 pub use provenance::{Origin, Provenance};
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
+pub use query_words::query_terms;
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
 pub use retrieval::MemoryRetrieval;
 pub use sessions::{SessionInfo, SessionKind, StoredEvent};
@@ -94,4 +101,4 @@ pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
 pub use transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use usage::{CallPlace, ModelUsage, UsageScope};
-pub use vector_index::{APPROX_MIN_ROWS, VectorLeg};
+pub use vector_leg::{APPROX_MIN_ROWS, VectorLeg};

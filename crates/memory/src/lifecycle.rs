@@ -2,9 +2,9 @@
 //!
 //! - An update copies the text it replaces (with its metadata) into `note_versions`, in the
 //!   update's own transaction; the note id never changes. Search and recall index only the
-//!   current text: old versions have no chunks, vectors or FTS rows.
+//!   current text: old versions have no chunks or vectors.
 //! - A delete moves the note into `deleted_notes` (a tombstone) and removes its event, chunks,
-//!   vectors and FTS rows at once; its versions stay. Within the retention window
+//!   vectors at once; its versions stay. Within the retention window
 //!   (`[memory] tombstone_retention_days`, default 30) [`MemoryStore::restore_note`] brings it
 //!   back (`restore`), re-indexed, with the same id; after it the sweeper purges the tombstone and every
 //!   version ([`MemoryStore::purge_deleted`]), leaving nothing behind.

@@ -6,7 +6,7 @@
 //! between two pages (they are newer) never shift the pages that follow — no duplicate, no gap.
 //!
 //! The sweeper deletes expired notes of every user of the store, each with its event, chunks,
-//! vectors and FTS rows, all of one sweep in one transaction (like any delete).
+//! vectors, all of one sweep in one transaction (like any delete).
 
 use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};

@@ -313,6 +313,18 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "CREATE INDEX model_usage_by_session ON model_usage (session_id, model)",
         "CREATE INDEX model_usage_by_user ON model_usage (user_id, model)",
     ],
+}, Migration {
+    version: 12,
+    name: "the keyword leg searches an in-memory index: the FTS5 table goes",
+    // Since this version the keyword postings live in memory beside the vectors (see
+    // `keyword_index.rs`), built from `chunks.text`: the FTS table would only cost every write an
+    // index update and the file its size.
+    statements: &[
+        "DROP TRIGGER IF EXISTS chunks_fts_insert",
+        "DROP TRIGGER IF EXISTS chunks_fts_delete",
+        "DROP TRIGGER IF EXISTS chunks_fts_update",
+        "DROP TABLE IF EXISTS chunks_fts",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).
@@ -329,49 +341,74 @@ pub(crate) async fn migrate(conn: &Connection) -> Result<usize, MemoryError> {
     .map_err(MemoryError::db("preparing migrations"))?;
     let mut applied = 0;
     for migration in MIGRATIONS {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .await
-            .map_err(MemoryError::db("starting a migration"))?;
-        // Checked inside the write transaction: a second process opening at the same time waits
-        // for the first and then sees the migration as done.
-        let mut rows = tx
-            .query(
-                "SELECT 1 FROM schema_migrations WHERE version = ?1",
-                [migration.version],
-            )
-            .await
-            .map_err(MemoryError::db("reading applied migrations"))?;
-        let done = rows
-            .next()
-            .await
-            .map_err(MemoryError::db("reading applied migrations"))?;
-        drop(rows);
-        if done.is_some() {
-            tx.rollback()
-                .await
-                .map_err(MemoryError::db("finishing a migration"))?;
-            continue;
-        }
-        let outcome = apply(&tx, migration).await;
-        match outcome {
-            Ok(()) => tx
-                .commit()
-                .await
-                .map_err(MemoryError::db("committing a migration"))?,
-            Err(e) => {
-                let _ = tx.rollback().await;
-                return Err(e);
+        let mut attempt = 1;
+        loop {
+            match migrate_one(conn, migration).await {
+                Ok(done_now) => {
+                    applied += usize::from(done_now);
+                    break;
+                }
+                // A libSQL server sometimes interrupts a transaction that waits on the network;
+                // it was rolled back whole, so the migration runs again from the start.
+                Err(e) if e.is_retryable() && attempt < MIGRATION_ATTEMPTS => {
+                    tracing::warn!(version = migration.version, attempt, error = %e, "migration interrupted; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * u64::from(attempt)))
+                        .await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
             }
         }
-        tracing::info!(
-            version = migration.version,
-            name = migration.name,
-            "applied memory migration"
-        );
-        applied += 1;
     }
     Ok(applied)
+}
+
+/// Tries of one migration whose transaction the database interrupted or found busy.
+const MIGRATION_ATTEMPTS: u32 = 5;
+
+/// Applies `migration` unless it is applied already; whether it applied it now.
+async fn migrate_one(conn: &Connection, migration: &Migration) -> Result<bool, MemoryError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .await
+        .map_err(MemoryError::db("starting a migration"))?;
+    // Checked inside the write transaction: a second process opening at the same time waits
+    // for the first and then sees the migration as done.
+    let mut rows = tx
+        .query(
+            "SELECT 1 FROM schema_migrations WHERE version = ?1",
+            [migration.version],
+        )
+        .await
+        .map_err(MemoryError::db("reading applied migrations"))?;
+    let done = rows
+        .next()
+        .await
+        .map_err(MemoryError::db("reading applied migrations"))?;
+    drop(rows);
+    if done.is_some() {
+        tx.rollback()
+            .await
+            .map_err(MemoryError::db("finishing a migration"))?;
+        return Ok(false);
+    }
+    let outcome = apply(&tx, migration).await;
+    match outcome {
+        Ok(()) => tx
+            .commit()
+            .await
+            .map_err(MemoryError::db("committing a migration"))?,
+        Err(e) => {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+    }
+    tracing::info!(
+        version = migration.version,
+        name = migration.name,
+        "applied memory migration"
+    );
+    Ok(true)
 }
 
 async fn apply(conn: &Connection, migration: &Migration) -> Result<(), MemoryError> {

@@ -1,7 +1,7 @@
 //! Notes: what the memory tools save, update, delete and read.
 //!
 //! A note lives in the user's session `memory:{user}` as one event (a user message carrying the
-//! text), one `notes` row, and its chunks, vectors and FTS rows. Save, update and delete each touch
+//! text), one `notes` row, and its chunks and vectors. Save, update and delete each touch
 //! all of them in ONE transaction; the in-memory vector index changes only after the commit. An
 //! update keeps the note id and `created_at`, replaces the event (new sequence number) and the
 //! chunks, and bumps `updated_at`.
@@ -223,15 +223,7 @@ impl MemoryStore {
                     return Err(MemoryError::VersionMismatch(note_id.clone()));
                 }
                 keep_version(&tx, &session, &old.note).await?;
-                delete_event(
-                    &tx,
-                    EventRef {
-                        session: session.as_str(),
-                        seq: old.event_seq,
-                    },
-                    &mut changes,
-                )
-                .await?;
+                old.delete_event(&tx, &session, &mut changes).await?;
                 let write = NoteWrite {
                     note_id: note_id.clone(),
                     content,
@@ -257,7 +249,7 @@ impl MemoryStore {
         .await
     }
 
-    /// Deletes `note_id`: its event, chunks, vectors and FTS rows go at once; its text stays
+    /// Deletes `note_id`: its event, chunks and vectors go at once; its text stays
     /// restorable as a tombstone for the retention window (see [`crate::lifecycle`]).
     pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
         self.delete_note_once(user, None, note_id).await.map(|_| ())
@@ -283,15 +275,7 @@ impl MemoryStore {
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id, false).await?;
                 entomb(&tx, &session, &old.note).await?;
-                delete_event(
-                    &tx,
-                    EventRef {
-                        session: session.as_str(),
-                        seq: old.event_seq,
-                    },
-                    &mut changes,
-                )
-                .await?;
+                old.delete_event(&tx, &session, &mut changes).await?;
                 tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
                     .await
                     .map_err(MemoryError::db("deleting a note"))?;
@@ -391,6 +375,23 @@ pub(crate) async fn insert_note(
 pub(crate) struct LoadedNote {
     pub(crate) note: Note,
     pub(crate) event_seq: i64,
+}
+
+impl LoadedNote {
+    /// Deletes the note's event of `session` with its chunks and vectors (the note row is the
+    /// caller's to replace, entomb or keep).
+    pub(crate) async fn delete_event(
+        &self,
+        conn: &Connection,
+        session: &SessionId,
+        changes: &mut Vec<IndexChange>,
+    ) -> Result<(), MemoryError> {
+        let event = EventRef {
+            session: session.as_str(),
+            seq: self.event_seq,
+        };
+        delete_event(conn, event, changes).await
+    }
 }
 
 async fn load_note(

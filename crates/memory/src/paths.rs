@@ -13,7 +13,7 @@ use libsql::Connection;
 use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::indexing::{EventRef, delete_event, prepare};
+use crate::indexing::prepare;
 use crate::lifecycle::{entomb, keep_version};
 use crate::notes::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
 use crate::receipts::note_version;
@@ -193,15 +193,7 @@ impl MemoryStore {
                         if file.content != content {
                             keep_version(&tx, &session, &old.note).await?;
                         }
-                        delete_event(
-                            &tx,
-                            EventRef {
-                                session: session.as_str(),
-                                seq: old.event_seq,
-                            },
-                            &mut changes,
-                        )
-                        .await?;
+                        old.delete_event(&tx, &session, &mut changes).await?;
                         (
                             old.note.note_id.clone(),
                             to_text(old.note.created_at),
@@ -325,15 +317,7 @@ impl MemoryStore {
                     };
                     // A tombstone, restorable at its path within the retention window.
                     entomb(&tx, &session, &old.note).await?;
-                    delete_event(
-                        &tx,
-                        EventRef {
-                            session: session.as_str(),
-                            seq: old.event_seq,
-                        },
-                        &mut changes,
-                    )
-                    .await?;
+                    old.delete_event(&tx, &session, &mut changes).await?;
                     tx.execute(
                         "DELETE FROM notes WHERE note_id = ?1",
                         [entry.note_id.as_str()],

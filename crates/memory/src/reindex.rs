@@ -8,10 +8,11 @@
 use libsql::Connection;
 
 use crate::error::MemoryError;
-use crate::facets::{FACET_COLUMNS, facets_from_row};
+use crate::facets::{FACET_COLUMNS, facets_from_row, text_from_row};
 use crate::freshness::log_head;
 use crate::indexing::{blob_to_vector, embed_checked, insert_vector};
 use crate::store::{MemoryStore, begin, finish};
+use crate::terms::{TermBag, text_terms};
 use crate::vector_index::IndexChange;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,9 +194,9 @@ async fn count(
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
-/// Bytes of vectors read per query: a libSQL server refuses responses over 10 MB, so the load is
+/// Bytes read per query at most: a libSQL server refuses responses over 10 MB, so the load is
 /// paged (in one transaction, so the pages are one snapshot).
-const LOAD_PAGE_BYTES: usize = 2 * 1024 * 1024;
+const LOAD_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 async fn load_vectors(
     conn: &Connection,
@@ -204,7 +205,10 @@ async fn load_vectors(
     mut sink: impl FnMut(Vec<IndexChange>),
 ) -> Result<usize, MemoryError> {
     let ctx = "loading vectors";
-    let page = (LOAD_PAGE_BYTES / (dims * 4 + 256).max(1)).max(64);
+    // A row: the f32 vector, its chunk's text (at most `CHUNK_CHARS` characters, up to four bytes
+    // each) and the facets.
+    let row_bytes = dims * 4 + crate::chunking::CHUNK_CHARS * 4 + 256;
+    let page = (LOAD_PAGE_BYTES / row_bytes).max(64);
     let page_rows = i64::try_from(page).unwrap_or(i64::MAX);
     let dims_param = i64::try_from(dims).unwrap_or(i64::MAX);
     let sql = format!(
@@ -223,6 +227,7 @@ async fn load_vectors(
             .map_err(MemoryError::db(ctx))?;
         let mut seen = 0;
         let mut out = Vec::with_capacity(page);
+        let mut texts = Vec::with_capacity(page);
         while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
             seen += 1;
             let chunk_id: i64 = row.get(1).map_err(MemoryError::db(ctx))?;
@@ -237,12 +242,36 @@ async fn load_vectors(
                 chunk_id,
                 vector,
                 facets: facets_from_row(&row, 3)?,
+                terms: TermBag::default(),
             });
+            texts.push(text_from_row(&row, 3)?);
         }
+        drop(rows);
+        fill_terms(&mut out, &texts);
         count += out.len();
         sink(out);
         if seen < page {
             return Ok(count);
         }
     }
+}
+
+/// Fills in the keyword terms of a page of loaded chunks from their `texts` (in the same order),
+/// on every core: at a million chunks the load at open spends as long tokenizing as reading.
+fn fill_terms(changes: &mut [IndexChange], texts: &[String]) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(4);
+    let per = changes.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (changes, texts) in changes.chunks_mut(per).zip(texts.chunks(per)) {
+            scope.spawn(move || {
+                for (change, text) in changes.iter_mut().zip(texts) {
+                    if let IndexChange::Upsert { terms, .. } = change {
+                        *terms = text_terms(text);
+                    }
+                }
+            });
+        }
+    });
 }

@@ -1,42 +1,43 @@
 //! Hybrid search: scope, run both legs, fuse, group per note or message.
 //!
-//! 0. Catch up: commits by other writers are applied to this process's index first (see
+//! 0. Catch up: commits by other writers are applied to this process's indexes first (see
 //!    [`crate::freshness`]).
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
-//!    legs, before anything is ranked: SQL conditions on each keyword match, a check of each row's
-//!    facets (see [`crate::facets`]) in the vector scan.
-//! 2. Keyword leg: FTS5 BM25 over the query's most selective terms (see [`crate::keyword`] and
-//!    [`crate::fts`]), filtered by the FTS table's own `session_id` column and ranked by FTS5.
-//! 3. Vector leg: exhaustive int8 scan of the in-memory index of those sessions, current model only,
-//!    best candidates rescored with the f32 query (see [`crate::vector_index`]).
+//!    legs, before anything is ranked: a check of each candidate's facets (see [`crate::facets`]).
+//!    Expired notes are hidden the same way, when the keyword index knows the sessions hold any.
+//! 2. Keyword leg: BM25 over the in-memory postings of those sessions, within a budget of postings
+//!    (see [`crate::keyword`] and [`crate::keyword_index`]).
+//! 3. Vector leg: the in-memory vector index of those sessions, current model only — an exact int8
+//!    scan of small sessions, a binary first pass over large ones — best candidates rescored with
+//!    the f32 query (see [`crate::vector_index`] and [`crate::sign_codes`]).
 //! 4. Fusion (see [`crate::fusion`]) of the chunk scores, then one hit per note (or per message for
-//!    conversation sessions) carrying its best chunk.
+//!    conversation sessions) carrying its best chunk: the only step that reads the database.
 //!
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
-//! once loaded, takes ~10 µs for a short query); ONE reader-thread job runs the keyword leg, waits
-//! for the vector leg, fuses and reads the details of the best chunks; meanwhile the caller's task
-//! scans the index, inline when the scan is small and on the blocking pool when it is not.
+//! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
+//! work is bounded by the posting budget); the vector scan runs inline when it is small and on the
+//! blocking pool, beside the keyword leg, when it is not; ONE reader-thread job then reads the
+//! details of the best chunks.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use libsql::{Connection, Value};
-use tokio::sync::oneshot;
 use types::{NoteId, SessionId};
 
 use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
 use crate::facets::FacetFilter;
-use crate::fts::query_terms;
-use crate::fusion::{Fusion, Weights, fuse, sanitize};
+use crate::freshness::Delta;
+use crate::fusion::{fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
-use crate::keyword::{any_expired, keyword_leg};
+use crate::keyword::keyword_leg;
 use crate::metadata::NoteMetadata;
 use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
-use crate::term_counts::TermCounts;
+use crate::terms::query_index_terms;
 use crate::time;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
@@ -57,8 +58,45 @@ impl MemoryStore {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
-        // Other writers' commits (the runner CLI, another process) are applied first.
-        self.catch_up().await?;
+        // Other writers' commits (the runner CLI, another process) must be in the indexes. The
+        // reader job that reads the hits also reads what was committed since this process last
+        // caught up; unless the indexes held all of it already, it is applied and the search runs
+        // again. A third search only runs when another writer committed again meanwhile, and it
+        // takes the indexes as they are (as fresh as at its start).
+        for check in [true, true, false] {
+            let index = &self.inner.index;
+            let generation = index.generation();
+            let (hits, delta) = self.search_once(query, &sessions, top_k, check).await?;
+            let Some(delta) = delta else {
+                return Ok(hits);
+            };
+            // Usually the changes are this process's own writes, applied right after their commit
+            // and so already in the indexes the legs searched (nothing applied since they ran):
+            // then the hits stand.
+            let held = match &delta {
+                Delta::Current => true,
+                Delta::TooFarBehind => false,
+                Delta::Changes { changes, .. } => index.holds(changes),
+            } && index.generation() == generation;
+            self.apply_delta(delta).await?;
+            if held {
+                return Ok(hits);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// One search over the indexes as they are, and, when `check_fresh`, the changes committed
+    /// since this process last caught up (`None` when there are none).
+    async fn search_once(
+        &self,
+        query: &HybridQuery,
+        sessions: &[String],
+        top_k: usize,
+        check_fresh: bool,
+    ) -> Result<(Vec<SearchHit>, Option<Delta>), MemoryError> {
+        // Taken before the legs run: the indexes hold at least every change up to this point.
+        let fresh = check_fresh.then(|| self.delta_reader());
         // Several chunks can belong to one note, so each leg brings more candidates than hits.
         let candidates = (top_k * 10).clamp(50, 1000);
 
@@ -68,50 +106,59 @@ impl MemoryStore {
         } else {
             None
         };
-        // Expired notes are hidden before ranking, like any filter; the check is one indexed
-        // probe, and a scope without expired notes keeps the unfiltered fast path.
+        // Expired notes are hidden before ranking, like any filter; a scope without expired
+        // notes keeps the unfiltered fast path.
+        let index = &self.inner.index;
         let now = time::now_text();
-        let (probe, at) = (sessions.clone(), now.clone());
-        let expired = self.read(move |conn| any_expired(conn, probe, at)).await?;
+        let expired = index.keywords().any_expired(sessions, &now);
         let scope = Scope {
             filters: query.filters.clone(),
             expired_at: expired.then_some(now),
         };
-        // The vector leg checks the filters on each row's facets as it scans.
-        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope.clone()));
+        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
         let terms = if fts_weight > 0.0 {
-            query_terms(&query.text)
+            query_index_terms(&query.text)
         } else {
             Vec::new()
         };
-
-        let (vector_tx, vector_rx) = oneshot::channel();
-        let job = SearchJob {
-            terms,
-            sessions: sessions.clone(),
-            scope,
-            candidates,
-            stored_chunks: self.inner.index.len(),
-            term_counts: Arc::clone(&self.inner.term_counts),
-            fusion: query.fusion,
-            weights: query.weights,
-            top_k,
-        };
-        // Polled first, so the job is on the reader thread before the scan starts here.
-        let reader = self.read(move |conn| job.run(conn, vector_rx));
+        // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
         let vector_leg = async {
-            let vector = match query_vector {
-                Some(v) => self.vector_leg(sessions, v, candidates, filter).await,
+            match query_vector {
+                Some(v) => {
+                    self.vector_leg(sessions.to_vec(), v, candidates, filter.clone())
+                        .await
+                }
                 None => Vec::new(),
-            };
-            // The job may already have failed and gone: then its error is what we report.
-            let _ = vector_tx.send(vector);
+            }
         };
-        let (hits, ()) = tokio::join!(reader, vector_leg);
-        hits
+        let keyword_leg = async {
+            let allows = |session: &str, chunk_id: i64| {
+                filter
+                    .as_ref()
+                    .is_none_or(|f| index.allows(session, chunk_id, f))
+            };
+            keyword_leg(index.keywords(), &terms, sessions, candidates, &allows)
+        };
+        let (vector, keyword) = tokio::join!(vector_leg, keyword_leg);
+        let fused = fuse(query.fusion, query.weights, &vector, &keyword);
+        tracing::debug!(
+            sessions = sessions.len(),
+            vector = vector.len(),
+            keyword = keyword.len(),
+            "hybrid query"
+        );
+        self.read_small(move |conn| async move {
+            let delta = match fresh {
+                Some(fresh) => fresh.read(&conn).await?,
+                None => None,
+            };
+            Ok((hits_of(conn, fused, top_k).await?, delta))
+        })
+        .await
     }
 
-    /// The vector leg: inline for a small scan, on the blocking pool for a large one.
+    /// The vector leg: inline for a small scan; a large one in place on a multi-threaded runtime,
+    /// else on the blocking pool.
     async fn vector_leg(
         &self,
         sessions: Vec<String>,
@@ -130,6 +177,15 @@ impl MemoryStore {
         };
         if inline {
             return scan();
+        }
+        // A large scan on a multi-threaded runtime runs in place: the runtime first hands this
+        // worker's other tasks to another worker, so nothing waits behind it, and the scan does
+        // not wait for a blocking-pool thread to be scheduled (with the machine's other cores
+        // busy, that wait was the tail of the search's latency).
+        let here = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if here {
+            return tokio::task::block_in_place(scan);
         }
         match tokio::task::spawn_blocking(scan).await {
             Ok(found) => found,
@@ -207,68 +263,28 @@ impl InlineEmbedder {
     }
 }
 
-/// What the reader thread needs to finish a search once the vector leg arrives.
-struct SearchJob {
-    terms: Vec<String>,
-    sessions: Vec<String>,
-    scope: Scope,
-    candidates: usize,
-    /// Chunks of the active model in the whole store (the FTS table's size, near enough).
-    stored_chunks: usize,
-    term_counts: Arc<TermCounts>,
-    fusion: Fusion,
-    weights: Weights,
+/// The hits of the fused chunks: details read for about 3 × top_k chunks first (usually enough
+/// for top_k distinct notes), the window doubling while grouping (several chunks of one note)
+/// leaves hits missing.
+async fn hits_of(
+    conn: Connection,
+    fused: Vec<(i64, f64)>,
     top_k: usize,
-}
-
-impl SearchJob {
-    /// Keyword leg, then (after the vector leg arrives) fusion, details and grouping.
-    async fn run(
-        self,
-        conn: Connection,
-        vector: oneshot::Receiver<Vec<(i64, f64)>>,
-    ) -> Result<Vec<SearchHit>, MemoryError> {
-        let fts = if self.terms.is_empty() {
-            Vec::new()
-        } else {
-            keyword_leg(
-                &conn,
-                &self.terms,
-                &self.sessions,
-                &self.scope,
-                self.candidates,
-                self.stored_chunks,
-                &self.term_counts,
-            )
-            .await?
-        };
-        // The sender is dropped without sending only if the search itself was dropped.
-        let vector = vector.await.map_err(|_| MemoryError::WorkerStopped)?;
-        let fused = fuse(self.fusion, self.weights, &vector, &fts);
-        // Details for about 3 × top_k chunks first: usually enough for top_k distinct notes; the
-        // window doubles while grouping (several chunks of one note) leaves hits missing.
-        let mut grouper = Grouper::new(self.top_k);
-        let mut window = (self.top_k * 3).max(10);
-        let mut start = 0;
-        while start < fused.len() && !grouper.is_full() {
-            let end = (start + window).min(fused.len());
-            let batch = &fused[start..end];
-            let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
-            grouper.add(batch, &details)?;
-            start = end;
-            window *= 2;
-        }
-        let mut hits = grouper.hits;
-        note_texts(&conn, &mut hits).await?;
-        tracing::debug!(
-            sessions = self.sessions.len(),
-            vector = vector.len(),
-            keyword = fts.len(),
-            hits = hits.len(),
-            "hybrid query"
-        );
-        Ok(hits)
+) -> Result<Vec<SearchHit>, MemoryError> {
+    let mut grouper = Grouper::new(top_k);
+    let mut window = (top_k * 3).max(10);
+    let mut start = 0;
+    while start < fused.len() && !grouper.is_full() {
+        let end = (start + window).min(fused.len());
+        let batch = &fused[start..end];
+        let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
+        grouper.add(batch, &details)?;
+        start = end;
+        window *= 2;
     }
+    let mut hits = grouper.hits;
+    note_texts(&conn, &mut hits).await?;
+    Ok(hits)
 }
 
 struct ChunkDetail {

@@ -13,12 +13,12 @@ use crate::embedding::{self, Embedder};
 use crate::encryption::EncryptionKey;
 use crate::error::MemoryError;
 use crate::freshness::Freshness;
+use crate::inline_read::InlineReader;
 use crate::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
 use crate::search::InlineEmbedder;
-use crate::term_counts::TermCounts;
 use crate::vector_index::{VectorIndex, VectorLeg};
 use crate::worker::{DbThread, Target};
 
@@ -32,8 +32,8 @@ pub struct OpenOptions {
     pub legacy_dir: LegacyDir,
     /// Progress of a re-embedding triggered by a model change (it is also logged).
     pub progress: Option<ProgressFn>,
-    /// How the vector leg finds its candidates (default: exact for small sessions, the inverted
-    /// file for large ones).
+    /// How the vector leg finds its candidates (default: exact for small sessions, a binary first
+    /// pass with exact rescoring for large ones).
     pub vector_leg: VectorLeg,
     /// Encrypts a local file or a replica at rest with this key (the runner's per-user key).
     pub encryption_key: Option<EncryptionKey>,
@@ -60,11 +60,11 @@ pub struct MemoryStore {
 pub(crate) struct Inner {
     pub(crate) writer: DbThread,
     readers: Vec<DbThread>,
+    /// A local file's connection for a search's last small read (see [`crate::inline_read`]).
+    inline_reader: Option<InlineReader>,
     next_reader: AtomicUsize,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) index: Arc<VectorIndex>,
-    /// The keyword leg's term counts; emptied after every write job and every catch-up.
-    pub(crate) term_counts: Arc<TermCounts>,
     /// How far this process has applied the change log (other writers' commits).
     pub(crate) freshness: Freshness,
     pub(crate) target: Target,
@@ -274,6 +274,7 @@ impl MemoryStore {
             let name = format!("memory-reader-{i}");
             readers.push(DbThread::spawn(&name, target.for_readers()).await?);
         }
+        let inline_reader = InlineReader::open(&target.for_readers()).await?;
         let index = Arc::new(VectorIndex::with_leg(
             embedder.model_id(),
             embedder.dimensions(),
@@ -283,11 +284,11 @@ impl MemoryStore {
             inner: Arc::new(Inner {
                 writer,
                 readers,
+                inline_reader,
                 next_reader: AtomicUsize::new(0),
                 inline_embedder: InlineEmbedder::for_embedder(embedder.as_ref()),
                 embedder,
                 index,
-                term_counts: Arc::default(),
                 freshness: Freshness::default(),
                 target,
                 batch_size: batch_size.max(1),
@@ -301,7 +302,7 @@ impl MemoryStore {
         Ok(store)
     }
 
-    /// Switches how the vector leg finds its candidates (lists are built or dropped now). For
+    /// Switches how the vector leg finds its candidates (binary codes are built or dropped now). For
     /// benches and tests; stores opened from config take [`OpenOptions::vector_leg`].
     pub fn set_vector_leg(&self, leg: VectorLeg) {
         self.inner.index.set_leg(leg);
@@ -328,25 +329,14 @@ impl MemoryStore {
         self.inner.embedder.model_id()
     }
 
-    /// Runs a job on the writer thread (every write goes through here, one at a time). When the
-    /// job ends, still on the writer thread (so even if this call is dropped meanwhile), the term
-    /// count cache is emptied: no search after the write can plan with counts from before it.
+    /// Runs a job on the writer thread (every write goes through here, one at a time).
     pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
     where
         F: FnOnce(Connection) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, MemoryError>> + 'static,
         T: Send + 'static,
     {
-        let term_counts = Arc::clone(&self.inner.term_counts);
-        let outcome = self
-            .inner
-            .writer
-            .run(move |conn| async move {
-                let outcome = job(conn).await;
-                term_counts.invalidate();
-                outcome
-            })
-            .await;
+        let outcome = self.inner.writer.run(job).await;
         // A server that went away (or revoked the token) is named as such, not as a failed
         // statement; nothing was committed.
         match self.inner.target.has_server() {
@@ -371,6 +361,24 @@ impl MemoryStore {
             })
             .await
             .map_err(crate::remote::explain)
+    }
+
+    /// Runs a small read-only job on the caller's thread when the store is a local file and its
+    /// inline connection is free (see [`crate::inline_read`]), else on a reader thread.
+    pub(crate) async fn read_small<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, MemoryError>> + 'static,
+        T: Send + 'static,
+    {
+        let job = match &self.inner.inline_reader {
+            Some(inline) => match inline.try_run(job).await {
+                Ok(outcome) => return outcome,
+                Err(job) => job,
+            },
+            None => job,
+        };
+        self.read(job).await
     }
 
     /// Runs a read-only job on one of the reader threads.

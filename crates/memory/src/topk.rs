@@ -27,7 +27,7 @@ impl<T: Ord> PartialOrd for Scored<T> {
 
 /// Keeps the `limit` best scores seen.
 pub(crate) struct TopK<T> {
-    pub(crate) limit: usize,
+    limit: usize,
     heap: BinaryHeap<Scored<T>>,
 }
 

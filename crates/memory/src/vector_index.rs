@@ -3,33 +3,36 @@
 //! Vectors are durable (f32) in `chunk_vectors`; this index is a cache rebuilt from them at open.
 //! Per session it keeps one contiguous row-major matrix of int8 codes (each unit vector scaled by
 //! its own `127 / max |component|`), the per-row scales, and a row → chunk id map: a quarter of the
-//! memory of f32 rows, and a quarter of the bytes a scan reads. A query is answered by an exhaustive
-//! scan (no approximate neighbour search): the query is quantized the same way, every row of the
+//! memory of f32 rows, and a quarter of the bytes a scan reads. A query of a small session is
+//! answered by an exhaustive scan: the query is quantized the same way, every row of the
 //! requested sessions is scored with an integer dot product, the best `RESCORE_FACTOR × limit`
 //! are kept, and those are rescored with the f32 query against their dequantized rows. Returned
 //! scores are therefore cosines up to the rows' rounding (|error| ≲ 2·10⁻³, typically 5·10⁻⁴).
 //! libSQL's own vector index and SQL brute force are one to two orders of magnitude slower.
 //!
-//! Above [`APPROX_MIN_ROWS`] rows (or always, with [`VectorLeg::Approximate`]) a session's matrix
-//! also carries an inverted file ([`crate::ivf`]): the scan then reads only the rows of the lists
-//! closest to the query, and keeps reading further lists until enough rows passed the filter, so a
-//! filter still applies before ranking and a selective one falls back towards the exact scan. The
-//! best rows are rescored exactly as above. The lists follow every change in [`VectorIndex::apply`]
-//! (the one path of saves, updates, deletes, catch-ups and the load at open) and are retrained after
-//! a change of size by four.
+//! Above [`crate::APPROX_MIN_ROWS`] rows (or always, with [`VectorLeg::Approximate`]) a session's matrix
+//! also carries binary codes ([`crate::sign_codes`], one bit per dimension): the Hamming distance
+//! to the query's code picks a thousand or a few thousand candidates (only rows the filter
+//! allows, so a filter still applies before ranking), and only those are scored with the int8
+//! kernel, then rescored exactly as above. The codes follow every change in
+//! [`VectorIndex::apply`] (the one path of saves, updates, deletes, catch-ups and the load at open)
+//! and are rebuilt around a new centre after a change of size by four.
 //!
 //! Each session's matrix sits behind its own `RwLock`: searches of different sessions never contend,
 //! and a writer holds a lock only for a row copy. Locks are never held across `.await`. All changes
 //! come from the writer thread right after a commit, so the index follows commit order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use crate::dot::{dot_f32_i8, dot_i8_gather, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
-use crate::ivf::Ivf;
+pub(crate) use crate::index_change::{IndexChange, read, write};
+use crate::keyword_index::KeywordIndex;
+use crate::sign_codes::{Centring, SignCodes, candidate_count};
 use crate::topk::TopK;
+pub(crate) use crate::vector_leg::VectorLeg;
 
 /// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
 /// query, so the query's own rounding never decides the order.
@@ -38,53 +41,6 @@ const RESCORE_FACTOR: usize = 4;
 /// Rows scored per call of the dot-product kernel.
 const SCAN_BLOCK: usize = 256;
 
-/// A session with at least this many rows is searched through its inverted file
-/// ([`VectorLeg::Auto`]). Measured (docs/benchmarks.md): at 100k rows on the synthetic corpus the
-/// inverted file's hybrid search took 13.3 ms p50 against 3.7 ms for the exact scan (the lists'
-/// rows are gathered, not contiguous, and the loosely clustered corpus makes most lists worth
-/// reading), so `Auto` stays exact for every size measured; `VectorLeg::Approximate` forces it.
-pub const APPROX_MIN_ROWS: usize = 2_000_000;
-
-/// How the vector leg finds its candidates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum VectorLeg {
-    /// Exact scan for sessions below [`APPROX_MIN_ROWS`] rows, inverted file above.
-    #[default]
-    Auto,
-    /// Always the exact scan. Lists built before a switch to `Exact` are kept in step with the
-    /// rows (so a switch back costs nothing) but none are trained.
-    Exact,
-    /// The inverted file at every size (for tests of the approximate path on small stores).
-    Approximate,
-}
-
-impl VectorLeg {
-    fn to_u8(self) -> u8 {
-        match self {
-            Self::Auto => 0,
-            Self::Exact => 1,
-            Self::Approximate => 2,
-        }
-    }
-
-    fn from_u8(v: u8) -> Self {
-        match v {
-            1 => Self::Exact,
-            2 => Self::Approximate,
-            _ => Self::Auto,
-        }
-    }
-
-    /// Whether a session of `rows` rows keeps an inverted file (`None`: leave it as it is).
-    fn wants_lists(self, rows: usize) -> Option<bool> {
-        match self {
-            Self::Auto => Some(rows >= APPROX_MIN_ROWS),
-            Self::Exact => None,
-            Self::Approximate => Some(rows > 0),
-        }
-    }
-}
-
 #[derive(Debug, Default)]
 struct SessionMatrix {
     codes: Vec<i8>,
@@ -92,8 +48,8 @@ struct SessionMatrix {
     ids: Vec<i64>,
     facets: Vec<ChunkFacets>,
     rows: HashMap<i64, usize>,
-    /// The inverted file, when the session is large enough (or the approximate leg is forced).
-    ivf: Option<Ivf>,
+    /// The binary codes, when the session is large enough (or the approximate leg is forced).
+    signs: Option<SignCodes>,
 }
 
 impl SessionMatrix {
@@ -112,8 +68,8 @@ impl SessionMatrix {
         };
         self.scales[row] = quantize(vector, &mut self.codes[row * dims..(row + 1) * dims]);
         self.facets[row] = facets.clone();
-        if let Some(ivf) = &mut self.ivf {
-            ivf.place(
+        if let Some(signs) = &mut self.signs {
+            signs.set(
                 row,
                 &self.codes[row * dims..(row + 1) * dims],
                 self.scales[row],
@@ -121,17 +77,23 @@ impl SessionMatrix {
         }
     }
 
-    /// Builds, retrains or drops the inverted file after changes, as `leg` wants for this size.
+    /// Builds, rebuilds or drops the binary codes after changes, as `leg` wants for this size.
     fn maintain(&mut self, dims: usize, leg: VectorLeg) {
         let rows = self.ids.len();
-        let Some(wanted) = leg.wants_lists(rows) else {
+        let Some(wanted) = leg.wants_codes(rows) else {
             return;
         };
         if !wanted {
-            self.ivf = None;
-        } else if self.ivf.as_ref().is_none_or(|ivf| ivf.is_stale(rows)) {
-            self.ivf = Some(Ivf::train(&self.codes, &self.scales, dims));
-            tracing::debug!(rows, "trained the vector index's lists");
+            self.signs = None;
+        } else if self.signs.as_ref().is_none_or(|s| s.is_stale(rows)) {
+            let started = std::time::Instant::now();
+            self.signs = Some(SignCodes::build(
+                &self.codes,
+                &self.scales,
+                dims,
+                Centring::Mean,
+            ));
+            tracing::debug!(rows, elapsed = ?started.elapsed(), "built the binary codes");
         }
     }
 
@@ -141,8 +103,8 @@ impl SessionMatrix {
             return;
         };
         let last = self.ids.len() - 1;
-        if let Some(ivf) = &mut self.ivf {
-            ivf.remove(row, last);
+        if let Some(signs) = &mut self.signs {
+            signs.remove(row, last);
         }
         if row != last {
             self.codes
@@ -164,21 +126,6 @@ impl SessionMatrix {
     }
 }
 
-/// One change to apply after a commit.
-#[derive(Debug, Clone)]
-pub(crate) enum IndexChange {
-    Upsert {
-        session: String,
-        chunk_id: i64,
-        vector: Vec<f32>,
-        facets: ChunkFacets,
-    },
-    Remove {
-        session: String,
-        chunk_id: i64,
-    },
-}
-
 #[derive(Debug)]
 pub(crate) struct VectorIndex {
     model_id: String,
@@ -186,18 +133,10 @@ pub(crate) struct VectorIndex {
     /// A [`VectorLeg`] (changed at run time by benches and tests).
     leg: AtomicU8,
     sessions: RwLock<HashMap<String, Arc<RwLock<SessionMatrix>>>>,
-}
-
-/// A poisoned lock only means another thread panicked mid-update of plain data; the data is
-/// still a valid matrix (rows are copied whole), so keep serving.
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The keyword leg's postings of the same chunks, kept by the same changes.
+    keywords: KeywordIndex,
+    /// Moves before every change of the rows: a search compares it before and after.
+    generation: AtomicU64,
 }
 
 impl VectorIndex {
@@ -212,14 +151,70 @@ impl VectorIndex {
             dims,
             leg: AtomicU8::new(leg.to_u8()),
             sessions: RwLock::new(HashMap::new()),
+            keywords: KeywordIndex::default(),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Moves (before the rows do) with every apply and reload.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(AtomicOrdering::Acquire)
+    }
+
+    /// Whether the rows already reflect every change: an upsert's chunk is there with the same
+    /// codes and facets (a chunk's text never changes under its id), a removed chunk is absent.
+    /// True for this process's own writes, applied right after their commit.
+    pub(crate) fn holds(&self, changes: &[IndexChange]) -> bool {
+        let mut codes = vec![0i8; self.dims];
+        changes.iter().all(|change| match change {
+            IndexChange::Upsert {
+                session,
+                chunk_id,
+                vector,
+                facets,
+                ..
+            } => {
+                let Some(matrix) = read(&self.sessions).get(session).cloned() else {
+                    return false;
+                };
+                let matrix = read(&matrix);
+                let Some(&row) = matrix.rows.get(chunk_id) else {
+                    return false;
+                };
+                let scale = quantize(vector, &mut codes);
+                matrix.row(self.dims, row) == codes.as_slice()
+                    && matrix.scales[row] == scale
+                    && matrix.facets[row] == *facets
+            }
+            IndexChange::Remove { session, chunk_id } => read(&self.sessions)
+                .get(session)
+                .is_none_or(|m| !read(m).rows.contains_key(chunk_id)),
+        })
+    }
+
+    /// The keyword postings of the indexed chunks.
+    pub(crate) fn keywords(&self) -> &KeywordIndex {
+        &self.keywords
+    }
+
+    /// Whether `filter` allows chunk `chunk_id` of `session` (false when it is not indexed).
+    pub(crate) fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
+        let Some(matrix) = read(&self.sessions).get(session).cloned() else {
+            return false;
+        };
+        let matrix = read(&matrix);
+        matrix
+            .rows
+            .get(&chunk_id)
+            .and_then(|&row| matrix.facets.get(row))
+            .is_some_and(|facets| filter.allows(facets))
     }
 
     pub(crate) fn leg(&self) -> VectorLeg {
         VectorLeg::from_u8(self.leg.load(AtomicOrdering::Relaxed))
     }
 
-    /// Switches the leg; lists are built or dropped now, for every session.
+    /// Switches the leg; binary codes are built or dropped now, for every session.
     pub(crate) fn set_leg(&self, leg: VectorLeg) {
         self.leg.store(leg.to_u8(), AtomicOrdering::Relaxed);
         let matrices: Vec<_> = read(&self.sessions).values().cloned().collect();
@@ -244,42 +239,34 @@ impl VectorIndex {
             .sum()
     }
 
-    /// Each session's list count (sessions without lists left out), for tests.
+    /// Each session's coded rows and the rows its centre was taken at (sessions without codes
+    /// left out), for tests.
     #[cfg(test)]
-    pub(crate) fn list_counts(&self) -> Vec<usize> {
+    pub(crate) fn coded_rows(&self) -> Vec<(usize, usize)> {
         read(&self.sessions)
             .values()
-            .filter_map(|m| read(m).ivf.as_ref().map(Ivf::list_count))
+            .filter_map(|m| read(m).signs.as_ref().map(|s| (s.rows(), s.built_rows())))
             .collect()
     }
 
-    /// Each session's rows held in lists (sessions without lists left out), for tests.
-    #[cfg(test)]
-    pub(crate) fn rows_in_lists(&self) -> Vec<usize> {
-        read(&self.sessions)
-            .values()
-            .filter_map(|m| read(m).ivf.as_ref().map(Ivf::rows))
-            .collect()
-    }
-
-    /// Applies committed changes; lists follow each row, and are (re)trained once per call when
-    /// the size wants it.
+    /// Applies committed changes; binary codes follow each row, and are (re)built once per call
+    /// when the size wants it.
     pub(crate) fn apply(&self, changes: &[IndexChange]) {
         let touched = self.apply_rows(changes);
-        // Lists are (re)trained once per batch, not per row.
+        // Codes are (re)built once per batch, not per row.
         let leg = self.leg();
         for matrix in touched {
             write(&matrix).maintain(self.dims, leg);
         }
     }
 
-    /// Applies changes without training lists (a load at open, page by page; [`Self::train`]
+    /// Applies changes without building codes (a load at open, page by page; [`Self::train`]
     /// follows).
     pub(crate) fn apply_untrained(&self, changes: &[IndexChange]) {
         self.apply_rows(changes);
     }
 
-    /// Trains (or drops) every session's lists as the leg wants for its size.
+    /// Builds (or drops) every session's binary codes as the leg wants for its size.
     pub(crate) fn train(&self) {
         self.set_leg(self.leg());
     }
@@ -291,15 +278,18 @@ impl VectorIndex {
 
     /// Takes over `other`'s rows (a reload) in one step.
     pub(crate) fn replace_with(&self, other: Self) {
+        self.generation.fetch_add(1, AtomicOrdering::AcqRel);
         let sessions = other
             .sessions
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *write(&self.sessions) = sessions;
+        self.keywords.replace_with(other.keywords);
     }
 
     /// The matrices changed.
     fn apply_rows(&self, changes: &[IndexChange]) -> Vec<Arc<RwLock<SessionMatrix>>> {
+        self.generation.fetch_add(1, AtomicOrdering::AcqRel);
         let mut touched: HashMap<&str, Arc<RwLock<SessionMatrix>>> = HashMap::new();
         for change in changes {
             match change {
@@ -308,6 +298,7 @@ impl VectorIndex {
                     chunk_id,
                     vector,
                     facets,
+                    terms,
                 } => {
                     if vector.len() != self.dims {
                         tracing::warn!(chunk_id, "vector of the wrong size kept out of the index");
@@ -316,8 +307,11 @@ impl VectorIndex {
                     let matrix = self.matrix_or_insert(session);
                     write(&matrix).upsert(self.dims, *chunk_id, vector, facets);
                     touched.entry(session).or_insert(matrix);
+                    let expires_at = facets.expires_at.as_deref();
+                    self.keywords.upsert(session, *chunk_id, terms, expires_at);
                 }
                 IndexChange::Remove { session, chunk_id } => {
+                    self.keywords.remove(session, *chunk_id);
                     let matrix = read(&self.sessions).get(session).cloned();
                     if let Some(matrix) = matrix {
                         write(&matrix).remove(self.dims, *chunk_id);
@@ -336,24 +330,46 @@ impl VectorIndex {
         Arc::clone(write(&self.sessions).entry(session.to_owned()).or_default())
     }
 
-    /// Number of vector components a search of `sessions` reads (to decide where it runs).
+    /// Number of vector components a search of `sessions` reads (to decide where it runs): the
+    /// int8 rows, or an eighth of them (bytes of binary codes) where the first pass runs.
     pub(crate) fn scan_size(&self, sessions: &[String]) -> usize {
         let map = read(&self.sessions);
         let mut seen = HashSet::new();
+        let exact = self.leg() == VectorLeg::Exact;
         sessions
             .iter()
             .filter(|s| seen.insert(s.as_str()))
             .filter_map(|s| map.get(s))
-            .map(|m| read(m).codes.len())
+            .map(|m| {
+                let m = read(m);
+                match m.signs.is_some() && !exact {
+                    true => m.codes.len() / 8,
+                    false => m.codes.len(),
+                }
+            })
             .sum()
     }
 
     /// The `limit` chunks of `sessions` closest to `query`, best first, as (chunk id, cosine).
     /// Only chunks whose facets `filter` allows are considered (before ranking) when it is given.
     /// Cosines ≤ 0 are not matches.
-    /// Blocks for the length of the scan (about 2 ms per 100k rows of 384 dimensions with AVX2).
+    /// Blocks for the length of the scan: about 2 ms per 100k rows of 384 dimensions with AVX2 for
+    /// the exact scan, 0.7 ms for the binary first pass (most of it the Hamming distances).
     pub(crate) fn search(
         &self,
+        sessions: &[String],
+        query: &[f32],
+        limit: usize,
+        filter: Option<&FacetFilter>,
+    ) -> Vec<(i64, f32)> {
+        self.search_with(self.leg(), sessions, query, limit, filter)
+    }
+
+    /// [`Self::search`] with `leg` rather than the index's own (the codes are used where they
+    /// exist unless `leg` is [`VectorLeg::Exact`]; none are built here).
+    pub(crate) fn search_with(
+        &self,
+        leg: VectorLeg,
         sessions: &[String],
         query: &[f32],
         limit: usize,
@@ -383,14 +399,27 @@ impl VectorIndex {
         let keep = limit.saturating_mul(RESCORE_FACTOR);
         let mut top = TopK::new(keep);
         let mut dots = vec![0i32; SCAN_BLOCK];
-        let exact = self.leg() == VectorLeg::Exact;
         for (m, matrix) in guards.iter().enumerate() {
-            if let Some(ivf) = matrix.ivf.as_ref().filter(|_| !exact) {
-                let query = QueryCodes {
-                    codes: &query_codes,
-                    scale: query_scale,
-                };
-                scan_lists(matrix, ivf, &query, filter, &mut top, m);
+            let want = candidate_count(limit, matrix.ids.len());
+            // `Auto` scans exactly when the candidates would be every row anyway; `Approximate`
+            // takes the first pass regardless (then it returns what the exact scan does), so that
+            // tests of small stores exercise it.
+            let first = match leg {
+                VectorLeg::Auto => want < matrix.ids.len(),
+                VectorLeg::Approximate => true,
+                VectorLeg::Exact => false,
+            };
+            if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
+                first_pass(
+                    matrix,
+                    signs,
+                    query,
+                    &query_codes,
+                    want,
+                    filter,
+                    &mut top,
+                    m,
+                );
                 continue;
             }
             for (block, ids) in matrix.ids.chunks(SCAN_BLOCK).enumerate() {
@@ -425,53 +454,39 @@ impl VectorIndex {
     }
 }
 
-/// Slack for int8 rounding when a list's bound is compared with the kept candidates (cosine).
-const BOUND_SLACK: f32 = 0.01;
-
-/// The quantized query and its scale.
-struct QueryCodes<'a> {
-    codes: &'a [i8],
-    scale: f32,
-}
-
-/// The first pass over one matrix through its lists: the `nprobe` lists closest to the query,
-/// then every other list whose bound reaches the worst candidate kept (all lists while fewer than
-/// `top`'s size passed the filter). Candidates go to `top` as `(m, row)`.
-fn scan_lists(
+/// The binary first pass over one matrix: the `want` allowed rows closest to the query in
+/// Hamming distance, scored with the int8 kernel (gathered rows) into `top` as `(m, row)`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; the scan's state, passed rather than bundled for one call"
+)]
+fn first_pass(
     matrix: &SessionMatrix,
-    ivf: &Ivf,
-    query: &QueryCodes<'_>,
+    signs: &SignCodes,
+    query: &[f32],
+    query_codes: &[i8],
+    want: usize,
     filter: Option<&FacetFilter>,
     top: &mut TopK<(usize, usize)>,
     m: usize,
 ) {
-    let query_codes = query.codes;
-    let dims = query_codes.len();
-    let (order, nprobe) = ivf.probe_order(query_codes, query.scale);
-    let mut dots = Vec::new();
-    let mut passed = 0usize;
-    for (probed, (c, bound)) in order.into_iter().enumerate() {
-        if probed >= nprobe
-            && passed >= top.limit
-            && let Some(floor) = top.floor()
-            && bound < floor * query.scale - BOUND_SLACK
-        {
-            continue;
-        }
-        let rows = ivf.list(c);
-        dots.resize(rows.len(), 0);
-        dot_i8_gather(query_codes, &matrix.codes, dims, rows, &mut dots);
-        for (&row, &dot) in rows.iter().zip(&dots) {
-            let row = row as usize;
-            if filter.is_some_and(|f| !f.allows(&matrix.facets[row])) {
-                continue;
-            }
-            // As in the exact scan, cosines ≤ 0 are not matches (and do not count as found).
-            let approx = dot as f32 * matrix.scales[row];
-            if approx > 0.0 {
-                passed += 1;
-                top.offer(approx, (m, row));
-            }
+    let mut rows = Vec::with_capacity(want + want / 4);
+    let admit = |row: usize| filter.is_none_or(|f| f.allows(&matrix.facets[row]));
+    signs.candidates(&signs.query_code(query), want, admit, &mut rows);
+    let mut dots = vec![0i32; rows.len()];
+    dot_i8_gather(
+        query_codes,
+        &matrix.codes,
+        query_codes.len(),
+        &rows,
+        &mut dots,
+    );
+    for (&row, &dot) in rows.iter().zip(&dots) {
+        let row = row as usize;
+        // As in the exact scan, cosines ≤ 0 are not matches.
+        let approx = dot as f32 * matrix.scales[row];
+        if approx > 0.0 {
+            top.offer(approx, (m, row));
         }
     }
 }

@@ -1,6 +1,8 @@
-//! Tests of the in-memory vector index: exact and inverted-file legs, filters before ranking, changes applied in place.
+//! Tests of the in-memory vector index: the exact leg, filters before ranking, changes applied in
+//! place (the binary first pass is tested in `sign_codes_tests.rs`).
 
 use super::*;
+use crate::terms::TermBag;
 
 fn unit(v: &[f32]) -> Vec<f32> {
     let mut v = v.to_vec();
@@ -22,6 +24,7 @@ fn upsert(session: &str, chunk_id: i64, v: &[f32]) -> IndexChange {
                 .collect(),
             ..ChunkFacets::default()
         },
+        terms: TermBag::default(),
     }
 }
 
@@ -108,6 +111,7 @@ fn quantized_scan_ranks_like_the_exact_f32_scan() {
             chunk_id: i as i64,
             vector: v.clone(),
             facets: ChunkFacets::default(),
+            terms: TermBag::default(),
         })
         .collect();
     index.apply(&changes);
@@ -177,4 +181,51 @@ fn quantize_round_trips_within_half_a_step() {
     let mut nan = [1i8, 1];
     assert_eq!(quantize(&[f32::NAN, 1.0], &mut nan), 0.0);
     assert_eq!(nan, [0, 0]);
+}
+
+#[test]
+fn holds_tells_applied_changes_from_new_ones() {
+    let index = VectorIndex::new("m", 3);
+    let saved = upsert("s", 1, &[1.0, 0.0, 0.0]);
+    let before = index.generation();
+    index.apply(std::slice::from_ref(&saved));
+    assert!(index.generation() > before, "an apply moves the generation");
+    let gone = IndexChange::Remove {
+        session: "s".into(),
+        chunk_id: 7,
+    };
+    // What was applied, and a removal of what is absent, are held...
+    assert!(index.holds(&[saved.clone(), gone]));
+    assert!(index.holds(&[]));
+    // ... a new chunk, another vector, other facets, another session or a removal of a present
+    // chunk are not.
+    assert!(!index.holds(&[upsert("s", 2, &[1.0, 0.0, 0.0])]));
+    assert!(!index.holds(&[upsert("s", 1, &[0.0, 1.0, 0.0])]));
+    assert!(!index.holds(&[upsert("s", 2, &[1.0, 0.0, 0.0]), saved.clone()]));
+    assert!(!index.holds(&[upsert("t", 1, &[1.0, 0.0, 0.0])]));
+    let IndexChange::Upsert {
+        session,
+        chunk_id,
+        vector,
+        terms,
+        ..
+    } = saved
+    else {
+        unreachable!()
+    };
+    let retagged = IndexChange::Upsert {
+        session: session.clone(),
+        chunk_id,
+        vector,
+        facets: ChunkFacets {
+            tags: vec!["new".to_owned()].into_boxed_slice(),
+            ..ChunkFacets::default()
+        },
+        terms,
+    };
+    assert!(!index.holds(&[retagged]));
+    assert!(!index.holds(&[IndexChange::Remove {
+        session,
+        chunk_id: 1
+    }]));
 }

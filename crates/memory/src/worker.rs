@@ -277,7 +277,9 @@ pub(crate) async fn probe(target: &Target) -> Result<(), MemoryError> {
     }
 }
 
-async fn connect(target: &Target) -> Result<(libsql::Database, Connection), MemoryError> {
+pub(crate) async fn connect(
+    target: &Target,
+) -> Result<(libsql::Database, Connection), MemoryError> {
     let db = match target {
         Target::Local { path, key } => {
             let mut builder = libsql::Builder::new_local(path);

@@ -1,7 +1,7 @@
 //! The behavioural suite once more with the approximate vector leg forced at every size: this test
 //! runs this very test binary again (every other test, the sqld ones included) with
-//! [`crate::common::APPROXIMATE_ENV`] set, so every fixture store keeps an inverted file and
-//! searches through it, and fails when any test of that run fails.
+//! [`crate::common::APPROXIMATE_ENV`] set, so every fixture store keeps binary codes and
+//! searches through them, and fails when any test of that run fails.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
 

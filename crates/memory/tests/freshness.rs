@@ -20,16 +20,33 @@ use types::{NoteId, SessionId};
 
 use crate::common::{Backend, fixture_on, on_both_backends, user};
 
-/// The note texts of a vector-only search (the keyword leg reads the database directly, so only
-/// the vector leg can show a stale in-process index). An embedded replica first pulls the
-/// primary's changes (it does so every few seconds anyway; a no-op for other stores).
+/// The note texts of a vector-only search, after checking that a keyword-only search finds the
+/// same best note (both legs search in-process indexes that must follow every writer). An
+/// embedded replica first pulls the primary's changes (it does so every few seconds anyway; a
+/// no-op for other stores).
 async fn by_vector(store: &MemoryStore, query: &str) -> Vec<String> {
     store.sync().await.unwrap();
+    let by_vector = by_leg(store, query, 1.0, 0.0).await;
+    let by_keyword = by_keyword(store, query).await;
+    if let Some(best) = by_keyword.first() {
+        assert_eq!(
+            Some(best),
+            by_vector.first(),
+            "keyword leg {by_keyword:?}, vector leg {by_vector:?}"
+        );
+    }
+    by_vector
+}
+
+/// The note texts of a keyword-only search (after a replica's sync, as [`by_vector`]).
+async fn by_keyword(store: &MemoryStore, query: &str) -> Vec<String> {
+    store.sync().await.unwrap();
+    by_leg(store, query, 0.0, 1.0).await
+}
+
+async fn by_leg(store: &MemoryStore, query: &str, vector: f64, fts: f64) -> Vec<String> {
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
-    q.weights = Weights {
-        vector: 1.0,
-        fts: 0.0,
-    };
+    q.weights = Weights { vector, fts };
     store
         .hybrid_query(&q)
         .await
@@ -80,6 +97,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
         .unwrap();
     let found = by_vector(agent, "favourite tram line").await;
     assert_eq!(
+        by_keyword(agent, "favourite tram line").await,
+        ["Favourite tram line is the number seven"]
+    );
+    assert_eq!(
         found.first().map(String::as_str),
         Some("Favourite tram line is the number seven"),
         "save: {found:?}"
@@ -95,6 +116,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     .unwrap();
     let found = by_vector(agent, "ferry harbour dawn").await;
     assert_eq!(
+        by_keyword(agent, "ferry harbour dawn").await,
+        ["Favourite ferry crosses the harbour at dawn"]
+    );
+    assert_eq!(
         found.first().map(String::as_str),
         Some("Favourite ferry crosses the harbour at dawn"),
         "update: {found:?}"
@@ -102,6 +127,7 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     indexed_matches_stored(agent).await;
 
     cli.delete_note(&alice, &saved.note_id).await.unwrap();
+    assert!(by_keyword(agent, "ferry harbour dawn").await.is_empty());
     assert_eq!(
         by_vector(agent, "ferry harbour dawn")
             .await
@@ -123,6 +149,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     cli.import_notes(&alice, vec![imported]).await.unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
     assert_eq!(
+        by_keyword(agent, "peanuts cashews allergy").await,
+        ["Imported: allergic to peanuts and cashews"]
+    );
+    assert_eq!(
         found.first().map(String::as_str),
         Some("Imported: allergic to peanuts and cashews"),
         "import: {found:?}"
@@ -131,6 +161,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
 
     cli.reindex(|_, _| {}).await.unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
+    assert_eq!(
+        by_keyword(agent, "peanuts cashews allergy").await,
+        ["Imported: allergic to peanuts and cashews"]
+    );
     assert_eq!(
         found.first().map(String::as_str),
         Some("Imported: allergic to peanuts and cashews"),
@@ -168,6 +202,10 @@ async fn a_reader_behind_the_pruned_log_reloads_everything(backend: Backend) {
         .await
         .unwrap();
     let found = by_vector(&f.store, "window seats trains").await;
+    assert_eq!(
+        by_keyword(&f.store, "window seats trains").await,
+        ["Prefers window seats on trains"]
+    );
     assert_eq!(
         found.first().map(String::as_str),
         Some("Prefers window seats on trains")

@@ -42,7 +42,7 @@ async fn searched(store: &MemoryStore, who: &UserId, text: &str) -> Vec<Vec<Stri
     out
 }
 
-/// Rows left anywhere for a note (versions, tombstone, note, events, chunks, vectors, FTS).
+/// Rows left anywhere for a note (versions, tombstone, note, events, chunks, vectors).
 async fn rows_of(raw: &Raw, note: &NoteId) -> [i64; 6] {
     let id = note.as_str();
     [
@@ -296,8 +296,8 @@ async fn purge_after_the_retention_window_leaves_nothing_behind() {
     let purged = f.store.purge_deleted(Duration::zero()).await.unwrap();
     assert_eq!(purged, std::slice::from_ref(&note.note_id));
     assert_eq!(rows_of(&raw, &note.note_id).await, [0; 6]);
-    assert_eq!(raw.fts_matches("0101").await, 0);
-    assert_eq!(raw.fts_matches("0202").await, 0);
+    assert_eq!(raw.chunks_holding("0101").await, 0);
+    assert_eq!(raw.chunks_holding("0202").await, 0);
     assert!(matches!(
         f.store
             .restore_note(&alice, &note.note_id, None, None)

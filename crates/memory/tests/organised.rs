@@ -302,7 +302,7 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
         .await,
         0
     );
-    assert_eq!(raw.fts_matches("friday").await, 0);
+    assert_eq!(raw.chunks_holding("friday").await, 0);
     assert!(f.store.sweep_expired().await.unwrap().is_empty());
     assert!(f.store.list_expired(&alice).await.unwrap().is_empty());
 }

@@ -93,7 +93,7 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     assert_eq!(hits[0].text, "Alice's cat is named Whiskers.");
     assert!(hits[0].score > 0.0 && hits[0].score <= 1.0);
 
-    // Update: same id, created_at kept, old text gone from FTS and vectors.
+    // Update: same id, created_at kept, old text gone from chunks, vectors and search.
     let updated = f
         .store
         .update_note(&alice, &note.note_id, "Alice's cat is named Mittens.")
@@ -106,8 +106,8 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
         f.store.get_note(&alice, &note.note_id).await.unwrap(),
         updated
     );
-    assert_eq!(raw.fts_matches("whiskers").await, 0);
-    assert_eq!(raw.fts_matches("mittens").await, 1);
+    assert_eq!(raw.chunks_holding("whiskers").await, 0);
+    assert_eq!(raw.chunks_holding("mittens").await, 1);
     assert_eq!(
         raw.count(
             "SELECT count(*) FROM events WHERE note_id = ?1",
@@ -134,15 +134,9 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
         std::slice::from_ref(&id)
     );
 
-    // Delete: event, note, chunks, vectors and FTS rows all go.
+    // Delete: event, note, chunks and vectors all go.
     f.store.delete_note(&alice, &note.note_id).await.unwrap();
-    for table in [
-        "events",
-        "notes",
-        "chunks",
-        "chunk_vectors",
-        "chunks_fts_docsize",
-    ] {
+    for table in ["events", "notes", "chunks", "chunk_vectors"] {
         assert_eq!(
             raw.count(&format!("SELECT count(*) FROM {table}"), ())
                 .await,
@@ -150,14 +144,7 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
             "{table}"
         );
     }
-    assert_eq!(raw.fts_matches("mittens").await, 0);
-    raw.conn
-        .execute(
-            "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
-            (),
-        )
-        .await
-        .unwrap();
+    assert_eq!(raw.chunks_holding("mittens").await, 0);
     assert!(
         note_ids_found(&f.store, "alice", "mittens cat")
             .await
@@ -221,19 +208,13 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
                 .await
                 .unwrap();
             assert_eq!(hybrid.len(), 1, "{label}");
-            for table in [
-                "events",
-                "notes",
-                "chunks",
-                "chunk_vectors",
-                "chunks_fts_docsize",
-            ] {
+            for table in ["events", "notes", "chunks", "chunk_vectors"] {
                 let n = raw
                     .count(&format!("SELECT count(*) FROM {table}"), ())
                     .await;
                 assert_eq!(n, 1, "{label}: {table}");
             }
-            assert_eq!(raw.fts_matches("oolong").await, 1, "{label}");
+            assert_eq!(raw.chunks_holding("oolong").await, 1, "{label}");
             assert_eq!(store.stats().await.unwrap().indexed_vectors, 1, "{label}");
         }
     };
@@ -394,7 +375,7 @@ async fn sessions_history_titles_and_ownership() {
     // Only user and assistant text is indexed.
     let raw = Raw::open(&f.path).await;
     assert_eq!(raw.count("SELECT count(*) FROM chunks", ()).await, 2);
-    assert_eq!(raw.fts_matches("sunny").await, 0);
+    assert_eq!(raw.chunks_holding("sunny").await, 0);
 
     // A session belongs to its creator.
     let err = f

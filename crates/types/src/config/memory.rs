@@ -227,7 +227,7 @@ pub struct RetrievalConfig {
     pub top_k: usize,
     /// Weight of the semantic (vector) leg in the fused score.
     pub vector_weight: f64,
-    /// Weight of the keyword (FTS5 BM25) leg in the fused score.
+    /// Weight of the keyword (BM25) leg in the fused score.
     pub fts_weight: f64,
 }
 

@@ -1,43 +1,18 @@
-//! The parts of one search timed alone, for the latency report's breakdown: the keyword leg's SQL
-//! on a connection of our own, and an exact f32 scan of the same number of vectors.
+//! The parts of one search timed alone, for the latency report's breakdown: the details read on a
+//! connection of our own, and an exact f32 scan of the same number of vectors.
 
 use std::time::Instant;
-
-use memory::match_expression;
 
 use crate::BenchResult;
 use crate::latency::{DETAILS, ms};
 use crate::stats::{Rng, percentile};
 
-/// Times (ms) of the search's SQL run on a connection of our own (no thread hop).
-#[derive(Debug, Default)]
-pub(crate) struct SqlTimes {
-    /// The keyword leg's statement before migration 2: all terms `OR`ed, joined with `chunks` for
-    /// the session scope.
-    pub(crate) joined: Vec<f64>,
-    /// The same match scoped on the FTS table's `session_id`, ordered by its `rank` column.
-    pub(crate) fts_only: Vec<f64>,
-    /// Rows matching the `OR` expression before the limit.
-    pub(crate) matches: Vec<f64>,
-    /// `chunk_details`-like read of `DETAILS` chunks.
-    pub(crate) details: Vec<f64>,
-}
-
-pub(crate) async fn keyword_sql_alone(
-    path: &std::path::Path,
-    session: &str,
-    queries: &[String],
-) -> BenchResult<SqlTimes> {
+/// Times (ms) of `chunk_details`-like reads of `DETAILS` random chunks by id (what search reads
+/// first after fusing), on a connection of our own (no thread hop).
+pub(crate) async fn details_alone(path: &std::path::Path, repeats: usize) -> BenchResult<Vec<f64>> {
     let db = libsql::Builder::new_local(path).build().await?;
     let conn = db.connect()?;
-    let sql = "SELECT c.chunk_id, bm25(chunks_fts) AS rank
-         FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
-         WHERE chunks_fts MATCH ?1 AND c.session_id IN (?2)
-         ORDER BY rank LIMIT 50";
-    let fts_only_sql = "SELECT rowid, rank FROM chunks_fts
-         WHERE chunks_fts MATCH ?1 AND session_id IN (?2) ORDER BY rank LIMIT 50";
-    let count_sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1";
-    let mut out = SqlTimes::default();
+    let mut out = Vec::with_capacity(repeats);
     let mut rng = Rng::new(11);
     let mut max_id = 1i64;
     if let Some(row) = conn
@@ -48,28 +23,7 @@ pub(crate) async fn keyword_sql_alone(
     {
         max_id = row.get::<i64>(0).unwrap_or(1).max(1);
     }
-    for q in queries {
-        let Some(expr) = match_expression(q) else {
-            continue;
-        };
-        let t = Instant::now();
-        let mut rows = conn
-            .query(sql, libsql::params![expr.as_str(), session])
-            .await?;
-        while rows.next().await?.is_some() {}
-        out.joined.push(ms(t));
-        let t = Instant::now();
-        let mut rows = conn
-            .query(fts_only_sql, libsql::params![expr.as_str(), session])
-            .await?;
-        while rows.next().await?.is_some() {}
-        out.fts_only.push(ms(t));
-        let mut rows = conn
-            .query(count_sql, libsql::params![expr.as_str()])
-            .await?;
-        if let Some(row) = rows.next().await? {
-            out.matches.push(row.get::<i64>(0)? as f64);
-        }
+    for _ in 0..repeats {
         let ids: Vec<libsql::Value> = (0..DETAILS)
             .map(|_| libsql::Value::Integer(1 + rng.below(max_id as usize) as i64))
             .collect();
@@ -84,7 +38,7 @@ pub(crate) async fn keyword_sql_alone(
             let meta: String = row.get(5)?;
             std::hint::black_box(serde_json::from_str::<serde_json::Value>(&meta)?);
         }
-        out.details.push(ms(t));
+        out.push(ms(t));
     }
     Ok(out)
 }

@@ -1,7 +1,7 @@
 //! Synthetic notes and queries: varied English-like sentences from word lists and a fixed seed.
 //!
 //! Words are drawn with a skew (frequent words first in each list), and about two thousand
-//! generated proper nouns (projects, people, products) widen the vocabulary, so that FTS posting
+//! generated proper nouns (projects, people, products) widen the vocabulary, so that keyword posting
 //! lists and vector neighbourhoods look like those of a real, long-lived memory.
 
 use crate::stats::Rng;

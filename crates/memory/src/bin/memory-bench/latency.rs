@@ -2,11 +2,12 @@
 //!
 //! Each store size runs in its own child process (the same binary with one `--notes` value), so that
 //! resident memory is measured from a clean start. Per size: bulk-load with `import_notes`, then
-//! hybrid searches (top 5) with the default vector leg (inverted file above
-//! `memory::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query, and the
-//! recall@10 of the vector leg alone against the exact scan, then sequential single-note saves on top of the loaded store, then a
-//! breakdown of one search into its parts (query embedding, the keyword SQL alone, an exact scan of
-//! the same number of vectors).
+//! hybrid searches (top 5) with the default vector leg (binary first pass above
+//! `memory::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query; the vector
+//! leg alone (its own time, default and exact, and recall@10 of the default leg against the exact
+//! scan on chunks), then sequential single-note saves on top of the loaded store, then a
+//! breakdown of one search into its parts (query embedding, the keyword leg alone, the details read,
+//! an exact f32 scan of the same number of vectors).
 //!
 //! `--busy-cores N` is the load generator: the parent process keeps N threads spinning on integer
 //! arithmetic for the whole run (children included), so that the measurement shares the machine
@@ -16,11 +17,11 @@
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, VectorLeg, Weights};
+use memory::{ExportedNote, HybridQuery, MemoryStore, NoteMetadata, VectorLeg};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
-use crate::breakdown::{keyword_sql_alone, scan_alone};
+use crate::breakdown::{details_alone, scan_alone};
 use crate::corpus::Corpus;
 use crate::stats::{Rng, TempDir, mean, peak_rss_bytes, percentile, rss_bytes};
 use crate::{BenchResult, EmbedderKind};
@@ -28,6 +29,8 @@ use crate::{BenchResult, EmbedderKind};
 const LOAD_BATCH: usize = 5000;
 const WARMUP_QUERIES: usize = 50;
 const TOP_K: usize = 5;
+/// Chunks hybrid search asks of the vector leg for top `TOP_K` (`(10 × top k).clamp(50, 1000)`).
+const VECTOR_CANDIDATES: usize = 50;
 /// Chunks whose details search reads first (3 × top k).
 pub(crate) const DETAILS: usize = 3 * TOP_K;
 /// Marks the machine-readable line a child prints for its parent.
@@ -73,8 +76,13 @@ struct SizeResult {
     exact_p50: f64,
     exact_p95: f64,
     exact_p99: f64,
-    /// Vector leg alone (top 10): share of the exact scan's hits the default leg finds.
+    /// Vector leg alone (top 10 chunks): share of the exact scan's hits the default leg finds.
     recall10: f64,
+    /// The vector leg alone (index search, query embedded beforehand), default leg and exact scan.
+    vector_p50: f64,
+    vector_p95: f64,
+    vector_exact_p50: f64,
+    vector_exact_p95: f64,
     hits_mean: f64,
     save_p50: f64,
     save_p95: f64,
@@ -88,16 +96,15 @@ struct SizeResult {
     rss_loaded: u64,
     /// Peak resident memory up to the end of the load.
     rss_peak_load: u64,
-    /// Opening the loaded store again (vectors read, lists trained), seconds.
+    /// Opening the loaded store again (vectors read, texts tokenized, codes built), seconds.
     reopen_secs: f64,
     embed_p50: f64,
     embed_blocking_p50: f64,
-    fts_p50: f64,
-    fts_p95: f64,
-    fts_matches_mean: f64,
-    /// The same `OR` of all terms scoped on the FTS table's own `session_id` (no join, `ORDER BY
-    /// rank`), as search runs it when every term fits the match budget.
-    fts_nojoin_p50: f64,
+    /// The keyword leg alone (in-memory BM25, 50 candidates as hybrid search asks at top 5).
+    keyword_p50: f64,
+    keyword_p95: f64,
+    /// Chunks it returned (mean).
+    keyword_found_mean: f64,
     /// Reading the details of 3 × top k chunks by id (what search does first after fusing).
     details_p50: f64,
     scan_p50: f64,
@@ -201,12 +208,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let mut search_ms = Vec::with_capacity(measured.len());
     let mut exact_ms = Vec::with_capacity(measured.len());
     let mut hits = Vec::with_capacity(measured.len());
-    let mut recalled = 0usize;
-    let mut relevant = 0usize;
     for (i, q) in measured.iter().enumerate() {
         let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
-        // The first search of a text also fills the keyword leg's term-count cache; the legs take
-        // turns at going first, so neither gets the warm cache every time.
+        // The first search of a text warms the CPU caches for the second; the legs take turns at
+        // going first, so neither gets the warm cache every time.
         let legs = if i % 2 == 0 {
             [VectorLeg::Auto, VectorLeg::Exact]
         } else {
@@ -223,21 +228,40 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
                 exact_ms.push(ms(t));
             }
         }
-        let mut vector_only = HybridQuery::new(vec![session.clone()], q.clone(), 10);
-        vector_only.weights = Weights {
-            vector: 1.0,
-            fts: 0.0,
+    }
+    store.set_vector_leg(VectorLeg::Auto);
+
+    // The vector leg alone: its own time at the candidate count hybrid search asks of it, and
+    // recall@10 of the default leg against the exact scan, on chunks.
+    let sessions = [session.clone()];
+    let mut vector_ms = Vec::with_capacity(measured.len());
+    let mut vector_exact_ms = Vec::with_capacity(measured.len());
+    let mut recalled = 0usize;
+    let mut relevant = 0usize;
+    for (i, q) in measured.iter().enumerate() {
+        let mut v = embedder.embed(std::slice::from_ref(q)).await?.remove(0);
+        memory::embedding::normalize(&mut v);
+        let legs = if i % 2 == 0 {
+            [VectorLeg::Auto, VectorLeg::Exact]
+        } else {
+            [VectorLeg::Exact, VectorLeg::Auto]
         };
-        let exact = store.hybrid_query(&vector_only).await?;
-        store.set_vector_leg(VectorLeg::Auto);
-        let approx = store.hybrid_query(&vector_only).await?;
+        for leg in legs {
+            let t = Instant::now();
+            std::hint::black_box(store.vector_leg_alone(&sessions, &v, VECTOR_CANDIDATES, leg));
+            match leg {
+                VectorLeg::Exact => vector_exact_ms.push(ms(t)),
+                _ => vector_ms.push(ms(t)),
+            }
+        }
+        let exact = store.vector_leg_alone(&sessions, &v, 10, VectorLeg::Exact);
+        let approx = store.vector_leg_alone(&sessions, &v, 10, VectorLeg::Auto);
         relevant += exact.len();
         recalled += exact
             .iter()
-            .filter(|e| approx.iter().any(|a| a.note_id == e.note_id))
+            .filter(|e| approx.iter().any(|a| a.0 == e.0))
             .count();
     }
-    store.set_vector_leg(VectorLeg::Auto);
 
     // Single-note saves on top of the loaded store.
     let mut save_ms = Vec::with_capacity(counts.saves);
@@ -273,7 +297,15 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         }
         EmbedderKind::Hash => 0.0,
     };
-    let sql = keyword_sql_alone(&path, session.as_str(), sample).await?;
+    let mut keyword_ms = Vec::with_capacity(sample.len());
+    let mut keyword_found = Vec::with_capacity(sample.len());
+    for q in sample {
+        let t = Instant::now();
+        let found = store.keyword_leg_alone(&sessions, q, VECTOR_CANDIDATES);
+        keyword_ms.push(ms(t));
+        keyword_found.push(found.len() as f64);
+    }
+    let details = details_alone(&path, sample.len()).await?;
     drop(store);
     let t = Instant::now();
     let store = MemoryStore::open_local(&path, embedder.clone()).await?;
@@ -293,6 +325,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         exact_p95: percentile(&exact_ms, 95.0),
         exact_p99: percentile(&exact_ms, 99.0),
         recall10: recalled as f64 / relevant.max(1) as f64,
+        vector_p50: percentile(&vector_ms, 50.0),
+        vector_p95: percentile(&vector_ms, 95.0),
+        vector_exact_p50: percentile(&vector_exact_ms, 50.0),
+        vector_exact_p95: percentile(&vector_exact_ms, 95.0),
         hits_mean: mean(&hits),
         save_p50: percentile(&save_ms, 50.0),
         save_p95: percentile(&save_ms, 95.0),
@@ -308,11 +344,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         reopen_secs,
         embed_p50: percentile(&embed_ms, 50.0),
         embed_blocking_p50,
-        fts_p50: percentile(&sql.joined, 50.0),
-        fts_p95: percentile(&sql.joined, 95.0),
-        fts_matches_mean: mean(&sql.matches),
-        fts_nojoin_p50: percentile(&sql.fts_only, 50.0),
-        details_p50: percentile(&sql.details, 50.0),
+        keyword_p50: percentile(&keyword_ms, 50.0),
+        keyword_p95: percentile(&keyword_ms, 95.0),
+        keyword_found_mean: mean(&keyword_found),
+        details_p50: percentile(&details, 50.0),
         scan_p50,
     };
     println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
@@ -337,12 +372,12 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
         counts.busy_cores
     );
     println!(
-        "| notes | load (import_notes) | search p50 / p95 / p99 ms (default leg) | exact scan p50 / p95 / p99 ms | recall@10 vs exact | save p50 / p95 / max ms | saves/s | bytes/note (db+wal) | RSS loaded MiB | RSS Δ over empty store MiB | peak RSS during load MiB | reopen s |"
+        "| notes | load (import_notes) | search p50 / p95 / p99 ms (default leg) | exact scan p50 / p95 / p99 ms | vector leg alone p50 / p95 ms, default vs exact | recall@10 vs exact (vector leg) | save p50 / p95 / max ms | saves/s | bytes/note (db+wal) | RSS loaded MiB | RSS Δ over empty store MiB | peak RSS during load MiB | reopen s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         println!(
-            "| {} | {:.1} s ({:.0} notes/s) | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {:.4} | {:.2} / {:.2} / {:.2} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {:.1} s ({:.0} notes/s) | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {:.3} / {:.3} vs {:.3} / {:.3} | {:.4} | {:.2} / {:.2} / {:.2} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} |",
             r.notes,
             r.load_secs,
             r.notes as f64 / r.load_secs.max(1e-9),
@@ -352,6 +387,10 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
             r.exact_p50,
             r.exact_p95,
             r.exact_p99,
+            r.vector_p50,
+            r.vector_p95,
+            r.vector_exact_p50,
+            r.vector_exact_p95,
             r.recall10,
             r.save_p50,
             r.save_p95,
@@ -366,22 +405,21 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
     }
     println!("\nSearch breakdown (p50 ms unless noted) and memory baseline:\n");
     println!(
-        "| notes | chunks | search mean | hits returned | query embed (async) | embed on caller thread | old keyword SQL (OR all, join) p50 / p95 | OR all, scoped in FTS | FTS rows matched (mean) | details of 15 chunks | old f32 scan | RSS start / model loaded / empty store MiB |"
+        "| notes | chunks | search mean | hits returned | query embed (async) | embed on caller thread | keyword leg alone p50 / p95 | keyword chunks found (mean, ≤ 50) | details of 15 chunks | old f32 scan | RSS start / model loaded / empty store MiB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         println!(
-            "| {} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} / {:.1} / {:.1} |",
+            "| {} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} / {:.3} | {:.1} | {:.3} | {:.3} | {:.1} / {:.1} / {:.1} |",
             r.notes,
             r.chunks,
             r.search_mean,
             r.hits_mean,
             r.embed_p50,
             r.embed_blocking_p50,
-            r.fts_p50,
-            r.fts_p95,
-            r.fts_nojoin_p50,
-            r.fts_matches_mean,
+            r.keyword_p50,
+            r.keyword_p95,
+            r.keyword_found_mean,
             r.details_p50,
             r.scan_p50,
             mib(r.rss_start),

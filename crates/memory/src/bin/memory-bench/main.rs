@@ -1,7 +1,7 @@
 //! `memory-bench`: retrieval quality on LoCoMo and latency/size on synthetic notes.
 //!
 //! ```text
-//! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
+//! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
 //! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores 1]
 //! memory-bench probe [--embedder builtin|hash]
 //! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
@@ -28,7 +28,7 @@ use types::{EmbeddingBackend, EmbeddingConfig};
 pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const USAGE: &str = "usage:
-  memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save]
+  memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores N]
   memory-bench probe [--embedder builtin|hash]
   memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
@@ -119,6 +119,16 @@ impl Args {
     }
 }
 
+/// `--vector-leg`: how the vector leg finds its candidates.
+fn parse_leg(s: &str) -> BenchResult<memory::VectorLeg> {
+    match s {
+        "auto" => Ok(memory::VectorLeg::Auto),
+        "exact" => Ok(memory::VectorLeg::Exact),
+        "approximate" => Ok(memory::VectorLeg::Approximate),
+        other => Err(format!("unknown --vector-leg {other:?} (auto, exact or approximate)").into()),
+    }
+}
+
 fn main() -> BenchResult<()> {
     let mut raw = std::env::args().skip(1);
     let command = raw.next().unwrap_or_default();
@@ -128,10 +138,11 @@ fn main() -> BenchResult<()> {
         .build()?;
     match command.as_str() {
         "locomo" => {
-            args.check_known(&["embedder", "load"])?;
+            args.check_known(&["embedder", "load", "vector-leg"])?;
             let file = args.positional.first().ok_or(USAGE)?;
             let load = locomo::Load::parse(args.flag("load").unwrap_or("import"))?;
-            runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load))
+            let leg = parse_leg(args.flag("vector-leg").unwrap_or("auto"))?;
+            runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load, leg))
         }
         "latency" => {
             args.check_known(&["embedder", "notes", "queries", "saves", "busy-cores"])?;

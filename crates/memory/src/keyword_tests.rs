@@ -1,0 +1,180 @@
+//! The keyword leg over the in-memory postings: plans, BM25 order, scope and filters before
+//! ranking, and the postings following every change.
+
+use super::*;
+use crate::terms::{query_index_terms, text_terms};
+
+fn check(counts: &[(usize, &str)], expected: Option<KeywordPlan<'_>>) {
+    assert_eq!(plan_from_counts(counts.to_vec()), expected, "{counts:?}");
+}
+
+#[test]
+fn plans() {
+    // Small stores: every term, rarest first.
+    check(
+        &[(3, "tea"), (1, "oolong")],
+        Some(KeywordPlan::Any(vec!["oolong", "tea"])),
+    );
+    // Terms found nowhere are dropped; none found, no keyword leg.
+    check(
+        &[(0, "zzz"), (5, "tea")],
+        Some(KeywordPlan::Any(vec!["tea"])),
+    );
+    check(&[(0, "zzz")], None);
+    check(&[], None);
+    // The commonest terms go once the budget is spent.
+    let big = POSTING_BUDGET / 2;
+    check(
+        &[
+            (big, "user"),
+            (40, "kyoto"),
+            (400, "trip"),
+            (big + 1, "likes"),
+        ],
+        Some(KeywordPlan::Any(vec!["kyoto", "trip", "user"])),
+    );
+    // Every term common: all of them must match, else the rarest alone.
+    let over = POSTING_BUDGET + 1;
+    check(
+        &[(over + 5, "alice"), (over, "berlin"), (over, "prefer")],
+        Some(KeywordPlan::All {
+            terms: vec!["berlin", "prefer", "alice"],
+            fallback: "berlin",
+        }),
+    );
+    check(&[(over, "user")], Some(KeywordPlan::Any(vec!["user"])));
+}
+
+fn index_of(docs: &[(&str, i64, &str)]) -> KeywordIndex {
+    let index = KeywordIndex::default();
+    for (session, id, text) in docs {
+        index.upsert(session, *id, &text_terms(text), None);
+    }
+    index
+}
+
+fn search(index: &KeywordIndex, query: &str, sessions: &[&str], limit: usize) -> Vec<i64> {
+    let sessions: Vec<String> = sessions.iter().map(|s| (*s).to_owned()).collect();
+    keyword_leg(
+        index,
+        &query_index_terms(query),
+        &sessions,
+        limit,
+        &|_, _| true,
+    )
+    .into_iter()
+    .map(|(id, _)| id)
+    .collect()
+}
+
+#[test]
+fn bm25_order_scope_and_changes() {
+    let index = index_of(&[
+        ("s", 1, "green tea in Kyoto"),
+        ("s", 2, "the user prefers oolong tea, oolong above all"),
+        ("s", 3, "coffee in Berlin"),
+        (
+            "s",
+            4,
+            "a long note about many things and also tea somewhere in the middle of it all",
+        ),
+        ("other", 5, "oolong tea"),
+    ]);
+    // More and rarer terms first; a short text beats a long one for the same term.
+    assert_eq!(search(&index, "oolong tea", &["s"], 10), [2, 1, 4]);
+    assert_eq!(search(&index, "Preferred teas?", &["s"], 10)[0], 2);
+    // Other sessions are never seen; both are when both are asked for.
+    assert_eq!(search(&index, "oolong", &["s"], 10), [2]);
+    assert_eq!(search(&index, "oolong", &["other", "s"], 10).len(), 2);
+    assert!(search(&index, "oolong", &["nobody"], 10).is_empty());
+    assert!(search(&index, "zebra", &["s"], 10).is_empty());
+    assert!(search(&index, "the of", &["s"], 10).is_empty());
+    assert_eq!(search(&index, "tea", &["s"], 2).len(), 2);
+    // An update replaces the chunk's terms; a removal takes them away; a slot is reused.
+    index.upsert("s", 2, &text_terms("black coffee"), None);
+    assert_eq!(search(&index, "oolong", &["s"], 10), Vec::<i64>::new());
+    assert_eq!(search(&index, "coffee", &["s"], 10).len(), 2);
+    index.remove("s", 3);
+    assert_eq!(search(&index, "coffee", &["s"], 10), [2]);
+    index.upsert("s", 6, &text_terms("berlin coffee again"), None);
+    assert_eq!(search(&index, "berlin", &["s"], 10), [6]);
+    index.remove("s", 99);
+    index.remove("nobody", 1);
+}
+
+#[test]
+fn filters_apply_before_ranking() {
+    let mut docs = Vec::new();
+    let texts: Vec<String> = (0..200).map(|i| format!("tea note {i}")).collect();
+    for (i, t) in texts.iter().enumerate() {
+        docs.push(("s", i as i64, t.as_str()));
+    }
+    let index = index_of(&docs);
+    let terms = query_index_terms("tea");
+    let sessions = vec!["s".to_owned()];
+    // Only ids divisible by 50 pass: the top 3 are those, never fewer because better ones failed.
+    let found = keyword_leg(&index, &terms, &sessions, 3, &|_, id| id % 50 == 0);
+    assert_eq!(found.len(), 3);
+    assert!(found.iter().all(|(id, _)| id % 50 == 0), "{found:?}");
+    let none = keyword_leg(&index, &terms, &sessions, 3, &|_, _| false);
+    assert!(none.is_empty());
+}
+
+#[test]
+fn common_terms_switch_to_all_then_to_the_rarest() {
+    let n = POSTING_BUDGET + 10;
+    let texts: Vec<String> = (0..n)
+        .map(|i| match i {
+            7 => "alpha beta gamma".to_owned(),
+            _ => format!("alpha beta filler{i}"),
+        })
+        .collect();
+    let mut docs: Vec<(&str, i64, &str)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ("s", i as i64, t.as_str()))
+        .collect();
+    // "gamma" is common too, but not in the same chunks as alpha and beta, except chunk 7.
+    let gammas: Vec<String> = (0..n).map(|i| format!("gamma delta {i}")).collect();
+    docs.extend(
+        gammas
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ("s", (n + i) as i64, t.as_str())),
+    );
+    let index = index_of(&docs);
+    // Every term exceeds the budget: the chunks holding all of them.
+    assert_eq!(search(&index, "alpha beta gamma", &["s"], 10), [7]);
+    // No chunk holds all: the rarest term alone ("alpha" and "beta" tie; query order wins).
+    let rare = search(&index, "alpha delta", &["s"], 5);
+    assert_eq!(rare.len(), 5);
+    let holds_alpha = |id: &i64| (*id as usize) < n;
+    assert!(rare.iter().all(holds_alpha), "{rare:?}");
+}
+
+#[test]
+fn expiry_is_tracked() {
+    let index = KeywordIndex::default();
+    let sessions = vec!["s".to_owned()];
+    index.upsert("s", 1, &text_terms("a"), Some("2030-01-01T00:00:00Z"));
+    index.upsert("s", 2, &text_terms("b"), Some("2020-01-01T00:00:00Z"));
+    assert!(index.any_expired(&sessions, "2025-01-01T00:00:00Z"));
+    index.remove("s", 2);
+    assert!(!index.any_expired(&sessions, "2025-01-01T00:00:00Z"));
+    assert!(index.any_expired(&sessions, "2031-01-01T00:00:00Z"));
+    // Re-upserting without expiry forgets the old one.
+    index.upsert("s", 1, &text_terms("a"), None);
+    assert!(!index.any_expired(&sessions, "2031-01-01T00:00:00Z"));
+}
+
+#[test]
+fn galloping_finds_the_first_slot_not_below_the_target() {
+    let slots: Vec<u32> = (0..1000).map(|i| i * 3).collect();
+    for from in [0, 1, 5, 100, 999, 1000] {
+        for target in [0, 1, 3, 4, 300, 2997, 2998, 5000] {
+            let expected = from.max(slots.partition_point(|&s| s < target));
+            assert_eq!(gallop(&slots, from, target), expected, "{from} {target}");
+        }
+    }
+    assert_eq!(gallop(&[], 0, 7), 0);
+}
