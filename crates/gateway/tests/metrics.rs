@@ -1,5 +1,6 @@
 //! `GET /metrics` on a real gateway: the user's gateway token as a bearer token is required, a
-//! token selects that user's numbers (never another user's), anything else is 401.
+//! token selects that user's numbers (never another user's), anything else is 401; the note
+//! lifecycle's frames are counted in the real memory metrics like every other memory call.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
@@ -11,7 +12,7 @@ use gateway::{Gateway, GatewayConfig};
 use test_support::ScriptedLlm;
 
 /// One raw HTTP/1.1 request; the status code and body.
-async fn get(addr: std::net::SocketAddr, authorization: Option<&str>) -> (u16, String) {
+pub(crate) async fn get(addr: std::net::SocketAddr, authorization: Option<&str>) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let auth = authorization.map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
     let request =
@@ -66,5 +67,86 @@ async fn metrics_need_a_users_token_and_show_only_that_users_numbers() {
             None => assert!(!body.contains("memory_tool"), "{body}"),
         }
     }
+    gw.shutdown().await;
+}
+
+/// The note lifecycle's frames (history, confirm, deleted notes, restore) are counted in the user's
+/// real memory metrics, as every other memory call is: one request each, by tool and outcome.
+#[tokio::test]
+async fn lifecycle_operations_are_counted_in_the_users_metrics() {
+    use std::sync::Arc;
+
+    use crate::common::Client;
+    use crate::notes::{ask, governed_gateway_with};
+    use types::{ClientFrame, UserId};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::common::open_store(dir.path(), "alice").await;
+    let alice = UserId::parse("alice").unwrap();
+    let note_id = store
+        .store_note(&alice, "Parcel lockers close at nine", Default::default())
+        .await
+        .unwrap()
+        .note_id
+        .to_string();
+    drop(store);
+    let server = ScriptedLlm::start().await;
+    let metrics = Arc::new(tools::MemoryMetrics::new().unwrap());
+    let (gw, _) = governed_gateway_with(
+        dir.path(),
+        &server,
+        types::GovernanceConfig::default(),
+        Some(Arc::clone(&metrics)),
+    )
+    .await;
+    let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
+    let id = || note_id.clone();
+    for frame in [
+        ClientFrame::NoteHistory { note_id: id() },
+        ClientFrame::ConfirmNote { note_id: id() },
+        ClientFrame::DeleteNote { note_id: id() },
+        ClientFrame::ListDeletedNotes,
+        ClientFrame::RestoreNote {
+            note_id: id(),
+            version: None,
+        },
+        // Refused (no such note): counted, with its outcome.
+        ClientFrame::RestoreNote {
+            note_id: "note-7d1f7a36-5f7e-4a55-9d0b-0f2a1c3e4b5d".to_owned(),
+            version: None,
+        },
+    ] {
+        ask(&mut a, frame).await;
+    }
+    let token = crate::common::token_of(dir.path(), "alice");
+    let (status, body) = get(gw.local_addr(), Some(&format!("Bearer {token}"))).await;
+    assert_eq!(status, 200, "{body}");
+    let count = |tool: &str, status: &str| -> u64 {
+        body.lines()
+            .filter(|l| l.starts_with("memory_tool_requests_total{"))
+            .filter(|l| l.contains(&format!("tool_name=\"{tool}\"")))
+            .filter(|l| l.contains(&format!("status=\"{status}\"")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    for tool in ["note_history", "confirm_note", "list_deleted_notes"] {
+        assert_eq!(count(tool, "ok"), 1, "{tool}: {body}");
+    }
+    assert_eq!(count("restore_note", "ok"), 1, "{body}");
+    assert_eq!(
+        body.lines()
+            .filter(|l| l.starts_with("memory_tool_requests_total{")
+                && l.contains("tool_name=\"restore_note\"")
+                && !l.contains("status=\"ok\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>(),
+        1,
+        "the refused restore is counted with its outcome: {body}"
+    );
+    assert!(
+        body.contains("memory_tool_latency_seconds_count{tool_name=\"restore_note\"}"),
+        "{body}"
+    );
+    drop(a);
     gw.shutdown().await;
 }

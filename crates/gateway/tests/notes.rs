@@ -456,6 +456,16 @@ pub(crate) async fn governed_gateway(
     server: &ScriptedLlm,
     config: types::GovernanceConfig,
 ) -> (RunningGateway, memory::MemoryStore) {
+    governed_gateway_with(root, server, config, None).await
+}
+
+/// [`governed_gateway`], counting in `metrics` (served at `GET /metrics`) when given.
+pub(crate) async fn governed_gateway_with(
+    root: &Path,
+    server: &ScriptedLlm,
+    config: types::GovernanceConfig,
+    metrics: Option<Arc<tools::MemoryMetrics>>,
+) -> (RunningGateway, memory::MemoryStore) {
     let ws = types::WorkspacePaths::new(root.join("alice"));
     for dir in types::WorkspaceDir::ALL {
         std::fs::create_dir_all(ws.dir(dir)).unwrap();
@@ -463,7 +473,10 @@ pub(crate) async fn governed_gateway(
     let token = gateway::GatewayToken::load_or_create(&ws.internal()).unwrap();
     let store = common::open_store(root, "alice").await;
     let retrieval = types::RetrievalConfig::default();
-    let governance = tools::Governance::new(config).with_audit(Arc::new(store.clone()));
+    let mut governance = tools::Governance::new(config).with_audit(Arc::new(store.clone()));
+    if let Some(metrics) = &metrics {
+        governance = governance.with_metrics(Arc::clone(metrics));
+    }
     let mut registry = tools::ToolRegistry::default().with_governance(Arc::new(governance));
     for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
         registry.register(tool).unwrap();
@@ -476,13 +489,11 @@ pub(crate) async fn governed_gateway(
     )
     .with_memory(store.clone());
     let mut gw = Gateway::new(test_config());
-    gw.add_user(gateway::UserAgent::new(
-        UserId::parse("alice").unwrap(),
-        token,
-        ws,
-        runtime,
-    ))
-    .unwrap();
+    let mut agent = gateway::UserAgent::new(UserId::parse("alice").unwrap(), token, ws, runtime);
+    if let Some(metrics) = metrics {
+        agent = agent.with_metrics(move || metrics.render());
+    }
+    gw.add_user(agent).unwrap();
     (gw.start().await.unwrap(), store)
 }
 
