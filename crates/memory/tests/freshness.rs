@@ -283,17 +283,16 @@ async fn metadata_written_by_another_store_filters_the_next_vector_search(backen
         .unwrap();
     assert_eq!(
         by_vector_filtered(agent, "oolong tea", category(Category::Fact)).await,
-        [text]
+        [text],
+        "the other store's save, by category"
     );
     assert_eq!(
         by_vector_filtered(agent, "oolong tea", tagged("tea")).await,
-        [text]
+        [text],
+        "the other store's save, by tag"
     );
-    assert!(
-        by_vector_filtered(agent, "oolong tea", category(Category::Preference))
-            .await
-            .is_empty()
-    );
+    let found = by_vector_filtered(agent, "oolong tea", category(Category::Preference)).await;
+    assert!(found.is_empty(), "another category: {found:?}");
 
     let patch = MetadataPatch {
         category: Some(Category::Preference),
@@ -304,24 +303,23 @@ async fn metadata_written_by_another_store_filters_the_next_vector_search(backen
     cli.update_note_patched(&alice, None, &note.note_id, text, &version, patch)
         .await
         .unwrap();
-    for store in [agent, &f.reopen().await] {
-        assert!(
-            by_vector_filtered(store, "oolong tea", category(Category::Fact))
-                .await
-                .is_empty()
-        );
-        assert!(
-            by_vector_filtered(store, "oolong tea", tagged("tea"))
-                .await
-                .is_empty()
-        );
+    for (which, store) in [
+        ("the agent", agent),
+        ("a reopened store", &f.reopen().await),
+    ] {
+        let found = by_vector_filtered(store, "oolong tea", category(Category::Fact)).await;
+        assert!(found.is_empty(), "{which}, old category: {found:?}");
+        let found = by_vector_filtered(store, "oolong tea", tagged("tea")).await;
+        assert!(found.is_empty(), "{which}, old tag: {found:?}");
         assert_eq!(
             by_vector_filtered(store, "oolong tea", category(Category::Preference)).await,
-            [text]
+            [text],
+            "{which}, new category"
         );
         assert_eq!(
             by_vector_filtered(store, "oolong tea", tagged("drinks")).await,
-            [text]
+            [text],
+            "{which}, new tag"
         );
     }
 }

@@ -1,4 +1,10 @@
-//! [`Sqld`]: a real libSQL server (`sqld`) on `127.0.0.1` with a free port, for remote-memory tests.
+//! [`Sqld`]: a real libSQL server (`sqld`) on a loopback address of its own with a free port, for
+//! remote-memory tests.
+//!
+//! Each server listens on its own address in `127.0.0.0/8` (from this process's id and a counter):
+//! test processes that run side by side (the memory suite runs itself again, with the approximate
+//! vector leg, while it runs) never probe and bind the same address and port, so a server that
+//! answers `/health` is the one this handle started, never another process's.
 //!
 //! Each server gets its own data directory under the system temporary directory, removed when the
 //! handle drops (the process is killed and reaped first). [`Sqld::start_with_auth`] also creates an
@@ -12,7 +18,7 @@
 )]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +39,7 @@ static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 pub struct Sqld {
     child: Child,
     dir: PathBuf,
+    ip: Ipv4Addr,
     port: u16,
     private_key: Option<PathBuf>,
 }
@@ -48,9 +55,9 @@ impl Sqld {
         Self::launch(true)
     }
 
-    /// The client URL (`http://127.0.0.1:PORT`).
+    /// The client URL (`http://127.A.B.C:PORT`, a loopback address of this server's own).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.ip, self.port)
     }
 
     /// The data directory (the server's files live under it).
@@ -84,20 +91,18 @@ impl Sqld {
     /// Starts the server again on the same port and data (after [`Sqld::stop`]).
     pub fn restart(&mut self) {
         self.stop();
-        self.child = spawn(&self.dir, self.port, self.private_key.is_some());
+        self.child = spawn(&self.dir, self.ip, self.port, self.private_key.is_some());
         assert!(
-            wait_ready(&mut self.child, self.port),
+            wait_ready(&mut self.child, self.ip, self.port),
             "sqld did not come back on port {}",
             self.port
         );
     }
 
     fn launch(auth: bool) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "oxydra-sqld-{}-{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
+        let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("oxydra-sqld-{}-{n}", std::process::id()));
+        let ip = own_loopback(std::process::id(), n);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("creating the sqld directory");
         let private_key = auth.then(|| {
@@ -113,15 +118,16 @@ impl Sqld {
             assert!(status.success(), "openssl pkey failed");
             private
         });
-        // A free port can be taken by another test between our probe and sqld's bind: then
+        // A free port can be taken by another listener between our probe and sqld's bind: then
         // sqld exits at once and we try another port.
         for _ in 0..LAUNCH_ATTEMPTS {
-            let port = free_port();
-            let mut child = spawn(&dir, port, private_key.is_some());
-            if wait_ready(&mut child, port) {
+            let port = free_port(ip);
+            let mut child = spawn(&dir, ip, port, private_key.is_some());
+            if wait_ready(&mut child, ip, port) {
                 return Self {
                     child,
                     dir,
+                    ip,
                     port,
                     private_key,
                 };
@@ -142,13 +148,13 @@ impl Drop for Sqld {
 
 /// Polls `/health` until it answers 200 (true), or the process exits (false). Panics if it never
 /// answers.
-fn wait_ready(child: &mut Child, port: u16) -> bool {
+fn wait_ready(child: &mut Child, ip: Ipv4Addr, port: u16) -> bool {
     let deadline = Instant::now() + READY_WITHIN;
     loop {
         if let Ok(Some(_)) = child.try_wait() {
             return false;
         }
-        if health_ok(port) {
+        if health_ok(ip, port) {
             // Ours, not another server that won the port (the loser exits at once).
             return matches!(child.try_wait(), Ok(None));
         }
@@ -157,15 +163,15 @@ fn wait_ready(child: &mut Child, port: u16) -> bool {
     }
 }
 
-/// Starts `sqld` on `port` with its data (and, with `auth`, its public key) in `dir`.
-fn spawn(dir: &Path, port: u16, auth: bool) -> Child {
+/// Starts `sqld` on `ip:port` with its data (and, with `auth`, its public key) in `dir`.
+fn spawn(dir: &Path, ip: Ipv4Addr, port: u16, auth: bool) -> Child {
     let binary = sqld_binary().expect("sqld is not available: call need(Need::Sqld) first");
     let mut cmd = Command::new(binary);
     cmd.arg("--no-welcome")
         .arg("--db-path")
         .arg(dir.join("data.sqld"))
         .arg("--http-listen-addr")
-        .arg(format!("127.0.0.1:{port}"))
+        .arg(format!("{ip}:{port}"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -176,13 +182,23 @@ fn spawn(dir: &Path, port: u16, auth: bool) -> Child {
     cmd.spawn().expect("starting sqld")
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+/// The loopback address of server `n` of process `pid`: `127.P.P.N` with the process id's low 16
+/// bits (never 0.0, which would be `127.0.0.x`, shared with everything else on loopback) and the
+/// counter's low byte (never 0 or 255).
+fn own_loopback(pid: u32, n: usize) -> Ipv4Addr {
+    let [_, _, hi, lo] = pid.to_be_bytes();
+    let hi = if hi == 0 && lo == 0 { 1 } else { hi };
+    let last = u8::try_from(n % 254 + 1).unwrap_or(1);
+    Ipv4Addr::new(127, hi, lo, last)
+}
+
+fn free_port(ip: Ipv4Addr) -> u16 {
+    let listener = TcpListener::bind((ip, 0)).expect("binding a free port");
     listener.local_addr().expect("reading the free port").port()
 }
 
-fn health_ok(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+fn health_ok(ip: Ipv4Addr, port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect((ip, port)) else {
         return false;
     };
     let request = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
