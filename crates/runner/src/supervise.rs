@@ -358,10 +358,9 @@ impl Supervisor {
                 tracing::info!(%role, "stopped ({})", how.unwrap_or_default());
             }
         }
-        for file in runner::run_files(&self.plan.ws) {
-            if let Err(e) = runner::remove_if_exists(&file) {
-                tracing::warn!(error = %e, "could not remove a marker");
-            }
+        // The markers, and what a guest stopped in the middle of writing one left beside it.
+        if let Err(e) = runner::remove_run_files(&self.plan.ws) {
+            tracing::warn!(error = %e, "could not remove a marker");
         }
     }
 }
