@@ -15,6 +15,7 @@
 //! in by the caller.
 
 mod audit;
+mod calibration;
 mod chunking;
 mod dot;
 mod duplicates;

@@ -39,6 +39,7 @@ use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
 use crate::terms::query_index_terms;
 use crate::time;
+use crate::vector_index::VectorIndex;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
 const MAX_EMBED_QUERY_CHARS: usize = 2000;
@@ -169,11 +170,17 @@ impl MemoryStore {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
         let scan = move || {
-            index
+            let found = index
                 .search(&sessions, &query, limit, filter.as_ref())
                 .into_iter()
                 .map(|(id, s)| (id, f64::from(s)))
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            // Now and then the first pass's reach is measured on this real query, off the
+            // search's path (see `crate::calibration`).
+            if index.probe_due(&sessions) {
+                spawn_probe(index, sessions, query);
+            }
+            found
         };
         if inline {
             return scan();
@@ -193,6 +200,16 @@ impl MemoryStore {
                 tracing::warn!(error = %e, "vector scan failed; searching by keywords only");
                 Vec::new()
             }
+        }
+    }
+
+    /// Measures the first pass's reach on `query` now, as a live probe would (benches: their
+    /// searches go through [`MemoryStore::vector_leg_alone`], which does not probe).
+    #[doc(hidden)]
+    pub fn probe_vector_leg(&self, sessions: &[SessionId], query: &[f32]) {
+        let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
+        if self.inner.index.probe_due(&sessions) {
+            self.inner.index.check_recall(&sessions, query);
         }
     }
 
@@ -431,4 +448,10 @@ impl Grouper {
         }
         Ok(())
     }
+}
+
+/// Hands a live recall probe to the probe thread (never in the search's time; skipped while
+/// another probe runs).
+fn spawn_probe(index: Arc<VectorIndex>, sessions: Vec<String>, query: Vec<f32>) {
+    crate::calibration::in_background(move || index.check_recall(&sessions, &query));
 }

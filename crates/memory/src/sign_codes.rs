@@ -21,7 +21,10 @@
 //! rebuilt, with a new centre, when the row count has moved four-fold since the last build.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
+use crate::calibration::{LiveShares, probe_interval, sampled_share};
 use crate::hamming::hamming_rows;
 
 /// Rebuild when the row count has moved this factor away from the one the centre was taken at.
@@ -68,7 +71,7 @@ thread_local! {
 }
 
 /// One matrix's binary codes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct SignCodes {
     /// `u64` words per row.
     words: usize,
@@ -79,6 +82,14 @@ pub(crate) struct SignCodes {
     bits: Vec<u64>,
     /// Rows when the centre was taken.
     built_rows: usize,
+    /// The share of rows the first pass keeps at least (`f64` bits): measured on these rows when
+    /// the codes were built, raised by what live probes measure ([`crate::calibration`]).
+    needed: AtomicU64,
+    /// What live probes measured since the codes were built.
+    live: Mutex<LiveShares>,
+    /// Searches that took the first pass, and live probes taken, since the codes were built.
+    searches: AtomicU32,
+    probes: AtomicU32,
 }
 
 impl SignCodes {
@@ -96,12 +107,66 @@ impl SignCodes {
             centre,
             bits: vec![0; n * words],
             built_rows: n,
+            needed: AtomicU64::new(0),
+            live: Mutex::new(LiveShares::default()),
+            searches: AtomicU32::new(0),
+            probes: AtomicU32::new(0),
         };
         let rows = codes.chunks_exact(dims.max(1)).zip(scales);
         for ((code, &scale), out) in rows.zip(signs.bits.chunks_exact_mut(words.max(1))) {
             encode(&signs.centre, code, scale, out);
         }
+        let sampled = sampled_share(codes, scales, dims, &signs.bits, words);
+        signs.needed.store(sampled.to_bits(), Ordering::Relaxed);
         signs
+    }
+
+    /// Candidates the first pass keeps for `limit` results among `rows` rows: the fixed count of
+    /// [`candidate_count`], or the share of rows these codes were measured to need, whichever
+    /// is more.
+    pub(crate) fn candidate_count(&self, limit: usize, rows: usize) -> usize {
+        let measured = (self.needed_share() * rows as f64).ceil() as usize;
+        candidate_count(limit, rows).max(measured)
+    }
+
+    /// The share of rows the first pass keeps at least.
+    pub(crate) fn needed_share(&self) -> f64 {
+        f64::from_bits(self.needed.load(Ordering::Relaxed))
+    }
+
+    /// Counts a search that took the first pass; true for the one to probe (see
+    /// [`probe_interval`]).
+    pub(crate) fn probe_due(&self) -> bool {
+        let searched = self.searches.fetch_add(1, Ordering::Relaxed);
+        searched.is_multiple_of(probe_interval(self.probes.load(Ordering::Relaxed)))
+    }
+
+    /// Takes in what a live probe measured: the share needed only grows (until the next build).
+    pub(crate) fn observe(&self, shares: &[f64]) {
+        let wanted = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(shares);
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        let before = self.needed.fetch_max_f64(wanted);
+        if wanted > before {
+            tracing::debug!(
+                rows = self.rows(),
+                share = wanted,
+                "the first pass keeps more candidates"
+            );
+        }
+    }
+
+    /// Code words per row.
+    pub(crate) fn words(&self) -> usize {
+        self.words
+    }
+
+    /// The binary codes, `rows × words`.
+    pub(crate) fn bits(&self) -> &[u64] {
+        &self.bits
     }
 
     /// Whether a matrix of `rows` rows wants new codes around a new centre.
@@ -211,6 +276,17 @@ impl SignCodes {
                 low = high + 1;
             }
         });
+    }
+}
+
+/// `fetch_max` for an `f64` kept as bits (non-negative values only, whose bits order like them).
+trait FetchMaxF64 {
+    fn fetch_max_f64(&self, value: f64) -> f64;
+}
+
+impl FetchMaxF64 for AtomicU64 {
+    fn fetch_max_f64(&self, value: f64) -> f64 {
+        f64::from_bits(self.fetch_max(value.max(0.0).to_bits(), Ordering::Relaxed))
     }
 }
 

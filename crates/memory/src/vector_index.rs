@@ -12,9 +12,10 @@
 //!
 //! Above [`crate::APPROX_MIN_ROWS`] rows (or always, with [`VectorLeg::Approximate`]) a session's matrix
 //! also carries binary codes ([`crate::sign_codes`], one bit per dimension): the Hamming distance
-//! to the query's code picks a thousand or a few thousand candidates (only rows the filter
-//! allows, so a filter still applies before ranking), and only those are scored with the int8
-//! kernel, then rescored exactly as above. The codes follow every change in
+//! to the query's code picks a thousand or a few thousand candidates — more where the session's
+//! codes were measured to need more ([`crate::calibration`], live probes in `recall_probe.rs`) —
+//! (only rows the filter allows, so a filter still applies before ranking), and only those are
+//! scored with the int8 kernel (`first_pass.rs`), then rescored exactly as above. The codes follow every change in
 //! [`VectorIndex::apply`] (the one path of saves, updates, deletes, catch-ups and the load at open)
 //! and are rebuilt around a new centre after a change of size by four.
 //!
@@ -26,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
-use crate::dot::{dot_f32_i8, dot_i8_gather, dot_i8_rows, quantize};
+use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
 pub(crate) use crate::index_change::{IndexChange, read, write};
 use crate::keyword_index::KeywordIndex;
@@ -40,6 +41,12 @@ const RESCORE_FACTOR: usize = 4;
 
 /// Rows scored per call of the dot-product kernel.
 const SCAN_BLOCK: usize = 256;
+
+/// `Auto` scans exactly when the first pass would keep more than one row in this many: a
+/// gathered int8 row costs ~0.1 µs against ~0.02 µs for a row read in order, and the Hamming pass
+/// itself ~0.006 µs a row (release, 384 dimensions, 100k rows), so the first pass stops paying
+/// at about one row in six to eight.
+const EXACT_WHEN_SHARE: usize = 8;
 
 #[derive(Debug, Default)]
 struct SessionMatrix {
@@ -93,7 +100,13 @@ impl SessionMatrix {
                 dims,
                 Centring::Mean,
             ));
-            tracing::debug!(rows, elapsed = ?started.elapsed(), "built the binary codes");
+            let share = self.signs.as_ref().map_or(0.0, SignCodes::needed_share);
+            tracing::debug!(
+                rows,
+                share,
+                elapsed = ?started.elapsed(),
+                "built and measured the binary codes"
+            );
         }
     }
 
@@ -249,6 +262,15 @@ impl VectorIndex {
             .collect()
     }
 
+    /// Each coded session's share of rows its first pass keeps at least, for tests.
+    #[cfg(test)]
+    pub(crate) fn needed_shares(&self) -> Vec<f64> {
+        read(&self.sessions)
+            .values()
+            .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
+            .collect()
+    }
+
     /// Applies committed changes; binary codes follow each row, and are (re)built once per call
     /// when the size wants it.
     pub(crate) fn apply(&self, changes: &[IndexChange]) {
@@ -330,6 +352,17 @@ impl VectorIndex {
         Arc::clone(write(&self.sessions).entry(session.to_owned()).or_default())
     }
 
+    /// The matrices of `sessions` (each once; sessions without rows left out).
+    fn matrices_of(&self, sessions: &[String]) -> Vec<Arc<RwLock<SessionMatrix>>> {
+        let map = read(&self.sessions);
+        let mut seen = HashSet::new();
+        sessions
+            .iter()
+            .filter(|s| seen.insert(s.as_str()))
+            .filter_map(|s| map.get(s).cloned())
+            .collect()
+    }
+
     /// Number of vector components a search of `sessions` reads (to decide where it runs): the
     /// int8 rows, or an eighth of them (bytes of binary codes) where the first pass runs.
     pub(crate) fn scan_size(&self, sessions: &[String]) -> usize {
@@ -384,15 +417,7 @@ impl VectorIndex {
         if query_scale == 0.0 {
             return Vec::new();
         }
-        let matrices: Vec<Arc<RwLock<SessionMatrix>>> = {
-            let map = read(&self.sessions);
-            let mut seen = HashSet::new();
-            sessions
-                .iter()
-                .filter(|s| seen.insert(s.as_str()))
-                .filter_map(|s| map.get(s).cloned())
-                .collect()
-        };
+        let matrices = self.matrices_of(sessions);
         // Read locks are held through the scan and the rescoring, so rows cannot move between them.
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
             matrices.iter().map(|m| read(m)).collect();
@@ -400,17 +425,22 @@ impl VectorIndex {
         let mut top = TopK::new(keep);
         let mut dots = vec![0i32; SCAN_BLOCK];
         for (m, matrix) in guards.iter().enumerate() {
-            let want = candidate_count(limit, matrix.ids.len());
-            // `Auto` scans exactly when the candidates would be every row anyway; `Approximate`
-            // takes the first pass regardless (then it returns what the exact scan does), so that
-            // tests of small stores exercise it.
+            let rows = matrix.ids.len();
+            let want = match &matrix.signs {
+                Some(signs) => signs.candidate_count(limit, rows),
+                None => candidate_count(limit, rows),
+            };
+            // `Auto` scans exactly when the candidates would be so many that gathering them costs
+            // more than reading every row in order; `Approximate` takes the first pass
+            // regardless (with every row a candidate it returns what the exact scan does), so
+            // that tests of small stores exercise it.
             let first = match leg {
-                VectorLeg::Auto => want < matrix.ids.len(),
+                VectorLeg::Auto => want.saturating_mul(EXACT_WHEN_SHARE) < rows,
                 VectorLeg::Approximate => true,
                 VectorLeg::Exact => false,
             };
             if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
-                first_pass(
+                first_pass::first_pass(
                     matrix,
                     signs,
                     query,
@@ -454,42 +484,10 @@ impl VectorIndex {
     }
 }
 
-/// The binary first pass over one matrix: the `want` allowed rows closest to the query in
-/// Hamming distance, scored with the int8 kernel (gathered rows) into `top` as `(m, row)`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site; the scan's state, passed rather than bundled for one call"
-)]
-fn first_pass(
-    matrix: &SessionMatrix,
-    signs: &SignCodes,
-    query: &[f32],
-    query_codes: &[i8],
-    want: usize,
-    filter: Option<&FacetFilter>,
-    top: &mut TopK<(usize, usize)>,
-    m: usize,
-) {
-    let mut rows = Vec::with_capacity(want + want / 4);
-    let admit = |row: usize| filter.is_none_or(|f| f.allows(&matrix.facets[row]));
-    signs.candidates(&signs.query_code(query), want, admit, &mut rows);
-    let mut dots = vec![0i32; rows.len()];
-    dot_i8_gather(
-        query_codes,
-        &matrix.codes,
-        query_codes.len(),
-        &rows,
-        &mut dots,
-    );
-    for (&row, &dot) in rows.iter().zip(&dots) {
-        let row = row as usize;
-        // As in the exact scan, cosines ≤ 0 are not matches.
-        let approx = dot as f32 * matrix.scales[row];
-        if approx > 0.0 {
-            top.offer(approx, (m, row));
-        }
-    }
-}
+#[path = "first_pass.rs"]
+mod first_pass;
+#[path = "recall_probe.rs"]
+mod recall_probe;
 
 #[cfg(test)]
 #[path = "vector_index_tests.rs"]

@@ -46,22 +46,22 @@ impl Load {
 }
 
 #[derive(Debug, Deserialize)]
-struct Conversation {
+pub(crate) struct Conversation {
     conversation: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
-    qa: Vec<Qa>,
+    pub(crate) qa: Vec<Qa>,
 }
 
 #[derive(Debug, Deserialize)]
-struct Qa {
-    question: String,
+pub(crate) struct Qa {
+    pub(crate) question: String,
     #[serde(default)]
     evidence: Vec<serde_json::Value>,
     category: serde_json::Value,
 }
 
 #[derive(Debug, Deserialize)]
-struct Turn {
+pub(crate) struct Turn {
     speaker: String,
     dia_id: String,
     text: String,
@@ -352,7 +352,7 @@ fn cell(outcomes: &[Outcome], category: Option<u8>) -> String {
 }
 
 /// The conversation's turns, sessions in numeric order.
-fn turns_of(conv: &Conversation) -> BenchResult<Vec<Turn>> {
+pub(crate) fn turns_of(conv: &Conversation) -> BenchResult<Vec<Turn>> {
     let mut sessions: Vec<(u32, &serde_json::Value)> = conv
         .conversation
         .iter()
@@ -412,7 +412,7 @@ fn questions_of(
     out
 }
 
-fn note_text(turn: &Turn) -> String {
+pub(crate) fn note_text(turn: &Turn) -> String {
     match turn
         .blip_caption
         .as_deref()

@@ -3,6 +3,7 @@
 //! ```text
 //! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
 //! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores 1]
+//! memory-bench conversations <locomo.json> [--rows 20000,100000] [--embedder builtin|hash]
 //! memory-bench probe [--embedder builtin|hash]
 //! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
 //! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
@@ -10,6 +11,7 @@
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
 mod breakdown;
+mod conversations;
 mod corpus;
 mod duplicates;
 mod latency;
@@ -30,6 +32,7 @@ pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 const USAGE: &str = "usage:
   memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores N]
+  memory-bench conversations <locomo.json> [--rows 20000,100000] [--embedder builtin|hash]
   memory-bench probe [--embedder builtin|hash]
   memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
   memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
@@ -143,6 +146,17 @@ fn main() -> BenchResult<()> {
             let load = locomo::Load::parse(args.flag("load").unwrap_or("import"))?;
             let leg = parse_leg(args.flag("vector-leg").unwrap_or("auto"))?;
             runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load, leg))
+        }
+        "conversations" => {
+            args.check_known(&["embedder", "rows"])?;
+            let file = args.positional.first().ok_or(USAGE)?;
+            let sizes = args
+                .flag("rows")
+                .unwrap_or("20000,100000")
+                .split(',')
+                .map(|s| s.trim().replace('_', "").parse::<usize>())
+                .collect::<Result<Vec<_>, _>>()?;
+            runtime.block_on(conversations::run(file.as_ref(), &sizes, args.embedder()?))
         }
         "latency" => {
             args.check_known(&["embedder", "notes", "queries", "saves", "busy-cores"])?;

@@ -1,0 +1,205 @@
+//! The first pass measures its own reach: rows whose codes rank them well ask for few candidates,
+//! scattered ones for many (or the exact scan), and live probes with real queries raise the count.
+
+use std::collections::HashSet;
+
+use super::*;
+use crate::dot::quantize;
+use crate::embedding::normalize;
+use crate::facets::ChunkFacets;
+use crate::sign_codes::{Centring, SignCodes, candidate_count};
+use crate::terms::TermBag;
+use crate::vector_index::{IndexChange, VectorIndex, VectorLeg};
+
+const DIMS: usize = 64;
+const ROWS: usize = 6000;
+
+/// A seeded generator of standard normal numbers (Box–Muller over a 64-bit LCG).
+struct Normal(u64);
+
+impl Normal {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn next(&mut self) -> f32 {
+        let (u, v) = (self.uniform(), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+    }
+
+    fn unit(&mut self) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..DIMS).map(|_| self.next()).collect();
+        normalize(&mut v);
+        v
+    }
+}
+
+/// Directions with no structure: a query's exact neighbours are barely closer than any row, so
+/// one bit per dimension scatters them.
+fn scattered(rng: &mut Normal, n: usize) -> Vec<Vec<f32>> {
+    (0..n).map(|_| rng.unit()).collect()
+}
+
+/// Tight groups of twenty around random centres: a row's ten nearest are group mates, which share
+/// almost all its bits.
+fn grouped(rng: &mut Normal, n: usize) -> Vec<Vec<f32>> {
+    let mut rows = Vec::with_capacity(n);
+    while rows.len() < n {
+        let centre = rng.unit();
+        for _ in 0..20 {
+            let mut v: Vec<f32> = centre.iter().map(|c| c + 0.02 * rng.next()).collect();
+            normalize(&mut v);
+            rows.push(v);
+        }
+    }
+    rows.truncate(n);
+    rows
+}
+
+fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
+    let mut codes = vec![0i8; vectors.len() * DIMS];
+    let scales = vectors
+        .iter()
+        .zip(codes.chunks_exact_mut(DIMS))
+        .map(|(v, c)| quantize(v, c))
+        .collect();
+    (codes, scales)
+}
+
+fn codes_of(vectors: &[Vec<f32>]) -> SignCodes {
+    let (codes, scales) = int8_rows(vectors);
+    SignCodes::build(&codes, &scales, DIMS, Centring::Mean)
+}
+
+fn index_of(vectors: &[Vec<f32>], leg: VectorLeg) -> VectorIndex {
+    let index = VectorIndex::with_leg("m", DIMS, leg);
+    let changes: Vec<IndexChange> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| IndexChange::Upsert {
+            session: "s".into(),
+            chunk_id: i as i64,
+            vector: v.clone(),
+            facets: ChunkFacets::default(),
+            terms: TermBag::default(),
+        })
+        .collect();
+    index.apply(&changes);
+    index
+}
+
+fn top10(index: &VectorIndex, q: &[f32]) -> HashSet<i64> {
+    index
+        .search(&["s".to_owned()], q, 10, None)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+#[test]
+fn rows_that_codes_rank_well_need_few_candidates_and_scattered_ones_many() {
+    let mut rng = Normal(7);
+    let tight = codes_of(&grouped(&mut rng, ROWS)).needed_share();
+    let loose = codes_of(&scattered(&mut rng, ROWS)).needed_share();
+    assert!(tight < 0.01, "grouped rows: {tight}");
+    assert!(loose > 0.1, "scattered rows: {loose}");
+    // Too few rows to measure: the fixed count takes them all anyway.
+    assert_eq!(codes_of(&scattered(&mut rng, 500)).needed_share(), 0.0);
+}
+
+#[test]
+fn the_default_leg_keeps_recall_where_a_fixed_candidate_count_loses_it() {
+    let mut rng = Normal(11);
+    let rows = scattered(&mut rng, ROWS);
+    let queries: Vec<Vec<f32>> = (0..100).map(|_| rng.unit()).collect();
+    let exact = index_of(&rows, VectorLeg::Exact);
+    let auto = index_of(&rows, VectorLeg::Auto);
+    assert_eq!(
+        auto.coded_rows(),
+        vec![(ROWS, ROWS)],
+        "the first pass is there"
+    );
+    let truth: Vec<HashSet<i64>> = queries.iter().map(|q| top10(&exact, q)).collect();
+    let relevant: usize = truth.iter().map(HashSet::len).sum();
+
+    // The fixed count alone would miss some of the exact top ten ...
+    let signs = codes_of(&rows);
+    let fixed = candidate_count(50, ROWS);
+    let mut caught = 0;
+    for (q, truth) in queries.iter().zip(&truth) {
+        let mut candidates = Vec::new();
+        signs.candidates(&signs.query_code(q), fixed, |_| true, &mut candidates);
+        caught += candidates
+            .iter()
+            .filter(|&&row| truth.contains(&i64::from(row)))
+            .count();
+    }
+    let fixed_recall = caught as f64 / relevant as f64;
+    assert!(fixed_recall < 0.99, "{fixed} candidates: {fixed_recall}");
+
+    // ... the measured count does not.
+    let found: usize = queries
+        .iter()
+        .zip(&truth)
+        .map(|(q, truth)| truth.intersection(&top10(&auto, q)).count())
+        .sum();
+    let recall = found as f64 / relevant as f64;
+    assert!(
+        recall >= 0.99,
+        "default leg: {recall} (fixed count {fixed_recall})"
+    );
+}
+
+#[test]
+fn live_probes_with_real_queries_raise_the_count() {
+    let mut rng = Normal(13);
+    // Rows that rank each other well, and queries from nowhere near them.
+    let rows = grouped(&mut rng, ROWS);
+    let index = index_of(&rows, VectorLeg::Auto);
+    let sampled = index.needed_shares();
+    assert_eq!(sampled.len(), 1);
+    assert!(sampled[0] < 0.01, "{sampled:?}");
+    let session = ["s".to_owned()];
+    for _ in 0..20 {
+        index.check_recall(&session, &rng.unit());
+    }
+    let live = index.needed_shares();
+    assert!(live[0] > sampled[0] * 4.0, "{sampled:?} → {live:?}");
+    assert!(live[0] > 0.05, "{live:?}");
+}
+
+#[test]
+fn probes_come_every_sixteenth_search_then_rarely_and_the_count_only_grows() {
+    let mut rng = Normal(17);
+    let signs = codes_of(&grouped(&mut rng, ROWS));
+    let fixed = candidate_count(50, ROWS);
+    assert_eq!(signs.candidate_count(50, ROWS), fixed);
+    let due: Vec<bool> = (0..33).map(|_| signs.probe_due()).collect();
+    assert_eq!(
+        due.iter().filter(|d| **d).count(),
+        3,
+        "searches 0, 16 and 32"
+    );
+    assert!(due[0] && due[16] && due[32]);
+
+    signs.observe(&[0.4; 10]);
+    let raised = signs.candidate_count(50, ROWS);
+    assert!(
+        raised >= (0.4 * LIVE_MARGIN * ROWS as f64) as usize,
+        "{raised}"
+    );
+    // A probe that needed less never lowers it.
+    signs.observe(&[0.0; 10]);
+    assert_eq!(signs.candidate_count(50, ROWS), raised);
+
+    // Settled after 32 probes: one search in 256.
+    for _ in 0..32 {
+        signs.observe(&[0.0; 10]);
+    }
+    let due = (0..512).filter(|_| signs.probe_due()).count();
+    assert_eq!(due, 2);
+}
