@@ -203,3 +203,32 @@ fn probes_come_every_sixteenth_search_then_rarely_and_the_count_only_grows() {
     let due = (0..512).filter(|_| signs.probe_due()).count();
     assert_eq!(due, 2);
 }
+
+#[test]
+fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
+    let mut rng = Normal(19);
+    let rows = grouped(&mut rng, 6000);
+    let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
+    let upserts = |range: std::ops::Range<usize>| -> Vec<IndexChange> {
+        range
+            .map(|i| IndexChange::Upsert {
+                session: "s".into(),
+                chunk_id: i as i64,
+                vector: rows[i].clone(),
+                facets: ChunkFacets::default(),
+                terms: TermBag::default(),
+            })
+            .collect()
+    };
+    index.apply(&upserts(0..1200));
+    assert_eq!(index.coded_rows(), vec![(1200, 1200)]);
+    for _ in 0..20 {
+        index.check_recall(&["s".to_owned()], &rng.unit());
+    }
+    let learnt = index.needed_shares()[0];
+    assert!(learnt > 0.05, "{learnt}");
+    // Four-fold growth: the codes are built again around a new centre.
+    index.apply(&upserts(1200..6000));
+    assert_eq!(index.coded_rows(), vec![(6000, 6000)]);
+    assert!(index.needed_shares()[0] >= learnt);
+}

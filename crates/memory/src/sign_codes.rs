@@ -141,7 +141,8 @@ impl SignCodes {
         searched.is_multiple_of(probe_interval(self.probes.load(Ordering::Relaxed)))
     }
 
-    /// Takes in what a live probe measured: the share needed only grows (until the next build).
+    /// Takes in what a live probe measured: the share needed only grows (codes rebuilt after growth
+    /// start from it, see [`Self::raise`]).
     pub(crate) fn observe(&self, shares: &[f64]) {
         let wanted = self
             .live
@@ -157,6 +158,12 @@ impl SignCodes {
                 "the first pass keeps more candidates"
             );
         }
+    }
+
+    /// Raises the share the first pass keeps to at least `share` (what earlier codes of the same
+    /// session learnt).
+    pub(crate) fn raise(&self, share: f64) {
+        self.needed.fetch_max_f64(share);
     }
 
     /// Code words per row.

@@ -94,13 +94,12 @@ impl SessionMatrix {
             self.signs = None;
         } else if self.signs.as_ref().is_none_or(|s| s.is_stale(rows)) {
             let started = std::time::Instant::now();
-            self.signs = Some(SignCodes::build(
-                &self.codes,
-                &self.scales,
-                dims,
-                Centring::Mean,
-            ));
-            let share = self.signs.as_ref().map_or(0.0, SignCodes::needed_share);
+            // What live probes learnt of the queries stays true of the grown session.
+            let learnt = self.signs.as_ref().map_or(0.0, SignCodes::needed_share);
+            let signs = SignCodes::build(&self.codes, &self.scales, dims, Centring::Mean);
+            signs.raise(learnt);
+            let share = signs.needed_share();
+            self.signs = Some(signs);
             tracing::debug!(
                 rows,
                 share,
