@@ -232,3 +232,49 @@ fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
     assert_eq!(index.coded_rows(), vec![(6000, 6000)]);
     assert!(index.needed_shares()[0] >= learnt);
 }
+
+#[test]
+fn probes_run_on_their_own_thread_one_at_a_time() {
+    use std::sync::mpsc::channel;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    let (started_tx, started) = channel();
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let offer = || {
+        let (tx, gate) = (started_tx.clone(), Arc::clone(&gate));
+        in_background(move || {
+            tx.send(std::thread::current().id()).unwrap();
+            let (open, opened) = &*gate;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+        })
+    };
+    // Another test's probe may hold the thread for a moment: offer until it takes this one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !offer() {
+        assert!(
+            Instant::now() < deadline,
+            "the probe thread never took a job"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ran_on = started.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_ne!(ran_on, std::thread::current().id());
+    // While it runs, a probe due is skipped, not queued.
+    assert!(!in_background(|| {}));
+    let (open, opened) = &*gate;
+    *open.lock().unwrap() = true;
+    opened.notify_all();
+    // Then the thread takes the next one, and it is the same thread.
+    while !offer() {
+        assert!(Instant::now() < deadline, "the probe thread stayed busy");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        started.recv_timeout(Duration::from_secs(30)).unwrap(),
+        ran_on
+    );
+}
