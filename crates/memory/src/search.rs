@@ -9,7 +9,9 @@
 //!    (see [`crate::keyword`] and [`crate::keyword_index`]).
 //! 3. Vector leg: the in-memory vector index of those sessions, current model only — an exact int8
 //!    scan of small sessions, a binary first pass over large ones — best candidates rescored with
-//!    the f32 query (see [`crate::vector_index`] and [`crate::sign_codes`]).
+//!    the f32 query (see [`crate::vector_index`] and [`crate::sign_codes`]); now and then the
+//!    query is handed to the probe thread, which measures how far the first pass must reach (see
+//!    [`crate::calibration`]).
 //! 4. Fusion (see [`crate::fusion`]) of the chunk scores, then one hit per note (or per message for
 //!    conversation sessions) carrying its best chunk: the only step that reads the database.
 //!
