@@ -244,7 +244,8 @@ fn probes_run_on_their_own_thread_one_at_a_time() {
     let offer = || {
         let (tx, gate) = (started_tx.clone(), Arc::clone(&gate));
         in_background(move || {
-            tx.send(std::thread::current().id()).unwrap();
+            let nice = rustix::process::getpriority_process(None).unwrap();
+            tx.send((std::thread::current().id(), nice)).unwrap();
             let (open, opened) = &*gate;
             let mut open = open.lock().unwrap();
             while !*open {
@@ -261,8 +262,13 @@ fn probes_run_on_their_own_thread_one_at_a_time() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let ran_on = started.recv_timeout(Duration::from_secs(30)).unwrap();
+    let mine = rustix::process::getpriority_process(None).unwrap();
+    let (ran_on, nice) = started.recv_timeout(Duration::from_secs(30)).unwrap();
     assert_ne!(ran_on, std::thread::current().id());
+    // The probe thread yields to everything else; the rest of the process keeps its priority
+    // (on Linux the nice value is per thread).
+    assert_eq!(nice, 19);
+    assert!(mine < nice, "this thread's nice value is {mine}");
     // While it runs, a probe due is skipped, not queued.
     assert!(!in_background(|| {}));
     let (open, opened) = &*gate;
@@ -274,7 +280,7 @@ fn probes_run_on_their_own_thread_one_at_a_time() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(
-        started.recv_timeout(Duration::from_secs(30)).unwrap(),
+        started.recv_timeout(Duration::from_secs(30)).unwrap().0,
         ran_on
     );
 }
