@@ -18,7 +18,8 @@
 //!   the rows-as-queries estimate misses: questions sit further from the rows than rows from each
 //!   other.
 //!
-//! The share of rows that catches [`TARGET`] of the measured neighbours, times a margin, is the
+//! The share of rows that catches [`TARGET`] of the measured neighbours (times a margin for live
+//! probes) is the
 //! matrix's floor for its candidate count; a large share makes the search scan exactly (see
 //! [`crate::sign_codes::SignCodes::candidate_count`]). A probe costs one int8 scan and one Hamming
 //! pass over the rows: ~25 ms at a million rows of 384 dimensions.
@@ -43,12 +44,16 @@ const SETTLED_EVERY: u32 = 256;
 const NEIGHBOURS: usize = 10;
 /// The share of measured neighbours the candidates must catch.
 const TARGET: f64 = 0.99;
-/// Rows-as-queries are easier than real queries: their measured share is doubled.
-const SAMPLE_MARGIN: f64 = 1.0;
-/// Real queries' measured share gets this margin.
+/// Real queries' measured share gets this margin (rows-as-queries, easier, are taken as measured:
+/// live probes raise what they miss).
 const LIVE_MARGIN: f64 = 1.25;
 /// The live estimate is taken over the last this many measured neighbours (32 queries).
 const WINDOW: usize = 32 * NEIGHBOURS;
+/// Below this many rows nothing is measured: every candidate count already takes them all.
+pub(crate) const MIN_ROWS: usize = 1000;
+/// Rows per call of the kernels.
+const BLOCK: usize = 1024;
+
 /// How many searches pass between live probes, after `probes` probes since the codes were built.
 pub(crate) fn probe_interval(probes: u32) -> u32 {
     match probes < SETTLED_PROBES {
@@ -56,11 +61,6 @@ pub(crate) fn probe_interval(probes: u32) -> u32 {
         false => SETTLED_EVERY,
     }
 }
-
-/// Below this many rows nothing is measured: every candidate count already takes them all.
-pub(crate) const MIN_ROWS: usize = 1000;
-/// Rows per call of the kernels.
-const BLOCK: usize = 1024;
 
 /// One query's exact top ten, with their Hamming distances, and the histogram of every row's
 /// Hamming distance: fed block by block, then read as shares.
@@ -141,7 +141,7 @@ impl Probe {
 }
 
 /// The share of rows (`0.0..=1.0`) the first pass must keep so that sampled rows, as queries, find
-/// their exact top ten among the candidates (margin included); `bits` holds each row's `words`
+/// their exact top ten among the candidates; `bits` holds each row's `words`
 /// code words in step with `codes`.
 pub(crate) fn sampled_share(
     codes: &[i8],
@@ -169,7 +169,7 @@ pub(crate) fn sampled_share(
         );
         shares.extend(probe.shares());
     }
-    (quantile(&mut shares, TARGET) * SAMPLE_MARGIN).min(1.0)
+    quantile(&mut shares, TARGET)
 }
 
 /// What live probes measured: the last [`WINDOW`] neighbours' shares.

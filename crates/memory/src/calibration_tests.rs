@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::dot::quantize;
+use crate::dot::int8_rows;
 use crate::embedding::normalize;
 use crate::facets::ChunkFacets;
 use crate::sign_codes::{Centring, SignCodes, candidate_count};
@@ -60,35 +60,27 @@ fn grouped(rng: &mut Normal, n: usize) -> Vec<Vec<f32>> {
     rows
 }
 
-fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
-    let mut codes = vec![0i8; vectors.len() * DIMS];
-    let scales = vectors
-        .iter()
-        .zip(codes.chunks_exact_mut(DIMS))
-        .map(|(v, c)| quantize(v, c))
-        .collect();
-    (codes, scales)
-}
-
 fn codes_of(vectors: &[Vec<f32>]) -> SignCodes {
     let (codes, scales) = int8_rows(vectors);
     SignCodes::build(&codes, &scales, DIMS, Centring::Mean)
 }
 
-fn index_of(vectors: &[Vec<f32>], leg: VectorLeg) -> VectorIndex {
-    let index = VectorIndex::with_leg("m", DIMS, leg);
-    let changes: Vec<IndexChange> = vectors
-        .iter()
-        .enumerate()
-        .map(|(i, v)| IndexChange::Upsert {
+/// Upserts of rows `range` of `vectors` into session `s`, chunk id = row.
+fn upserts(vectors: &[Vec<f32>], range: std::ops::Range<usize>) -> Vec<IndexChange> {
+    range
+        .map(|i| IndexChange::Upsert {
             session: "s".into(),
             chunk_id: i as i64,
-            vector: v.clone(),
+            vector: vectors[i].clone(),
             facets: ChunkFacets::default(),
             terms: TermBag::default(),
         })
-        .collect();
-    index.apply(&changes);
+        .collect()
+}
+
+fn index_of(vectors: &[Vec<f32>], leg: VectorLeg) -> VectorIndex {
+    let index = VectorIndex::with_leg("m", DIMS, leg);
+    index.apply(&upserts(vectors, 0..vectors.len()));
     index
 }
 
@@ -209,18 +201,7 @@ fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
     let mut rng = Normal(19);
     let rows = grouped(&mut rng, 6000);
     let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
-    let upserts = |range: std::ops::Range<usize>| -> Vec<IndexChange> {
-        range
-            .map(|i| IndexChange::Upsert {
-                session: "s".into(),
-                chunk_id: i as i64,
-                vector: rows[i].clone(),
-                facets: ChunkFacets::default(),
-                terms: TermBag::default(),
-            })
-            .collect()
-    };
-    index.apply(&upserts(0..1200));
+    index.apply(&upserts(&rows, 0..1200));
     assert_eq!(index.coded_rows(), vec![(1200, 1200)]);
     for _ in 0..20 {
         index.check_recall(&["s".to_owned()], &rng.unit());
@@ -228,7 +209,7 @@ fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
     let learnt = index.needed_shares()[0];
     assert!(learnt > 0.05, "{learnt}");
     // Four-fold growth: the codes are built again around a new centre.
-    index.apply(&upserts(1200..6000));
+    index.apply(&upserts(&rows, 1200..6000));
     assert_eq!(index.coded_rows(), vec![(6000, 6000)]);
     assert!(index.needed_shares()[0] >= learnt);
 }
@@ -283,4 +264,32 @@ fn probes_run_on_their_own_thread_one_at_a_time() {
         started.recv_timeout(Duration::from_secs(30)).unwrap().0,
         ran_on
     );
+}
+
+#[test]
+fn a_users_search_through_the_first_pass_counts_towards_probes_and_others_do_not() {
+    let mut rng = Normal(23);
+    let session = ["s".to_owned()];
+    // Grouped rows, enough that the first pass pays (its ~1,000 candidates under an eighth of
+    // the rows): it is taken, and the first counted search is due.
+    let grouped = index_of(&grouped(&mut rng, 12_000), VectorLeg::Auto);
+    let q = rng.unit();
+    // Searches that do not count (the duplicate check, benches) leave the cadence alone.
+    grouped.search(&session, &q, 10, None);
+    let due: Vec<bool> = (0..17)
+        .map(|_| {
+            grouped
+                .search_counted(VectorLeg::Auto, &session, &q, 10, None, true)
+                .1
+        })
+        .collect();
+    assert!(due[0] && due[16], "{due:?}");
+    assert_eq!(due.iter().filter(|d| **d).count(), 2);
+    // Scattered rows: the measured share sends the search to the exact scan, nothing to probe.
+    let scattered = index_of(&scattered(&mut rng, ROWS), VectorLeg::Auto);
+    assert!((0..20).all(|_| {
+        !scattered
+            .search_counted(VectorLeg::Auto, &session, &q, 10, None, true)
+            .1
+    }));
 }

@@ -89,6 +89,20 @@ pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     dot_i8_portable(a, b)
 }
 
+/// The int8 rows and scales of `vectors` (all of one length), as the vector index keeps them; for
+/// tests that build binary codes and probes from rows.
+#[cfg(test)]
+pub(crate) fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
+    let dims = vectors.first().map_or(0, Vec::len);
+    let mut codes = vec![0i8; vectors.len() * dims];
+    let scales = vectors
+        .iter()
+        .zip(codes.chunks_exact_mut(dims.max(1)))
+        .map(|(v, c)| quantize(v, c))
+        .collect();
+    (codes, scales)
+}
+
 /// `out[r] = query · rows[r·dims .. (r+1)·dims]` for every whole row of `rows` (at most
 /// `out.len()`): one dispatch per block of rows, not per row.
 pub(crate) fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {

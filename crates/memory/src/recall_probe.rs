@@ -1,6 +1,6 @@
 //! Live recall probes of the vector index's binary first pass (see [`crate::calibration`]).
 
-use super::{VectorIndex, VectorLeg, read};
+use super::{VectorIndex, read};
 use crate::calibration::{MIN_ROWS, Probe};
 use crate::dot::quantize;
 
@@ -9,23 +9,6 @@ use crate::dot::quantize;
 const PROBE_BLOCK: usize = 4 * 1024;
 
 impl VectorIndex {
-    /// Whether a live recall probe is due for the query just searched in `sessions`: counts the
-    /// search for every matrix `leg` searched through its binary codes (see
-    /// [`crate::calibration`]).
-    pub(crate) fn probe_due(&self, sessions: &[String]) -> bool {
-        if self.leg() == VectorLeg::Exact {
-            return false;
-        }
-        let mut due = false;
-        for matrix in self.matrices_of(sessions) {
-            let m = read(&matrix);
-            if let Some(signs) = m.signs.as_ref().filter(|_| m.ids.len() >= MIN_ROWS) {
-                due |= signs.probe_due();
-            }
-        }
-        due
-    }
-
     /// Measures how far the first pass must reach for `query`'s exact top ten in each of
     /// `sessions`' coded matrices, and raises their candidate counts when it must reach further.
     /// Takes each matrix's read lock one block of rows at a time (a writer waits for one block,

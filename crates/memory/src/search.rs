@@ -172,17 +172,17 @@ impl MemoryStore {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
         let scan = move || {
-            let found = index
-                .search(&sessions, &query, limit, filter.as_ref())
-                .into_iter()
-                .map(|(id, s)| (id, f64::from(s)))
-                .collect::<Vec<_>>();
+            let (found, probe_due) =
+                index.search_counted(index.leg(), &sessions, &query, limit, filter.as_ref(), true);
             // Now and then the first pass's reach is measured on this real query, off the
             // search's path (see `crate::calibration`).
-            if index.probe_due(&sessions) {
+            if probe_due {
                 spawn_probe(index, sessions, query);
             }
             found
+                .into_iter()
+                .map(|(id, s)| (id, f64::from(s)))
+                .collect::<Vec<_>>()
         };
         if inline {
             return scan();
@@ -205,13 +205,18 @@ impl MemoryStore {
         }
     }
 
-    /// Measures the first pass's reach on `query` now, as a live probe would (benches: their
-    /// searches go through [`MemoryStore::vector_leg_alone`], which does not probe).
+    /// Counts `query` towards the live recall probes as a search does, and runs the probe now
+    /// when one is due (benches: their timed searches go through
+    /// [`MemoryStore::vector_leg_alone`], which does not count).
     #[doc(hidden)]
     pub fn probe_vector_leg(&self, sessions: &[SessionId], query: &[f32]) {
         let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
-        if self.inner.index.probe_due(&sessions) {
-            self.inner.index.check_recall(&sessions, query);
+        let index = &self.inner.index;
+        if index
+            .search_counted(index.leg(), &sessions, query, 10, None, true)
+            .1
+        {
+            index.check_recall(&sessions, query);
         }
     }
 

@@ -150,7 +150,7 @@ impl SignCodes {
             .unwrap_or_else(PoisonError::into_inner)
             .observe(shares);
         self.probes.fetch_add(1, Ordering::Relaxed);
-        let before = self.needed.fetch_max_f64(wanted);
+        let before = raise_share(&self.needed, wanted);
         if wanted > before {
             tracing::debug!(
                 rows = self.rows(),
@@ -163,7 +163,7 @@ impl SignCodes {
     /// Raises the share the first pass keeps to at least `share` (what earlier codes of the same
     /// session learnt).
     pub(crate) fn raise(&self, share: f64) {
-        self.needed.fetch_max_f64(share);
+        raise_share(&self.needed, share);
     }
 
     /// Code words per row.
@@ -286,15 +286,10 @@ impl SignCodes {
     }
 }
 
-/// `fetch_max` for an `f64` kept as bits (non-negative values only, whose bits order like them).
-trait FetchMaxF64 {
-    fn fetch_max_f64(&self, value: f64) -> f64;
-}
-
-impl FetchMaxF64 for AtomicU64 {
-    fn fetch_max_f64(&self, value: f64) -> f64 {
-        f64::from_bits(self.fetch_max(value.max(0.0).to_bits(), Ordering::Relaxed))
-    }
+/// Raises the share kept as `f64` bits in `atomic` to at least `share`; the share before. Shares
+/// are non-negative, and the bits of non-negative `f64`s order like the numbers.
+fn raise_share(atomic: &AtomicU64, share: f64) -> f64 {
+    f64::from_bits(atomic.fetch_max(share.max(0.0).to_bits(), Ordering::Relaxed))
 }
 
 /// Rows the next band should hold so that `need` more rows get admitted, from the share of rows

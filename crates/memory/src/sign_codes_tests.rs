@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::dot::quantize;
+use crate::dot::int8_rows;
 use crate::embedding::{BuiltinEmbedder, normalize};
 use crate::facets::{ChunkFacets, FacetFilter};
 use crate::query::{QueryFilters, Scope};
@@ -181,17 +181,6 @@ pub(super) fn recall_at_10(exact: &VectorIndex, approx: &VectorIndex, queries: &
             .count();
     }
     found as f64 / relevant.max(1) as f64
-}
-
-/// The int8 rows of `vectors`, as the index keeps them.
-pub(super) fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
-    let mut codes = vec![0i8; vectors.len() * DIMS];
-    let scales = vectors
-        .iter()
-        .zip(codes.chunks_exact_mut(DIMS))
-        .map(|(v, c)| quantize(v, c))
-        .collect();
-    (codes, scales)
 }
 
 /// The share of `truth` (each query's exact top 10, as row numbers) among the first pass's `want`

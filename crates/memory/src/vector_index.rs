@@ -27,6 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
+use crate::calibration::MIN_ROWS;
 use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
 pub(crate) use crate::index_change::{IndexChange, read, write};
@@ -251,25 +252,6 @@ impl VectorIndex {
             .sum()
     }
 
-    /// Each session's coded rows and the rows its centre was taken at (sessions without codes
-    /// left out), for tests.
-    #[cfg(test)]
-    pub(crate) fn coded_rows(&self) -> Vec<(usize, usize)> {
-        read(&self.sessions)
-            .values()
-            .filter_map(|m| read(m).signs.as_ref().map(|s| (s.rows(), s.built_rows())))
-            .collect()
-    }
-
-    /// Each coded session's share of rows its first pass keeps at least, for tests.
-    #[cfg(test)]
-    pub(crate) fn needed_shares(&self) -> Vec<f64> {
-        read(&self.sessions)
-            .values()
-            .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
-            .collect()
-    }
-
     /// Applies committed changes; binary codes follow each row, and are (re)built once per call
     /// when the size wants it.
     pub(crate) fn apply(&self, changes: &[IndexChange]) {
@@ -407,15 +389,32 @@ impl VectorIndex {
         limit: usize,
         filter: Option<&FacetFilter>,
     ) -> Vec<(i64, f32)> {
+        self.search_counted(leg, sessions, query, limit, filter, false)
+            .0
+    }
+
+    /// The search with `leg`; with `count` (a user's query), each matrix searched through its
+    /// first pass counts the search towards its next live probe, and the second value says
+    /// whether one is due (see [`crate::calibration`]).
+    pub(crate) fn search_counted(
+        &self,
+        leg: VectorLeg,
+        sessions: &[String],
+        query: &[f32],
+        limit: usize,
+        filter: Option<&FacetFilter>,
+        count: bool,
+    ) -> (Vec<(i64, f32)>, bool) {
         let dims = self.dims;
         if query.len() != dims || limit == 0 {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         let mut query_codes = vec![0i8; dims];
         let query_scale = quantize(query, &mut query_codes);
         if query_scale == 0.0 {
-            return Vec::new();
+            return (Vec::new(), false);
         }
+        let mut probe_due = false;
         let matrices = self.matrices_of(sessions);
         // Read locks are held through the scan and the rescoring, so rows cannot move between them.
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
@@ -439,6 +438,9 @@ impl VectorIndex {
                 VectorLeg::Exact => false,
             };
             if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
+                if count && rows >= MIN_ROWS {
+                    probe_due |= signs.probe_due();
+                }
                 first_pass::first_pass(
                     matrix,
                     signs,
@@ -479,7 +481,7 @@ impl VectorIndex {
             .collect();
         rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         rescored.truncate(limit);
-        rescored
+        (rescored, probe_due)
     }
 }
 

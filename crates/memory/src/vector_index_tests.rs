@@ -4,6 +4,24 @@
 use super::*;
 use crate::terms::TermBag;
 
+impl VectorIndex {
+    /// Each coded session's share of rows its first pass keeps at least, for tests.
+    pub(crate) fn needed_shares(&self) -> Vec<f64> {
+        read(&self.sessions)
+            .values()
+            .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
+            .collect()
+    }
+    /// Each session's coded rows and the rows its centre was taken at (sessions without codes
+    /// left out), for tests.
+    pub(crate) fn coded_rows(&self) -> Vec<(usize, usize)> {
+        read(&self.sessions)
+            .values()
+            .filter_map(|m| read(m).signs.as_ref().map(|s| (s.rows(), s.built_rows())))
+            .collect()
+    }
+}
+
 fn unit(v: &[f32]) -> Vec<f32> {
     let mut v = v.to_vec();
     crate::embedding::normalize(&mut v);
