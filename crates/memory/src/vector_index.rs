@@ -32,7 +32,7 @@ use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
 pub(crate) use crate::index_change::{IndexChange, read, write};
 use crate::keyword_index::KeywordIndex;
-use crate::sign_codes::{Centring, SignCodes, candidate_count};
+use crate::sign_codes::{SignCodes, candidate_count};
 use crate::topk::TopK;
 pub(crate) use crate::vector_leg::VectorLeg;
 
@@ -81,31 +81,6 @@ impl SessionMatrix {
                 row,
                 &self.codes[row * dims..(row + 1) * dims],
                 self.scales[row],
-            );
-        }
-    }
-
-    /// Builds, rebuilds or drops the binary codes after changes, as `leg` wants for this size.
-    fn maintain(&mut self, dims: usize, leg: VectorLeg) {
-        let rows = self.ids.len();
-        let Some(wanted) = leg.wants_codes(rows) else {
-            return;
-        };
-        if !wanted {
-            self.signs = None;
-        } else if self.signs.as_ref().is_none_or(|s| s.is_stale(rows)) {
-            let started = std::time::Instant::now();
-            // What live probes learnt of the queries stays true of the grown session.
-            let learnt = self.signs.as_ref().map_or(0.0, SignCodes::needed_share);
-            let signs = SignCodes::build(&self.codes, &self.scales, dims, Centring::Mean);
-            signs.raise(learnt);
-            let share = signs.needed_share();
-            self.signs = Some(signs);
-            tracing::debug!(
-                rows,
-                share,
-                elapsed = ?started.elapsed(),
-                "built and measured the binary codes"
             );
         }
     }
@@ -437,6 +412,7 @@ impl VectorIndex {
                 VectorLeg::Approximate => true,
                 VectorLeg::Exact => false,
             };
+
             if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
                 if count && rows >= MIN_ROWS {
                     probe_due |= signs.probe_due();
@@ -485,6 +461,8 @@ impl VectorIndex {
     }
 }
 
+#[path = "codes_upkeep.rs"]
+mod codes_upkeep;
 #[path = "first_pass.rs"]
 mod first_pass;
 #[path = "recall_probe.rs"]
