@@ -126,11 +126,6 @@ impl Probe {
 
     /// For each exact neighbour, the share of rows at its Hamming distance or closer.
     pub(crate) fn shares(self) -> Vec<f64> {
-        self.measure().0
-    }
-
-    /// [`Self::shares`], and the exact neighbours' rows.
-    pub(crate) fn measure(self) -> (Vec<f64>, Vec<usize>) {
         let rows = self.rows.max(1) as f64;
         let mut at_or_below = self.histogram;
         for d in 1..at_or_below.len() {
@@ -139,11 +134,9 @@ impl Probe {
         self.top
             .into_sorted()
             .into_iter()
-            .filter_map(|((d, row), _)| {
-                let caught_at = *at_or_below.get(usize::from(d))?;
-                Some((caught_at as f64 / rows, row))
-            })
-            .unzip()
+            .filter_map(|((d, _), _)| at_or_below.get(usize::from(d)))
+            .map(|&caught_at| caught_at as f64 / rows)
+            .collect()
     }
 }
 

@@ -215,6 +215,24 @@ fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
 }
 
 #[test]
+fn the_rebuild_after_growth_measures_the_grown_rows_afresh() {
+    let mut rng = Normal(23);
+    let rows = grouped(&mut rng, 6000);
+    let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
+    index.apply(&upserts(&rows, 0..1200));
+    // Rows as queries: a neighbour's rank is a larger share of a small matrix's rows.
+    let small = index.needed_shares()[0];
+    assert!(small > 0.0, "{small}");
+    index.apply(&upserts(&rows, 1200..6000));
+    assert_eq!(index.coded_rows(), vec![(6000, 6000)]);
+    let grown = index.needed_shares()[0];
+    assert!(
+        grown < small,
+        "the small matrix's share {small} was kept by the grown one ({grown})"
+    );
+}
+
+#[test]
 fn probes_run_on_their_own_thread_one_at_a_time() {
     use std::sync::mpsc::channel;
     use std::sync::{Arc, Condvar, Mutex};

@@ -1,13 +1,11 @@
-//! Building, rebuilding and dropping a matrix's binary codes and their partition as its size
-//! and the leg want.
+//! Building, rebuilding and dropping a matrix's binary codes as its size and the leg want.
 
 use super::SessionMatrix;
 use crate::sign_codes::{Centring, SignCodes};
 use crate::vector_leg::VectorLeg;
 
 impl SessionMatrix {
-    /// Builds, rebuilds or drops the binary codes (and their partition) after changes, as `leg`
-    /// wants for this size.
+    /// Builds, rebuilds or drops the binary codes after changes, as `leg` wants for this size.
     pub(super) fn maintain(&mut self, dims: usize, leg: VectorLeg) {
         let rows = self.ids.len();
         let Some(wanted) = leg.wants_codes(rows) else {
@@ -15,9 +13,7 @@ impl SessionMatrix {
         };
         if !wanted {
             self.signs = None;
-            return;
-        }
-        if self.signs.as_ref().is_none_or(|s| s.is_stale(rows)) {
+        } else if self.signs.as_ref().is_none_or(|s| s.is_stale(rows)) {
             let started = std::time::Instant::now();
             // What live probes learnt of the queries stays true of the grown session.
             let learnt = self.signs.as_ref().map_or(0.0, SignCodes::learnt_share);
@@ -31,18 +27,6 @@ impl SessionMatrix {
                 elapsed = ?started.elapsed(),
                 "built and measured the binary codes"
             );
-        }
-        let Some(signs) = self.signs.as_mut() else {
-            return;
-        };
-        match leg.wants_partition(rows) {
-            Some(true) if signs.partition().is_none() => {
-                let started = std::time::Instant::now();
-                signs.partition_rows(&self.codes, &self.scales, dims);
-                tracing::debug!(rows, elapsed = ?started.elapsed(), "partitioned the rows");
-            }
-            Some(false) => signs.unpartition(),
-            _ => {}
         }
     }
 }

@@ -1,5 +1,4 @@
-//! Live recall probes of the vector index's binary first pass and its partition (see
-//! [`crate::calibration`]).
+//! Live recall probes of the vector index's binary first pass (see [`crate::calibration`]).
 
 use super::{VectorIndex, read};
 use crate::calibration::{MIN_ROWS, Probe};
@@ -50,16 +49,9 @@ impl VectorIndex {
                 );
                 first = end;
             }
-            let (shares, neighbours) = probe.measure();
-            let m = read(&matrix);
-            let Some(signs) = m.signs.as_ref() else {
-                continue;
-            };
-            signs.observe(&shares);
-            // The lists the neighbours are in, ranked as a search ranks them.
-            if let Some(partition) = signs.partition() {
-                let order = partition.order(query);
-                partition.observe(&partition.shares(&order, &neighbours));
+            let shares = probe.shares();
+            if let Some(signs) = read(&matrix).signs.as_ref() {
+                signs.observe(&shares);
             }
         }
     }

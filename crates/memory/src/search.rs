@@ -220,6 +220,14 @@ impl MemoryStore {
         }
     }
 
+    /// Per session of `sessions` with binary codes: its rows and the share of them its first pass
+    /// keeps at least (benches).
+    #[doc(hidden)]
+    pub fn vector_reach(&self, sessions: &[SessionId]) -> Vec<(usize, f64)> {
+        let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
+        self.inner.index.reach(&sessions)
+    }
+
     /// The query's vector, or `None` (keyword-only search) when it is empty or the embedder fails.
     async fn embed_query(&self, text: &str) -> Option<Vec<f32>> {
         let text: String = text.trim().chars().take(MAX_EMBED_QUERY_CHARS).collect();

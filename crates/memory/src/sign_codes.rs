@@ -26,7 +26,6 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::calibration::{LiveShares, probe_interval, sampled_share};
 use crate::hamming::hamming_rows;
-use crate::partition::{Partition, Segment};
 
 /// Rebuild when the row count has moved this factor away from the one the centre was taken at.
 const REBUILD_FACTOR: usize = 4;
@@ -96,9 +95,6 @@ pub(crate) struct SignCodes {
     /// Searches that took the first pass, and live probes taken, since the codes were built.
     searches: AtomicU32,
     probes: AtomicU32,
-    /// The rows in lists around trained centroids, when the matrix is large enough
-    /// ([`crate::partition`]).
-    partition: Option<Partition>,
 }
 
 impl SignCodes {
@@ -121,7 +117,6 @@ impl SignCodes {
             live: Mutex::new(LiveShares::default()),
             searches: AtomicU32::new(0),
             probes: AtomicU32::new(0),
-            partition: None,
         };
         let rows = codes.chunks_exact(dims.max(1)).zip(scales);
         for ((code, &scale), out) in rows.zip(signs.bits.chunks_exact_mut(words.max(1))) {
@@ -179,24 +174,6 @@ impl SignCodes {
         raise_share(&self.needed, share);
     }
 
-    /// The coarse partition of the rows, when there is one.
-    pub(crate) fn partition(&self) -> Option<&Partition> {
-        self.partition.as_ref()
-    }
-
-    /// Puts the rows (`codes` int8 row-major, `scales`, in step with these codes) in lists
-    /// around newly trained centroids.
-    pub(crate) fn partition_rows(&mut self, codes: &[i8], scales: &[f32], dims: usize) {
-        self.partition = None;
-        self.partition =
-            Partition::build(codes, scales, dims, &self.centre, (&self.bits, self.words));
-    }
-
-    /// Drops the partition: searches read every row's code again.
-    pub(crate) fn unpartition(&mut self) {
-        self.partition = None;
-    }
-
     /// The most live probes called for (see [`Self::raise`]).
     pub(crate) fn learnt_share(&self) -> f64 {
         f64::from_bits(self.learnt.load(Ordering::Relaxed))
@@ -235,18 +212,16 @@ impl SignCodes {
         if row >= self.rows() {
             self.bits.resize((row + 1) * words, 0);
         }
-        let bits = &mut self.bits[row * words..(row + 1) * words];
-        encode(&self.centre, code, scale, bits);
-        if let Some(partition) = &mut self.partition {
-            partition.set(row, (code, scale), bits);
-        }
+        encode(
+            &self.centre,
+            code,
+            scale,
+            &mut self.bits[row * words..(row + 1) * words],
+        );
     }
 
     /// Mirrors the matrix's swap-remove: `row` leaves, and `last` (the last row) takes its index.
     pub(crate) fn remove(&mut self, row: usize, last: usize) {
-        if let Some(partition) = &mut self.partition {
-            partition.remove(row, last);
-        }
         let words = self.words;
         if row != last {
             self.bits
@@ -271,53 +246,18 @@ impl SignCodes {
         &self,
         query: &[u64],
         want: usize,
-        admit: impl FnMut(usize) -> bool,
+        mut admit: impl FnMut(usize) -> bool,
         out: &mut Vec<u32>,
     ) {
-        nearest(query, self.words, &[(&self.bits, None)], want, admit, out);
-    }
-
-    /// [`Self::candidates`] among the rows of some lists of the partition only: `segments` are
-    /// (binary codes, rows) of each list read.
-    pub(crate) fn candidates_among(
-        &self,
-        query: &[u64],
-        segments: &[Segment<'_>],
-        want: usize,
-        admit: impl FnMut(usize) -> bool,
-        out: &mut Vec<u32>,
-    ) {
-        let segments: Vec<(&[u64], Option<&[u32]>)> = segments
-            .iter()
-            .map(|&(bits, rows)| (bits, Some(rows)))
-            .collect();
-        nearest(query, self.words, &segments, want, admit, out);
-    }
-}
-
-/// The selection of [`SignCodes::candidates`] over `segments` of codes (`words` words a row):
-/// each segment's rows are its own list of row indices, or (`None`) consecutive rows from 0.
-fn nearest(
-    query: &[u64],
-    words: usize,
-    segments: &[(&[u64], Option<&[u32]>)],
-    want: usize,
-    mut admit: impl FnMut(usize) -> bool,
-    out: &mut Vec<u32>,
-) {
-    let words = words.max(1);
-    let n: usize = segments.iter().map(|(bits, _)| bits.len() / words).sum();
-    DISTANCES.with_borrow_mut(|dist| {
-        dist.resize(n, 0);
-        let buckets = words * 64 + 1;
-        // Four interleaved histograms: distances crowd around the middle, and consecutive
-        // increments of one counter would wait on each other.
-        let mut counts = vec![0u32; 4 * buckets];
-        let mut start = 0;
-        for (bits, _) in segments {
-            let len = bits.len() / words;
-            let blocks = bits.chunks(BLOCK * words);
-            for (codes, out) in blocks.zip(dist[start..start + len].chunks_mut(BLOCK)) {
+        let n = self.rows();
+        DISTANCES.with_borrow_mut(|dist| {
+            dist.resize(n, 0);
+            let buckets = self.words * 64 + 1;
+            // Four interleaved histograms: distances crowd around the middle, and consecutive
+            // increments of one counter would wait on each other.
+            let mut counts = vec![0u32; 4 * buckets];
+            let blocks = self.bits.chunks(BLOCK * self.words);
+            for (codes, out) in blocks.zip(dist.chunks_mut(BLOCK)) {
                 hamming_rows(query, codes, out);
                 let (quads, rest) = out.as_chunks::<4>();
                 for quad in quads {
@@ -329,44 +269,34 @@ fn nearest(
                     counts[usize::from(d)] += 1;
                 }
             }
-            start += len;
-        }
-        let histogram: Vec<usize> = (0..buckets)
-            .map(|d| (0..4).map(|lane| counts[lane * buckets + d] as usize).sum())
-            .collect();
-        // Bands of distances `low..=high`, read until enough rows were admitted.
-        let (mut low, mut read, mut admitted) = (0usize, 0usize, 0usize);
-        while admitted < want && low < histogram.len() {
-            let target = band_rows(want - admitted, read, admitted);
-            let mut high = low;
-            let mut rows = histogram[low];
-            while rows < target && high + 1 < histogram.len() {
-                high += 1;
-                rows += histogram[high];
-            }
-            if rows > 0 {
-                let span = high - low;
-                let mut start = 0;
-                for (bits, members) in segments {
-                    let len = bits.len() / words;
-                    for (i, &d) in dist[start..start + len].iter().enumerate() {
+            let histogram: Vec<usize> = (0..buckets)
+                .map(|d| (0..4).map(|lane| counts[lane * buckets + d] as usize).sum())
+                .collect();
+            // Bands of distances `low..=high`, read until enough rows were admitted.
+            let (mut low, mut read, mut admitted) = (0usize, 0usize, 0usize);
+            while admitted < want && low < histogram.len() {
+                let target = band_rows(want - admitted, read, admitted);
+                let mut high = low;
+                let mut rows = histogram[low];
+                while rows < target && high + 1 < histogram.len() {
+                    high += 1;
+                    rows += histogram[high];
+                }
+                if rows > 0 {
+                    let span = high - low;
+                    for (row, &d) in dist.iter().enumerate() {
                         // One unsigned compare: `low <= d <= high`.
-                        if usize::from(d).wrapping_sub(low) > span {
-                            continue;
-                        }
-                        let row = members.map_or(start + i, |m| m[i] as usize);
-                        if admit(row) {
+                        if usize::from(d).wrapping_sub(low) <= span && admit(row) {
                             out.push(row_u32(row));
                             admitted += 1;
                         }
                     }
-                    start += len;
                 }
+                read += rows;
+                low = high + 1;
             }
-            read += rows;
-            low = high + 1;
-        }
-    });
+        });
+    }
 }
 
 /// Raises the share kept as `f64` bits in `atomic` to at least `share`; the share before. Shares

@@ -319,6 +319,13 @@ impl VectorIndex {
             .collect()
     }
 
+    /// Per coded matrix of `sessions`: its rows and the share of them its first pass keeps.
+    pub(crate) fn reach(&self, sessions: &[String]) -> Vec<(usize, f64)> {
+        let matrices = self.matrices_of(sessions);
+        let reach_of = |m: &SessionMatrix| Some((m.ids.len(), m.signs.as_ref()?.needed_share()));
+        matrices.iter().filter_map(|m| reach_of(&read(m))).collect()
+    }
+
     /// Number of vector components a search of `sessions` reads (to decide where it runs): the
     /// int8 rows, or an eighth of them (bytes of binary codes) where the first pass runs.
     pub(crate) fn scan_size(&self, sessions: &[String]) -> usize {
@@ -412,7 +419,6 @@ impl VectorIndex {
                 VectorLeg::Approximate => true,
                 VectorLeg::Exact => false,
             };
-
             if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
                 if count && rows >= MIN_ROWS {
                     probe_due |= signs.probe_due();

@@ -12,47 +12,6 @@ impl VectorIndex {
             .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
             .collect()
     }
-    /// The rows whose binary codes this thread's last first pass read, for tests.
-    pub(crate) fn rows_read_by_last_first_pass() -> usize {
-        first_pass::ROWS_READ.get()
-    }
-
-    /// Each partitioned session's rows, lists and the share of rows a search reads at least,
-    /// after checking that its lists hold every row once with the row's own binary code.
-    pub(crate) fn checked_partitions(&self) -> Vec<(usize, usize, f64)> {
-        let mut out = Vec::new();
-        for matrix in read(&self.sessions).values() {
-            let m = read(matrix);
-            let Some(signs) = m.signs.as_ref() else {
-                continue;
-            };
-            let Some(partition) = signs.partition() else {
-                continue;
-            };
-            let words = signs.words();
-            let lists = partition.list_rows();
-            let mut seen = vec![false; m.ids.len()];
-            for &row in lists.iter().flatten() {
-                let row = row as usize;
-                assert!(row < seen.len(), "row {row} of {} listed", seen.len());
-                assert!(!seen[row], "row {row} listed twice");
-                seen[row] = true;
-            }
-            assert!(seen.iter().all(|&s| s), "a row is in no list");
-            assert_eq!(partition.rows(), m.ids.len());
-            for row in 0..m.ids.len() {
-                let (_, bits) = partition.placed(row).expect("every row placed");
-                assert_eq!(
-                    bits,
-                    &signs.bits()[row * words..(row + 1) * words],
-                    "row {row}"
-                );
-            }
-            out.push((m.ids.len(), lists.len(), partition.needed_share()));
-        }
-        out
-    }
-
     /// Each session's coded rows and the rows its centre was taken at (sessions without codes
     /// left out), for tests.
     pub(crate) fn coded_rows(&self) -> Vec<(usize, usize)> {

@@ -8,11 +8,6 @@
 /// an exact answer.
 pub const APPROX_MIN_ROWS: usize = 5_000;
 
-/// A session with at least this many rows also keeps its rows in lists around trained centroids
-/// ([`crate::partition`]) under [`VectorLeg::Auto`], and a search reads the binary codes of the
-/// closest lists only; a partition is dropped again below half this size.
-pub const PARTITION_MIN_ROWS: usize = 32_768;
-
 /// How the vector leg finds its candidates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum VectorLeg {
@@ -22,8 +17,7 @@ pub enum VectorLeg {
     /// Always the exact scan. Codes built before a switch to `Exact` are kept in step with the
     /// rows (so a switch back costs nothing) but none are built.
     Exact,
-    /// The binary first pass at every size (for tests of the approximate path on small stores);
-    /// partitions as [`VectorLeg::Auto`] does.
+    /// The binary first pass at every size (for tests of the approximate path on small stores).
     Approximate,
 }
 
@@ -50,17 +44,6 @@ impl VectorLeg {
             Self::Auto => Some(rows >= APPROX_MIN_ROWS),
             Self::Exact => None,
             Self::Approximate => Some(rows > 0),
-        }
-    }
-
-    /// Whether a session of `rows` rows with binary codes keeps them partitioned: `Some(true)` to
-    /// build a partition where there is none, `Some(false)` to drop one, `None` to leave it.
-    pub(crate) fn wants_partition(self, rows: usize) -> Option<bool> {
-        match self {
-            Self::Exact => None,
-            _ if rows >= PARTITION_MIN_ROWS => Some(true),
-            _ if rows < PARTITION_MIN_ROWS / 2 => Some(false),
-            _ => None,
         }
     }
 }

@@ -36,6 +36,8 @@ struct Row {
     worst: f64,
     default_ms: (f64, f64),
     exact_ms: (f64, f64),
+    /// The share of rows the first pass keeps at least, after the questions (1: no codes).
+    reach: f64,
 }
 
 pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResult<()> {
@@ -90,6 +92,10 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
         let late_recall = late.iter().sum::<f64>() / late.len().max(1) as f64;
         let worst = recalls.iter().copied().fold(1.0, f64::min);
         let pair = |t: &mut Vec<f64>| (percentile(t, 50.0), percentile(t, 95.0));
+        let reach = store
+            .vector_reach(&sessions)
+            .first()
+            .map_or(1.0, |&(_, share)| share);
         out.push(Row {
             rows: n,
             queries: recalls.len(),
@@ -98,16 +104,17 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
             worst,
             default_ms: pair(&mut default_t),
             exact_ms: pair(&mut exact_t),
+            reach,
         });
         store.close().await;
     }
     println!(
-        "\n| turn-like texts | queries | recall@10 vs exact (vector leg, default) | second half | worst query | default leg p50 / p95 ms | exact scan p50 / p95 ms |"
+        "\n| turn-like texts | queries | recall@10 vs exact (vector leg, default) | second half | worst query | default leg p50 / p95 ms | exact scan p50 / p95 ms | first pass keeps ≥ (share of rows) |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for r in &out {
         println!(
-            "| {} | {} | {:.4} | {:.4} | {:.1} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            "| {} | {} | {:.4} | {:.4} | {:.1} | {:.3} / {:.3} | {:.3} / {:.3} | {:.4} |",
             r.rows,
             r.queries,
             r.recall,
@@ -116,7 +123,8 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
             r.default_ms.0,
             r.default_ms.1,
             r.exact_ms.0,
-            r.exact_ms.1
+            r.exact_ms.1,
+            r.reach
         );
     }
     Ok(())

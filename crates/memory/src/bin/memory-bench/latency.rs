@@ -108,6 +108,8 @@ struct SizeResult {
     /// Reading the details of 3 × top k chunks by id (what search does first after fusing).
     details_p50: f64,
     scan_p50: f64,
+    /// After the searches: the share of rows the first pass keeps at least (1: no binary codes).
+    candidate_share: f64,
 }
 
 pub async fn run(sizes: &[usize], kind: EmbedderKind, counts: Counts) -> BenchResult<()> {
@@ -263,6 +265,11 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
             .count();
     }
 
+    let candidate_share = store
+        .vector_reach(&sessions)
+        .first()
+        .map_or(1.0, |&(_, share)| share);
+
     // Single-note saves on top of the loaded store.
     let mut save_ms = Vec::with_capacity(counts.saves);
     let saves_started = Instant::now();
@@ -349,6 +356,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         keyword_found_mean: mean(&keyword_found),
         details_p50: percentile(&details, 50.0),
         scan_p50,
+        candidate_share,
     };
     println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
     Ok(result)
@@ -405,12 +413,12 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
     }
     println!("\nSearch breakdown (p50 ms unless noted) and memory baseline:\n");
     println!(
-        "| notes | chunks | search mean | hits returned | query embed (async) | embed on caller thread | keyword leg alone p50 / p95 | keyword chunks found (mean, ≤ 50) | details of 15 chunks | old f32 scan | RSS start / model loaded / empty store MiB |"
+        "| notes | chunks | search mean | hits returned | query embed (async) | embed on caller thread | keyword leg alone p50 / p95 | keyword chunks found (mean, ≤ 50) | details of 15 chunks | old f32 scan | RSS start / model loaded / empty store MiB | first pass keeps ≥ (share of rows) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         println!(
-            "| {} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} / {:.3} | {:.1} | {:.3} | {:.3} | {:.1} / {:.1} / {:.1} |",
+            "| {} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} / {:.3} | {:.1} | {:.3} | {:.3} | {:.1} / {:.1} / {:.1} | {:.4} |",
             r.notes,
             r.chunks,
             r.search_mean,
@@ -425,6 +433,7 @@ fn print_report(results: &[SizeResult], kind: EmbedderKind, counts: Counts) {
             mib(r.rss_start),
             mib(r.rss_model),
             mib(r.rss_empty),
+            r.candidate_share,
         );
     }
 }
