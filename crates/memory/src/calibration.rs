@@ -13,7 +13,8 @@
 //!   (one in [`SETTLED_EVERY`] once [`SETTLED_PROBES`] were taken) is probed the same way with the
 //!   real query, off the search's path: on one background thread at the lowest CPU priority
 //!   ([`in_background`]; a probe due while another runs is skipped), taking the matrix's read lock
-//!   one block of rows at a time so that writers never wait long
+//!   one block of rows at a time so that writers never wait long, and reading no block while a
+//!   search runs ([`Searching`], [`yield_to_searches`])
 //!   ([`crate::vector_index::VectorIndex::check_recall`]). Real queries are what
 //!   the rows-as-queries estimate misses: questions sit further from the rows than rows from each
 //!   other.
@@ -26,7 +27,9 @@
 
 use std::collections::VecDeque;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+use std::time::{Duration, Instant};
 
 use crate::dot::dot_i8_rows;
 use crate::hamming::hamming_rows;
@@ -53,6 +56,36 @@ const WINDOW: usize = 32 * NEIGHBOURS;
 pub(crate) const MIN_ROWS: usize = 1000;
 /// Rows per call of the kernels.
 const BLOCK: usize = 1024;
+/// A probe waits at most this long before each block of rows while searches run (then reads the
+/// block anyway, so that a stream of searches delays probes but never stops them).
+const MAX_YIELD: Duration = Duration::from_millis(200);
+
+/// Held for the length of a search of a vector index, on the index's count of running searches:
+/// probes of that index read no rows meanwhile (a probe at a million rows streams 400 MB of int8
+/// rows and would take the memory bandwidth the search needs).
+pub(crate) struct Searching<'a>(&'a AtomicUsize);
+
+impl<'a> Searching<'a> {
+    pub(crate) fn start(running: &'a AtomicUsize) -> Self {
+        running.fetch_add(1, Ordering::AcqRel);
+        Self(running)
+    }
+}
+
+impl Drop for Searching<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits (up to [`MAX_YIELD`]) until no search counted in `running` runs: a probe calls it before
+/// each block of rows.
+pub(crate) fn yield_to_searches(running: &AtomicUsize) {
+    let started = Instant::now();
+    while running.load(Ordering::Acquire) > 0 && started.elapsed() < MAX_YIELD {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
 
 /// How many searches pass between live probes, after `probes` probes since the codes were built.
 pub(crate) fn probe_interval(probes: u32) -> u32 {

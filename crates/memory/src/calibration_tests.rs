@@ -165,6 +165,36 @@ fn live_probes_with_real_queries_raise_the_count() {
 }
 
 #[test]
+fn a_probe_reads_no_rows_while_a_search_runs() {
+    let mut rng = Normal(29);
+    let index = std::sync::Arc::new(index_of(&grouped(&mut rng, ROWS), VectorLeg::Auto));
+    let sampled = index.needed_shares()[0];
+    let queries: Vec<Vec<f32>> = (0..20).map(|_| rng.unit()).collect();
+    let searching = index.search_running();
+    let probe = {
+        let index = std::sync::Arc::clone(&index);
+        std::thread::spawn(move || {
+            for q in &queries {
+                index.check_recall(&["s".to_owned()], q);
+            }
+        })
+    };
+    // Twenty probes of 6,000 rows take a few milliseconds; held back, none has finished.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        index.needed_shares()[0],
+        sampled,
+        "a probe ran beside a search"
+    );
+    drop(searching);
+    probe.join().unwrap();
+    assert!(
+        index.needed_shares()[0] > sampled * 4.0,
+        "the probes ran once it ended"
+    );
+}
+
+#[test]
 fn probes_come_every_sixteenth_search_then_rarely_and_the_count_only_grows() {
     let mut rng = Normal(17);
     let signs = codes_of(&grouped(&mut rng, ROWS));

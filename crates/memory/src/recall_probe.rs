@@ -1,7 +1,7 @@
 //! Live recall probes of the vector index's binary first pass (see [`crate::calibration`]).
 
 use super::{VectorIndex, read};
-use crate::calibration::{MIN_ROWS, Probe};
+use crate::calibration::{MIN_ROWS, Probe, yield_to_searches};
 use crate::dot::quantize;
 
 /// Rows a recall probe reads under one hold of a matrix's read lock: ~0.1–0.25 ms of work, the
@@ -30,6 +30,7 @@ impl VectorIndex {
             let mut probe = Probe::new(words);
             let mut first = 0;
             loop {
+                yield_to_searches(&self.searching);
                 let m = read(&matrix);
                 let Some(signs) = m.signs.as_ref().filter(|s| s.words() == words) else {
                     break;

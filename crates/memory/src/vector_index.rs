@@ -24,10 +24,10 @@
 //! come from the writer thread right after a commit, so the index follows commit order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
-use crate::calibration::MIN_ROWS;
+use crate::calibration::{MIN_ROWS, Searching};
 use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
 pub(crate) use crate::index_change::{IndexChange, read, write};
@@ -125,6 +125,8 @@ pub(crate) struct VectorIndex {
     keywords: KeywordIndex,
     /// Moves before every change of the rows: a search compares it before and after.
     generation: AtomicU64,
+    /// Searches running now: live probes wait for them ([`Searching`]).
+    searching: AtomicUsize,
 }
 
 impl VectorIndex {
@@ -141,6 +143,7 @@ impl VectorIndex {
             sessions: RwLock::new(HashMap::new()),
             keywords: KeywordIndex::default(),
             generation: AtomicU64::new(0),
+            searching: AtomicUsize::new(0),
         }
     }
 
@@ -397,6 +400,7 @@ impl VectorIndex {
             return (Vec::new(), false);
         }
         let mut probe_due = false;
+        let _searching = Searching::start(&self.searching);
         let matrices = self.matrices_of(sessions);
         // Read locks are held through the scan and the rescoring, so rows cannot move between them.
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
