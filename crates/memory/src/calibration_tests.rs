@@ -170,7 +170,7 @@ fn a_probe_reads_no_rows_while_a_search_runs() {
     let index = std::sync::Arc::new(index_of(&grouped(&mut rng, ROWS), VectorLeg::Auto));
     let sampled = index.needed_shares()[0];
     let queries: Vec<Vec<f32>> = (0..20).map(|_| rng.unit()).collect();
-    let searching = index.search_running();
+    let searching = index.searching();
     let probe = {
         let index = std::sync::Arc::clone(&index);
         std::thread::spawn(move || {

@@ -147,6 +147,11 @@ impl VectorIndex {
         }
     }
 
+    /// Counts as a search of this index until dropped: live probes read no rows meanwhile.
+    pub(crate) fn searching(&self) -> Searching<'_> {
+        Searching::start(&self.searching)
+    }
+
     /// Moves (before the rows do) with every apply and reload.
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(AtomicOrdering::Acquire)
@@ -400,7 +405,7 @@ impl VectorIndex {
             return (Vec::new(), false);
         }
         let mut probe_due = false;
-        let _searching = Searching::start(&self.searching);
+        let _searching = self.searching();
         let matrices = self.matrices_of(sessions);
         // Read locks are held through the scan and the rescoring, so rows cannot move between them.
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =

@@ -5,11 +5,6 @@ use super::*;
 use crate::terms::TermBag;
 
 impl VectorIndex {
-    /// Counts as a search running until dropped, for tests.
-    pub(crate) fn search_running(&self) -> crate::calibration::Searching<'_> {
-        crate::calibration::Searching::start(&self.searching)
-    }
-
     /// Each coded session's share of rows its first pass keeps at least, for tests.
     pub(crate) fn needed_shares(&self) -> Vec<f64> {
         read(&self.sessions)
