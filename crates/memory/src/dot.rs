@@ -287,7 +287,10 @@ mod tests {
         let naive: Vec<i32> = rows.chunks_exact(dims).map(|r| naive_i8(&q, r)).collect();
         assert_eq!(out, naive);
         // Gathered rows, in any order, past the prefetch distance; a row out of range scores 0.
-        let picks: Vec<u32> = (0..40).map(|i| (i * 7 % 9) as u32).chain([9, 1000]).collect();
+        let picks: Vec<u32> = (0..40)
+            .map(|i| (i * 7 % 9) as u32)
+            .chain([9, 1000])
+            .collect();
         let mut out = vec![-1i32; picks.len()];
         dot_i8_gather(&q, &rows, dims, &picks, &mut out);
         let expected: Vec<i32> = picks
