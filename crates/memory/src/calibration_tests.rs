@@ -121,16 +121,7 @@ fn the_default_leg_keeps_recall_where_a_fixed_candidate_count_loses_it() {
     // The fixed count alone would miss some of the exact top ten ...
     let signs = codes_of(&rows);
     let fixed = candidate_count(50, ROWS);
-    let mut caught = 0;
-    for (q, truth) in queries.iter().zip(&truth) {
-        let mut candidates = Vec::new();
-        signs.candidates(&signs.query_code(q), fixed, |_| true, &mut candidates);
-        caught += candidates
-            .iter()
-            .filter(|&&row| truth.contains(&i64::from(row)))
-            .count();
-    }
-    let fixed_recall = caught as f64 / relevant as f64;
+    let fixed_recall = signs.candidate_recall(&queries, &truth, fixed);
     assert!(fixed_recall < 0.99, "{fixed} candidates: {fixed_recall}");
 
     // ... the measured count does not.
@@ -226,13 +217,19 @@ fn probes_come_every_sixteenth_search_then_rarely_and_the_count_only_grows() {
     assert_eq!(due, 2);
 }
 
-#[test]
-fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
-    let mut rng = Normal(19);
-    let rows = grouped(&mut rng, 6000);
+/// Grouped rows, and an index holding the first 1,200 of them through its first pass.
+fn first_1200_of(rng: &mut Normal) -> (Vec<Vec<f32>>, VectorIndex) {
+    let rows = grouped(rng, 6000);
     let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
     index.apply(&upserts(&rows, 0..1200));
     assert_eq!(index.coded_rows(), vec![(1200, 1200)]);
+    (rows, index)
+}
+
+#[test]
+fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
+    let mut rng = Normal(19);
+    let (rows, index) = first_1200_of(&mut rng);
     for _ in 0..20 {
         index.check_recall(&["s".to_owned()], &rng.unit());
     }
@@ -246,10 +243,7 @@ fn what_live_probes_learnt_survives_the_rebuild_after_growth() {
 
 #[test]
 fn the_rebuild_after_growth_measures_the_grown_rows_afresh() {
-    let mut rng = Normal(23);
-    let rows = grouped(&mut rng, 6000);
-    let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
-    index.apply(&upserts(&rows, 0..1200));
+    let (rows, index) = first_1200_of(&mut Normal(23));
     // Rows as queries: a neighbour's rank is a larger share of a small matrix's rows.
     let small = index.needed_shares()[0];
     assert!(small > 0.0, "{small}");

@@ -82,13 +82,13 @@ pub(crate) struct SignCodes {
     bits: Vec<u64>,
     /// Rows when the centre was taken.
     built_rows: usize,
-    /// The share of rows the first pass keeps at least (`f64` bits): measured on these rows when
-    /// the codes were built, raised by what live probes measure ([`crate::calibration`]).
-    needed: AtomicU64,
+    /// The share of rows that caught the exact neighbours of sampled rows taken as queries, when
+    /// the codes were built ([`crate::calibration`]).
+    sampled: f64,
     /// The most live probes (of these codes or, carried over, of earlier codes of the matrix)
     /// called for (`f64` bits): what a rebuild keeps. The rows-as-queries share is not kept: it
     /// is measured again on the new rows, and on a small matrix it is large (a neighbour's rank
-    /// is a larger share of fewer rows).
+    /// is a larger share of fewer rows). The first pass keeps the larger of the two.
     learnt: AtomicU64,
     /// What live probes measured since the codes were built.
     live: Mutex<LiveShares>,
@@ -112,7 +112,7 @@ impl SignCodes {
             centre,
             bits: vec![0; n * words],
             built_rows: n,
-            needed: AtomicU64::new(0),
+            sampled: 0.0,
             learnt: AtomicU64::new(0),
             live: Mutex::new(LiveShares::default()),
             searches: AtomicU32::new(0),
@@ -122,8 +122,7 @@ impl SignCodes {
         for ((code, &scale), out) in rows.zip(signs.bits.chunks_exact_mut(words.max(1))) {
             encode(&signs.centre, code, scale, out);
         }
-        let sampled = sampled_share(codes, scales, dims, &signs.bits, words);
-        signs.needed.store(sampled.to_bits(), Ordering::Relaxed);
+        signs.sampled = sampled_share(codes, scales, dims, &signs.bits, words);
         signs
     }
 
@@ -137,7 +136,7 @@ impl SignCodes {
 
     /// The share of rows the first pass keeps at least.
     pub(crate) fn needed_share(&self) -> f64 {
-        f64::from_bits(self.needed.load(Ordering::Relaxed))
+        self.sampled.max(self.learnt_share())
     }
 
     /// Counts a search that took the first pass; true for the one to probe (see
@@ -156,8 +155,8 @@ impl SignCodes {
             .unwrap_or_else(PoisonError::into_inner)
             .observe(shares);
         self.probes.fetch_add(1, Ordering::Relaxed);
+        let before = self.needed_share();
         raise_share(&self.learnt, wanted);
-        let before = raise_share(&self.needed, wanted);
         if wanted > before {
             tracing::debug!(
                 rows = self.rows(),
@@ -171,12 +170,32 @@ impl SignCodes {
     /// session learnt).
     pub(crate) fn raise(&self, share: f64) {
         raise_share(&self.learnt, share);
-        raise_share(&self.needed, share);
     }
 
     /// The most live probes called for (see [`Self::raise`]).
     pub(crate) fn learnt_share(&self) -> f64 {
         f64::from_bits(self.learnt.load(Ordering::Relaxed))
+    }
+
+    /// The share of `truth` (each query's exact top ten, as row numbers) among the `want`
+    /// candidates these codes pick for each of `queries`, for tests.
+    #[cfg(test)]
+    pub(crate) fn candidate_recall(
+        &self,
+        queries: &[Vec<f32>],
+        truth: &[std::collections::HashSet<i64>],
+        want: usize,
+    ) -> f64 {
+        let mut found = 0;
+        for (q, truth) in queries.iter().zip(truth) {
+            let mut candidates = Vec::new();
+            self.candidates(&self.query_code(q), want, |_| true, &mut candidates);
+            found += candidates
+                .iter()
+                .filter(|&&row| truth.contains(&i64::from(row)))
+                .count();
+        }
+        found as f64 / truth.iter().map(|t| t.len()).sum::<usize>().max(1) as f64
     }
 
     /// Code words per row.
@@ -308,10 +327,10 @@ impl SignCodes {
     }
 }
 
-/// Raises the share kept as `f64` bits in `atomic` to at least `share`; the share before. Shares
-/// are non-negative, and the bits of non-negative `f64`s order like the numbers.
-fn raise_share(atomic: &AtomicU64, share: f64) -> f64 {
-    f64::from_bits(atomic.fetch_max(share.max(0.0).to_bits(), Ordering::Relaxed))
+/// Raises the share kept as `f64` bits in `atomic` to at least `share`. Shares are non-negative,
+/// and the bits of non-negative `f64`s order like the numbers.
+fn raise_share(atomic: &AtomicU64, share: f64) {
+    atomic.fetch_max(share.max(0.0).to_bits(), Ordering::Relaxed);
 }
 
 /// Rows the next band should hold so that `need` more rows get admitted, from the share of rows

@@ -183,26 +183,6 @@ pub(super) fn recall_at_10(exact: &VectorIndex, approx: &VectorIndex, queries: &
     found as f64 / relevant.max(1) as f64
 }
 
-/// The share of `truth` (each query's exact top 10, as row numbers) among the first pass's `want`
-/// candidates.
-fn candidate_recall(
-    signs: &SignCodes,
-    queries: &[Vec<f32>],
-    truth: &[HashSet<i64>],
-    want: usize,
-) -> f64 {
-    let mut found = 0;
-    for (q, truth) in queries.iter().zip(truth) {
-        let mut candidates = Vec::new();
-        signs.candidates(&signs.query_code(q), want, |_| true, &mut candidates);
-        found += candidates
-            .iter()
-            .filter(|&&row| truth.contains(&i64::from(row)))
-            .count();
-    }
-    found as f64 / truth.iter().map(HashSet::len).sum::<usize>().max(1) as f64
-}
-
 #[test]
 fn the_first_pass_recalls_the_exact_top_10_and_centring_matters() {
     let mut rng = Lcg(11);
@@ -232,8 +212,8 @@ fn the_first_pass_recalls_the_exact_top_10_and_centring_matters() {
         .map(|q| ids(&exact.search(&session(), q, 10, None)))
         .collect();
     for want in [50, 100, 200, 400, 800] {
-        let with = candidate_recall(&centred, &queries, &truth, want);
-        let without = candidate_recall(&plain, &queries, &truth, want);
+        let with = centred.candidate_recall(&queries, &truth, want);
+        let without = plain.candidate_recall(&queries, &truth, want);
         eprintln!("{want} candidates of 6000: recall@10 {with:.4} centred, {without:.4} not");
         assert!(
             with >= without,
