@@ -226,17 +226,22 @@ pub(crate) async fn delete_event(
         });
     }
     drop(rows);
-    for sql in [
-        "DELETE FROM chunk_vectors WHERE chunk_id IN
-            (SELECT chunk_id FROM chunks WHERE session_id = ?1 AND event_seq = ?2)",
-        "DELETE FROM chunks WHERE session_id = ?1 AND event_seq = ?2",
-        "DELETE FROM events WHERE session_id = ?1 AND seq = ?2",
-    ] {
+    for sql in event_removal() {
         conn.execute(sql, libsql::params![event.session, event.seq])
             .await
             .map_err(MemoryError::db("removing indexed text"))?;
     }
     Ok(())
+}
+
+/// The statements that remove the event `(?1 session, ?2 seq)` with its chunks and vectors.
+pub(crate) fn event_removal() -> [&'static str; 3] {
+    [
+        "DELETE FROM chunk_vectors WHERE chunk_id IN
+            (SELECT chunk_id FROM chunks WHERE session_id = ?1 AND event_seq = ?2)",
+        "DELETE FROM chunks WHERE session_id = ?1 AND event_seq = ?2",
+        "DELETE FROM events WHERE session_id = ?1 AND seq = ?2",
+    ]
 }
 
 /// Little-endian f32s, the layout `vector32()` also accepts.

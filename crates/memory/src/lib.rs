@@ -42,6 +42,7 @@ mod migrations;
 mod note_rows;
 mod notes;
 mod one_trip;
+mod one_trip_edit;
 mod paths;
 mod placement;
 mod provenance;

@@ -24,6 +24,7 @@ pub use crate::metadata::NoteMetadata;
 use crate::note_rows::{chunk_meta, note_rows};
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
 use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
+use crate::stmt::Stmt;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 use crate::vector_index::IndexChange;
@@ -207,7 +208,23 @@ impl MemoryStore {
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
         let (call, expected) = (call.cloned(), expected.map(str::to_owned));
+        let one_trip = matches!(self.inner.target, Target::Remote { .. });
         self.write(move |conn| async move {
+            if one_trip {
+                let edit = crate::one_trip_edit::Edit {
+                    note_id: &note_id,
+                    content: &content,
+                    expected: expected.as_deref(),
+                    patch: &patch,
+                    prepared: &prepared,
+                };
+                if let Some(written) =
+                    crate::one_trip_edit::update(&conn, &user, call.as_ref(), edit).await?
+                {
+                    tracing::info!(user = %user, note_id = %note_id, "updated note");
+                    return Ok(written);
+                }
+            }
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {
@@ -265,7 +282,15 @@ impl MemoryStore {
     ) -> Result<WriteReceipt, MemoryError> {
         let (user, note_id, index) = (user.clone(), note_id.clone(), self.inner.index.clone());
         let call = call.cloned();
+        let one_trip = matches!(self.inner.target, Target::Remote { .. });
         self.write(move |conn| async move {
+            if one_trip
+                && let Some(receipt) =
+                    crate::one_trip_edit::delete(&conn, &user, call.as_ref(), &note_id).await?
+            {
+                tracing::info!(user = %user, note_id = %note_id, "deleted note");
+                return Ok(receipt);
+            }
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {
@@ -375,6 +400,10 @@ pub(crate) async fn insert_note(
 pub(crate) struct LoadedNote {
     pub(crate) note: Note,
     pub(crate) event_seq: i64,
+    /// The row's `metadata_json` and `updated_at` exactly as stored (a remote edit checks that
+    /// the row is still as it read it, see [`crate::one_trip_edit`]).
+    pub(crate) stored_metadata: String,
+    pub(crate) stored_updated_at: String,
 }
 
 impl LoadedNote {
@@ -394,21 +423,27 @@ impl LoadedNote {
     }
 }
 
+/// The read of one note of `session` (its columns as [`note_from_row`] takes them).
+pub(crate) fn note_read(session: &SessionId, note_id: &NoteId, live_only: bool) -> Stmt {
+    // An expired note is not found (until the sweeper deletes it), except by delete.
+    let now = if live_only { now_text() } else { String::new() };
+    Stmt::new(
+        "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
+         FROM notes WHERE note_id = ?1 AND session_id = ?2
+         AND (?3 = '' OR expires_at IS NULL OR expires_at > ?3)",
+        vec![note_id.as_str().into(), session.as_str().into(), now.into()],
+    )
+}
+
 async fn load_note(
     conn: &Connection,
     session: &SessionId,
     note_id: &NoteId,
     live_only: bool,
 ) -> Result<LoadedNote, MemoryError> {
-    // An expired note is not found (until the sweeper deletes it), except by delete.
-    let now = if live_only { now_text() } else { String::new() };
+    let read = note_read(session, note_id, live_only);
     let mut rows = conn
-        .query(
-            "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-             FROM notes WHERE note_id = ?1 AND session_id = ?2
-             AND (?3 = '' OR expires_at IS NULL OR expires_at > ?3)",
-            [note_id.as_str(), session.as_str(), now.as_str()],
-        )
+        .query(read.sql, read.args)
         .await
         .map_err(MemoryError::db("reading a note"))?;
     match rows
@@ -436,15 +471,18 @@ pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<b
 pub(crate) fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {
     let ctx = "reading a note";
     let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
+    let (stored_metadata, stored_updated_at) = (text(2)?, text(4)?);
     Ok(LoadedNote {
         note: Note {
             note_id: NoteId::parse(&text(0)?).map_err(MemoryError::corrupt("note id"))?,
             content: text(1)?,
-            metadata: serde_json::from_str(&text(2)?)
+            metadata: serde_json::from_str(&stored_metadata)
                 .map_err(MemoryError::corrupt("note metadata"))?,
             created_at: time::parse(&text(3)?)?,
-            updated_at: time::parse(&text(4)?)?,
+            updated_at: time::parse(&stored_updated_at)?,
         },
         event_seq: row.get::<i64>(5).map_err(MemoryError::db(ctx))?,
+        stored_metadata,
+        stored_updated_at,
     })
 }

@@ -128,7 +128,11 @@ fn save_batch(
 
 /// Appends the statements that write one note for `owner`: the session (created, or its next
 /// sequence number taken), the event, the note row, and each chunk with its vector.
-fn push_note(sql: &mut Vec<String>, owner: &UserId, write: &NoteWrite) -> Result<(), MemoryError> {
+pub(crate) fn push_note(
+    sql: &mut Vec<String>,
+    owner: &UserId,
+    write: &NoteWrite,
+) -> Result<(), MemoryError> {
     let session = SessionId::user_memory(owner);
     let quoted = |t: &str| literal(&Value::Text(t.to_owned()));
     let (s, u) = (quoted(session.as_str()), quoted(owner.as_str()));

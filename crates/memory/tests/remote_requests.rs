@@ -1,0 +1,438 @@
+//! How many HTTP requests a write costs a remote store, counted by a proxy between the store and a
+//! real `sqld`: a save is one, an update or a delete two (a read, then one transactional batch) —
+//! and an update whose note changes between its read and its batch changes nothing of its own:
+//! the proxy holds the batch while another client rewrites the note, and the update then fails
+//! its version check with the other client's text intact, as it would had it read after.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::store::note_ids_found;
+use common::user;
+use memory::{
+    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance,
+    note_version,
+};
+use test_support::{Need, Sqld, need};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+/// A TCP proxy in front of `sqld` that counts the HTTP requests passing through and can hold
+/// the next request whose bytes contain a given text until released.
+struct Proxy {
+    url: String,
+    requests: Arc<AtomicUsize>,
+    gate: Arc<Gate>,
+}
+
+#[derive(Default)]
+struct Gate {
+    /// Hold the next request containing this.
+    needle: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Signalled when a request is being held.
+    held: Notify,
+    /// Signalled to let it pass.
+    release: Notify,
+}
+
+impl Proxy {
+    async fn start(upstream: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = upstream.trim_start_matches("http://").to_owned();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
+        let (count, shared) = (requests.clone(), gate.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    return;
+                };
+                let server = TcpStream::connect(&upstream).await.unwrap();
+                tokio::spawn(pipe(client, server, count.clone(), shared.clone()));
+            }
+        });
+        Self {
+            url,
+            requests,
+            gate,
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Holds the next request containing `needle`; resolves once it is held.
+    fn hold(&self, needle: &str) -> impl std::future::Future<Output = ()> + '_ {
+        *self.gate.needle.lock().unwrap() = Some(needle.as_bytes().to_vec());
+        self.gate.held.notified()
+    }
+
+    fn release(&self) {
+        self.gate.release.notify_one();
+    }
+}
+
+async fn pipe(client: TcpStream, server: TcpStream, count: Arc<AtomicUsize>, gate: Arc<Gate>) {
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
+    tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+    });
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match from_client.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let chunk = &buf[..n];
+        // Each request of the client's HTTP/1.1 stream starts with its method.
+        let starts = chunk.windows(5).filter(|w| w == b"POST ").count();
+        count.fetch_add(starts, Ordering::SeqCst);
+        let hit = {
+            let mut needle = gate.needle.lock().unwrap();
+            let found = needle
+                .as_deref()
+                .is_some_and(|n| chunk.windows(n.len()).any(|w| w == n));
+            if found {
+                *needle = None;
+            }
+            found
+        };
+        if hit {
+            let released = gate.release.notified();
+            gate.held.notify_one();
+            released.await;
+        }
+        if to_server.write_all(chunk).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A server, a store that reaches it through a [`Proxy`] and another client straight to it.
+struct Clients {
+    _server: Sqld,
+    proxy: Proxy,
+    store: MemoryStore,
+    other: MemoryStore,
+}
+
+impl Clients {
+    async fn start() -> Self {
+        need(Need::Sqld);
+        let server = Sqld::start_with_auth();
+        let token = server.token(r#"{"a":"rw"}"#);
+        let proxy = Proxy::start(&server.url()).await;
+        let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
+            .await
+            .unwrap();
+        let other = MemoryStore::open_remote(&server.url(), &token, embedder())
+            .await
+            .unwrap();
+        Self {
+            _server: server,
+            proxy,
+            store,
+            other,
+        }
+    }
+}
+
+/// Every text a note has had (its versions and the current one), sorted.
+async fn texts_of(store: &MemoryStore, who: &types::UserId, id: &types::NoteId) -> Vec<String> {
+    let history = store.note_history(who, id).await.unwrap();
+    let mut texts: Vec<String> = history.versions.into_iter().map(|v| v.content).collect();
+    texts.sort();
+    texts
+}
+
+fn embedder() -> Arc<HashEmbedder> {
+    Arc::new(HashEmbedder::new(common::DIMS))
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
+    need(Need::Sqld);
+    let server = Sqld::start_with_auth();
+    let token = server.token(r#"{"a":"rw"}"#);
+    let proxy = Proxy::start(&server.url()).await;
+    let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
+        .await
+        .unwrap();
+    let alice = user("alice");
+    let cost = async |before: usize| proxy.count() - before;
+
+    let before = proxy.count();
+    let note = store
+        .store_note(&alice, "The boiler code is 4417.", NoteMetadata::default())
+        .await
+        .unwrap();
+    assert_eq!(cost(before).await, 1, "a save");
+
+    let before = proxy.count();
+    let updated = store
+        .update_note(&alice, &note.note_id, "The boiler code is 5521.")
+        .await
+        .unwrap();
+    assert_eq!(cost(before).await, 2, "an update");
+    assert_eq!(updated.created_at, note.created_at);
+
+    // A checked update made for a tool call, with a metadata patch: still two, and a retry of
+    // the same call writes nothing and gets the first receipt.
+    let call = CallKey::new("chat-1", "call_1", "memory_update", "{}");
+    let patch = MetadataPatch {
+        tags: Some(vec!["home".to_owned()]),
+        ..MetadataPatch::default()
+    };
+    let text = "The boiler code is 'x'; DROP TABLE notes; -- 6630";
+    let expected = note_version(&updated.content);
+    let before = proxy.count();
+    let receipt = store
+        .update_note_patched(
+            &alice,
+            Some(&call),
+            &note.note_id,
+            text,
+            &expected,
+            patch.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cost(before).await, 2, "a checked, tagged update for a call");
+    assert!(!receipt.replayed);
+    let again = store
+        .update_note_patched(&alice, Some(&call), &note.note_id, text, &expected, patch)
+        .await
+        .unwrap();
+    assert!(again.replayed, "{again:?}");
+    assert_eq!(again.version, receipt.version);
+    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    assert_eq!(stored.content, text);
+    assert_eq!(stored.metadata.tags, ["home"]);
+    assert_eq!(
+        texts_of(&store, &alice, &note.note_id).await,
+        [
+            "The boiler code is 'x'; DROP TABLE notes; -- 6630",
+            "The boiler code is 4417.",
+            "The boiler code is 5521."
+        ],
+        "each replaced text kept once, beside the current one"
+    );
+    let found = note_ids_found(&store, "alice", "boiler 6630").await;
+    assert_eq!(found, [note.note_id.to_string()]);
+
+    // (The retry went the statement way, whose connection closes its stream with the next
+    // request: a write in between takes that request.)
+    store
+        .store_note(&alice, "The gate code is 1234.", NoteMetadata::default())
+        .await
+        .unwrap();
+
+    // A delete for a call: two, a retry gets its receipt, and the tombstone restores the note.
+    let call = CallKey::new("chat-1", "call_2", "memory_delete", "{}");
+    let before = proxy.count();
+    let gone = store
+        .delete_note_once(&alice, Some(&call), &note.note_id)
+        .await
+        .unwrap();
+    assert_eq!(cost(before).await, 2, "a delete for a call");
+    assert!(!gone.replayed);
+    let again = store
+        .delete_note_once(&alice, Some(&call), &note.note_id)
+        .await
+        .unwrap();
+    assert!(again.replayed, "{again:?}");
+    assert!(note_ids_found(&store, "alice", "boiler").await.is_empty());
+    assert!(store.get_note(&alice, &note.note_id).await.is_err());
+    let back = store
+        .restore_note(&alice, &note.note_id, None, None)
+        .await
+        .unwrap();
+    assert_eq!(back.content, text);
+    assert_eq!(back.metadata.tags, ["home"]);
+
+    // Missing notes are still one clear error each, and change nothing.
+    let missing = types::NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string()).unwrap();
+    let err = store.update_note(&alice, &missing, "x").await.unwrap_err();
+    assert!(
+        matches!(err, memory::MemoryError::NoteNotFound(_)),
+        "{err:?}"
+    );
+    let err = store.delete_note(&alice, &missing).await.unwrap_err();
+    assert!(
+        matches!(err, memory::MemoryError::NoteNotFound(_)),
+        "{err:?}"
+    );
+    assert_eq!(store.list_notes(&alice).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own() {
+    let Clients {
+        _server,
+        proxy,
+        store,
+        other,
+    } = Clients::start().await;
+    let alice = user("alice");
+    let note = store
+        .store_note(&alice, "Alice's locker is 12.", NoteMetadata::default())
+        .await
+        .unwrap();
+    let expected = note_version(&note.content);
+
+    // Hold the update's batch (after its read) while the other client rewrites the note.
+    let held = proxy.hold("INSERT INTO note_versions");
+    let (s, a, id, v) = (
+        store.clone(),
+        alice.clone(),
+        note.note_id.clone(),
+        expected.clone(),
+    );
+    let update = tokio::spawn(async move {
+        s.update_note_patched(
+            &a,
+            None,
+            &id,
+            "Alice's locker is 40.",
+            &v,
+            MetadataPatch::default(),
+        )
+        .await
+    });
+    held.await;
+    other
+        .update_note(&alice, &note.note_id, "Alice's locker is 77.")
+        .await
+        .unwrap();
+    proxy.release();
+    let err = update.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, memory::MemoryError::VersionMismatch(_)),
+        "{err:?}"
+    );
+
+    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    assert_eq!(stored.content, "Alice's locker is 77.");
+    assert_eq!(
+        texts_of(&store, &alice, &note.note_id).await,
+        ["Alice's locker is 12.", "Alice's locker is 77."],
+        "only the other client's update"
+    );
+    assert_eq!(
+        note_ids_found(&store, "alice", "locker").await,
+        [note.note_id.to_string()]
+    );
+    assert!(note_ids_found(&store, "alice", "40").await.is_empty());
+    let stats = store.stats().await.unwrap();
+    assert_eq!(
+        (stats.notes, stats.events, stats.chunks, stats.vectors),
+        (1, 1, 1, 1),
+        "nothing of the refused update left behind"
+    );
+}
+
+/// A change made in place (the user confirming a note) between an update's read and its batch
+/// is not undone: the batch, built from the row as read, is refused, and the update is made again
+/// on the row as it now is.
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn an_update_keeps_a_confirmation_made_after_its_read() {
+    let Clients {
+        _server,
+        proxy,
+        store,
+        other,
+    } = Clients::start().await;
+    let alice = user("alice");
+    let planted = NoteMetadata {
+        provenance: Some(Provenance::in_turn(Origin::Shell, "s1", "t1")),
+        ..NoteMetadata::default()
+    };
+    let note = store
+        .store_note(&alice, "Reports go to the team list.", planted)
+        .await
+        .unwrap();
+
+    let held = proxy.hold("INSERT INTO note_versions");
+    let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
+    let update = tokio::spawn(async move {
+        s.update_note(&a, &id, "Reports go to the whole team list.")
+            .await
+    });
+    held.await;
+    other
+        .confirm_note(&alice, &note.note_id, None)
+        .await
+        .unwrap();
+    proxy.release();
+    let updated = update.await.unwrap().unwrap();
+
+    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    assert_eq!(stored.content, "Reports go to the whole team list.");
+    let provenance = stored.metadata.provenance.unwrap();
+    assert!(provenance.confirmed, "the confirmation was undone");
+    assert_eq!(updated.metadata.provenance, Some(provenance));
+    let stats = store.stats().await.unwrap();
+    assert_eq!((stats.notes, stats.events, stats.chunks), (1, 1, 1));
+}
+
+/// A delete whose note is rewritten between its read and its batch deletes the note as it now
+/// is: nothing of the new text is left behind, and the tombstone restores the new text.
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
+    let Clients {
+        _server,
+        proxy,
+        store,
+        other,
+    } = Clients::start().await;
+    let alice = user("alice");
+    let note = store
+        .store_note(
+            &alice,
+            "The spare key is under the mat.",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+
+    let held = proxy.hold("INTO deleted_notes");
+    let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
+    let delete = tokio::spawn(async move { s.delete_note(&a, &id).await });
+    held.await;
+    other
+        .update_note(&alice, &note.note_id, "The spare key is in the shed.")
+        .await
+        .unwrap();
+    proxy.release();
+    delete.await.unwrap().unwrap();
+
+    let stats = store.stats().await.unwrap();
+    assert_eq!(
+        (stats.notes, stats.events, stats.chunks, stats.vectors),
+        (0, 0, 0, 0),
+        "nothing of the rewritten note left behind"
+    );
+    assert!(note_ids_found(&store, "alice", "shed").await.is_empty());
+    let back = store
+        .restore_note(&alice, &note.note_id, None, None)
+        .await
+        .unwrap();
+    assert_eq!(back.content, "The spare key is in the shed.");
+}
