@@ -41,18 +41,7 @@ struct Row {
 }
 
 pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResult<()> {
-    let raw =
-        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
-    let conversations: Vec<Conversation> = serde_json::from_str(&raw)?;
-    let mut turns = Vec::new();
-    let mut questions = Vec::new();
-    for conv in &conversations {
-        turns.extend(turns_of(conv)?.iter().map(note_text));
-        questions.extend(conv.qa.iter().map(|q| q.question.clone()));
-    }
-    if turns.len() < 2 || questions.is_empty() {
-        return Err("the LoCoMo file holds no turns or no questions".into());
-    }
+    let (turns, questions) = turns_and_questions(file)?;
     eprintln!(
         "{} turns and {} questions read; building sessions of {sizes:?} texts",
         turns.len(),
@@ -130,22 +119,44 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
     Ok(())
 }
 
+/// Reads LoCoMo's turns (as notes' texts) and questions from `file`.
+pub fn turns_and_questions(file: &Path) -> BenchResult<(Vec<String>, Vec<String>)> {
+    let raw =
+        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+    let conversations: Vec<Conversation> = serde_json::from_str(&raw)?;
+    let mut turns = Vec::new();
+    let mut questions = Vec::new();
+    for conv in &conversations {
+        turns.extend(turns_of(conv)?.iter().map(note_text));
+        questions.extend(conv.qa.iter().map(|q| q.question.clone()));
+    }
+    if turns.len() < 2 || questions.is_empty() {
+        return Err("the LoCoMo file holds no turns or no questions".into());
+    }
+    Ok((turns, questions))
+}
+
+/// One turn-like text: the first part of one turn joined to the last part of another.
+pub fn turn_like(turns: &[String], rng: &mut Rng) -> String {
+    let a: Vec<&str> = turns[rng.below(turns.len())].split_whitespace().collect();
+    let b: Vec<&str> = turns[rng.below(turns.len())].split_whitespace().collect();
+    let cut_a = 1 + rng.below(a.len().max(1));
+    let cut_b = rng.below(b.len().max(1));
+    a[..cut_a.min(a.len())]
+        .iter()
+        .chain(&b[cut_b..])
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Imports `n` texts, each the first part of one turn and the last part of another.
 async fn load(store: &MemoryStore, user: &UserId, turns: &[String], n: usize) -> BenchResult<()> {
     let mut rng = Rng::new(0xC0_4E55);
     let base = Utc::now() - Duration::days(30);
     let mut batch = Vec::with_capacity(IMPORT_BATCH);
     for i in 0..n {
-        let a: Vec<&str> = turns[rng.below(turns.len())].split_whitespace().collect();
-        let b: Vec<&str> = turns[rng.below(turns.len())].split_whitespace().collect();
-        let cut_a = 1 + rng.below(a.len().max(1));
-        let cut_b = rng.below(b.len().max(1));
-        let text = a[..cut_a.min(a.len())]
-            .iter()
-            .chain(&b[cut_b..])
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let text = turn_like(turns, &mut rng);
         let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0));
         batch.push(ExportedNote {
             note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,

@@ -7,6 +7,7 @@
 //! memory-bench probe [--embedder builtin|hash]
 //! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
 //! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
+//! memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
@@ -20,6 +21,7 @@ mod organised;
 mod probe;
 mod stats;
 mod stores;
+mod vectors;
 
 use std::error::Error;
 use std::sync::Arc;
@@ -36,7 +38,8 @@ const USAGE: &str = "usage:
   memory-bench probe [--embedder builtin|hash]
   memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
   memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
-  memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]";
+  memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]
+  memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]";
 
 /// Which embedding backend a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +201,18 @@ fn main() -> BenchResult<()> {
             let n = args.flag("notes").map_or(Ok(10_000), str::parse)?;
             let checks = args.flag("checks").map_or(Ok(300), str::parse)?;
             runtime.block_on(duplicates::run(n, args.embedder()?, checks))
+        }
+        "vectors" => {
+            args.check_known(&["embedder", "rows", "out"])?;
+            let file = args.positional.first().ok_or(USAGE)?;
+            let rows = args.flag("rows").map_or(Ok(100_000), str::parse)?;
+            let out = args.flag("out").unwrap_or("target/bench-vectors");
+            runtime.block_on(vectors::run(
+                file.as_ref(),
+                rows,
+                out.as_ref(),
+                args.embedder()?,
+            ))
         }
         "probe" => {
             args.check_known(&["embedder"])?;
