@@ -131,7 +131,6 @@ struct Clients {
 
 impl Clients {
     async fn start() -> Self {
-        need(Need::Sqld);
         let server = Sqld::start_with_auth();
         let token = server.token(r#"{"a":"rw"}"#);
         let proxy = Proxy::start(&server.url()).await;
@@ -282,6 +281,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own() {
+    need(Need::Sqld);
     let Clients {
         _server,
         proxy,
@@ -352,6 +352,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn an_update_keeps_a_confirmation_made_after_its_read() {
+    need(Need::Sqld);
     let Clients {
         _server,
         proxy,
@@ -396,6 +397,7 @@ async fn an_update_keeps_a_confirmation_made_after_its_read() {
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
+    need(Need::Sqld);
     let Clients {
         _server,
         proxy,
