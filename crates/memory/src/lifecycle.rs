@@ -14,13 +14,14 @@
 //!   output, see [`crate::provenance`]) as confirmed, so automatic recall may use it.
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::metadata::NoteMetadata;
-use crate::notes::Note;
+use crate::notes::{LoadedNote, Note};
+use crate::stmt::Stmt;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
 
@@ -131,28 +132,32 @@ pub(crate) async fn keep_stored_version(
 pub(crate) async fn entomb(
     conn: &Connection,
     session: &SessionId,
-    note: &Note,
+    old: &LoadedNote,
 ) -> Result<(), MemoryError> {
-    let metadata =
-        serde_json::to_string(&note.metadata).map_err(MemoryError::corrupt("note metadata"))?;
-    conn.execute(
+    tombstone_row(session, old)
+        .run(conn, "keeping a deleted note")
+        .await?;
+    Ok(())
+}
+
+/// [`entomb`]'s statement: copies the live row as stored, provided it still holds `old`'s event.
+/// When it does not, the `NOT NULL` columns refuse the NULLs the join yields — so a remote batch
+/// built on a read that went stale fails whole (see [`crate::one_trip_edit`]).
+pub(crate) fn tombstone_row(session: &SessionId, old: &LoadedNote) -> Stmt {
+    Stmt::new(
         "INSERT OR REPLACE INTO deleted_notes (note_id, session_id, content, metadata_json,
              created_at, updated_at, deleted_at, path, mem_namespace, mem_key)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, live.path, live.mem_namespace, live.mem_key
-         FROM (SELECT 1) LEFT JOIN notes live ON live.note_id = ?1",
-        libsql::params![
-            note.note_id.as_str(),
-            session.as_str(),
-            note.content.as_str(),
-            metadata,
-            to_text(note.created_at),
-            to_text(note.updated_at),
-            now_text()
+         SELECT ?1, ?2, live.content, live.metadata_json, live.created_at, live.updated_at,
+                ?3, live.path, live.mem_namespace, live.mem_key
+         FROM (SELECT 1) LEFT JOIN notes live
+             ON live.note_id = ?1 AND live.session_id = ?2 AND live.event_seq = ?4",
+        vec![
+            old.note.note_id.as_str().into(),
+            session.as_str().into(),
+            now_text().into(),
+            Value::Integer(old.event_seq),
         ],
     )
-    .await
-    .map_err(MemoryError::db("keeping a deleted note"))?;
-    Ok(())
 }
 
 /// Removes every version of a note (a note swept at expiry leaves none behind).

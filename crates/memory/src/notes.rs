@@ -299,7 +299,7 @@ impl MemoryStore {
                 }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id, false).await?;
-                entomb(&tx, &session, &old.note).await?;
+                entomb(&tx, &session, &old).await?;
                 old.delete_event(&tx, &session, &mut changes).await?;
                 tx.execute("DELETE FROM notes WHERE note_id = ?1", [note_id.as_str()])
                     .await

@@ -103,11 +103,17 @@ pub(crate) async fn import(
             sql.push(row.inline()?);
         }
     }
+    Ok(try_batch(conn, &sql, "import").await.then_some(new.len()))
+}
+
+/// Runs `sql` as one transactional batch; whether it committed. A refused batch wrote nothing,
+/// and the caller goes statement by statement, which says precisely what is wrong.
+pub(crate) async fn try_batch(conn: &Connection, sql: &[String], what: &'static str) -> bool {
     match conn.execute_transactional_batch(&sql.join(";\n")).await {
-        Ok(_) => Ok(Some(new.len())),
+        Ok(_) => true,
         Err(e) => {
-            tracing::debug!(error = %e, "the import batch was refused; importing statement by statement");
-            Ok(None)
+            tracing::debug!(error = %e, what, "a remote batch was refused; going statement by statement");
+            false
         }
     }
 }

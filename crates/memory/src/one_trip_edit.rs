@@ -6,10 +6,11 @@
 //! transactional batch that does everything else ([`crate::one_trip`] explains the batch).
 //!
 //! The batch must not act on a row that changed after the read. Its first statement copies the
-//! row into the note's versions (an update) or its tombstone (a delete) from the live row
-//! *matching what was read* — the same event, and for an update the same text, metadata and
-//! `updated_at` — through a `LEFT JOIN` that yields NULLs when no such row is left; the `NOT NULL`
-//! columns refuse them, and the batch fails having written nothing.
+//! row into the note's versions (an update) or its tombstone (a delete, the same statement a local
+//! delete runs: [`crate::lifecycle::tombstone_row`]) from the live row *matching what was read* —
+//! the same event, and for an update the same text, metadata and `updated_at` — through a `LEFT
+//! JOIN` that yields NULLs when no such row is left; the `NOT NULL` columns refuse them, and the
+//! batch fails having written nothing.
 //!
 //! Whatever is not the plain case is handed back (`None`) to the statement-by-statement path,
 //! which is authoritative and says precisely what is wrong: a note not found, a version that does
@@ -24,9 +25,10 @@ use libsql::{Connection, Value};
 use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
+use crate::lifecycle::tombstone_row;
 use crate::metadata::MetadataPatch;
 use crate::notes::{LoadedNote, NoteWrite, note_from_row, note_read};
-use crate::one_trip::push_note;
+use crate::one_trip::{push_note, try_batch};
 use crate::receipts::{CallKey, WriteReceipt, Written, note_version, record_for_rows};
 use crate::stmt::Stmt;
 use crate::time::now_text;
@@ -93,7 +95,7 @@ pub(crate) async fn update(
     for row in record_for_rows(owner, call, edit.note_id, Some(&write.content)) {
         sql.push(row.inline()?);
     }
-    if !run(conn, &sql, "update").await {
+    if !try_batch(conn, &sql, "update").await {
         return Ok(None);
     }
     write.into_note().and_then(Written::note).map(Some)
@@ -111,23 +113,7 @@ pub(crate) async fn delete(
     let Some(old) = read(conn, &session, note_id, false).await? else {
         return Ok(None);
     };
-    let mut sql = vec![
-        Stmt::new(
-            "INSERT OR REPLACE INTO deleted_notes (note_id, session_id, content, metadata_json,
-                 created_at, updated_at, deleted_at, path, mem_namespace, mem_key)
-             SELECT ?1, ?2, live.content, live.metadata_json, live.created_at, live.updated_at,
-                    ?3, live.path, live.mem_namespace, live.mem_key
-             FROM (SELECT 1) LEFT JOIN notes live
-                 ON live.note_id = ?1 AND live.session_id = ?2 AND live.event_seq = ?4",
-            vec![
-                note_id.as_str().into(),
-                session.as_str().into(),
-                now_text().into(),
-                Value::Integer(old.event_seq),
-            ],
-        )
-        .inline()?,
-    ];
+    let mut sql = vec![tombstone_row(&session, &old).inline()?];
     push_event_removal(&mut sql, &session, old.event_seq)?;
     sql.push(
         Stmt::new(
@@ -144,7 +130,7 @@ pub(crate) async fn delete(
         version: None,
         replayed: false,
     };
-    Ok(run(conn, &sql, "delete").await.then_some(receipt))
+    Ok(try_batch(conn, &sql, "delete").await.then_some(receipt))
 }
 
 /// The note as stored, or `None` when it is not there (the statement path reports that). One
@@ -181,16 +167,4 @@ fn push_event_removal(
         sql.push(Stmt::new(stmt, vec![session.as_str().into(), Value::Integer(seq)]).inline()?);
     }
     Ok(())
-}
-
-/// Runs the batch; whether it committed (a refusal wrote nothing and is left to the statement
-/// path).
-async fn run(conn: &Connection, sql: &[String], what: &'static str) -> bool {
-    match conn.execute_transactional_batch(&sql.join(";\n")).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::debug!(error = %e, what, "the remote batch was refused; going statement by statement");
-            false
-        }
-    }
 }

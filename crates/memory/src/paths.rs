@@ -316,7 +316,7 @@ impl MemoryStore {
                         continue;
                     };
                     // A tombstone, restorable at its path within the retention window.
-                    entomb(&tx, &session, &old.note).await?;
+                    entomb(&tx, &session, &old).await?;
                     old.delete_event(&tx, &session, &mut changes).await?;
                     tx.execute(
                         "DELETE FROM notes WHERE note_id = ?1",
