@@ -15,6 +15,7 @@
 //! in by the caller.
 
 mod audit;
+mod batch_read;
 mod calibration;
 mod chunking;
 mod dot;

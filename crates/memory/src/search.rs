@@ -25,19 +25,21 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use libsql::{Connection, Value};
+use libsql::{Rows, Value};
 use types::{NoteId, SessionId};
 
+use crate::batch_read::Reads;
 use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
 use crate::facets::FacetFilter;
-use crate::freshness::Delta;
+use crate::freshness::{Delta, DeltaReader, head_from, log_head_stmt};
 use crate::fusion::{fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
 use crate::keyword::keyword_leg;
 use crate::metadata::NoteMetadata;
 use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
+use crate::stmt::Stmt;
 use crate::store::MemoryStore;
 use crate::terms::query_index_terms;
 use crate::time;
@@ -150,12 +152,9 @@ impl MemoryStore {
             keyword = keyword.len(),
             "hybrid query"
         );
+        let batching = self.batching();
         self.read_small(move |conn| async move {
-            let delta = match fresh {
-                Some(fresh) => fresh.read(&conn).await?,
-                None => None,
-            };
-            Ok((hits_of(conn, fused, top_k).await?, delta))
+            hits_of(&Reads::new(conn, batching), fresh, fused, top_k).await
         })
         .await
     }
@@ -295,28 +294,67 @@ impl InlineEmbedder {
     }
 }
 
-/// The hits of the fused chunks: details read for about 3 × top_k chunks first (usually enough
-/// for top_k distinct notes), the window doubling while grouping (several chunks of one note)
-/// leaves hits missing.
+/// The hits of the fused chunks, and when `fresh` is given the changes committed since this
+/// process last caught up. Details are read for about 3 × top_k chunks first (usually enough for
+/// top_k distinct notes), the window doubling while grouping (several chunks of one note) leaves
+/// hits missing. Each window's chunk details and their notes' texts are one batch of reads, the
+/// first with the change log's head: one request to a remote server for most searches.
 async fn hits_of(
-    conn: Connection,
+    reads: &Reads,
+    fresh: Option<DeltaReader>,
     fused: Vec<(i64, f64)>,
     top_k: usize,
-) -> Result<Vec<SearchHit>, MemoryError> {
+) -> Result<(Vec<SearchHit>, Option<Delta>), MemoryError> {
+    let ctx = "reading search results";
     let mut grouper = Grouper::new(top_k);
+    let mut texts = HashMap::new();
+    let mut head = None;
     let mut window = (top_k * 3).max(10);
     let mut start = 0;
-    while start < fused.len() && !grouper.is_full() {
+    loop {
         let end = (start + window).min(fused.len());
         let batch = &fused[start..end];
-        let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
-        grouper.add(batch, &details)?;
+        let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
+        let mut stmts = Vec::with_capacity(3);
+        if fresh.is_some() && head.is_none() {
+            stmts.push(log_head_stmt());
+        }
+        if !ids.is_empty() {
+            stmts.extend(detail_stmts(&ids));
+        }
+        if stmts.is_empty() {
+            break;
+        }
+        let mut rows = reads.rows(&stmts, ctx).await?.into_iter();
+        let mut next = || rows.next().ok_or_else(|| missing_rows(ctx));
+        if fresh.is_some() && head.is_none() {
+            head = Some(head_from(next()?).await?);
+        }
+        if !ids.is_empty() {
+            let details = chunk_details(next()?).await?;
+            note_texts(next()?, &mut texts).await?;
+            grouper.add(batch, &details)?;
+        }
         start = end;
         window *= 2;
+        if start >= fused.len() || grouper.is_full() {
+            break;
+        }
     }
+    let delta = match (fresh, head) {
+        (Some(fresh), Some(head)) => fresh.after(reads, head).await?,
+        _ => None,
+    };
     let mut hits = grouper.hits;
-    note_texts(&conn, &mut hits).await?;
-    Ok(hits)
+    fill_note_texts(&mut hits, texts);
+    Ok((hits, delta))
+}
+
+fn missing_rows(ctx: &'static str) -> MemoryError {
+    MemoryError::Corrupt {
+        what: ctx,
+        source: Some("a read of the batch came back without its rows".into()),
+    }
 }
 
 struct ChunkDetail {
@@ -327,21 +365,31 @@ struct ChunkDetail {
     meta: ChunkMeta,
 }
 
-async fn chunk_details(
-    conn: &Connection,
-    ids: Vec<i64>,
-) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
+/// The reads of a window of chunks: their details ([`chunk_details`]), then the whole text and
+/// metadata of the notes they belong to ([`note_texts`]).
+fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
     let marks = vec!["?"; ids.len()].join(", ");
-    let sql = format!(
-        "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
-         FROM chunks WHERE chunk_id IN ({marks})"
-    );
+    let params: Vec<Value> = ids.iter().copied().map(Value::Integer).collect();
+    [
+        Stmt::built(
+            format!(
+                "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
+                 FROM chunks WHERE chunk_id IN ({marks})"
+            ),
+            params.clone(),
+        ),
+        Stmt::built(
+            format!(
+                "SELECT note_id, content, metadata_json FROM notes WHERE note_id IN
+                 (SELECT note_id FROM chunks WHERE chunk_id IN ({marks}))"
+            ),
+            params,
+        ),
+    ]
+}
+
+async fn chunk_details(mut rows: Rows) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
     let ctx = "reading search results";
-    let params: Vec<Value> = ids.into_iter().map(Value::Integer).collect();
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
     let mut out = HashMap::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let meta: String = row.get(5).map_err(MemoryError::db(ctx))?;
@@ -360,23 +408,12 @@ async fn chunk_details(
     Ok(out)
 }
 
-/// Fills in the whole text and the metadata of every note hit (a note deleted since its chunk was
-/// read keeps none).
-async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
-    let ids: Vec<Value> = hits
-        .iter()
-        .filter_map(|h| h.note_id.as_ref())
-        .map(|id| Value::Text(id.to_string()))
-        .collect();
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let marks = vec!["?"; ids.len()].join(", ");
-    let sql =
-        format!("SELECT note_id, content, metadata_json FROM notes WHERE note_id IN ({marks})");
+/// Adds the notes' texts and metadata in `rows` to `texts`.
+async fn note_texts(
+    mut rows: Rows,
+    texts: &mut HashMap<String, (String, NoteMetadata)>,
+) -> Result<(), MemoryError> {
     let ctx = "reading search results";
-    let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
-    let mut texts = HashMap::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
         let meta: String = row.get(2).map_err(MemoryError::db(ctx))?;
         let meta: NoteMetadata =
@@ -386,6 +423,12 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
             (row.get::<String>(1).map_err(MemoryError::db(ctx))?, meta),
         );
     }
+    Ok(())
+}
+
+/// Fills in the whole text and the metadata of every note hit (a note deleted since its chunk was
+/// read keeps none).
+fn fill_note_texts(hits: &mut [SearchHit], mut texts: HashMap<String, (String, NoteMetadata)>) {
     for hit in hits {
         if let Some((text, meta)) = hit
             .note_id
@@ -398,7 +441,6 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
             hit.context = meta.context;
         }
     }
-    Ok(())
 }
 
 /// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.

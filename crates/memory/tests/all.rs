@@ -18,6 +18,7 @@ mod lifecycle;
 mod open;
 mod organised;
 mod remote;
+mod remote_reads;
 mod remote_requests;
 mod replica;
 mod restore_places;
