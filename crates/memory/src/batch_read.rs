@@ -128,7 +128,8 @@ pub(crate) fn one(rows: Vec<Rows>) -> Result<Rows, MemoryError> {
     rows.into_iter().next().ok_or_else(missing)
 }
 
-fn missing() -> MemoryError {
+/// The error for a batch that answered fewer statements than it was sent.
+pub(crate) fn missing() -> MemoryError {
     MemoryError::Corrupt {
         what: "batch of reads",
         source: Some("the server answered fewer statements than it was sent".into()),

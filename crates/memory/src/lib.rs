@@ -56,6 +56,7 @@ mod remote;
 mod restore;
 mod retrieval;
 mod search;
+mod search_hits;
 mod sessions;
 mod sign_codes;
 mod stmt;

@@ -1,7 +1,8 @@
 //! How many HTTP requests a search costs a remote store, counted by a proxy between the store and a
 //! real `sqld`: one (the change log's head, the best chunks' details and their notes' texts in one
 //! batch), a few more when another client wrote since — and the same hits when a server sends
-//! batches back without their rows, read then statement by statement.
+//! batches back without their rows, read then statement by statement. A checked save (the
+//! `memory_save` tool's) reads what it needs before writing in one request too.
 
 #![allow(
     clippy::unwrap_used,
@@ -14,7 +15,7 @@ use crate::common;
 
 use common::proxy::Clients;
 use common::user;
-use memory::{HybridQuery, MemoryStore, NoteMetadata, SearchHit};
+use memory::{CallKey, HybridQuery, MemoryStore, NoteMetadata, SaveOutcome, SearchHit, Similar};
 use test_support::{Need, need};
 use types::{NoteId, SessionId, UserId};
 
@@ -130,4 +131,78 @@ async fn a_server_that_sends_batches_back_without_rows_is_read_statement_by_stat
         (6..=7).contains(&cost),
         "a search read statement by statement: {cost}"
     );
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_checked_save_reads_in_one_request() {
+    need(Need::Sqld);
+    let c = Clients::start().await;
+    let alice = user("alice");
+    let tea = "Alice drinks green tea every morning";
+    let call = CallKey::new("chat-1", "call_1", "memory_save", "{}");
+    let save = async |call: Option<&CallKey>, text: &str| {
+        let before = c.proxy.count();
+        let outcome = c
+            .store
+            .store_note_checked(&alice, call, text, NoteMetadata::default(), Similar::Refuse)
+            .await
+            .unwrap();
+        (outcome, c.proxy.count() - before)
+    };
+
+    // The receipt, the log's head and an exact duplicate read in one request; then the save.
+    let (outcome, cost) = save(Some(&call), tea).await;
+    let SaveOutcome::Saved(first) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(!first.replayed);
+    assert_eq!(cost, 2, "a checked save");
+
+    // A retried call gets its receipt from the first read.
+    let (outcome, cost) = save(Some(&call), tea).await;
+    assert_eq!(
+        outcome,
+        SaveOutcome::Saved(memory::WriteReceipt {
+            replayed: true,
+            ..first.clone()
+        })
+    );
+    assert_eq!(cost, 1, "a retried call");
+
+    // The same text written differently is found by the first read too.
+    let (outcome, cost) = save(None, "  alice drinks GREEN tea, every morning! ").await;
+    assert_eq!(
+        outcome,
+        SaveOutcome::Duplicate {
+            note_id: first.note_id.clone(),
+            version: memory::note_version(tea),
+        }
+    );
+    assert_eq!(cost, 1, "an exact duplicate");
+
+    // A near-duplicate: the index must hold the first save, which it learns from the change log
+    // (the chunks named, their rows), then one read of the similar notes' texts.
+    let near = "Alice drinks green tea every single morning";
+    let (outcome, cost) = save(None, near).await;
+    let SaveOutcome::Similar(notes) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(notes.len(), 1);
+    assert_eq!(
+        (notes[0].note_id.clone(), notes[0].preview.as_str()),
+        (first.note_id.clone(), tea)
+    );
+    assert_eq!(cost, 4, "a near-duplicate after a save");
+    let (_, cost) = save(None, near).await;
+    assert_eq!(cost, 2, "a near-duplicate");
+
+    // Something new: one read, one save; and it reads back.
+    let (outcome, cost) = save(None, "The flight to Oslo leaves at nine").await;
+    let SaveOutcome::Saved(oslo) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(cost, 2, "a new note");
+    let stored = c.other.get_note(&alice, &oslo.note_id).await.unwrap();
+    assert_eq!(stored.content, "The flight to Oslo leaves at nine");
 }
