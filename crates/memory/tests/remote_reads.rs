@@ -15,7 +15,9 @@ use crate::common;
 
 use common::proxy::Clients;
 use common::user;
-use memory::{CallKey, HybridQuery, MemoryStore, NoteMetadata, SaveOutcome, SearchHit, Similar};
+use memory::{
+    CallKey, HybridQuery, ListQuery, MemoryStore, NoteMetadata, SaveOutcome, SearchHit, Similar,
+};
 use test_support::{Need, need};
 use types::{NoteId, SessionId, UserId};
 
@@ -205,4 +207,57 @@ async fn a_checked_save_reads_in_one_request() {
     assert_eq!(cost, 2, "a new note");
     let stored = c.other.get_note(&alice, &oslo.note_id).await.unwrap();
     assert_eq!(stored.content, "The flight to Oslo leaves at nine");
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn reading_a_note_or_a_page_of_notes_is_one_request() {
+    need(Need::Sqld);
+    let c = Clients::start().await;
+    let alice = user("alice");
+    let key = fill(&c.store, &alice).await;
+
+    let before = c.proxy.count();
+    let note = c.store.get_note(&alice, &key).await.unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "a note");
+    assert_eq!(
+        (note.content.as_str(), note.metadata.tags.as_slice()),
+        (KEY, &["garden".to_owned()][..])
+    );
+    // Another user's id reads as not found, as locally.
+    let err = c.store.get_note(&user("bob"), &key).await.unwrap_err();
+    assert!(
+        matches!(err, memory::MemoryError::NoteNotFound(_)),
+        "{err:?}"
+    );
+
+    let query = ListQuery {
+        category: None,
+        tags_any: Vec::new(),
+        limit: 20,
+        cursor: None,
+    };
+    let before = c.proxy.count();
+    let first = c.store.list_notes_page(&alice, &query).await.unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "a page of notes");
+    assert_eq!((first.notes.len(), first.total), (20, 31));
+    let rest = ListQuery {
+        cursor: first.next_cursor.clone(),
+        ..query
+    };
+    let second = c.store.list_notes_page(&alice, &rest).await.unwrap();
+    assert_eq!(
+        (second.notes.len(), second.total, second.next_cursor),
+        (11, 31, None)
+    );
+    let mut ids: Vec<_> = first
+        .notes
+        .iter()
+        .chain(&second.notes)
+        .map(|n| n.note_id.clone())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 31);
+    assert!(ids.contains(&key));
 }

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
+use memory::{
+    CallKey, Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata, Similar,
+};
 use types::{NoteId, SessionId, UserId};
 
 use crate::corpus::Corpus;
@@ -71,6 +73,10 @@ struct Row {
     save: Vec<f64>,
     /// Saves that failed (interrupted by the server); not in the percentiles.
     failed: usize,
+    /// `memory_save`'s path: receipt, duplicate checks, then the save (or not, for a duplicate).
+    checked: Vec<f64>,
+    update: Vec<f64>,
+    delete: Vec<f64>,
 }
 
 /// Attempts per import batch.
@@ -175,21 +181,26 @@ pub async fn run(
         "## Stores side by side ({n} notes, {} embedder, {queries} searches, {saves} saves)\n",
         kind.as_str()
     );
-    println!("| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves | \
+         checked save p50 / p95 ms | update p50 / p95 ms | delete p50 / p95 ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let load = r
             .load_secs
             .map_or("synced at open".to_owned(), |s| format!("{s:.1} s"));
+        let p = |v: &[f64]| format!("{:.2} / {:.2}", percentile(v, 50.0), percentile(v, 95.0));
         println!(
-            "| {} | {:.1} | {load} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
+            "| {} | {:.1} | {load} | {} | {} | {} | {} | {} | {} |",
             r.mode,
             r.open_ms,
-            percentile(&r.search, 50.0),
-            percentile(&r.search, 95.0),
-            percentile(&r.save, 50.0),
-            percentile(&r.save, 95.0),
+            p(&r.search),
+            p(&r.save),
             r.failed,
+            p(&r.checked),
+            p(&r.update),
+            p(&r.delete),
         );
     }
     println!(
@@ -302,6 +313,7 @@ async fn measure(
     let mut rng = Rng::new(99);
     let mut save = Vec::with_capacity(saves);
     let mut failed = 0;
+    let mut saved = Vec::with_capacity(saves);
     for _ in 0..saves {
         let text = corpus.note(&mut rng);
         let t = Instant::now();
@@ -309,12 +321,44 @@ async fn measure(
             .store_note(&user, &text, NoteMetadata::default())
             .await
         {
-            Ok(_) => save.push(ms(t)),
+            Ok(note) => {
+                save.push(ms(t));
+                saved.push(note.note_id);
+            }
             Err(e) => {
                 eprintln!("  save failed: {e:?}");
                 failed += 1;
             }
         }
+    }
+    let mut checked = Vec::with_capacity(saves);
+    for i in 0..saves {
+        let text = corpus.note(&mut rng);
+        let call = CallKey::new("bench", &format!("call_{i}"), "memory_save", "{}");
+        let t = Instant::now();
+        store
+            .store_note_checked(
+                &user,
+                Some(&call),
+                &text,
+                NoteMetadata::default(),
+                Similar::Refuse,
+            )
+            .await?;
+        checked.push(ms(t));
+    }
+    let mut update = Vec::with_capacity(saved.len());
+    for id in &saved {
+        let text = corpus.note(&mut rng);
+        let t = Instant::now();
+        store.update_note(&user, id, &text).await?;
+        update.push(ms(t));
+    }
+    let mut delete = Vec::with_capacity(saved.len());
+    for id in &saved {
+        let t = Instant::now();
+        store.delete_note(&user, id).await?;
+        delete.push(ms(t));
     }
     Ok(Row {
         mode,
@@ -323,6 +367,9 @@ async fn measure(
         search,
         save,
         failed,
+        checked,
+        update,
+        delete,
     })
 }
 
