@@ -288,8 +288,10 @@ async fn notes_of_chunks(
     args.extend(chunks.iter().map(|(id, _)| Value::Integer(*id)));
     let read = Stmt::built(
         format!(
+            // `CROSS JOIN`: the chunks by id first, then their notes by id; left to itself
+            // the planner may walk the session's notes instead (~10 ms at 2,000 notes).
             "SELECT c.chunk_id, n.note_id, n.content FROM chunks c
-             JOIN notes n ON n.note_id = c.note_id
+             CROSS JOIN notes n ON n.note_id = c.note_id
              WHERE n.session_id = ?1 AND (n.expires_at IS NULL OR n.expires_at > ?2)
              AND c.chunk_id IN ({marks})"
         ),

@@ -96,8 +96,10 @@ fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
         ),
         Stmt::built(
             format!(
-                "SELECT note_id, content, metadata_json FROM notes WHERE note_id IN
-                 (SELECT note_id FROM chunks WHERE chunk_id IN ({marks}))"
+                // `CROSS JOIN`: the chunks by id, then their notes by id (see
+                // `duplicates::notes_of_chunks`).
+                "SELECT DISTINCT n.note_id, n.content, n.metadata_json FROM chunks c
+                 CROSS JOIN notes n ON n.note_id = c.note_id WHERE c.chunk_id IN ({marks})"
             ),
             params,
         ),

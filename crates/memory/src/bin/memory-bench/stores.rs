@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use chrono::{Duration, Utc};
 use memory::{
-    CallKey, Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata, Similar,
+    CallKey, Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata,
+    SaveOutcome, Similar,
 };
 use types::{NoteId, SessionId, UserId};
 
@@ -75,6 +76,8 @@ struct Row {
     failed: usize,
     /// `memory_save`'s path: receipt, duplicate checks, then the save (or not, for a duplicate).
     checked: Vec<f64>,
+    /// Checked saves that stored their note (the others found a duplicate or a near one).
+    checked_stored: usize,
     update: Vec<f64>,
     delete: Vec<f64>,
 }
@@ -183,7 +186,7 @@ pub async fn run(
     );
     println!(
         "| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves | \
-         checked save p50 / p95 ms | update p50 / p95 ms | delete p50 / p95 ms |"
+         checked save p50 / p95 ms (stored) | update p50 / p95 ms | delete p50 / p95 ms |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for r in rows {
@@ -192,13 +195,15 @@ pub async fn run(
             .map_or("synced at open".to_owned(), |s| format!("{s:.1} s"));
         let p = |v: &[f64]| format!("{:.2} / {:.2}", percentile(v, 50.0), percentile(v, 95.0));
         println!(
-            "| {} | {:.1} | {load} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.1} | {load} | {} | {} | {} | {} ({} of {}) | {} | {} |",
             r.mode,
             r.open_ms,
             p(&r.search),
             p(&r.save),
             r.failed,
             p(&r.checked),
+            r.checked_stored,
+            r.checked.len(),
             p(&r.update),
             p(&r.delete),
         );
@@ -332,11 +337,12 @@ async fn measure(
         }
     }
     let mut checked = Vec::with_capacity(saves);
+    let mut checked_stored = 0;
     for i in 0..saves {
         let text = corpus.note(&mut rng);
         let call = CallKey::new("bench", &format!("call_{i}"), "memory_save", "{}");
         let t = Instant::now();
-        store
+        let outcome = store
             .store_note_checked(
                 &user,
                 Some(&call),
@@ -346,6 +352,7 @@ async fn measure(
             )
             .await?;
         checked.push(ms(t));
+        checked_stored += usize::from(matches!(outcome, SaveOutcome::Saved(_)));
     }
     let mut update = Vec::with_capacity(saved.len());
     for id in &saved {
@@ -368,6 +375,7 @@ async fn measure(
         save,
         failed,
         checked,
+        checked_stored,
         update,
         delete,
     })
