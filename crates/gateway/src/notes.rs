@@ -243,6 +243,7 @@ fn view(note: NoteEntry) -> NoteView {
         tags: note.tags,
         created_at: rfc3339(note.created_at),
         updated_at: rfc3339(note.updated_at),
+        provenance: note.provenance.map(Box::new),
     }
 }
 

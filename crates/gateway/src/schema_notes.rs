@@ -20,6 +20,14 @@ fn note(full: bool) -> NoteView {
         },
         created_at: "2025-01-01T09:00:00.000Z".into(),
         updated_at: "2025-01-01T09:00:00.000Z".into(),
+        provenance: full.then(|| {
+            Box::new(ProvenanceView {
+                origin: "file".into(),
+                session_id: Some("s-7".into()),
+                turn_id: Some("t-3".into()),
+                confirmed: false,
+            })
+        }),
     }
 }
 

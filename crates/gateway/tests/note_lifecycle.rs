@@ -299,6 +299,27 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     let (gw, store) =
         governed_gateway(dir.path(), &server, types::GovernanceConfig::default()).await;
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
+    // The list says which notes wait for confirmation, so a client can offer it there.
+    let listed = ask(
+        &mut a,
+        ClientFrame::ListNotes {
+            category: None,
+            cursor: None,
+            limit: 10,
+        },
+    )
+    .await;
+    let origin_of = |note: &types::NoteView| {
+        let p = note.provenance.clone().unwrap();
+        (p.origin.clone(), p.confirmed)
+    };
+    match &listed {
+        ServerFrame::NoteList { notes, .. } => {
+            assert_eq!(notes.len(), 1);
+            assert_eq!(origin_of(&notes[0]), ("file".to_owned(), false));
+        }
+        other => panic!("{other:?}"),
+    }
     match ask(
         &mut a,
         ClientFrame::ConfirmNote {
@@ -307,7 +328,10 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     )
     .await
     {
-        ServerFrame::NoteConfirmed { note } => assert_eq!(note.note_id, planted),
+        ServerFrame::NoteConfirmed { note } => {
+            assert_eq!(note.note_id, planted);
+            assert_eq!(origin_of(&note), ("file".to_owned(), true));
+        }
         other => panic!("{other:?}"),
     }
     let (now, _) = versions(&mut a, &planted).await;

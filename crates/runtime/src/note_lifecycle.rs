@@ -219,7 +219,7 @@ fn version_entry(v: NoteVersion) -> NoteVersionEntry {
     }
 }
 
-fn provenance_view(p: Provenance) -> ProvenanceView {
+pub(crate) fn provenance_view(p: Provenance) -> ProvenanceView {
     ProvenanceView {
         origin: p.origin.as_str().to_owned(),
         session_id: p.session_id,

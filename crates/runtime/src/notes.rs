@@ -12,9 +12,10 @@ use chrono::{DateTime, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME};
-use types::{NoteId, SessionId, ToolExecutionContext, UserId};
+use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId};
 
 use crate::RuntimeError;
+use crate::note_lifecycle::provenance_view;
 use crate::runtime::AgentRuntime;
 
 /// Longest search text accepted, in bytes.
@@ -34,6 +35,8 @@ pub struct NoteEntry {
     pub tags: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Where the text came from, and whether the user vouched for it.
+    pub provenance: Option<ProvenanceView>,
 }
 
 impl From<Note> for NoteEntry {
@@ -46,6 +49,7 @@ impl From<Note> for NoteEntry {
             tags: note.metadata.tags,
             created_at: note.created_at,
             updated_at: note.updated_at,
+            provenance: note.metadata.provenance.map(provenance_view),
         }
     }
 }

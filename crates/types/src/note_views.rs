@@ -17,6 +17,11 @@ pub struct NoteView {
     pub tags: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// Where the current text came from; absent for notes written before provenance was
+    /// recorded. A note with `confirmed: false` is left out of automatic recall until
+    /// `confirm_note`. Boxed: a note rides in many server frames, which stay small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<ProvenanceView>>,
 }
 
 /// One text a note has had. `version` counts from 1 (the first save) and is what

@@ -182,11 +182,12 @@ impl App {
             }
             ServerFrame::Note { note } => {
                 self.push(Entry::info(format!(
-                    "{} · {}{} · version {}\n{}",
+                    "{} · {}{} · version {}{}\n{}",
                     note.note_id,
                     note.category.as_deref().unwrap_or("no category"),
                     tags(&note),
                     note.version,
+                    unconfirmed(&note),
                     note.text
                 )));
             }
@@ -278,13 +279,20 @@ impl App {
                 .unwrap_or_default();
             let date = note.updated_at.get(..10).unwrap_or(&note.updated_at);
             text.push_str(&format!(
-                "\n  {}. {category}{} · {date}",
+                "\n  {}. {category}{} · {date}{}",
                 i + 1,
-                excerpt(&note.text)
+                excerpt(&note.text),
+                unconfirmed(note)
             ));
         }
         if more {
             text.push_str("\n/memory more shows the next page.");
+        }
+        if notes.iter().any(|n| !unconfirmed(n).is_empty()) {
+            text.push_str(
+                "\nUnconfirmed notes were saved after the agent read a file, a command's output \
+                 or a web page; recall leaves them out until /memory confirm <n>.",
+            );
         }
         text.push_str("\n/memory show|edit|delete|history <n> acts on a note.");
         self.push(Entry::info(text));
@@ -388,6 +396,24 @@ pub(super) fn excerpt(text: &str) -> String {
         format!("{}…", cut.trim_end())
     } else {
         line.to_owned()
+    }
+}
+
+/// ` · unconfirmed (from a file)` for a note recall leaves out until the user confirms it.
+fn unconfirmed(note: &NoteView) -> String {
+    match &note.provenance {
+        Some(p) if !p.confirmed => format!(" · unconfirmed (from {})", source(&p.origin)),
+        _ => String::new(),
+    }
+}
+
+/// What an untrusted origin read, in words.
+fn source(origin: &str) -> &str {
+    match origin {
+        "file" => "a file",
+        "shell" => "a command's output",
+        "web" => "a web page",
+        other => other,
     }
 }
 

@@ -220,6 +220,11 @@ impl App {
     }
 
     pub(super) fn on_confirmed(&mut self, note: NoteView) {
+        for shown in &mut self.memory.shown {
+            if shown.note_id == note.note_id {
+                *shown = note.clone();
+            }
+        }
         self.push(Entry::info(format!(
             "Confirmed \"{}\": recall may use it now.",
             excerpt(&note.text)
