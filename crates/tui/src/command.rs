@@ -141,6 +141,10 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
     };
     match verb.to_ascii_lowercase().as_str() {
         "" => Ok(MemoryCommand::List { category: None }),
+        // `/memory list [category]`, as people type it, is `/memory [category]`.
+        "list" | "ls" if !rest.contains(char::is_whitespace) => Ok(MemoryCommand::List {
+            category: (!rest.is_empty()).then(|| rest.to_owned()),
+        }),
         "more" => Ok(MemoryCommand::More),
         "search" | "find" if rest.is_empty() => Err(CommandError(
             "/memory search needs words to look for".into(),
@@ -244,6 +248,13 @@ mod tests {
         check("/memory", mem(MemoryCommand::List { category: None }));
         check(
             "/memory preference",
+            mem(MemoryCommand::List {
+                category: Some("preference".into()),
+            }),
+        );
+        check("/memory list", mem(MemoryCommand::List { category: None }));
+        check(
+            "/memory ls preference",
             mem(MemoryCommand::List {
                 category: Some("preference".into()),
             }),
