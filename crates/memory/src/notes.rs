@@ -123,7 +123,10 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
-        let one_trip = matches!(self.inner.target, Target::Remote { .. });
+        let one_trip = matches!(
+            self.inner.target,
+            Target::Remote { .. } | Target::Replica { .. }
+        );
         let written = self
             .write(move |conn| async move {
                 if one_trip {
