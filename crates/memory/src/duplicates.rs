@@ -11,20 +11,15 @@
 //!
 //! Deleted notes and old versions are not compared (they have no index entries).
 
-use std::collections::HashMap;
-
-use libsql::{Connection, Rows, Value};
+use libsql::Connection;
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
-use crate::batch_read::{Reads, missing, one};
 use crate::error::MemoryError;
-use crate::freshness::{head_from, log_head_stmt};
 use crate::indexing::embed_checked;
 use crate::metadata::NoteMetadata;
 use crate::notes::validate;
-use crate::receipts::{CallKey, WriteReceipt, note_version, receipt_from, receipt_read};
-use crate::stmt::Stmt;
+use crate::receipts::{CallKey, WriteReceipt, note_version, replay};
 use crate::store::MemoryStore;
 use crate::time::now_text;
 
@@ -95,9 +90,7 @@ pub enum Similar {
 impl MemoryStore {
     /// Saves a note unless `user` already has it: a retried call gets its first receipt; an exact
     /// duplicate (normalised text) is never stored; a near-duplicate is stored only with
-    /// [`Similar::Allow`]. On a remote server: one request to read (the receipt, the change
-    /// log's head, an exact duplicate), one more for the texts of near-duplicates when there are
-    /// any, and one to save.
+    /// [`Similar::Allow`].
     pub async fn store_note_checked(
         &self,
         user: &UserId,
@@ -106,19 +99,24 @@ impl MemoryStore {
         metadata: NoteMetadata,
         similar: Similar,
     ) -> Result<SaveOutcome, MemoryError> {
-        let content = validate(content)?;
-        let look = self.first_look(user, call, content).await?;
-        if let Some(receipt) = look.earlier {
-            return Ok(SaveOutcome::Saved(receipt));
+        if let Some(key) = call {
+            let (owner, key) = (user.clone(), key.clone());
+            let earlier = self
+                .read(move |conn| async move { replay(&conn, &owner, Some(&key)).await })
+                .await?;
+            if let Some(receipt) = earlier {
+                return Ok(SaveOutcome::Saved(receipt));
+            }
         }
-        match self.compare(user, content, look.exact).await? {
-            Found::Exact { note_id, content } => {
+        match self.check_duplicate(user, content).await? {
+            DuplicateCheck::Duplicate { note_id } => {
+                let note = self.get_note(user, &note_id).await?;
                 return Ok(SaveOutcome::Duplicate {
-                    version: note_version(&content),
+                    version: note_version(&note.content),
                     note_id,
                 });
             }
-            Found::Similar(notes) if similar == Similar::Refuse => {
+            DuplicateCheck::Similar { notes } if similar == Similar::Refuse => {
                 return Ok(SaveOutcome::Similar(notes));
             }
             _ => {}
@@ -140,76 +138,23 @@ impl MemoryStore {
         content: &str,
     ) -> Result<DuplicateCheck, MemoryError> {
         let content = validate(content)?;
-        let look = self.first_look(user, None, content).await?;
-        Ok(match self.compare(user, content, look.exact).await? {
-            Found::Exact { note_id, .. } => DuplicateCheck::Duplicate { note_id },
-            Found::Similar(notes) => DuplicateCheck::Similar { notes },
-            Found::Nothing => DuplicateCheck::Unique,
-        })
-    }
-
-    /// Reads, in one batch: `call`'s receipt, the change log's head and a note with the same
-    /// normalised text; and, unless either of those answers the call, applies what other writers
-    /// committed since this process last looked (the index is compared with next).
-    async fn first_look(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        content: &str,
-    ) -> Result<FirstLook, MemoryError> {
-        let ctx = "looking for a duplicate note";
-        let receipt = call.and_then(|key| receipt_read(user, key));
-        let mut stmts = vec![
-            log_head_stmt(),
-            same_text_read(&SessionId::user_memory(user), &text_hash(content)),
-        ];
-        stmts.extend(receipt);
-        let (reader, batching) = (self.delta_reader(), self.batching());
-        let (look, delta) = self
-            .read(move |conn| async move {
-                let reads = Reads::new(conn, batching);
-                let mut rows = reads.rows(&stmts, ctx).await?.into_iter();
-                let mut next = || rows.next().ok_or_else(missing);
-                let head = head_from(next()?).await?;
-                let exact = same_text_from(next()?).await?;
-                let earlier = match stmts.len() > 2 {
-                    true => receipt_from(next()?).await?,
-                    false => None,
-                };
-                // The index is compared with only when neither answers the call.
-                let delta = match earlier.is_some() || exact.is_some() {
-                    true => None,
-                    false => reader.after(&reads, head).await?,
-                };
-                Ok((FirstLook { earlier, exact }, delta))
-            })
+        self.catch_up().await?;
+        let session = SessionId::user_memory(user);
+        let (probe_session, hash) = (session.clone(), text_hash(content));
+        let exact = self
+            .read(move |conn| async move { same_text(&conn, &probe_session, &hash).await })
             .await?;
-        if let Some(delta) = delta {
-            self.apply_delta(delta).await?;
-        }
-        Ok(look)
-    }
-
-    /// An exact duplicate when `exact` holds one; else the notes whose vectors are at least the
-    /// threshold close to `content`'s (the in-memory index, then one read of their texts).
-    async fn compare(
-        &self,
-        user: &UserId,
-        content: &str,
-        exact: Option<(NoteId, String)>,
-    ) -> Result<Found, MemoryError> {
-        if let Some((note_id, content)) = exact {
-            return Ok(Found::Exact { note_id, content });
+        if let Some(note_id) = exact {
+            return Ok(DuplicateCheck::Duplicate { note_id });
         }
         let Some(first) = crate::chunking::chunk_text(content).into_iter().next() else {
-            return Ok(Found::Nothing);
+            return Ok(DuplicateCheck::Unique);
         };
         let vector = embed_checked(self.inner.embedder.as_ref(), &[first])
             .await?
             .pop()
             .unwrap_or_default();
         let threshold = self.inner.duplicate_similarity;
-        let session = SessionId::user_memory(user);
         let found: Vec<(i64, f32)> = self
             .inner
             .index
@@ -218,105 +163,73 @@ impl MemoryStore {
             .filter(|(_, score)| *score >= threshold)
             .collect();
         if found.is_empty() {
-            return Ok(Found::Nothing);
+            return Ok(DuplicateCheck::Unique);
         }
-        let batching = self.batching();
         let notes = self
-            .read(move |conn| async move {
-                notes_of_chunks(&Reads::new(conn, batching), &session, &found).await
-            })
+            .read(move |conn| async move { notes_of_chunks(&conn, &session, &found).await })
             .await?;
         Ok(match notes.is_empty() {
-            true => Found::Nothing,
-            false => Found::Similar(notes),
+            true => DuplicateCheck::Unique,
+            false => DuplicateCheck::Similar { notes },
         })
     }
 }
 
-/// What a checked save reads before anything else.
-struct FirstLook {
-    /// The receipt of the call's first attempt.
-    earlier: Option<WriteReceipt>,
-    /// A current note with the same normalised text, with its text.
-    exact: Option<(NoteId, String)>,
-}
-
-/// What [`MemoryStore::compare`] found.
-enum Found {
-    Exact { note_id: NoteId, content: String },
-    Similar(Vec<SimilarNote>),
-    Nothing,
-}
-
-/// The oldest current note of `session` whose normalised text hashes to `hash`.
-fn same_text_read(session: &SessionId, hash: &str) -> Stmt {
+async fn same_text(
+    conn: &Connection,
+    session: &SessionId,
+    hash: &str,
+) -> Result<Option<NoteId>, MemoryError> {
+    let ctx = "looking for a duplicate note";
     // `+created_at`: without it SQLite orders by walking `notes_by_session_newest`, reading every
     // note of the session (4 ms at 10k notes) instead of the one or two rows with this hash.
-    Stmt::new(
-        "SELECT note_id, content FROM notes WHERE session_id = ?1 AND text_hash = ?2
-         AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
-        vec![
-            Value::Text(session.to_string()),
-            Value::Text(hash.to_owned()),
-            Value::Text(now_text()),
-        ],
-    )
+    let mut rows = conn
+        .query(
+            "SELECT note_id FROM notes WHERE session_id = ?1 AND text_hash = ?2
+             AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
+            [session.as_str(), hash, now_text().as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    match rows.next().await.map_err(MemoryError::db(ctx))? {
+        Some(row) => {
+            let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+            Ok(Some(
+                NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
+            ))
+        }
+        None => Ok(None),
+    }
 }
 
-async fn same_text_from(mut rows: Rows) -> Result<Option<(NoteId, String)>, MemoryError> {
-    let ctx = "looking for a duplicate note";
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-    Ok(Some((
-        NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
-        row.get(1).map_err(MemoryError::db(ctx))?,
-    )))
-}
-
-/// The live notes owning `chunks` (chunk id, cosine, best first), one entry per note with its
-/// best cosine, in one read.
+/// The live notes owning `chunks` (chunk id, cosine), one entry per note with its best cosine.
 async fn notes_of_chunks(
-    reads: &Reads,
+    conn: &Connection,
     session: &SessionId,
     chunks: &[(i64, f32)],
 ) -> Result<Vec<SimilarNote>, MemoryError> {
     let ctx = "looking for similar notes";
-    let marks = vec!["?"; chunks.len()].join(", ");
-    let mut args = vec![Value::Text(session.to_string()), Value::Text(now_text())];
-    args.extend(chunks.iter().map(|(id, _)| Value::Integer(*id)));
-    let read = Stmt::built(
-        format!(
-            // `CROSS JOIN`: the chunks by id first, then their notes by id; left to itself
-            // the planner may walk the session's notes instead (~10 ms at 2,000 notes).
-            "SELECT c.chunk_id, n.note_id, n.content FROM chunks c
-             CROSS JOIN notes n ON n.note_id = c.note_id
-             WHERE n.session_id = ?1 AND (n.expires_at IS NULL OR n.expires_at > ?2)
-             AND c.chunk_id IN ({marks})"
-        ),
-        args,
-    );
-    let mut rows = one(reads.rows(&[read], ctx).await?)?;
-    let mut owners: HashMap<i64, (String, String)> = HashMap::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        owners.insert(
-            row.get(0).map_err(MemoryError::db(ctx))?,
-            (
-                row.get(1).map_err(MemoryError::db(ctx))?,
-                row.get(2).map_err(MemoryError::db(ctx))?,
-            ),
-        );
-    }
+    let now = now_text();
     let mut notes: Vec<SimilarNote> = Vec::new();
     for (chunk_id, similarity) in chunks {
-        let Some((id, content)) = owners.remove(chunk_id) else {
+        let mut rows = conn
+            .query(
+                "SELECT n.note_id, n.content FROM chunks c JOIN notes n ON n.note_id = c.note_id
+                 WHERE c.chunk_id = ?1 AND n.session_id = ?2
+                 AND (n.expires_at IS NULL OR n.expires_at > ?3)",
+                libsql::params![*chunk_id, session.as_str(), now.as_str()],
+            )
+            .await
+            .map_err(MemoryError::db(ctx))?;
+        let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
             continue;
         };
+        let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
         let note_id = NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?;
         if notes.iter().any(|n| n.note_id == note_id) {
             continue;
         }
+        let content: String = row.get(1).map_err(MemoryError::db(ctx))?;
         notes.push(SimilarNote {
             note_id,
             preview: content.chars().take(SIMILAR_PREVIEW_CHARS).collect(),

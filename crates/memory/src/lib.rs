@@ -15,7 +15,6 @@
 //! in by the caller.
 
 mod audit;
-mod batch_read;
 mod calibration;
 mod chunking;
 mod dot;
@@ -56,7 +55,6 @@ mod remote;
 mod restore;
 mod retrieval;
 mod search;
-mod search_hits;
 mod sessions;
 mod sign_codes;
 mod stmt;

@@ -11,11 +11,10 @@
 //! replaces a note only at the [`note_version`] its caller was shown (see [`crate::receipts`]).
 
 use chrono::{DateTime, Utc};
-use libsql::{Connection, Rows};
+use libsql::Connection;
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
-use crate::batch_read::{Reads, one};
 use crate::error::MemoryError;
 use crate::facets::ChunkFacets;
 use crate::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
@@ -123,10 +122,7 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
-        let one_trip = matches!(
-            self.inner.target,
-            Target::Remote { .. } | Target::Replica { .. }
-        );
+        let one_trip = matches!(self.inner.target, Target::Remote { .. });
         let written = self
             .write(move |conn| async move {
                 if one_trip {
@@ -327,13 +323,10 @@ impl MemoryStore {
     }
 
     pub async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        let read = note_read(&SessionId::user_memory(user), note_id, true);
-        let (note_id, batching) = (note_id.clone(), self.batching());
-        self.read(move |conn| async move {
-            let reads = Reads::new(conn, batching);
-            let rows = one(reads.rows(&[read], "reading a note").await?)?;
-            Ok(loaded_from(rows, &note_id).await?.note)
-        })
+        let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
+        self.read(
+            move |conn| async move { Ok(load_note(&conn, &session, &note_id, true).await?.note) },
+        )
         .await
     }
 
@@ -449,15 +442,10 @@ async fn load_note(
     live_only: bool,
 ) -> Result<LoadedNote, MemoryError> {
     let read = note_read(session, note_id, live_only);
-    let rows = conn
-        .query(read.sql.as_ref(), read.args)
+    let mut rows = conn
+        .query(read.sql, read.args)
         .await
         .map_err(MemoryError::db("reading a note"))?;
-    loaded_from(rows, note_id).await
-}
-
-/// The note in the rows of [`note_read`]; [`MemoryError::NoteNotFound`] when there is none.
-async fn loaded_from(mut rows: Rows, note_id: &NoteId) -> Result<LoadedNote, MemoryError> {
     match rows
         .next()
         .await

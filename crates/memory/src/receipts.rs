@@ -12,7 +12,7 @@
 //!   is now.
 
 use chrono::{Duration, Utc};
-use libsql::{Connection, Rows, Value};
+use libsql::{Connection, Value};
 use types::{AuditTag, NoteId, UserId};
 
 use crate::audit;
@@ -120,33 +120,17 @@ pub(crate) async fn find(
     user: &UserId,
     key: &CallKey,
 ) -> Result<Option<WriteReceipt>, MemoryError> {
-    let Some(stmt) = receipt_read(user, key) else {
+    let ctx = "reading a write receipt";
+    let Some(key) = key.as_str() else {
         return Ok(None);
     };
-    let rows = conn
-        .query(stmt.sql.as_ref(), stmt.args)
+    let mut rows = conn
+        .query(
+            "SELECT note_id, version FROM write_receipts WHERE call_key = ?1 AND user_id = ?2",
+            [key, user.as_str()],
+        )
         .await
-        .map_err(MemoryError::db(RECEIPT_CTX))?;
-    receipt_from(rows).await
-}
-
-const RECEIPT_CTX: &str = "reading a write receipt";
-
-/// The read of `key`'s receipt (see [`receipt_from`]); `None` for a call without an id.
-pub(crate) fn receipt_read(user: &UserId, key: &CallKey) -> Option<Stmt> {
-    let key = key.as_str()?;
-    Some(Stmt::new(
-        "SELECT note_id, version FROM write_receipts WHERE call_key = ?1 AND user_id = ?2",
-        vec![
-            Value::Text(key.to_owned()),
-            Value::Text(user.as_str().to_owned()),
-        ],
-    ))
-}
-
-/// The receipt in the rows of [`receipt_read`], if any.
-pub(crate) async fn receipt_from(mut rows: Rows) -> Result<Option<WriteReceipt>, MemoryError> {
-    let ctx = RECEIPT_CTX;
+        .map_err(MemoryError::db(ctx))?;
     let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
         return Ok(None);
     };

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use libsql::{Connection, Transaction, TransactionBehavior};
 use types::MemoryConfig;
 
-use crate::batch_read::Batching;
 use crate::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes};
 use crate::embedding::{self, Embedder};
 use crate::encryption::EncryptionKey;
@@ -63,8 +62,6 @@ pub(crate) struct Inner {
     readers: Vec<DbThread>,
     /// A local file's connection for a search's last small read (see [`crate::inline_read`]).
     inline_reader: Option<InlineReader>,
-    /// Set for a remote server: its reader jobs batch their reads (see [`crate::batch_read`]).
-    batching: Batching,
     next_reader: AtomicUsize,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) index: Arc<VectorIndex>,
@@ -278,10 +275,6 @@ impl MemoryStore {
             readers.push(DbThread::spawn(&name, target.for_readers()).await?);
         }
         let inline_reader = InlineReader::open(&target.for_readers()).await?;
-        let batching = match target {
-            Target::Remote { .. } => Batching::remote(),
-            _ => Batching::none(),
-        };
         let index = Arc::new(VectorIndex::with_leg(
             embedder.model_id(),
             embedder.dimensions(),
@@ -292,7 +285,6 @@ impl MemoryStore {
                 writer,
                 readers,
                 inline_reader,
-                batching,
                 next_reader: AtomicUsize::new(0),
                 inline_embedder: InlineEmbedder::for_embedder(embedder.as_ref()),
                 embedder,
@@ -369,11 +361,6 @@ impl MemoryStore {
             })
             .await
             .map_err(crate::remote::explain)
-    }
-
-    /// How this store's reader jobs send their reads (batched to a remote server).
-    pub(crate) fn batching(&self) -> Batching {
-        self.inner.batching.clone()
     }
 
     /// Runs a small read-only job on the caller's thread when the store is a local file and its

@@ -18,7 +18,6 @@ mod lifecycle;
 mod open;
 mod organised;
 mod remote;
-mod remote_reads;
 mod remote_requests;
 mod replica;
 mod restore_places;

@@ -16,10 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{
-    CallKey, Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata,
-    SaveOutcome, Similar,
-};
+use memory::{Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
 use types::{NoteId, SessionId, UserId};
 
 use crate::corpus::Corpus;
@@ -74,12 +71,6 @@ struct Row {
     save: Vec<f64>,
     /// Saves that failed (interrupted by the server); not in the percentiles.
     failed: usize,
-    /// `memory_save`'s path: receipt, duplicate checks, then the save (or not, for a duplicate).
-    checked: Vec<f64>,
-    /// Checked saves that stored their note (the others found a duplicate or a near one).
-    checked_stored: usize,
-    update: Vec<f64>,
-    delete: Vec<f64>,
 }
 
 /// Attempts per import batch.
@@ -184,28 +175,21 @@ pub async fn run(
         "## Stores side by side ({n} notes, {} embedder, {queries} searches, {saves} saves)\n",
         kind.as_str()
     );
-    println!(
-        "| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves | \
-         checked save p50 / p95 ms (stored) | update p50 / p95 ms | delete p50 / p95 ms |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| store | open ms | load | search p50 / p95 ms | save p50 / p95 ms | failed saves |");
+    println!("|---|---|---|---|---|---|");
     for r in rows {
         let load = r
             .load_secs
             .map_or("synced at open".to_owned(), |s| format!("{s:.1} s"));
-        let p = |v: &[f64]| format!("{:.2} / {:.2}", percentile(v, 50.0), percentile(v, 95.0));
         println!(
-            "| {} | {:.1} | {load} | {} | {} | {} | {} ({} of {}) | {} | {} |",
+            "| {} | {:.1} | {load} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
             r.mode,
             r.open_ms,
-            p(&r.search),
-            p(&r.save),
+            percentile(&r.search, 50.0),
+            percentile(&r.search, 95.0),
+            percentile(&r.save, 50.0),
+            percentile(&r.save, 95.0),
             r.failed,
-            p(&r.checked),
-            r.checked_stored,
-            r.checked.len(),
-            p(&r.update),
-            p(&r.delete),
         );
     }
     println!(
@@ -318,7 +302,6 @@ async fn measure(
     let mut rng = Rng::new(99);
     let mut save = Vec::with_capacity(saves);
     let mut failed = 0;
-    let mut saved = Vec::with_capacity(saves);
     for _ in 0..saves {
         let text = corpus.note(&mut rng);
         let t = Instant::now();
@@ -326,46 +309,12 @@ async fn measure(
             .store_note(&user, &text, NoteMetadata::default())
             .await
         {
-            Ok(note) => {
-                save.push(ms(t));
-                saved.push(note.note_id);
-            }
+            Ok(_) => save.push(ms(t)),
             Err(e) => {
                 eprintln!("  save failed: {e:?}");
                 failed += 1;
             }
         }
-    }
-    let mut checked = Vec::with_capacity(saves);
-    let mut checked_stored = 0;
-    for i in 0..saves {
-        let text = corpus.note(&mut rng);
-        let call = CallKey::new("bench", &format!("call_{i}"), "memory_save", "{}");
-        let t = Instant::now();
-        let outcome = store
-            .store_note_checked(
-                &user,
-                Some(&call),
-                &text,
-                NoteMetadata::default(),
-                Similar::Refuse,
-            )
-            .await?;
-        checked.push(ms(t));
-        checked_stored += usize::from(matches!(outcome, SaveOutcome::Saved(_)));
-    }
-    let mut update = Vec::with_capacity(saved.len());
-    for id in &saved {
-        let text = corpus.note(&mut rng);
-        let t = Instant::now();
-        store.update_note(&user, id, &text).await?;
-        update.push(ms(t));
-    }
-    let mut delete = Vec::with_capacity(saved.len());
-    for id in &saved {
-        let t = Instant::now();
-        store.delete_note(&user, id).await?;
-        delete.push(ms(t));
     }
     Ok(Row {
         mode,
@@ -374,10 +323,6 @@ async fn measure(
         search,
         save,
         failed,
-        checked,
-        checked_stored,
-        update,
-        delete,
     })
 }
 
