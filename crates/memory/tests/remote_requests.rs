@@ -149,6 +149,18 @@ impl Clients {
     }
 }
 
+/// A server and its clients, with Alice's note `text` saved through the proxied store.
+async fn alice_with(text: &str, metadata: NoteMetadata) -> (Clients, types::UserId, memory::Note) {
+    let clients = Clients::start().await;
+    let alice = user("alice");
+    let note = clients
+        .store
+        .store_note(&alice, text, metadata)
+        .await
+        .unwrap();
+    (clients, alice, note)
+}
+
 /// Every text a note has had (its versions and the current one), sorted.
 async fn texts_of(store: &MemoryStore, who: &types::UserId, id: &types::NoteId) -> Vec<String> {
     let history = store.note_history(who, id).await.unwrap();
@@ -282,17 +294,13 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
 #[ignore = "needs sqld"]
 async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own() {
     need(Need::Sqld);
+    let (clients, alice, note) = alice_with("Alice's locker is 12.", NoteMetadata::default()).await;
     let Clients {
         _server,
         proxy,
         store,
         other,
-    } = Clients::start().await;
-    let alice = user("alice");
-    let note = store
-        .store_note(&alice, "Alice's locker is 12.", NoteMetadata::default())
-        .await
-        .unwrap();
+    } = clients;
     let expected = note_version(&note.content);
 
     // Hold the update's batch (after its read) while the other client rewrites the note.
@@ -353,21 +361,17 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
 #[ignore = "needs sqld"]
 async fn an_update_keeps_a_confirmation_made_after_its_read() {
     need(Need::Sqld);
+    let planted = NoteMetadata {
+        provenance: Some(Provenance::in_turn(Origin::Shell, "s1", "t1")),
+        ..NoteMetadata::default()
+    };
+    let (clients, alice, note) = alice_with("Reports go to the team list.", planted).await;
     let Clients {
         _server,
         proxy,
         store,
         other,
-    } = Clients::start().await;
-    let alice = user("alice");
-    let planted = NoteMetadata {
-        provenance: Some(Provenance::in_turn(Origin::Shell, "s1", "t1")),
-        ..NoteMetadata::default()
-    };
-    let note = store
-        .store_note(&alice, "Reports go to the team list.", planted)
-        .await
-        .unwrap();
+    } = clients;
 
     let held = proxy.hold("INSERT INTO note_versions");
     let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
@@ -398,21 +402,14 @@ async fn an_update_keeps_a_confirmation_made_after_its_read() {
 #[ignore = "needs sqld"]
 async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
     need(Need::Sqld);
+    let (clients, alice, note) =
+        alice_with("The spare key is under the mat.", NoteMetadata::default()).await;
     let Clients {
         _server,
         proxy,
         store,
         other,
-    } = Clients::start().await;
-    let alice = user("alice");
-    let note = store
-        .store_note(
-            &alice,
-            "The spare key is under the mat.",
-            NoteMetadata::default(),
-        )
-        .await
-        .unwrap();
+    } = clients;
 
     let held = proxy.hold("INTO deleted_notes");
     let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
