@@ -4,4 +4,5 @@
 
 mod architecture;
 mod config_example;
+mod recipes;
 mod tidy;

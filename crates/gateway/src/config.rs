@@ -29,10 +29,15 @@ pub struct GatewayConfig {
     pub send_timeout: Duration,
     /// Capacity of the runtime's event channel for one turn.
     pub turn_channel: usize,
+    /// An authenticated request's body (an MCP `POST`) must have arrived this long after its
+    /// token was accepted; a body still coming then is answered `408` and the connection closed.
+    pub body_timeout: Duration,
 }
 
 impl GatewayConfig {
     pub const DEFAULT_MAX_FRAME_BYTES: usize = 256 * 1024;
+    /// Largest MCP request body accepted (rmcp's own limit).
+    pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 }
 
 impl Default for GatewayConfig {
@@ -47,6 +52,7 @@ impl Default for GatewayConfig {
             session_log: 4096,
             send_timeout: Duration::from_secs(30),
             turn_channel: 64,
+            body_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -4,9 +4,12 @@
 //! is, compared in constant time); a missing or wrong token is `401` and reaches no MCP code. The
 //! user comes only from the token, never from a header or an argument. A connection that
 //! presented a good token no longer counts as unauthenticated (its handshake deadline ends), so
-//! long-lived MCP streams are not cut.
+//! long-lived MCP streams are not cut; its request body must then arrive within
+//! [`crate::GatewayConfig::body_timeout`] (`408` otherwise), so a body that never finishes
+//! cannot hold the connection and its buffers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
@@ -32,7 +35,39 @@ pub(crate) async fn handle(
     let Some(service) = user.mcp.as_ref() else {
         return (StatusCode::NOT_FOUND, "MCP is not enabled for this agent").into_response();
     };
+    let request = match whole_body(request, shared.config.body_timeout).await {
+        Ok(request) => request,
+        Err(refusal) => return refusal,
+    };
     service.handle(request).await.map(Body::new)
+}
+
+/// `request` with its body read in full within `deadline` (and at most
+/// [`crate::GatewayConfig::MAX_BODY_BYTES`]).
+async fn whole_body(request: Request, deadline: Duration) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let max = crate::GatewayConfig::MAX_BODY_BYTES;
+    match tokio::time::timeout(deadline, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, Body::from(bytes))),
+        Ok(Err(_)) => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            format!("the request body is unreadable or larger than {max} bytes"),
+        )
+            .into_response()),
+        Err(_) => {
+            tracing::info!("MCP request body not complete before the deadline");
+            Err((
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                format!(
+                    "the request body did not arrive within {} s",
+                    deadline.as_secs()
+                ),
+            )
+                .into_response())
+        }
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -92,9 +92,12 @@ impl UserAgent {
         self
     }
 
-    /// Serves `server` (built for this user) at `/mcp`, for clients with this user's token.
-    pub fn with_mcp(mut self, server: mcp::McpServer) -> Self {
-        self.mcp = Some(mcp::http_service(server));
+    /// Serves `server` (built for this user) at `/mcp`, for clients with this user's token,
+    /// holding at most `limits.max_sessions` MCP sessions (free memory is given back to the
+    /// system after many have closed).
+    pub fn with_mcp(mut self, server: mcp::McpServer, mut limits: mcp::McpLimits) -> Self {
+        limits.on_closed = Some(Arc::new(crate::trim::soon));
+        self.mcp = Some(mcp::http_service_with(server, limits));
         self
     }
 

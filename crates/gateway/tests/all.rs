@@ -14,6 +14,7 @@ mod approvals;
 mod handshake;
 mod isolation;
 mod limits;
+mod mcp_bounds;
 mod memory_files;
 mod metrics;
 mod no_memory;

@@ -14,12 +14,15 @@
 //! Modules:
 //! - `server` — [`McpServer`]: tools/list and tools/call over the registry
 //! - `transport` — [`http_service`], [`serve_stdio`]
+//! - `sessions` — [`McpLimits`]: the cap and idle time of HTTP sessions
 //! - `error` — [`McpError`]
 
 mod error;
 mod server;
+mod sessions;
 mod transport;
 
 pub use error::McpError;
 pub use server::{McpServer, SURFACE};
-pub use transport::{McpHttpService, http_service, serve_stdio};
+pub use sessions::McpLimits;
+pub use transport::{McpHttpService, http_service, http_service_with, serve_stdio};

@@ -119,7 +119,10 @@ impl McpServer {
             .instrument(span)
             .await;
         if !outcome.ok {
-            return CallToolResult::error(vec![ContentBlock::text(outcome.output)]);
+            // An error may quote what the client sent (a `/memories` path, a key): it gets the
+            // screener's redaction, as a stored value would.
+            let (message, _) = tools::governance::pii::redact(&outcome.output, |_| true);
+            return CallToolResult::error(vec![ContentBlock::text(message)]);
         }
         let structured = self
             .registry

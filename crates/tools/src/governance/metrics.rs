@@ -6,9 +6,9 @@
 //!
 //! Built on the `prometheus` crate (a registry per composition, so each user's agent exposes its
 //! own numbers and tests do not share a global): it renders the text exposition format directly,
-//! with no exporter or global recorder to install. The `namespace` label is the namespace's first
-//! segment (`session`, `agent`, `public`, `notes`), so a client choosing names cannot grow the
-//! number of series without bound.
+//! with no exporter or global recorder to install. The `namespace` label is one of a fixed set:
+//! the namespace's first segment when it is one of [`NAMESPACE_LABELS`], else `other`, so a
+//! client choosing names cannot grow the number of series.
 
 use std::time::Duration;
 
@@ -112,13 +112,31 @@ impl MemoryMetrics {
     }
 }
 
-/// The first segment of a namespace, limited to `[a-z0-9_]` and 32 characters.
-fn namespace_label(namespace: &str) -> &str {
+/// The values the `namespace` label takes besides `other`: the namespaces' first segments the
+/// guidebook names (notes, `getContext`'s `context`, and the documented `session.*`, `agent.*`,
+/// `public.*` conventions).
+pub const NAMESPACE_LABELS: [&str; 5] = ["notes", "context", "session", "agent", "public"];
+
+/// The namespace's first segment when it is one of [`NAMESPACE_LABELS`], else `other`.
+fn namespace_label(namespace: &str) -> &'static str {
     let head = namespace.split('.').next().unwrap_or_default();
-    let ok = !head.is_empty()
-        && head.len() <= 32
-        && head
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if ok { head } else { "other" }
+    NAMESPACE_LABELS
+        .into_iter()
+        .find(|known| *known == head)
+        .unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespace_label_is_one_of_a_fixed_set() {
+        assert_eq!(namespace_label("notes"), "notes");
+        assert_eq!(namespace_label("session.todo"), "session");
+        assert_eq!(namespace_label("agent"), "agent");
+        for chosen in ["ns1234", "alice", "x.session", "Session.a", "", "."] {
+            assert_eq!(namespace_label(chosen), "other", "{chosen}");
+        }
+    }
 }

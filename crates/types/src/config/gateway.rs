@@ -1,5 +1,6 @@
 //! `[gateway]`: how many connections the user's gateway holds and how long a connection may stay
-//! unauthenticated. Unset caps are derived from the open-file limit at start.
+//! unauthenticated, how long a request body may take, and how many MCP sessions it holds for how
+//! long. Unset connection caps are derived from the open-file limit at start.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,12 @@ pub struct GatewayLimitsConfig {
     pub max_unauthenticated: Option<u32>,
     /// Seconds from the TCP connection to an accepted `hello`.
     pub auth_timeout_secs: u64,
+    /// Seconds an authenticated request's body (an MCP `POST`) may take to arrive.
+    pub body_timeout_secs: u64,
+    /// MCP sessions (over HTTP) held at once; a new one past it closes the least recently used.
+    pub mcp_max_sessions: u32,
+    /// Seconds an MCP session may go without a request before it is closed.
+    pub mcp_idle_secs: u64,
 }
 
 impl Default for GatewayLimitsConfig {
@@ -25,6 +32,9 @@ impl Default for GatewayLimitsConfig {
             max_connections: None,
             max_unauthenticated: None,
             auth_timeout_secs: 5,
+            body_timeout_secs: 10,
+            mcp_max_sessions: 32,
+            mcp_idle_secs: 120,
         }
     }
 }
@@ -35,6 +45,24 @@ impl GatewayLimitsConfig {
             return Err(ConfigError::new(
                 "gateway.auth_timeout_secs",
                 "must be between 1 and 300",
+            ));
+        }
+        if !(1..=300).contains(&self.body_timeout_secs) {
+            return Err(ConfigError::new(
+                "gateway.body_timeout_secs",
+                "must be between 1 and 300",
+            ));
+        }
+        if !(1..=4096).contains(&self.mcp_max_sessions) {
+            return Err(ConfigError::new(
+                "gateway.mcp_max_sessions",
+                "must be between 1 and 4096",
+            ));
+        }
+        if !(5..=86_400).contains(&self.mcp_idle_secs) {
+            return Err(ConfigError::new(
+                "gateway.mcp_idle_secs",
+                "must be between 5 and 86400",
             ));
         }
         if self.max_connections.is_some_and(|n| n < 2) {
@@ -74,6 +102,7 @@ mod tests {
             max_connections: total,
             max_unauthenticated: unauth,
             auth_timeout_secs: secs,
+            ..GatewayLimitsConfig::default()
         };
         check(GatewayLimitsConfig::default(), None);
         check(with(Some(100), Some(25), 5), None);
@@ -85,5 +114,19 @@ mod tests {
         check(with(None, Some(0), 5), Some("gateway.max_unauthenticated"));
         check(with(Some(1), None, 5), Some("gateway.max_connections"));
         check(with(None, None, 0), Some("gateway.auth_timeout_secs"));
+        let mcp = |sessions, idle| GatewayLimitsConfig {
+            mcp_max_sessions: sessions,
+            mcp_idle_secs: idle,
+            ..GatewayLimitsConfig::default()
+        };
+        check(mcp(0, 120), Some("gateway.mcp_max_sessions"));
+        check(mcp(32, 0), Some("gateway.mcp_idle_secs"));
+        check(
+            GatewayLimitsConfig {
+                body_timeout_secs: 0,
+                ..GatewayLimitsConfig::default()
+            },
+            Some("gateway.body_timeout_secs"),
+        );
     }
 }

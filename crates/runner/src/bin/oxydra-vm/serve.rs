@@ -42,15 +42,21 @@ pub async fn run(
     let metrics = agent.metrics;
     let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
         .context("cannot set up the MCP server")?;
+    let limits = &config.gateway;
+    let mcp_limits = mcp::McpLimits {
+        max_sessions: limits.mcp_max_sessions as usize,
+        idle: Duration::from_secs(limits.mcp_idle_secs),
+        ..mcp::McpLimits::default()
+    };
     let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
         .with_metrics(move || metrics.render())
-        .with_mcp(mcp);
-    let limits = &config.gateway;
+        .with_mcp(mcp, mcp_limits);
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
         auth_timeout: std::time::Duration::from_secs(limits.auth_timeout_secs),
         max_connections: limits.max_connections.map(|n| n as usize),
         max_unauthenticated: limits.max_unauthenticated.map(|n| n as usize),
+        body_timeout: Duration::from_secs(limits.body_timeout_secs),
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;
