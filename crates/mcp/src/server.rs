@@ -112,7 +112,13 @@ impl McpServer {
                 )]);
             }
         };
-        let span = tracing::info_span!("mcp_call", surface = SURFACE, client, tool = name);
+        // What the client chose (its name, a tool name) is not logged: only a registered tool.
+        let tool = if self.registry.get(name).is_some() {
+            name
+        } else {
+            "unknown"
+        };
+        let span = tracing::info_span!("mcp_call", surface = SURFACE, tool);
         let outcome = self
             .registry
             .execute(name, &args, &ctx)

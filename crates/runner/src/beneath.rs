@@ -228,6 +228,16 @@ pub fn remove_beneath(root: &Path, path: &Path) -> Result<(), RunnerError> {
 /// reader (a marker in `.oxydra/` could be planted by `oxydra-vm`, which the runner does not trust
 /// more than that). Absent files give `NotFound`.
 pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    read_checked(path, limit, false).map(|(bytes, _)| bytes)
+}
+
+/// [`read_regular`] for a secret: a file group or others may access is first set to mode 0600
+/// (through the open descriptor). Returns the bytes and whether the mode was tightened.
+pub fn read_private(path: &Path, limit: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    read_checked(path, limit, true)
+}
+
+fn read_checked(path: &Path, limit: u64, private: bool) -> std::io::Result<(Vec<u8>, bool)> {
     use std::io::Read;
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rfs::open(path, flags, Mode::empty())?;
@@ -238,9 +248,13 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
             "not a regular file",
         ));
     }
+    let tightened = private && stat.st_mode & 0o077 != 0;
+    if tightened {
+        rfs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    }
     let mut bytes = Vec::new();
     File::from(fd).take(limit).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, tightened))
 }
 
 /// Removes what an interrupted [`SafeDir::write_atomic`] of `path` (below the trusted `root`)

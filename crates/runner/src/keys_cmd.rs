@@ -1,10 +1,10 @@
 //! A user's memory key and their whole memory: `runner memory rekey` (a new key, encrypting an
 //! unencrypted file, or decrypting when encryption was turned off) and `runner forget` (the key
-//! and the database destroyed; rows dropped on a remote server). Both refuse while the user's
-//! agent runs.
+//! and the database destroyed; rows dropped on a remote server; the guests' logs removed, as they
+//! may quote what was said and saved). Both refuse while the user's agent runs.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use memory::{EncryptionKey, MemoryStore, OpenOptions};
@@ -175,6 +175,15 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
     if agent.memory.remote_url.is_some() {
         doomed.push("every table of the user's database on the memory server".to_owned());
     }
+    let logs = log_files(&ws);
+    if !logs.is_empty() {
+        doomed.push(format!(
+            "the guests' logs ({} files in {} and {})",
+            logs.len(),
+            runner::runner_logs(&ws).display(),
+            ws.logs().display()
+        ));
+    }
     if doomed.is_empty() {
         say(format!("{user}: no memory key or database to destroy"));
     } else {
@@ -202,6 +211,11 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
                 erased.tables, erased.rows
             ));
         }
+        for file in &logs {
+            if let Err(e) = runner::remove_beneath(root, file) {
+                say(format!("  could not remove {}: {e}", file.display()));
+            }
+        }
         say(format!("{user}: memory forgotten"));
     }
     say("What remains (remove it yourself if it should go too):");
@@ -209,17 +223,38 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
         ("the user's files", ws.shared()),
         ("the user's credentials", ws.vault()),
         ("the agent's settings and gateway token", ws.internal()),
-        ("the guests' logs", runner::runner_logs(&ws)),
     ] {
         if path.exists() {
             say(format!("  - {what}: {}", path.display()));
         }
+    }
+    for file in log_files(&ws) {
+        say(format!("  - a log file not removed: {}", file.display()));
     }
     say(format!(
         "  - [users.{user}] in {} (the next start creates a new, empty memory)",
         config.path.display()
     ));
     Ok(())
+}
+
+/// The files of the user's logs: the runner's copies of the guests' output
+/// (`.runner/<user>/logs/`) and the workspace's `logs/`. Removal goes through
+/// [`runner::remove_beneath`], so a link planted for `logs/` is never followed.
+fn log_files(ws: &WorkspacePaths) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in [runner::runner_logs(ws), ws.logs()] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                files.push(dir.join(entry.file_name()));
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// Asks for the user id on stdin; anything else is a no.

@@ -97,14 +97,23 @@ pub struct UserKey {
 }
 
 /// The key in the user's key file, if there is one (a link or anything but a regular file is
-/// refused).
+/// refused). A key file that group or others may read (say 0644 after a copy) is set to 0600,
+/// with a warning, before it is used.
 pub fn stored_key(
     workspace_root: &Path,
     user: &UserId,
 ) -> Result<Option<EncryptionKey>, RunnerError> {
     let path = memory_key_path(workspace_root, user);
-    let bytes = match crate::beneath::read_regular(&path, 4096) {
-        Ok(bytes) => bytes,
+    let bytes = match crate::beneath::read_private(&path, 4096) {
+        Ok((bytes, tightened)) => {
+            if tightened {
+                tracing::warn!(
+                    path = %path.display(),
+                    "the memory key file was readable by others: its mode is now 0600"
+                );
+            }
+            bytes
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(RunnerError::io("read the memory key", &path)(e)),
     };
@@ -189,6 +198,16 @@ pub async fn key_for_agent(
         MemoryPlace::Local(file) | MemoryPlace::Replica(file) => file,
         MemoryPlace::Disabled | MemoryPlace::Server => return Ok(None),
     };
+    if key_lost(enc, workspace_root, user, file)? {
+        match place {
+            // A copy of the server's database: the first sync makes it again with the new key.
+            MemoryPlace::Replica(_) => {
+                tracing::warn!(%user, "memory: the replica's key is missing; removing the replica file, it is synced again");
+                remove_database_files(workspace_root, file)?;
+            }
+            _ => return Err(lost_key_error(workspace_root, user, file)),
+        }
+    }
     let Some(UserKey { key, .. }) = user_key(enc, workspace_root, user)? else {
         return Ok(None);
     };
@@ -224,11 +243,38 @@ pub fn key_for_cli(
     };
     if is_plaintext_db(file) {
         Ok(None)
+    } else if key_lost(enc, workspace_root, user, file)? {
+        Err(lost_key_error(workspace_root, user, file))
     } else if enc.enabled {
         Ok(user_key(enc, workspace_root, user)?.map(|k| k.key))
     } else {
         stored_key(workspace_root, user)
     }
+}
+
+/// True when `file` is an encrypted database and the key file that opened it is gone (keys from
+/// the runner's file, not a `key_command`): a new key would only make it unreadable for good.
+fn key_lost(
+    enc: &MemoryEncryption,
+    workspace_root: &Path,
+    user: &UserId,
+    file: &Path,
+) -> Result<bool, RunnerError> {
+    let encrypted = memory::is_plaintext(file) == Some(false);
+    Ok(enc.enabled
+        && enc.key_command.is_none()
+        && encrypted
+        && stored_key(workspace_root, user)?.is_none())
+}
+
+fn lost_key_error(workspace_root: &Path, user: &UserId, file: &Path) -> RunnerError {
+    RunnerError::MemoryKey(format!(
+        "the memory database {} is encrypted but its key {} is missing; nothing was changed. \
+         Restore the key file from a backup (mode 0600), or destroy the unreadable data with \
+         `runner --user {user} forget`",
+        file.display(),
+        memory_key_path(workspace_root, user).display()
+    ))
 }
 
 /// True when `file` is an SQLite database whose header can be read (not encrypted).
@@ -278,105 +324,5 @@ fn run_key_command(command: &str, user: &UserId) -> Result<EncryptionKey, Runner
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn alice() -> UserId {
-        UserId::parse("alice").unwrap()
-    }
-
-    #[test]
-    fn a_key_file_is_created_once_private_and_destroyed() {
-        let root = tempfile::tempdir().unwrap();
-        let enc = MemoryEncryption {
-            enabled: true,
-            key_command: None,
-        };
-        let first = user_key(&enc, root.path(), &alice()).unwrap().unwrap();
-        assert!(first.created);
-        let path = memory_key_path(root.path(), &alice());
-        assert_eq!(path, root.path().join(".runner/alice/memory.key"));
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&path), 0o600);
-        assert_eq!(mode(path.parent().unwrap()), 0o700);
-        let again = user_key(&enc, root.path(), &alice()).unwrap().unwrap();
-        assert!(!again.created);
-        assert_eq!(again.key, first.key);
-        assert!(destroy_key(root.path(), &alice()).unwrap());
-        assert!(!path.exists());
-        assert!(!destroy_key(root.path(), &alice()).unwrap());
-        let off = MemoryEncryption::default();
-        assert!(user_key(&off, root.path(), &alice()).unwrap().is_none());
-    }
-
-    #[test]
-    fn a_key_command_supplies_the_key_and_its_failures_are_clear() {
-        let root = tempfile::tempdir().unwrap();
-        let hex = "ab".repeat(32);
-        let enc = |cmd: &str| MemoryEncryption {
-            enabled: true,
-            key_command: Some(cmd.to_owned()),
-        };
-        let got = user_key(&enc(&format!("echo {hex}")), root.path(), &alice())
-            .unwrap()
-            .unwrap();
-        assert_eq!(got.key.expose(), hex);
-        assert!(
-            !memory_key_path(root.path(), &alice()).exists(),
-            "nothing stored"
-        );
-        // The command learns whose key is asked for.
-        let user = user_key(
-            &enc("printf '%s' \"$OXYDRA_USER\"; printf 'x%.0s' $(seq 40)"),
-            root.path(),
-            &alice(),
-        )
-        .unwrap()
-        .unwrap();
-        assert!(user.key.expose().starts_with("alicex"));
-        for (cmd, says) in [("exit 3", "failed"), ("echo short", "not a key")] {
-            let err = user_key(&enc(cmd), root.path(), &alice()).unwrap_err();
-            assert!(err.to_string().contains(says), "{err}");
-        }
-    }
-
-    #[test]
-    fn memory_encryption_is_read_and_checked() {
-        let c = parse_config(
-            "[memory_encryption]\nenabled = true\nkey_command = \"pass show k\"\n[users.a]\n",
-        )
-        .unwrap();
-        assert!(c.memory_encryption.enabled);
-        assert_eq!(
-            c.memory_encryption.key_command.as_deref(),
-            Some("pass show k")
-        );
-        for (text, says) in [
-            (
-                "[memory_encryption]\nkey_command = \"x\"\n",
-                "enabled is not true",
-            ),
-            ("[memory_encryption]\nenable = true\n", "enable"),
-        ] {
-            let err = parse_config(text).unwrap_err();
-            assert!(err.contains(says), "{text}: {err}");
-        }
-    }
-
-    fn parse_config(text: &str) -> Result<crate::RunnerConfig, String> {
-        crate::RunnerConfig::parse(text, Path::new("/etc/oxydra/runner.toml"))
-            .map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn a_planted_link_is_not_read_as_the_key() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join(".runner/alice");
-        std::fs::create_dir_all(&dir).unwrap();
-        let elsewhere = root.path().join("elsewhere");
-        std::fs::write(&elsewhere, "cd".repeat(32)).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, dir.join(MEMORY_KEY_FILE)).unwrap();
-        assert!(stored_key(root.path(), &alice()).is_err());
-    }
-}
+#[path = "memory_key_tests.rs"]
+mod tests;

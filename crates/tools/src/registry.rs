@@ -154,9 +154,15 @@ impl ToolRegistry {
         raw_args: &str,
         ctx: &ToolExecutionContext,
     ) -> ToolOutcome {
+        // A name the caller chose is not logged: only a registered one.
+        let known = if self.tools.contains_key(name) {
+            name
+        } else {
+            "unknown"
+        };
         let span = tracing::info_span!(
             "tool",
-            tool = name,
+            tool = known,
             user = %ctx.user_id,
             session = %ctx.session_id,
             turn = %ctx.turn_id,
@@ -179,7 +185,10 @@ impl ToolRegistry {
                     }
                 }
                 Err(error) => {
-                    tracing::info!(kind = error.kind(), error = ?error, "tool failed");
+                    // The message may quote the arguments (a `/memories` path, a key): only its
+                    // kind at info, the rest at debug.
+                    tracing::info!(kind = error.kind(), "tool failed");
+                    tracing::debug!(error = ?error, "tool failure");
                     let output = truncate_output(&scrubber.scrub(&error.to_string()), ERROR_LIMIT);
                     ToolOutcome {
                         ok: false,

@@ -118,7 +118,7 @@ impl MemoryMetrics {
 pub const NAMESPACE_LABELS: [&str; 5] = ["notes", "context", "session", "agent", "public"];
 
 /// The namespace's first segment when it is one of [`NAMESPACE_LABELS`], else `other`.
-fn namespace_label(namespace: &str) -> &'static str {
+pub(crate) fn namespace_label(namespace: &str) -> &'static str {
     let head = namespace.split('.').next().unwrap_or_default();
     NAMESPACE_LABELS
         .into_iter()

@@ -206,7 +206,7 @@ impl Governance {
                 "permission_check",
                 tool,
                 surface = surface.as_str(),
-                namespace = %access.namespace,
+                namespace = metrics::namespace_label(&access.namespace),
                 operation = access.operation.as_str(),
             );
             let _entered = span.enter();

@@ -157,16 +157,8 @@ impl Tool for MemoryFiles {
             .get("command")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let path = args
-            .get("path")
-            .or_else(|| args.get("old_path"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        // The `/memories` path is note data: it is never logged.
         let span = command_span(command, ctx);
-        span.record(
-            "path",
-            path.chars().take(MAX_PATH_BYTES).collect::<String>(),
-        );
         let started = Instant::now();
         let result = self.run(command, args, ctx).instrument(span.clone()).await;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -178,8 +170,14 @@ impl Tool for MemoryFiles {
         let _entered = span.enter();
         match &result {
             Ok(_) => tracing::info!(duration_us = micros, "memory file command done"),
+            // Its message may quote the `/memories` path: only the kind at info.
             Err(e) => {
-                tracing::info!(duration_us = micros, error = %e, "memory file command refused")
+                tracing::info!(
+                    duration_us = micros,
+                    kind = e.kind(),
+                    "memory file command refused"
+                );
+                tracing::debug!(error = %e, "memory file command refusal");
             }
         }
         result
@@ -192,10 +190,8 @@ fn command_span(command: &str, ctx: &ToolExecutionContext) -> tracing::Span {
         ($name:literal) => {
             tracing::info_span!(
                 $name,
-                command,
                 user = %ctx.user_id,
                 session = %ctx.session_id,
-                path = tracing::field::Empty,
                 outcome = tracing::field::Empty,
                 duration_us = tracing::field::Empty,
             )

@@ -162,7 +162,15 @@ impl OpSpan {
         match result {
             Ok(_) => tracing::info!(duration_us = micros, "memory operation done"),
             // Info, as the registry's "tool failed": the caller gets the error itself.
-            Err(e) => tracing::info!(duration_us = micros, error = %e, "memory operation failed"),
+            // Its message may quote the note or key: only the kind at info.
+            Err(e) => {
+                tracing::info!(
+                    duration_us = micros,
+                    kind = e.kind(),
+                    "memory operation failed"
+                );
+                tracing::debug!(error = %e, "memory operation failure");
+            }
         }
     }
 }
