@@ -16,8 +16,12 @@
 //!
 //! `cargo bench -p gateway --bench gateway-bench -- undo [--notes N] [--rounds R]`: the frame
 //! round trip of an undo from the TUI: see `undo.rs`.
+//!
+//! `cargo bench -p gateway --bench gateway-bench -- mcp-sessions [--sessions N] [--cap C]
+//! [--idle-secs S]`: the memory left by MCP sessions opened and abandoned: see `mcp_sessions.rs`.
 
 mod flood;
+mod mcp_sessions;
 mod undo;
 
 use std::sync::Arc;
@@ -196,6 +200,17 @@ async fn main() -> anyhow::Result<()> {
         }
         Some("undo") => {
             let report = undo::run(value("--notes", 10_000)?, value("--rounds", 300)?).await?;
+            std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
+            return Ok(());
+        }
+        Some("mcp-sessions") => {
+            let idle = Duration::from_secs(value("--idle-secs", 5)? as u64);
+            let report = mcp_sessions::run(
+                value("--sessions", 3_000)?,
+                value("--cap", mcp::McpLimits::DEFAULT_MAX_SESSIONS)?,
+                idle,
+            )
+            .await?;
             std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
             return Ok(());
         }
