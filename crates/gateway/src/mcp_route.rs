@@ -6,14 +6,15 @@
 //! presented a good token no longer counts as unauthenticated (its handshake deadline ends), so
 //! long-lived MCP streams are not cut; its request body must then arrive within
 //! [`crate::GatewayConfig::body_timeout`] (`408` otherwise), so a body that never finishes
-//! cannot hold the connection and its buffers.
+//! cannot hold the connection and its buffers, and the connection closes after its response
+//! (`Connection: close`), so it cannot trickle the headers of a next request with no deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::limits::Admission;
@@ -39,7 +40,13 @@ pub(crate) async fn handle(
         Ok(request) => request,
         Err(refusal) => return refusal,
     };
-    service.handle(request).await.map(Body::new)
+    let mut response = service.handle(request).await.map(Body::new);
+    // One request per connection: a connection that authenticated once would otherwise keep
+    // no deadline for the headers of its next request. MCP clients open another (loopback).
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// `request` with its body read in full within `deadline` (and at most

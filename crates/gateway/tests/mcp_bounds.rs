@@ -462,3 +462,52 @@ fn rand_u32(i: u32) -> u32 {
     let seed = uuid::Uuid::new_v4().as_u128() as u32;
     seed ^ i.wrapping_mul(0x9e37_79b9)
 }
+
+#[tokio::test]
+async fn a_connection_that_authenticated_once_cannot_then_trickle_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = GatewayConfig {
+        auth_timeout: Duration::from_secs(1),
+        ..GatewayConfig::default()
+    };
+    let (gw, token) = gateway(dir.path(), mcp::McpLimits::default(), config).await;
+    let mut stream = TcpStream::connect(gw.local_addr()).await.unwrap();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    // A good request on a keep-alive connection (it needs no session to be answered)…
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{ping}",
+        ping.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // …then the next request's headers, a byte every 300 ms, forever.
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(8), async {
+        let next = b"POST /mcp HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let mut sent = 0;
+        loop {
+            tokio::select! {
+                read = stream.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                },
+                () = tokio::time::sleep(Duration::from_millis(300)) => {
+                    let byte = next.get(sent % next.len()).copied().unwrap_or(b'a');
+                    sent += 1;
+                    if stream.write_all(&[byte]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "trickled headers held the connection for 8 s"
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
+    gw.shutdown().await;
+}
