@@ -260,3 +260,70 @@ fn oxydra_vm_refuses_a_memory_key_on_its_command_line() {
     assert!(!said.contains(&key), "{said}");
     assert!(!dir.path().join("alice").exists(), "nothing provisioned");
 }
+
+/// The names in `dir` (empty when it is missing), sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_key_is_refused_by_start_and_the_cli_and_a_loose_one_is_tightened() {
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    setup
+        .runner_ok(&[
+            "--user",
+            "alice",
+            "memory",
+            "save",
+            "the hive is behind the shed",
+        ])
+        .await;
+    set_encryption(&setup, true);
+    setup
+        .runner_ok(&["--user", "alice", "memory", "rekey"])
+        .await;
+    let db = setup.ws("alice").default_memory_db();
+    assert!(!is_plaintext(&db));
+    let key_file = setup.root.join(".runner/alice/memory.key");
+
+    // A key file others can read is set back to 0600 and still opens the notes.
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = setup.runner(&["--user", "alice", "memory", "export"]).await;
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hive"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("now 0600"),
+        "no warning: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // The key is lost: start and the CLI refuse, and write nothing (no new key).
+    std::fs::remove_file(&key_file).unwrap();
+    let key_dir = key_file.parent().unwrap();
+    let before = listing(key_dir);
+    let db_before = std::fs::read(&db).unwrap();
+    let _guard = StopOnDrop(setup.config.clone());
+    for args in [
+        &["--insecure", "--user", "alice", "start", "--detach"][..],
+        &["--user", "alice", "memory", "list"][..],
+    ] {
+        let out = setup.runner(args).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} went on");
+        assert!(err.contains("is encrypted but its key"), "{args:?}: {err}");
+        assert!(err.contains("forget"), "{args:?}: {err}");
+        assert_eq!(listing(key_dir), before, "{args:?} wrote a key");
+        assert_eq!(std::fs::read(&db).unwrap(), db_before);
+    }
+}
