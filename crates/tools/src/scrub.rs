@@ -9,10 +9,13 @@
 //! become `<host path>`. System paths such as `/usr/bin/python` or `/etc/hosts`, and URL paths like
 //! `/api/v1`, are left alone so that file contents stay editable.
 //!
-//! Secrets: provider keys (`sk-…`, `sk-ant-…`), GitHub (`ghp_…`, `github_pat_…`), Slack
+//! Secrets: provider keys (`sk-…`, `sk-ant-…`, Stripe `sk_live_…`), GitHub (`ghp_…`,
+//! `github_pat_…`), GitLab (`glpat-…`), Hugging Face (`hf_…`), npm (`npm_…`), Slack
 //! (`xox[abposr]-…`), AWS access key ids (`AKIA…`), Google (`AIza…`), `Bearer` tokens, JWTs, PEM
-//! private keys, `password=`/`api_key:`-style assignments, and long high-entropy strings become
-//! `[REDACTED]`.
+//! private keys, the password of a URL (`postgres://user:pass@host`), assignments to a name that
+//! says secret (`password = 'x'`, `AWS_SECRET_ACCESS_KEY=…`, Azure `AccountKey=…`,
+//! `"api_key": "…"`; after a colon an unquoted word of letters is prose, as in `pwd: Permission
+//! denied`), and long high-entropy strings become `[REDACTED]`.
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -20,6 +23,9 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 pub const REDACTED: &str = "[REDACTED]";
+/// How every redaction marker begins (`[REDACTED]`, `[REDACTED:email]`): a value already
+/// redacted is not a secret again.
+const REDACTED_PREFIX: &str = "[REDACTED";
 pub const HOST_PATH: &str = "<host path>";
 pub const WORKSPACE: &str = "<workspace>";
 
@@ -51,58 +57,107 @@ fn is_path_end(c: char) -> bool {
     c.is_whitespace() || "\"'`)]}>,;:|*?".contains(c)
 }
 
-/// (pattern, replacement) pairs applied in order.
-const SECRET_PATTERNS: [(&str, &str); 11] = [
-    (
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
-        "[REDACTED PRIVATE KEY]",
-    ),
-    (r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}", REDACTED),
-    (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
-    (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
-    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
-    (r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", REDACTED),
-    (r"\bAIza[0-9A-Za-z_\-]{35}", REDACTED),
-    (
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        REDACTED,
-    ),
-    (
-        r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{16,}=*",
-        "${1}[REDACTED]",
-    ),
-    (
-        r"(?i)(authorization:\s*basic\s+)[A-Za-z0-9+/]{8,}=*",
-        "${1}[REDACTED]",
-    ),
-    (
-        r#"(?i)\b((?:password|passwd|pwd|secret|client_secret|api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token)"?\s*[=:]\s*"?)[^\s"'&,;]{3,}"#,
-        "${1}[REDACTED]",
-    ),
-];
+/// Words that name a secret in an assignment (`password = …`, `AWS_SECRET_ACCESS_KEY=…`,
+/// `"api_key": "…"`), possibly inside a longer snake- or kebab-case name.
+const SECRET_NAMES: &str = r"password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|private[_-]?key|token|accountkey|sharedaccesskey|client[_-]?secret";
+
+/// The secret patterns, with what replaces the secret. A pattern's group `v` is the secret
+/// itself (the name before it is kept); without one, the whole match is.
+fn secret_patterns() -> Vec<(String, &'static str)> {
+    let assignment = format!(
+        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:{SECRET_NAMES})(?:[_-][a-z0-9]+)*"?[ \t]*(?P<sep>[=:])[ \t]*(?:'(?P<v>[^'\n]+)'|"(?P<v2>[^"\n]+)"|(?P<v3>[^\s"'&,;]{{3,}}))"#
+    );
+    vec![
+        (
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)"
+                .to_owned(),
+            "[REDACTED PRIVATE KEY]",
+        ),
+        (r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}".to_owned(), REDACTED),
+        (
+            r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}".to_owned(),
+            REDACTED,
+        ),
+        (r"\bgh[pousr]_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
+        (r"\bgithub_pat_[A-Za-z0-9_]{20,}".to_owned(), REDACTED),
+        (r"\bglpat-[A-Za-z0-9_\-]{16,}".to_owned(), REDACTED),
+        (r"\bhf_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
+        (r"\bnpm_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
+        (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}".to_owned(), REDACTED),
+        (r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b".to_owned(), REDACTED),
+        (r"\bAIza[0-9A-Za-z_\-]{35}".to_owned(), REDACTED),
+        (
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}".to_owned(),
+            REDACTED,
+        ),
+        (
+            r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)".to_owned(),
+            REDACTED,
+        ),
+        (
+            r"(?i)authorization:\s*basic\s+(?P<v>[A-Za-z0-9+/]{8,}=*)".to_owned(),
+            REDACTED,
+        ),
+        (
+            r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s@/]+)@[A-Za-z0-9]".to_owned(),
+            REDACTED,
+        ),
+        (assignment, REDACTED),
+    ]
+}
 
 static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    SECRET_PATTERNS
+    secret_patterns()
         .iter()
         .filter_map(|(pattern, replacement)| Some((Regex::new(pattern).ok()?, *replacement)))
         .collect()
 });
 
+/// The secret a pattern's match holds: group `v` (or `v2`, `v3`) or the whole match. An
+/// unquoted word of letters after a colon is prose (`pwd: Permission denied`), not a password.
+fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
+    let whole = caps.get(0)?;
+    let value = ["v", "v2", "v3"].iter().find_map(|g| caps.name(g));
+    if value.is_some_and(|v| v.as_str().starts_with(REDACTED_PREFIX)) {
+        return None;
+    }
+    match value {
+        None => Some(whole.range()),
+        Some(v)
+            if caps.name("v3").is_some() && caps.name("sep").map(|s| s.as_str()) == Some(":") =>
+        {
+            (!v.as_str().chars().all(char::is_alphabetic)).then(|| v.range())
+        }
+        Some(v) => Some(v.range()),
+    }
+}
+
+/// Each secret in `text` (byte range) with what replaces it, in order, never overlapping.
+fn secret_matches(text: &str) -> Vec<(std::ops::Range<usize>, &'static str)> {
+    let mut spans = Vec::new();
+    for (re, replacement) in SECRETS.iter() {
+        for caps in re.captures_iter(text) {
+            if let Some(span) = secret_span(&caps) {
+                spans.push((span, *replacement));
+            }
+        }
+    }
+    spans.sort_by_key(|(s, _)| (s.start, std::cmp::Reverse(s.end)));
+    let mut out: Vec<(std::ops::Range<usize>, &'static str)> = Vec::new();
+    for (span, replacement) in spans {
+        match out.last_mut() {
+            Some((last, _)) if span.start < last.end => last.end = last.end.max(span.end),
+            _ => out.push((span, replacement)),
+        }
+    }
+    out
+}
+
 /// Byte ranges of the secrets in `text` (the value only: a `password=` prefix is kept), found by
 /// the same patterns [`Scrubber::scrub`] removes; the high-entropy rule is left out, since notes
 /// legitimately hold long identifiers. Used by the governance stage to refuse secrets in memory.
 pub(crate) fn secret_spans(text: &str) -> Vec<std::ops::Range<usize>> {
-    let mut spans = Vec::new();
-    for (re, _) in SECRETS.iter() {
-        for caps in re.captures_iter(text) {
-            let Some(whole) = caps.get(0) else { continue };
-            let start = caps.get(1).map_or(whole.start(), |prefix| prefix.end());
-            if start < whole.end() {
-                spans.push(start..whole.end());
-            }
-        }
-    }
-    spans
+    secret_matches(text).into_iter().map(|(s, _)| s).collect()
 }
 
 static HIGH_ENTROPY: LazyLock<Option<Regex>> =
@@ -200,12 +255,14 @@ impl Scrubber {
 
 /// Secrets only (no workspace needed).
 pub fn scrub_secrets(text: &str) -> String {
-    let mut out = text.to_owned();
-    for (re, replacement) in SECRETS.iter() {
-        if re.is_match(&out) {
-            out = re.replace_all(&out, *replacement).into_owned();
-        }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (span, replacement) in secret_matches(text) {
+        out.push_str(text.get(at..span.start).unwrap_or_default());
+        out.push_str(replacement);
+        at = span.end;
     }
+    out.push_str(text.get(at..).unwrap_or_default());
     if let Some(re) = HIGH_ENTROPY.as_ref() {
         out = re
             .replace_all(&out, |caps: &Captures<'_>| {
@@ -258,7 +315,7 @@ mod tests {
 
     #[test]
     fn all_secret_patterns_compile() {
-        assert_eq!(SECRETS.len(), SECRET_PATTERNS.len());
+        assert_eq!(SECRETS.len(), secret_patterns().len());
         assert!(HIGH_ENTROPY.is_some());
         assert!(
             Scrubber::new(Path::new("/srv/oxydra/alice"))

@@ -15,4 +15,5 @@ mod memory_tools;
 mod memory_trust;
 mod peer_mcp;
 mod registry;
+mod screening;
 mod shell_exec;

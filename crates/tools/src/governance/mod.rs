@@ -35,6 +35,7 @@
 
 mod audit;
 mod metrics;
+mod normal;
 mod permissions;
 pub mod pii;
 mod rate;
@@ -58,7 +59,7 @@ use types::{
 use crate::{OutputFormat, ToolError};
 use pii::PiiKind;
 use rate::RateLimiter;
-use screen::{merge_counts, redact_output, screen_write, tag_counts};
+use screen::{audit_name, merge_counts, redact_output, screen_text, screen_write, tag_counts};
 
 /// The namespace of the notes tools (`memory_*`, `store_memory`, …): the user's own notes.
 pub const NOTES_NAMESPACE: &str = "notes";
@@ -136,6 +137,47 @@ struct Admitted {
     tag: AuditTag,
     policy: SurfacePolicy,
     started: Instant,
+    /// `field: kind` of each value redacted from the write, for the caller's answer.
+    redacted: Vec<String>,
+}
+
+tokio::task_local! {
+    /// The surface policy of the governed write in progress, set by [`Governance::govern`]
+    /// around the tool, for an edit that screens the text it computes ([`screen_edit`]).
+    static WRITE_POLICY: SurfacePolicy;
+}
+
+/// Screens the text an edit is about to store (a `/memories` file after `str_replace` or
+/// `insert`): the result, not the fragments, so a secret completed from clean pieces is caught.
+/// Under the policy of the governed call in progress (the agent's defaults outside one).
+/// Returns what was redacted (`field: kind`, its counts added to the write's audit `tag`), or
+/// the `PII_DETECTED` refusal.
+pub(crate) fn screen_edit(
+    field: &str,
+    text: &mut String,
+    tag: Option<&mut AuditTag>,
+) -> Result<Vec<String>, ToolError> {
+    let policy = WRITE_POLICY
+        .try_with(|p| *p)
+        .unwrap_or_else(|_| types::SurfacesConfig::default().policy(types::Surface::Agent));
+    let screened = screen_text(&policy, field, text)?;
+    if let Some(tag) = tag {
+        merge_counts(&mut tag.redactions, &screened.counts);
+    }
+    Ok(screened.fields)
+}
+
+/// Says in a write's answer which fields had values redacted: a `redacted` list in a JSON
+/// object, a closing line in text.
+fn tell_redacted(output: String, redacted: &[String]) -> String {
+    if redacted.is_empty() {
+        return output;
+    }
+    if let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&output) {
+        map.insert("redacted".into(), json!(redacted));
+        return Value::Object(map).to_string();
+    }
+    format!("{output}\nRedacted before saving: {}.", redacted.join(", "))
 }
 
 impl Admitted {
@@ -193,14 +235,19 @@ impl Governance {
         let started = Instant::now();
         let surface = ctx.surface.kind;
         let policy = self.config.surfaces.policy(surface);
+        // The names the row keeps are chosen by the caller: redacted, without control
+        // characters, capped (a refused write's secret never reaches the log).
+        let mut call_surface = ctx.surface.clone();
+        call_surface.client = call_surface.client.as_deref().map(audit_name);
         let mut tag = AuditTag {
-            surface: ctx.surface.clone(),
+            surface: call_surface,
             tool: tool.to_owned(),
             operation: access.operation.as_str(),
-            namespace: Some(access.namespace.clone()),
-            key: access.key.clone(),
+            namespace: Some(audit_name(&access.namespace)),
+            key: access.key.as_deref().map(audit_name),
             redactions: Vec::new(),
         };
+        let mut redacted = Vec::new();
         let checked = {
             let span = tracing::info_span!(
                 "permission_check",
@@ -259,7 +306,10 @@ impl Governance {
         }
         if access.operation == Operation::Write {
             match screen_write(&policy, access.text_fields, args) {
-                Ok(counts) => tag.redactions = tag_counts(&counts),
+                Ok(screened) => {
+                    tag.redactions = tag_counts(&screened.counts);
+                    redacted = screened.fields;
+                }
                 Err((error, counts)) => {
                     let reason = if counts.contains_key(&PiiKind::Secret) {
                         "secret"
@@ -280,6 +330,7 @@ impl Governance {
             tag,
             policy,
             started,
+            redacted,
         })
     }
 
@@ -308,7 +359,9 @@ impl Governance {
             audit: Some(admitted.tag().clone()),
             ..ctx.clone()
         };
-        let result = op(args, governed).await;
+        let result = WRITE_POLICY
+            .scope(admitted.policy, op(args, governed))
+            .await;
         self.finish(admitted, ctx, format, result).await
     }
 
@@ -325,7 +378,9 @@ impl Governance {
             mut tag,
             policy,
             started,
+            redacted,
         } = admitted;
+        let result = result.map(|output| tell_redacted(output, &redacted));
         let result = match result {
             Ok(output) if policy.pii_out == PiiAction::Redact => {
                 let (output, counts) = {

@@ -301,9 +301,19 @@ impl MemoryFiles {
                     let edited = text::insert(&file.content, line, insert).map_err(fail)?;
                     (edited, format!("The file {shown} has been edited."))
                 };
+                // What is stored is what is screened: the edited file, not the fragments.
+                let mut edited = edited;
+                let mut tag = ctx.audit.clone();
+                let redacted =
+                    crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
+                let reply = if redacted.is_empty() {
+                    reply
+                } else {
+                    format!("{reply}\nRedacted before saving: {}.", redacted.join(", "))
+                };
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file(user, &path, &edited, expect, ctx.audit.as_ref())
+                    .put_file(user, &path, &edited, expect, tag.as_ref())
                     .await
                     .map_err(db)?
                 {
