@@ -107,7 +107,13 @@ pub async fn compose(
         ModelLimits::from(&config.provider),
     )
     .with_retrieval(config.retrieval.clone());
-    let sweeper = store.as_ref().map(|s| s.spawn_sweeper(SWEEP_EVERY));
+    let audit_retention = config
+        .governance
+        .audit_retention()
+        .and_then(|keep| chrono::Duration::from_std(keep).ok());
+    let sweeper = store
+        .as_ref()
+        .map(|s| s.spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
         runtime = runtime.with_memory(store);
     }

@@ -275,13 +275,20 @@ pub enum MemoryAction {
     /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
     /// user's agent must be stopped.
     Rekey,
-    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), oldest
-    /// first: time, surface/client, tool, operation, namespace, key or note, outcome, redaction
-    /// counts. Never any note text.
+    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), newest
+    /// first, a page at a time: time, surface/client, tool, operation, namespace, key or note,
+    /// outcome, redaction counts. Never any note text. A cut page ends with the `--before` that
+    /// shows the older rows.
     Audit {
         /// Only rows at or after this instant (RFC 3339) or day (YYYY-MM-DD).
         #[arg(long)]
         since: Option<String>,
+        /// Rows per page (1 to 10000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Only rows older than this row id (the cursor a cut page ends with).
+        #[arg(long)]
+        before: Option<i64>,
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,

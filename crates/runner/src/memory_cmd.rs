@@ -236,8 +236,18 @@ async fn act(
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
-        MemoryAction::Audit { since, json } => {
-            memory_audit::print(store, since.as_deref(), json, &mut out).await?;
+        MemoryAction::Audit {
+            since,
+            limit,
+            before,
+            json,
+        } => {
+            let args = memory_audit::AuditArgs {
+                since: since.as_deref(),
+                before,
+                limit,
+            };
+            memory_audit::print(store, args, json, &mut out).await?;
         }
         MemoryAction::Import {
             file,

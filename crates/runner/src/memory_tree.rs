@@ -55,7 +55,7 @@ pub async fn export(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<us
 }
 
 /// The regular files below `dir` as `(path in the tree, text)`, each path checked as the
-/// `memory` tool checks it. Nothing is written.
+/// `memory` tool checks a new file's (no hidden or look-alike names). Nothing is written.
 pub fn read_tree(dir: &Path) -> Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     collect(dir, "", &mut files)?;
@@ -63,7 +63,8 @@ pub fn read_tree(dir: &Path) -> Result<Vec<(String, String)>> {
         .into_iter()
         .map(|(rel, host)| {
             let raw = format!("{MEMORIES_ROOT}/{rel}");
-            let path = tools::canonical_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let path =
+                tools::canonical_new_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
             let text = std::fs::read_to_string(&host)
                 .with_context(|| format!("{} is not a UTF-8 text file", host.display()))?;
             Ok((path, text))

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use types::{SafetyTier, ToolExecutionContext};
 
-pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical};
+pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical, canonical_new};
 pub use text::human_size;
 
 use crate::memory_tools::{MemoryHandle, map_error};
@@ -226,11 +226,15 @@ impl MemoryFiles {
                 arg(args, "old_path", command)?,
                 arg(args, "new_path", command)?,
             );
-            let (from, to) = (canonical(old)?, canonical(new)?);
+            let (from, to) = (canonical(old)?, canonical_new(new)?);
             return self.rename(ctx, (old, &from), (new, &to)).await;
         }
         let shown = arg(args, "path", command)?;
-        let path = canonical(shown)?;
+        let path = if command == "create" {
+            canonical_new(shown)?
+        } else {
+            canonical(shown)?
+        };
         let store = self.store()?;
         let db = |e| map_error(e, None);
         match command {

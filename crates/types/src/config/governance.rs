@@ -20,6 +20,28 @@ pub struct GovernanceConfig {
     pub surfaces: SurfacesConfig,
     /// `[governance.rate_limits]`.
     pub rate_limits: RateLimitsConfig,
+    /// Days an audit row is kept before the sweeper deletes it; 0 keeps rows forever. Unset:
+    /// [`DEFAULT_AUDIT_RETENTION_DAYS`].
+    pub audit_retention_days: Option<u32>,
+}
+
+/// How long audit rows are kept when `audit_retention_days` is unset.
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 90;
+
+/// Longest `audit_retention_days` accepted (ten years).
+const MAX_AUDIT_RETENTION_DAYS: u32 = 3650;
+
+impl GovernanceConfig {
+    /// How long the sweeper keeps audit rows (`None`: forever).
+    pub fn audit_retention(&self) -> Option<std::time::Duration> {
+        match self
+            .audit_retention_days
+            .unwrap_or(DEFAULT_AUDIT_RETENTION_DAYS)
+        {
+            0 => None,
+            days => Some(std::time::Duration::from_secs(u64::from(days) * 86_400)),
+        }
+    }
 }
 
 /// One tool's permissions, as in the ADR.
@@ -170,6 +192,15 @@ impl GovernanceConfig {
                     "each pattern is a namespace name or a prefix ending in `*`, like \"session.*\"",
                 ));
             }
+        }
+        if self
+            .audit_retention_days
+            .is_some_and(|d| d > MAX_AUDIT_RETENTION_DAYS)
+        {
+            return Err(ConfigError::new(
+                "governance.audit_retention_days",
+                "a number of days up to 3650 (0 keeps audit rows forever)",
+            ));
         }
         let limits = self.rate_limits.tools.values();
         for limit in limits.chain(self.rate_limits.namespaces.values()) {
