@@ -35,7 +35,7 @@
 
 mod audit;
 mod metrics;
-mod normal;
+pub mod normal;
 mod permissions;
 pub mod pii;
 mod rate;
