@@ -370,10 +370,11 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             list(),
             list(),
             list(),
+            call("putMemory", json!({"namespace": "agent.keys", "key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "value": "stripe"})),
         ]),
     )
     .await;
-    let r = results(&out, &[false, false, true, true, true, true, false]);
+    let r = results(&out, &[false, false, true, true, true, true, false, false]);
     for denied in &r[..2] {
         let error: Value = serde_json::from_str(denied["text"].as_str().unwrap()).unwrap();
         assert_eq!(
@@ -382,6 +383,11 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             "{denied}"
         );
     }
+    // The redacted write says what was redacted; the key holding a secret is refused.
+    let saved = json_text(&r[2]);
+    assert_eq!(saved["redacted"], json!(["value: email"]), "{saved}");
+    let refused = r[7]["text"].as_str().unwrap();
+    assert!(refused.contains("PII_DETECTED"), "{refused}");
     let found = r[3]["text"].as_str().unwrap();
     assert!(
         found.contains("[REDACTED:email]") && !found.contains("bob.jones@example.com"),
@@ -422,8 +428,12 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             ("mcp", "listMemory", client, "ok"),
             ("mcp", "listMemory", client, "ok"),
             ("mcp", "listMemory", client, "rate_limited"),
+            ("mcp", "putMemory", client, "rejected"),
         ]
     );
     let text = format!("{rows:?}");
-    assert!(!text.contains("bob.jones"), "{text}");
+    assert!(
+        !text.contains("bob.jones") && !text.contains("4eC39HqLyjWDarjt"),
+        "{text}"
+    );
 }

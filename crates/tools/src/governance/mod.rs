@@ -253,7 +253,7 @@ impl Governance {
                 "permission_check",
                 tool,
                 surface = surface.as_str(),
-                namespace = %access.namespace,
+                namespace = tag.namespace.as_deref().unwrap_or_default(),
                 operation = access.operation.as_str(),
             );
             let _entered = span.enter();
