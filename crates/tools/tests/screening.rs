@@ -212,6 +212,7 @@ async fn put_memory_namespace_key_object_keys_and_numbers_are_screened() {
     for args in [
         json!({"namespace": format!("keys.{KEY}"), "key": "k", "value": "v"}),
         json!({"namespace": "app", "key": KEY, "value": "v"}),
+        json!({"namespace": "app", "key": "jo@example.com", "value": "v"}),
         json!({"namespace": "app", "key": "k", "value": {KEY: 1}}),
     ] {
         let out = env.call(Surface::Mcp, "putMemory", args.clone()).await;

@@ -89,7 +89,7 @@ impl Tool for PutMemory {
     fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
         Some(MemoryAccess {
             ttl_seconds: args.get("ttl_seconds").and_then(Value::as_u64),
-            text_fields: &["key", "value"],
+            text_fields: &["value"],
             ..keyed_access(Operation::Write, args, "key")
         })
     }
