@@ -7,8 +7,9 @@
 //! Unicode space becomes a plain space and every dash or minus a `-`, and a decimal digit of any
 //! script becomes its ASCII digit (so the Luhn and mod-97 checksums see what the pattern saw).
 //! Each byte of the normalised text remembers where its character started in the original, so
-//! a finding redacts the original span. ASCII text is its own view (no copy, no map): the
-//! common case costs one `is_ascii` pass.
+//! a finding redacts the original span (the map is a list of pieces: ASCII runs copied whole, and
+//! each folded character). ASCII text is its own view (no copy, no map): the common case costs
+//! one `is_ascii` pass.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -58,13 +59,24 @@ fn is_dash(c: char) -> bool {
     )
 }
 
+/// A stretch of the view and where it came from: a run copied byte for byte (ASCII), or the
+/// output of one character that was folded (its bytes all map to that character).
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    /// Where the piece starts in the view.
+    view: usize,
+    /// Where its source starts in the original.
+    original: usize,
+    copied: bool,
+}
+
 /// A text as the screener sees it.
 #[derive(Debug)]
 pub struct Normalized<'a> {
     text: Cow<'a, str>,
-    /// For each byte of `text` (and one past its end), where its character began in the
-    /// original; `None` when `text` is the original.
-    origin: Option<Vec<usize>>,
+    /// The pieces of `text`, in order; empty when `text` is the original.
+    pieces: Vec<Piece>,
+    original_len: usize,
 }
 
 impl<'a> Normalized<'a> {
@@ -72,39 +84,63 @@ impl<'a> Normalized<'a> {
         if original.is_ascii() {
             return Self {
                 text: Cow::Borrowed(original),
-                origin: None,
+                pieces: Vec::new(),
+                original_len: original.len(),
             };
         }
         let mut text = String::with_capacity(original.len());
-        let mut origin = Vec::with_capacity(original.len() + 1);
-        let mut push = |text: &mut String, c: char, at: usize| {
-            text.push(c);
-            origin.extend(std::iter::repeat_n(at, c.len_utf8()));
-        };
-        for (at, c) in original.char_indices() {
-            if c.is_ascii() {
-                push(&mut text, c, at);
-            } else if is_format(c) {
+        let mut pieces = Vec::new();
+        let mut rest = original;
+        let mut at = 0;
+        while !rest.is_empty() {
+            // An ASCII run is copied whole.
+            let run = rest
+                .bytes()
+                .position(|b| !b.is_ascii())
+                .unwrap_or(rest.len());
+            if run > 0 {
+                pieces.push(Piece {
+                    view: text.len(),
+                    original: at,
+                    copied: true,
+                });
+                text.push_str(&rest[..run]);
+                at += run;
+                rest = &rest[run..];
+                continue;
+            }
+            let Some(c) = rest.chars().next() else { break };
+            let view = text.len();
+            if is_format(c) {
             } else if c.is_whitespace() {
-                push(&mut text, ' ', at);
+                text.push(' ');
             } else if is_dash(c) {
-                push(&mut text, '-', at);
+                text.push('-');
             } else if let Some(d) = ascii_digit(c) {
-                push(&mut text, d, at);
+                text.push(d);
             } else {
                 for n in std::iter::once(c).nfkc() {
                     match ascii_digit(n) {
-                        Some(d) => push(&mut text, d, at),
-                        None if is_dash(n) => push(&mut text, '-', at),
-                        None => push(&mut text, n, at),
+                        Some(d) => text.push(d),
+                        None if is_dash(n) => text.push('-'),
+                        None => text.push(n),
                     }
                 }
             }
+            if text.len() > view {
+                pieces.push(Piece {
+                    view,
+                    original: at,
+                    copied: false,
+                });
+            }
+            at += c.len_utf8();
+            rest = &rest[c.len_utf8()..];
         }
-        origin.push(original.len());
         Self {
             text: Cow::Owned(text),
-            origin: Some(origin),
+            pieces,
+            original_len: original.len(),
         }
     }
 
@@ -113,16 +149,45 @@ impl<'a> Normalized<'a> {
         &self.text
     }
 
-    /// The span of the original that `span` of the normalised text came from.
-    pub fn original(&self, span: Range<usize>) -> Range<usize> {
-        match &self.origin {
-            None => span,
-            Some(origin) => {
-                let at = |i: usize| origin.get(i).copied().unwrap_or_default();
-                at(span.start)..at(span.end)
-            }
+    /// Where view offset `i` falls in the original: inside a folded character, its start
+    /// (`Floor`) or its end (`Ceil`).
+    fn locate(&self, i: usize, round: Round) -> usize {
+        if self.pieces.is_empty() || i >= self.text.len() {
+            return if i >= self.text.len() {
+                self.original_len
+            } else {
+                i
+            };
+        }
+        let k = self
+            .pieces
+            .partition_point(|p| p.view <= i)
+            .saturating_sub(1);
+        let Some(piece) = self.pieces.get(k) else {
+            return i;
+        };
+        if piece.copied {
+            return piece.original + (i - piece.view);
+        }
+        match (round, i == piece.view) {
+            (_, true) | (Round::Floor, false) => piece.original,
+            (Round::Ceil, false) => self
+                .pieces
+                .get(k + 1)
+                .map_or(self.original_len, |next| next.original),
         }
     }
+
+    /// The span of the original that `span` of the normalised text came from.
+    pub fn original(&self, span: Range<usize>) -> Range<usize> {
+        self.locate(span.start, Round::Floor)..self.locate(span.end, Round::Ceil)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Round {
+    Floor,
+    Ceil,
 }
 
 #[cfg(test)]

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use super::normal::Normalized;
-use crate::scrub::secret_spans;
+use crate::scrub::{ascii_classes, secret_spans};
 
 /// A kind of sensitive value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -124,7 +124,13 @@ fn phone(text: &str) -> bool {
     (7..=15).contains(&digits(text).len())
 }
 
-static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+/// The patterns, and a set of them all: one pass tells which can match at all.
+struct Patterns {
+    set: RegexSet,
+    patterns: Vec<Pattern>,
+}
+
+static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let table: [(PiiKind, &str, Check); 6] = [
         (
             PiiKind::Email,
@@ -153,16 +159,19 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             phone,
         ),
     ];
-    table
+    let patterns: Vec<Pattern> = table
         .into_iter()
         .filter_map(|(kind, pattern, check)| {
             Some(Pattern {
                 kind,
-                re: Regex::new(pattern).ok()?,
+                re: Regex::new(&ascii_classes(pattern)).ok()?,
                 check,
             })
         })
-        .collect()
+        .collect();
+    let set =
+        RegexSet::new(patterns.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
+    Patterns { set, patterns }
 });
 
 /// One sensitive value found in a text.
@@ -184,7 +193,9 @@ pub fn find(text: &str) -> Vec<Finding> {
             span,
         })
         .collect();
-    for pattern in PATTERNS.iter() {
+    let all = &*PATTERNS;
+    let candidates = all.set.matches(seen);
+    for pattern in candidates.iter().filter_map(|i| all.patterns.get(i)) {
         for m in pattern.re.find_iter(seen) {
             let overlaps = found
                 .iter()
