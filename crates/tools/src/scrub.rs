@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex, RegexSet};
+use regex::{Captures, Regex};
 
 pub const REDACTED: &str = "[REDACTED]";
 /// How every redaction marker begins (`[REDACTED]`, `[REDACTED:email]`): a value already
@@ -63,48 +63,86 @@ const SECRET_NAMES: &str = r"password|passwd|passphrase|pwd|secret|api[_-]?key|a
 
 /// The secret patterns, with what replaces the secret. A pattern's group `v` is the secret
 /// itself (the name before it is kept); without one, the whole match is.
-fn secret_patterns() -> Vec<(String, &'static str)> {
+fn secret_patterns() -> Vec<(String, &'static str, Needles)> {
     let assignment = format!(
         r#"(?i)\b(?:[a-z0-9]+[_-])*(?:{SECRET_NAMES})(?:[_-][a-z0-9]+)*"?[ \t]*(?P<sep>[=:])[ \t]*(?:'(?P<v>[^'\n]+)'|"(?P<v2>[^"\n]+)"|(?P<v3>[^\s"'&,;]{{3,}}))"#
     );
-    vec![
+    let table: [(&str, &'static str, Needles); 15] = [
         (
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)"
-                .to_owned(),
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
             "[REDACTED PRIVATE KEY]",
+            &["-----begin"],
         ),
-        (r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}".to_owned(), REDACTED),
+        (r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}", REDACTED, &["sk-"]),
         (
-            r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}".to_owned(),
+            r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}",
             REDACTED,
-        ),
-        (r"\bgh[pousr]_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
-        (r"\bgithub_pat_[A-Za-z0-9_]{20,}".to_owned(), REDACTED),
-        (r"\bglpat-[A-Za-z0-9_\-]{16,}".to_owned(), REDACTED),
-        (r"\bhf_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
-        (r"\bnpm_[A-Za-z0-9]{20,}".to_owned(), REDACTED),
-        (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}".to_owned(), REDACTED),
-        (r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b".to_owned(), REDACTED),
-        (r"\bAIza[0-9A-Za-z_\-]{35}".to_owned(), REDACTED),
-        (
-            r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}".to_owned(),
-            REDACTED,
+            &["k_live_", "k_test_"],
         ),
         (
-            r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)".to_owned(),
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",
             REDACTED,
+            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
         ),
         (
-            r"(?i)authorization:\s*basic\s+(?P<v>[A-Za-z0-9+/]{8,}=*)".to_owned(),
+            r"\bgithub_pat_[A-Za-z0-9_]{20,}",
             REDACTED,
+            &["github_pat_"],
+        ),
+        (r"\bglpat-[A-Za-z0-9_\-]{16,}", REDACTED, &["glpat-"]),
+        (r"\bhf_[A-Za-z0-9]{20,}", REDACTED, &["hf_"]),
+        (r"\bnpm_[A-Za-z0-9]{20,}", REDACTED, &["npm_"]),
+        (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED, &["xox"]),
+        (
+            r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+            REDACTED,
+            &["akia", "asia"],
+        ),
+        (r"\bAIza[0-9A-Za-z_\-]{35}", REDACTED, &["aiza"]),
+        (
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+            REDACTED,
+            &["eyj"],
         ),
         (
-            r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s@/]+)@[A-Za-z0-9]".to_owned(),
+            r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)",
             REDACTED,
+            &["bearer"],
         ),
-        (assignment, REDACTED),
-    ]
+        (
+            r"(?i)authorization:\s*basic\s+(?P<v>[A-Za-z0-9+/]{8,}=*)",
+            REDACTED,
+            &["authorization"],
+        ),
+        (
+            r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<v>[^\s@/]+)@[A-Za-z0-9]",
+            REDACTED,
+            &["://"],
+        ),
+    ];
+    let mut patterns: Vec<(String, &'static str, Needles)> = table
+        .into_iter()
+        .map(|(p, r, n)| (p.to_owned(), r, n))
+        .collect();
+    patterns.push((
+        assignment,
+        REDACTED,
+        &[
+            "password",
+            "passwd",
+            "passphrase",
+            "pwd",
+            "secret",
+            "key",
+            "token",
+        ],
+    ));
+    patterns
 }
+
+/// Texts one of which (ignoring case) occurs in every match of a pattern: where none occurs,
+/// the pattern is not run.
+type Needles = &'static [&'static str];
 
 /// `pattern` with ASCII word boundaries and digits: a Unicode `\b` makes the regex engine give up
 /// its fast DFA on any non-ASCII text (a 64 KiB note with accents took 28 ms to screen, not
@@ -113,23 +151,58 @@ pub(crate) fn ascii_classes(pattern: &str) -> String {
     pattern.replace(r"\b", r"(?-u:\b)").replace(r"\d", "[0-9]")
 }
 
-/// The compiled secret patterns, and a set of them all: one pass over a text tells which
-/// patterns can match at all (usually none), so only those are run.
+/// The compiled secret patterns, and one search for all their needles: a pass over a text
+/// (a literal search, far faster than running the patterns) tells which patterns can match at
+/// all — usually none — so only those are run.
 struct Secrets {
-    set: RegexSet,
+    needles: Option<Regex>,
+    /// Each needle (lower case) and the pattern it belongs to.
+    owners: Vec<(&'static str, usize)>,
     patterns: Vec<(Regex, &'static str)>,
 }
 
+impl Secrets {
+    /// The patterns whose needles occur in `text`, by index.
+    fn candidates(&self, text: &str) -> Vec<bool> {
+        let mut wanted = vec![false; self.patterns.len()];
+        let Some(needles) = &self.needles else {
+            wanted.iter_mut().for_each(|w| *w = true);
+            return wanted;
+        };
+        let mut at = 0;
+        while let Some(hit) = needles.find_at(text, at) {
+            let found = hit.as_str().to_ascii_lowercase();
+            for (needle, owner) in &self.owners {
+                if *needle == found
+                    && let Some(w) = wanted.get_mut(*owner)
+                {
+                    *w = true;
+                }
+            }
+            // One past the hit's start, so a needle overlapping this one is found too.
+            at = hit.start() + text[hit.start()..].chars().next().map_or(1, char::len_utf8);
+        }
+        wanted
+    }
+}
+
 static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
-    let patterns: Vec<(Regex, &'static str)> = secret_patterns()
-        .iter()
-        .filter_map(|(pattern, replacement)| {
-            Some((Regex::new(&ascii_classes(pattern)).ok()?, *replacement))
-        })
-        .collect();
-    let set = RegexSet::new(patterns.iter().map(|(re, _)| re.as_str()))
-        .unwrap_or_else(|_| RegexSet::empty());
-    Secrets { set, patterns }
+    let mut owners = Vec::new();
+    let mut patterns = Vec::new();
+    for (pattern, replacement, needles) in secret_patterns() {
+        let Ok(re) = Regex::new(&ascii_classes(&pattern)) else {
+            continue;
+        };
+        owners.extend(needles.iter().map(|n| (*n, patterns.len())));
+        patterns.push((re, replacement));
+    }
+    let alternation: Vec<String> = owners.iter().map(|(n, _)| regex::escape(n)).collect();
+    let needles = Regex::new(&format!("(?i){}", alternation.join("|"))).ok();
+    Secrets {
+        needles,
+        owners,
+        patterns,
+    }
 });
 
 /// The secret a pattern's match holds: group `v` (or `v2`, `v3`) or the whole match. An
@@ -155,8 +228,13 @@ fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
 fn secret_matches(text: &str) -> Vec<(std::ops::Range<usize>, &'static str)> {
     let mut spans = Vec::new();
     let secrets = &*SECRETS;
-    let candidates = secrets.set.matches(text);
-    for (re, replacement) in candidates.iter().filter_map(|i| secrets.patterns.get(i)) {
+    let wanted = secrets.candidates(text);
+    let run = secrets
+        .patterns
+        .iter()
+        .zip(wanted)
+        .filter_map(|(p, w)| w.then_some(p));
+    for (re, replacement) in run {
         for caps in re.captures_iter(text) {
             if let Some(span) = secret_span(&caps) {
                 spans.push((span, *replacement));
@@ -337,7 +415,7 @@ mod tests {
     #[test]
     fn all_secret_patterns_compile() {
         assert_eq!(SECRETS.patterns.len(), secret_patterns().len());
-        assert_eq!(SECRETS.set.len(), secret_patterns().len());
+        assert!(SECRETS.needles.is_some());
         assert!(HIGH_ENTROPY.is_some());
         assert!(
             Scrubber::new(Path::new("/srv/oxydra/alice"))

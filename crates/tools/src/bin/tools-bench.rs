@@ -222,6 +222,10 @@ fn screening_cost(calls: usize) {
         }
         text
     };
+    let plain = fill(
+        "The user prefers green tea in the morning, runs on Sundays, works on project 37 with \
+         a team of 12, and wants the weekly report as a PDF before the planning meeting. ",
+    );
     let ascii = fill(sentence);
     let unicode = fill(&format!("{sentence}{accented}"));
     println!(
