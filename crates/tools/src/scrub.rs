@@ -169,9 +169,13 @@ impl Secrets {
             wanted.iter_mut().for_each(|w| *w = true);
             return wanted;
         };
+        // Needles are lower case: search the lower-cased text (a case-sensitive literal search
+        // stays on the engine's fastest path; a case-insensitive one of 30 needles does not).
+        let lower = text.to_ascii_lowercase();
+        let text = lower.as_str();
         let mut at = 0;
         while let Some(hit) = needles.find_at(text, at) {
-            let found = hit.as_str().to_ascii_lowercase();
+            let found = hit.as_str();
             for (needle, owner) in &self.owners {
                 if *needle == found
                     && let Some(w) = wanted.get_mut(*owner)
@@ -197,7 +201,7 @@ static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
         patterns.push((re, replacement));
     }
     let alternation: Vec<String> = owners.iter().map(|(n, _)| regex::escape(n)).collect();
-    let needles = Regex::new(&format!("(?i){}", alternation.join("|"))).ok();
+    let needles = Regex::new(&alternation.join("|")).ok();
     Secrets {
         needles,
         owners,

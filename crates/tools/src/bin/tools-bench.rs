@@ -232,7 +232,8 @@ fn screening_cost(calls: usize) {
         "Screening one 64 KiB write ({calls} calls each):\n\n| pass | p50 | p95 |\n|---|---|---|"
     );
     for (name, text) in [
-        ("ASCII prose", &ascii),
+        ("ASCII prose, short numbers only", &plain),
+        ("ASCII prose with dates and versions", &ascii),
         ("prose with accents, – and NBSP", &unicode),
     ] {
         let mut screen = Vec::with_capacity(calls);

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 /// The first code point of each run of ten decimal digits outside ASCII that NFKC leaves as it
 /// is (Arabic-Indic, Devanagari, Thai, …), sorted: a digit's value is its distance from the
@@ -118,6 +118,10 @@ impl<'a> Normalized<'a> {
                 text.push('-');
             } else if let Some(d) = ascii_digit(c) {
                 text.push(d);
+            } else if is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes {
+                // Most letters (`é`, `ß`, `ж`) are their own NFKC form: a table lookup, not a
+                // decomposition.
+                text.push(c);
             } else {
                 for n in std::iter::once(c).nfkc() {
                     match ascii_digit(n) {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use super::normal::Normalized;
 use crate::scrub::{ascii_classes, secret_spans};
@@ -126,6 +126,8 @@ fn phone(text: &str) -> bool {
 
 /// The patterns, in the order they claim a span (a card number is not also a phone number).
 struct Patterns {
+    /// All of them: one pass tells which can match at all.
+    set: RegexSet,
     patterns: Vec<Pattern>,
 }
 
@@ -168,7 +170,9 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
             })
         })
         .collect();
-    Patterns { patterns }
+    let set =
+        RegexSet::new(patterns.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
+    Patterns { set, patterns }
 });
 
 /// One sensitive value found in a text.
@@ -195,10 +199,18 @@ pub fn find(text: &str) -> Vec<Finding> {
     let mail = ["@", "%40", "[at]", "(at)"]
         .iter()
         .any(|n| seen.contains(n));
-    let run = all.patterns.iter().filter(|p| match p.kind {
-        PiiKind::Email => mail,
-        _ => numbers,
-    });
+    let candidates = if numbers || mail {
+        all.set.matches(seen).into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    let run = candidates
+        .into_iter()
+        .filter_map(|i| all.patterns.get(i))
+        .filter(|p| match p.kind {
+            PiiKind::Email => mail,
+            _ => numbers,
+        });
     for pattern in run {
         for m in pattern.re.find_iter(seen) {
             let overlaps = found
