@@ -10,6 +10,8 @@
 //!   (no link, FIFO or hard link planted there is ever followed)
 //! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
+//! - `heal` — [`heal`]: what the runner owns in a workspace, put back before each (re)start
+//! - `cgroup` — [`Tracking`]: each guest and every process it starts in a cgroup that ends with it
 //! - `privilege` — per-user guest uids when the runner is root, and dropping to them
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
@@ -26,12 +28,14 @@ mod agent;
 mod beneath;
 mod bins;
 mod bootstrap;
+mod cgroup;
 mod config;
 mod container_config;
 pub mod container_spec;
 mod db_place;
 mod docker;
 mod error;
+mod heal;
 pub mod images;
 mod marker;
 mod memory_key;
@@ -42,9 +46,10 @@ mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
-pub use beneath::{SafeDir, remove_beneath, write_beneath};
+pub use beneath::{Entry, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
+pub use cgroup::{Placement, Tracking, UserCgroup};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
 };
@@ -57,6 +62,7 @@ pub use docker::{
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
+pub use heal::heal;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,

@@ -158,6 +158,10 @@ pub struct RunnerMarker {
     /// A digest of the settings the guests were started with (`start` restarts on a change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_digest: Option<String>,
+    /// What the runner repaired in the workspace before a (re)start (`<time> <what>`), latest
+    /// last (see `heal`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
 }
 
 /// Writes `value` as JSON to `path` (below the trusted directory `root`, usually the workspace)

@@ -79,7 +79,8 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
         let mut user = user;
         if let Some(id) = separation.identity() {
             runner::check_reachable(&config.workspace_root)?;
-            runner::own_workspace(&ws, id)?;
+            // Ownership is (re)applied with the rest of the workspace before each launch (see
+            // `runner::heal`, called by the supervisor).
             // The guest reads its own copy: the original may be readable by the runner only.
             if !container && let Some(original) = &user.agent_config {
                 user.agent_config = Some(runner::agent_config_copy(&ws, original, id)?);
@@ -171,6 +172,16 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
                 tracing::warn!(%user, %role, pid = child.pid, "stopping a guest left by a runner that died");
                 runner::signal(child.pid, Signal::KILL);
             }
+        }
+    }
+    // Whatever is left in the user's cgroups (commands that escaped a shell whose runner died)
+    // could keep the agent from starting: it ends here.
+    if plan.docker.is_none()
+        && let Some(cgroup) = runner::Tracking::of(ws).cgroup()
+    {
+        let n = cgroup.kill(None);
+        if n > 0 {
+            tracing::warn!(%user, "ended {n} processes left in the user's cgroup");
         }
     }
     runner::remove_run_files(ws)?;

@@ -1,6 +1,7 @@
 //! `runner stop`: signal each selected user's runner (it stops both guests and removes the
 //! markers), or — when that runner died — stop the guests it left and clean up after it. In the
-//! container tier, every container serving the user's workspace is removed either way.
+//! container tier, every container serving the user's workspace is removed either way; in the
+//! process tier, every process left in the user's cgroups is ended (see [`runner::Tracking`]).
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,16 @@ pub async fn stop_one(
 ) -> Result<String> {
     let budget = crate::supervise::stop_budget(config);
     let mut line = stop_user(ws, budget).await?;
+    // Every process the guests left (process tier): a command that left its shell's session.
+    if docker.is_none()
+        && let Some(cgroup) = runner::Tracking::of(ws).cgroup()
+    {
+        let n = cgroup.kill(None);
+        cgroup.remove();
+        if n > 0 {
+            line.push_str(&format!("; ended {n} stray processes"));
+        }
+    }
     if let Some(docker) = docker {
         let left = remove_workspace_containers(docker, &ws.root).await?;
         if !left.is_empty() {

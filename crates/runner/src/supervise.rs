@@ -1,6 +1,8 @@
 //! One user's supervisor (either tier): start `shell-vm` then `oxydra-vm` — as host processes or
 //! as containers — restart a crashed guest with backoff (within a bound), and on shutdown stop
-//! both (removing their containers) and remove every marker.
+//! both (removing their containers) and remove every marker. Before each launch the workspace is
+//! healed (see [`runner::heal`]; what was repaired goes to the log and the runner marker), and in
+//! the process tier each guest runs in a cgroup that ends with it (see [`runner::Tracking`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -48,7 +50,16 @@ struct Supervisor {
     started_at: String,
     /// The SHA-256 of the user's current shell secret, handed to each `shell-vm` started.
     verifier: String,
+    /// Where the guests' processes are tracked (process tier).
+    tracking: runner::Tracking,
+    /// What was repaired in the workspace (`<time> <what>`), for the marker.
+    repairs: Vec<String>,
+    /// Why the last healing could not finish, if it could not.
+    unrepaired: Option<String>,
 }
+
+/// Repairs kept in the runner marker.
+const REPAIRS_KEPT: usize = 20;
 
 /// Runs the user's guests until `stop` is cancelled or a guest cannot be kept running. The caller
 /// has claimed the workspace (see `start_cmd`); markers are removed on the way out either way.
@@ -60,7 +71,19 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
         crashes: BTreeMap::new(),
         started_at: crate::out::now(),
         verifier: String::new(),
+        tracking: runner::Tracking::Untracked("container tier"),
+        repairs: Vec::new(),
+        unrepaired: None,
     };
+    if sup.plan.docker.is_none() {
+        sup.tracking = runner::Tracking::of(&sup.plan.ws);
+        if let runner::Tracking::Untracked(why) = sup.tracking {
+            tracing::warn!(
+                "{why}: the shell's processes are not tracked, so a command that leaves its \
+                 session can outlive a stop"
+            );
+        }
+    }
     let result = sup.serve(&stop).await;
     sup.stop_all().await;
     result
@@ -68,6 +91,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
 
 impl Supervisor {
     async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
+        self.heal();
         self.write_marker()?;
         self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
@@ -225,7 +249,12 @@ impl Supervisor {
             None => {
                 let (binary, args, bootstrap) = self.launch_spec(role)?;
                 let identity = self.plan.separation.identity();
-                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, identity).await?
+                let placement = match self.tracking.cgroup() {
+                    Some(cgroup) => Some(cgroup.prepare(role.name())?),
+                    None => None,
+                };
+                let who = (identity, placement);
+                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, who).await?
             }
         };
         Ok(guest)
@@ -275,7 +304,9 @@ impl Supervisor {
             // Reaps the process, or removes the exited container (keeping its log).
             dead.stop(s.stop_timeout).await;
         }
+        self.end_strays(role);
         let mut last = what.to_owned();
+        let mut cause: Option<String> = None;
         loop {
             let crashes = self.crashes.entry(role.name()).or_default();
             let now = Instant::now();
@@ -290,9 +321,9 @@ impl Supervisor {
             if n > s.max_restarts {
                 bail!(
                     "{user}'s {role} failed {n} times within {} s (last: {last}); giving up — \
-                     see {}",
+                     {}",
                     s.restart_window.as_secs(),
-                    guest::log_path(&self.plan.ws, role.name()).display()
+                    self.give_up_advice(role, &cause)
                 );
             }
             let wait = s.backoff(n);
@@ -302,6 +333,7 @@ impl Supervisor {
                 () = tokio::time::sleep(wait) => {}
             }
             *self.restarts.entry(role.name()).or_default() += 1;
+            self.heal();
             match self.start(role).await {
                 Ok(endpoint) => {
                     say(format!(
@@ -310,11 +342,15 @@ impl Supervisor {
                     return Ok(());
                 }
                 Err(e) => {
-                    last = format!("{e:#}")
+                    let text = format!("{e:#}");
+                    last = text.lines().next().unwrap_or_default().to_owned();
+                    // The last line the guest logged (quoted after the first line), if any.
+                    cause = text
                         .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
+                        .skip(2)
+                        .filter(|l| !l.trim().is_empty())
+                        .last()
+                        .map(|l| l.trim().to_owned());
                     tracing::warn!(%user, %role, "restart failed: {last}");
                 }
             }
@@ -341,6 +377,7 @@ impl Supervisor {
             tier: self.plan.config.tier.name().to_owned(),
             children,
             config_digest: Some(self.plan.config_digest.clone()),
+            repairs: self.repairs.clone(),
         };
         Ok(runner::write_json_atomic(
             &self.plan.ws.root,
@@ -349,7 +386,63 @@ impl Supervisor {
         )?)
     }
 
-    /// Stops oxydra-vm, then shell-vm, and removes every marker and the socket.
+    /// Puts back what the runner owns in the workspace before a launch (see [`runner::heal`]),
+    /// saying what it repaired; a failure is remembered for the give-up message, not fatal (the
+    /// launch then says what is wrong).
+    fn heal(&mut self) {
+        let user = self.plan.user.id.clone();
+        match runner::heal(&self.plan.ws, self.plan.separation) {
+            Ok(repairs) => {
+                self.unrepaired = None;
+                for what in repairs {
+                    tracing::warn!(%user, "repaired: {what}");
+                    say(format!("{user}: repaired: {what}"));
+                    self.repairs.push(format!("{} {what}", crate::out::now()));
+                }
+                let extra = self.repairs.len().saturating_sub(REPAIRS_KEPT);
+                self.repairs.drain(..extra);
+            }
+            Err(e) => {
+                tracing::error!(%user, "could not repair the workspace: {e:#}");
+                self.unrepaired = Some(format!("{e:#}"));
+            }
+        }
+    }
+
+    /// Ends what `role` left running (process tier: its cgroup).
+    fn end_strays(&self, role: Role) {
+        if let Some(cgroup) = self.tracking.cgroup() {
+            let n = cgroup.kill(Some(role.name()));
+            if n > 0 {
+                tracing::warn!(%role, "ended {n} processes the exited guest left running");
+            }
+        }
+    }
+
+    /// What a give-up message says after the restarts: the cause as far as it is known, and how
+    /// to go on.
+    fn give_up_advice(&self, role: Role, cause: &Option<String>) -> String {
+        let user = &self.plan.user.id;
+        let log = guest::log_path(&self.plan.ws, role.name());
+        let why = match (&self.unrepaired, cause) {
+            (Some(e), _) => {
+                format!("the runner could not repair the workspace ({e}); fix that by hand")
+            }
+            (None, Some(line)) => format!("its log ends with: {line}; fix what it names"),
+            (None, None) => format!(
+                "it was killed or crashed each time; see why in {}",
+                log.display()
+            ),
+        };
+        format!(
+            "{why}, then start it again with `runner --user {user} start` (each start repairs \
+             what the runner owns in the workspace first); log: {}",
+            log.display()
+        )
+    }
+
+    /// Stops oxydra-vm, then shell-vm (and every process they left), and removes every marker
+    /// and the socket.
     async fn stop_all(&mut self) {
         let grace = self.plan.config.supervision.stop_timeout;
         for role in [Role::OxydraVm, Role::ShellVm] {
@@ -357,6 +450,9 @@ impl Supervisor {
                 let how = g.stop(grace).await.map(guest::describe);
                 tracing::info!(%role, "stopped ({})", how.unwrap_or_default());
             }
+        }
+        if let Some(cgroup) = self.tracking.cgroup() {
+            cgroup.remove();
         }
         // The markers, and what a guest stopped in the middle of writing one left beside it.
         if let Err(e) = runner::remove_run_files(&self.plan.ws) {

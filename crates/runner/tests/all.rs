@@ -27,6 +27,7 @@ mod memory_keys;
 mod memory_longevity;
 mod process_tier;
 mod remote_memory;
+mod restart_heals;
 mod run_script;
 mod runner_cli;
 mod separation;

@@ -1,0 +1,303 @@
+//! Restarts that heal, and a shell whose processes all end with it (process tier). From inside
+//! the shell (commands run through `shell_exec`, as a prompt-injected model would) the attacker
+//! plants a directory where the shell's socket goes, takes every permission away from `ipc/`,
+//! the workspace root, `shared/`, `.oxydra/` and the files in it, then its daemon (or the agent)
+//! is killed with SIGKILL: the runner restores what it owns before the restart, the agent comes
+//! back, and `runner status` says what was repaired. Commands that left their session
+//! (`setsid -f`, a double fork) are listed by `status` and end with `runner stop`; one that
+//! keeps breaking the socket's place cannot keep the agent from starting.
+//!
+//! On the code before the fix each case fails: the runner gave up after six failed restarts, and
+//! the detached processes outlived `stop`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::{Chat, Setup, StopOnDrop, respond};
+use runner::RunnerMarker;
+use rustix::process::Signal;
+
+/// A shell report for a command that succeeded.
+fn succeeded(report: &str) -> bool {
+    report.starts_with("done: exit code 0")
+}
+
+/// The pid of `role` from the runner's marker.
+fn guest_pid(setup: &Setup, role: &str) -> u32 {
+    let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&setup.ws("alice")))
+        .unwrap()
+        .unwrap();
+    marker.children[role].pid
+}
+
+/// Runs `echo ok` until the shell answers again.
+async fn wait_shell(chat: &mut Chat) {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let report = chat.shell("echo ok").await;
+        if succeeded(&report) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shell does not work again: {report}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// `runner status` once it mentions `needle` (the supervisor records a repair when the restarted
+/// guest is ready, which a client may see a moment before).
+async fn status_saying(setup: &Setup, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let status = setup.runner_ok(&["status"]).await;
+        if status.contains(needle) {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status does not say {needle:?}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The scripted model, and alice's agent started in the background under Landlock (stopped
+/// when the guard drops).
+async fn started() -> (test_support::ScriptedLlm, Setup, StopOnDrop) {
+    test_support::need(test_support::Need::Landlock);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let guard = StopOnDrop(setup.config.clone());
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    (server, setup, guard)
+}
+
+/// Starts alice, has her shell run `attack`, kills `victim` with SIGKILL, and checks that the
+/// agent and its shell come back (a note saved before is found) and that `status` names
+/// `repaired` among its repairs. Returns the status.
+async fn attack_then_kill(attack: &str, victim: &str, repaired: &str) -> String {
+    let (_server, setup, _guard) = started().await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    chat.save("Alice keeps the spare key under the blue pot")
+        .await;
+    let report = chat.shell(attack).await;
+    assert!(succeeded(&report), "{attack}: {report}");
+    let old = setup.gateway("alice").unwrap();
+    runner::signal(guest_pid(&setup, victim), Signal::KILL);
+    let mut chat = if victim == "oxydra-vm" {
+        drop(chat);
+        setup.wait_gateway("alice", Some(old.pid)).await;
+        Chat::connect(&setup, "alice", None).await
+    } else {
+        chat
+    };
+    wait_shell(&mut chat).await;
+    let report = chat.shell("echo again > again.txt && cat again.txt").await;
+    assert!(report.contains("again"), "{report}");
+    let found = chat.turn("search spare key").await.message;
+    assert!(found.contains("blue pot"), "{found}");
+    drop(chat);
+    let status = status_saying(&setup, repaired).await;
+    assert!(status.contains("repaired"), "{status}");
+    let log = std::fs::read_to_string(runner::runner_log_path(&setup.ws("alice"), "runner"))
+        .unwrap_or_default();
+    assert!(log.contains(repaired), "the runner's log: {log}");
+    setup.runner_ok(&["stop"]).await;
+    // A later start finds nothing to repair and works as before.
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    wait_shell(&mut chat).await;
+    drop(chat);
+    setup.runner_ok(&["stop"]).await;
+    status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn a_directory_planted_at_the_shell_socket_is_moved_aside_and_the_shell_comes_back() {
+    test_support::need(test_support::Need::Landlock);
+    let status = attack_then_kill(
+        "rm -f ../ipc/shell.sock && mkdir ../ipc/shell.sock && echo kept > ../ipc/shell.sock/evidence",
+        "shell-vm",
+        "ipc/shell.sock",
+    )
+    .await;
+    assert!(status.contains("moved aside"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn ipc_with_no_permissions_is_restored_at_the_shells_restart() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill("chmod 0 ../ipc", "shell-vm", "ipc/").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn a_workspace_root_with_no_permissions_is_restored_at_the_shells_restart() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill("chmod 0 ..", "shell-vm", "workspace root").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn shared_with_no_permissions_is_restored_at_the_shells_restart() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill("chmod 0 ../shared", "shell-vm", "shared/").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn the_agents_files_with_no_permissions_are_restored_at_its_restart() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill(
+        "chmod 0 ../.oxydra/memory.db ../.oxydra/gateway.token ../.oxydra",
+        "oxydra-vm",
+        ".oxydra/memory.db",
+    )
+    .await;
+}
+
+/// `<prefix>.<this test process's pid><a counter>`: an argument no other run uses.
+fn unique(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}.{}{n}", std::process::id())
+}
+
+/// A detached loop that keeps a directory where the shell's socket goes; `tag` is in its
+/// command line.
+fn loop_script(tag: &str) -> String {
+    format!(
+        "setsid -f sh -c 'while true; do rm -f ../ipc/shell.sock; mkdir -p ../ipc/shell.sock; \
+         sleep 0.05; done; echo {tag}' </dev/null >/dev/null 2>&1"
+    )
+}
+
+/// Pids of host processes whose command line holds `needle`.
+fn pids_running(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Waits until no host process runs `needle` (a process killed a moment ago may take a while to
+/// go); the pids still running after the wait.
+async fn gone(needle: &str) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = pids_running(needle);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn processes_that_leave_the_shells_session_are_listed_and_end_with_stop() {
+    test_support::need(test_support::Need::Landlock);
+    let (_server, setup, _guard) = started().await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    // Numbers no other run uses, so processes of an earlier run (of the code before the fix)
+    // cannot be mistaken for these.
+    let (one, two) = (unique("7771"), unique("7772"));
+    let looper = unique("looping");
+    let attack = format!(
+        "setsid -f sleep {one} </dev/null >/dev/null 2>&1; \
+         (setsid sleep {two} </dev/null >/dev/null 2>&1 &); {}; echo planted",
+        loop_script(&looper)
+    );
+    let report = chat.shell(&attack).await;
+    assert!(succeeded(&report), "{report}");
+    drop(chat);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (sleeper, forked) = loop {
+        let (a, b) = (pids_running(&one), pids_running(&two));
+        if a.len() == 1 && b.len() == 1 {
+            break (a[0], b[0]);
+        }
+        assert!(Instant::now() < deadline, "not started: {a:?} {b:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // The shell's command ended, but these did not: status lists them.
+    let status = status_saying(&setup, &sleeper.to_string()).await;
+    assert!(status.contains(&forked.to_string()), "{status}");
+    assert!(status.contains("stray"), "{status}");
+
+    setup.runner_ok(&["stop"]).await;
+    assert_eq!(gone(&one).await, Vec::<u32>::new());
+    assert_eq!(gone(&two).await, Vec::<u32>::new());
+    assert_eq!(gone(&looper).await, Vec::<u32>::new());
+    let status = setup.runner_ok(&["status"]).await;
+    assert_eq!(status, "alice  stopped\n");
+
+    // What the loop left in the socket's place does not keep the agent from starting.
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    wait_shell(&mut chat).await;
+    drop(chat);
+    setup.runner_ok(&["stop"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn processes_left_by_a_killed_runner_are_listed_and_cannot_keep_the_agent_down() {
+    test_support::need(test_support::Need::Landlock);
+    let (_server, setup, _guard) = started().await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    let looper = unique("looping");
+    let attack = format!("{}; echo planted", loop_script(&looper));
+    let report = chat.shell(&attack).await;
+    assert!(succeeded(&report), "{report}");
+    drop(chat);
+    let loopers = pids_running(&looper);
+    assert_eq!(loopers.len(), 1, "{loopers:?}");
+    // The runner dies without stopping anything; its guests and the loop are left.
+    let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&setup.ws("alice")))
+        .unwrap()
+        .unwrap();
+    runner::signal(marker.pid, Signal::KILL);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runner::is_alive(marker.pid) {
+        assert!(Instant::now() < deadline, "the runner did not die");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = setup.runner_ok(&["status"]).await;
+    assert!(status.contains("stray"), "{status}");
+    assert!(
+        loopers.iter().any(|p| status.contains(&p.to_string())),
+        "{status}"
+    );
+
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    assert_eq!(gone(&looper).await, Vec::<u32>::new());
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    wait_shell(&mut chat).await;
+    drop(chat);
+    setup.runner_ok(&["stop"]).await;
+}
