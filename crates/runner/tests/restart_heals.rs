@@ -301,3 +301,46 @@ async fn processes_left_by_a_killed_runner_are_listed_and_cannot_keep_the_agent_
     drop(chat);
     setup.runner_ok(&["stop"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs docker"]
+async fn container_tier_a_planted_socket_and_a_locked_ipc_do_not_keep_the_shell_down() {
+    use crate::common::container;
+    test_support::need(test_support::Need::Docker);
+    container::prepare().await;
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = container::container_setup(&server, &[("alice", "")]);
+    let _guard = container::ContainersOnDrop::new(&setup, &["alice"]);
+    container::start(&setup).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    chat.save("Alice keeps the spare key under the blue pot")
+        .await;
+    let shell = container::name(&setup, "alice", "shell-vm");
+    // The shell container mounts ipc/ (and logs/) from the workspace: what it does there is
+    // what the runner finds on the host.
+    for (attack, repaired) in [
+        (
+            "rm -f ../ipc/shell.sock && mkdir ../ipc/shell.sock && echo kept > ../ipc/shell.sock/x",
+            "ipc/shell.sock",
+        ),
+        ("chmod 0 ../ipc ../logs", "ipc/ had mode 000"),
+    ] {
+        let report = chat.shell(attack).await;
+        assert!(succeeded(&report), "{attack}: {report}");
+        let before = container::inspect(&shell).await.unwrap();
+        let id = before["Id"].as_str().unwrap().to_owned();
+        let at = before["State"]["StartedAt"].as_str().unwrap().to_owned();
+        assert!(container::docker(&["kill", &shell]).await.status.success());
+        container::wait_running(&shell, Some((&id, &at)), Duration::from_secs(60)).await;
+        wait_shell(&mut chat).await;
+        let status = container::runner_ok(&setup, &["status"]).await;
+        assert!(
+            status.contains("repaired") && status.contains(repaired),
+            "{attack}: {status}"
+        );
+    }
+    let found = chat.turn("search spare key").await.message;
+    assert!(found.contains("blue pot"), "{found}");
+    drop(chat);
+    container::runner_ok(&setup, &["stop"]).await;
+}
