@@ -3,7 +3,8 @@
 //! do to the files it reaches keeps the agent down past its next start.
 //!
 //! - the workspace root and each of its directories get back the permissions their owner needs
-//!   (`.oxydra/` and `vault/` exactly 0700, the others at least `u+rwx`); a missing directory is
+//!   (`.oxydra/` and `vault/` exactly 0700, the others their provisioned 0755 once the owner
+//!   lost any of `rwx`, the root `u+rwx`); a missing directory is
 //!   created, and anything else in a directory's place is moved aside;
 //! - the files directly in `.oxydra/` and `vault/` get back `u+rw` (a link, a hard link or a
 //!   special file is left alone);
@@ -84,17 +85,18 @@ fn reown(ws: &WorkspacePaths, separation: Separation) -> Result<(), RunnerError>
 }
 
 /// The mode a workspace directory must have: exactly 0700 for the private ones; the others keep
-/// what they have plus the owner's `rwx`.
+/// what they have while it leaves the owner `rwx`, else get their provisioned 0755 back.
 fn wanted_mode(dir: WorkspaceDir, current: u32) -> u32 {
     match dir {
         WorkspaceDir::Internal | WorkspaceDir::Vault => 0o700,
-        _ => current | 0o700,
+        _ if current & 0o700 == 0o700 => current,
+        _ => 0o755,
     }
 }
 
 /// The mode a directory gets when it is created.
 fn created_mode(dir: WorkspaceDir) -> u32 {
-    wanted_mode(dir, 0o755)
+    wanted_mode(dir, 0)
 }
 
 fn dir_name(ws: &WorkspacePaths, dir: WorkspaceDir) -> String {

@@ -72,13 +72,13 @@ fn a_wrecked_workspace_is_put_back_and_a_healthy_one_is_left_alone() {
         vec![
             "the workspace root had mode 000; restored 700".to_owned(),
             ".oxydra/ had mode 000; restored 700".to_owned(),
-            "shared/ had mode 000; restored 700".to_owned(),
+            "shared/ had mode 000; restored 755".to_owned(),
             format!(
                 "vault was regular file where a directory belongs; moved aside to {}",
                 shown(named("vault"))
             ),
             "created vault/ again".to_owned(),
-            "ipc/ had mode 000; restored 700".to_owned(),
+            "ipc/ had mode 000; restored 755".to_owned(),
             ".oxydra/memory.db had mode 000; restored 600".to_owned(),
             format!(
                 "ipc/shell.sock was directory where a socket belongs; moved aside to {}",

@@ -140,7 +140,7 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
                 user.id
             ));
         }
-        for repair in m.repairs.iter().rev().take(5).rev() {
+        for repair in m.repairs.iter().rev().take(10).rev() {
             say(format!("  repaired   {repair}"));
         }
         if let Some(h) = health {

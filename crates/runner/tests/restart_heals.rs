@@ -168,6 +168,43 @@ async fn the_agents_files_with_no_permissions_are_restored_at_its_restart() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn a_workspace_locked_up_before_a_stop_does_not_fail_the_next_start() {
+    test_support::need(test_support::Need::Landlock);
+    let (_server, setup, _guard) = started().await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    chat.save("Alice keeps the spare key under the blue pot")
+        .await;
+    let w = setup.ws("alice").root.display().to_string();
+    let attack = format!(
+        "cd {w} && chmod 0 .oxydra/memory.db .oxydra/gateway.token .oxydra ipc logs shared {w}"
+    );
+    let report = chat.shell(&attack).await;
+    assert!(succeeded(&report), "{report}");
+    drop(chat);
+    setup.runner_ok(&["stop"]).await;
+    let started = setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    assert!(started.contains("running in the background"), "{started}");
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    wait_shell(&mut chat).await;
+    let found = chat.turn("search spare key").await.message;
+    assert!(found.contains("blue pot"), "{found}");
+    drop(chat);
+    let status = setup.runner_ok(&["status"]).await;
+    for repaired in [
+        "the workspace root had mode 000",
+        ".oxydra/ had mode 000",
+        "shared/ had mode 000",
+        "ipc/ had mode 000",
+        "logs/ had mode 000",
+        ".oxydra/memory.db had mode 000",
+    ] {
+        assert!(status.contains(repaired), "{repaired}: {status}");
+    }
+    setup.runner_ok(&["stop"]).await;
+}
+
 /// `<prefix>.<this test process's pid><a counter>`: an argument no other run uses.
 fn unique(prefix: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
