@@ -18,6 +18,9 @@ use sandbox::Role;
 use types::{AgentConfig, CancellationToken, ShellBootstrap, WorkspacePaths};
 
 use crate::guest::{self, Guest};
+
+#[path = "supervise_healing.rs"]
+mod healing;
 use crate::out::say;
 
 /// Everything one user's supervisor needs.
@@ -58,8 +61,15 @@ struct Supervisor {
     unrepaired: Option<String>,
 }
 
-/// Repairs kept in the runner marker.
-const REPAIRS_KEPT: usize = 20;
+/// How often the workspace is healed while both guests run (see `healing`).
+const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// What [`Supervisor::wait_any`] saw.
+enum Event {
+    Stop,
+    Exited(Role, std::process::ExitStatus),
+    Check,
+}
 
 /// Runs the user's guests until `stop` is cancelled or a guest cannot be kept running. The caller
 /// has claimed the workspace (see `start_cmd`); markers are removed on the way out either way.
@@ -113,9 +123,13 @@ impl Supervisor {
                 .display()
         ));
         loop {
-            let (role, status) = self.wait_any(stop).await;
-            let Some(status) = status else {
-                return Ok(());
+            let (role, status) = match self.wait_any(stop).await {
+                Event::Stop => return Ok(()),
+                Event::Check => {
+                    self.check(stop).await?;
+                    continue;
+                }
+                Event::Exited(role, status) => (role, status),
             };
             let what = guest::describe(status);
             let log = guest::log_path(&self.plan.ws, role.name());
@@ -133,21 +147,20 @@ impl Supervisor {
         }
     }
 
-    /// The first guest to exit and how, or `None` once `stop` is cancelled.
-    async fn wait_any(
-        &mut self,
-        stop: &CancellationToken,
-    ) -> (Role, Option<std::process::ExitStatus>) {
+    /// The first guest to exit and how, `stop` being cancelled, or the time for a check (see
+    /// `healing`).
+    async fn wait_any(&mut self, stop: &CancellationToken) -> Event {
         let mut iter = self.guests.values_mut();
         let (Some(a), Some(b)) = (iter.next(), iter.next()) else {
             stop.cancelled().await;
-            return (Role::OxydraVm, None);
+            return Event::Stop;
         };
         let (ra, rb) = (a.role, b.role);
         tokio::select! {
-            () = stop.cancelled() => (ra, None),
-            s = a.wait() => (ra, Some(s)),
-            s = b.wait() => (rb, Some(s)),
+            () = stop.cancelled() => Event::Stop,
+            s = a.wait() => Event::Exited(ra, s),
+            s = b.wait() => Event::Exited(rb, s),
+            () = tokio::time::sleep(CHECK_EVERY) => Event::Check,
         }
     }
 
@@ -384,61 +397,6 @@ impl Supervisor {
             &runner::runner_marker_path(&self.plan.ws),
             &marker,
         )?)
-    }
-
-    /// Puts back what the runner owns in the workspace before a launch (see [`runner::heal`]),
-    /// saying what it repaired; a failure is remembered for the give-up message, not fatal (the
-    /// launch then says what is wrong).
-    fn heal(&mut self) {
-        let user = self.plan.user.id.clone();
-        match runner::heal(&self.plan.ws, self.plan.separation) {
-            Ok(repairs) => {
-                self.unrepaired = None;
-                for what in repairs {
-                    tracing::warn!(%user, "repaired: {what}");
-                    say(format!("{user}: repaired: {what}"));
-                    self.repairs.push(format!("{} {what}", crate::out::now()));
-                }
-                let extra = self.repairs.len().saturating_sub(REPAIRS_KEPT);
-                self.repairs.drain(..extra);
-            }
-            Err(e) => {
-                tracing::error!(%user, "could not repair the workspace: {e:#}");
-                self.unrepaired = Some(format!("{e:#}"));
-            }
-        }
-    }
-
-    /// Ends what `role` left running (process tier: its cgroup).
-    fn end_strays(&self, role: Role) {
-        if let Some(cgroup) = self.tracking.cgroup() {
-            let n = cgroup.kill(Some(role.name()));
-            if n > 0 {
-                tracing::warn!(%role, "ended {n} processes the exited guest left running");
-            }
-        }
-    }
-
-    /// What a give-up message says after the restarts: the cause as far as it is known, and how
-    /// to go on.
-    fn give_up_advice(&self, role: Role, cause: &Option<String>) -> String {
-        let user = &self.plan.user.id;
-        let log = guest::log_path(&self.plan.ws, role.name());
-        let why = match (&self.unrepaired, cause) {
-            (Some(e), _) => {
-                format!("the runner could not repair the workspace ({e}); fix that by hand")
-            }
-            (None, Some(line)) => format!("its log ends with: {line}; fix what it names"),
-            (None, None) => format!(
-                "it was killed or crashed each time; see why in {}",
-                log.display()
-            ),
-        };
-        format!(
-            "{why}, then start it again with `runner --user {user} start` (each start repairs \
-             what the runner owns in the workspace first); log: {}",
-            log.display()
-        )
     }
 
     /// Stops oxydra-vm, then shell-vm (and every process they left), and removes every marker
