@@ -202,4 +202,19 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
     let report = alice.shell("echo mine > mine.txt").await;
     assert!(report.starts_with("done: exit code 0"), "{report}");
     assert!(alice_ws.shared().join("mine.txt").exists());
+    // Without root no cgroup can hold the shell's processes: status says so (the degraded mode).
+    let status = tokio::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_runner"))
+        .arg("--config")
+        .arg(&setup.config)
+        .arg("status")
+        .output()
+        .await
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("processes  not tracked (the runner is not running as root)"),
+        "{status}"
+    );
 }
