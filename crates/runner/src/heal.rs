@@ -228,7 +228,7 @@ impl Healer<'_> {
             }
         };
         self.repairs.push(format!(
-            "{what} was {} where a {} belongs; moved aside to {}",
+            "{what} was {} where {} belongs; moved aside to {}",
             kind_name(kind),
             expected(&what),
             to.display()
@@ -242,17 +242,17 @@ fn expected(what: &str) -> &'static str {
     IPC_NAMES
         .iter()
         .find(|(n, _)| what == format!("ipc/{n}"))
-        .map_or("directory", |(_, k)| kind_name(*k))
+        .map_or("a directory", |(_, k)| kind_name(*k))
 }
 
 fn kind_name(kind: FileType) -> &'static str {
     match kind {
-        FileType::Directory => "directory",
-        FileType::RegularFile => "regular file",
-        FileType::Symlink => "symbolic link",
-        FileType::Fifo => "FIFO",
-        FileType::Socket => "socket",
-        FileType::CharacterDevice | FileType::BlockDevice => "device",
+        FileType::Directory => "a directory",
+        FileType::RegularFile => "a regular file",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
         FileType::Unknown => "something",
     }
 }

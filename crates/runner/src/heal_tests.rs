@@ -74,19 +74,19 @@ fn a_wrecked_workspace_is_put_back_and_a_healthy_one_is_left_alone() {
             ".oxydra/ had mode 000; restored 700".to_owned(),
             "shared/ had mode 000; restored 755".to_owned(),
             format!(
-                "vault was regular file where a directory belongs; moved aside to {}",
+                "vault was a regular file where a directory belongs; moved aside to {}",
                 shown(named("vault"))
             ),
             "created vault/ again".to_owned(),
             "ipc/ had mode 000; restored 755".to_owned(),
             ".oxydra/memory.db had mode 000; restored 600".to_owned(),
             format!(
-                "ipc/shell.sock was directory where a socket belongs; moved aside to {}",
+                "ipc/shell.sock was a directory where a socket belongs; moved aside to {}",
                 shown(named("ipc-shell.sock"))
             ),
             format!(
-                "ipc/gateway.json was symbolic link where a regular file belongs; moved aside \
-                 to {}",
+                "ipc/gateway.json was a symbolic link where a regular file belongs; moved \
+                 aside to {}",
                 shown(named("ipc-gateway.json"))
             ),
         ]

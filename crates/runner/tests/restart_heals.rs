@@ -289,6 +289,11 @@ async fn processes_that_leave_the_shells_session_are_listed_and_end_with_stop() 
     let status = status_saying(&setup, &sleeper.to_string()).await;
     assert!(status.contains(&forked.to_string()), "{status}");
     assert!(status.contains("stray"), "{status}");
+    // The guests themselves (and what they run) are not strays.
+    assert!(
+        !status.contains("(shell-vm)") && !status.contains("(oxydra-vm)"),
+        "{status}"
+    );
 
     setup.runner_ok(&["stop"]).await;
     assert_eq!(gone(&one).await, Vec::<u32>::new());
