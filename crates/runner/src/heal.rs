@@ -10,7 +10,8 @@
 //!   special file is left alone);
 //! - in `ipc/`, whatever is at a name a guest needs and is not of its type (`shell.sock` a
 //!   socket, `gateway.json` a regular file) is moved aside;
-//! - ownership is re-applied (see [`reown`], the one call site).
+//! - before a launch, ownership is re-applied (see [`reown`], the one call site); while the guests
+//!   run it is not (no guest can change an owner, and the walk costs what the shell put there).
 //!
 //! "Moved aside" is a rename, never a deletion and never through a link: into
 //! `<workspace_root>/.runner/<user>/moved-aside/` (out of every guest's reach), or beside it under
@@ -33,9 +34,18 @@ const IPC_NAMES: [(&str, FileType); 2] = [
     (types::ENDPOINT_FILE, FileType::RegularFile),
 ];
 
+/// When [`heal`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occasion {
+    /// Before a guest is launched: everything, ownership (for this separation) included.
+    Launch(Separation),
+    /// While the guests run (a periodic check): modes and misplaced entries only.
+    WhileRunning,
+}
+
 /// Puts back what the runner owns in `ws` (see the module). Returns one line per repair, empty
 /// when nothing was wrong. A workspace that does not exist yet has nothing to heal.
-pub fn heal(ws: &WorkspacePaths, separation: Separation) -> Result<Vec<String>, RunnerError> {
+pub fn heal(ws: &WorkspacePaths, occasion: Occasion) -> Result<Vec<String>, RunnerError> {
     let (parent, user) = split_root(ws)?;
     let mut healer = Healer {
         ws,
@@ -71,7 +81,9 @@ pub fn heal(ws: &WorkspacePaths, separation: Separation) -> Result<Vec<String>, 
             healer.move_aside(&ipc, "ipc", name, e.kind)?;
         }
     }
-    reown(ws, separation)?;
+    if let Occasion::Launch(separation) = occasion {
+        reown(ws, separation)?;
+    }
     Ok(healer.repairs)
 }
 

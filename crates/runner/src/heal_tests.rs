@@ -26,7 +26,7 @@ fn a_wrecked_workspace_is_put_back_and_a_healthy_one_is_left_alone() {
     chmod(&outside, 0o400);
     // A healthy workspace: nothing to repair.
     assert_eq!(
-        heal(&ws, Separation::SharedUid).unwrap(),
+        heal(&ws, Occasion::Launch(Separation::SharedUid)).unwrap(),
         Vec::<String>::new()
     );
 
@@ -43,7 +43,7 @@ fn a_wrecked_workspace_is_put_back_and_a_healthy_one_is_left_alone() {
     chmod(&ws.internal(), 0);
     chmod(&ws.root, 0);
 
-    let repairs = heal(&ws, Separation::SharedUid).unwrap();
+    let repairs = heal(&ws, Occasion::Launch(Separation::SharedUid)).unwrap();
     let aside = dir.path().join(".runner/alice/moved-aside");
     let moved: Vec<String> = std::fs::read_dir(&aside)
         .unwrap()
@@ -101,7 +101,7 @@ fn a_wrecked_workspace_is_put_back_and_a_healthy_one_is_left_alone() {
         [0o700, 0o700, 0o600, 0o400]
     );
     assert_eq!(
-        heal(&ws, Separation::SharedUid).unwrap(),
+        heal(&ws, Occasion::WhileRunning).unwrap(),
         Vec::<String>::new()
     );
 }
@@ -111,7 +111,7 @@ fn a_workspace_not_yet_provisioned_has_nothing_to_heal() {
     let dir = tempfile::tempdir().unwrap();
     let ws = WorkspacePaths::new(dir.path().join("bob"));
     assert_eq!(
-        heal(&ws, Separation::SharedUid).unwrap(),
+        heal(&ws, Occasion::Launch(Separation::SharedUid)).unwrap(),
         Vec::<String>::new()
     );
     assert!(!ws.root.exists());

@@ -14,12 +14,16 @@ use crate::out::say;
 const REPAIRS_KEPT: usize = 20;
 
 impl Supervisor {
-    /// Puts back what the runner owns in the workspace before a launch (see [`runner::heal`]),
-    /// saying what it repaired; a failure is remembered for the give-up message, not fatal (the
-    /// launch then says what is wrong).
+    /// Puts back what the runner owns in the workspace before a launch (see [`runner::heal`]).
     pub(super) fn heal(&mut self) {
+        self.heal_on(runner::Occasion::Launch(self.plan.separation));
+    }
+
+    /// Heals the workspace, saying what it repaired; a failure is remembered for the give-up
+    /// message, not fatal (a launch then says what is wrong).
+    fn heal_on(&mut self, occasion: runner::Occasion) {
         let user = self.plan.user.id.clone();
-        match runner::heal(&self.plan.ws, self.plan.separation) {
+        match runner::heal(&self.plan.ws, occasion) {
             Ok(repairs) => {
                 self.unrepaired = None;
                 for what in repairs {
@@ -42,7 +46,7 @@ impl Supervisor {
     /// removed or replaced (no client could reach it again).
     pub(super) async fn check(&mut self, stop: &CancellationToken) -> Result<()> {
         let before = self.repairs.clone();
-        self.heal();
+        self.heal_on(runner::Occasion::WhileRunning);
         if self.repairs != before {
             self.write_marker()?;
         }
