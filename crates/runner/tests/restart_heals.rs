@@ -225,6 +225,25 @@ fn loop_script(tag: &str) -> String {
     )
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn a_shell_that_removes_its_own_socket_is_restarted_without_crashing() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill(
+        "rm -f ../ipc/shell.sock && mkdir ../ipc/shell.sock",
+        None,
+        "ipc/shell.sock",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn shared_with_no_permissions_is_restored_while_the_shell_runs() {
+    test_support::need(test_support::Need::Landlock);
+    attack_then_kill("chmod 0 .", None, "shared/ had mode 000").await;
+}
+
 /// Pids of host processes whose command line holds `needle`.
 fn pids_running(needle: &str) -> Vec<u32> {
     let mut pids = Vec::new();
@@ -270,7 +289,7 @@ async fn processes_that_leave_the_shells_session_are_listed_and_end_with_stop() 
     let looper = unique("looping");
     let attack = format!(
         "setsid -f sleep {one} </dev/null >/dev/null 2>&1; \
-         (setsid sleep {two} </dev/null >/dev/null 2>&1 &); {}; echo planted",
+         (setsid sleep {two} </dev/null >/dev/null 2>&1 &); {}; sleep 0.5; echo planted",
         loop_script(&looper)
     );
     let report = chat.shell(&attack).await;
