@@ -61,7 +61,7 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     }
     let mut plans = Vec::new();
     for user in users {
-        let ws = provision(&config.workspace_root, &user.id)?;
+        let ws = provision_healed(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
         // Before the workspace is handed to the guest uid: an unencrypted file is encrypted now.
         let place = runner::MemoryPlace::of(&agent, &ws);
@@ -128,6 +128,27 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             foreground(to_start, interrupt).await
         }
         Mode::Foreground => foreground(to_start, interrupt).await,
+    }
+}
+
+/// Provisions `user`'s workspace; when that fails (a runner not started as root cannot pass a
+/// workspace root the shell closed with `chmod 0`), heals it (see [`runner::heal`]; the
+/// supervisor heals again, ownership included, before it launches anything) and tries once more.
+fn provision_healed(root: &std::path::Path, user: &types::UserId) -> Result<WorkspacePaths> {
+    let first = match provision(root, user) {
+        Ok(ws) => return Ok(ws),
+        Err(e) => e,
+    };
+    let ws = WorkspacePaths::for_user(root, user);
+    match runner::heal(&ws, runner::Occasion::WhileRunning) {
+        Ok(repairs) if !repairs.is_empty() => {
+            for what in repairs {
+                tracing::warn!(%user, "repaired: {what}");
+                say(format!("{user}: repaired: {what}"));
+            }
+            Ok(provision(root, user)?)
+        }
+        _ => Err(first.into()),
     }
 }
 

@@ -47,6 +47,16 @@ pub async fn stop_one(
     docker: Option<&bollard::Docker>,
     ws: &WorkspacePaths,
 ) -> Result<String> {
+    // A workspace the shell closed (`chmod 0`) would hide the markers from a runner not started
+    // as root: its modes are put back first (see `runner::heal`).
+    match runner::heal(ws, runner::Occasion::WhileRunning) {
+        Ok(repairs) => {
+            for what in repairs {
+                tracing::warn!("repaired: {what}");
+            }
+        }
+        Err(e) => tracing::warn!("could not repair the workspace: {e:#}"),
+    }
     let budget = crate::supervise::stop_budget(config);
     let mut line = stop_user(ws, budget).await?;
     // Every process the guests left (process tier): a command that left its shell's session.

@@ -209,6 +209,75 @@ async fn a_workspace_locked_up_before_a_stop_does_not_fail_the_next_start() {
     setup.runner_ok(&["stop"]).await;
 }
 
+/// `runner ARGS...` as `nobody` (a runner not started as root); its output, which must say it
+/// succeeded.
+async fn as_nobody(setup: &Setup, args: &[&str]) -> String {
+    let out = setup.runner_as_nobody(args).await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "runner {args:?} as nobody: {text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock and root"]
+async fn without_root_a_workspace_root_the_shell_closed_does_not_fail_the_next_start() {
+    test_support::need(test_support::Need::Landlock);
+    test_support::need(test_support::Need::Root);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    let nobody = (
+        Some(rustix::process::Uid::from_raw(65534)),
+        Some(rustix::process::Gid::from_raw(65534)),
+    );
+    rustix::fs::chown(setup.dir.path(), nobody.0, nobody.1).unwrap();
+    as_nobody(&setup, &["--insecure", "start", "--detach"]).await;
+    // A stop finds the markers again (it stopped nothing and failed before).
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    let report = chat.shell("chmod 0 ..").await;
+    assert!(succeeded(&report), "{report}");
+    drop(chat);
+    let stopped = as_nobody(&setup, &["stop"]).await;
+    assert!(stopped.contains("alice: stopped (runner pid"), "{stopped}");
+    // The runner dies (a reboot) while the root is closed: the next start heals it.
+    as_nobody(&setup, &["--insecure", "start", "--detach"]).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    let report = chat.shell("chmod 0 ..").await;
+    assert!(succeeded(&report), "{report}");
+    drop(chat);
+    let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&setup.ws("alice")))
+        .unwrap()
+        .unwrap();
+    let pids: Vec<u32> = marker
+        .children
+        .values()
+        .map(|c| c.pid)
+        .chain([marker.pid])
+        .collect();
+    for pid in &pids {
+        runner::signal(*pid, Signal::KILL);
+    }
+    // Gone, as after a reboot (a gateway still dying could answer the start's readiness probe).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|p| runner::is_alive(*p)) {
+        assert!(Instant::now() < deadline, "not killed: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = as_nobody(&setup, &["--insecure", "start", "--detach"]).await;
+    assert!(
+        started.contains("repaired: the workspace root had mode 000"),
+        "{started}"
+    );
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    wait_shell(&mut chat).await;
+    drop(chat);
+    as_nobody(&setup, &["stop"]).await;
+}
+
 /// `<prefix>.<this test process's pid><a counter>`: an argument no other run uses.
 fn unique(prefix: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

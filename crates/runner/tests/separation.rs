@@ -156,18 +156,9 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
         Some(rustix::process::Gid::from_raw(65534)),
     )
     .unwrap();
-    let out = tokio::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_runner"))
-        .arg("--config")
-        .arg(&setup.config)
-        .args(["--insecure", "start", "--detach"])
-        .env_remove("OXYDRA_LOG")
-        .env_remove("OXYDRA_BIN_DIR")
-        .env("HOME", setup.dir.path())
-        .output()
-        .await
-        .unwrap();
+    let out = setup
+        .runner_as_nobody(&["--insecure", "start", "--detach"])
+        .await;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -203,15 +194,7 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
     assert!(report.starts_with("done: exit code 0"), "{report}");
     assert!(alice_ws.shared().join("mine.txt").exists());
     // Without root no cgroup can hold the shell's processes: status says so (the degraded mode).
-    let status = tokio::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_runner"))
-        .arg("--config")
-        .arg(&setup.config)
-        .arg("status")
-        .output()
-        .await
-        .unwrap();
+    let status = setup.runner_as_nobody(&["status"]).await;
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
         status.contains("processes  not tracked (the runner is not running as root)"),

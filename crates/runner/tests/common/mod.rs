@@ -209,6 +209,23 @@ impl Setup {
             .unwrap()
     }
 
+    /// `runner --config <runner.toml> ARGS...` as `nobody` (a runner not started as root), with
+    /// the setup's directory as its home.
+    pub async fn runner_as_nobody(&self, args: &[&str]) -> Output {
+        tokio::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_runner"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env_remove("OXYDRA_LOG")
+            .env_remove("OXYDRA_BIN_DIR")
+            .env("HOME", self.dir.path())
+            .output()
+            .await
+            .unwrap()
+    }
+
     pub async fn runner_ok(&self, args: &[&str]) -> String {
         let out = self.runner(args).await;
         assert!(
