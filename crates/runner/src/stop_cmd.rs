@@ -47,18 +47,21 @@ pub async fn stop_one(
     docker: Option<&bollard::Docker>,
     ws: &WorkspacePaths,
 ) -> Result<String> {
-    // A workspace the shell closed (`chmod 0`) would hide the markers from a runner not started
-    // as root: its modes are put back first (see `runner::heal`).
-    match runner::heal(ws, runner::Occasion::WhileRunning) {
-        Ok(repairs) => {
-            for what in repairs {
-                tracing::warn!("repaired: {what}");
-            }
+    // A workspace the shell closed (`chmod 0`) hides the markers from a runner not started as
+    // root (root reads them anyway, and its next start heals and records the repairs): its modes
+    // are put back first (see `runner::heal`).
+    let mut repaired = Vec::new();
+    if !runner::runs_as_root() {
+        match runner::heal(ws, runner::Occasion::WhileRunning) {
+            Ok(repairs) => repaired = repairs,
+            Err(e) => tracing::warn!("could not repair the workspace: {e:#}"),
         }
-        Err(e) => tracing::warn!("could not repair the workspace: {e:#}"),
     }
     let budget = crate::supervise::stop_budget(config);
     let mut line = stop_user(ws, budget).await?;
+    for what in repaired {
+        line.push_str(&format!("; repaired: {what}"));
+    }
     // Every process the guests left (process tier): a command that left its shell's session.
     if docker.is_none()
         && let Some(cgroup) = runner::Tracking::of(ws).cgroup()

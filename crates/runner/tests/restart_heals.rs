@@ -243,6 +243,10 @@ async fn without_root_a_workspace_root_the_shell_closed_does_not_fail_the_next_s
     drop(chat);
     let stopped = as_nobody(&setup, &["stop"]).await;
     assert!(stopped.contains("alice: stopped (runner pid"), "{stopped}");
+    assert!(
+        stopped.contains("repaired: the workspace root had mode 000"),
+        "{stopped}"
+    );
     // The runner dies (a reboot) while the root is closed: the next start heals it.
     as_nobody(&setup, &["--insecure", "start", "--detach"]).await;
     let mut chat = Chat::connect(&setup, "alice", None).await;
