@@ -31,6 +31,16 @@ use crate::privilege::{GuestIdentity, UserIdentities};
 /// Deepest directory nesting a tree walk descends into.
 const MAX_DEPTH: usize = 64;
 
+/// Every workspace directory, `shared/` last (see [`own_workspace`]).
+const MIGRATION_ORDER: [WorkspaceDir; 6] = [
+    WorkspaceDir::Internal,
+    WorkspaceDir::Vault,
+    WorkspaceDir::Tmp,
+    WorkspaceDir::Logs,
+    WorkspaceDir::Ipc,
+    WorkspaceDir::Shared,
+];
+
 /// The owner's and the group's mode of each workspace directory (see the module's table).
 fn dir_mode(dir: WorkspaceDir) -> u32 {
     match dir {
@@ -54,12 +64,13 @@ pub fn own_workspace(ws: &WorkspacePaths, ids: UserIdentities) -> Result<(), Run
     let shared_done = open_dir(&root, WorkspaceDir::Shared.name())
         .and_then(|d| rustix::fs::fstat(&d))
         .is_ok_and(|s| is_applied(&s, agent, dir_mode(WorkspaceDir::Shared)));
-    for dir in WorkspaceDir::ALL {
+    // `shared/` last, each directory set after its walk: `shared/` marks the migration done,
+    // so an interrupted one is redone in full next time.
+    for dir in MIGRATION_ORDER {
         let path = ws.dir(dir);
         let Ok(sub) = open_dir(&root, dir.name()) else {
             continue;
         };
-        set(&sub, agent, dir_mode(dir)).map_err(err("chown", &path))?;
         match dir {
             WorkspaceDir::Internal | WorkspaceDir::Vault => {
                 walk(&sub, agent, Bits::Keep, 0).map_err(err("chown", &path))?;
@@ -69,9 +80,8 @@ pub fn own_workspace(ws: &WorkspacePaths, ids: UserIdentities) -> Result<(), Run
             }
             _ => {}
         }
+        set(&sub, agent, dir_mode(dir)).map_err(err("chown", &path))?;
     }
-    // Last: the root (an interrupted migration is redone in full next time, as `shared/` is
-    // marked applied only above).
     let root_owner = GuestIdentity { uid: 0, gid: group };
     set(&root, root_owner, 0o750).map_err(err("chown", &ws.root))
 }

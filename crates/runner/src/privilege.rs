@@ -81,7 +81,9 @@ impl Separation {
 pub const SHARED_UID_NOTICE: &str = "the runner is not running as root, so every user's agent \
      and shell run as its own uid: users are kept apart only by Landlock and the per-user shell \
      secret (a user's shell cannot be driven by another user, but a kernel without Landlock \
-     leaves their files open to each other), and guests keep this uid's groups";
+     leaves their files open to each other), guests keep this uid's groups, and a user's shell \
+     owns its workspace, so it can change the modes of the agent's files (keep workspace_root \
+     out of other accounts' reach, mode 0700)";
 
 /// True when this process may give guests their own uids.
 pub fn runs_as_root() -> bool {
