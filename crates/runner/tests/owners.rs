@@ -332,7 +332,9 @@ async fn a_single_uid_workspace_is_migrated_at_start_following_no_link() {
 
 /// The container tier follows the same split: the shell's container runs as the shell's uid,
 /// which owns none of the directories mounted into it, so it can neither open them up nor shut
-/// the agent out of them (busybox has no `setfattr`; the process tier tries xattrs).
+/// the agent out of them (busybox has no `setfattr`; the process tier tries xattrs). Before the
+/// fix the shell's container ran as the uid owning them: `chmod 0777 /workspace/alice/shared`,
+/// run in it as its user with the base commit's binaries, succeeded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs docker and root"]
 async fn container_tier_the_shell_runs_as_its_own_uid_and_cannot_change_the_agents_directories() {
