@@ -404,6 +404,23 @@ mod tests {
     }
 
     #[test]
+    fn a_record_others_could_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib");
+        std::fs::create_dir(&lib).unwrap();
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = allocate_ids(&lib.join("guest-ids.json"), dir.path(), 0, &user("eve"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("only the runner's account owns and can write"),
+            "{err}"
+        );
+        assert!(!lib.join("guest-ids.json").exists());
+    }
+
+    #[test]
     fn host_accounts_and_live_processes_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let record = dir.path().join("lib/guest-ids.json");
