@@ -12,7 +12,9 @@
 //! - `procs` — process liveness and signals by pid
 //! - `heal` — [`heal`]: what the runner owns in a workspace, put back before each (re)start
 //! - `cgroup` — [`Tracking`]: each guest and every process it starts in a cgroup that ends with it
-//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `privilege` — per-user guest uids (agent and shell) when the runner is root, and dropping
+//!   to them; `guest_ids` — their host-wide allocation record; `ownership` — who owns what in a
+//!   workspace ([`own_workspace`])
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
@@ -36,9 +38,11 @@ mod db_place;
 mod docker;
 mod error;
 mod heal;
+mod guest_ids;
 pub mod images;
 mod marker;
 mod memory_key;
+mod ownership;
 mod privilege;
 mod procs;
 mod provision;
@@ -63,6 +67,7 @@ pub use docker::{
 };
 pub use error::RunnerError;
 pub use heal::{Occasion, heal};
+pub use guest_ids::HOST_GUEST_IDS;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
@@ -73,10 +78,11 @@ pub use memory_key::{
     is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
     store_key, stored_key, user_key,
 };
+pub use ownership::own_workspace;
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
-    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
-    runs_as_root, separation, write_owned,
+    UserIdentities, agent_config_copy, check_reachable, drop_to, recorded_identity,
+    release_identity, runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

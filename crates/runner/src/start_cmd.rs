@@ -77,13 +77,13 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
         let digest = config_digest(&config, &user);
         let mut user = user;
-        if let Some(id) = separation.identity() {
+        if let Some(ids) = separation.identity() {
             runner::check_reachable(&config.workspace_root)?;
             // Ownership is (re)applied with the rest of the workspace before each launch (see
             // `runner::heal`, called by the supervisor).
             // The guest reads its own copy: the original may be readable by the runner only.
             if !container && let Some(original) = &user.agent_config {
-                user.agent_config = Some(runner::agent_config_copy(&ws, original, id)?);
+                user.agent_config = Some(runner::agent_config_copy(&ws, original, ids.agent)?);
             }
         }
         plans.push(Plan {

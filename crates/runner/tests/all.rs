@@ -25,6 +25,7 @@ mod memory_dialects;
 mod memory_disabled;
 mod memory_keys;
 mod memory_longevity;
+mod owners;
 mod process_tier;
 mod remote_memory;
 mod restart_heals;
