@@ -97,11 +97,13 @@ fn reown(ws: &WorkspacePaths, separation: Separation) -> Result<(), RunnerError>
 }
 
 /// The mode a workspace directory must have: exactly 0700 for the private ones; the others keep
-/// what they have while it leaves the owner `rwx`, else get their provisioned 0755 back.
+/// what they have while it leaves the owner `rwx`, else get their provisioned mode back — the
+/// separated layout's (see `ownership`) when the runner is root, else 0755.
 fn wanted_mode(dir: WorkspaceDir, current: u32) -> u32 {
     match dir {
         WorkspaceDir::Internal | WorkspaceDir::Vault => 0o700,
         _ if current & 0o700 == 0o700 => current,
+        _ if crate::runs_as_root() => crate::ownership::dir_mode(dir),
         _ => 0o755,
     }
 }

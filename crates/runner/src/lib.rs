@@ -37,8 +37,8 @@ pub mod container_spec;
 mod db_place;
 mod docker;
 mod error;
-mod heal;
 mod guest_ids;
+mod heal;
 pub mod images;
 mod marker;
 mod memory_key;
@@ -66,8 +66,8 @@ pub use docker::{
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
-pub use heal::{Occasion, heal};
 pub use guest_ids::HOST_GUEST_IDS;
+pub use heal::{Occasion, heal};
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,

@@ -42,7 +42,7 @@ const MIGRATION_ORDER: [WorkspaceDir; 6] = [
 ];
 
 /// The owner's and the group's mode of each workspace directory (see the module's table).
-fn dir_mode(dir: WorkspaceDir) -> u32 {
+pub(crate) fn dir_mode(dir: WorkspaceDir) -> u32 {
     match dir {
         WorkspaceDir::Internal | WorkspaceDir::Vault => 0o700,
         WorkspaceDir::Shared | WorkspaceDir::Tmp | WorkspaceDir::Logs | WorkspaceDir::Ipc => 0o2770,

@@ -40,6 +40,30 @@ fn guest_pid(setup: &Setup, role: &str) -> u32 {
     marker.children[role].pid
 }
 
+/// Runs `attack` in alice's shell. With separate owners (a root runner) the shell may no longer
+/// change what the agent keeps — `owners.rs` proves that refusal — so where the shell is refused
+/// the test does the same damage as root from the shell's directory, standing in for a runner
+/// not started as root (whose shell shares the agent's uid, see
+/// `without_root_a_workspace_root_the_shell_closed_does_not_fail_the_next_start`): the healing
+/// under test must undo it either way.
+async fn damage(chat: &mut Chat, setup: &Setup, attack: &str) {
+    let report = chat.shell(attack).await;
+    if !succeeded(&report) {
+        assert!(
+            report.contains("Operation not permitted") || report.contains("Permission denied"),
+            "{attack}: {report}"
+        );
+        let shared = setup.ws("alice").dir(types::WorkspaceDir::Shared);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(attack)
+            .current_dir(&shared)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{attack} as root: {out:?}");
+    }
+}
+
 /// Runs `echo ok` until the shell answers again.
 async fn wait_shell(chat: &mut Chat) {
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -92,8 +116,7 @@ async fn attack_then_kill(attack: &str, victim: Option<&str>, repaired: &str) ->
     let mut chat = Chat::connect(&setup, "alice", None).await;
     chat.save("Alice keeps the spare key under the blue pot")
         .await;
-    let report = chat.shell(attack).await;
-    assert!(succeeded(&report), "{attack}: {report}");
+    damage(&mut chat, &setup, attack).await;
     let old = setup.gateway("alice").unwrap();
     if let Some(victim) = victim {
         runner::signal(guest_pid(&setup, victim), Signal::KILL);
@@ -184,8 +207,7 @@ async fn a_workspace_locked_up_before_a_stop_does_not_fail_the_next_start() {
     let attack = format!(
         "cd {w} && chmod 0 .oxydra/memory.db .oxydra/gateway.token .oxydra ipc logs shared {w}"
     );
-    let report = chat.shell(&attack).await;
-    assert!(succeeded(&report), "{report}");
+    damage(&mut chat, &setup, &attack).await;
     drop(chat);
     setup.runner_ok(&["stop"]).await;
     let started = setup.runner_ok(&["--insecure", "start", "--detach"]).await;
@@ -199,9 +221,9 @@ async fn a_workspace_locked_up_before_a_stop_does_not_fail_the_next_start() {
     for repaired in [
         "the workspace root had mode 000",
         ".oxydra/ had mode 000",
-        "shared/ had mode 000",
-        "ipc/ had mode 000",
-        "logs/ had mode 000",
+        "shared/ had mode ",
+        "ipc/ had mode ",
+        "logs/ had mode ",
         ".oxydra/memory.db had mode 000",
     ] {
         assert!(status.contains(repaired), "{repaired}: {status}");
@@ -314,7 +336,7 @@ async fn a_shell_that_removes_its_own_socket_is_restarted_without_crashing() {
 #[ignore = "needs landlock"]
 async fn shared_with_no_permissions_is_restored_while_the_shell_runs() {
     test_support::need(test_support::Need::Landlock);
-    attack_then_kill("chmod 0 .", None, "shared/ had mode 000").await;
+    attack_then_kill("chmod 0 .", None, "shared/ had mode ").await;
 }
 
 /// Pids of host processes whose command line holds `needle`.
@@ -461,10 +483,9 @@ async fn container_tier_a_planted_socket_and_a_locked_ipc_do_not_keep_the_shell_
             "rm -f ../ipc/shell.sock && mkdir ../ipc/shell.sock && echo kept > ../ipc/shell.sock/x",
             "ipc/shell.sock",
         ),
-        ("chmod 0 ../ipc ../logs", "ipc/ had mode 000"),
+        ("chmod 0 ../ipc ../logs", "ipc/ had mode "),
     ] {
-        let report = chat.shell(attack).await;
-        assert!(succeeded(&report), "{attack}: {report}");
+        damage(&mut chat, &setup, attack).await;
         let before = container::inspect(&shell).await.unwrap();
         let id = before["Id"].as_str().unwrap().to_owned();
         let at = before["State"]["StartedAt"].as_str().unwrap().to_owned();
