@@ -270,6 +270,8 @@ pub enum MemoryAction {
         /// Import near-duplicates of stored notes too.
         #[arg(long = "allow-similar")]
         allow_similar: bool,
+        #[command(flatten)]
+        target: TargetArgs,
     },
     /// Re-keys the user's local memory file: a new key (`[memory_encryption] enabled = true`;
     /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
@@ -286,10 +288,32 @@ pub enum MemoryAction {
         #[arg(long)]
         json: bool,
     },
-    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty).
-    ExportTree { dir: PathBuf },
+    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty). DIR is
+    /// opened without following any link another account could have planted; one the user's
+    /// shell (or any account but root and you) can write is refused unless
+    /// --allow-shell-writable.
+    ExportTree {
+        dir: PathBuf,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
     /// Read the regular files below DIR into the `/memories` tree (existing files are replaced).
-    ImportTree { dir: PathBuf },
+    /// Links, FIFOs, devices and hard-linked files are skipped unread; DIR is opened as for
+    /// export-tree.
+    ImportTree {
+        dir: PathBuf,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+}
+
+/// Where the operator lets a root command read or write files.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct TargetArgs {
+    /// Go ahead even if the user's shell or another account can write the directory (inside a
+    /// user's shared/, tmp/, logs/ or ipc/, say). Links there are still never followed.
+    #[arg(long = "allow-shell-writable")]
+    pub allow_shell_writable: bool,
 }
 
 /// `--category` and `--tag` of the memory commands.

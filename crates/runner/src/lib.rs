@@ -35,6 +35,7 @@ mod error;
 pub mod images;
 mod marker;
 mod memory_key;
+mod operator_dir;
 mod privilege;
 mod procs;
 mod provision;
@@ -42,7 +43,7 @@ mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
-pub use beneath::{SafeDir, remove_beneath, write_beneath};
+pub use beneath::{Entry, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
 pub use config::{
@@ -67,6 +68,7 @@ pub use memory_key::{
     is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
     store_key, stored_key, user_key,
 };
+pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
     agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
-use crate::cli::{MemoryAction, MemoryArgs};
+use crate::cli::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
 use crate::{Global, memory_audit, memory_organise, memory_tree};
 
@@ -242,11 +242,11 @@ async fn act(
         MemoryAction::Import {
             file,
             allow_similar,
+            target,
         } => {
             let notes = match file {
                 Some(path) => {
-                    let f = std::fs::File::open(&path)
-                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    let f = runner::open_operator_file(&path, &policy(target, user_root))?;
                     read_jsonl(std::io::BufReader::new(f))?
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
@@ -254,15 +254,28 @@ async fn act(
             let report = governed.import(notes, similar(allow_similar)).await?;
             print_json(&mut out, &report)?;
         }
-        MemoryAction::ExportTree { dir } => {
+        MemoryAction::ExportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
             let n = memory_tree::export(store, user, &dir).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
-        MemoryAction::ImportTree { dir } => {
+        MemoryAction::ImportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::Existing, &policy)?;
             print_json(&mut out, &governed.import_tree(&dir).await?)?;
         }
     }
     Ok(())
+}
+
+/// The operator's `--allow-shell-writable`, with every user's shell areas under this workspace
+/// root counted as the shell's.
+fn policy(target: TargetArgs, user_root: &std::path::Path) -> runner::TargetPolicy {
+    runner::TargetPolicy {
+        allow_shell_writable: target.allow_shell_writable,
+        workspace_root: user_root.parent().map(std::path::Path::to_owned),
+    }
 }
 
 fn similar(allow: bool) -> Similar {

@@ -25,6 +25,7 @@ mod memory_dialects;
 mod memory_disabled;
 mod memory_keys;
 mod memory_longevity;
+mod operator_paths;
 mod process_tier;
 mod remote_memory;
 mod run_script;
