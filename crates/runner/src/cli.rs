@@ -209,6 +209,10 @@ pub enum MemoryAction {
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// List notes newest first, a page at a time, with the total.
     List {
@@ -226,6 +230,10 @@ pub enum MemoryAction {
         /// Print the page as JSON ({"notes", "total", "next_cursor"}).
         #[arg(long)]
         json: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// Print one note as JSON.
     Get { note_id: String },
@@ -261,6 +269,10 @@ pub enum MemoryAction {
         /// Markdown (grouped by category) instead of JSON Lines.
         #[arg(long)]
         markdown: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
     /// metadata (category, tags, context, confidence, expiry). Notes the user already has are
@@ -279,7 +291,8 @@ pub enum MemoryAction {
     Rekey,
     /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), oldest
     /// first: time, surface/client, tool, operation, namespace, key or note, outcome, redaction
-    /// counts. Never any note text.
+    /// counts. Never any note text. Fields a caller chose (client name, namespace, key, path)
+    /// are shown with control characters as escapes, one row per line.
     Audit {
         /// Only rows at or after this instant (RFC 3339) or day (YYYY-MM-DD).
         #[arg(long)]
@@ -287,6 +300,9 @@ pub enum MemoryAction {
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// Print the fields as stored, control characters and all.
+        #[arg(long)]
+        raw: bool,
     },
     /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty). DIR is
     /// opened without following any link another account could have planted; one the user's

@@ -159,6 +159,7 @@ async fn act(
             top_k,
             organise,
             json,
+            raw,
         } => {
             let top_k = top_k.unwrap_or(config.retrieval.top_k);
             if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
@@ -174,7 +175,8 @@ async fn act(
                 for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
                     let id = h["note_id"].as_str().unwrap_or("-");
                     let score = h["score"].as_f64().unwrap_or_default();
-                    let text = h["text"].as_str().unwrap_or_default().replace('\n', " ");
+                    let text = crate::out::field(h["text"].as_str().unwrap_or_default(), raw);
+                    let id = crate::out::field(id, raw);
                     writeln!(out, "{score:.3}  {id}  {text}")?;
                 }
             }
@@ -216,6 +218,7 @@ async fn act(
             cursor,
             expired,
             json,
+            raw,
         } => {
             let args = memory_organise::ListArgs {
                 organise,
@@ -223,6 +226,7 @@ async fn act(
                 cursor,
                 expired,
                 json,
+                raw,
             };
             memory_organise::list(store, user, args, &mut out).await?;
         }
@@ -230,14 +234,16 @@ async fn act(
             organise,
             since,
             markdown,
+            raw,
         } => {
-            memory_organise::export(store, user, &organise, since.as_deref(), markdown, &mut out)
+            let format = memory_organise::ExportFormat { markdown, raw };
+            memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out)
                 .await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
-        MemoryAction::Audit { since, json } => {
-            memory_audit::print(store, since.as_deref(), json, &mut out).await?;
+        MemoryAction::Audit { since, json, raw } => {
+            memory_audit::print(store, since.as_deref(), json, raw, &mut out).await?;
         }
         MemoryAction::Import {
             file,
@@ -304,9 +310,7 @@ fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
 }
 
 fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    writeln!(out)?;
-    Ok(())
+    crate::out::write_json(out, value)
 }
 
 /// Progress on stderr, at most once per percent.

@@ -32,5 +32,6 @@ mod run_script;
 mod runner_cli;
 mod separation;
 mod shell_attacks;
+mod terminal_output;
 mod tools_cli;
 mod tui_via_runner;
