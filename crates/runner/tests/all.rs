@@ -11,6 +11,7 @@
 mod common;
 
 mod container_memory;
+mod container_namespaces;
 mod container_recovery;
 mod container_tier;
 mod host_script;
