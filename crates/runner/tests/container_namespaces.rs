@@ -2,7 +2,10 @@
 //! shell container (driven through `shell_exec`), `unshare` of a user, mount, network or IPC
 //! namespace fails (the shell-vm's seccomp filter, and Docker's default profile under it), and
 //! alice's and bob's shells sit in IPC namespaces of their own, distinct from each other and from
-//! the host's, so SysV shared memory cannot be a channel between them; an ordinary command works.
+//! the host's, so SysV shared memory cannot be a channel between them; and a small static probe
+//! (built here with `cc -static`, run from `shared/`) finds `shmget`, `msgget`, `semget` and
+//! `unshare(CLONE_NEWUSER)` refused with `EPERM` by the filter, which Docker's profile alone would
+//! allow for SysV IPC. An ordinary command works.
 
 #![allow(
     clippy::unwrap_used,
@@ -14,6 +17,47 @@
 use crate::common::container;
 use crate::common::container::{ContainersOnDrop, container_setup, inspect, name, prepare};
 use crate::common::{Chat, respond};
+
+/// Each call, and `ok` or the errno it failed with.
+const PROBE: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+static void show(const char *name, int r) {
+    if (r < 0) printf("%s=%d ", name, errno); else printf("%s=ok ", name);
+}
+int main(void) {
+    show("shmget", shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600));
+    show("msgget", msgget(IPC_PRIVATE, IPC_CREAT | 0600));
+    show("semget", semget(IPC_PRIVATE, 1, IPC_CREAT | 0600));
+    show("unshare", unshare(CLONE_NEWUSER));
+    puts("");
+    return 0;
+}
+"#;
+
+/// The probe, built static into `shared/` (it runs in an image without a C library of its own).
+fn build_probe(shared: &std::path::Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("probe.c");
+    std::fs::write(&source, PROBE).unwrap();
+    let out = std::process::Command::new("cc")
+        .args(["-static", "-O1", "-o"])
+        .arg(shared.join("ipc-probe"))
+        .arg(&source)
+        .output()
+        .expect("cc runs (the Rust toolchain links with it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs docker"]
@@ -48,6 +92,15 @@ async fn container_shells_get_no_namespaces_and_no_shared_ipc() {
             mode == "private" || mode == "shareable",
             "{user}: IpcMode {mode}"
         );
+        build_probe(&setup.ws(user).shared());
+        let report = chat.shell("./ipc-probe").await;
+        let eperm = libc_eperm();
+        for call in ["shmget", "msgget", "semget", "unshare"] {
+            assert!(
+                report.contains(&format!("{call}={eperm} ")),
+                "{user}: {call} not refused with EPERM: {report}"
+            );
+        }
         let report = chat.shell("echo still works").await;
         assert!(report.contains("still works"), "{report}");
     }
@@ -59,4 +112,9 @@ async fn container_shells_get_no_namespaces_and_no_shared_ipc() {
         "a shell shares the host's IPC namespace: {ipc:?} vs {host}"
     );
     container::runner_env_ok(&setup, &["stop"], &[]).await;
+}
+
+/// `EPERM` (1 on Linux).
+fn libc_eperm() -> i32 {
+    rustix::io::Errno::PERM.raw_os_error()
 }
