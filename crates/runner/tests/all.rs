@@ -11,7 +11,6 @@
 mod common;
 
 mod container_memory;
-mod container_namespaces;
 mod container_recovery;
 mod container_tier;
 mod host_script;
@@ -33,6 +32,7 @@ mod run_script;
 mod runner_cli;
 mod separation;
 mod shell_attacks;
+mod shell_namespaces;
 mod terminal_output;
 mod tools_cli;
 mod tui_via_runner;

@@ -1,5 +1,6 @@
-//! The container tier's shells get no new namespaces and share no IPC: from inside each user's
-//! shell container (driven through `shell_exec`), `unshare` of a user, mount, network or IPC
+//! The shells get no new namespaces and no SysV IPC, in both tiers, from inside the shell as the
+//! runner launched it (driven through `shell_exec`). Process tier: `unshare -U true` fails and the
+//! probe below finds every call refused. Container tier: from inside each user's shell container, `unshare` of a user, mount, network or IPC
 //! namespace fails (the shell-vm's seccomp filter, and Docker's default profile under it), and
 //! alice's and bob's shells sit in IPC namespaces of their own, distinct from each other and from
 //! the host's, so SysV shared memory cannot be a channel between them; and a small static probe
@@ -16,7 +17,7 @@
 
 use crate::common::container;
 use crate::common::container::{ContainersOnDrop, container_setup, inspect, name, prepare};
-use crate::common::{Chat, respond};
+use crate::common::{Chat, Setup, StopOnDrop, respond};
 
 /// Each call, and `ok` or the errno it failed with.
 const PROBE: &str = r#"
@@ -59,6 +60,37 @@ fn build_probe(shared: &std::path::Path) {
     );
 }
 
+/// Asserts the probe's report shows every call refused with `EPERM`.
+fn assert_refused(user: &str, report: &str) {
+    let eperm = libc_eperm();
+    for call in ["shmget", "msgget", "semget", "unshare"] {
+        assert!(
+            report.contains(&format!("{call}={eperm} ")),
+            "{user}: {call} not refused with EPERM: {report}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn process_tier_shells_get_no_namespaces_and_no_sysv_ipc() {
+    test_support::need(test_support::Need::Landlock);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let _guard = StopOnDrop(setup.config.clone());
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    let mut chat = Chat::connect(&setup, "alice", None).await;
+    let report = chat.shell("unshare -U true").await;
+    assert!(!report.starts_with("done: exit code 0"), "{report}");
+    build_probe(&setup.ws("alice").shared());
+    let report = chat.shell("./ipc-probe").await;
+    assert_refused("alice", &report);
+    let report = chat.shell("echo still works").await;
+    assert!(report.contains("still works"), "{report}");
+    drop(chat);
+    setup.runner_ok(&["stop"]).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs docker"]
 async fn container_shells_get_no_namespaces_and_no_shared_ipc() {
@@ -94,13 +126,7 @@ async fn container_shells_get_no_namespaces_and_no_shared_ipc() {
         );
         build_probe(&setup.ws(user).shared());
         let report = chat.shell("./ipc-probe").await;
-        let eperm = libc_eperm();
-        for call in ["shmget", "msgget", "semget", "unshare"] {
-            assert!(
-                report.contains(&format!("{call}={eperm} ")),
-                "{user}: {call} not refused with EPERM: {report}"
-            );
-        }
+        assert_refused(user, &report);
         let report = chat.shell("echo still works").await;
         assert!(report.contains("still works"), "{report}");
     }
