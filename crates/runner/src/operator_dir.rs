@@ -11,7 +11,8 @@
 //! The directory reached is *shell-writable* when any directory on that chain can be written by an
 //! account other than root or the operator (another owner, group or world write without the
 //! sticky bit), or is one of a user's `shared/`, `tmp/`, `logs/` or `ipc/` under the workspace
-//! root. Such a target is refused unless the operator insists ([`TargetPolicy`]); either way
+//! root — whoever owns it, so that a runner that is not root, whose guests share its uid, still
+//! never follows a link the shell planted there or anywhere below. Such a target is refused unless the operator insists ([`TargetPolicy`]); either way
 //! everything below it goes through [`SafeDir`], so a link flipped in mid-command is never
 //! followed.
 
@@ -56,30 +57,37 @@ pub fn open_operator_dir(
     want: Want,
     policy: &TargetPolicy,
 ) -> Result<SafeDir, RunnerError> {
-    let (mut chain, missing) = resolve(path)?;
+    let areas = shell_areas(policy.workspace_root.as_deref());
+    let (mut chain, missing) = resolve(path, &areas)?;
     if want == Want::Existing && !missing.is_empty() {
         return Err(RunnerError::io("open", path)(Errno::NOENT.into()));
     }
     // Judged before anything is created, so a refusal changes nothing.
-    check_writers(path, &chain, policy)?;
+    let target = chain.last().ok_or_else(|| refused(path, "is /"))?;
+    if !policy.allow_shell_writable && (target.shells || others_can_write(&target.stat)) {
+        return Err(refused(
+            path,
+            "can be written by the user's shell or another account, which could redirect this \
+             command through a planted link; use a directory only root or you can write, or \
+             pass --allow-shell-writable",
+        ));
+    }
     for name in missing {
         let io = |e: Errno| RunnerError::io("create", path)(e.into());
-        let (parent, _) = chain.last().ok_or_else(|| io(Errno::INVAL))?;
-        match rfs::mkdirat(parent, name.as_os_str(), Mode::from_raw_mode(0o700)) {
+        let parent = chain.last().ok_or_else(|| io(Errno::INVAL))?;
+        match rfs::mkdirat(&parent.fd, name.as_os_str(), Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(io(e)),
         }
-        let (fd, stat) = open_path(Some(parent), Path::new(&name)).map_err(io)?;
+        let (fd, stat) = open_path(Some(&parent.fd), Path::new(&name)).map_err(io)?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
             return Err(refused(path, "changed while it was being created"));
         }
-        chain.push((fd, stat));
+        let shells = parent.shells || shells_own(&stat, &areas);
+        chain.push(Step { fd, stat, shells });
     }
-    let (fd, _) = chain
-        .into_iter()
-        .last()
-        .ok_or_else(|| refused(path, "is /"))?;
-    let dir = SafeDir::from_fd(fd, path.to_owned());
+    let target = chain.pop().ok_or_else(|| refused(path, "is /"))?;
+    let dir = SafeDir::from_fd(target.fd, path.to_owned());
     if want == Want::NewOrEmpty && !dir.names()?.is_empty() {
         return Err(refused(
             path,
@@ -114,16 +122,24 @@ fn refused(path: &Path, why: &str) -> RunnerError {
     }
 }
 
-/// The directories from `/` to `path`, each opened and `fstat`ed, and the names left over when
-/// one is missing (none of them `..`).
-type Chain = Vec<(OwnedFd, Stat)>;
+/// One directory on the way from `/` to the operator's path.
+struct Step {
+    fd: OwnedFd,
+    stat: Stat,
+    /// This directory or one above it is the shell's (or another account's): see [`shells_own`].
+    shells: bool,
+}
 
-fn resolve(path: &Path) -> Result<(Chain, Vec<OsString>), RunnerError> {
+/// The directories from `/` to `path`, each opened and `fstat`ed, and the names left over when
+/// one is missing (none of them `..`). A link is followed only where no other account could
+/// have planted it.
+fn resolve(path: &Path, areas: &[(u64, u64)]) -> Result<(Vec<Step>, Vec<OsString>), RunnerError> {
     let io = |e: Errno| RunnerError::io("open", path)(e.into());
     let absolute = std::path::absolute(path).map_err(RunnerError::io("open", path))?;
     let mut rest: VecDeque<OsString> = names(&absolute);
-    let root = open_path(None, Path::new("/")).map_err(io)?;
-    let mut chain = vec![root];
+    let (fd, stat) = open_path(None, Path::new("/")).map_err(io)?;
+    let shells = shells_own(&stat, areas);
+    let mut chain = vec![Step { fd, stat, shells }];
     let mut links = 0;
     while let Some(name) = rest.pop_front() {
         if name == ".." {
@@ -132,8 +148,8 @@ fn resolve(path: &Path) -> Result<(Chain, Vec<OsString>), RunnerError> {
             }
             continue;
         }
-        let (parent, parent_stat) = chain.last().ok_or_else(|| io(Errno::INVAL))?;
-        let (fd, stat) = match open_path(Some(parent), Path::new(&name)) {
+        let parent = chain.last().ok_or_else(|| io(Errno::INVAL))?;
+        let (fd, stat) = match open_path(Some(&parent.fd), Path::new(&name)) {
             Err(Errno::NOENT) if !rest.iter().any(|n| n == "..") => {
                 let mut missing = vec![name];
                 missing.extend(rest);
@@ -142,13 +158,17 @@ fn resolve(path: &Path) -> Result<(Chain, Vec<OsString>), RunnerError> {
             other => other.map_err(io)?,
         };
         match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Directory => chain.push((fd, stat)),
+            FileType::Directory => {
+                let shells = parent.shells || shells_own(&stat, areas);
+                chain.push(Step { fd, stat, shells });
+            }
             FileType::Symlink => {
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(io(Errno::LOOP));
                 }
-                if others_can_write(parent_stat) || !trusted_uid(stat.st_uid) {
+                let planted = parent.shells || others_can_write(&parent.stat);
+                if planted || !trusted_uid(stat.st_uid) {
                     return Err(refused(
                         path,
                         "passes through a link another account could have planted; give the \
@@ -193,32 +213,14 @@ fn open_path(dir: Option<&OwnedFd>, name: &Path) -> Result<(OwnedFd, Stat), Errn
     Ok((fd, stat))
 }
 
-/// Refuses a chain another account can write, unless the policy allows it.
-fn check_writers(path: &Path, chain: &Chain, policy: &TargetPolicy) -> Result<(), RunnerError> {
-    if policy.allow_shell_writable {
-        return Ok(());
-    }
-    let areas = shell_areas(policy.workspace_root.as_deref());
-    let last = chain.len().saturating_sub(1);
-    for (i, (_, stat)) in chain.iter().enumerate() {
-        // Above the target a sticky, root-owned directory (`/tmp`) only lets others change their
-        // own entries: the next directory's owner is checked in its turn.
-        let writable = if i < last {
-            others_can_write(stat) && stat.st_mode & 0o1000 == 0 || !trusted_uid(stat.st_uid)
-        } else {
-            others_can_write(stat) || !trusted_uid(stat.st_uid)
-        };
-        let in_area = areas.contains(&(stat.st_dev, stat.st_ino));
-        if writable || in_area {
-            return Err(refused(
-                path,
-                "can be written by the user's shell or another account, which could redirect \
-                 this command through a planted link; use a directory only root or you can \
-                 write, or pass --allow-shell-writable",
-            ));
-        }
-    }
-    Ok(())
+/// Whether the directory `stat` is the shell's or another account's: one of a user's shell
+/// areas, owned by an uid other than root's or the operator's (its owner can always write it), or
+/// writable by others without the sticky bit (with it, as `/tmp`, others change only their own
+/// entries, and the next directory's owner is judged in its turn).
+fn shells_own(stat: &Stat, areas: &[(u64, u64)]) -> bool {
+    areas.contains(&(stat.st_dev, stat.st_ino))
+        || !trusted_uid(stat.st_uid)
+        || others_can_write(stat) && stat.st_mode & 0o1000 == 0
 }
 
 /// `(device, inode)` of every user's `shared/`, `tmp/`, `logs/` and `ipc/` under `root`.

@@ -82,6 +82,23 @@ fn a_users_shell_areas_are_refused_whoever_owns_them() {
         open_operator_dir(&dir.path().join("alice/shared/x"), Want::Existing, &policy).unwrap_err();
     assert!(err.to_string().contains("--allow-shell-writable"), "{err}");
     assert!(open_operator_dir(&dir.path().join("alice/.oxydra"), Want::Existing, &policy).is_ok());
+    // A link below a shell area is never followed, even one the operator's uid owns (a runner
+    // that is not root runs its guests as itself) and even when the operator insists.
+    std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+    symlink(
+        dir.path().join("elsewhere"),
+        dir.path().join("alice/shared/x/link"),
+    )
+    .unwrap();
+    let insist = TargetPolicy {
+        allow_shell_writable: true,
+        ..policy
+    };
+    let through = dir.path().join("alice/shared/x/link");
+    let err = open_operator_dir(&through, Want::Existing, &insist).unwrap_err();
+    assert!(err.to_string().contains("link"), "{err}");
+    let err = open_operator_file(&through.join("f"), &insist).unwrap_err();
+    assert!(err.to_string().contains("link"), "{err}");
 }
 
 #[test]
