@@ -116,7 +116,7 @@ pub fn open_operator_file(path: &Path, policy: &TargetPolicy) -> Result<File, Ru
 }
 
 fn refused(path: &Path, why: &str) -> RunnerError {
-    RunnerError::Config {
+    RunnerError::Refused {
         path: path.to_owned(),
         problem: why.to_owned(),
     }
