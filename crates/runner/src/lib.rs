@@ -10,7 +10,9 @@
 //!   (no link, FIFO or hard link planted there is ever followed)
 //! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
-//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `privilege` — per-user guest uids (agent and shell) when the runner is root, and dropping
+//!   to them; `guest_ids` — their host-wide allocation record; `ownership` — who owns what in a
+//!   workspace ([`own_workspace`])
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
@@ -32,10 +34,12 @@ pub mod container_spec;
 mod db_place;
 mod docker;
 mod error;
+mod guest_ids;
 pub mod images;
 mod marker;
 mod memory_key;
 mod operator_dir;
+mod ownership;
 mod privilege;
 mod procs;
 mod provision;
@@ -58,6 +62,7 @@ pub use docker::{
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
+pub use guest_ids::HOST_GUEST_IDS;
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
@@ -69,10 +74,11 @@ pub use memory_key::{
     store_key, stored_key, user_key,
 };
 pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
+pub use ownership::own_workspace;
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
-    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
-    runs_as_root, separation, write_owned,
+    UserIdentities, agent_config_copy, check_reachable, drop_to, recorded_identity,
+    release_identity, runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

@@ -77,12 +77,12 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
         let digest = config_digest(&config, &user);
         let mut user = user;
-        if let Some(id) = separation.identity() {
+        if let Some(ids) = separation.identity() {
             runner::check_reachable(&config.workspace_root)?;
-            runner::own_workspace(&ws, id)?;
+            runner::own_workspace(&ws, ids)?;
             // The guest reads its own copy: the original may be readable by the runner only.
             if !container && let Some(original) = &user.agent_config {
-                user.agent_config = Some(runner::agent_config_copy(&ws, original, id)?);
+                user.agent_config = Some(runner::agent_config_copy(&ws, original, ids.agent)?);
             }
         }
         plans.push(Plan {

@@ -200,7 +200,7 @@ impl Supervisor {
         let guest = match &self.plan.docker {
             Some(docker) => {
                 let p = &self.plan;
-                let (uid, gid) = match p.separation.identity() {
+                let (uid, gid) = match p.separation.guest(role) {
                     Some(id) => (id.uid, id.gid),
                     None => (
                         rustix::process::getuid().as_raw(),
@@ -216,6 +216,7 @@ impl Supervisor {
                     uid,
                     gid,
                     shell_verifier: &self.verifier,
+                    agent_uid: p.separation.guest(Role::OxydraVm).map(|id| id.uid),
                     memory_key: p.memory_key.as_ref(),
                 })?;
                 let name =
@@ -224,7 +225,7 @@ impl Supervisor {
             }
             None => {
                 let (binary, args, bootstrap) = self.launch_spec(role)?;
-                let identity = self.plan.separation.identity();
+                let identity = self.plan.separation.guest(role);
                 guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, identity).await?
             }
         };
@@ -242,6 +243,7 @@ impl Supervisor {
                 let mut boot =
                     ShellBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
                 boot.secret_sha256 = Some(self.verifier.clone());
+                boot.agent_uid = p.separation.guest(Role::OxydraVm).map(|id| id.uid);
                 serde_json::to_string(&boot)?
             }
             Role::OxydraVm => {

@@ -26,6 +26,7 @@ mod memory_disabled;
 mod memory_keys;
 mod memory_longevity;
 mod operator_paths;
+mod owners;
 mod process_tier;
 mod remote_memory;
 mod run_script;

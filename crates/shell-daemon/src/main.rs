@@ -91,7 +91,7 @@ fn main() -> anyhow::Result<()> {
         ShutdownSignal::listen()
     };
     let socket = boot.socket();
-    let listener = bind_socket(&socket)?;
+    let listener = bind_socket(&socket, config.socket_mode())?;
     tracing::info!(socket = %socket.display(), "listening");
     let result = runtime.block_on(serve(listener, config, async move { stop.recv().await }));
     let _ = std::fs::remove_file(&socket);
