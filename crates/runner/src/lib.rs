@@ -42,6 +42,7 @@ mod heal;
 pub mod images;
 mod marker;
 mod memory_key;
+mod operator_dir;
 mod ownership;
 mod privilege;
 mod procs;
@@ -78,6 +79,7 @@ pub use memory_key::{
     is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
     store_key, stored_key, user_key,
 };
+pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
 pub use ownership::own_workspace;
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,

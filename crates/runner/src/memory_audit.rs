@@ -1,5 +1,8 @@
 //! `runner memory audit [--since T] [--json]`: the user's audit log of memory operations from
-//! every surface (agent, MCP, CLI, gateway), oldest first. Rows never hold note text.
+//! every surface (agent, MCP, CLI, gateway), oldest first. Rows never hold note text. Fields a
+//! caller chose (client name, namespace, key, note id, reason) are printed through
+//! [`crate::out::field`]: a `\n`, `\r` or escape sequence in them shows as an escape, so it can
+//! neither start a fake row nor drive the terminal (`--raw` prints them as stored).
 
 use std::io::Write;
 
@@ -12,17 +15,16 @@ pub(crate) async fn print(
     store: &MemoryStore,
     since: Option<&str>,
     json: bool,
+    raw: bool,
     out: &mut impl Write,
 ) -> Result<()> {
     let since = since.map(memory_organise::since).transpose()?;
     let rows = store.audit_log(since, MAX_AUDIT_ROWS).await?;
     if json {
-        serde_json::to_writer(&mut *out, &rows)?;
-        writeln!(out)?;
-        return Ok(());
+        return crate::out::write_json(out, &rows);
     }
     for row in &rows {
-        writeln!(out, "{}", line(row))?;
+        writeln!(out, "{}", line(row, raw))?;
     }
     if rows.len() == MAX_AUDIT_ROWS {
         writeln!(
@@ -35,7 +37,7 @@ pub(crate) async fn print(
 
 /// `<time> <surface>[/<client>] <tool> <operation> <namespace> <key or note> <outcome>[ (<reason>)]
 /// [redacted kind=n ...]`.
-fn line(row: &AuditRecord) -> String {
+fn line(row: &AuditRecord, raw: bool) -> String {
     let mut parts = vec![
         row.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         match &row.client {
@@ -62,5 +64,5 @@ fn line(row: &AuditRecord) -> String {
             .collect();
         parts.push(format!("redacted {}", counts.join(",")));
     }
-    parts.join(" ")
+    crate::out::field(&parts.join(" "), raw).into_owned()
 }

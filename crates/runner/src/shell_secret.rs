@@ -40,9 +40,11 @@ pub fn verifier_of(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-/// The verifier of the secret stored at `path`, if one is.
+/// The verifier of the secret stored at `path`, if one is (a link, FIFO or anything but a
+/// regular file at `path` is not read).
 pub fn stored_verifier(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let bytes = crate::beneath::read_regular(path, 4096).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let secret = text.trim();
     (!secret.is_empty()).then(|| verifier_of(secret))
 }

@@ -152,7 +152,9 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
         }
     }
     if as_json {
-        say(serde_json::to_string_pretty(&rows)?);
+        say(types::terminal::escape_json(&serde_json::to_string_pretty(
+            &rows,
+        )?));
     }
     Ok(())
 }

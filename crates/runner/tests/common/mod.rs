@@ -389,6 +389,20 @@ pub fn ok_json(out: std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
+/// `runner memory --root ROOT --user alice ARGS` as a child process.
+pub fn memory_alice(root: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("memory")
+        .arg("--root")
+        .arg(root)
+        .arg("--user")
+        .arg("alice")
+        .args(args)
+        .env_remove("OXYDRA_LOG")
+        .output()
+        .expect("runner starts")
+}
+
 /// The one-line error of a command that failed.
 pub fn err_line(out: std::process::Output) -> String {
     assert!(
