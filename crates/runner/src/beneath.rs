@@ -311,7 +311,7 @@ impl SafeDir {
 
 /// What [`SafeDir::entry`] found at a name (never following it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub struct Found {
     pub kind: FileType,
     /// Permission bits (`0o7777`).
     pub mode: u32,
@@ -330,32 +330,14 @@ impl SafeDir {
     }
 
     /// What is at `name` (a link is reported as a link); `None` when nothing is.
-    pub fn entry(&self, name: &str) -> Option<Entry> {
+    pub fn entry(&self, name: &str) -> Option<Found> {
         check_name(name).ok()?;
         let stat = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        Some(Entry {
+        Some(Found {
             kind: FileType::from_raw_mode(stat.st_mode),
             mode: stat.st_mode & 0o7777,
             links: stat.st_nlink,
         })
-    }
-
-    /// The plain names in this directory (not `.` or `..`).
-    pub fn names(&self) -> Result<Vec<String>, RunnerError> {
-        let err = |e: Errno| RunnerError::io("list", &self.shown)(e.into());
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let listing = rfs::openat(&self.fd, ".", flags, Mode::empty()).map_err(err)?;
-        let mut names = Vec::new();
-        for entry in rfs::Dir::read_from(&listing).map_err(err)? {
-            let entry = entry.map_err(err)?;
-            if let Ok(name) = entry.file_name().to_str()
-                && name != "."
-                && name != ".."
-            {
-                names.push(name.to_owned());
-            }
-        }
-        Ok(names)
     }
 
     /// Creates the directory `name` with `mode` (exactly: the umask does not apply).
