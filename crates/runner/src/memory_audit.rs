@@ -1,6 +1,9 @@
 //! `runner memory audit [--since T] [--limit N] [--before ID] [--json]`: the user's audit log of
 //! memory operations from every surface (agent, MCP, CLI, gateway), newest first, a page at a
 //! time (so a flood of reads never pushes a write out of view). Rows never hold note text.
+//! Fields a caller chose (client name, namespace, key, note id, reason) are printed through
+//! [`crate::out::field`]: a `\n`, `\r` or escape sequence in them shows as an escape, so it can
+//! neither start a fake row nor drive the terminal (`--raw` prints them as stored).
 
 use std::io::Write;
 
@@ -22,6 +25,7 @@ pub(crate) async fn print(
     store: &MemoryStore,
     args: AuditArgs<'_>,
     json: bool,
+    raw: bool,
     out: &mut impl Write,
 ) -> Result<()> {
     if !(1..=MAX_AUDIT_ROWS).contains(&args.limit) {
@@ -39,11 +43,10 @@ pub(crate) async fn print(
     let page = store.audit_page(&query).await?;
     let rows = &page.rows;
     if json {
-        serde_json::to_writer(&mut *out, rows)?;
-        writeln!(out)?;
+        crate::out::write_json(out, rows)?;
     } else {
         for row in rows {
-            writeln!(out, "{}", line(row))?;
+            writeln!(out, "{}", line(row, raw))?;
         }
     }
     if let Some(before) = page.next_before {
@@ -63,7 +66,7 @@ pub(crate) async fn print(
 
 /// `<time> <surface>[/<client>] <tool> <operation> <namespace> <key or note> <outcome>[ (<reason>)]
 /// [redacted kind=n ...]`.
-fn line(row: &AuditRecord) -> String {
+fn line(row: &AuditRecord, raw: bool) -> String {
     let mut parts = vec![
         row.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         match &row.client {
@@ -90,5 +93,5 @@ fn line(row: &AuditRecord) -> String {
             .collect();
         parts.push(format!("redacted {}", counts.join(",")));
     }
-    parts.join(" ")
+    crate::out::field(&parts.join(" "), raw).into_owned()
 }

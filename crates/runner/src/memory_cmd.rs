@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
-use crate::cli::{MemoryAction, MemoryArgs};
+use crate::cli::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
 use crate::{Global, memory_audit, memory_organise, memory_tree};
 
@@ -159,6 +159,7 @@ async fn act(
             top_k,
             organise,
             json,
+            raw,
         } => {
             let top_k = top_k.unwrap_or(config.retrieval.top_k);
             if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
@@ -174,7 +175,8 @@ async fn act(
                 for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
                     let id = h["note_id"].as_str().unwrap_or("-");
                     let score = h["score"].as_f64().unwrap_or_default();
-                    let text = h["text"].as_str().unwrap_or_default().replace('\n', " ");
+                    let text = crate::out::field(h["text"].as_str().unwrap_or_default(), raw);
+                    let id = crate::out::field(id, raw);
                     writeln!(out, "{score:.3}  {id}  {text}")?;
                 }
             }
@@ -216,6 +218,7 @@ async fn act(
             cursor,
             expired,
             json,
+            raw,
         } => {
             let args = memory_organise::ListArgs {
                 organise,
@@ -223,6 +226,7 @@ async fn act(
                 cursor,
                 expired,
                 json,
+                raw,
             };
             memory_organise::list(store, user, args, &mut out).await?;
         }
@@ -230,8 +234,10 @@ async fn act(
             organise,
             since,
             markdown,
+            raw,
         } => {
-            memory_organise::export(store, user, &organise, since.as_deref(), markdown, &mut out)
+            let format = memory_organise::ExportFormat { markdown, raw };
+            memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out)
                 .await?;
         }
         // Handled above, before the store is opened.
@@ -241,22 +247,23 @@ async fn act(
             limit,
             before,
             json,
+            raw,
         } => {
             let args = memory_audit::AuditArgs {
                 since: since.as_deref(),
                 before,
                 limit,
             };
-            memory_audit::print(store, args, json, &mut out).await?;
+            memory_audit::print(store, args, json, raw, &mut out).await?;
         }
         MemoryAction::Import {
             file,
             allow_similar,
+            target,
         } => {
             let notes = match file {
                 Some(path) => {
-                    let f = std::fs::File::open(&path)
-                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    let f = runner::open_operator_file(&path, &policy(target, user_root))?;
                     read_jsonl(std::io::BufReader::new(f))?
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
@@ -264,15 +271,28 @@ async fn act(
             let report = governed.import(notes, similar(allow_similar)).await?;
             print_json(&mut out, &report)?;
         }
-        MemoryAction::ExportTree { dir } => {
+        MemoryAction::ExportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
             let n = memory_tree::export(store, user, &dir).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
-        MemoryAction::ImportTree { dir } => {
+        MemoryAction::ImportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::Existing, &policy)?;
             print_json(&mut out, &governed.import_tree(&dir).await?)?;
         }
     }
     Ok(())
+}
+
+/// The operator's `--allow-shell-writable`, with every user's shell areas under this workspace
+/// root counted as the shell's.
+fn policy(target: TargetArgs, user_root: &std::path::Path) -> runner::TargetPolicy {
+    runner::TargetPolicy {
+        allow_shell_writable: target.allow_shell_writable,
+        workspace_root: user_root.parent().map(std::path::Path::to_owned),
+    }
 }
 
 fn similar(allow: bool) -> Similar {
@@ -301,9 +321,7 @@ fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
 }
 
 fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    writeln!(out)?;
-    Ok(())
+    crate::out::write_json(out, value)
 }
 
 /// Progress on stderr, at most once per percent.

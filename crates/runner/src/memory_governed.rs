@@ -161,7 +161,7 @@ impl CliMemory {
 
     /// `import-tree`: one governed call for the whole directory; each file written records its
     /// own audit row.
-    pub(crate) async fn import_tree(&self, dir: &Path) -> Result<Value> {
+    pub(crate) async fn import_tree(&self, dir: &runner::SafeDir) -> Result<Value> {
         let files = memory_tree::read_tree(dir)?;
         let (paths, contents): (Vec<String>, Vec<String>) = files.into_iter().unzip();
         let access = MemoryAccess::notes_write(&["contents"]);

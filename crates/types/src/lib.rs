@@ -4,7 +4,8 @@
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
 //! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), the shell protocol between
 //! `shell_exec` and the shell daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
-//! the configuration structs with their defaults and validation.
+//! the configuration structs with their defaults and validation, and [`terminal`]: outside text
+//! made safe to print on a terminal.
 //!
 //! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
 //! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
@@ -18,6 +19,7 @@ mod message;
 mod note_views;
 mod protocol;
 mod shell;
+pub mod terminal;
 mod tool;
 mod workspace;
 
