@@ -101,7 +101,9 @@ impl CliMemory {
     }
 
     pub(crate) async fn restore(&self, id: &NoteId, version: Option<u32>) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[]).with_key(Some(id.as_str()));
+        let access = MemoryAccess::notes_write(&[])
+            .keeping_lifetime()
+            .with_key(Some(id.as_str()));
         let args = json!({"note_id": id, "version": version});
         self.govern(RESTORE, &access, args, |_, ctx| async move {
             let note = self
@@ -115,7 +117,9 @@ impl CliMemory {
     }
 
     pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[]).with_key(Some(id.as_str()));
+        let access = MemoryAccess::notes_write(&[])
+            .keeping_lifetime()
+            .with_key(Some(id.as_str()));
         self.govern(
             CONFIRM,
             &access,

@@ -336,7 +336,8 @@ async fn mcp_over_stdio_serves_the_named_users_memory() {
     sees_nothing_of_alice(&["stdio", runner, "--config", config, "--user", "bob", "mcp"]).await;
 }
 
-/// `[governance]` for the MCP surface: putMemory only in `agent.*` with a TTL of at most an hour,
+/// `[governance]` for the MCP surface: writes (the rule on putMemory is the write class's) only in
+/// `agent.*` with a TTL of at most an hour,
 /// and listMemory at most twice (the bucket refills once in 1,000 minutes).
 const GOVERNANCE: &str = "
 [governance.tool_permissions.putMemory]
@@ -365,7 +366,7 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
         &json!([
             call("putMemory", json!({"namespace": "private.x", "key": "k", "value": "v"})),
             call("putMemory", json!({"namespace": "agent.x", "key": "k", "value": "v", "ttl_seconds": 7200})),
-            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com"})),
+            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com", "ttl_seconds": 600})),
             call("memory_search", json!({"query": "write to bob"})),
             list(),
             list(),

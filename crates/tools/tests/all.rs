@@ -6,6 +6,7 @@ mod common;
 
 mod file_tools;
 mod governance;
+mod governance_classes;
 mod hostile_paths;
 mod memory_contract;
 mod memory_conversation;

@@ -27,6 +27,49 @@ pub struct ToolExecutionContext {
     /// Set by the registry's governance stage for a governed memory call, so that the write it
     /// makes records its audit row in the write's own transaction. `None` everywhere else.
     pub audit: Option<AuditTag>,
+    /// What this caller may read, as the governance stage decided for the call: a write whose
+    /// answer would show stored text (a near-duplicate's, an exact duplicate's id) shows none to
+    /// a caller that may not read it, and a search leaves out what it may not read. Everything
+    /// outside a governed call.
+    pub reads: ReadGrant,
+}
+
+/// The namespaces a caller may read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ReadGrant {
+    /// No read at all (the surface or a rule refuses the read class).
+    pub denied: bool,
+    /// Pattern lists that each must match (one per rule naming namespaces; see
+    /// [`namespace_matches`]). Empty: any namespace.
+    pub namespaces: Vec<Vec<String>>,
+}
+
+impl ReadGrant {
+    /// Nothing may be read.
+    pub fn none() -> Self {
+        Self {
+            denied: true,
+            namespaces: Vec::new(),
+        }
+    }
+
+    /// Whether the caller may read what is stored in `namespace`.
+    pub fn permits(&self, namespace: &str) -> bool {
+        !self.denied
+            && self
+                .namespaces
+                .iter()
+                .all(|patterns| patterns.iter().any(|p| namespace_matches(p, namespace)))
+    }
+}
+
+/// `pattern` is an exact namespace or a prefix ending in `*` (`session.*` matches `session.a`
+/// and `session.a.b`; `*` matches every namespace).
+pub fn namespace_matches(pattern: &str, namespace: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => namespace.starts_with(prefix),
+        None => pattern == namespace,
+    }
 }
 
 /// Text someone other than the user may have written, read by a tool during a turn.
@@ -59,6 +102,7 @@ impl ToolExecutionContext {
             surface: CallSurface::default(),
             audit: None,
             untrusted_input: None,
+            reads: ReadGrant::default(),
         }
     }
 }
@@ -116,7 +160,7 @@ impl CallSurface {
 pub struct AuditTag {
     pub surface: CallSurface,
     pub tool: String,
-    /// `read` or `write`.
+    /// `read`, `write` or `delete`.
     pub operation: &'static str,
     pub namespace: Option<String>,
     pub key: Option<String>,

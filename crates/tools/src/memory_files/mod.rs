@@ -145,9 +145,24 @@ impl Tool for MemoryFiles {
             .get("path")
             .or_else(|| args.get("old_path"))
             .and_then(Value::as_str);
+        const TEXT: &[&str] = &["file_text", "new_str", "insert_text"];
+        let blank = |field: &str| {
+            args.get(field)
+                .and_then(Value::as_str)
+                .is_some_and(crate::memory_tools::is_blank)
+        };
+        // Classes as the notes tools have them: `create` is `memory_save`, `delete` is
+        // `memory_delete`, an edit is `memory_update` (keeping the note's lifetime), and
+        // replacing a file's text with nothing is a delete.
         let access = match args.get("command").and_then(Value::as_str) {
             Some("view") => crate::MemoryAccess::notes_read(),
-            _ => crate::MemoryAccess::notes_write(&["file_text", "new_str", "insert_text"]),
+            Some("delete") => crate::MemoryAccess::notes_delete(),
+            Some("update") if blank("file_text") => crate::MemoryAccess {
+                text_fields: TEXT,
+                ..crate::MemoryAccess::notes_delete()
+            },
+            Some("create") => crate::MemoryAccess::notes_write(TEXT),
+            _ => crate::MemoryAccess::notes_write(TEXT).keeping_lifetime(),
         };
         Some(access.with_key(path))
     }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store,
-    string_arg,
+    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, map_error, provenance,
+    readable, settle, store, string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -167,16 +167,16 @@ impl Tool for StoreMemory {
             };
             let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
             // The peer dialect has no way to insist, so only exact duplicates are refused here.
-            let outcome = memory
-                .store_note_checked(
-                    &ctx.user_id,
-                    key.as_ref(),
-                    content,
-                    metadata,
-                    memory::Similar::Allow,
-                )
-                .await
-                .map_err(|e| failed(FAILED, e))?;
+            let outcome = checked_save(
+                memory,
+                ctx,
+                key.as_ref(),
+                content,
+                metadata,
+                memory::Similar::Allow,
+            )
+            .await
+            .map_err(|e| failed(FAILED, e))?;
             match outcome {
                 memory::SaveOutcome::Duplicate { note_id, .. } => {
                     op.note(&note_id);
@@ -267,6 +267,7 @@ impl Tool for SearchMemories {
                 .hybrid_query(&query)
                 .await
                 .map_err(|e| failed("Failed to search memories", e))?;
+            let hits = readable(ctx, hits);
             op.results(hits.len());
             let text = text.trim();
             if hits.is_empty() {

@@ -88,7 +88,11 @@ impl Tool for PutMemory {
 
     fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
         Some(MemoryAccess {
-            ttl_seconds: args.get("ttl_seconds").and_then(Value::as_u64),
+            // 0, like none, keeps the value forever.
+            ttl_seconds: args
+                .get("ttl_seconds")
+                .and_then(Value::as_u64)
+                .filter(|t| *t > 0),
             text_fields: &["key", "value"],
             ..keyed_access(Operation::Write, args, "key")
         })
@@ -143,12 +147,13 @@ impl Tool for PutMemory {
                 .await
                 .map_err(|e| map_error(e, None))?;
             op.note(&written.note_id);
-            Ok(json!({
-                "success": true,
-                "note_id": written.note_id,
-                "created": written.created,
-            })
-            .to_string())
+            let mut out = json!({"success": true, "note_id": written.note_id});
+            // Whether the key held a value is a read: a caller that may not read the namespace
+            // is not told.
+            if ctx.reads.permits(namespace) {
+                out["created"] = json!(written.created);
+            }
+            Ok(out.to_string())
         })
         .await
     }
