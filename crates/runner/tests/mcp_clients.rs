@@ -20,7 +20,7 @@ use test_support::{Need, ScriptedLlm};
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
 
 /// Runs the Python client with `args`, the calls as JSON on stdin; its JSON output.
-async fn python(args: &[&str], calls: &Value) -> Value {
+pub(crate) async fn python(args: &[&str], calls: &Value) -> Value {
     use tokio::io::AsyncWriteExt;
     let python = test_support::mcp_python().expect("python with mcp");
     let mut child = tokio::process::Command::new(python)
@@ -57,7 +57,7 @@ fn mcp_url(setup: &Setup, user: &str) -> String {
     format!("http://{}/mcp", marker.socket_addr().unwrap())
 }
 
-fn call(tool: &str, args: Value) -> Value {
+pub(crate) fn call(tool: &str, args: Value) -> Value {
     json!({ "tool": tool, "args": args })
 }
 
@@ -80,7 +80,7 @@ fn tool<'a>(out: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The calls' results, each asserted to have succeeded or failed as `expect_ok` says.
-fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
+pub(crate) fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
     let calls = out["calls"].as_array().unwrap();
     assert_eq!(calls.len(), expect_ok.len(), "{out}");
     for (i, (c, ok)) in calls.iter().zip(expect_ok).enumerate() {

@@ -93,6 +93,18 @@ async fn an_update_that_empties_a_note_is_a_delete() {
         )
         .await;
     denied(&out);
+    let out = env
+        .call(
+            Surface::Agent,
+            "memory",
+            json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "the plan", "new_str": "."}),
+        )
+        .await;
+    assert!(
+        !out.ok && out.output.contains("delete command"),
+        "{}",
+        out.output
+    );
     assert_eq!(env.notes().await, ["door code is 4711", "the plan"]);
     // An update that still says something is a write, which the rule leaves alone.
     let out = env

@@ -316,6 +316,14 @@ impl MemoryFiles {
                     let edited = text::insert(&file.content, line, insert).map_err(fail)?;
                     (edited, format!("The file {shown} has been edited."))
                 };
+                // Emptying a file removes what it said: that is the `delete` command's (a delete,
+                // governed as one), never an edit's.
+                if crate::memory_tools::is_blank(&edited) {
+                    return Err(fail(format!(
+                        "No change was made: the edit would leave {shown} with no text; to \
+                         remove the file, use the delete command"
+                    )));
+                }
                 let expect = PathExpect::Version(file.version);
                 match store
                     .put_file(user, &path, &edited, expect, ctx.audit.as_ref())
