@@ -13,7 +13,7 @@ use crate::events::{Emitter, TurnEvent, TurnOutcome, TurnStatus};
 use crate::history::{fit, repair};
 use crate::journal::Entry;
 use crate::prompt::{notes_message, system_text};
-use crate::recall::{RecalledNote, recall};
+use crate::recall::RecalledNote;
 use crate::reply::{Reply, stream_reply};
 use crate::summary::{plan_cut, summarize};
 use crate::{AgentRuntime, RuntimeError};
@@ -158,7 +158,7 @@ impl<'a> Turn<'a> {
         };
         let notes = async {
             match rt.journal.store() {
-                Some(store) => recall(store, user, text, &rt.config, &rt.retrieval).await,
+                Some(store) => rt.governed_recall(ctx, store, text).await,
                 None => Vec::new(),
             }
         };
