@@ -127,6 +127,10 @@ pub struct SearchHit {
     /// rules apply to search results too. `None` for plain notes (namespace `notes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// For notes: written after untrusted input and not confirmed by the user yet (see
+    /// [`crate::Provenance`]); whoever reads it back reads untrusted text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfirmed: bool,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

@@ -403,6 +403,7 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
             hit.tags = meta.tags;
             hit.context = meta.context;
             hit.namespace = namespace;
+            hit.unconfirmed = meta.provenance.as_ref().is_some_and(|p| !p.confirmed);
         }
     }
     Ok(())
@@ -463,6 +464,7 @@ impl Grouper {
                 tags: Vec::new(),
                 context: None,
                 namespace: None,
+                unconfirmed: false,
                 score: *score,
                 created_at: time::parse(&d.meta.created_at)?,
                 updated_at: time::parse(&d.meta.updated_at)?,

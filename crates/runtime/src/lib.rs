@@ -48,6 +48,7 @@ mod runtime;
 mod sessions;
 mod summary;
 mod turn;
+mod untrusted;
 
 pub use approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,

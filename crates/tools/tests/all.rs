@@ -14,6 +14,7 @@ mod memory_dialects;
 mod memory_files;
 mod memory_tools;
 mod memory_trust;
+mod memory_trust_surfaces;
 mod peer_mcp;
 mod registry;
 mod shell_exec;

@@ -26,11 +26,11 @@ use crate::common::memory_env::alice_store;
 
 pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    store: MemoryStore,
-    registry: ToolRegistry,
+    pub(crate) store: MemoryStore,
+    pub(crate) registry: ToolRegistry,
     metrics: Arc<MemoryMetrics>,
     clock: Arc<ManualClock>,
-    root: std::path::PathBuf,
+    pub(crate) root: std::path::PathBuf,
 }
 
 pub(crate) async fn env(config: Value) -> Env {

@@ -16,8 +16,9 @@ pub struct ToolExecutionContext {
     /// call; `None` for a turn's shared context). Writes record it so that a retried call never
     /// writes twice.
     pub call_id: Option<String>,
-    /// Untrusted content this turn has read before the call (set by the runtime for each call;
-    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
+    /// Untrusted content in the model's context when the call is made (set by the runtime for
+    /// each call from the context it sends, earlier turns included until they are summarised
+    /// away; set by governance for an untrusted MCP client). Memory writes made with it are
     /// recorded as coming from that source and stay unconfirmed until the user confirms them.
     pub untrusted_input: Option<UntrustedInput>,
     /// Which surface the call came through (the agent's own model, an MCP client, the CLI, a
@@ -72,7 +73,9 @@ pub fn namespace_matches(pattern: &str, namespace: &str) -> bool {
     }
 }
 
-/// Text someone other than the user may have written, read by a tool during a turn.
+/// Text someone other than the user may have written, in the model's context when it writes (a
+/// tool's output still in the context, from this turn or an earlier one), or sent by an
+/// untrusted client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UntrustedInput {
     /// A file's contents, a file listing or a file search result.
@@ -81,6 +84,10 @@ pub enum UntrustedInput {
     Shell,
     /// A web page.
     Web,
+    /// A note read back that the user has not confirmed (itself written after untrusted input).
+    Note,
+    /// What an MCP client sends, on a surface not configured `trusted`: another program's text.
+    Client,
 }
 
 impl ToolExecutionContext {

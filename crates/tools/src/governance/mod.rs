@@ -56,7 +56,7 @@ use memory::AuditEntry;
 use serde_json::{Value, json};
 use types::{
     AuditTag, GovernanceConfig, Operation, PiiAction, ReadGrant, SurfacePolicy,
-    ToolExecutionContext,
+    ToolExecutionContext, UntrustedInput,
 };
 
 use crate::{OutputFormat, ToolError};
@@ -347,9 +347,16 @@ impl Governance {
     {
         let mut args = args;
         let admitted = self.admit(tool, access, &mut args, ctx).await?;
+        // What a surface not configured `trusted` (MCP by default) writes is another program's
+        // text: unconfirmed, as if read from outside the user.
+        let untrusted_input = match admitted.policy.trusted {
+            true => ctx.untrusted_input,
+            false => ctx.untrusted_input.or(Some(UntrustedInput::Client)),
+        };
         let governed = ToolExecutionContext {
             audit: Some(admitted.tag().clone()),
             reads: admitted.reads.clone(),
+            untrusted_input,
             ..ctx.clone()
         };
         let result = op(args, governed).await;

@@ -62,6 +62,12 @@ impl MemoryFiles {
     }
 }
 
+/// The provenance of text this call writes to a file: as a `memory_save` of the model's would
+/// have (unconfirmed after untrusted input, the surface's origin otherwise).
+fn written(ctx: &ToolExecutionContext) -> Option<memory::Provenance> {
+    Some(crate::memory_tools::provenance(ctx, memory::Origin::Model))
+}
+
 fn arg<'a>(args: &'a Value, field: &str, command: &str) -> Result<&'a str, ToolError> {
     args.get(field).and_then(Value::as_str).ok_or_else(|| {
         ToolError::invalid(
@@ -276,7 +282,14 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Absent, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Absent,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -288,7 +301,14 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Present, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Present,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -326,7 +346,14 @@ impl MemoryFiles {
                 }
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file(user, &path, &edited, expect, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        &edited,
+                        expect,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {

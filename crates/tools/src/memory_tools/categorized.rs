@@ -210,10 +210,19 @@ impl SearchMemories {
     }
 }
 
+/// How `search_memories` marks a note the user has not confirmed.
+const UNCONFIRMED: &str = "[unconfirmed] ";
+
 #[async_trait]
 impl Tool for SearchMemories {
     fn name(&self) -> &str {
         SEARCH_MEMORIES_TOOL_NAME
+    }
+
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        output
+            .contains(UNCONFIRMED)
+            .then_some(types::UntrustedInput::Note)
     }
 
     fn description(&self) -> &str {
@@ -281,7 +290,11 @@ impl Tool for SearchMemories {
             let mut out = format!("Found {} {noun} for '{text}':", hits.len());
             for hit in &hits {
                 let body = hit.note_text.as_deref().unwrap_or(&hit.text);
-                item(&mut out, Some(hit.category), body, hit.context.as_deref());
+                let body = match hit.unconfirmed {
+                    true => format!("{UNCONFIRMED}{body}"),
+                    false => body.to_owned(),
+                };
+                item(&mut out, Some(hit.category), &body, hit.context.as_deref());
             }
             Ok(out)
         })

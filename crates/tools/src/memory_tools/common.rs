@@ -207,22 +207,28 @@ pub fn audited_call_key(
     }
 }
 
-/// Where a note written by this call comes from, from the call's context: the untrusted input the
-/// turn has read before it, if any (the note is then unconfirmed, and recall leaves it out), else
-/// `origin` (the user's words or the model's inference). Never from the model's arguments alone.
+/// Where a note written by this call comes from, from the call's context: the untrusted input in
+/// the model's context (or an untrusted client), if any — the note is then unconfirmed, and
+/// recall leaves it out — else `origin` (the user's words or the model's inference). Never from
+/// the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
     let origin = match (ctx.untrusted_input, ctx.surface.kind) {
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
-        (None, Surface::Mcp) => Origin::Mcp,
+        (_, Surface::Mcp) => Origin::Mcp,
         // The operator's command runs outside any conversation.
         (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),
         // The user's own edit from a chat client.
-        (None, Surface::Gateway) => Origin::User,
-        (None, Surface::Agent) => origin,
+        (_, Surface::Gateway) => Origin::User,
+        (_, Surface::Cli) => Origin::Cli,
+        (_, Surface::Agent) => origin,
     };
-    Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str())
+    let mut provenance = Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str());
+    if ctx.untrusted_input.is_some() {
+        provenance.confirmed = false;
+    }
+    provenance
 }
 
 /// What a write returns to the model: the note id, the note's version after it (for a later

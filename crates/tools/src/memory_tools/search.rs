@@ -118,6 +118,10 @@ impl Tool for MemorySearch {
         OutputFormat::Json
     }
 
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        super::render::shows_unconfirmed(output).then_some(types::UntrustedInput::Note)
+    }
+
     fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
         Some(crate::MemoryAccess::notes_read())
     }

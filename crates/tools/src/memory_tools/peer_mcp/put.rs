@@ -10,7 +10,7 @@ use types::{Operation, SafetyTier, ToolExecutionContext};
 use super::{PUT_MEMORY_TOOL_NAME, closed, keyed_access};
 use crate::memory_tools::MAX_CONTENT_BYTES;
 use crate::memory_tools::common::{
-    MemoryHandle, OpSpan, audited_call_key, map_error, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, map_error, provenance, settle, store,
 };
 use crate::{Interruption, MemoryAccess, OutputFormat, Tool, ToolError};
 
@@ -116,7 +116,10 @@ impl Tool for PutMemory {
                     ),
                 });
             }
-            let mut metadata = NoteMetadata::default();
+            let mut metadata = NoteMetadata {
+                provenance: Some(provenance(ctx, memory::Origin::Model)),
+                ..NoteMetadata::default()
+            };
             // 0 (like no ttl_seconds) keeps the value until it is replaced.
             if let Some(ttl) = args
                 .get("ttl_seconds")
