@@ -101,7 +101,7 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// The same word, or one inflection of the other (`lives` / `live`, `named` / `name`): a prefix
-/// of at least four letters. Anything with a digit must be equal.
+/// of at least four letters, or the word with an `s`. Anything with a digit must be equal.
 fn same_word(note: &str, said: &str) -> bool {
     if note == said {
         return true;
@@ -113,6 +113,10 @@ fn same_word(note: &str, said: &str) -> bool {
         true => (note, said),
         false => (said, note),
     };
+    // A plural or third person of a short word (`use` / `uses`).
+    if long.strip_suffix('s') == Some(short) {
+        return true;
+    }
     short.chars().count() >= 4 && long.starts_with(short) && long.len() - short.len() <= 3
 }
 
