@@ -38,6 +38,10 @@ const COMMANDS: [&str; 7] = [
     "update",
 ];
 
+/// The first line of the view of a file the user has not confirmed.
+const UNCONFIRMED_FILE: &str =
+    "(unconfirmed: written after untrusted input; not confirmed by the user)";
+
 /// The `memory` tool.
 #[derive(Debug, Clone)]
 pub struct MemoryFiles {
@@ -146,6 +150,12 @@ impl Tool for MemoryFiles {
 
     /// Governed like every memory tool: `view` reads, every other command writes (its free text
     /// screened for secrets and PII), keyed in the audit log by the path it names.
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        output
+            .starts_with(UNCONFIRMED_FILE)
+            .then_some(types::UntrustedInput::Note)
+    }
+
     fn memory_access(&self, args: &Value) -> Option<crate::MemoryAccess> {
         let path = args
             .get("path")
@@ -273,7 +283,17 @@ impl MemoryFiles {
                                 text::view_range(&range, lines).map_err(fail)?
                             }
                         };
-                        Ok(text::file_view(shown, &file.content, start, end))
+                        let view = text::file_view(shown, &file.content, start, end);
+                        // A file the user has not confirmed is said to be one: the model is
+                        // told, and the runtime marks what it writes while this is in context.
+                        let unconfirmed = match store.get_note(user, &file.note_id).await {
+                            Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
+                            Err(_) => true,
+                        };
+                        Ok(match unconfirmed {
+                            true => format!("{UNCONFIRMED_FILE}\n{view}"),
+                            false => view,
+                        })
                     }
                     [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
                     _ => Ok(text::directory_view(shown, &path, &files)),
