@@ -215,3 +215,89 @@ async fn an_unconfirmed_file_viewed_marks_the_save_that_copies_it() {
     );
     assert_eq!(saved(&server, &store, "c2").await, (Origin::Model, false));
 }
+
+/// A user message of about 1,200 tokens.
+fn long_topic(word: &str) -> String {
+    let mut text = format!("Topic {word}: ");
+    while text.len() < 4800 {
+        text.push_str(&format!("{word} is an interesting subject. "));
+    }
+    text
+}
+
+#[tokio::test]
+async fn the_mark_ends_once_the_summary_has_replaced_the_untrusted_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
+    let shared = root.join("alice/shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("inbox.txt"), format!("{PLANTED}\n")).unwrap();
+    // Chat calls stream; the summary call does not. The model reads the file when asked to, and
+    // saves when told to save.
+    let server = ScriptedLlm::with_responder(|req| {
+        if !req.is_stream() {
+            return ScriptedReply::text("SUMMARY: the user discussed several topics.");
+        }
+        let last = req.last_user_text().unwrap_or_default();
+        let answered = |id: &str| tool_result(req, id).is_some();
+        if last.contains("read the inbox") && !answered("r1") {
+            return call("r1", "file_read", json!({"path": "shared/inbox.txt"}));
+        }
+        for id in ["s1", "s2"] {
+            if last.contains(&format!("save {id}")) && !answered(id) {
+                let content = match id {
+                    "s1" => "Prefers green tea",
+                    _ => "Walks the dog at seven",
+                };
+                return call(
+                    id,
+                    "memory_save",
+                    json!({"content": content, "allow_similar": true}),
+                );
+            }
+        }
+        ScriptedReply::text("ok")
+    })
+    .await;
+    let rt = runtime::AgentRuntime::new(
+        provider(&server, ProviderKind::Openai),
+        memory_registry(&store, tools::file_tools()),
+        RuntimeConfig::default(),
+        runtime::ModelLimits {
+            context_window: 12_000,
+            max_output_tokens: 200,
+        },
+    )
+    .with_memory(store.clone());
+    let turn = |n: usize, text: String| {
+        let rt = &rt;
+        async move {
+            run(rt, &ctx(root, "alice", "chat-e", &format!("t{n}")), &text)
+                .await
+                .0
+                .unwrap()
+        }
+    };
+    turn(0, "read the inbox".into()).await;
+    turn(1, "save s1".into()).await;
+    assert_eq!(saved(&server, &store, "s1").await, (Origin::File, false));
+    for (n, word) in ["one", "two", "three", "four", "five", "six", "seven"]
+        .iter()
+        .enumerate()
+    {
+        turn(n + 2, long_topic(word)).await;
+    }
+    let session = types::SessionId::parse("chat-e").unwrap();
+    let summary = store
+        .summary(&session)
+        .await
+        .unwrap()
+        .expect("a summary was made");
+    assert!(
+        summary.upto_seq > 4,
+        "the file's turn is summarised: {summary:?}"
+    );
+    turn(20, "save s2".into()).await;
+    assert_eq!(saved(&server, &store, "s2").await, (Origin::Model, true));
+}
