@@ -170,3 +170,18 @@ async fn runner_mcp_without_agent_config_keeps_the_users_governance() {
         );
     }
 }
+
+#[test]
+fn an_imported_tree_records_its_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let tree = root.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("plan.md"), "the plan").unwrap();
+    ok_json(runner(root, None, &["import-tree", tree.to_str().unwrap()]));
+    let out = runner(root, None, &["export"]);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let note: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(note["metadata"]["provenance"]["origin"], "import", "{note}");
+    assert_eq!(note["metadata"]["provenance"]["confirmed"], true, "{note}");
+}
