@@ -366,6 +366,8 @@ mod tests {
         assert_eq!(
             summary,
             [
+                // Automatic recall at the turn's start is a read, audited as one.
+                ("agent", "memory_recall", "ok"),
                 ("agent", "memory_save", "ok"),
                 ("agent", "memory_save", "rejected"),
                 ("agent", "memory_save", "rate_limited"),

@@ -11,7 +11,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::cli::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_organise, memory_tree};
+use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -69,7 +69,13 @@ async fn open_or_rekey(
     };
     let user = UserId::parse(name).context("invalid --user")?;
     let (root, agent_config, encryption) = match root {
-        Some(root) => (root, agent_config, runner::MemoryEncryption::default()),
+        Some(root) => {
+            let agent_config = match agent_config {
+                Some(path) => Some(path),
+                None => users_agent_toml(global, &root, &user),
+            };
+            (root, agent_config, runner::MemoryEncryption::default())
+        }
         None => {
             let config = global.runner_config()?;
             let entry = config.select(Some(name))?.remove(0);
@@ -110,6 +116,37 @@ async fn open_or_rekey(
         user_root,
         store,
     }))
+}
+
+/// The agent.toml of `user` under `root` when `--agent-config` is not given, so that the user's
+/// `[governance]` holds for every command that opens their store: the one runner.toml gives
+/// (when its workspace_root is `root`), else the copy the runner gave the user's agent when it
+/// last started (`<root>/<user>/.oxydra/agent.toml`). With neither, the defaults apply, and the
+/// log says so (`-v`).
+fn users_agent_toml(global: &Global, root: &std::path::Path, user: &UserId) -> Option<PathBuf> {
+    let same = |a: &std::path::Path| match (a.canonicalize(), root.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if let Ok(config) = global.runner_config()
+        && same(&config.workspace_root)
+        && let Ok(mut entries) = config.select(Some(user.as_str()))
+    {
+        return entries.pop().and_then(|entry| entry.agent_config);
+    }
+    let copy = types::WorkspacePaths::new(root.join(user.as_str()))
+        .internal()
+        .join("agent.toml");
+    if copy.is_file() {
+        return Some(copy);
+    }
+    // There is no config of this user's to drop: the defaults are theirs (shown with -v).
+    tracing::info!(
+        user = %user,
+        "no agent.toml found for this user (not in runner.toml for this root, no \
+         .oxydra/agent.toml): the default [governance] applies; pass --agent-config PATH"
+    );
+    None
 }
 
 async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
@@ -228,7 +265,8 @@ async fn act(
                 json,
                 raw,
             };
-            memory_organise::list(store, user, args, &mut out).await?;
+            let list = memory_organise::list(store, user, args, &mut out);
+            governed.read(memory_governed::LIST, list).await?;
         }
         MemoryAction::Export {
             organise,
@@ -237,8 +275,9 @@ async fn act(
             raw,
         } => {
             let format = memory_organise::ExportFormat { markdown, raw };
-            memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out)
-                .await?;
+            let export =
+                memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out);
+            governed.read(memory_governed::EXPORT, export).await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
@@ -274,7 +313,8 @@ async fn act(
         MemoryAction::ExportTree { dir, target } => {
             let policy = policy(target, user_root);
             let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
-            let n = memory_tree::export(store, user, &dir).await?;
+            let export = memory_tree::export(store, user, &dir);
+            let n = governed.read(memory_governed::EXPORT_TREE, export).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
         MemoryAction::ImportTree { dir, target } => {

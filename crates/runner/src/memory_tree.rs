@@ -73,6 +73,11 @@ pub fn read_tree(dir: &SafeDir) -> Result<Vec<(String, String)>> {
     Ok(files)
 }
 
+/// What an imported file records as its provenance: an import, outside any conversation.
+fn imported() -> Option<memory::Provenance> {
+    Some(memory::Provenance::outside_turn(memory::Origin::Import))
+}
+
 /// Writes `files` (from [`read_tree`]) into `user`'s tree, each in one transaction that also
 /// records its audit row when `audit` is given. Returns how many were written.
 pub async fn write_tree(
@@ -84,12 +89,12 @@ pub async fn write_tree(
     let mut written = 0;
     for (path, text) in files {
         let put = match store
-            .put_file(user, path, text, PathExpect::Absent, audit)
+            .put_file_as(user, path, text, PathExpect::Absent, audit, imported())
             .await?
         {
             PathPut::Exists => {
                 store
-                    .put_file(user, path, text, PathExpect::Present, audit)
+                    .put_file_as(user, path, text, PathExpect::Present, audit, imported())
                     .await?
             }
             other => other,

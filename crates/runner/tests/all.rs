@@ -19,6 +19,7 @@ mod lifecycle;
 mod mcp_clients;
 mod memory_cli;
 mod memory_cli_governed;
+mod memory_cli_governed_reads;
 mod memory_cli_organise;
 mod memory_cli_trust;
 mod memory_dialects;

@@ -20,7 +20,7 @@ use test_support::{Need, ScriptedLlm};
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
 
 /// Runs the Python client with `args`, the calls as JSON on stdin; its JSON output.
-async fn python(args: &[&str], calls: &Value) -> Value {
+pub(crate) async fn python(args: &[&str], calls: &Value) -> Value {
     use tokio::io::AsyncWriteExt;
     let python = test_support::mcp_python().expect("python with mcp");
     let mut child = tokio::process::Command::new(python)
@@ -57,7 +57,7 @@ fn mcp_url(setup: &Setup, user: &str) -> String {
     format!("http://{}/mcp", marker.socket_addr().unwrap())
 }
 
-fn call(tool: &str, args: Value) -> Value {
+pub(crate) fn call(tool: &str, args: Value) -> Value {
     json!({ "tool": tool, "args": args })
 }
 
@@ -80,7 +80,7 @@ fn tool<'a>(out: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The calls' results, each asserted to have succeeded or failed as `expect_ok` says.
-fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
+pub(crate) fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
     let calls = out["calls"].as_array().unwrap();
     assert_eq!(calls.len(), expect_ok.len(), "{out}");
     for (i, (c, ok)) in calls.iter().zip(expect_ok).enumerate() {
@@ -336,7 +336,8 @@ async fn mcp_over_stdio_serves_the_named_users_memory() {
     sees_nothing_of_alice(&["stdio", runner, "--config", config, "--user", "bob", "mcp"]).await;
 }
 
-/// `[governance]` for the MCP surface: putMemory only in `agent.*` with a TTL of at most an hour,
+/// `[governance]` for the MCP surface: writes (the rule on putMemory is the write class's) only in
+/// `agent.*` with a TTL of at most an hour,
 /// and listMemory at most twice (the bucket refills once in 1,000 minutes).
 const GOVERNANCE: &str = "
 [governance.tool_permissions.putMemory]
@@ -365,7 +366,7 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
         &json!([
             call("putMemory", json!({"namespace": "private.x", "key": "k", "value": "v"})),
             call("putMemory", json!({"namespace": "agent.x", "key": "k", "value": "v", "ttl_seconds": 7200})),
-            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com"})),
+            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com", "ttl_seconds": 600})),
             call("memory_search", json!({"query": "write to bob"})),
             list(),
             list(),

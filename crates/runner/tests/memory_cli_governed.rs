@@ -129,9 +129,10 @@ fn cli_writes_refused_by_permissions_change_nothing() {
     );
     let rows = audit(root);
     assert_eq!(rows[0], ("memory_save".into(), "ok".into(), id.clone()));
-    // The save, each refusal, and the `get` above (a read, audited as one).
-    assert_eq!(rows.len(), 1 + cases.len() + 1, "{rows:?}");
-    assert_eq!(rows.last().unwrap().0, "memory_get");
+    // The save, each refusal, and the `get` and `export-tree` above (reads, audited as such).
+    assert_eq!(rows.len(), 1 + cases.len() + 2, "{rows:?}");
+    assert_eq!(rows[rows.len() - 2].0, "memory_get");
+    assert_eq!(rows.last().unwrap().0, "memory_export_tree");
 }
 
 #[test]

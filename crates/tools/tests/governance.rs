@@ -16,12 +16,10 @@ use std::time::Duration;
 use memory::{AuditRecord, MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
 use tools::governance::{ManualClock, pii};
-use tools::{
-    Governance, MemoryMetrics, ToolOutcome, ToolRegistry, memory_tools_for, peer_mcp_tools,
-};
+use tools::{Governance, MemoryMetrics, ToolOutcome, ToolRegistry, memory_tools_for};
 use types::{
-    CallSurface, GovernanceConfig, MemoryDialect, PricingConfig, RetrievalConfig, SessionId,
-    Surface, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    CallSurface, GovernanceConfig, MemoryDialect, RetrievalConfig, SessionId, Surface,
+    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 use crate::common::memory_env::alice_store;
@@ -29,10 +27,10 @@ use crate::common::memory_env::alice_store;
 pub(crate) struct Env {
     _dir: tempfile::TempDir,
     pub(crate) store: MemoryStore,
-    registry: ToolRegistry,
+    pub(crate) registry: ToolRegistry,
     metrics: Arc<MemoryMetrics>,
     clock: Arc<ManualClock>,
-    root: std::path::PathBuf,
+    pub(crate) root: std::path::PathBuf,
 }
 
 pub(crate) async fn env(config: Value) -> Env {
@@ -57,7 +55,7 @@ pub(crate) async fn env(config: Value) -> Env {
             registry.register(tool).unwrap();
         }
     }
-    for tool in peer_mcp_tools(Some(memory), &PricingConfig::default()) {
+    for tool in tools::peer_mcp_tools(Some(memory.clone()), &Default::default()) {
         registry.register(tool).unwrap();
     }
     let root = dir.path().join("ws");

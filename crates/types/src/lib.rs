@@ -27,11 +27,15 @@ pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
-    MemoryDialects, ModelPrice, Operation, PiiAction, PricingConfig, ProviderConfig, ProviderKind,
-    RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig,
-    SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
+    MemoryDialects, ModelPrice, Operation, OperationRule, OperationRules, PiiAction, PricingConfig,
+    ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
+    SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
+    tool_classes,
 };
-pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
+pub use context::{
+    AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,
+    namespace_matches,
+};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};

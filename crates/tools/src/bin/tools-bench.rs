@@ -146,8 +146,8 @@ async fn governance_overhead(
         }
     }
     let config: types::GovernanceConfig = serde_json::from_value(json!({
-        "tool_permissions": {"gnoop": {"allowed_namespaces": ["session.*", "notes"],
-                                        "operations": ["read", "write"]}},
+        "operations": {"read": {"allowed_namespaces": ["session.*", "notes"]},
+                       "write": {"allowed_namespaces": ["session.*", "notes"]}},
         "rate_limits": {"tools": {"*": {"per_minute": 1e12, "burst": 1000000}},
                         "namespaces": {"notes": {"per_minute": 1e12, "burst": 1000000}}},
     }))?;

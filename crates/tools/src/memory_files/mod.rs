@@ -38,6 +38,10 @@ const COMMANDS: [&str; 7] = [
     "update",
 ];
 
+/// The first line of the view of a file the user has not confirmed.
+const UNCONFIRMED_FILE: &str =
+    "(unconfirmed: written after untrusted input; not confirmed by the user)";
+
 /// The `memory` tool.
 #[derive(Debug, Clone)]
 pub struct MemoryFiles {
@@ -60,6 +64,12 @@ impl MemoryFiles {
                 )
             })
     }
+}
+
+/// The provenance of text this call writes to a file: as a `memory_save` of the model's would
+/// have (unconfirmed after untrusted input, the surface's origin otherwise).
+fn written(ctx: &ToolExecutionContext) -> Option<memory::Provenance> {
+    Some(crate::memory_tools::provenance(ctx, memory::Origin::Model))
 }
 
 fn arg<'a>(args: &'a Value, field: &str, command: &str) -> Result<&'a str, ToolError> {
@@ -140,14 +150,35 @@ impl Tool for MemoryFiles {
 
     /// Governed like every memory tool: `view` reads, every other command writes (its free text
     /// screened for secrets and PII), keyed in the audit log by the path it names.
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        output
+            .starts_with(UNCONFIRMED_FILE)
+            .then_some(types::UntrustedInput::Note)
+    }
+
     fn memory_access(&self, args: &Value) -> Option<crate::MemoryAccess> {
         let path = args
             .get("path")
             .or_else(|| args.get("old_path"))
             .and_then(Value::as_str);
+        const TEXT: &[&str] = &["file_text", "new_str", "insert_text"];
+        let blank = |field: &str| {
+            args.get(field)
+                .and_then(Value::as_str)
+                .is_some_and(crate::memory_tools::is_blank)
+        };
+        // Classes as the notes tools have them: `create` is `memory_save`, `delete` is
+        // `memory_delete`, an edit is `memory_update` (keeping the note's lifetime), and
+        // replacing a file's text with nothing is a delete.
         let access = match args.get("command").and_then(Value::as_str) {
             Some("view") => crate::MemoryAccess::notes_read(),
-            _ => crate::MemoryAccess::notes_write(&["file_text", "new_str", "insert_text"]),
+            Some("delete") => crate::MemoryAccess::notes_delete(),
+            Some("update") if blank("file_text") => crate::MemoryAccess {
+                text_fields: TEXT,
+                ..crate::MemoryAccess::notes_delete()
+            },
+            Some("create") => crate::MemoryAccess::notes_write(TEXT),
+            _ => crate::MemoryAccess::notes_write(TEXT).keeping_lifetime(),
         };
         Some(access.with_key(path))
     }
@@ -256,7 +287,17 @@ impl MemoryFiles {
                                 text::view_range(&range, lines).map_err(fail)?
                             }
                         };
-                        Ok(text::file_view(shown, &file.content, start, end))
+                        let view = text::file_view(shown, &file.content, start, end);
+                        // A file the user has not confirmed is said to be one: the model is
+                        // told, and the runtime marks what it writes while this is in context.
+                        let unconfirmed = match store.get_note(user, &file.note_id).await {
+                            Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
+                            Err(_) => true,
+                        };
+                        Ok(match unconfirmed {
+                            true => format!("{UNCONFIRMED_FILE}\n{view}"),
+                            false => view,
+                        })
                     }
                     [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
                     _ => Ok(text::directory_view(shown, &path, &files)),
@@ -265,7 +306,14 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Absent, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Absent,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -277,7 +325,14 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Present, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Present,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -305,6 +360,14 @@ impl MemoryFiles {
                     let edited = text::insert(&file.content, line, insert).map_err(fail)?;
                     (edited, format!("The file {shown} has been edited."))
                 };
+                // Emptying a file removes what it said: that is the `delete` command's (a delete,
+                // governed as one), never an edit's.
+                if crate::memory_tools::is_blank(&edited) {
+                    return Err(fail(format!(
+                        "No change was made: the edit would leave {shown} with no text; to \
+                         remove the file, use the delete command"
+                    )));
+                }
                 // What is stored is what is screened: the edited file, not the fragments.
                 let mut edited = edited;
                 let mut tag = ctx.audit.clone();
@@ -317,7 +380,7 @@ impl MemoryFiles {
                 };
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file(user, &path, &edited, expect, tag.as_ref())
+                    .put_file_as(user, &path, &edited, expect, tag.as_ref(), written(ctx))
                     .await
                     .map_err(db)?
                 {
