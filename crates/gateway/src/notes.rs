@@ -107,7 +107,6 @@ pub(crate) async fn answer(
     ctx: &ToolExecutionContext,
     request: NoteRequest,
 ) -> Result<ServerFrame, Refusal> {
-    let user = &ctx.user_id;
     match request {
         NoteRequest::List {
             category,
@@ -115,7 +114,7 @@ pub(crate) async fn answer(
             limit,
         } => {
             let listing = runtime
-                .list_notes(user, category.as_deref(), cursor.as_deref(), page(limit)?)
+                .list_notes(ctx, category.as_deref(), cursor.as_deref(), page(limit)?)
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::NoteList {
@@ -126,7 +125,7 @@ pub(crate) async fn answer(
         }
         NoteRequest::Search { query, limit } => {
             let notes = runtime
-                .search_notes(user, &query, page(limit)?)
+                .search_notes(ctx, &query, page(limit)?)
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::NoteResults {
@@ -136,7 +135,7 @@ pub(crate) async fn answer(
         }
         NoteRequest::Get { note_id } => {
             let note = runtime
-                .note(user, &note_id_of(&note_id)?)
+                .note(ctx, &note_id_of(&note_id)?)
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::Note { note: view(note) })

@@ -20,6 +20,7 @@ mod metrics;
 mod no_memory;
 mod note_lifecycle;
 mod notes;
+mod notes_reads;
 mod notices;
 mod schema;
 mod session_titles;

@@ -111,12 +111,15 @@ impl MemoryStore {
         match self.check_duplicate(user, content).await? {
             DuplicateCheck::Duplicate { note_id } => {
                 let note = self.get_note(user, &note_id).await?;
+                self.audit_check(user, call, Some(&note_id), "duplicate")
+                    .await?;
                 return Ok(SaveOutcome::Duplicate {
                     version: note_version(&note.content),
                     note_id,
                 });
             }
             DuplicateCheck::Similar { notes } if similar == Similar::Refuse => {
+                self.audit_check(user, call, None, "similar").await?;
                 return Ok(SaveOutcome::Similar(notes));
             }
             _ => {}
@@ -124,6 +127,32 @@ impl MemoryStore {
         self.store_note_once(user, call, content, metadata)
             .await
             .map(SaveOutcome::Saved)
+    }
+
+    /// A governed save that stored nothing but answered with what is stored (a duplicate's id, or
+    /// similar notes' text) read the user's notes: its audit row says so (operation `read`,
+    /// reason `duplicate` or `similar`), as the write's own row would have said it wrote.
+    async fn audit_check(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        note_id: Option<&NoteId>,
+        reason: &str,
+    ) -> Result<(), MemoryError> {
+        let Some(tag) = call.and_then(CallKey::audit) else {
+            return Ok(());
+        };
+        let tag = types::AuditTag {
+            operation: "read",
+            ..tag.clone()
+        };
+        let entry = crate::AuditEntry {
+            tag: &tag,
+            note_id,
+            outcome: "ok",
+            reason: Some(reason),
+        };
+        self.append_audit(user, &entry).await
     }
 
     /// The near-duplicate threshold this store applies (cosine, `0..=1`).

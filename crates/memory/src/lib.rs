@@ -69,7 +69,7 @@ mod vector_index;
 mod vector_leg;
 mod worker;
 
-pub use audit::{AuditEntry, AuditRecord, MAX_AUDIT_ROWS};
+pub use audit::{AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS};
 pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use duplicates::{
     DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,

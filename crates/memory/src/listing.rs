@@ -268,10 +268,15 @@ impl Drop for Sweeper {
 }
 
 impl MemoryStore {
-    /// Sweeps expired notes (and purges deleted notes past the retention window) now and then
-    /// every `every` (expired notes are hidden from every read at once anyway; the sweeper only
-    /// reclaims them). Stops when the returned handle is dropped.
-    pub fn spawn_sweeper(&self, every: std::time::Duration) -> Sweeper {
+    /// Sweeps expired notes (and purges deleted notes past the retention window, and audit rows
+    /// older than `audit_retention` when set) now and then every `every` (expired notes are
+    /// hidden from every read at once anyway; the sweeper only reclaims them). Stops when the
+    /// returned handle is dropped.
+    pub fn spawn_sweeper(
+        &self,
+        every: std::time::Duration,
+        audit_retention: Option<chrono::Duration>,
+    ) -> Sweeper {
         let store = self.clone();
         Sweeper(tokio::spawn(async move {
             loop {
@@ -286,6 +291,11 @@ impl MemoryStore {
                 // Deleted notes past the retention window are purged with everything they left.
                 if let Err(e) = store.purge_deleted(store.tombstone_retention()).await {
                     tracing::warn!(error = %e, "purging deleted notes failed");
+                }
+                if let Some(keep) = audit_retention
+                    && let Err(e) = store.prune_audit(keep).await
+                {
+                    tracing::warn!(error = %e, "pruning the audit log failed");
                 }
                 if !full {
                     tokio::time::sleep(every).await;

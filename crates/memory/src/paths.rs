@@ -154,6 +154,21 @@ impl MemoryStore {
         expect: PathExpect,
         audit: Option<&AuditTag>,
     ) -> Result<PathPut, MemoryError> {
+        self.put_file_as(user, path, content, expect, audit, None)
+            .await
+    }
+
+    /// [`MemoryStore::put_file`] recording where the new text comes from: `provenance` replaces
+    /// the file's (an unconfirmed write makes the file unconfirmed again); `None` keeps it.
+    pub async fn put_file_as(
+        &self,
+        user: &UserId,
+        path: &str,
+        content: &str,
+        expect: PathExpect,
+        audit: Option<&AuditTag>,
+        provenance: Option<crate::Provenance>,
+    ) -> Result<PathPut, MemoryError> {
         check_canonical(path)?;
         if path == MEMORIES_ROOT {
             return Ok(PathPut::Exists);
@@ -207,6 +222,10 @@ impl MemoryStore {
                         NoteMetadata::default(),
                     ),
                 };
+                let mut metadata = metadata;
+                if let Some(provenance) = provenance {
+                    metadata.provenance = Some(provenance);
+                }
                 let write = NoteWrite {
                     note_id: note_id.clone(),
                     content: content.clone(),

@@ -123,6 +123,14 @@ pub struct SearchHit {
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// For a keyed note (MCP `putMemory`): its namespace, so that a caller's namespace read
+    /// rules apply to search results too. `None` for plain notes (namespace `notes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// For notes: written after untrusted input and not confirmed by the user yet (see
+    /// [`crate::Provenance`]); whoever reads it back reads untrusted text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfirmed: bool,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

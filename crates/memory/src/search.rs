@@ -372,8 +372,9 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
         return Ok(());
     }
     let marks = vec!["?"; ids.len()].join(", ");
-    let sql =
-        format!("SELECT note_id, content, metadata_json FROM notes WHERE note_id IN ({marks})");
+    let sql = format!(
+        "SELECT note_id, content, metadata_json, mem_namespace FROM notes WHERE note_id IN ({marks})"
+    );
     let ctx = "reading search results";
     let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
     let mut texts = HashMap::new();
@@ -381,13 +382,18 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
         let meta: String = row.get(2).map_err(MemoryError::db(ctx))?;
         let meta: NoteMetadata =
             serde_json::from_str(&meta).map_err(MemoryError::corrupt("note metadata"))?;
+        let namespace: Option<String> = row.get(3).map_err(MemoryError::db(ctx))?;
         texts.insert(
             row.get::<String>(0).map_err(MemoryError::db(ctx))?,
-            (row.get::<String>(1).map_err(MemoryError::db(ctx))?, meta),
+            (
+                row.get::<String>(1).map_err(MemoryError::db(ctx))?,
+                meta,
+                namespace,
+            ),
         );
     }
     for hit in hits {
-        if let Some((text, meta)) = hit
+        if let Some((text, meta, namespace)) = hit
             .note_id
             .as_ref()
             .and_then(|id| texts.remove(id.as_str()))
@@ -396,6 +402,8 @@ async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), Mem
             hit.category = meta.category;
             hit.tags = meta.tags;
             hit.context = meta.context;
+            hit.namespace = namespace;
+            hit.unconfirmed = meta.provenance.as_ref().is_some_and(|p| !p.confirmed);
         }
     }
     Ok(())
@@ -455,6 +463,8 @@ impl Grouper {
                 category: None,
                 tags: Vec::new(),
                 context: None,
+                namespace: None,
+                unconfirmed: false,
                 score: *score,
                 created_at: time::parse(&d.meta.created_at)?,
                 updated_at: time::parse(&d.meta.updated_at)?,

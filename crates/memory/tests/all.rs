@@ -11,6 +11,7 @@
 mod common;
 
 mod approximate;
+mod audit;
 mod encryption;
 mod erase;
 mod freshness;

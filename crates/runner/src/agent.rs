@@ -107,7 +107,13 @@ pub async fn compose(
         ModelLimits::from(&config.provider),
     )
     .with_retrieval(config.retrieval.clone());
-    let sweeper = store.as_ref().map(|s| s.spawn_sweeper(SWEEP_EVERY));
+    let audit_retention = config
+        .governance
+        .audit_retention()
+        .and_then(|keep| chrono::Duration::from_std(keep).ok());
+    let sweeper = store
+        .as_ref()
+        .map(|s| s.spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
         runtime = runtime.with_memory(store);
     }
@@ -360,6 +366,8 @@ mod tests {
         assert_eq!(
             summary,
             [
+                // Automatic recall at the turn's start is a read, audited as one.
+                ("agent", "memory_recall", "ok"),
                 ("agent", "memory_save", "ok"),
                 ("agent", "memory_save", "rejected"),
                 ("agent", "memory_save", "rate_limited"),

@@ -11,7 +11,11 @@
 //!   writing through it);
 //! - [`SafeDir::open_append`]: `O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK`, and only a regular
 //!   file with one link is accepted (a FIFO cannot block, a hard link to another file is refused);
-//! - [`SafeDir::remove`]: `unlinkat`, which never follows the name.
+//! - [`SafeDir::remove`]: `unlinkat`, which never follows the name;
+//! - [`SafeDir::subdir`], [`SafeDir::create_new`], [`SafeDir::names`] and [`SafeDir::open_entry`]:
+//!   walking a tree somebody else can write (the operator's `export-tree`/`import-tree` target)
+//!   one name at a time, each opened `O_NOFOLLOW` and judged by the type of the descriptor that
+//!   was opened (`fstat`), never by an earlier look at the name.
 //!
 //! Nothing here re-resolves a path string after the directory was opened, so swapping a
 //! directory for a link between two calls changes nothing.
@@ -33,6 +37,17 @@ pub struct SafeDir {
     fd: OwnedFd,
     /// For error messages (the operator's, never the model's).
     shown: PathBuf,
+}
+
+/// One name of a directory as [`SafeDir::open_entry`] found it.
+#[derive(Debug)]
+pub enum Entry {
+    /// A regular file with one name, open for reading.
+    File(File),
+    /// A directory, opened.
+    Dir(SafeDir),
+    /// Anything else, never read: why it was left alone.
+    Skipped(&'static str),
 }
 
 /// Whether missing directories are created (with this mode) on the way down.
@@ -71,6 +86,96 @@ impl SafeDir {
             Err(e) => return Err(err(e)),
         };
         Ok(Self { fd, shown })
+    }
+
+    /// A directory already opened (and checked) by the caller.
+    pub(crate) fn from_fd(fd: OwnedFd, shown: PathBuf) -> Self {
+        Self { fd, shown }
+    }
+
+    /// The directory `name` in this one, never through a link; created with `mode` when missing
+    /// and `create` is given.
+    pub fn subdir(&self, name: &str, create: Option<u32>) -> Result<SafeDir, RunnerError> {
+        let shown = self.shown.join(name);
+        let err = |e: Errno| RunnerError::io("open the directory", &shown)(e.into());
+        check_name(name).map_err(err)?;
+        let names = [name.to_owned()];
+        let missing = create.map_or(Missing::Fail, Missing::Create);
+        let fd = match beneath(&self.fd, &names) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if missing != Missing::Fail => {
+                walk(self.fd.as_fd(), &names, missing).map_err(err)?
+            }
+            Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN) => {
+                walk(self.fd.as_fd(), &names, missing).map_err(err)?
+            }
+            Err(e) => return Err(err(e)),
+        };
+        Ok(Self { fd, shown })
+    }
+
+    /// A new regular file `name` (mode `mode`), created exclusively: whatever is already at the
+    /// name — a file, a link, a FIFO — is refused, never opened.
+    pub fn create_new(&self, name: &str, mode: u32) -> Result<File, RunnerError> {
+        let err = |e: Errno| RunnerError::io("create", self.shown.join(name))(e.into());
+        check_name(name).map_err(err)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)).map_err(err)?;
+        Ok(File::from(fd))
+    }
+
+    /// The names in this directory (without `.` and `..`), sorted. A name that is not UTF-8 is
+    /// an error.
+    pub fn names(&self) -> Result<Vec<String>, RunnerError> {
+        let err = |e: Errno| RunnerError::io("list", &self.shown)(e.into());
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let listing = rfs::openat(&self.fd, ".", flags, Mode::empty()).map_err(err)?;
+        let mut names = Vec::new();
+        for entry in rfs::Dir::read_from(&listing).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            let bytes = entry.file_name().to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let name = std::str::from_utf8(bytes).map_err(|_| err(Errno::ILSEQ))?;
+            names.push(name.to_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// `name` opened without following a link (`O_NOFOLLOW | O_NONBLOCK`, so a FIFO cannot block)
+    /// and judged by `fstat` of that descriptor: a regular file with one name is returned open,
+    /// a directory opened; a link, a device, a FIFO or a hard-linked file is skipped unread.
+    pub fn open_entry(&self, name: &str) -> Result<Entry, RunnerError> {
+        let shown = self.shown.join(name);
+        let err = |e: Errno| RunnerError::io("open", &shown)(e.into());
+        check_name(name).map_err(err)?;
+        // A look first only spares opening a device; the descriptor's type below decides.
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::CharacterDevice | FileType::BlockDevice => {
+                    return Ok(Entry::Skipped("a device"));
+                }
+                _ => {}
+            },
+            Err(e) => return Err(err(e)),
+        }
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::MLINK) => return Ok(Entry::Skipped("a link")),
+            Err(e) => return Err(err(e)),
+        };
+        let stat = rfs::fstat(&fd).map_err(err)?;
+        Ok(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile if stat.st_nlink == 1 => Entry::File(File::from(fd)),
+            FileType::RegularFile => Entry::Skipped("a file with more than one name"),
+            FileType::Directory => Entry::Dir(Self { fd, shown }),
+            _ => Entry::Skipped("not a regular file"),
+        })
     }
 
     /// Where this directory is (for messages).
@@ -202,6 +307,97 @@ impl SafeDir {
             Err(e) => Err(err(e)),
         }
     }
+}
+
+/// What [`SafeDir::entry`] found at a name (never following it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    pub kind: FileType,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    pub links: u64,
+}
+
+impl SafeDir {
+    /// The subdirectory `name`, opened without following a link (refused if it is one).
+    pub fn sub(&self, name: &str) -> Result<Self, RunnerError> {
+        let shown = self.shown.join(name);
+        let err = |e: Errno| RunnerError::io("open the directory", &shown)(e.into());
+        check_name(name).map_err(err)?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::empty()).map_err(err)?;
+        Ok(Self { fd, shown })
+    }
+
+    /// What is at `name` (a link is reported as a link); `None` when nothing is.
+    pub fn entry(&self, name: &str) -> Option<Found> {
+        check_name(name).ok()?;
+        let stat = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        Some(Found {
+            kind: FileType::from_raw_mode(stat.st_mode),
+            mode: stat.st_mode & 0o7777,
+            links: stat.st_nlink,
+        })
+    }
+
+    /// Creates the directory `name` with `mode` (exactly: the umask does not apply).
+    pub fn mkdir(&self, name: &str, mode: u32) -> Result<(), RunnerError> {
+        let err = |e: Errno| RunnerError::io("create", self.shown.join(name))(e.into());
+        check_name(name).map_err(err)?;
+        rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode)).map_err(err)?;
+        self.sub(name)?.set_mode(mode)
+    }
+
+    /// This directory's permission bits.
+    pub fn mode(&self) -> Result<u32, RunnerError> {
+        let stat =
+            rfs::fstat(&self.fd).map_err(|e| RunnerError::io("inspect", &self.shown)(e.into()))?;
+        Ok(stat.st_mode & 0o7777)
+    }
+
+    /// Sets this directory's permission bits (through its descriptor: no name is resolved again).
+    pub fn set_mode(&self, mode: u32) -> Result<(), RunnerError> {
+        chmod_fd(&self.fd, mode).map_err(|e| RunnerError::io("chmod", &self.shown)(e.into()))
+    }
+
+    /// Sets the permission bits of the regular file `name`, which must have one link (a link, a
+    /// hard link to another file or anything else is refused, never followed).
+    pub fn set_file_mode(&self, name: &str, mode: u32) -> Result<(), RunnerError> {
+        let err = |e: Errno| RunnerError::io("chmod", self.shown.join(name))(e.into());
+        check_name(name).map_err(err)?;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::empty()).map_err(err)?;
+        let stat = rfs::fstat(&fd).map_err(err)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_nlink != 1 {
+            return Err(err(Errno::PERM));
+        }
+        chmod_fd(&fd, mode).map_err(err)
+    }
+
+    /// Renames `name` here to `new_name` in `to` without following either and without replacing
+    /// anything there.
+    pub fn move_to(&self, name: &str, to: &SafeDir, new_name: &str) -> Result<(), RunnerError> {
+        let err = |e: Errno| RunnerError::io("move aside", self.shown.join(name))(e.into());
+        check_name(name)
+            .and_then(|()| check_name(new_name))
+            .map_err(err)?;
+        rfs::renameat_with(
+            &self.fd,
+            name,
+            &to.fd,
+            new_name,
+            rfs::RenameFlags::NOREPLACE,
+        )
+        .map_err(err)
+    }
+}
+
+/// `chmod` of what `fd` (an `O_PATH` descriptor) names, through `/proc/self/fd`: the inode
+/// already opened, whatever the path to it has become since.
+fn chmod_fd(fd: &OwnedFd, mode: u32) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rfs::chmod(path.as_str(), Mode::from_raw_mode(mode))
 }
 
 /// Writes `bytes` to `path` atomically with [`SafeDir::write_atomic`], its directory opened

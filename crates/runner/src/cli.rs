@@ -209,6 +209,10 @@ pub enum MemoryAction {
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// List notes newest first, a page at a time, with the total.
     List {
@@ -226,6 +230,10 @@ pub enum MemoryAction {
         /// Print the page as JSON ({"notes", "total", "next_cursor"}).
         #[arg(long)]
         json: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// Print one note as JSON.
     Get { note_id: String },
@@ -261,6 +269,10 @@ pub enum MemoryAction {
         /// Markdown (grouped by category) instead of JSON Lines.
         #[arg(long)]
         markdown: bool,
+        /// Print notes' text as stored, control characters and all (by default they are shown
+        /// as escapes such as \x1b, so a note cannot drive the terminal).
+        #[arg(long)]
+        raw: bool,
     },
     /// Read notes as JSON Lines (from a file, or stdin when none is given); keeps their ids and
     /// metadata (category, tags, context, confidence, expiry). Notes the user already has are
@@ -270,26 +282,61 @@ pub enum MemoryAction {
         /// Import near-duplicates of stored notes too.
         #[arg(long = "allow-similar")]
         allow_similar: bool,
+        #[command(flatten)]
+        target: TargetArgs,
     },
     /// Re-keys the user's local memory file: a new key (`[memory_encryption] enabled = true`;
     /// an unencrypted file is encrypted), or back to plaintext when encryption is off. The
     /// user's agent must be stopped.
     Rekey,
-    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), oldest
-    /// first: time, surface/client, tool, operation, namespace, key or note, outcome, redaction
-    /// counts. Never any note text.
+    /// The audit log of memory operations from every surface (agent, MCP, CLI, gateway), newest
+    /// first, a page at a time: time, surface/client, tool, operation, namespace, key or note,
+    /// outcome, redaction counts. Never any note text. A cut page ends with the `--before` that
+    /// shows the older rows. Fields a caller chose (client name, namespace, key, path) are shown
+    /// with control characters as escapes, one row per line.
     Audit {
         /// Only rows at or after this instant (RFC 3339) or day (YYYY-MM-DD).
         #[arg(long)]
         since: Option<String>,
+        /// Rows per page (1 to 10000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Only rows older than this row id (the cursor a cut page ends with).
+        #[arg(long)]
+        before: Option<i64>,
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// Print the fields as stored, control characters and all.
+        #[arg(long)]
+        raw: bool,
     },
-    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty).
-    ExportTree { dir: PathBuf },
+    /// Write the `/memories` tree (the files dialect's files) into DIR (new or empty). DIR is
+    /// opened without following any link another account could have planted; one the user's
+    /// shell (or any account but root and you) can write is refused unless
+    /// --allow-shell-writable.
+    ExportTree {
+        dir: PathBuf,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
     /// Read the regular files below DIR into the `/memories` tree (existing files are replaced).
-    ImportTree { dir: PathBuf },
+    /// Links, FIFOs, devices and hard-linked files are skipped unread; DIR is opened as for
+    /// export-tree.
+    ImportTree {
+        dir: PathBuf,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+}
+
+/// Where the operator lets a root command read or write files.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct TargetArgs {
+    /// Go ahead even if the user's shell or another account can write the directory (inside a
+    /// user's shared/, tmp/, logs/ or ipc/, say). Links there are still never followed.
+    #[arg(long = "allow-shell-writable")]
+    pub allow_shell_writable: bool,
 }
 
 /// `--category` and `--tag` of the memory commands.

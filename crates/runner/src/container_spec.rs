@@ -59,6 +59,8 @@ pub struct GuestSpec<'a> {
     /// The SHA-256 (hex) of the user's shell secret, for `shell-vm`'s bootstrap. The secret
     /// itself reaches `oxydra-vm` only through its `.oxydra/` mount.
     pub shell_verifier: &'a str,
+    /// The agent's uid when it differs from the shell's: `shell-vm` lets it connect.
+    pub agent_uid: Option<u32>,
     /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
     /// the shell's container, never the create request).
     pub memory_key: Option<&'a memory::EncryptionKey>,
@@ -138,6 +140,7 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerErro
         Role::ShellVm => {
             let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
             boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
+            boot.agent_uid = spec.agent_uid;
             (
                 spec.settings.shell_vm_image.clone(),
                 vec![
@@ -247,6 +250,7 @@ mod tests {
             uid: 1000,
             gid: 100,
             shell_verifier: "ab",
+            agent_uid: None,
             memory_key: Some(&test_key()),
         })
         .unwrap()

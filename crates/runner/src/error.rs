@@ -13,6 +13,9 @@ pub enum RunnerError {
     },
     #[error("invalid {}: {problem}", path.display())]
     Config { path: PathBuf, problem: String },
+    /// A path the operator named that a root command will not use as it is.
+    #[error("{}: {problem}", path.display())]
+    Refused { path: PathBuf, problem: String },
     #[error("invalid bootstrap: {0}")]
     Bootstrap(String),
     #[error("invalid user id `{user}`")]

@@ -59,18 +59,29 @@ pub fn open_log(ws: &WorkspacePaths, role: &str) -> Result<(std::fs::File, std::
 /// Starts `binary` as `role` in its own process group, in the user's workspace, with `bootstrap`
 /// written to its stdin, as `identity` when given (see [`runner::drop_to`]). The environment is
 /// passed through (oxydra-vm needs the provider's key; shell-vm drops everything but PATH and
-/// LANG itself).
+/// LANG itself). With a `placement`, the child enters its cgroup first (see [`runner::Tracking`]).
 pub async fn spawn(
     role: Role,
     binary: &Path,
     args: &[&str],
     ws: &WorkspacePaths,
     bootstrap: &str,
-    identity: Option<runner::GuestIdentity>,
+    (identity, placement): (Option<runner::GuestIdentity>, Option<runner::Placement>),
 ) -> Result<Guest> {
     let log = log_path(ws, role.name());
     let (stdout, stderr) = open_log(ws, role.name())?;
     let mut command = Command::new(binary);
+    if let Some(place) = placement {
+        // SAFETY: `enter` is one raw `write` (no allocation, no locks), done before privileges
+        // are dropped (only root may move a process into the cgroup).
+        #[allow(
+            unsafe_code,
+            reason = "pre_exec is the only way to place the child before it runs anything"
+        )]
+        unsafe {
+            command.pre_exec(move || place.enter());
+        }
+    }
     if let Some(id) = identity {
         // SAFETY: `drop_to` makes only raw system calls (no allocation, no locks), which is
         // what a forked child of a multi-threaded process may do before it execs.

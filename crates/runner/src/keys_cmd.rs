@@ -218,6 +218,11 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
         }
         say(format!("{user}: memory forgotten"));
     }
+    if runner::runs_as_root() && runner::release_identity(root, &user)? {
+        say(format!(
+            "{user}: guest uids released (what is left of the workspace now belongs to root)"
+        ));
+    }
     say("What remains (remove it yourself if it should go too):");
     for (what, path) in [
         ("the user's files", ws.shared()),

@@ -10,7 +10,11 @@
 //!   (no link, FIFO or hard link planted there is ever followed)
 //! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
 //! - `procs` — process liveness and signals by pid
-//! - `privilege` — per-user guest uids when the runner is root, and dropping to them
+//! - `heal` — [`heal`]: what the runner owns in a workspace, put back before each (re)start
+//! - `cgroup` — [`Tracking`]: each guest and every process it starts in a cgroup that ends with it
+//! - `privilege` — per-user guest uids (agent and shell) when the runner is root, and dropping
+//!   to them; `guest_ids` — their host-wide allocation record; `ownership` — who owns what in a
+//!   workspace ([`own_workspace`])
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
@@ -26,15 +30,20 @@ mod agent;
 mod beneath;
 mod bins;
 mod bootstrap;
+mod cgroup;
 mod config;
 mod container_config;
 pub mod container_spec;
 mod db_place;
 mod docker;
 mod error;
+mod guest_ids;
+mod heal;
 pub mod images;
 mod marker;
 mod memory_key;
+mod operator_dir;
+mod ownership;
 mod privilege;
 mod procs;
 mod provision;
@@ -42,9 +51,10 @@ mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
-pub use beneath::{SafeDir, remove_beneath, write_beneath};
+pub use beneath::{Entry, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
+pub use cgroup::{Placement, Tracking, UserCgroup};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
 };
@@ -57,6 +67,8 @@ pub use docker::{
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,
 };
 pub use error::RunnerError;
+pub use guest_ids::HOST_GUEST_IDS;
+pub use heal::{Occasion, heal};
 pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
@@ -67,10 +79,12 @@ pub use memory_key::{
     is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
     store_key, stored_key, user_key,
 };
+pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
+pub use ownership::own_workspace;
 pub use privilege::{
     DEFAULT_GUEST_UID_BASE, GUEST_IDS_FILE, GuestIdentity, SHARED_UID_NOTICE, Separation,
-    agent_config_copy, check_reachable, drop_to, guest_identity, own_workspace, recorded_identity,
-    runs_as_root, separation, write_owned,
+    UserIdentities, agent_config_copy, check_reachable, drop_to, recorded_identity,
+    release_identity, runs_as_root, separation, write_owned,
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;

@@ -56,7 +56,7 @@ pub async fn run(global: &Global, role: Option<LogRole>, follow: bool, lines: us
     }
     loop {
         for ((label, path), offset) in files.iter().zip(offsets.iter_mut()) {
-            let Ok(mut file) = std::fs::File::open(path) else {
+            let Some(mut file) = crate::out::open_log(path) else {
                 continue;
             };
             let len = file.metadata().map_or(0, |m| m.len());

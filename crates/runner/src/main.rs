@@ -167,7 +167,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         reason = "the CLI reports its one-line error on stderr"
     )]
     {
-        eprintln!("error: {}", line.join(": "));
+        // A cause may quote a file or a log another process wrote: shown, never sent raw.
+        eprintln!("error: {}", types::terminal::escape_text(&line.join(": ")));
     }
     if error.downcast_ref::<interrupt::Interrupted>().is_some() {
         ExitCode::from(interrupt::EXIT_INTERRUPTED)

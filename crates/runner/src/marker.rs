@@ -158,6 +158,10 @@ pub struct RunnerMarker {
     /// A digest of the settings the guests were started with (`start` restarts on a change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_digest: Option<String>,
+    /// What the runner repaired in the workspace before a (re)start (`<time> <what>`), latest
+    /// last (see `heal`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
 }
 
 /// Writes `value` as JSON to `path` (below the trusted directory `root`, usually the workspace)
@@ -180,7 +184,15 @@ pub fn write_json_atomic(
 /// regular file there is an error, never followed or waited on (see
 /// [`crate::beneath::read_regular`]).
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, RunnerError> {
-    match crate::beneath::read_regular(path, MAX_MARKER_BYTES) {
+    read_json_within(path, MAX_MARKER_BYTES)
+}
+
+/// [`read_json`] of a file that may be larger (read up to `limit` bytes).
+pub(crate) fn read_json_within<T: DeserializeOwned>(
+    path: &Path,
+    limit: u64,
+) -> Result<Option<T>, RunnerError> {
+    match crate::beneath::read_regular(path, limit) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|source| RunnerError::Json {

@@ -9,9 +9,9 @@ use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
-use crate::cli::{MemoryAction, MemoryArgs};
+use crate::cli::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_organise, memory_tree};
+use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -69,7 +69,13 @@ async fn open_or_rekey(
     };
     let user = UserId::parse(name).context("invalid --user")?;
     let (root, agent_config, encryption) = match root {
-        Some(root) => (root, agent_config, runner::MemoryEncryption::default()),
+        Some(root) => {
+            let agent_config = match agent_config {
+                Some(path) => Some(path),
+                None => users_agent_toml(global, &root, &user),
+            };
+            (root, agent_config, runner::MemoryEncryption::default())
+        }
         None => {
             let config = global.runner_config()?;
             let entry = config.select(Some(name))?.remove(0);
@@ -110,6 +116,37 @@ async fn open_or_rekey(
         user_root,
         store,
     }))
+}
+
+/// The agent.toml of `user` under `root` when `--agent-config` is not given, so that the user's
+/// `[governance]` holds for every command that opens their store: the one runner.toml gives
+/// (when its workspace_root is `root`), else the copy the runner gave the user's agent when it
+/// last started (`<root>/<user>/.oxydra/agent.toml`). With neither, the defaults apply, and the
+/// log says so (`-v`).
+fn users_agent_toml(global: &Global, root: &std::path::Path, user: &UserId) -> Option<PathBuf> {
+    let same = |a: &std::path::Path| match (a.canonicalize(), root.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if let Ok(config) = global.runner_config()
+        && same(&config.workspace_root)
+        && let Ok(mut entries) = config.select(Some(user.as_str()))
+    {
+        return entries.pop().and_then(|entry| entry.agent_config);
+    }
+    let copy = types::WorkspacePaths::new(root.join(user.as_str()))
+        .internal()
+        .join("agent.toml");
+    if copy.is_file() {
+        return Some(copy);
+    }
+    // There is no config of this user's to drop: the defaults are theirs (shown with -v).
+    tracing::info!(
+        user = %user,
+        "no agent.toml found for this user (not in runner.toml for this root, no \
+         .oxydra/agent.toml): the default [governance] applies; pass --agent-config PATH"
+    );
+    None
 }
 
 async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
@@ -159,6 +196,7 @@ async fn act(
             top_k,
             organise,
             json,
+            raw,
         } => {
             let top_k = top_k.unwrap_or(config.retrieval.top_k);
             if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
@@ -174,7 +212,8 @@ async fn act(
                 for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
                     let id = h["note_id"].as_str().unwrap_or("-");
                     let score = h["score"].as_f64().unwrap_or_default();
-                    let text = h["text"].as_str().unwrap_or_default().replace('\n', " ");
+                    let text = crate::out::field(h["text"].as_str().unwrap_or_default(), raw);
+                    let id = crate::out::field(id, raw);
                     writeln!(out, "{score:.3}  {id}  {text}")?;
                 }
             }
@@ -216,6 +255,7 @@ async fn act(
             cursor,
             expired,
             json,
+            raw,
         } => {
             let args = memory_organise::ListArgs {
                 organise,
@@ -223,30 +263,46 @@ async fn act(
                 cursor,
                 expired,
                 json,
+                raw,
             };
-            memory_organise::list(store, user, args, &mut out).await?;
+            let list = memory_organise::list(store, user, args, &mut out);
+            governed.read(memory_governed::LIST, list).await?;
         }
         MemoryAction::Export {
             organise,
             since,
             markdown,
+            raw,
         } => {
-            memory_organise::export(store, user, &organise, since.as_deref(), markdown, &mut out)
-                .await?;
+            let format = memory_organise::ExportFormat { markdown, raw };
+            let export =
+                memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out);
+            governed.read(memory_governed::EXPORT, export).await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
-        MemoryAction::Audit { since, json } => {
-            memory_audit::print(store, since.as_deref(), json, &mut out).await?;
+        MemoryAction::Audit {
+            since,
+            limit,
+            before,
+            json,
+            raw,
+        } => {
+            let args = memory_audit::AuditArgs {
+                since: since.as_deref(),
+                before,
+                limit,
+            };
+            memory_audit::print(store, args, json, raw, &mut out).await?;
         }
         MemoryAction::Import {
             file,
             allow_similar,
+            target,
         } => {
             let notes = match file {
                 Some(path) => {
-                    let f = std::fs::File::open(&path)
-                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    let f = runner::open_operator_file(&path, &policy(target, user_root))?;
                     read_jsonl(std::io::BufReader::new(f))?
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
@@ -254,15 +310,29 @@ async fn act(
             let report = governed.import(notes, similar(allow_similar)).await?;
             print_json(&mut out, &report)?;
         }
-        MemoryAction::ExportTree { dir } => {
-            let n = memory_tree::export(store, user, &dir).await?;
+        MemoryAction::ExportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
+            let export = memory_tree::export(store, user, &dir);
+            let n = governed.read(memory_governed::EXPORT_TREE, export).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
-        MemoryAction::ImportTree { dir } => {
+        MemoryAction::ImportTree { dir, target } => {
+            let policy = policy(target, user_root);
+            let dir = runner::open_operator_dir(&dir, runner::Want::Existing, &policy)?;
             print_json(&mut out, &governed.import_tree(&dir).await?)?;
         }
     }
     Ok(())
+}
+
+/// The operator's `--allow-shell-writable`, with every user's shell areas under this workspace
+/// root counted as the shell's.
+fn policy(target: TargetArgs, user_root: &std::path::Path) -> runner::TargetPolicy {
+    runner::TargetPolicy {
+        allow_shell_writable: target.allow_shell_writable,
+        workspace_root: user_root.parent().map(std::path::Path::to_owned),
+    }
 }
 
 fn similar(allow: bool) -> Similar {
@@ -291,9 +361,7 @@ fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
 }
 
 fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    writeln!(out)?;
-    Ok(())
+    crate::out::write_json(out, value)
 }
 
 /// Progress on stderr, at most once per percent.

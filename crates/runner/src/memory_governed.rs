@@ -1,7 +1,8 @@
 //! The CLI's memory operations, governed like every other surface's (DESIGN §7). `save`,
 //! `update` and `delete` call the notes tools through a [`ToolRegistry`] built as the agent's is;
 //! `restore`, `confirm`, `import` and `import-tree`, which no tool offers, and the reads
-//! `search`, `get`, `history` and `deleted` run through [`Governance::govern`], the stages the
+//! `search`, `get`, `history`, `deleted`, `list`, `export` and `export-tree` run through
+//! [`Governance::govern`], the stages the
 //! registry runs a memory tool through. Either way the surface is `cli` (client `runner`): the
 //! `[governance]` permissions and the surface's read-only mode, its PII and secret policy (on
 //! the way in and out), rate limits, and an audit row — in each write's own transaction (an
@@ -38,6 +39,9 @@ pub(crate) const IMPORT_TREE: &str = "memory_import_tree";
 pub(crate) const GET: &str = "memory_get";
 pub(crate) const HISTORY: &str = "memory_history";
 pub(crate) const DELETED: &str = "memory_deleted";
+pub(crate) const LIST: &str = "memory_list";
+pub(crate) const EXPORT: &str = "memory_export";
+pub(crate) const EXPORT_TREE: &str = "memory_export_tree";
 
 /// The user's store behind the `cli` surface's governance.
 pub(crate) struct CliMemory {
@@ -101,7 +105,9 @@ impl CliMemory {
     }
 
     pub(crate) async fn restore(&self, id: &NoteId, version: Option<u32>) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[]).with_key(Some(id.as_str()));
+        let access = MemoryAccess::notes_write(&[])
+            .keeping_lifetime()
+            .with_key(Some(id.as_str()));
         let args = json!({"note_id": id, "version": version});
         self.govern(RESTORE, &access, args, |_, ctx| async move {
             let note = self
@@ -115,7 +121,9 @@ impl CliMemory {
     }
 
     pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[]).with_key(Some(id.as_str()));
+        let access = MemoryAccess::notes_write(&[])
+            .keeping_lifetime()
+            .with_key(Some(id.as_str()));
         self.govern(
             CONFIRM,
             &access,
@@ -161,7 +169,7 @@ impl CliMemory {
 
     /// `import-tree`: one governed call for the whole directory; each file written records its
     /// own audit row.
-    pub(crate) async fn import_tree(&self, dir: &Path) -> Result<Value> {
+    pub(crate) async fn import_tree(&self, dir: &runner::SafeDir) -> Result<Value> {
         let files = memory_tree::read_tree(dir)?;
         let (paths, contents): (Vec<String>, Vec<String>) = files.into_iter().unzip();
         let access = MemoryAccess::notes_write(&["contents"]);
@@ -186,10 +194,18 @@ impl CliMemory {
             tools::MEMORY_SEARCH_TOOL_NAME,
             &access,
             args,
-            |_, _| async move {
+            |_, ctx| async move {
                 let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
+                // The read rules of `[governance]` hold for each hit's namespace too.
                 let rows: Vec<Value> = hits
                     .iter()
+                    .filter(|h| {
+                        ctx.reads.permits(
+                            h.namespace
+                                .as_deref()
+                                .unwrap_or(tools::governance::NOTES_NAMESPACE),
+                        )
+                    })
                     .map(|h| {
                         json!({
                             "note_id": h.note_id, "text": h.text, "score": h.score,
@@ -241,6 +257,46 @@ impl CliMemory {
             Ok(json!(deleted).to_string())
         })
         .await
+    }
+
+    /// `list`, `export` and `export-tree`: a read the command carries out itself (it prints or
+    /// writes as it goes), governed as `name`: refused before anything is read, and audited with
+    /// its outcome, like every other read of the store.
+    pub(crate) async fn read<T>(
+        &self,
+        name: &str,
+        op: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let access = MemoryAccess::notes_read();
+        let mut ran = None;
+        let slot = &mut ran;
+        let governed = self
+            .registry
+            .governance()
+            .govern(
+                name,
+                &access,
+                json!({}),
+                &self.ctx,
+                OutputFormat::Text,
+                |_, _| async move {
+                    let result = op.await;
+                    // The outcome is what the closing stages record; the value goes back
+                    // through `slot`.
+                    let outcome = match &result {
+                        Ok(_) => Ok(String::new()),
+                        Err(e) => Err(ToolError::execution(format!("{e:#}"))),
+                    };
+                    *slot = Some(result);
+                    outcome
+                },
+            )
+            .await;
+        match (ran, governed) {
+            (Some(result), _) => result,
+            (None, Err(e)) => bail!("{e}"),
+            (None, Ok(_)) => bail!("the command did not run; try again"),
+        }
     }
 
     async fn govern<F, Fut>(

@@ -9,6 +9,7 @@ use memory::{Category, ListQuery, MemoryStore, Note, QueryFilters};
 use types::UserId;
 
 use crate::cli::Organise;
+use crate::out::{field, write_json};
 
 pub fn category(o: &Organise) -> Result<Option<Category>> {
     o.category
@@ -27,19 +28,21 @@ pub fn filters(o: &Organise) -> Result<QueryFilters> {
     })
 }
 
-fn line(note: &Note) -> String {
+/// One note on one line; its text and tags with control characters as escapes unless `raw`.
+fn line(note: &Note, raw: bool) -> String {
     let mut labels = String::new();
     if let Some(c) = note.metadata.category {
         labels.push_str(&format!(" [{c}]"));
     }
     if !note.metadata.tags.is_empty() {
-        labels.push_str(&format!(" #{}", note.metadata.tags.join(" #")));
+        let tags = note.metadata.tags.join(" #");
+        labels.push_str(&format!(" #{}", field(&tags, raw)));
     }
     format!(
         "{}  {}{labels}  {}",
         note.note_id,
         note.created_at.format("%Y-%m-%d %H:%M"),
-        note.content.replace('\n', " ")
+        field(&note.content, raw)
     )
 }
 
@@ -49,6 +52,15 @@ pub struct ListArgs {
     pub cursor: Option<String>,
     pub expired: bool,
     pub json: bool,
+    pub raw: bool,
+}
+
+/// How `export` writes: JSON Lines, or Markdown (`raw`: notes' text as stored, control
+/// characters and all).
+#[derive(Debug, Clone, Copy)]
+pub struct ExportFormat {
+    pub markdown: bool,
+    pub raw: bool,
 }
 
 pub async fn list(
@@ -60,8 +72,7 @@ pub async fn list(
     if args.expired {
         let notes = store.list_expired(user).await?;
         if args.json {
-            serde_json::to_writer(&mut *out, &notes)?;
-            writeln!(out)?;
+            write_json(out, &notes)?;
         } else {
             for note in &notes {
                 let at = note
@@ -69,7 +80,7 @@ pub async fn list(
                     .expires_at
                     .map(|t| t.to_rfc3339())
                     .unwrap_or_default();
-                writeln!(out, "{}  (expired {at})", line(note))?;
+                writeln!(out, "{}  (expired {at})", line(note, args.raw))?;
             }
         }
         return Ok(());
@@ -82,12 +93,11 @@ pub async fn list(
     };
     let page = store.list_notes_page(user, &query).await?;
     if args.json {
-        serde_json::to_writer(&mut *out, &page)?;
-        writeln!(out)?;
+        write_json(out, &page)?;
         return Ok(());
     }
     for note in &page.notes {
-        writeln!(out, "{}", line(note))?;
+        writeln!(out, "{}", line(note, args.raw))?;
     }
     match &page.next_cursor {
         Some(c) => writeln!(out, "({} total; next page: --cursor {c})", page.total)?,
@@ -110,7 +120,7 @@ pub async fn export(
     user: &UserId,
     organise: &Organise,
     since_text: Option<&str>,
-    markdown: bool,
+    format: ExportFormat,
     out: &mut impl Write,
 ) -> Result<()> {
     let wanted = category(organise)?;
@@ -125,13 +135,18 @@ pub async fn export(
         })
         .filter(|n| since.is_none_or(|s| n.created_at >= s))
         .collect();
-    if !markdown {
+    if !format.markdown {
         for note in &notes {
-            serde_json::to_writer(&mut *out, note)?;
-            writeln!(out)?;
+            write_json(out, note)?;
         }
         return Ok(());
     }
+    let raw = format.raw;
+    // A body keeps its newlines (each continues the list item), nothing else raw.
+    let body = |text: &str| match raw {
+        true => text.to_owned(),
+        false => types::terminal::escape_text(text).into_owned(),
+    };
     writeln!(out, "# Memory of {user}")?;
     let groups = Category::ALL.map(Some).into_iter().chain([None]);
     for group in groups {
@@ -148,13 +163,14 @@ pub async fn export(
         });
         writeln!(out, "\n## {title}\n")?;
         for note in members {
-            write!(out, "- {}", note.content.trim().replace('\n', "\n  "))?;
+            write!(out, "- {}", body(note.content.trim()).replace('\n', "\n  "))?;
             if !note.metadata.tags.is_empty() {
-                write!(out, " (tags: {})", note.metadata.tags.join(", "))?;
+                let tags = note.metadata.tags.join(", ");
+                write!(out, " (tags: {})", field(&tags, raw))?;
             }
             writeln!(out)?;
             if let Some(context) = &note.metadata.context {
-                writeln!(out, "  Context: {context}")?;
+                writeln!(out, "  Context: {}", field(context, raw))?;
             }
             if let Some(at) = note.metadata.expires_at {
                 writeln!(out, "  Expires: {}", at.to_rfc3339())?;

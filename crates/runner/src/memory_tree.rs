@@ -2,28 +2,33 @@
 //! dialect's files, which are notes with a path) as real files in a directory of the operator's,
 //! and back.
 //!
-//! Export writes into an empty or new directory, each file created afresh (never through an
-//! existing file or link). Import reads regular files only (links are skipped, never followed),
-//! checks each path as the `memory` tool does ([`read_tree`]), and writes each file in one
-//! transaction with its audit row ([`write_tree`]): a new file is created, an existing one
-//! replaced. Between the two the CLI governs the import (`crate::memory_governed`).
+//! Both run as root on a directory the CLI opened with [`runner::open_operator_dir`] (which
+//! refuses one the user's shell can write unless the operator insists), and go on from there one
+//! name at a time through [`SafeDir`]: nothing below the target is ever resolved as a path again,
+//! so a link planted or flipped there while the command runs is never followed.
+//!
+//! Export writes into an empty or new directory, each directory made with `mkdirat` and opened
+//! `O_NOFOLLOW`, each file created `O_EXCL | O_NOFOLLOW` (never through an existing file or
+//! link). Import reads each name through the descriptor it opened `O_NOFOLLOW` and whose type it
+//! checked with `fstat` (links, FIFOs, devices and hard-linked files are skipped unread), checks
+//! each path as the `memory` tool does ([`read_tree`]), and writes each file in one transaction
+//! with its audit row ([`write_tree`]): a new file is created, an existing one replaced. Between
+//! the two the CLI governs the import (`crate::memory_governed`).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Component, Path};
 
 use anyhow::{Context, Result, bail};
 use memory::{MEMORIES_ROOT, MemoryStore, PathExpect, PathPut};
+use runner::{Entry, SafeDir};
 use types::{AuditTag, UserId};
 
-/// Writes every file of `user`'s tree below `dir`. Returns how many were written.
-pub async fn export(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<usize> {
-    if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
-        bail!(
-            "{} is not empty: export the tree into a new or empty directory",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Largest file import reads (a larger one is an error, not a truncated note).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Writes every file of `user`'s tree below `dir` (opened, and empty). Returns how many were
+/// written.
+pub async fn export(store: &MemoryStore, user: &UserId, dir: &SafeDir) -> Result<usize> {
     let entries = store.file_tree(user, MEMORIES_ROOT).await?;
     let mut written = 0;
     for entry in entries {
@@ -36,39 +41,41 @@ pub async fn export(store: &MemoryStore, user: &UserId, dir: &Path) -> Result<us
                 .trim_start_matches(MEMORIES_ROOT)
                 .trim_start_matches('/'),
         );
-        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        let names: Option<Vec<&str>> = rel
+            .components()
+            .map(|c| match c {
+                Component::Normal(n) => n.to_str(),
+                _ => None,
+            })
+            .collect();
+        let Some((name, parents)) = names.as_deref().and_then(<[&str]>::split_last) else {
             bail!("stored path {:?} is not a plain relative path", entry.path);
+        };
+        let mut parent = None;
+        for part in parents {
+            let here: &SafeDir = parent.as_ref().unwrap_or(dir);
+            parent = Some(here.subdir(part, Some(0o700))?);
         }
-        let target = dir.join(rel);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-            .with_context(|| format!("cannot create {}", target.display()))?;
-        f.write_all(file.content.as_bytes())?;
+        let here = parent.as_ref().unwrap_or(dir);
+        let mut f = here.create_new(name, 0o600)?;
+        f.write_all(file.content.as_bytes())
+            .with_context(|| format!("cannot write {}", here.path().join(name).display()))?;
         written += 1;
     }
     Ok(written)
 }
 
 /// The regular files below `dir` as `(path in the tree, text)`, each path checked as the
-/// `memory` tool checks it. Nothing is written.
-pub fn read_tree(dir: &Path) -> Result<Vec<(String, String)>> {
+/// `memory` tool checks a new file's (no hidden or look-alike names). Nothing is written.
+pub fn read_tree(dir: &SafeDir) -> Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     collect(dir, "", &mut files)?;
-    files
-        .into_iter()
-        .map(|(rel, host)| {
-            let raw = format!("{MEMORIES_ROOT}/{rel}");
-            let path = tools::canonical_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let text = std::fs::read_to_string(&host)
-                .with_context(|| format!("{} is not a UTF-8 text file", host.display()))?;
-            Ok((path, text))
-        })
-        .collect()
+    Ok(files)
+}
+
+/// What an imported file records as its provenance: an import, outside any conversation.
+fn imported() -> Option<memory::Provenance> {
+    Some(memory::Provenance::outside_turn(memory::Origin::Import))
 }
 
 /// Writes `files` (from [`read_tree`]) into `user`'s tree, each in one transaction that also
@@ -82,12 +89,12 @@ pub async fn write_tree(
     let mut written = 0;
     for (path, text) in files {
         let put = match store
-            .put_file(user, path, text, PathExpect::Absent, audit)
+            .put_file_as(user, path, text, PathExpect::Absent, audit, imported())
             .await?
         {
             PathPut::Exists => {
                 store
-                    .put_file(user, path, text, PathExpect::Present, audit)
+                    .put_file_as(user, path, text, PathExpect::Present, audit, imported())
                     .await?
             }
             other => other,
@@ -101,31 +108,42 @@ pub async fn write_tree(
     Ok(written)
 }
 
-fn collect(dir: &Path, prefix: &str, out: &mut Vec<(String, std::path::PathBuf)>) -> Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            bail!("{}: names must be UTF-8", entry.path().display());
-        };
+fn collect(dir: &SafeDir, prefix: &str, out: &mut Vec<(String, String)>) -> Result<()> {
+    for name in dir.names()? {
         let rel = if prefix.is_empty() {
-            name
+            name.clone()
         } else {
             format!("{prefix}/{name}")
         };
-        let kind = entry.file_type()?; // does not follow links
-        if kind.is_dir() {
-            collect(&entry.path(), &rel, out)?;
-        } else if kind.is_file() {
-            out.push((rel, entry.path()));
-        } else {
-            tracing::warn!(path = %entry.path().display(), "skipped: not a regular file");
+        match dir.open_entry(&name)? {
+            Entry::Dir(sub) => collect(&sub, &rel, out)?,
+            Entry::File(file) => {
+                let shown = dir.path().join(&name);
+                let raw = format!("{MEMORIES_ROOT}/{rel}");
+                let path =
+                    tools::canonical_new_memory_path(&raw).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut bytes = Vec::new();
+                file.take(MAX_FILE_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .with_context(|| format!("cannot read {}", shown.display()))?;
+                if bytes.len() as u64 > MAX_FILE_BYTES {
+                    bail!("{} is larger than 16 MiB", shown.display());
+                }
+                let text = String::from_utf8(bytes)
+                    .with_context(|| format!("{} is not a UTF-8 text file", shown.display()))?;
+                out.push((path, text));
+            }
+            Entry::Skipped(why) => {
+                tracing::warn!(path = %dir.path().join(&name).display(), why, "skipped");
+            }
         }
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "memory_tree_tests.rs"]
+mod race_tests;
 
 #[cfg(test)]
 mod tests {
@@ -155,7 +173,14 @@ mod tests {
                 .unwrap();
         }
         let out = dir.path().join("tree");
-        assert_eq!(export(&from, &user, &out).await.unwrap(), 2);
+        let policy = runner::TargetPolicy::default();
+        let open = |want| runner::open_operator_dir(&out, want, &policy);
+        assert_eq!(
+            export(&from, &user, &open(runner::Want::NewOrEmpty).unwrap())
+                .await
+                .unwrap(),
+            2
+        );
         assert_eq!(
             std::fs::read_to_string(out.join("projects/x/plan.md")).unwrap(),
             "the plan"
@@ -163,11 +188,11 @@ mod tests {
         // A link in the tree is skipped, never followed.
         std::os::unix::fs::symlink("/etc/passwd", out.join("passwd")).unwrap();
         assert!(
-            export(&from, &user, &out).await.is_err(),
+            open(runner::Want::NewOrEmpty).is_err(),
             "refuses a non-empty directory"
         );
         let import = async |to: &MemoryStore| {
-            let files = read_tree(&out).unwrap();
+            let files = read_tree(&open(runner::Want::Existing).unwrap()).unwrap();
             write_tree(to, &user, &files, None).await.unwrap()
         };
         assert_eq!(import(&to).await, 2);

@@ -1,11 +1,32 @@
-//! What the CLI tells its user on stdout.
+//! What the CLI tells its user on stdout. Text that came from elsewhere (notes, audit fields a
+//! caller chose, logs) goes through [`field`] or [`write_json`], which show control characters
+//! as escapes ([`types::terminal`]) so it cannot drive the operator's terminal.
 
+use std::borrow::Cow;
 use std::io::Write;
 
-/// Prints `line` and a newline on stdout (a closed stdout is ignored: nothing else can be done).
+/// `text` for a one-line listing: every control character as an escape, unless `raw`.
+pub fn field(text: &str, raw: bool) -> Cow<'_, str> {
+    match raw {
+        true => Cow::Borrowed(text),
+        false => types::terminal::escape_line(text),
+    }
+}
+
+/// `value` as one line of JSON and a newline, with the characters a terminal could act on
+/// that JSON leaves raw (C1, bidi controls) escaped: still valid JSON, the same value.
+pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let text = serde_json::to_string(value)?;
+    writeln!(out, "{}", types::terminal::escape_json(&text))?;
+    Ok(())
+}
+
+/// Prints `line` and a newline on stdout (a closed stdout is ignored: nothing else can be done),
+/// control characters other than newlines and tabs as escapes: what it prints may quote a log,
+/// a health file or a marker another process wrote.
 pub fn say(line: impl AsRef<str>) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", line.as_ref());
+    let _ = writeln!(out, "{}", types::terminal::escape_text(line.as_ref()));
     let _ = out.flush();
 }
 
@@ -33,9 +54,30 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// The last `n` lines of a file (empty when unreadable).
+/// A log in a user's workspace, opened as root: no link on the way is followed (the shell can
+/// write `logs/`) and only a regular file is read.
+pub fn open_log(path: &std::path::Path) -> Option<std::fs::File> {
+    let policy = runner::TargetPolicy {
+        allow_shell_writable: true,
+        workspace_root: None,
+    };
+    runner::open_operator_file(path, &policy).ok()
+}
+
+/// The last `n` lines of a log (of its last MiB; empty when unreadable), opened with
+/// [`open_log`].
 pub fn tail(path: &std::path::Path, n: usize) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = Vec::new();
+    if let Some(mut file) = open_log(path) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        if file
+            .seek(SeekFrom::Start(len.saturating_sub(1 << 20)))
+            .is_ok()
+        {
+            let _ = file.take(1 << 20).read_to_end(&mut text);
+        }
+    }
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -60,5 +102,31 @@ impl Poll {
     pub async fn pause(&mut self) {
         tokio::time::sleep(self.next).await;
         self.next = (self.next * 2).min(Self::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_read_through_no_link_and_a_fifo_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        std::fs::write(dir.path().join("secret"), "outside\n").unwrap();
+        std::fs::write(logs.join("a.log"), "one\ntwo\nthree\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), logs.join("b.log")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            logs.join("c.log").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(tail(&logs.join("a.log"), 2), "two\nthree");
+        assert_eq!(tail(&logs.join("b.log"), 2), "");
+        assert_eq!(tail(&logs.join("c.log"), 2), "");
     }
 }

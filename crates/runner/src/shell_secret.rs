@@ -1,5 +1,5 @@
 //! The per-user shell secret: 32 random bytes (hex) in `.oxydra/shell.secret`, mode 0600, owned by
-//! the user's guest uid. `oxydra-vm` reads it and proves it on every connection to the shell
+//! the user's agent uid. `oxydra-vm` reads it and proves it on every connection to the shell
 //! daemon; the daemon is given only its SHA-256 (the bootstrap's `secret_sha256`), so nothing the
 //! shell can read lets anyone connect. A new secret is issued each time a user's guests start.
 
@@ -8,16 +8,17 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 use types::{WorkspacePaths, shell_secret_path};
 
-use crate::{GuestIdentity, RunnerError};
+use crate::{RunnerError, UserIdentities};
 
 /// Bytes of randomness in a secret.
 const SECRET_BYTES: usize = 32;
 
 /// Writes a fresh secret for `ws` (atomically, following nothing: see
-/// [`crate::privilege::write_owned`]), owned by `owner` when given; returns its verifier.
+/// [`crate::privilege::write_owned`]), owned by the agent of `owner` when given; returns its
+/// verifier.
 pub fn issue_shell_secret(
     ws: &WorkspacePaths,
-    owner: Option<GuestIdentity>,
+    owner: Option<UserIdentities>,
 ) -> Result<String, RunnerError> {
     let path = shell_secret_path(ws);
     let mut bytes = [0u8; SECRET_BYTES];
@@ -25,7 +26,12 @@ pub fn issue_shell_secret(
         RunnerError::io("create a secret for", &path)(std::io::Error::other(e.to_string()))
     })?;
     let secret = hex(&bytes);
-    crate::privilege::write_owned(&path, format!("{secret}\n").as_bytes(), 0o600, owner)?;
+    crate::privilege::write_owned(
+        &path,
+        format!("{secret}\n").as_bytes(),
+        0o600,
+        owner.map(|ids| ids.agent),
+    )?;
     Ok(verifier_of(&secret))
 }
 
@@ -34,9 +40,11 @@ pub fn verifier_of(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-/// The verifier of the secret stored at `path`, if one is.
+/// The verifier of the secret stored at `path`, if one is (a link, FIFO or anything but a
+/// regular file at `path` is not read).
 pub fn stored_verifier(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let bytes = crate::beneath::read_regular(path, 4096).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let secret = text.trim();
     (!secret.is_empty()).then(|| verifier_of(secret))
 }

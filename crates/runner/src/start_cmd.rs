@@ -61,7 +61,7 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     }
     let mut plans = Vec::new();
     for user in users {
-        let ws = provision(&config.workspace_root, &user.id)?;
+        let ws = provision_healed(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
         // Before the workspace is handed to the guest uid: an unencrypted file is encrypted now.
         let place = runner::MemoryPlace::of(&agent, &ws);
@@ -77,12 +77,13 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
         let digest = config_digest(&config, &user);
         let mut user = user;
-        if let Some(id) = separation.identity() {
+        if let Some(ids) = separation.identity() {
             runner::check_reachable(&config.workspace_root)?;
-            runner::own_workspace(&ws, id)?;
+            // Ownership is (re)applied with the rest of the workspace before each launch (see
+            // `runner::heal`, called by the supervisor).
             // The guest reads its own copy: the original may be readable by the runner only.
             if !container && let Some(original) = &user.agent_config {
-                user.agent_config = Some(runner::agent_config_copy(&ws, original, id)?);
+                user.agent_config = Some(runner::agent_config_copy(&ws, original, ids.agent)?);
             }
         }
         plans.push(Plan {
@@ -130,6 +131,27 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     }
 }
 
+/// Provisions `user`'s workspace; when that fails (a runner not started as root cannot pass a
+/// workspace root the shell closed with `chmod 0`), heals it (see [`runner::heal`]; the
+/// supervisor heals again, ownership included, before it launches anything) and tries once more.
+fn provision_healed(root: &std::path::Path, user: &types::UserId) -> Result<WorkspacePaths> {
+    let first = match provision(root, user) {
+        Ok(ws) => return Ok(ws),
+        Err(e) => e,
+    };
+    let ws = WorkspacePaths::for_user(root, user);
+    match runner::heal(&ws, runner::Occasion::WhileRunning) {
+        Ok(repairs) if !repairs.is_empty() => {
+            for what in repairs {
+                tracing::warn!(%user, "repaired: {what}");
+                say(format!("{user}: repaired: {what}"));
+            }
+            Ok(provision(root, user)?)
+        }
+        _ => Err(first.into()),
+    }
+}
+
 /// Makes the user's workspace this runner's to start: true when it should be started. A live
 /// runner started with other settings is stopped (the agent is restarted with the new ones); one
 /// with the same settings is refused when the user was `named`, else skipped. What a dead runner
@@ -171,6 +193,16 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
                 tracing::warn!(%user, %role, pid = child.pid, "stopping a guest left by a runner that died");
                 runner::signal(child.pid, Signal::KILL);
             }
+        }
+    }
+    // Whatever is left in the user's cgroups (commands that escaped a shell whose runner died)
+    // could keep the agent from starting: it ends here.
+    if plan.docker.is_none()
+        && let Some(cgroup) = runner::Tracking::of(ws).cgroup()
+    {
+        let n = cgroup.kill(None);
+        if n > 0 {
+            tracing::warn!(%user, "ended {n} processes left in the user's cgroup");
         }
     }
     runner::remove_run_files(ws)?;

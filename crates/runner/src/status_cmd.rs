@@ -1,5 +1,7 @@
 //! `runner status`: per user and role — pid (or container and its state), uptime, restarts,
-//! endpoint, health.
+//! endpoint, health; what the runner repaired in the workspace before a (re)start; and, in the
+//! process tier, stray processes: those in the user's cgroups that no running guest started
+//! (a command that left its shell's session, or anything a runner that died left).
 
 use anyhow::Result;
 use runner::{GatewayMarker, Health, RunnerMarker, read_json};
@@ -45,6 +47,18 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             (Some(docker), None) => orphaned(docker, &ws).await,
             _ => Vec::new(),
         };
+        let tracking = match config.tier {
+            Tier::Process => runner::Tracking::of(&ws),
+            Tier::Container => runner::Tracking::Untracked("container tier"),
+        };
+        let guests: Vec<u32> = marker
+            .iter()
+            .flat_map(|m| m.children.values().map(|c| c.pid))
+            .collect();
+        let strays = tracking
+            .cgroup()
+            .map(|c| strays(c, &guests))
+            .unwrap_or_default();
         if as_json {
             rows.push(json!({
                 "user": user.id,
@@ -54,11 +68,20 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
                 "gateway": gateway,
                 "health": health,
                 "left_behind": orphans,
+                "strays": strays,
             }));
             continue;
         }
         let Some(m) = marker else {
-            if orphans.is_empty() {
+            if !strays.is_empty() {
+                say(format!(
+                    "{id}  stopped, but {} stray processes are left: {}; `runner --user {id} \
+                     stop` ends them (`start` too)",
+                    strays.len(),
+                    shown(&strays),
+                    id = user.id
+                ));
+            } else if orphans.is_empty() {
                 say(format!("{}  stopped", user.id));
             } else {
                 say(format!(
@@ -101,6 +124,25 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
                 say(format!("  {:<10} container {name} ({state})", ""));
             }
         }
+        if let runner::Tracking::Untracked(why) = &tracking
+            && config.tier == Tier::Process
+        {
+            say(format!(
+                "  processes  not tracked ({why}): a command that leaves its session can outlive \
+                 stop"
+            ));
+        }
+        if !strays.is_empty() {
+            say(format!(
+                "  strays     {} processes outside any guest: {}; `runner --user {} stop` ends them",
+                strays.len(),
+                shown(&strays),
+                user.id
+            ));
+        }
+        for repair in m.repairs.iter().rev().take(10).rev() {
+            say(format!("  repaired   {repair}"));
+        }
         if let Some(h) = health {
             say(format!(
                 "  health     {} (updated {} ago)",
@@ -110,7 +152,9 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
         }
     }
     if as_json {
-        say(serde_json::to_string_pretty(&rows)?);
+        say(types::terminal::escape_json(&serde_json::to_string_pretty(
+            &rows,
+        )?));
     }
     Ok(())
 }
@@ -148,4 +192,59 @@ async fn container_state(docker: &bollard::Docker, name: &str) -> String {
         Err(e) if runner::is_not_found(&e) => "missing".to_owned(),
         Err(e) => format!("unknown ({})", runner::docker_message(&e)),
     }
+}
+
+/// A process in the user's cgroups that no running guest started.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Stray {
+    pid: u32,
+    role: String,
+    command: String,
+}
+
+/// `pid 123 (sleep), pid 456 (sh)`.
+fn shown(strays: &[Stray]) -> String {
+    strays
+        .iter()
+        .map(|s| format!("pid {} ({})", s.pid, s.command))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The processes in `cgroup` that are neither one of `guests` nor descended from one.
+fn strays(cgroup: &runner::UserCgroup, guests: &[u32]) -> Vec<Stray> {
+    cgroup
+        .processes()
+        .into_iter()
+        .filter(|(_, pid)| !descends_from(*pid, guests))
+        .map(|(role, pid)| Stray {
+            pid,
+            role,
+            command: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|c| c.trim().to_owned())
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// True when `pid` is one of `guests` or its parents lead to one.
+fn descends_from(pid: u32, guests: &[u32]) -> bool {
+    let mut current = pid;
+    for _ in 0..64 {
+        if guests.contains(&current) {
+            return true;
+        }
+        match parent_of(current) {
+            Some(parent) if parent > 1 => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent pid from `/proc/<pid>/stat` (after the command name, which may hold spaces).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(1)?.parse().ok()
 }

@@ -1,6 +1,7 @@
 //! `runner stop`: signal each selected user's runner (it stops both guests and removes the
 //! markers), or — when that runner died — stop the guests it left and clean up after it. In the
-//! container tier, every container serving the user's workspace is removed either way.
+//! container tier, every container serving the user's workspace is removed either way; in the
+//! process tier, every process left in the user's cgroups is ended (see [`runner::Tracking`]).
 
 use std::time::{Duration, Instant};
 
@@ -46,8 +47,31 @@ pub async fn stop_one(
     docker: Option<&bollard::Docker>,
     ws: &WorkspacePaths,
 ) -> Result<String> {
+    // A workspace the shell closed (`chmod 0`) hides the markers from a runner not started as
+    // root (root reads them anyway, and its next start heals and records the repairs): its modes
+    // are put back first (see `runner::heal`).
+    let mut repaired = Vec::new();
+    if !runner::runs_as_root() {
+        match runner::heal(ws, runner::Occasion::WhileRunning) {
+            Ok(repairs) => repaired = repairs,
+            Err(e) => tracing::warn!("could not repair the workspace: {e:#}"),
+        }
+    }
     let budget = crate::supervise::stop_budget(config);
     let mut line = stop_user(ws, budget).await?;
+    for what in repaired {
+        line.push_str(&format!("; repaired: {what}"));
+    }
+    // Every process the guests left (process tier): a command that left its shell's session.
+    if docker.is_none()
+        && let Some(cgroup) = runner::Tracking::of(ws).cgroup()
+    {
+        let n = cgroup.kill(None);
+        cgroup.remove();
+        if n > 0 {
+            line.push_str(&format!("; ended {n} stray processes"));
+        }
+    }
     if let Some(docker) = docker {
         let left = remove_workspace_containers(docker, &ws.root).await?;
         if !left.is_empty() {

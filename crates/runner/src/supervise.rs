@@ -1,6 +1,8 @@
 //! One user's supervisor (either tier): start `shell-vm` then `oxydra-vm` — as host processes or
 //! as containers — restart a crashed guest with backoff (within a bound), and on shutdown stop
-//! both (removing their containers) and remove every marker.
+//! both (removing their containers) and remove every marker. Before each launch the workspace is
+//! healed (see [`runner::heal`]; what was repaired goes to the log and the runner marker), and in
+//! the process tier each guest runs in a cgroup that ends with it (see [`runner::Tracking`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -16,6 +18,9 @@ use sandbox::Role;
 use types::{AgentConfig, CancellationToken, ShellBootstrap, WorkspacePaths};
 
 use crate::guest::{self, Guest};
+
+#[path = "supervise_healing.rs"]
+mod healing;
 use crate::out::say;
 
 /// Everything one user's supervisor needs.
@@ -48,6 +53,22 @@ struct Supervisor {
     started_at: String,
     /// The SHA-256 of the user's current shell secret, handed to each `shell-vm` started.
     verifier: String,
+    /// Where the guests' processes are tracked (process tier).
+    tracking: runner::Tracking,
+    /// What was repaired in the workspace (`<time> <what>`), for the marker.
+    repairs: Vec<String>,
+    /// Why the last healing could not finish, if it could not.
+    unrepaired: Option<String>,
+}
+
+/// How often the workspace is healed while both guests run (see `healing`).
+const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// What [`Supervisor::wait_any`] saw.
+enum Event {
+    Stop,
+    Exited(Role, std::process::ExitStatus),
+    Check,
 }
 
 /// Runs the user's guests until `stop` is cancelled or a guest cannot be kept running. The caller
@@ -60,7 +81,19 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
         crashes: BTreeMap::new(),
         started_at: crate::out::now(),
         verifier: String::new(),
+        tracking: runner::Tracking::Untracked("container tier"),
+        repairs: Vec::new(),
+        unrepaired: None,
     };
+    if sup.plan.docker.is_none() {
+        sup.tracking = runner::Tracking::of(&sup.plan.ws);
+        if let runner::Tracking::Untracked(why) = sup.tracking {
+            tracing::warn!(
+                "{why}: the shell's processes are not tracked, so a command that leaves its \
+                 session can outlive a stop"
+            );
+        }
+    }
     let result = sup.serve(&stop).await;
     sup.stop_all().await;
     result
@@ -68,6 +101,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
 
 impl Supervisor {
     async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
+        self.heal();
         self.write_marker()?;
         self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
@@ -89,9 +123,13 @@ impl Supervisor {
                 .display()
         ));
         loop {
-            let (role, status) = self.wait_any(stop).await;
-            let Some(status) = status else {
-                return Ok(());
+            let (role, status) = match self.wait_any(stop).await {
+                Event::Stop => return Ok(()),
+                Event::Check => {
+                    self.check(stop).await?;
+                    continue;
+                }
+                Event::Exited(role, status) => (role, status),
             };
             let what = guest::describe(status);
             let log = guest::log_path(&self.plan.ws, role.name());
@@ -109,21 +147,20 @@ impl Supervisor {
         }
     }
 
-    /// The first guest to exit and how, or `None` once `stop` is cancelled.
-    async fn wait_any(
-        &mut self,
-        stop: &CancellationToken,
-    ) -> (Role, Option<std::process::ExitStatus>) {
+    /// The first guest to exit and how, `stop` being cancelled, or the time for a check (see
+    /// `healing`).
+    async fn wait_any(&mut self, stop: &CancellationToken) -> Event {
         let mut iter = self.guests.values_mut();
         let (Some(a), Some(b)) = (iter.next(), iter.next()) else {
             stop.cancelled().await;
-            return (Role::OxydraVm, None);
+            return Event::Stop;
         };
         let (ra, rb) = (a.role, b.role);
         tokio::select! {
-            () = stop.cancelled() => (ra, None),
-            s = a.wait() => (ra, Some(s)),
-            s = b.wait() => (rb, Some(s)),
+            () = stop.cancelled() => Event::Stop,
+            s = a.wait() => Event::Exited(ra, s),
+            s = b.wait() => Event::Exited(rb, s),
+            () = tokio::time::sleep(CHECK_EVERY) => Event::Check,
         }
     }
 
@@ -200,7 +237,7 @@ impl Supervisor {
         let guest = match &self.plan.docker {
             Some(docker) => {
                 let p = &self.plan;
-                let (uid, gid) = match p.separation.identity() {
+                let (uid, gid) = match p.separation.guest(role) {
                     Some(id) => (id.uid, id.gid),
                     None => (
                         rustix::process::getuid().as_raw(),
@@ -216,6 +253,7 @@ impl Supervisor {
                     uid,
                     gid,
                     shell_verifier: &self.verifier,
+                    agent_uid: p.separation.guest(Role::OxydraVm).map(|id| id.uid),
                     memory_key: p.memory_key.as_ref(),
                 })?;
                 let name =
@@ -224,8 +262,13 @@ impl Supervisor {
             }
             None => {
                 let (binary, args, bootstrap) = self.launch_spec(role)?;
-                let identity = self.plan.separation.identity();
-                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, identity).await?
+                let identity = self.plan.separation.guest(role);
+                let placement = match self.tracking.cgroup() {
+                    Some(cgroup) => Some(cgroup.prepare(role.name())?),
+                    None => None,
+                };
+                let who = (identity, placement);
+                guest::spawn(role, &binary, &args, &self.plan.ws, &bootstrap, who).await?
             }
         };
         Ok(guest)
@@ -242,6 +285,7 @@ impl Supervisor {
                 let mut boot =
                     ShellBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
                 boot.secret_sha256 = Some(self.verifier.clone());
+                boot.agent_uid = p.separation.guest(Role::OxydraVm).map(|id| id.uid);
                 serde_json::to_string(&boot)?
             }
             Role::OxydraVm => {
@@ -275,7 +319,9 @@ impl Supervisor {
             // Reaps the process, or removes the exited container (keeping its log).
             dead.stop(s.stop_timeout).await;
         }
+        self.end_strays(role);
         let mut last = what.to_owned();
+        let mut cause: Option<String> = None;
         loop {
             let crashes = self.crashes.entry(role.name()).or_default();
             let now = Instant::now();
@@ -290,9 +336,9 @@ impl Supervisor {
             if n > s.max_restarts {
                 bail!(
                     "{user}'s {role} failed {n} times within {} s (last: {last}); giving up — \
-                     see {}",
+                     {}",
                     s.restart_window.as_secs(),
-                    guest::log_path(&self.plan.ws, role.name()).display()
+                    self.give_up_advice(role, &cause)
                 );
             }
             let wait = s.backoff(n);
@@ -302,6 +348,7 @@ impl Supervisor {
                 () = tokio::time::sleep(wait) => {}
             }
             *self.restarts.entry(role.name()).or_default() += 1;
+            self.heal();
             match self.start(role).await {
                 Ok(endpoint) => {
                     say(format!(
@@ -310,11 +357,15 @@ impl Supervisor {
                     return Ok(());
                 }
                 Err(e) => {
-                    last = format!("{e:#}")
+                    let text = format!("{e:#}");
+                    last = text.lines().next().unwrap_or_default().to_owned();
+                    // The last line the guest logged (quoted after the first line), if any.
+                    cause = text
                         .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
+                        .skip(2)
+                        .filter(|l| !l.trim().is_empty())
+                        .last()
+                        .map(|l| l.trim().to_owned());
                     tracing::warn!(%user, %role, "restart failed: {last}");
                 }
             }
@@ -341,6 +392,7 @@ impl Supervisor {
             tier: self.plan.config.tier.name().to_owned(),
             children,
             config_digest: Some(self.plan.config_digest.clone()),
+            repairs: self.repairs.clone(),
         };
         Ok(runner::write_json_atomic(
             &self.plan.ws.root,
@@ -349,7 +401,8 @@ impl Supervisor {
         )?)
     }
 
-    /// Stops oxydra-vm, then shell-vm, and removes every marker and the socket.
+    /// Stops oxydra-vm, then shell-vm (and every process they left), and removes every marker
+    /// and the socket.
     async fn stop_all(&mut self) {
         let grace = self.plan.config.supervision.stop_timeout;
         for role in [Role::OxydraVm, Role::ShellVm] {
@@ -357,6 +410,9 @@ impl Supervisor {
                 let how = g.stop(grace).await.map(guest::describe);
                 tracing::info!(%role, "stopped ({})", how.unwrap_or_default());
             }
+        }
+        if let Some(cgroup) = self.tracking.cgroup() {
+            cgroup.remove();
         }
         // The markers, and what a guest stopped in the middle of writing one left beside it.
         if let Err(e) = runner::remove_run_files(&self.plan.ws) {

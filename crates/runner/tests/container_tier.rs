@@ -163,7 +163,7 @@ async fn chat_and_memory_run_in_hardened_labelled_containers() {
         );
         assert_eq!(
             c["Config"]["User"],
-            uid_gid(&setup.ws("alice")).as_str(),
+            uid_gid(&setup.ws("alice"), role).as_str(),
             "{role}"
         );
         assert_eq!(c["State"]["Running"], true, "{role}");
@@ -267,7 +267,7 @@ async fn the_visibility_table_holds_inside_the_containers() {
         assert!(!report.contains("the vault says hello"), "{report}");
     }
     // The shell runs as the user's guest uid (never root).
-    let (uid, _) = uid_gid(&ws)
+    let (uid, _) = uid_gid(&ws, "shell-vm")
         .split_once(':')
         .map(|(u, g)| (u.to_owned(), g.to_owned()))
         .unwrap();

@@ -20,7 +20,7 @@ use test_support::{Need, ScriptedLlm};
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
 
 /// Runs the Python client with `args`, the calls as JSON on stdin; its JSON output.
-async fn python(args: &[&str], calls: &Value) -> Value {
+pub(crate) async fn python(args: &[&str], calls: &Value) -> Value {
     use tokio::io::AsyncWriteExt;
     let python = test_support::mcp_python().expect("python with mcp");
     let mut child = tokio::process::Command::new(python)
@@ -59,7 +59,7 @@ fn mcp_url(setup: &Setup, user: &str) -> String {
     format!("http://{}/mcp", marker.socket_addr().unwrap())
 }
 
-fn call(tool: &str, args: Value) -> Value {
+pub(crate) fn call(tool: &str, args: Value) -> Value {
     json!({ "tool": tool, "args": args })
 }
 
@@ -82,7 +82,7 @@ fn tool<'a>(out: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The calls' results, each asserted to have succeeded or failed as `expect_ok` says.
-fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
+pub(crate) fn results(out: &Value, expect_ok: &[bool]) -> Vec<Value> {
     let calls = out["calls"].as_array().unwrap();
     assert_eq!(calls.len(), expect_ok.len(), "{out}");
     for (i, (c, ok)) in calls.iter().zip(expect_ok).enumerate() {
@@ -338,7 +338,8 @@ async fn mcp_over_stdio_serves_the_named_users_memory() {
     sees_nothing_of_alice(&["stdio", runner, "--config", config, "--user", "bob", "mcp"]).await;
 }
 
-/// `[governance]` for the MCP surface: putMemory only in `agent.*` with a TTL of at most an hour,
+/// `[governance]` for the MCP surface: writes (the rule on putMemory is the write class's) only in
+/// `agent.*` with a TTL of at most an hour,
 /// and listMemory at most twice (the bucket refills once in 1,000 minutes).
 const GOVERNANCE: &str = "
 [governance.tool_permissions.putMemory]
@@ -367,15 +368,16 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
         &json!([
             call("putMemory", json!({"namespace": "private.x", "key": "k", "value": "v"})),
             call("putMemory", json!({"namespace": "agent.x", "key": "k", "value": "v", "ttl_seconds": 7200})),
-            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com"})),
+            call("putMemory", json!({"namespace": "agent.contact", "key": "bob", "value": "write to bob.jones@example.com", "ttl_seconds": 600})),
             call("memory_search", json!({"query": "write to bob"})),
             list(),
             list(),
             list(),
+            call("putMemory", json!({"namespace": "agent.keys", "key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "value": "stripe"})),
         ]),
     )
     .await;
-    let r = results(&out, &[false, false, true, true, true, true, false]);
+    let r = results(&out, &[false, false, true, true, true, true, false, false]);
     for denied in &r[..2] {
         let error: Value = serde_json::from_str(denied["text"].as_str().unwrap()).unwrap();
         assert_eq!(
@@ -384,6 +386,11 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             "{denied}"
         );
     }
+    // The redacted write says what was redacted; the key holding a secret is refused.
+    let saved = json_text(&r[2]);
+    assert_eq!(saved["redacted"], json!(["value: email"]), "{saved}");
+    let refused = r[7]["text"].as_str().unwrap();
+    assert!(refused.contains("PII_DETECTED"), "{refused}");
     let found = r[3]["text"].as_str().unwrap();
     assert!(
         found.contains("[REDACTED:email]") && !found.contains("bob.jones@example.com"),
@@ -424,10 +431,14 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             ("mcp", "listMemory", client, "ok"),
             ("mcp", "listMemory", client, "ok"),
             ("mcp", "listMemory", client, "rate_limited"),
+            ("mcp", "putMemory", client, "rejected"),
         ]
     );
     let text = format!("{rows:?}");
-    assert!(!text.contains("bob.jones"), "{text}");
+    assert!(
+        !text.contains("bob.jones") && !text.contains("4eC39HqLyjWDarjt"),
+        "{text}"
+    );
 }
 
 /// Every file under `dir` whose name has `.log` in it (rotated ones too), with its text.

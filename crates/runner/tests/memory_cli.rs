@@ -263,14 +263,14 @@ fn cli_writes_are_audited_in_their_transaction_and_secrets_are_refused() {
             id.to_owned(),
         )
     };
-    // The refused save has its row too, without any note.
+    // Newest first; the refused save has its row too, without any note.
     assert_eq!(
         summary,
         [
-            row("memory_save", "ok", &id),
-            row("memory_update", "ok", &id),
-            row("memory_save", "rejected", ""),
             row("memory_delete", "ok", &id),
+            row("memory_save", "rejected", ""),
+            row("memory_update", "ok", &id),
+            row("memory_save", "ok", &id),
         ]
     );
     let dump = rows.to_string();

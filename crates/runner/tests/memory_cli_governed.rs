@@ -50,12 +50,13 @@ fn exported(id: u32, text: &str) -> String {
     .to_string()
 }
 
-/// `(tool, outcome, note_id)` of each audit row.
+/// `(tool, outcome, note_id)` of each audit row, oldest first (the CLI lists newest first).
 fn audit(root: &Path) -> Vec<(String, String, String)> {
-    ok_json(runner(root, None, &["audit", "--json"]))
+    ok_json(runner(root, None, &["audit", "--json", "--limit", "10000"]))
         .as_array()
         .unwrap()
         .iter()
+        .rev()
         .map(|r| {
             let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
             assert_eq!((s("surface"), s("client")), ("cli".into(), "runner".into()));
@@ -114,7 +115,7 @@ fn cli_writes_refused_by_permissions_change_nothing() {
         let last = rows.last().unwrap();
         assert_eq!(last.1, "denied", "{args:?}: {rows:?}");
         let stored = ok_json(runner(root, None, &["audit", "--json"]));
-        let row = stored.as_array().unwrap().last().unwrap().clone();
+        let row = stored.as_array().unwrap().first().unwrap().clone();
         assert_eq!(row["reason"], *reason, "{args:?}: {row}");
     }
     // Nothing changed: the one note, as saved, and no file in the tree.
@@ -128,9 +129,10 @@ fn cli_writes_refused_by_permissions_change_nothing() {
     );
     let rows = audit(root);
     assert_eq!(rows[0], ("memory_save".into(), "ok".into(), id.clone()));
-    // The save, each refusal, and the `get` above (a read, audited as one).
-    assert_eq!(rows.len(), 1 + cases.len() + 1, "{rows:?}");
-    assert_eq!(rows.last().unwrap().0, "memory_get");
+    // The save, each refusal, and the `get` and `export-tree` above (reads, audited as such).
+    assert_eq!(rows.len(), 1 + cases.len() + 2, "{rows:?}");
+    assert_eq!(rows[rows.len() - 2].0, "memory_get");
+    assert_eq!(rows.last().unwrap().0, "memory_export_tree");
 }
 
 #[test]

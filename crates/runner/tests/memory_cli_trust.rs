@@ -8,23 +8,14 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{err_line, ok_json};
+use crate::common::{err_line, memory_alice, ok_json};
 
 use serde_json::{Value, json};
 
 fn runner(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("memory")
-        .arg("--root")
-        .arg(root)
-        .arg("--user")
-        .arg("alice")
-        .args(args)
-        .env_remove("OXYDRA_LOG")
-        .output()
-        .expect("runner starts")
+    memory_alice(root, args)
 }
 
 fn texts(history: &Value) -> Vec<&str> {

@@ -318,5 +318,11 @@ async fn a_guest_that_keeps_crashing_is_given_up_with_the_reason() {
         ),
         "{err}"
     );
+    // The give-up names the cause and how to go on.
+    assert!(
+        err.contains("it was killed or crashed each time")
+            && err.contains("then start it again with `runner --user alice start`"),
+        "{err}"
+    );
     assert_eq!(left_behind(&setup.ws("alice")), Vec::<String>::new());
 }

@@ -45,19 +45,32 @@ async fn a_users_shell_cannot_reach_root_files_docker_devices_or_another_user() 
     let (alice_ws, bob_ws) = (setup.ws("alice"), setup.ws("bob"));
     std::fs::write(bob_ws.shared().join("secret.txt"), "bob's secret").unwrap();
 
-    // Each workspace belongs to its user's own unprivileged uid, mode 0700.
+    // Each workspace root is root's, in its user's own group, mode 0750; `.oxydra/` belongs to
+    // the user's agent uid (see `owners.rs` for the shell's uid).
     let owner = |ws: &types::WorkspacePaths| {
-        let meta = std::fs::metadata(&ws.root).unwrap();
-        (meta.uid(), meta.mode() & 0o7777)
+        let root = std::fs::metadata(&ws.root).unwrap();
+        let agent = std::fs::metadata(ws.internal()).unwrap();
+        (root.uid(), root.gid(), root.mode() & 0o7777, agent.uid())
     };
-    let ((alice_uid, alice_mode), (bob_uid, bob_mode)) = (owner(&alice_ws), owner(&bob_ws));
-    assert_eq!((alice_mode, bob_mode), (0o700, 0o700));
+    let ((_, alice_group, alice_mode, alice_uid), (_, bob_group, bob_mode, bob_uid)) =
+        (owner(&alice_ws), owner(&bob_ws));
+    assert_eq!(
+        (owner(&alice_ws).0, alice_mode, bob_mode),
+        (0, 0o750, 0o750)
+    );
     assert!(alice_uid >= 1000 && bob_uid >= 1000 && alice_uid != bob_uid);
+    assert!(alice_group != bob_group && alice_group == alice_uid);
 
-    // Both guests run as that uid with no groups, no capabilities and no_new_privs.
+    // Both guests run as their own uid in the user's group with no other groups, no
+    // capabilities and no_new_privs.
     let marker: runner::RunnerMarker = runner::read_json(&runner::runner_marker_path(&alice_ws))
         .unwrap()
         .unwrap();
+    let shell_pid = marker.children["shell-vm"].pid;
+    let shell_uid = std::fs::metadata(format!("/proc/{shell_pid}"))
+        .unwrap()
+        .uid();
+    assert!(shell_uid >= 1000 && shell_uid != alice_uid && shell_uid != bob_uid);
     for (role, child) in &marker.children {
         let status = std::fs::read_to_string(format!("/proc/{}/status", child.pid)).unwrap();
         let field = |name: &str| {
@@ -67,7 +80,12 @@ async fn a_users_shell_cannot_reach_root_files_docker_devices_or_another_user() 
                 .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
                 .unwrap_or_default()
         };
-        let id = alice_uid.to_string();
+        let id = if role == "oxydra-vm" {
+            alice_uid.to_string()
+        } else {
+            shell_uid.to_string()
+        };
+        let gid = alice_group.to_string();
         let zero = "0000000000000000";
         assert_eq!(
             [
@@ -84,7 +102,7 @@ async fn a_users_shell_cannot_reach_root_files_docker_devices_or_another_user() 
             .map(field),
             [
                 format!("{id} {id} {id} {id}"),
-                format!("{id} {id} {id} {id}"),
+                format!("{gid} {gid} {gid} {gid}"),
                 String::new(),
                 zero.into(),
                 zero.into(),
@@ -101,7 +119,7 @@ async fn a_users_shell_cannot_reach_root_files_docker_devices_or_another_user() 
     let report = alice.shell("id -u; id -G").await;
     assert_eq!(
         report,
-        format!("done: exit code 0\n--- stdout ---\n{alice_uid}\n{alice_uid}\n"),
+        format!("done: exit code 0\n--- stdout ---\n{shell_uid}\n{alice_group}\n"),
     );
 
     let bob_socket = types::shell_socket_path(&bob_ws);
@@ -156,18 +174,9 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
         Some(rustix::process::Gid::from_raw(65534)),
     )
     .unwrap();
-    let out = tokio::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_runner"))
-        .arg("--config")
-        .arg(&setup.config)
-        .args(["--insecure", "start", "--detach"])
-        .env_remove("OXYDRA_LOG")
-        .env_remove("OXYDRA_BIN_DIR")
-        .env("HOME", setup.dir.path())
-        .output()
-        .await
-        .unwrap();
+    let out = setup
+        .runner_as_nobody(&["--insecure", "start", "--detach"])
+        .await;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -202,4 +211,11 @@ async fn without_root_the_runner_says_so_and_the_secret_alone_keeps_shells_apart
     let report = alice.shell("echo mine > mine.txt").await;
     assert!(report.starts_with("done: exit code 0"), "{report}");
     assert!(alice_ws.shared().join("mine.txt").exists());
+    // Without root no cgroup can hold the shell's processes: status says so (the degraded mode).
+    let status = setup.runner_as_nobody(&["status"]).await;
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("processes  not tracked (the runner is not running as root)"),
+        "{status}"
+    );
 }

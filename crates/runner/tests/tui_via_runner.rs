@@ -53,8 +53,8 @@ async fn runner_tui_chats_with_the_running_agent_and_recalls_across_sessions() {
     let forged = format!(r#"{{"url":"ws://127.0.0.1:{decoy_port}/","pid":1,"started_at":"x"}}"#);
     let report = alice
         .shell(&format!(
-            "printf '%s' '{forged}' > {ipc}/gateway.json; printf '%s' '{forged}' > \
-             {internal}/gateway.json",
+            "rm -f {ipc}/gateway.json; printf '%s' '{forged}' > {ipc}/gateway.json; \
+             printf '%s' '{forged}' > {internal}/gateway.json",
             ipc = ws.ipc().display(),
             internal = ws.internal().display()
         ))

@@ -85,23 +85,23 @@ impl Turn<'_> {
         self.rt.tools.get(&call.name).map(|t| t.safety_tier())
     }
 
-    /// Remembers that the turn has read untrusted content when `call` (which ran) returns some.
-    fn note_untrusted(&mut self, call: &ToolCall) {
-        if self.untrusted_input.is_none() {
-            self.untrusted_input = self
-                .rt
-                .tools
-                .get(&call.name)
-                .and_then(|t| t.reads_untrusted());
+    /// The untrusted input `call` is made with: what is in the model's context now (see
+    /// [`crate::untrusted`]), unless the text it writes restates the user's own words.
+    fn mark_for(&self, call: &ToolCall) -> Option<UntrustedInput> {
+        let mark = crate::untrusted::in_context(&self.rt.tools, self.entries())?;
+        if crate::untrusted::restates_user(&call.arguments, self.entries()) {
+            return None;
         }
+        Some(mark)
     }
 
     async fn run_parallel(&mut self, calls: &[ToolCall]) -> Result<(), RuntimeError> {
         for call in calls {
             self.started(call).await;
         }
-        let (tools, ctx, untrusted) = (&self.rt.tools, self.ctx, self.untrusted_input);
-        let runs = calls.iter().map(|call| async move {
+        let marks: Vec<_> = calls.iter().map(|call| self.mark_for(call)).collect();
+        let (tools, ctx) = (&self.rt.tools, self.ctx);
+        let runs = calls.iter().zip(marks).map(|(call, untrusted)| async move {
             let start = Instant::now();
             let outcome = tools
                 .execute(&call.name, &call.arguments, &for_call(ctx, call, untrusted))
@@ -109,9 +109,6 @@ impl Turn<'_> {
             (outcome, start.elapsed())
         });
         let results = futures::future::join_all(runs).await;
-        for call in calls {
-            self.note_untrusted(call);
-        }
         for (call, (outcome, took)) in calls.iter().zip(results) {
             let (ok, text) = result_text(&outcome);
             self.finish_call(call, ok, text, took).await?;
@@ -141,7 +138,7 @@ impl Turn<'_> {
         }
         self.started(call).await;
         let start = Instant::now();
-        let untrusted = self.untrusted_input;
+        let untrusted = self.mark_for(call);
         let outcome = self
             .rt
             .tools
@@ -151,7 +148,6 @@ impl Turn<'_> {
                 &for_call(self.ctx, call, untrusted),
             )
             .await;
-        self.note_untrusted(call);
         let (ok, text) = result_text(&outcome);
         self.finish_call(call, ok, text, start.elapsed()).await
     }
@@ -238,7 +234,7 @@ impl Turn<'_> {
 
 /// The turn's context for one call: the same user, session, turn, workspace and cancellation, plus
 /// the call's id (memory writes record it, so that a retried call never writes twice) and the
-/// untrusted content the turn has read so far (memory writes record it as their provenance).
+/// untrusted content in the model's context (memory writes record it as their provenance).
 fn for_call(
     ctx: &ToolExecutionContext,
     call: &ToolCall,

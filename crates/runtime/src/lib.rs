@@ -48,6 +48,7 @@ mod runtime;
 mod sessions;
 mod summary;
 mod turn;
+mod untrusted;
 
 pub use approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,
@@ -59,7 +60,9 @@ pub use note_lifecycle::{
     CONFIRM_NOTE_OP, DeletedEntry, LIST_DELETED_NOTES_OP, NOTE_HISTORY_OP, NoteTimeline,
     NoteVersionEntry, RESTORE_NOTE_OP,
 };
-pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
+pub use notes::{
+    GET_NOTE_OP, LIST_NOTES_OP, MAX_NOTES_PAGE, NoteEntry, NoteListing, SEARCH_NOTES_OP,
+};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};

@@ -145,7 +145,7 @@ impl AgentRuntime {
     /// no free text to screen), handing it the call key that carries the audit tag so that a
     /// write records its row in its own transaction; reads and failures get theirs from the
     /// closing stages, with the metrics. `Err` is a refusal before `op` ran.
-    async fn lifecycle_op<T, F, Fut>(
+    pub(crate) async fn lifecycle_op<T, F, Fut>(
         &self,
         ctx: &ToolExecutionContext,
         name: &str,
@@ -203,7 +203,9 @@ fn read(note_id: &NoteId) -> MemoryAccess {
 }
 
 fn write(note_id: &NoteId) -> MemoryAccess {
-    MemoryAccess::notes_write(&[]).with_key(Some(note_id.as_str()))
+    MemoryAccess::notes_write(&[])
+        .keeping_lifetime()
+        .with_key(Some(note_id.as_str()))
 }
 
 fn version_entry(v: NoteVersion) -> NoteVersionEntry {

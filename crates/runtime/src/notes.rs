@@ -3,7 +3,9 @@
 //! Every call is scoped to the `user` given by the caller, who takes it from the authenticated
 //! connection; the store's `memory:{user}` namespace is the only one reached.
 //!
-//! Reads go to the user's store. Edits and deletes run the notes tools (`memory_update`,
+//! Reads (list, search, read) pass the governance stages as the caller's surface (permission,
+//! rate limit, an audit row and metrics: operations `list_notes`, `search_notes`, `get_note`),
+//! like every other read of the user's memory. Edits and deletes run the notes tools (`memory_update`,
 //! `memory_delete`) through the registry's one pipeline with the caller's context (its
 //! `surface`, e.g. `gateway`): the same validation, permissions, rate limits, PII and secret
 //! screening, audit row and scrubbing as the model's own calls. A stale version changes nothing.
@@ -11,12 +13,17 @@
 use chrono::{DateTime, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
-use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME};
+use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
 use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId};
 
 use crate::RuntimeError;
 use crate::note_lifecycle::provenance_view;
 use crate::runtime::AgentRuntime;
+
+/// The governed operation names of the user's reads (audit rows, metrics, permissions).
+pub const LIST_NOTES_OP: &str = "list_notes";
+pub const SEARCH_NOTES_OP: &str = "search_notes";
+pub const GET_NOTE_OP: &str = "get_note";
 
 /// Longest search text accepted, in bytes.
 pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
@@ -73,7 +80,7 @@ impl AgentRuntime {
     /// of one `category` when given.
     pub async fn list_notes(
         &self,
-        user: &UserId,
+        ctx: &ToolExecutionContext,
         category: Option<&str>,
         cursor: Option<&str>,
         limit: usize,
@@ -96,10 +103,12 @@ impl AgentRuntime {
             limit,
             cursor: cursor.map(str::to_owned),
         };
+        let store = self.notes_store()?;
         let page = self
-            .notes_store()?
-            .list_notes_page(user, &query)
-            .await
+            .lifecycle_op(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| {
+                store.list_notes_page(&ctx.user_id, &query)
+            })
+            .await?
             .map_err(note_error("listing notes"))?;
         Ok(NoteListing {
             notes: page.notes.into_iter().map(NoteEntry::from).collect(),
@@ -111,7 +120,7 @@ impl AgentRuntime {
     /// `user`'s notes best matching `query`, whole, at most `limit` (1 to [`MAX_NOTES_PAGE`]).
     pub async fn search_notes(
         &self,
-        user: &UserId,
+        ctx: &ToolExecutionContext,
         query: &str,
         limit: usize,
     ) -> Result<Vec<NoteEntry>, RuntimeError> {
@@ -128,37 +137,49 @@ impl AgentRuntime {
             )));
         }
         let store = self.notes_store()?;
-        let hits = store
-            .hybrid_query(&HybridQuery::new(
-                vec![SessionId::user_memory(user)],
-                query,
-                limit,
-            ))
-            .await
-            .map_err(note_error("searching notes"))?;
-        let mut seen = Vec::new();
-        let mut notes = Vec::new();
-        for id in hits.into_iter().filter_map(|hit| hit.note_id) {
-            if seen.contains(&id) {
-                continue;
+        let user = &ctx.user_id;
+        let search = |_| async move {
+            let hits = store
+                .hybrid_query(&HybridQuery::new(
+                    vec![SessionId::user_memory(user)],
+                    query,
+                    limit,
+                ))
+                .await?;
+            let mut seen = Vec::new();
+            let mut notes = Vec::new();
+            for id in hits.into_iter().filter_map(|hit| hit.note_id) {
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id.clone());
+                // A note deleted between the search and the read is simply left out.
+                match store.get_note(user, &id).await {
+                    Ok(note) => notes.push(NoteEntry::from(note)),
+                    Err(MemoryError::NoteNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
             }
-            seen.push(id.clone());
-            // A note deleted between the search and the read is simply left out.
-            match store.get_note(user, &id).await {
-                Ok(note) => notes.push(NoteEntry::from(note)),
-                Err(MemoryError::NoteNotFound(_)) => {}
-                Err(e) => return Err(note_error("reading a note")(e)),
-            }
-        }
-        Ok(notes)
+            Ok(notes)
+        };
+        self.lifecycle_op(ctx, SEARCH_NOTES_OP, MemoryAccess::notes_read(), search)
+            .await?
+            .map_err(note_error("searching notes"))
     }
 
     /// One of `user`'s notes, whole.
-    pub async fn note(&self, user: &UserId, note_id: &NoteId) -> Result<NoteEntry, RuntimeError> {
+    pub async fn note(
+        &self,
+        ctx: &ToolExecutionContext,
+        note_id: &NoteId,
+    ) -> Result<NoteEntry, RuntimeError> {
+        let store = self.notes_store()?;
+        let access = MemoryAccess::notes_read().with_key(Some(note_id.as_str()));
         let note = self
-            .notes_store()?
-            .get_note(user, note_id)
-            .await
+            .lifecycle_op(ctx, GET_NOTE_OP, access, |_| {
+                store.get_note(&ctx.user_id, note_id)
+            })
+            .await?
             .map_err(note_error("reading a note"))?;
         Ok(note.into())
     }
@@ -195,7 +216,7 @@ impl AgentRuntime {
             self.current_at(&ctx.user_id, note_id, version).await?;
             return Err(refused(&outcome));
         }
-        self.note(&ctx.user_id, note_id).await
+        self.stored(&ctx.user_id, note_id).await
     }
 
     /// Deletes the caller's note `note_id` with everything indexed for it.
@@ -204,7 +225,7 @@ impl AgentRuntime {
         ctx: &ToolExecutionContext,
         note_id: &NoteId,
     ) -> Result<(), RuntimeError> {
-        self.note(&ctx.user_id, note_id).await?;
+        self.stored(&ctx.user_id, note_id).await?;
         let args = json!({ "note_id": note_id.as_str() });
         let outcome = self.governed(MEMORY_DELETE_TOOL_NAME, &args, ctx).await?;
         match (outcome.ok, outcome.error_kind) {
@@ -214,6 +235,17 @@ impl AgentRuntime {
         }
     }
 
+    /// The note an edit or delete is about, read as part of that governed call (its own audit
+    /// row is the write's).
+    async fn stored(&self, user: &UserId, note_id: &NoteId) -> Result<NoteEntry, RuntimeError> {
+        let note = self
+            .notes_store()?
+            .get_note(user, note_id)
+            .await
+            .map_err(note_error("reading a note"))?;
+        Ok(note.into())
+    }
+
     /// `note_id` when it exists and is at `version`.
     async fn current_at(
         &self,
@@ -221,7 +253,7 @@ impl AgentRuntime {
         note_id: &NoteId,
         version: &str,
     ) -> Result<(), RuntimeError> {
-        if self.note(user, note_id).await?.version != version.trim() {
+        if self.stored(user, note_id).await?.version != version.trim() {
             return Err(RuntimeError::NoteVersionMismatch(note_id.clone()));
         }
         Ok(())

@@ -3,15 +3,52 @@
 //!
 //! Best effort: a failed search is logged and the turn goes on without recalled notes.
 //!
+//! Recall is a read of the user's memory like any other: it passes the governance stages as the
+//! operation `memory_recall` on the turn's surface (permission, rate limit, an audit row,
+//! metrics); refused, the turn goes on without recalled notes.
+//!
 //! Only notes the user can vouch for are recalled: an unconfirmed note (saved in a turn that had
 //! read untrusted tool output, see `memory::Provenance`) stays out until the user confirms it. The
 //! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
 use chrono::{DateTime, Utc};
-use memory::{HybridQuery, MemoryStore, Weights};
-use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, UserId};
+use memory::{HybridQuery, MemoryError, MemoryStore, Weights};
+use tools::MemoryAccess;
+use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, UserId};
 
 use crate::budget::{clip, estimate_text};
+use crate::runtime::AgentRuntime;
+
+/// The governed operation name of automatic recall (audit rows, metrics, permissions).
+pub const RECALL_OP: &str = "memory_recall";
+
+impl AgentRuntime {
+    /// [`recall`] for the turn of `ctx`, through the governance stages (see the module doc).
+    pub(crate) async fn governed_recall(
+        &self,
+        ctx: &ToolExecutionContext,
+        store: &MemoryStore,
+        message: &str,
+    ) -> Vec<RecalledNote> {
+        if self.config.recall_notes == 0 {
+            return Vec::new();
+        }
+        let run = |_| async {
+            let notes = recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await;
+            Ok::<_, MemoryError>(notes)
+        };
+        match self
+            .lifecycle_op(ctx, RECALL_OP, MemoryAccess::notes_read(), run)
+            .await
+        {
+            Ok(Ok(notes)) => notes,
+            Ok(Err(_)) | Err(_) => {
+                tracing::info!("recall refused by governance; the turn goes on without it");
+                Vec::new()
+            }
+        }
+    }
+}
 
 /// Longest query text sent to the search, in bytes (long messages are cut).
 const MAX_QUERY_BYTES: usize = 2000;

@@ -5,7 +5,7 @@
 
 use memory::SummaryState;
 use provider::ChatRequest;
-use types::{Message, Role, ToolExecutionContext, UntrustedInput, Usage};
+use types::{Message, Role, ToolExecutionContext, Usage};
 
 use crate::budget::{estimate_message, estimate_text, fraction_of};
 use crate::dispatch::Dispatch;
@@ -13,7 +13,7 @@ use crate::events::{Emitter, TurnEvent, TurnOutcome, TurnStatus};
 use crate::history::{fit, repair};
 use crate::journal::Entry;
 use crate::prompt::{notes_message, system_text};
-use crate::recall::{RecalledNote, recall};
+use crate::recall::RecalledNote;
 use crate::reply::{Reply, stream_reply};
 use crate::summary::{plan_cut, summarize};
 use crate::{AgentRuntime, RuntimeError};
@@ -39,9 +39,6 @@ pub(crate) struct Turn<'a> {
     user_seq: u64,
     usage: Usage,
     rounds: u32,
-    /// The first untrusted content (file, shell, web) a tool of this turn has returned: every
-    /// later call's context carries it, so memory written after it is marked unconfirmed.
-    pub(crate) untrusted_input: Option<UntrustedInput>,
 }
 
 impl<'a> Turn<'a> {
@@ -60,8 +57,12 @@ impl<'a> Turn<'a> {
             user_seq: 0,
             usage: Usage::default(),
             rounds: 0,
-            untrusted_input: None,
         }
+    }
+
+    /// The context's entries: the session's after the summary, this turn's included.
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
     }
 
     pub(crate) async fn run(&mut self, text: &str) -> Result<TurnOutcome, RuntimeError> {
@@ -158,7 +159,7 @@ impl<'a> Turn<'a> {
         };
         let notes = async {
             match rt.journal.store() {
-                Some(store) => recall(store, user, text, &rt.config, &rt.retrieval).await,
+                Some(store) => rt.governed_recall(ctx, store, text).await,
                 None => Vec::new(),
             }
         };

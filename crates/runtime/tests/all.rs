@@ -16,4 +16,5 @@ mod lifecycle;
 mod memory;
 mod summary;
 mod trust;
+mod trust_across_turns;
 mod usage;

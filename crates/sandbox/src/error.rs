@@ -34,4 +34,8 @@ pub enum SandboxError {
          with Landlock enabled is needed); refusing to run unconfined"
     )]
     NotEnforced { role: Role },
+
+    /// The seccomp filter of [`crate::refuse_syscalls`] could not be built or installed.
+    #[error("cannot install the seccomp filter")]
+    Seccomp(#[source] seccompiler::Error),
 }

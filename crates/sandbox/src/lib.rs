@@ -14,13 +14,18 @@
 //! bootstrap, confining as their role with one decision table for an unenforced sandbox, and
 //! waiting for SIGTERM or SIGINT.
 //!
+//! [`refuse_syscalls`] adds what Landlock cannot: a seccomp filter refusing the shell new
+//! namespaces and SysV / POSIX message-queue IPC.
+//!
 //! This crate does not provision workspaces, start processes or confine the network.
 
 mod apply;
 mod error;
 pub mod guest;
 mod role;
+mod syscalls;
 
 pub use apply::{Confinement, Enforcement, TARGET_ABI, confine, landlock_available};
 pub use error::SandboxError;
 pub use role::{Access, Grant, Role, SYSTEM_READ_ONLY, SYSTEM_READ_WRITE, plan};
+pub use syscalls::refuse_syscalls;

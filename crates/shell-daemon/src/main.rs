@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Order matters: scrub the environment (by re-executing itself), read and validate the bootstrap,
-//! confine this single thread with Landlock as `shell-vm`, and only then start tokio — so every
+//! confine this single thread with Landlock as `shell-vm`, install the seccomp filter refusing new
+//! namespaces and SysV IPC ([`sandbox::refuse_syscalls`]), and only then start tokio — so every
 //! worker thread and every command inherits the sandbox — listen for SIGTERM/SIGINT, bind the
 //! socket and serve. The steps it shares with `oxydra-vm` (logging, bootstrap, confinement
 //! decision, signal wait) are `sandbox::guest`.
@@ -61,6 +62,15 @@ fn main() -> anyhow::Result<()> {
         },
     };
     confine_guest(Role::ShellVm, &ws, policy).context("cannot confine the shell")?;
+    // After Landlock (which set no_new_privs), before any thread or command: no new namespaces,
+    // no SysV or POSIX message-queue IPC for the shell and everything it runs.
+    match sandbox::refuse_syscalls() {
+        Ok(()) => tracing::info!("seccomp: namespaces and SysV IPC refused to the shell"),
+        Err(e) if cli.allow_unconfined => {
+            tracing::error!(error = %e, "RUNNING WITHOUT the seccomp filter (--allow-unconfined)");
+        }
+        Err(e) => return Err(e).context("cannot refuse namespaces and IPC to the shell"),
+    }
 
     let config = DaemonConfig::from_bootstrap(&boot)?;
     // No core dumps, no ptrace by same-uid processes, /proc/<pid>/{environ,mem} unreadable.
@@ -81,7 +91,7 @@ fn main() -> anyhow::Result<()> {
         ShutdownSignal::listen()
     };
     let socket = boot.socket();
-    let listener = bind_socket(&socket)?;
+    let listener = bind_socket(&socket, config.socket_mode())?;
     tracing::info!(socket = %socket.display(), "listening");
     let result = runtime.block_on(serve(listener, config, async move { stop.recv().await }));
     let _ = std::fs::remove_file(&socket);

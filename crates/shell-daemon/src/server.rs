@@ -1,6 +1,6 @@
-//! The socket: binding it safely, accepting connections from our own uid that prove the user's
-//! shell secret ([`crate::auth`]), reading request lines, running requests concurrently, and
-//! writing response frames.
+//! The socket: binding it safely, accepting connections from our own uid (or the agent's, see
+//! [`DaemonConfig::agent_uid`]) that prove the user's shell secret ([`crate::auth`]), reading
+//! request lines, running requests concurrently, and writing response frames.
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -31,6 +31,9 @@ pub struct DaemonConfig {
     pub max_concurrent: usize,
     /// What a client's secret must hash to.
     pub verifier: Verifier,
+    /// The agent's uid when it is not the daemon's own: it may connect too (see
+    /// [`ShellBootstrap::agent_uid`]).
+    pub agent_uid: Option<u32>,
 }
 
 impl DaemonConfig {
@@ -50,14 +53,28 @@ impl DaemonConfig {
             },
             max_concurrent: boot.max_concurrent,
             verifier,
+            agent_uid: boot.agent_uid,
         })
+    }
+
+    /// The socket's mode: 0600, or 0660 when an agent of another uid (and the daemon's group)
+    /// must connect.
+    pub fn socket_mode(&self) -> u32 {
+        if self.agent_uid.is_some() {
+            0o660
+        } else {
+            0o600
+        }
     }
 }
 
-/// Listens on `path` with mode 0600, replacing a stale socket left by an earlier run (but never
+/// Listens on `path` with `mode` (0600 or 0660: see [`DaemonConfig::socket_mode`]), replacing a stale socket left by an earlier run (but never
 /// anything that is not a socket). Call before any other thread exists: the umask is changed
 /// for the duration of the bind.
-pub fn bind_socket(path: &Path) -> Result<std::os::unix::net::UnixListener, DaemonError> {
+pub fn bind_socket(
+    path: &Path,
+    mode: u32,
+) -> Result<std::os::unix::net::UnixListener, DaemonError> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
             return Err(DaemonError::NotASocket {
@@ -75,7 +92,8 @@ pub fn bind_socket(path: &Path) -> Result<std::os::unix::net::UnixListener, Daem
     let listener = std::os::unix::net::UnixListener::bind(path);
     rustix::process::umask(old);
     let listener = listener.map_err(bind_err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(bind_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o660))
+        .map_err(bind_err)?;
     listener.set_nonblocking(true).map_err(bind_err)?;
     Ok(listener)
 }
@@ -101,7 +119,7 @@ pub async fn serve(
             accepted = listener.accept() => {
                 let (stream, _) = accepted.map_err(DaemonError::Accept)?;
                 match stream.peer_cred() {
-                    Ok(cred) if cred.uid() == me => {
+                    Ok(cred) if cred.uid() == me || Some(cred.uid()) == config.agent_uid => {
                         connections.spawn(connection(stream, Arc::clone(&config), Arc::clone(&permits)));
                     }
                     Ok(cred) => tracing::warn!(

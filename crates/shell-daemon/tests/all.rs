@@ -11,4 +11,5 @@
 mod common;
 
 mod daemon;
+mod namespaces;
 mod shell_exec_tool;

@@ -40,7 +40,7 @@ pub use governance::{Governance, MemoryAccess, MemoryMetrics};
 pub use memory_files::{
     MAX_DEPTH as MAX_MEMORY_PATH_DEPTH, MAX_NAME_BYTES as MAX_MEMORY_NAME_BYTES,
     MAX_PATH_BYTES as MAX_MEMORY_PATH_BYTES, MEMORY_FILES_TOOL_NAME, MemoryFiles,
-    canonical as canonical_memory_path, human_size,
+    canonical as canonical_memory_path, canonical_new as canonical_new_memory_path, human_size,
 };
 pub use memory_tools::{
     GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,

@@ -215,14 +215,32 @@ impl ToolRegistry {
             });
         };
         // Models send "" for tools without arguments.
-        let args: Value = if raw_args.trim().is_empty() {
-            Value::Object(serde_json::Map::new())
+        let parsed: Result<Value, ToolError> = if raw_args.trim().is_empty() {
+            Ok(Value::Object(serde_json::Map::new()))
         } else {
             serde_json::from_str(raw_args).map_err(|e| ToolError::InvalidJson {
                 reason: format!("line {} column {}", e.line(), e.column()),
-            })?
+            })
         };
-        validate_args(&tool.argument_schema(), &args)?;
+        let checked = parsed.and_then(|args| {
+            validate_args(&tool.argument_schema(), &args)?;
+            Ok(args)
+        });
+        let args = match checked {
+            Ok(args) => args,
+            // A memory call refused by its schema is still a memory call: audited and counted.
+            Err(error) => {
+                let args = serde_json::from_str(raw_args).unwrap_or(Value::Null);
+                return Err(match tool.memory_access(&args) {
+                    Some(access) => {
+                        self.governance
+                            .refused_early(name, &access, ctx, error)
+                            .await
+                    }
+                    None => error,
+                });
+            }
+        };
         if ctx.cancellation.is_cancelled() {
             return Err(ToolError::Cancelled);
         }

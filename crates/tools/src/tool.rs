@@ -85,6 +85,15 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether this call's `output` (as the model was shown it) carries untrusted text: by
+    /// default whatever [`Tool::reads_untrusted`] says of every call; a memory read says so when
+    /// it showed a note the user has not confirmed. The runtime asks it of every tool result
+    /// still in the model's context, so the mark lasts as long as that text does.
+    fn untrusted_in(&self, output: &str) -> Option<UntrustedInput> {
+        let _ = output;
+        self.reads_untrusted()
+    }
+
     /// What the registry does when the call outlives [`Tool::timeout`] or the turn is cancelled.
     fn interruption(&self) -> Interruption {
         Interruption::Abandon

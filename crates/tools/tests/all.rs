@@ -6,6 +6,7 @@ mod common;
 
 mod file_tools;
 mod governance;
+mod governance_classes;
 mod hostile_paths;
 mod memory_contract;
 mod memory_conversation;
@@ -13,6 +14,8 @@ mod memory_dialects;
 mod memory_files;
 mod memory_tools;
 mod memory_trust;
+mod memory_trust_surfaces;
 mod peer_mcp;
 mod registry;
+mod screening;
 mod shell_exec;

@@ -24,16 +24,16 @@ use types::{
 
 use crate::common::memory_env::alice_store;
 
-struct Env {
+pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    store: MemoryStore,
-    registry: ToolRegistry,
+    pub(crate) store: MemoryStore,
+    pub(crate) registry: ToolRegistry,
     metrics: Arc<MemoryMetrics>,
     clock: Arc<ManualClock>,
-    root: std::path::PathBuf,
+    pub(crate) root: std::path::PathBuf,
 }
 
-async fn env(config: Value) -> Env {
+pub(crate) async fn env(config: Value) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let store = alice_store(dir.path()).await;
     let config: GovernanceConfig = serde_json::from_value(config).unwrap();
@@ -55,6 +55,9 @@ async fn env(config: Value) -> Env {
             registry.register(tool).unwrap();
         }
     }
+    for tool in tools::peer_mcp_tools(Some(memory.clone()), &Default::default()) {
+        registry.register(tool).unwrap();
+    }
     let root = dir.path().join("ws");
     Env {
         _dir: dir,
@@ -67,7 +70,7 @@ async fn env(config: Value) -> Env {
 }
 
 impl Env {
-    async fn call(&self, surface: Surface, tool: &str, args: Value) -> ToolOutcome {
+    pub(crate) async fn call(&self, surface: Surface, tool: &str, args: Value) -> ToolOutcome {
         let user = UserId::parse("alice").unwrap();
         let ctx = ToolExecutionContext {
             surface: CallSurface::new(surface).with_client("test-client"),
@@ -81,7 +84,7 @@ impl Env {
         self.registry.execute(tool, &args.to_string(), &ctx).await
     }
 
-    async fn notes(&self) -> Vec<String> {
+    pub(crate) async fn notes(&self) -> Vec<String> {
         let user = UserId::parse("alice").unwrap();
         let mut texts: Vec<String> = self
             .store
@@ -95,12 +98,12 @@ impl Env {
         texts
     }
 
-    async fn audit(&self) -> Vec<AuditRecord> {
+    pub(crate) async fn audit(&self) -> Vec<AuditRecord> {
         self.store.audit_log(None, 1000).await.unwrap()
     }
 }
 
-fn error_object(out: &ToolOutcome) -> Value {
+pub(crate) fn error_object(out: &ToolOutcome) -> Value {
     assert!(!out.ok, "expected a refusal, got {}", out.output);
     let v: Value = serde_json::from_str(&out.output)
         .unwrap_or_else(|_| panic!("not an ADR error object: {}", out.output));
@@ -278,7 +281,7 @@ async fn personal_data_is_redacted_rejected_or_allowed_per_surface() {
     assert_eq!(error["code"], "PII_DETECTED");
     assert_eq!(
         error["details"],
-        json!({"redacted_fields": ["email", "phone"]})
+        json!({"redacted_fields": ["email", "phone"], "fields": ["content: email", "content: phone"]})
     );
     // The agent: the user's own facts, kept.
     let out = env

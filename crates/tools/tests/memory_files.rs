@@ -194,8 +194,38 @@ async fn every_command_answers_with_the_reference_strings() {
         ),
         (
             json!({"command": "create", "path": "/memories/.hidden", "file_text": "h"}),
+            REFUSED,
+            "The name \".hidden\" in path /memories/.hidden starts with a dot: hidden names are left out of view, so they are not created: choose a plain name like notes.md",
+        ),
+        (
+            json!({"command": "create", "path": "/memories/n\u{43e}tes.md", "file_text": "h"}),
+            REFUSED,
+            "The name \"n\u{43e}tes.md\" in path /memories/n\u{43e}tes.md mixes letters of two scripts (Latin, Greek, Cyrillic) that look alike, so it could pass for another name: choose a plain name like notes.md",
+        ),
+        (
+            json!({"command": "create", "path": "/memories/notes.md ", "file_text": "h"}),
+            REFUSED,
+            "The name \"notes.md \" in path /memories/notes.md  starts or ends with a space: choose a plain name like notes.md",
+        ),
+        (
+            json!({"command": "create", "path": "/memories/\u{ff4e}otes.md", "file_text": "h"}),
+            REFUSED,
+            "File /memories/\u{ff4e}otes.md already exists",
+        ),
+        (
+            json!({"command": "create", "path": "/memories/cafe\u{301}.md", "file_text": "h"}),
             OK,
-            "File created successfully at: /memories/.hidden",
+            "File created successfully at: /memories/cafe\u{301}.md",
+        ),
+        (
+            json!({"command": "create", "path": "/memories/caf\u{e9}.md", "file_text": "h"}),
+            REFUSED,
+            "File /memories/caf\u{e9}.md already exists",
+        ),
+        (
+            json!({"command": "delete", "path": "/memories/caf\u{e9}.md"}),
+            OK,
+            "Successfully deleted /memories/caf\u{e9}.md",
         ),
         (
             json!({"command": "create", "path": "/memories/notes.md/inner.md", "file_text": "x"}),
@@ -298,7 +328,12 @@ async fn every_command_answers_with_the_reference_strings() {
             "Path /memories/../etc/passwd would escape /memories directory",
         ),
         (
-            json!({"command": "str_replace", "path": "/memories/.hidden", "old_str": "", "new_str": "x"}),
+            json!({"command": "create", "path": "/memories/kept.md", "file_text": "k"}),
+            OK,
+            "File created successfully at: /memories/kept.md",
+        ),
+        (
+            json!({"command": "str_replace", "path": "/memories/kept.md", "old_str": "", "new_str": "x"}),
             REFUSED,
             "`old_str` must be a non-empty text to replace",
         ),

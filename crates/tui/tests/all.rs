@@ -11,4 +11,5 @@ mod moved_gateway;
 mod reconnect;
 mod retry_status;
 mod screens;
+mod screens_hostile;
 mod screens_memory;

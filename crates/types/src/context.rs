@@ -16,8 +16,9 @@ pub struct ToolExecutionContext {
     /// call; `None` for a turn's shared context). Writes record it so that a retried call never
     /// writes twice.
     pub call_id: Option<String>,
-    /// Untrusted content this turn has read before the call (set by the runtime for each call;
-    /// `None` when the turn has read none, or outside a turn). Memory writes made after it are
+    /// Untrusted content in the model's context when the call is made (set by the runtime for
+    /// each call from the context it sends, earlier turns included until they are summarised
+    /// away; set by governance for an untrusted MCP client). Memory writes made with it are
     /// recorded as coming from that source and stay unconfirmed until the user confirms them.
     pub untrusted_input: Option<UntrustedInput>,
     /// Which surface the call came through (the agent's own model, an MCP client, the CLI, a
@@ -27,9 +28,54 @@ pub struct ToolExecutionContext {
     /// Set by the registry's governance stage for a governed memory call, so that the write it
     /// makes records its audit row in the write's own transaction. `None` everywhere else.
     pub audit: Option<AuditTag>,
+    /// What this caller may read, as the governance stage decided for the call: a write whose
+    /// answer would show stored text (a near-duplicate's, an exact duplicate's id) shows none to
+    /// a caller that may not read it, and a search leaves out what it may not read. Everything
+    /// outside a governed call.
+    pub reads: ReadGrant,
 }
 
-/// Text someone other than the user may have written, read by a tool during a turn.
+/// The namespaces a caller may read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ReadGrant {
+    /// No read at all (the surface or a rule refuses the read class).
+    pub denied: bool,
+    /// Pattern lists that each must match (one per rule naming namespaces; see
+    /// [`namespace_matches`]). Empty: any namespace.
+    pub namespaces: Vec<Vec<String>>,
+}
+
+impl ReadGrant {
+    /// Nothing may be read.
+    pub fn none() -> Self {
+        Self {
+            denied: true,
+            namespaces: Vec::new(),
+        }
+    }
+
+    /// Whether the caller may read what is stored in `namespace`.
+    pub fn permits(&self, namespace: &str) -> bool {
+        !self.denied
+            && self
+                .namespaces
+                .iter()
+                .all(|patterns| patterns.iter().any(|p| namespace_matches(p, namespace)))
+    }
+}
+
+/// `pattern` is an exact namespace or a prefix ending in `*` (`session.*` matches `session.a`
+/// and `session.a.b`; `*` matches every namespace).
+pub fn namespace_matches(pattern: &str, namespace: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => namespace.starts_with(prefix),
+        None => pattern == namespace,
+    }
+}
+
+/// Text someone other than the user may have written, in the model's context when it writes (a
+/// tool's output still in the context, from this turn or an earlier one), or sent by an
+/// untrusted client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UntrustedInput {
     /// A file's contents, a file listing or a file search result.
@@ -38,6 +84,10 @@ pub enum UntrustedInput {
     Shell,
     /// A web page.
     Web,
+    /// A note read back that the user has not confirmed (itself written after untrusted input).
+    Note,
+    /// What an MCP client sends, on a surface not configured `trusted`: another program's text.
+    Client,
 }
 
 impl ToolExecutionContext {
@@ -59,6 +109,7 @@ impl ToolExecutionContext {
             surface: CallSurface::default(),
             audit: None,
             untrusted_input: None,
+            reads: ReadGrant::default(),
         }
     }
 }
@@ -116,7 +167,7 @@ impl CallSurface {
 pub struct AuditTag {
     pub surface: CallSurface,
     pub tool: String,
-    /// `read` or `write`.
+    /// `read`, `write` or `delete`.
     pub operation: &'static str,
     pub namespace: Option<String>,
     pub key: Option<String>,

@@ -4,7 +4,8 @@
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
 //! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), the shell protocol between
 //! `shell_exec` and the shell daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
-//! the configuration structs with their defaults and validation.
+//! the configuration structs with their defaults and validation, and [`terminal`]: outside text
+//! made safe to print on a terminal.
 //!
 //! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
 //! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
@@ -18,6 +19,7 @@ mod message;
 mod note_views;
 mod protocol;
 mod shell;
+pub mod terminal;
 mod tool;
 mod workspace;
 
@@ -25,11 +27,15 @@ pub use cancel::{CancellationToken, Cancelled};
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
-    MemoryDialects, ModelPrice, Operation, PiiAction, PricingConfig, ProviderConfig, ProviderKind,
-    RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig, SecretAction, SurfaceConfig,
-    SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
+    MemoryDialects, ModelPrice, Operation, OperationRule, OperationRules, PiiAction, PricingConfig,
+    ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
+    SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
+    tool_classes,
 };
-pub use context::{AuditTag, CallSurface, Surface, ToolExecutionContext, UntrustedInput};
+pub use context::{
+    AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,
+    namespace_matches,
+};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};

@@ -10,7 +10,8 @@
 //! shell secret (the contents of `.oxydra/shell.secret`, [`shell_secret_path`], which only
 //! `oxydra-vm` can read); the daemon knows only its SHA-256 ([`ShellBootstrap::secret_sha256`]).
 //! A wrong or missing secret gets one [`ShellResponse::Error`] (`id: null`) and the connection is
-//! closed; nothing runs. The daemon also requires the peer's uid to be its own.
+//! closed; nothing runs. The daemon also requires the peer's uid to be its own or the agent's
+//! ([`ShellBootstrap::agent_uid`]).
 //!
 //! **Exchange.** The client writes [`ShellRequest`]s; for each, the daemon streams any number of
 //! [`ShellResponse::Stdout`] / [`ShellResponse::Stderr`] frames, then exactly one
@@ -154,6 +155,11 @@ pub struct ShellBootstrap {
     /// ([`ShellAuth`]). Required: a daemon without it refuses to start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_sha256: Option<String>,
+    /// The uid of the user's agent when it is not the daemon's own (a runner run as root gives
+    /// the agent and the shell uids of their own): that uid may connect too, and the socket is
+    /// made group-accessible (mode 0660; the agent has the daemon's group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_uid: Option<u32>,
 }
 
 fn default_max_output() -> u64 {
@@ -194,6 +200,7 @@ impl ShellBootstrap {
             default_timeout_ms: DEFAULT_SHELL_TIMEOUT_MS,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             secret_sha256: None,
+            agent_uid: None,
         }
     }
 

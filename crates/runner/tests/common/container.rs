@@ -330,14 +330,22 @@ pub fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `uid:gid` the user's containers run as: the user's own guest uid (the owner of their
-/// workspace, never root) when the runner runs as root, else the invoking user's.
-pub fn uid_gid(ws: &types::WorkspacePaths) -> String {
+/// `uid:gid` the user's `role` container runs as: the user's agent or shell uid and the user's
+/// group (as recorded host-wide, never root; the agent's owns `.oxydra/`) when the runner runs
+/// as root, else the invoking user's.
+pub fn uid_gid(ws: &types::WorkspacePaths, role: &str) -> String {
     use std::os::unix::fs::MetadataExt;
     if rustix::process::geteuid().is_root() {
-        let meta = std::fs::metadata(&ws.root).unwrap();
-        assert_ne!(meta.uid(), 0, "a root runner's guests run as their own uid");
-        return format!("{}:{}", meta.uid(), meta.gid());
+        let root = ws.root.parent().unwrap();
+        let user = UserId::parse(ws.root.file_name().unwrap().to_str().unwrap()).unwrap();
+        let ids = runner::recorded_identity(root, &user).expect("recorded host-wide");
+        let id = ids.of(role.parse().unwrap());
+        assert_ne!(id.uid, 0, "a root runner's guests run as their own uid");
+        assert_eq!(
+            std::fs::metadata(ws.internal()).unwrap().uid(),
+            ids.agent.uid
+        );
+        return format!("{}:{}", id.uid, id.gid);
     }
     format!(
         "{}:{}",

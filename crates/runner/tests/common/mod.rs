@@ -209,6 +209,23 @@ impl Setup {
             .unwrap()
     }
 
+    /// `runner --config <runner.toml> ARGS...` as `nobody` (a runner not started as root), with
+    /// the setup's directory as its home.
+    pub async fn runner_as_nobody(&self, args: &[&str]) -> Output {
+        tokio::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_runner"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env_remove("OXYDRA_LOG")
+            .env_remove("OXYDRA_BIN_DIR")
+            .env("HOME", self.dir.path())
+            .output()
+            .await
+            .unwrap()
+    }
+
     pub async fn runner_ok(&self, args: &[&str]) -> String {
         let out = self.runner(args).await;
         assert!(
@@ -370,6 +387,20 @@ pub fn ok_json(out: std::process::Output) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// `runner memory --root ROOT --user alice ARGS` as a child process.
+pub fn memory_alice(root: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("memory")
+        .arg("--root")
+        .arg(root)
+        .arg("--user")
+        .arg("alice")
+        .args(args)
+        .env_remove("OXYDRA_LOG")
+        .output()
+        .expect("runner starts")
 }
 
 /// The one-line error of a command that failed.

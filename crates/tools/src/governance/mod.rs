@@ -7,11 +7,14 @@
 //! namespace, key, TTL, which arguments are free text). The [`crate::ToolRegistry`] then runs,
 //! for that call, after argument validation:
 //!
-//! 1. **permission**: the surface's read-only mode and the tool's
-//!    `[governance.tool_permissions.<tool>]` entry; a refusal is the ADR's
-//!    `{"type":"error","error":{"code":"PERMISSION_DENIED",…}}` and changes nothing;
-//! 2. **rate limit**: per tool and per namespace token buckets → `RATE_LIMITED` with
-//!    `retry_after_seconds`;
+//! 1. **permission** by operation class (read, write, delete — the same whatever the tool): the
+//!    surface's classes, `[governance.operations.<class>]` and the `tool_permissions` entries
+//!    of that class ([`permissions`]); a refusal is the ADR's
+//!    `{"type":"error","error":{"code":"PERMISSION_DENIED",…}}` and changes nothing. What the
+//!    caller may read travels in the call's context ([`types::ReadGrant`]), so that a write's
+//!    answer shows nothing it may not read and a search leaves such hits out;
+//! 2. **rate limit**: per surface, tool and namespace token buckets (one surface never drains
+//!    another's) → `RATE_LIMITED` with `retry_after_seconds`;
 //! 3. **PII and secrets on write**: the free-text arguments are scanned ([`pii`]); secrets are
 //!    refused by default (or redacted), personal data is redacted, refused (`PII_DETECTED`) or
 //!    allowed as the surface says;
@@ -35,6 +38,7 @@
 
 mod audit;
 mod metrics;
+pub mod normal;
 mod permissions;
 pub mod pii;
 mod rate;
@@ -52,13 +56,14 @@ use std::time::{Duration, Instant};
 use memory::AuditEntry;
 use serde_json::{Value, json};
 use types::{
-    AuditTag, GovernanceConfig, Operation, PiiAction, SurfacePolicy, ToolExecutionContext,
+    AuditTag, GovernanceConfig, Operation, PiiAction, ReadGrant, SurfacePolicy,
+    ToolExecutionContext, UntrustedInput,
 };
 
 use crate::{OutputFormat, ToolError};
 use pii::PiiKind;
 use rate::RateLimiter;
-use screen::{merge_counts, redact_output, screen_write, tag_counts};
+use screen::{audit_name, merge_counts, redact_output, screen_text, screen_write, tag_counts};
 
 /// The namespace of the notes tools (`memory_*`, `store_memory`, …): the user's own notes.
 pub const NOTES_NAMESPACE: &str = "notes";
@@ -75,8 +80,12 @@ pub struct MemoryAccess {
     pub namespace: String,
     /// The key or note id the call names, for the audit log.
     pub key: Option<String>,
-    /// The time-to-live a write asks for, checked against `max_ttl_seconds`.
+    /// The time-to-live a write asks for, checked against `max_ttl_seconds` (`None` or 0: kept
+    /// forever, over any limit).
     pub ttl_seconds: Option<u64>,
+    /// A write that leaves the note's lifetime as it is (an edit, a rename, a confirmation): no
+    /// time-to-live to check.
+    pub keeps_lifetime: bool,
     /// `getContext`'s `context_type`.
     pub context_type: Option<String>,
     /// Arguments holding free text (scanned for PII and secrets on a write; any JSON inside is
@@ -92,8 +101,17 @@ impl MemoryAccess {
             namespace: NOTES_NAMESPACE.to_owned(),
             key: None,
             ttl_seconds: None,
+            keeps_lifetime: false,
             context_type: None,
             text_fields: &[],
+        }
+    }
+
+    /// A delete of one of the user's notes (or a write that empties it).
+    pub fn notes_delete() -> Self {
+        Self {
+            operation: Operation::Delete,
+            ..Self::notes_read()
         }
     }
 
@@ -104,6 +122,20 @@ impl MemoryAccess {
             text_fields,
             ..Self::notes_read()
         }
+    }
+
+    /// The time-to-live the write asks for (`None`: forever).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl_seconds: Option<u64>) -> Self {
+        self.ttl_seconds = ttl_seconds;
+        self
+    }
+
+    /// The write keeps the note's lifetime (see [`MemoryAccess::keeps_lifetime`]).
+    #[must_use]
+    pub fn keeping_lifetime(mut self) -> Self {
+        self.keeps_lifetime = true;
+        self
     }
 
     #[must_use]
@@ -135,7 +167,49 @@ impl Default for Governance {
 struct Admitted {
     tag: AuditTag,
     policy: SurfacePolicy,
+    reads: ReadGrant,
     started: Instant,
+    /// `field: kind` of each value redacted from the write, for the caller's answer.
+    redacted: Vec<String>,
+}
+
+tokio::task_local! {
+    /// The surface policy of the governed write in progress, set by [`Governance::govern`]
+    /// around the tool, for an edit that screens the text it computes ([`screen_edit`]).
+    static WRITE_POLICY: SurfacePolicy;
+}
+
+/// Screens the text an edit is about to store (a `/memories` file after `str_replace` or
+/// `insert`): the result, not the fragments, so a secret completed from clean pieces is caught.
+/// Under the policy of the governed call in progress (the agent's defaults outside one).
+/// Returns what was redacted (`field: kind`, its counts added to the write's audit `tag`), or
+/// the `PII_DETECTED` refusal.
+pub(crate) fn screen_edit(
+    field: &str,
+    text: &mut String,
+    tag: Option<&mut AuditTag>,
+) -> Result<Vec<String>, ToolError> {
+    let policy = WRITE_POLICY
+        .try_with(|p| *p)
+        .unwrap_or_else(|_| types::SurfacesConfig::default().policy(types::Surface::Agent));
+    let screened = screen_text(&policy, field, text)?;
+    if let Some(tag) = tag {
+        merge_counts(&mut tag.redactions, &screened.counts);
+    }
+    Ok(screened.fields)
+}
+
+/// Says in a write's answer which fields had values redacted: a `redacted` list in a JSON
+/// object, a closing line in text.
+fn tell_redacted(output: String, redacted: &[String]) -> String {
+    if redacted.is_empty() {
+        return output;
+    }
+    if let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&output) {
+        map.insert("redacted".into(), json!(redacted));
+        return Value::Object(map).to_string();
+    }
+    format!("{output}\nRedacted before saving: {}.", redacted.join(", "))
 }
 
 impl Admitted {
@@ -193,14 +267,8 @@ impl Governance {
         let started = Instant::now();
         let surface = ctx.surface.kind;
         let policy = self.config.surfaces.policy(surface);
-        let mut tag = AuditTag {
-            surface: ctx.surface.clone(),
-            tool: tool.to_owned(),
-            operation: access.operation.as_str(),
-            namespace: Some(access.namespace.clone()),
-            key: access.key.clone(),
-            redactions: Vec::new(),
-        };
+        let mut tag = audit_tag(ctx, tool, access);
+        let mut redacted = Vec::new();
         let checked = {
             let span = tracing::info_span!(
                 "permission_check",
@@ -231,6 +299,7 @@ impl Governance {
             &self.config.rate_limits,
             now,
             ctx.user_id.as_str(),
+            surface,
             tool,
             &access.namespace,
         ) {
@@ -257,9 +326,12 @@ impl Governance {
                 )
                 .await);
         }
-        if access.operation == Operation::Write {
+        if access.operation != Operation::Read {
             match screen_write(&policy, access.text_fields, args) {
-                Ok(counts) => tag.redactions = tag_counts(&counts),
+                Ok(screened) => {
+                    tag.redactions = tag_counts(&screened.counts);
+                    redacted = screened.fields;
+                }
                 Err((error, counts)) => {
                     let reason = if counts.contains_key(&PiiKind::Secret) {
                         "secret"
@@ -279,8 +351,26 @@ impl Governance {
         Ok(Admitted {
             tag,
             policy,
+            reads: permissions::read_grant(&self.config, &policy),
             started,
+            redacted,
         })
+    }
+
+    /// A memory call refused before the admission stages could run (its arguments are not JSON
+    /// or do not match the tool's schema): audited (outcome `invalid`, the error's kind as the
+    /// reason) and counted like every other refusal, so that no call leaves no trace.
+    pub async fn refused_early(
+        &self,
+        tool: &str,
+        access: &MemoryAccess,
+        ctx: &ToolExecutionContext,
+        error: ToolError,
+    ) -> ToolError {
+        let tag = audit_tag(ctx, tool, access);
+        let reason = error.kind();
+        self.refuse(ctx, &tag, access, "invalid", reason, Instant::now(), error)
+            .await
     }
 
     /// One governed memory operation: the admission stages (permission, rate limit, PII and
@@ -304,11 +394,21 @@ impl Governance {
     {
         let mut args = args;
         let admitted = self.admit(tool, access, &mut args, ctx).await?;
+        // What a surface not configured `trusted` (MCP by default) writes is another program's
+        // text: unconfirmed, as if read from outside the user.
+        let untrusted_input = match admitted.policy.trusted {
+            true => ctx.untrusted_input,
+            false => ctx.untrusted_input.or(Some(UntrustedInput::Client)),
+        };
         let governed = ToolExecutionContext {
             audit: Some(admitted.tag().clone()),
+            reads: admitted.reads.clone(),
+            untrusted_input,
             ..ctx.clone()
         };
-        let result = op(args, governed).await;
+        let result = WRITE_POLICY
+            .scope(admitted.policy, op(args, governed))
+            .await;
         self.finish(admitted, ctx, format, result).await
     }
 
@@ -325,7 +425,10 @@ impl Governance {
             mut tag,
             policy,
             started,
+            redacted,
+            ..
         } = admitted;
+        let result = result.map(|output| tell_redacted(output, &redacted));
         let result = match result {
             Ok(output) if policy.pii_out == PiiAction::Redact => {
                 let (output, counts) = {
@@ -349,7 +452,7 @@ impl Governance {
             Ok(_) => ("ok", None),
             Err(e) => ("error", Some(e.kind())),
         };
-        let write_recorded = result.is_ok() && tag.operation == Operation::Write.as_str();
+        let write_recorded = result.is_ok() && tag.operation != Operation::Read.as_str();
         if !write_recorded {
             self.append(ctx, &tag, status, reason).await;
         }
@@ -399,6 +502,22 @@ impl Governance {
         if let Err(e) = sink.append(&ctx.user_id, &entry).await {
             tracing::error!(error = %e, "audit row not written");
         }
+    }
+}
+
+/// The audit tag of a call, before any redaction is counted.
+/// The audit row's names for a call. They are chosen by the caller, so they are redacted,
+/// stripped of control characters and capped (a refused write's secret never reaches the log).
+fn audit_tag(ctx: &ToolExecutionContext, tool: &str, access: &MemoryAccess) -> AuditTag {
+    let mut surface = ctx.surface.clone();
+    surface.client = surface.client.as_deref().map(audit_name);
+    AuditTag {
+        surface,
+        tool: tool.to_owned(),
+        operation: access.operation.as_str(),
+        namespace: Some(audit_name(&access.namespace)),
+        key: access.key.as_deref().map(audit_name),
+        redactions: Vec::new(),
     }
 }
 

@@ -1,28 +1,79 @@
-//! Permission checks: the tool's `[governance.tool_permissions.<tool>]` entry (namespaces,
-//! operations, `max_ttl_seconds`, context types) and the surface's read-only mode.
+//! Permission checks by operation class (read, write, delete), the same whatever tool, dialect or
+//! surface performs the operation: the surface's classes (`read_only`, `operations`), the
+//! class's `[governance.operations.<class>]` rule, and every `[governance.tool_permissions.<tool>]`
+//! entry of a tool of that class (the ADR's per-tool form, read as a rule on the tool's class:
+//! see [`types::tool_classes`]). Each rule may limit namespaces, the longest time-to-live a write
+//! asks for (none or 0 — "forever" — is over any limit) and `getContext`'s context types.
 
 use serde_json::json;
-use types::{GovernanceConfig, Operation, SurfacePolicy};
+use types::{
+    GovernanceConfig, Operation, ReadGrant, SurfacePolicy, namespace_matches, tool_classes,
+};
 
 use super::MemoryAccess;
 
-/// `pattern` is an exact namespace or a prefix ending in `*` (`session.*` matches `session.a`
-/// and `session.a.b`; `*` matches every namespace).
-pub(crate) fn matches(pattern: &str, namespace: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => namespace.starts_with(prefix),
-        None => pattern == namespace,
-    }
-}
+pub(crate) use types::namespace_matches as matches;
 
 /// Why a call was refused: a stable reason (the metric label) and the ADR error's message and
 /// details.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Denial {
-    /// `read_only`, `operation`, `namespace`, `ttl` or `context_type`.
+    /// `read_only`, `surface`, `operation`, `namespace`, `ttl` or `context_type`.
     pub reason: &'static str,
     pub message: String,
     pub details: serde_json::Value,
+}
+
+/// One rule binding a class, whichever form it was written in.
+struct Rule<'a> {
+    /// Where it was written, for the message (`operations.write`, `tool_permissions.memory_save`).
+    origin: String,
+    allowed: bool,
+    namespaces: Option<&'a [String]>,
+    max_ttl_seconds: Option<u64>,
+    context_types: Option<&'a [String]>,
+}
+
+/// Every rule that binds `class`.
+fn rules(config: &GovernanceConfig, class: Operation) -> Vec<Rule<'_>> {
+    let own = config.operations.get(class).map(|r| Rule {
+        origin: format!("operations.{}", class.as_str()),
+        allowed: r.allowed,
+        namespaces: r.allowed_namespaces.as_deref(),
+        max_ttl_seconds: r.max_ttl_seconds,
+        context_types: r.allowed_context_types.as_deref(),
+    });
+    let legacy = config
+        .tool_permissions
+        .iter()
+        .filter(move |(name, _)| tool_classes(name).is_some_and(|c| c.contains(&class)))
+        .map(move |(name, p)| Rule {
+            origin: format!("tool_permissions.{name}"),
+            // Deletes were writes before they were a class of their own.
+            allowed: p.operations.as_ref().is_none_or(|ops| {
+                ops.contains(&class)
+                    || (class == Operation::Delete && ops.contains(&Operation::Write))
+            }),
+            namespaces: p.allowed_namespaces.as_deref(),
+            max_ttl_seconds: p.max_ttl_seconds,
+            context_types: p.allowed_context_types.as_deref(),
+        });
+    own.into_iter().chain(legacy).collect()
+}
+
+/// What a caller on `policy`'s surface may read (see [`ReadGrant`]).
+pub(crate) fn read_grant(config: &GovernanceConfig, policy: &SurfacePolicy) -> ReadGrant {
+    let rules = rules(config, Operation::Read);
+    if !policy.allows(Operation::Read) || rules.iter().any(|r| !r.allowed) {
+        return ReadGrant::none();
+    }
+    ReadGrant {
+        denied: false,
+        namespaces: rules
+            .iter()
+            .filter_map(|r| r.namespaces.map(<[String]>::to_vec))
+            .collect(),
+    }
 }
 
 pub(crate) fn check(
@@ -32,66 +83,85 @@ pub(crate) fn check(
     tool: &str,
     access: &MemoryAccess,
 ) -> Result<(), Denial> {
-    let op = access.operation.as_str();
+    let class = access.operation;
+    let op = class.as_str();
     let ns = access.namespace.as_str();
-    if policy.read_only && access.operation == Operation::Write {
+    if !policy.allows(class) {
+        let (reason, message) = if policy.read_only && class.changes() {
+            (
+                "read_only",
+                format!(
+                    "the {surface} surface is read-only: `{tool}` may not {op}; nothing was \
+                     changed"
+                ),
+            )
+        } else {
+            (
+                "surface",
+                format!("the {surface} surface may not {op} memory; nothing was changed"),
+            )
+        };
         return Err(Denial {
-            reason: "read_only",
-            message: format!(
-                "the {surface} surface is read-only: `{tool}` may not write; nothing was changed"
-            ),
-            details: json!({"namespace": ns, "operation": op, "surface": surface}),
+            reason,
+            message,
+            details: json!({"namespace": clip(ns), "operation": op, "surface": surface}),
         });
     }
-    let Some(perm) = config.tool_permissions.get(tool) else {
-        return Ok(());
-    };
-    if let Some(ops) = &perm.operations
-        && !ops.contains(&access.operation)
-    {
-        return Err(Denial {
-            reason: "operation",
-            message: format!("`{tool}` is not allowed to {op}; nothing was changed"),
-            details: json!({"namespace": ns, "operation": op}),
-        });
-    }
-    if let Some(patterns) = &perm.allowed_namespaces
-        && !patterns.iter().any(|p| matches(p, ns))
-    {
-        return Err(Denial {
-            reason: "namespace",
-            message: format!(
-                "Access denied to namespace '{}'; allowed: {}",
-                clip(ns),
-                patterns.join(", ")
-            ),
-            details: json!({"namespace": clip(ns), "operation": op}),
-        });
-    }
-    if let (Some(max), Some(ttl)) = (perm.max_ttl_seconds, access.ttl_seconds)
-        && ttl > max
-    {
-        return Err(Denial {
-            reason: "ttl",
-            message: format!(
-                "ttl_seconds {ttl} is above the {max} seconds `{tool}` may ask for; send a \
-                 shorter ttl_seconds"
-            ),
-            details: json!({"namespace": clip(ns), "operation": op, "max_ttl_seconds": max}),
-        });
-    }
-    if let (Some(allowed), Some(asked)) = (&perm.allowed_context_types, &access.context_type)
-        && !allowed.iter().any(|a| a == asked)
-    {
-        return Err(Denial {
-            reason: "context_type",
-            message: format!(
-                "context_type '{}' is not allowed; allowed: {}",
-                clip(asked),
-                allowed.join(", ")
-            ),
-            details: json!({"context_type": clip(asked), "operation": op}),
-        });
+    for rule in rules(config, class) {
+        if !rule.allowed {
+            return Err(Denial {
+                reason: "operation",
+                message: format!(
+                    "`{tool}` is not allowed to {op} ([governance.{}]); nothing was changed",
+                    rule.origin
+                ),
+                details: json!({"namespace": clip(ns), "operation": op}),
+            });
+        }
+        if let Some(patterns) = rule.namespaces
+            && !patterns.iter().any(|p| namespace_matches(p, ns))
+        {
+            return Err(Denial {
+                reason: "namespace",
+                message: format!(
+                    "Access denied to namespace '{}'; allowed: {}",
+                    clip(ns),
+                    patterns.join(", ")
+                ),
+                details: json!({"namespace": clip(ns), "operation": op}),
+            });
+        }
+        if let Some(max) = rule.max_ttl_seconds
+            && class == Operation::Write
+            && !access.keeps_lifetime
+            && access.ttl_seconds.is_none_or(|ttl| ttl == 0 || ttl > max)
+        {
+            let asked = match access.ttl_seconds {
+                Some(ttl) if ttl > 0 => format!("ttl_seconds {ttl} is"),
+                _ => "no expiry (kept forever) is".to_owned(),
+            };
+            return Err(Denial {
+                reason: "ttl",
+                message: format!(
+                    "{asked} above the {max} seconds `{tool}` may ask for; give an expiry of at \
+                     most {max} seconds"
+                ),
+                details: json!({"namespace": clip(ns), "operation": op, "max_ttl_seconds": max}),
+            });
+        }
+        if let (Some(allowed), Some(asked)) = (rule.context_types, &access.context_type)
+            && !allowed.iter().any(|a| a == asked)
+        {
+            return Err(Denial {
+                reason: "context_type",
+                message: format!(
+                    "context_type '{}' is not allowed; allowed: {}",
+                    clip(asked),
+                    allowed.join(", ")
+                ),
+                details: json!({"context_type": clip(asked), "operation": op}),
+            });
+        }
     }
     Ok(())
 }

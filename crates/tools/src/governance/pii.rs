@@ -2,14 +2,22 @@
 //! numbers (Luhn-checked), IBANs (mod-97-checked), national-id shaped numbers (US SSN, UK NINO)
 //! and secrets (the scrubber's own patterns: one source of truth). Checksums keep ordinary
 //! numbers in prose (years, versions, amounts, order numbers) from being taken for cards or IBANs.
+//!
+//! The patterns match the text's normalised view ([`super::normal`]: NFKC, format characters
+//! dropped, Unicode spaces, dashes and digits folded), so `４１１１…`, a zero-width space inside a
+//! number or a fullwidth `＠` is found as its plain form is; digits may also be separated by `/`
+//! or `_`, IBANs and NINOs may be lower case, and an e-mail's `@` may be written `[at]`, `(at)`
+//! or `%40`. A finding's span is that of the original text, so redaction removes the obfuscated
+//! value whole.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
-use crate::scrub::secret_spans;
+use super::normal::Normalized;
+use crate::scrub::{ascii_classes, secret_spans};
 
 /// A kind of sensitive value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,7 +84,10 @@ fn luhn(text: &str) -> bool {
 
 /// ISO 13616: 15–34 characters, the rearranged number is 1 mod 97.
 fn iban(text: &str) -> bool {
-    let s: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let s: String = text.chars().filter(char::is_ascii_alphanumeric).collect();
+    if !s.is_char_boundary(4) {
+        return false;
+    }
     if !(15..=34).contains(&s.len()) {
         return false;
     }
@@ -113,23 +124,34 @@ fn phone(text: &str) -> bool {
     (7..=15).contains(&digits(text).len())
 }
 
-static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+/// The patterns, in the order they claim a span (a card number is not also a phone number).
+struct Patterns {
+    /// All of them: one pass tells which can match at all.
+    set: RegexSet,
+    patterns: Vec<Pattern>,
+}
+
+static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let table: [(PiiKind, &str, Check); 6] = [
         (
             PiiKind::Email,
-            r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+            r"\b[A-Za-z0-9._+\-]+(?:@|%40| ?[\[(]at[\])] ?)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
             always,
         ),
         (
             PiiKind::Iban,
-            r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b",
+            r"(?i)\b[A-Z]{2}\d{2}(?:[ \-/_]?[A-Z0-9]){11,30}\b",
             iban,
         ),
-        (PiiKind::Card, r"\b\d(?:[ \-]?\d){12,18}\b", luhn),
-        (PiiKind::NationalId, r"\b\d{3}-\d{2}-\d{4}\b", ssn),
+        (PiiKind::Card, r"\b\d(?:[ \-/_]?\d){12,18}\b", luhn),
         (
             PiiKind::NationalId,
-            r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b",
+            r"\b\d{3}[ \-/_]\d{2}[ \-/_]\d{4}\b",
+            ssn,
+        ),
+        (
+            PiiKind::NationalId,
+            r"(?i)\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z][ \-/_]?\d{2}[ \-/_]?\d{2}[ \-/_]?\d{2}[ \-/_]?[A-D]\b",
             always,
         ),
         (
@@ -138,16 +160,19 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             phone,
         ),
     ];
-    table
+    let patterns: Vec<Pattern> = table
         .into_iter()
         .filter_map(|(kind, pattern, check)| {
             Some(Pattern {
                 kind,
-                re: Regex::new(pattern).ok()?,
+                re: Regex::new(&ascii_classes(pattern)).ok()?,
                 check,
             })
         })
-        .collect()
+        .collect();
+    let set =
+        RegexSet::new(patterns.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
+    Patterns { set, patterns }
 });
 
 /// One sensitive value found in a text.
@@ -160,21 +185,41 @@ pub struct Finding {
 /// Every sensitive value in `text`, in order, never overlapping: secrets first, then the
 /// patterns above in order (a card number is not also a phone number).
 pub fn find(text: &str) -> Vec<Finding> {
-    let mut found: Vec<Finding> = secret_spans(text)
+    let view = Normalized::new(text);
+    let seen = view.as_str();
+    let mut found: Vec<Finding> = secret_spans(seen)
         .into_iter()
         .map(|span| Finding {
             kind: PiiKind::Secret,
             span,
         })
         .collect();
-    found.sort_by_key(|f| f.span.start);
-    found.dedup_by(|b, a| b.span.start < a.span.end);
-    for pattern in PATTERNS.iter() {
-        for m in pattern.re.find_iter(text) {
+    let all = &*PATTERNS;
+    let numbers = has_long_number(seen);
+    let mail = ["@", "%40", "[at]", "(at)"]
+        .iter()
+        .any(|n| seen.contains(n));
+    let candidates = if numbers || mail {
+        all.set.matches(seen).into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    let run = candidates
+        .into_iter()
+        .filter_map(|i| all.patterns.get(i))
+        .filter(|p| match p.kind {
+            PiiKind::Email => mail,
+            _ => numbers,
+        });
+    for pattern in run {
+        for m in pattern.re.find_iter(seen) {
             let overlaps = found
                 .iter()
                 .any(|f| f.span.start < m.end() && m.start() < f.span.end);
-            if !overlaps && (pattern.check)(m.as_str()) {
+            if !overlaps
+                && (pattern.check)(m.as_str())
+                && !inside_identifier(pattern.kind, seen, m.range())
+            {
                 found.push(Finding {
                     kind: pattern.kind,
                     span: m.range(),
@@ -182,8 +227,50 @@ pub fn find(text: &str) -> Vec<Finding> {
             }
         }
     }
+    for f in &mut found {
+        f.span = view.original(f.span.clone());
+    }
     found.sort_by_key(|f| f.span.start);
     found
+}
+
+/// Whether `text` has a number of at least six digits (single separators allowed between
+/// them): every pattern but the e-mail's needs one (a phone seven, a NINO six, a card thirteen,
+/// an IBAN's digits run longer), so a text without one is not searched for them.
+fn has_long_number(text: &str) -> bool {
+    let (mut digits, mut gap) = (0u32, false);
+    for b in text.bytes() {
+        if b.is_ascii_digit() {
+            digits += 1;
+            gap = false;
+            if digits >= 6 {
+                return true;
+            }
+        } else if !gap && digits > 0 && b" -/_.()+".contains(&b) {
+            gap = true;
+        } else {
+            digits = 0;
+            gap = false;
+        }
+    }
+    false
+}
+
+/// Digits joined by a hyphen to letters or digits on either side are part of an identifier (a
+/// UUID's `…-1234-5678-9012-…`), not a phone or card number.
+fn inside_identifier(kind: PiiKind, text: &str, span: Range<usize>) -> bool {
+    if !matches!(kind, PiiKind::Phone | PiiKind::Card | PiiKind::NationalId) {
+        return false;
+    }
+    let before = text.get(..span.start).unwrap_or_default().chars().rev();
+    let after = text.get(span.end..).unwrap_or_default().chars();
+    let joined = |mut side: std::iter::Rev<std::str::Chars<'_>>| {
+        side.next() == Some('-') && side.next().is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    let joined_after = |mut side: std::str::Chars<'_>| {
+        side.next() == Some('-') && side.next().is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    joined(before) || joined_after(after)
 }
 
 /// `text` with each finding of a kind `select` accepts replaced by `[REDACTED:<kind>]`, and the

@@ -1,12 +1,12 @@
 //! Rate limits per tool and per namespace: token buckets (a burst, refilled at a sustained rate),
-//! one per user and scope, read against an injectable [`Clock`] so that tests move time by hand.
+//! one per user, surface and scope (an MCP client never drains the agent's own bucket), read against an injectable [`Clock`] so that tests move time by hand.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use types::{RateLimit, RateLimitsConfig};
+use types::{RateLimit, RateLimitsConfig, Surface};
 
 use super::permissions::matches;
 
@@ -64,10 +64,13 @@ pub struct Limited {
     pub retry_after: Duration,
 }
 
-/// The buckets of every (user, scope) seen.
+/// One bucket's key: user, surface, scope (`tool` or `namespace`) and its name.
+type BucketKey = (String, Surface, &'static str, String);
+
+/// The buckets of every (user, surface, scope) seen.
 #[derive(Debug, Default)]
 pub(crate) struct RateLimiter {
-    buckets: Mutex<HashMap<(String, &'static str, String), Bucket>>,
+    buckets: Mutex<HashMap<BucketKey, Bucket>>,
 }
 
 impl RateLimiter {
@@ -78,6 +81,7 @@ impl RateLimiter {
         config: &RateLimitsConfig,
         now: Duration,
         user: &str,
+        surface: Surface,
         tool: &str,
         namespace: &str,
     ) -> Result<(), Limited> {
@@ -104,7 +108,7 @@ impl RateLimiter {
         }
         let mut refilled = Vec::with_capacity(wanted.len());
         for (scope, name, limit) in &wanted {
-            let key = (user.to_owned(), *scope, (*name).clone());
+            let key = (user.to_owned(), surface, *scope, (*name).clone());
             let burst = f64::from(limit.burst);
             let rate = limit.per_minute / 60.0;
             let bucket = buckets.get(&key).copied().unwrap_or(Bucket {

@@ -1,5 +1,12 @@
-//! The PII and secret passes: screening a write's free-text arguments (redact in place, or
-//! refuse with `PII_DETECTED`), and redacting a result on the way out.
+//! The PII and secret passes: screening what a write stores (redact in place, or refuse with
+//! `PII_DETECTED`), the result of an edit, the names an audit row keeps, and redacting a result
+//! on the way out.
+//!
+//! The rule is that what is stored is what is screened: every argument of a write except those
+//! never stored ([`NOT_STORED`]), with its object keys and numbers; an edit's resulting text,
+//! not its fragments. Free text is redacted as the surface's policy says; a name (a path, a
+//! namespace, a key) cannot be redacted without naming something else, so a secret in it, or
+//! personal data where the surface redacts or refuses it, refuses the write.
 
 use serde_json::{Value, json};
 use types::{PiiAction, SecretAction, SurfacePolicy};
@@ -7,6 +14,30 @@ use types::{PiiAction, SecretAction, SurfacePolicy};
 use super::PII_DETECTED;
 use super::pii::{self, PiiCounts, PiiKind};
 use crate::{OutputFormat, ToolError};
+
+/// Longest text an audit row keeps of a caller-chosen name (client, namespace, key, path).
+pub(super) const MAX_AUDIT_NAME_CHARS: usize = 128;
+
+/// A caller-chosen name as the audit log may keep it: secrets and personal data redacted,
+/// control characters replaced by `?`, at most [`MAX_AUDIT_NAME_CHARS`] characters (`…` marks
+/// a cut).
+pub(super) fn audit_name(name: &str) -> String {
+    let head: String = name.chars().take(4 * MAX_AUDIT_NAME_CHARS).collect();
+    let (redacted, _) = pii::redact(&head, |_| true);
+    let mut out: String = redacted
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(MAX_AUDIT_NAME_CHARS)
+        .collect();
+    if out.chars().count() == MAX_AUDIT_NAME_CHARS
+        && redacted.chars().count() > MAX_AUDIT_NAME_CHARS
+        || head.len() < name.len()
+    {
+        out.pop();
+        out.push('…');
+    }
+    out
+}
 
 pub(super) fn tag_counts(counts: &PiiCounts) -> Vec<(String, u32)> {
     counts
@@ -24,86 +55,216 @@ pub(super) fn merge_counts(into: &mut Vec<(String, u32)>, counts: &PiiCounts) {
     }
 }
 
-/// Scans the free-text arguments of a write. Redacts what the policy says to redact (in place)
-/// and returns the counts; or refuses with `PII_DETECTED` (args untouched).
+/// Arguments of a write that are never stored: they name or check what the call acts on (a note
+/// id, a version), choose how it runs (a command, a line, a range, a flag, a time-to-live), or
+/// are matched against the stored text (`old_str`). Every other argument is stored somewhere
+/// (as text, a path, a namespace, a key, a tag, metadata) and is screened.
+const NOT_STORED: [&str; 10] = [
+    "note_id",
+    "version",
+    "command",
+    "view_range",
+    "insert_line",
+    "old_str",
+    "ttl_seconds",
+    "expires_in",
+    "source",
+    "allow_similar",
+];
+
+/// What screening a write found and did.
+#[derive(Debug, Default)]
+pub(super) struct Screened {
+    /// Kind → how many values were redacted.
+    pub counts: PiiCounts,
+    /// `field: kind` for each field a value was redacted from, sorted: what the caller is told.
+    pub fields: Vec<String>,
+}
+
+/// What a pass over one argument found: per kind, and whether the argument is free text (which
+/// can be redacted) or names something (a path, a namespace, a key: refused instead, since a
+/// redacted name would name something else).
+struct Found {
+    field: String,
+    free_text: bool,
+    kinds: PiiCounts,
+}
+
+/// Applies `f` to every string, object key and number inside `value`, in place: a changed key
+/// renames the entry, a changed number becomes a string.
+fn each_text(value: &mut Value, f: &mut impl FnMut(&mut String)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Number(n) => {
+            let mut text = n.to_string();
+            f(&mut text);
+            if text != n.to_string() {
+                *value = Value::String(text);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| each_text(v, f)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (mut key, mut v) in entries {
+                f(&mut key);
+                each_text(&mut v, f);
+                map.insert(key, v);
+            }
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// Screens every stored argument of a write (see [`NOT_STORED`]), strings, object keys and
+/// numbers alike, each on its normalised view. Free-text fields (`text_fields`) are redacted
+/// as the policy says; a secret anywhere, or personal data in a name on a surface that does not
+/// allow it, refuses the write with `PII_DETECTED` (args untouched).
 pub(super) fn screen_write(
     policy: &SurfacePolicy,
-    fields: &[&str],
+    text_fields: &[&str],
     args: &mut Value,
-) -> Result<PiiCounts, (ToolError, PiiCounts)> {
+) -> Result<Screened, (ToolError, PiiCounts)> {
     let _span = tracing::info_span!("pii_in").entered();
-    let mut found = PiiCounts::new();
-    let mut scan = |s: &mut String| {
-        for f in pii::find(s) {
-            *found.entry(f.kind).or_default() += 1;
-        }
+    let Some(map) = args.as_object_mut() else {
+        return Ok(Screened::default());
     };
-    for field in fields {
-        if let Some(v) = args.get_mut(*field) {
-            pii::each_string(v, &mut scan);
+    let mut found: Vec<Found> = Vec::new();
+    for (name, value) in map.iter_mut() {
+        if NOT_STORED.contains(&name.as_str()) {
+            continue;
+        }
+        let mut kinds = PiiCounts::new();
+        let mut scan = |s: &mut String| {
+            for f in pii::find(s) {
+                *kinds.entry(f.kind).or_default() += 1;
+            }
+        };
+        let mut key = name.clone();
+        scan(&mut key);
+        each_text(value, &mut scan);
+        if !kinds.is_empty() {
+            found.push(Found {
+                field: name.clone(),
+                free_text: text_fields.contains(&name.as_str()),
+                kinds,
+            });
         }
     }
     if found.is_empty() {
-        return Ok(found);
+        return Ok(Screened::default());
     }
-    let secrets = found.contains_key(&PiiKind::Secret);
-    let personal: Vec<&str> = found
+    let mut all = PiiCounts::new();
+    for f in &found {
+        for (k, n) in &f.kinds {
+            *all.entry(*k).or_default() += n;
+        }
+    }
+    let labels = |pick: &dyn Fn(&Found, PiiKind) -> bool| -> Vec<String> {
+        let mut out: Vec<String> = found
+            .iter()
+            .flat_map(|f| {
+                f.kinds
+                    .keys()
+                    .filter(|k| pick(f, **k))
+                    .map(|k| format!("{}: {}", f.field, k.as_str()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let refuse = |message: String, kinds: Vec<&str>, fields: Vec<String>| {
+        let error = ToolError::governed(
+            PII_DETECTED,
+            message,
+            json!({"redacted_fields": kinds, "fields": fields}),
+        );
+        Err((error, all.clone()))
+    };
+    let secret_in_name = found
+        .iter()
+        .any(|f| !f.free_text && f.kinds.contains_key(&PiiKind::Secret));
+    if all.contains_key(&PiiKind::Secret)
+        && (policy.secrets == SecretAction::Reject || secret_in_name)
+    {
+        return refuse(
+            "this looks like a secret (an API key, token, password or private key): keep \
+             secrets out of memory. Save the note without it (say where the secret is kept, \
+             not what it is); nothing was saved"
+                .into(),
+            vec!["secret"],
+            labels(&|_, k| k == PiiKind::Secret),
+        );
+    }
+    let personal = |_: &Found, k: PiiKind| k != PiiKind::Secret;
+    let mut kinds: Vec<&str> = all
         .keys()
         .filter(|k| **k != PiiKind::Secret)
         .map(|k| k.as_str())
         .collect();
-    if secrets && policy.secrets == SecretAction::Reject {
-        return Err((
-            ToolError::governed(
-                PII_DETECTED,
-                "this looks like a secret (an API key, token, password or private key): keep \
-                 secrets out of memory. Save the note without it (say where the secret is kept, \
-                 not what it is); nothing was saved"
-                    .into(),
-                json!({"redacted_fields": ["secret"]}),
+    kinds.dedup();
+    if !kinds.is_empty() && policy.pii == PiiAction::Reject {
+        return refuse(
+            format!(
+                "PII detected in memory operation ({}): this surface does not store personal \
+                 data; save the note without it. Nothing was saved",
+                kinds.join(", ")
             ),
-            found,
-        ));
+            kinds,
+            labels(&personal),
+        );
     }
-    if !personal.is_empty() && policy.pii == PiiAction::Reject {
-        return Err((
-            ToolError::governed(
-                PII_DETECTED,
-                format!(
-                    "PII detected in memory operation ({}): this surface does not store personal \
-                     data; save the note without it. Nothing was saved",
-                    personal.join(", ")
-                ),
-                json!({"redacted_fields": personal}),
+    let in_names = labels(&|f, k| !f.free_text && k != PiiKind::Secret);
+    if !in_names.is_empty() && policy.pii == PiiAction::Redact {
+        return refuse(
+            format!(
+                "personal data in a name ({}): a path, namespace, key or category cannot be \
+                 redacted without naming something else; choose a name without it. Nothing \
+                 was saved",
+                in_names.join(", ")
             ),
-            found,
-        ));
+            kinds,
+            in_names,
+        );
     }
-    let redact_secret = secrets;
     let redact_personal = policy.pii == PiiAction::Redact;
-    if !redact_secret && !redact_personal {
-        return Ok(PiiCounts::new());
+    let select = |kind: PiiKind| kind == PiiKind::Secret || redact_personal;
+    let fields = labels(&|f, k| f.free_text && select(k));
+    if fields.is_empty() {
+        return Ok(Screened::default());
     }
     let mut counts = PiiCounts::new();
     let mut apply = |s: &mut String| {
-        let (out, c) = pii::redact(s, |kind| {
-            if kind == PiiKind::Secret {
-                redact_secret
-            } else {
-                redact_personal
+        let (out, c) = pii::redact(s, select);
+        if !c.is_empty() {
+            *s = out;
+            for (k, n) in c {
+                *counts.entry(k).or_default() += n;
             }
-        });
-        *s = out;
-        for (k, n) in c {
-            *counts.entry(k).or_default() += n;
         }
     };
-    for field in fields {
-        if let Some(v) = args.get_mut(*field) {
-            pii::each_string(v, &mut apply);
+    for f in found.iter().filter(|f| f.free_text) {
+        if let Some(value) = map.get_mut(&f.field) {
+            each_text(value, &mut apply);
         }
     }
-    Ok(counts)
+    Ok(Screened { counts, fields })
+}
+
+/// Screens the text an edit will store (the file after a `str_replace` or `insert`), as a
+/// free-text field `field` of a write under `policy`: redacted in place (the labels of what was
+/// redacted are returned) or refused with `PII_DETECTED`.
+pub(super) fn screen_text(
+    policy: &SurfacePolicy,
+    field: &str,
+    text: &mut String,
+) -> Result<Screened, ToolError> {
+    let mut args = json!({ field: std::mem::take(text) });
+    let result = screen_write(policy, &[field], &mut args);
+    if let Some(Value::String(screened)) = args.get_mut(field) {
+        *text = std::mem::take(screened);
+    }
+    result.map_err(|(error, _)| error)
 }
 
 /// Redacts personal data and secrets from a result: inside each JSON string when the output is

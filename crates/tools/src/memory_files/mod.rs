@@ -19,7 +19,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use types::{SafetyTier, ToolExecutionContext};
 
-pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical};
+pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical, canonical_new};
 pub use text::human_size;
 
 use crate::memory_tools::{MemoryHandle, map_error};
@@ -37,6 +37,10 @@ const COMMANDS: [&str; 7] = [
     "rename",
     "update",
 ];
+
+/// The first line of the view of a file the user has not confirmed.
+const UNCONFIRMED_FILE: &str =
+    "(unconfirmed: written after untrusted input; not confirmed by the user)";
 
 /// The `memory` tool.
 #[derive(Debug, Clone)]
@@ -60,6 +64,12 @@ impl MemoryFiles {
                 )
             })
     }
+}
+
+/// The provenance of text this call writes to a file: as a `memory_save` of the model's would
+/// have (unconfirmed after untrusted input, the surface's origin otherwise).
+fn written(ctx: &ToolExecutionContext) -> Option<memory::Provenance> {
+    Some(crate::memory_tools::provenance(ctx, memory::Origin::Model))
 }
 
 fn arg<'a>(args: &'a Value, field: &str, command: &str) -> Result<&'a str, ToolError> {
@@ -140,14 +150,35 @@ impl Tool for MemoryFiles {
 
     /// Governed like every memory tool: `view` reads, every other command writes (its free text
     /// screened for secrets and PII), keyed in the audit log by the path it names.
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        output
+            .starts_with(UNCONFIRMED_FILE)
+            .then_some(types::UntrustedInput::Note)
+    }
+
     fn memory_access(&self, args: &Value) -> Option<crate::MemoryAccess> {
         let path = args
             .get("path")
             .or_else(|| args.get("old_path"))
             .and_then(Value::as_str);
+        const TEXT: &[&str] = &["file_text", "new_str", "insert_text"];
+        let blank = |field: &str| {
+            args.get(field)
+                .and_then(Value::as_str)
+                .is_some_and(crate::memory_tools::is_blank)
+        };
+        // Classes as the notes tools have them: `create` is `memory_save`, `delete` is
+        // `memory_delete`, an edit is `memory_update` (keeping the note's lifetime), and
+        // replacing a file's text with nothing is a delete.
         let access = match args.get("command").and_then(Value::as_str) {
             Some("view") => crate::MemoryAccess::notes_read(),
-            _ => crate::MemoryAccess::notes_write(&["file_text", "new_str", "insert_text"]),
+            Some("delete") => crate::MemoryAccess::notes_delete(),
+            Some("update") if blank("file_text") => crate::MemoryAccess {
+                text_fields: TEXT,
+                ..crate::MemoryAccess::notes_delete()
+            },
+            Some("create") => crate::MemoryAccess::notes_write(TEXT),
+            _ => crate::MemoryAccess::notes_write(TEXT).keeping_lifetime(),
         };
         Some(access.with_key(path))
     }
@@ -222,11 +253,15 @@ impl MemoryFiles {
                 arg(args, "old_path", command)?,
                 arg(args, "new_path", command)?,
             );
-            let (from, to) = (canonical(old)?, canonical(new)?);
+            let (from, to) = (canonical(old)?, canonical_new(new)?);
             return self.rename(ctx, (old, &from), (new, &to)).await;
         }
         let shown = arg(args, "path", command)?;
-        let path = canonical(shown)?;
+        let path = if command == "create" {
+            canonical_new(shown)?
+        } else {
+            canonical(shown)?
+        };
         let store = self.store()?;
         let db = |e| map_error(e, None);
         match command {
@@ -248,7 +283,17 @@ impl MemoryFiles {
                                 text::view_range(&range, lines).map_err(fail)?
                             }
                         };
-                        Ok(text::file_view(shown, &file.content, start, end))
+                        let view = text::file_view(shown, &file.content, start, end);
+                        // A file the user has not confirmed is said to be one: the model is
+                        // told, and the runtime marks what it writes while this is in context.
+                        let unconfirmed = match store.get_note(user, &file.note_id).await {
+                            Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
+                            Err(_) => true,
+                        };
+                        Ok(match unconfirmed {
+                            true => format!("{UNCONFIRMED_FILE}\n{view}"),
+                            false => view,
+                        })
                     }
                     [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
                     _ => Ok(text::directory_view(shown, &path, &files)),
@@ -257,7 +302,14 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Absent, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Absent,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -269,7 +321,14 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file(user, &path, body, PathExpect::Present, ctx.audit.as_ref())
+                    .put_file_as(
+                        user,
+                        &path,
+                        body,
+                        PathExpect::Present,
+                        ctx.audit.as_ref(),
+                        written(ctx),
+                    )
                     .await
                     .map_err(db)?
                 {
@@ -297,9 +356,27 @@ impl MemoryFiles {
                     let edited = text::insert(&file.content, line, insert).map_err(fail)?;
                     (edited, format!("The file {shown} has been edited."))
                 };
+                // Emptying a file removes what it said: that is the `delete` command's (a delete,
+                // governed as one), never an edit's.
+                if crate::memory_tools::is_blank(&edited) {
+                    return Err(fail(format!(
+                        "No change was made: the edit would leave {shown} with no text; to \
+                         remove the file, use the delete command"
+                    )));
+                }
+                // What is stored is what is screened: the edited file, not the fragments.
+                let mut edited = edited;
+                let mut tag = ctx.audit.clone();
+                let redacted =
+                    crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
+                let reply = if redacted.is_empty() {
+                    reply
+                } else {
+                    format!("{reply}\nRedacted before saving: {}.", redacted.join(", "))
+                };
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file(user, &path, &edited, expect, ctx.audit.as_ref())
+                    .put_file_as(user, &path, &edited, expect, tag.as_ref(), written(ctx))
                     .await
                     .map_err(db)?
                 {

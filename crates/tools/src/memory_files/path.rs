@@ -4,8 +4,18 @@
 //! leaves the tree: `..` anywhere, a sibling such as `/memories2`, NUL and other control or
 //! invisible characters, backslashes, over-long names and absurd depths are refused before the
 //! store is touched. Empty segments and `.` are dropped (`/memories//a/./b/` is `/memories/a/b`).
+//!
+//! One name, one file: a path is folded to its NFKC form before anything else, so the composed
+//! and decomposed `café`, or `ｎｏｔｅｓ.md` and `notes.md`, are the same file (and a fullwidth
+//! `．．` or `／` is checked as the `..` or `/` it becomes). A *new* name ([`canonical_new`]:
+//! `create`, the target of `rename`, `runner memory import-tree`) must also not be confusable
+//! with another: no leading or trailing space, no trailing dot, no word (run of letters) mixing
+//! the Latin, Greek and Cyrillic scripts (`nоtes.md` with a Cyrillic `о`), and no leading dot —
+//! `view` leaves hidden names out, and what cannot be listed is not created (so nothing is
+//! recalled that `view` does not show).
 
 use memory::MEMORIES_ROOT;
+use unicode_normalization::UnicodeNormalization;
 
 use crate::ToolError;
 
@@ -26,8 +36,83 @@ fn invisible(c: char) -> bool {
         | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
+/// The script of a letter, among those whose letters look alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Latin,
+    Greek,
+    Cyrillic,
+}
+
+fn script(c: char) -> Option<Script> {
+    match c {
+        'A'..='Z' | 'a'..='z' | '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' => {
+            Some(Script::Latin)
+        }
+        '\u{0370}'..='\u{03FF}' | '\u{1F00}'..='\u{1FFF}' => Some(Script::Greek),
+        '\u{0400}'..='\u{052F}' | '\u{1C80}'..='\u{1C8F}' | '\u{A640}'..='\u{A69F}' => {
+            Some(Script::Cyrillic)
+        }
+        _ => None,
+    }
+}
+
+/// Why `name` cannot be a new file or directory name, if it cannot.
+fn confusable(name: &str) -> Option<&'static str> {
+    if name.starts_with('.') {
+        return Some(
+            "starts with a dot: hidden names are left out of view, so they are not created",
+        );
+    }
+    if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
+        return Some("starts or ends with a space");
+    }
+    if name.ends_with('.') {
+        return Some("ends with a dot");
+    }
+    // Word by word (a run of letters): `заметки.md` is two words, each of one script.
+    let mut word: Option<Script> = None;
+    let mixed = name.chars().any(|c| {
+        if !c.is_alphabetic() {
+            word = None;
+            return false;
+        }
+        match (word, script(c)) {
+            (Some(w), Some(s)) if w != s => true,
+            (None, s) => {
+                word = s;
+                false
+            }
+            _ => false,
+        }
+    });
+    if mixed {
+        return Some(
+            "mixes letters of two scripts (Latin, Greek, Cyrillic) that look alike, so it could \
+             pass for another name",
+        );
+    }
+    None
+}
+
+/// The canonical form of `raw` as the path of something new (created, renamed to, imported):
+/// [`canonical`], and each name neither hidden nor confusable with another.
+pub fn canonical_new(raw: &str) -> Result<String, ToolError> {
+    let path = canonical(raw)?;
+    for name in path.split('/').skip(2) {
+        if let Some(why) = confusable(name) {
+            return Err(refuse(format!(
+                "The name {name:?} in path {raw} {why}: choose a plain name like notes.md"
+            )));
+        }
+    }
+    Ok(path)
+}
+
 /// The canonical form of `raw` (`/memories` or `/memories/a/b`), or the refusal to show the model.
 pub fn canonical(raw: &str) -> Result<String, ToolError> {
+    let folded: String = raw.nfkc().collect();
+    let raw = folded.as_str();
     if raw.len() > MAX_PATH_BYTES {
         return Err(refuse(format!(
             "Path is too long ({} bytes, at most {MAX_PATH_BYTES}): use shorter names under /memories",
@@ -88,6 +173,34 @@ pub fn canonical(raw: &str) -> Result<String, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn look_alike_names_are_one_file_or_refused() {
+        let ok = |raw: &str| canonical(raw).map_err(|e| e.to_string());
+        let new = |raw: &str| canonical_new(raw).map_err(|e| e.to_string());
+        let nfc = "/memories/caf\u{e9}.md";
+        assert_eq!(ok("/memories/cafe\u{301}.md"), Ok(nfc.to_owned()));
+        assert_eq!(
+            ok("/memories/\u{ff4e}otes.md"),
+            Ok("/memories/notes.md".to_owned())
+        );
+        assert!(ok("/memories/\u{ff0e}\u{ff0e}/x").is_err());
+        for refused in [
+            "/memories/n\u{43e}tes.md",
+            "/memories/notes.md ",
+            "/memories/notes.md.",
+            "/memories/.hidden",
+            "/memories/a/.git/config",
+        ] {
+            assert!(new(refused).is_err(), "{refused:?} accepted");
+            assert!(ok(refused).is_ok(), "{refused:?} still reachable to delete");
+        }
+        assert_eq!(
+            new("/memories/заметки.md"),
+            Ok("/memories/заметки.md".to_owned())
+        );
+        assert_eq!(new("/memories/a/b.md"), Ok("/memories/a/b.md".to_owned()));
+    }
 
     #[test]
     fn canonical_forms() {

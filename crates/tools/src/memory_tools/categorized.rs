@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, settle, store,
-    string_arg,
+    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, map_error, provenance,
+    readable, settle, store, string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -167,16 +167,16 @@ impl Tool for StoreMemory {
             };
             let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
             // The peer dialect has no way to insist, so only exact duplicates are refused here.
-            let outcome = memory
-                .store_note_checked(
-                    &ctx.user_id,
-                    key.as_ref(),
-                    content,
-                    metadata,
-                    memory::Similar::Allow,
-                )
-                .await
-                .map_err(|e| failed(FAILED, e))?;
+            let outcome = checked_save(
+                memory,
+                ctx,
+                key.as_ref(),
+                content,
+                metadata,
+                memory::Similar::Allow,
+            )
+            .await
+            .map_err(|e| failed(FAILED, e))?;
             match outcome {
                 memory::SaveOutcome::Duplicate { note_id, .. } => {
                     op.note(&note_id);
@@ -210,10 +210,19 @@ impl SearchMemories {
     }
 }
 
+/// How `search_memories` marks a note the user has not confirmed.
+const UNCONFIRMED: &str = "[unconfirmed] ";
+
 #[async_trait]
 impl Tool for SearchMemories {
     fn name(&self) -> &str {
         SEARCH_MEMORIES_TOOL_NAME
+    }
+
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        output
+            .contains(UNCONFIRMED)
+            .then_some(types::UntrustedInput::Note)
     }
 
     fn description(&self) -> &str {
@@ -267,6 +276,7 @@ impl Tool for SearchMemories {
                 .hybrid_query(&query)
                 .await
                 .map_err(|e| failed("Failed to search memories", e))?;
+            let hits = readable(ctx, hits);
             op.results(hits.len());
             let text = text.trim();
             if hits.is_empty() {
@@ -280,7 +290,11 @@ impl Tool for SearchMemories {
             let mut out = format!("Found {} {noun} for '{text}':", hits.len());
             for hit in &hits {
                 let body = hit.note_text.as_deref().unwrap_or(&hit.text);
-                item(&mut out, Some(hit.category), body, hit.context.as_deref());
+                let body = match hit.unconfirmed {
+                    true => format!("{UNCONFIRMED}{body}"),
+                    false => body.to_owned(),
+                };
+                item(&mut out, Some(hit.category), &body, hit.context.as_deref());
             }
             Ok(out)
         })

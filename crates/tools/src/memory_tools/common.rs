@@ -6,8 +6,13 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use memory::{CallKey, MemoryError, MemoryRetrieval, Origin, Provenance, WriteReceipt};
+use memory::{
+    CallKey, MemoryError, MemoryRetrieval, NoteMetadata, Origin, Provenance, SaveOutcome,
+    SearchHit, Similar, WriteReceipt,
+};
 use types::{NoteId, Surface, ToolExecutionContext, UntrustedInput};
+
+use crate::governance::NOTES_NAMESPACE;
 
 use crate::{Interruption, ToolError};
 
@@ -210,22 +215,28 @@ pub fn audited_call_key(
     }
 }
 
-/// Where a note written by this call comes from, from the call's context: the untrusted input the
-/// turn has read before it, if any (the note is then unconfirmed, and recall leaves it out), else
-/// `origin` (the user's words or the model's inference). Never from the model's arguments alone.
+/// Where a note written by this call comes from, from the call's context: the untrusted input in
+/// the model's context (or an untrusted client), if any — the note is then unconfirmed, and
+/// recall leaves it out — else `origin` (the user's words or the model's inference). Never from
+/// the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
     let origin = match (ctx.untrusted_input, ctx.surface.kind) {
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
-        (None, Surface::Mcp) => Origin::Mcp,
+        (_, Surface::Mcp) => Origin::Mcp,
         // The operator's command runs outside any conversation.
         (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),
         // The user's own edit from a chat client.
-        (None, Surface::Gateway) => Origin::User,
-        (None, Surface::Agent) => origin,
+        (_, Surface::Gateway) => Origin::User,
+        (_, Surface::Cli) => Origin::Cli,
+        (_, Surface::Agent) => origin,
     };
-    Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str())
+    let mut provenance = Provenance::in_turn(origin, ctx.session_id.as_str(), ctx.turn_id.as_str());
+    if ctx.untrusted_input.is_some() {
+        provenance.confirmed = false;
+    }
+    provenance
 }
 
 /// What a write returns to the model: the note id, the note's version after it (for a later
@@ -243,4 +254,44 @@ pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
         out["version"] = serde_json::json!(version);
     }
     out.to_string()
+}
+
+/// Whether `text` leaves a note with nothing in it (no letter or digit): an update or edit to such
+/// text empties the note, and is governed as a delete.
+pub(crate) fn is_blank(text: &str) -> bool {
+    !text.chars().any(char::is_alphanumeric)
+}
+
+/// A save, checked for duplicates only when the caller may read the user's notes: a caller that
+/// may not (a write-only client) gets no similar note's text and no duplicate's id — its save is
+/// stored as a new note and answered as one, so the answer says nothing about what is stored.
+/// For a caller that may read, the duplicate check is a read, audited by the store with the call.
+pub(crate) async fn checked_save(
+    memory: &dyn MemoryRetrieval,
+    ctx: &ToolExecutionContext,
+    key: Option<&CallKey>,
+    content: &str,
+    metadata: NoteMetadata,
+    similar: Similar,
+) -> Result<SaveOutcome, MemoryError> {
+    if ctx.reads.permits(NOTES_NAMESPACE) {
+        memory
+            .store_note_checked(&ctx.user_id, key, content, metadata, similar)
+            .await
+    } else {
+        memory
+            .store_note_once(&ctx.user_id, key, content, metadata)
+            .await
+            .map(SaveOutcome::Saved)
+    }
+}
+
+/// The hits of a search the caller may read: a keyed note whose namespace the caller's read
+/// rules do not allow is left out (plain notes are in the namespace `notes`).
+pub(crate) fn readable(ctx: &ToolExecutionContext, mut hits: Vec<SearchHit>) -> Vec<SearchHit> {
+    hits.retain(|h| {
+        ctx.reads
+            .permits(h.namespace.as_deref().unwrap_or(NOTES_NAMESPACE))
+    });
+    hits
 }

@@ -67,7 +67,7 @@ impl Tool for MemoryDelete {
 
     fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
         Some(
-            crate::MemoryAccess::notes_write(&[])
+            crate::MemoryAccess::notes_delete()
                 .with_key(args.get("note_id").and_then(serde_json::Value::as_str)),
         )
     }

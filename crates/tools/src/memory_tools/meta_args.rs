@@ -155,6 +155,16 @@ pub(crate) fn expiry_arg(
     }
 }
 
+/// The time-to-live the expiry arguments ask for, in seconds (`None`: no expiry, or one that is
+/// not valid — the tool refuses that itself).
+pub(crate) fn ttl_arg(args: &Value) -> Option<u64> {
+    let now = Utc::now();
+    let at = expiry_arg(args, now).ok().flatten()?;
+    u64::try_from((at - now).num_seconds())
+        .ok()
+        .map(|s| s.max(1))
+}
+
 /// The metadata of a new note from `memory_save`'s arguments.
 pub(crate) fn save_metadata(args: &Value) -> Result<NoteMetadata, ToolError> {
     Ok(NoteMetadata {

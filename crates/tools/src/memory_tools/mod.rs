@@ -19,7 +19,7 @@ pub use categorized::{
     SearchMemories, StoreMemory,
 };
 pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key};
-pub(crate) use common::{MemoryHandle, map_error, settle};
+pub(crate) use common::{MemoryHandle, is_blank, map_error, provenance, settle};
 pub use delete::MemoryDelete;
 pub use peer_mcp::{
     GET_CONTEXT_TOOL_NAME, GetContext, LIST_MEMORY_TOOL_NAME, ListMemory, PUT_MEMORY_TOOL_NAME,

@@ -86,7 +86,16 @@ fn base(hit: &SearchHit, text: &str) -> Value {
     if !hit.tags.is_empty() {
         entry["tags"] = json!(hit.tags);
     }
+    if hit.unconfirmed {
+        entry["unconfirmed"] = json!(true);
+    }
     entry
+}
+
+/// Whether a rendered search result shows a note the user has not confirmed (see
+/// [`crate::Tool::untrusted_in`]).
+pub(crate) fn shows_unconfirmed(output: &str) -> bool {
+    output.contains("\"unconfirmed\":true")
 }
 
 /// A note with its whole text and version (`None` when the whole text is not known).

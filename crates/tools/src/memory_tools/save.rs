@@ -9,10 +9,10 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, provenance, receipt_message,
-    settle, store,
+    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, map_error, provenance,
+    receipt_message, settle, store,
 };
-use super::meta_args::{add_organising_properties, save_metadata};
+use super::meta_args::{add_organising_properties, save_metadata, ttl_arg};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 
 #[derive(Debug, Clone)]
@@ -88,8 +88,8 @@ impl Tool for MemorySave {
         )
     }
 
-    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(crate::MemoryAccess::notes_write(&["content", "tags"]))
+    fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
+        Some(crate::MemoryAccess::notes_write(&["content", "tags"]).with_ttl(ttl_arg(args)))
     }
 
     async fn execute(
@@ -114,8 +114,7 @@ impl Tool for MemorySave {
                 Some(true) => Similar::Allow,
                 _ => Similar::Refuse,
             };
-            let outcome = memory
-                .store_note_checked(&ctx.user_id, key.as_ref(), content, metadata, similar)
+            let outcome = checked_save(memory, ctx, key.as_ref(), content, metadata, similar)
                 .await
                 .map_err(|e| map_error(e, None))?;
             Ok(match outcome {

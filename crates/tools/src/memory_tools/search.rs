@@ -9,7 +9,9 @@ use memory::{HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::MEMORY_SEARCH_TOOL_NAME;
-use super::common::{MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, store, string_arg};
+use super::common::{
+    MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, readable, store, string_arg,
+};
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
 use super::render::{SEARCH_BUDGET, render};
 use crate::{OutputFormat, Tool, ToolError};
@@ -116,6 +118,10 @@ impl Tool for MemorySearch {
         OutputFormat::Json
     }
 
+    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
+        super::render::shows_unconfirmed(output).then_some(types::UntrustedInput::Note)
+    }
+
     fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
         Some(crate::MemoryAccess::notes_read())
     }
@@ -169,7 +175,7 @@ impl Tool for MemorySearch {
                 let only_notes = self.query(vec![notes], text, top_k, &filters);
                 memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
             };
-            let hits = dedup(hits);
+            let hits = readable(ctx, dedup(hits));
             op.results(hits.len());
             let out = render(&hits, SEARCH_BUDGET, skipped);
             Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)

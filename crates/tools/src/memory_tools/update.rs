@@ -7,10 +7,10 @@ use types::{SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, content_arg, map_error, note_id_arg, provenance,
-    receipt_message, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, content_arg, is_blank, map_error, note_id_arg,
+    provenance, receipt_message, settle, store, string_arg,
 };
-use super::meta_args::{add_organising_properties, update_patch};
+use super::meta_args::{add_organising_properties, ttl_arg, update_patch};
 use super::render::SEARCH_BUDGET;
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 use memory::MemoryError;
@@ -88,10 +88,21 @@ impl Tool for MemoryUpdate {
     }
 
     fn memory_access(&self, args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(
+        let content = args.get("content").and_then(serde_json::Value::as_str);
+        // An update that leaves the note without text removes what it said: a delete.
+        let access = if content.is_some_and(is_blank) {
+            crate::MemoryAccess {
+                text_fields: &["content", "tags"],
+                ..crate::MemoryAccess::notes_delete()
+            }
+        } else {
             crate::MemoryAccess::notes_write(&["content", "tags"])
-                .with_key(args.get("note_id").and_then(serde_json::Value::as_str)),
-        )
+        };
+        let access = match ttl_arg(args) {
+            Some(ttl) => access.with_ttl(Some(ttl)),
+            None => access.keeping_lifetime(),
+        };
+        Some(access.with_key(args.get("note_id").and_then(serde_json::Value::as_str)))
     }
 
     async fn execute(

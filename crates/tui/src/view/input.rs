@@ -100,15 +100,21 @@ fn approval_prompt(approval: &PendingApproval, width: usize) -> InputView {
     let mut rows = vec![Line::from(Span::styled(
         format!(
             "? Allow {} {}?",
-            approval.name,
-            clip(&approval.arguments, width.saturating_sub(16).max(8))
+            types::terminal::escape_line(&approval.name),
+            clip(
+                &types::terminal::escape_line(&approval.arguments),
+                width.saturating_sub(16).max(8)
+            )
         ),
         ask,
     ))];
     for (i, choice) in ApprovalChoice::ALL.into_iter().enumerate() {
         let label = match choice {
             ApprovalChoice::Once => "Allow once (y)".to_owned(),
-            ApprovalChoice::Session => format!("Allow {} for this session (a)", approval.name),
+            ApprovalChoice::Session => format!(
+                "Allow {} for this session (a)",
+                types::terminal::escape_line(&approval.name)
+            ),
             ApprovalChoice::Deny => "Deny (n)".to_owned(),
         };
         let selected = approval.choice == Some(choice);

@@ -65,7 +65,9 @@ fn session_label(app: &App) -> String {
     match &app.session {
         None => "no session yet".into(),
         Some(s) => match s.title.as_deref().map(str::trim) {
-            Some(t) if !t.is_empty() => crate::model::tool_line::clip(t, 32),
+            Some(t) if !t.is_empty() => {
+                crate::model::tool_line::clip(&types::terminal::escape_line(t), 32)
+            }
             _ => format!(
                 "session {}",
                 crate::model::tool_line::clip(s.session_id.as_str(), 12)

@@ -1,8 +1,11 @@
 //! Breaking styled lines to the screen width (by display width, not bytes), with a hanging
-//! indent for continuation lines.
+//! indent for continuation lines. Every character a terminal could act on (escape sequences,
+//! `\r`, C1 controls, bidi overrides) is shown as its escape (`\x1b`, `\u{202e}`) by
+//! [`types::terminal`], so nothing from a note or a command's output reaches the terminal raw.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use types::terminal;
 use unicode_width::UnicodeWidthChar;
 
 use crate::markdown::{MdLine, Wrap};
@@ -11,17 +14,20 @@ use crate::markdown::{MdLine, Wrap};
 pub fn wrap(line: &MdLine, width: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
     let hang = if line.hang * 2 < width { line.hang } else { 0 };
-    let cells: Vec<(char, Style)> = line
-        .line
-        .spans
-        .iter()
-        .flat_map(|s| {
-            let style = line.line.style.patch(s.style);
-            s.content.chars().map(move |c| (c, style))
-        })
-        .map(|(c, style)| (if c == '\t' { ' ' } else { c }, style))
-        .filter(|(c, _)| !c.is_control())
-        .collect();
+    let mut cells: Vec<(char, Style)> = Vec::new();
+    for span in &line.line.spans {
+        let style = line.line.style.patch(span.style);
+        for c in span.content.chars() {
+            match c {
+                '\t' => cells.push((' ', style)),
+                // Shown, never sent: a note or a command's output cannot drive the terminal.
+                c if terminal::is_unsafe(c) => {
+                    cells.extend(terminal::escaped_char(c).chars().map(|e| (e, style)));
+                }
+                c => cells.push((c, style)),
+            }
+        }
+    }
     if cells.is_empty() {
         return vec![Line::default()];
     }

@@ -12,8 +12,9 @@ mod tools;
 
 pub use gateway::GatewayLimitsConfig;
 pub use governance::{
-    GovernanceConfig, Operation, PiiAction, RateLimit, RateLimitsConfig, SecretAction,
-    SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
+    GovernanceConfig, Operation, OperationRule, OperationRules, PiiAction, RateLimit,
+    RateLimitsConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
+    tool_classes,
 };
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use pricing::{ModelPrice, PricingConfig};

@@ -10,7 +10,7 @@ use types::{Operation, SafetyTier, ToolExecutionContext};
 use super::{PUT_MEMORY_TOOL_NAME, closed, keyed_access};
 use crate::memory_tools::MAX_CONTENT_BYTES;
 use crate::memory_tools::common::{
-    MemoryHandle, OpSpan, audited_call_key, map_error, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, map_error, provenance, settle, store,
 };
 use crate::{Interruption, MemoryAccess, OutputFormat, Tool, ToolError};
 
@@ -88,8 +88,12 @@ impl Tool for PutMemory {
 
     fn memory_access(&self, args: &Value) -> Option<MemoryAccess> {
         Some(MemoryAccess {
-            ttl_seconds: args.get("ttl_seconds").and_then(Value::as_u64),
-            text_fields: &["key", "value"],
+            // 0, like none, keeps the value forever.
+            ttl_seconds: args
+                .get("ttl_seconds")
+                .and_then(Value::as_u64)
+                .filter(|t| *t > 0),
+            text_fields: &["value"],
             ..keyed_access(Operation::Write, args, "key")
         })
     }
@@ -112,7 +116,10 @@ impl Tool for PutMemory {
                     ),
                 });
             }
-            let mut metadata = NoteMetadata::default();
+            let mut metadata = NoteMetadata {
+                provenance: Some(provenance(ctx, memory::Origin::Model)),
+                ..NoteMetadata::default()
+            };
             // 0 (like no ttl_seconds) keeps the value until it is replaced.
             if let Some(ttl) = args
                 .get("ttl_seconds")
@@ -143,12 +150,13 @@ impl Tool for PutMemory {
                 .await
                 .map_err(|e| map_error(e, None))?;
             op.note(&written.note_id);
-            Ok(json!({
-                "success": true,
-                "note_id": written.note_id,
-                "created": written.created,
-            })
-            .to_string())
+            let mut out = json!({"success": true, "note_id": written.note_id});
+            // Whether the key held a value is a read: a caller that may not read the namespace
+            // is not told.
+            if ctx.reads.permits(namespace) {
+                out["created"] = json!(written.created);
+            }
+            Ok(out.to_string())
         })
         .await
     }

@@ -1,0 +1,81 @@
+//! Text the model, a web page or a command chose — in a session title, a shell command and its
+//! output, a tool's details, the reply and a listed note — carrying OSC 52 (clipboard), clear
+//! screen, a window title, a one-character C1 CSI and a bidi override: every cell the TUI draws
+//! shows them as escapes, none is sent to the terminal as itself.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+use crossterm::event::{KeyCode, KeyModifiers};
+use types::ServerFrame;
+
+use crate::screens::{NOTE_A, check, key, note, online, screen, sid, tid};
+
+const OSC52: &str = "\u{1b}]52;c;cm0gLXJmIH4=\u{7}";
+const CLEAR: &str = "\u{1b}[2J\u{1b}[H";
+
+#[test]
+fn control_sequences_from_outside_are_shown_not_sent() {
+    let mut app = online(Some(&format!("Plan{CLEAR}\u{1b}]0;owned\u{7}")));
+    let frames = [
+        ServerFrame::TurnStarted {
+            seq: 1,
+            session_id: sid(),
+            turn_id: tid(),
+            client_turn_id: "other".into(),
+        },
+        ServerFrame::ToolStarted {
+            seq: 2,
+            session_id: sid(),
+            turn_id: tid(),
+            call_id: "call_1".into(),
+            name: "shell_exec".into(),
+            arguments: format!(r#"{{"command":"printf '{OSC52}'"}}"#),
+        },
+        ServerFrame::ToolFinished {
+            seq: 3,
+            session_id: sid(),
+            turn_id: tid(),
+            call_id: "call_1".into(),
+            name: "shell_exec".into(),
+            ok: true,
+            summary: format!("exit 0\n{OSC52}{CLEAR}\u{9b}31mred\rover \u{202e}txt.exe"),
+            duration_ms: 3,
+        },
+        ServerFrame::AssistantDelta {
+            seq: 4,
+            session_id: sid(),
+            turn_id: tid(),
+            text: format!("Done{CLEAR}."),
+        },
+        ServerFrame::ApprovalRequested {
+            seq: 5,
+            session_id: sid(),
+            turn_id: tid(),
+            call_id: "call_2".into(),
+            name: "shell_exec".into(),
+            arguments: format!(r#"{{"command":"echo {OSC52}"}}"#),
+        },
+    ];
+    for frame in frames {
+        app.on_frame(frame);
+    }
+    app.on_frame(ServerFrame::NoteList {
+        notes: vec![note(
+            NOTE_A,
+            &format!("From a page{OSC52} \u{202e}kool"),
+            None,
+        )],
+        total: 1,
+        next_cursor: None,
+    });
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    let drawn = screen(&mut app, 80, 30);
+    let raw: Vec<char> = drawn
+        .chars()
+        .filter(|c| *c != '\n' && types::terminal::is_unsafe(*c))
+        .collect();
+    assert!(raw.is_empty(), "sent to the terminal raw: {raw:?}\n{drawn}");
+    assert!(drawn.contains("\\x1b]52;c;"), "{drawn}");
+    assert!(drawn.contains("\\u{202e}"), "{drawn}");
+    check("hostile", &drawn);
+}
