@@ -51,7 +51,7 @@ mod shell_secret;
 mod toml_error;
 
 pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
-pub use beneath::{Entry, SafeDir, remove_beneath, write_beneath};
+pub use beneath::{Entry, Found, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
 pub use cgroup::{Placement, Tracking, UserCgroup};

@@ -312,8 +312,11 @@ async fn act(
         }
         MemoryAction::ExportTree { dir, target } => {
             let policy = policy(target, user_root);
-            let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
-            let export = memory_tree::export(store, user, &dir);
+            // The target is made only once the read is allowed: a refusal changes nothing.
+            let export = async {
+                let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
+                memory_tree::export(store, user, &dir).await
+            };
             let n = governed.read(memory_governed::EXPORT_TREE, export).await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }

@@ -373,7 +373,7 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
             list(),
             list(),
             list(),
-            call("putMemory", json!({"namespace": "agent.keys", "key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "value": "stripe"})),
+            call("putMemory", json!({"namespace": "agent.keys", "key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "value": "stripe", "ttl_seconds": 600})),
         ]),
     )
     .await;

@@ -35,12 +35,14 @@ fn runner(root: &Path, toml: Option<&str>, args: &[&str]) -> Output {
         .expect("runner starts")
 }
 
-/// `(tool, operation, outcome)` of each audit row.
+/// `(tool, operation, outcome)` of each audit row, oldest first (the CLI lists them newest
+/// first).
 fn audit(root: &Path) -> Vec<(String, String, String)> {
     ok_json(runner(root, None, &["audit", "--json"]))
         .as_array()
         .unwrap()
         .iter()
+        .rev()
         .map(|r| {
             let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
             (s("tool"), s("operation"), s("outcome"))

@@ -435,7 +435,13 @@ async fn processes_left_by_a_killed_runner_are_listed_and_cannot_keep_the_agent_
     let report = chat.shell(&attack).await;
     assert!(succeeded(&report), "{report}");
     drop(chat);
-    let loopers = pids_running(&looper);
+    // `setsid -f` returns before the detached shell has started: wait for it to show up.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut loopers = pids_running(&looper);
+    while loopers.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        loopers = pids_running(&looper);
+    }
     assert_eq!(loopers.len(), 1, "{loopers:?}");
     // The runner dies without stopping anything; its guests and the loop are left.
     let marker: RunnerMarker = runner::read_json(&runner::runner_marker_path(&setup.ws("alice")))

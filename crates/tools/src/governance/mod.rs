@@ -37,6 +37,7 @@
 //! write), with no audit rows and no metrics.
 
 mod audit;
+mod edit;
 mod metrics;
 pub mod normal;
 mod permissions;
@@ -45,6 +46,7 @@ mod rate;
 mod screen;
 
 pub use audit::AuditSink;
+pub(crate) use edit::screen_edit;
 pub use metrics::MemoryMetrics;
 pub use permissions::Denial;
 pub use rate::{Clock, Limited, ManualClock, SystemClock};
@@ -61,9 +63,10 @@ use types::{
 };
 
 use crate::{OutputFormat, ToolError};
+use edit::{WRITE_POLICY, tell_redacted};
 use pii::PiiKind;
 use rate::RateLimiter;
-use screen::{audit_name, merge_counts, redact_output, screen_text, screen_write, tag_counts};
+use screen::{audit_name, merge_counts, redact_output, screen_write, tag_counts};
 
 /// The namespace of the notes tools (`memory_*`, `store_memory`, …): the user's own notes.
 pub const NOTES_NAMESPACE: &str = "notes";
@@ -171,45 +174,6 @@ struct Admitted {
     started: Instant,
     /// `field: kind` of each value redacted from the write, for the caller's answer.
     redacted: Vec<String>,
-}
-
-tokio::task_local! {
-    /// The surface policy of the governed write in progress, set by [`Governance::govern`]
-    /// around the tool, for an edit that screens the text it computes ([`screen_edit`]).
-    static WRITE_POLICY: SurfacePolicy;
-}
-
-/// Screens the text an edit is about to store (a `/memories` file after `str_replace` or
-/// `insert`): the result, not the fragments, so a secret completed from clean pieces is caught.
-/// Under the policy of the governed call in progress (the agent's defaults outside one).
-/// Returns what was redacted (`field: kind`, its counts added to the write's audit `tag`), or
-/// the `PII_DETECTED` refusal.
-pub(crate) fn screen_edit(
-    field: &str,
-    text: &mut String,
-    tag: Option<&mut AuditTag>,
-) -> Result<Vec<String>, ToolError> {
-    let policy = WRITE_POLICY
-        .try_with(|p| *p)
-        .unwrap_or_else(|_| types::SurfacesConfig::default().policy(types::Surface::Agent));
-    let screened = screen_text(&policy, field, text)?;
-    if let Some(tag) = tag {
-        merge_counts(&mut tag.redactions, &screened.counts);
-    }
-    Ok(screened.fields)
-}
-
-/// Says in a write's answer which fields had values redacted: a `redacted` list in a JSON
-/// object, a closing line in text.
-fn tell_redacted(output: String, redacted: &[String]) -> String {
-    if redacted.is_empty() {
-        return output;
-    }
-    if let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&output) {
-        map.insert("redacted".into(), json!(redacted));
-        return Value::Object(map).to_string();
-    }
-    format!("{output}\nRedacted before saving: {}.", redacted.join(", "))
 }
 
 impl Admitted {
