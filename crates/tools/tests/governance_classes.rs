@@ -321,3 +321,41 @@ async fn a_call_its_schema_refuses_is_audited() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_write_only_client_learns_nothing_from_the_files_tool() {
+    let env = env(json!({"surfaces": {"mcp": {"operations": ["write"]}}})).await;
+    let made = env
+        .call(
+            Surface::Agent,
+            "memory",
+            json!({"command": "create", "path": "/memories/door.md", "file_text": "code 4711"}),
+        )
+        .await;
+    assert!(made.ok, "{}", made.output);
+    // The same refusal for a path that exists and one that does not, for every command that
+    // names a path: nothing tells the client what is stored, and nothing is changed.
+    let mut by_path = Vec::new();
+    for path in ["/memories/door.md", "/memories/none.md"] {
+        let mut answers = Vec::new();
+        for args in [
+            json!({"command": "create", "path": path, "file_text": "code 1234"}),
+            json!({"command": "str_replace", "path": path, "old_str": "4711", "new_str": "1"}),
+            json!({"command": "insert", "path": path, "insert_line": 0, "insert_text": "x"}),
+            json!({"command": "delete", "path": path}),
+            json!({"command": "rename", "old_path": path, "new_path": "/memories/moved.md"}),
+        ] {
+            answers.push(denied(&env.call(Surface::Mcp, "memory", args).await));
+        }
+        by_path.push(answers);
+    }
+    assert_eq!(by_path[0], by_path[1]);
+    let seen = env
+        .call(
+            Surface::Agent,
+            "memory",
+            json!({"command": "view", "path": "/memories/door.md"}),
+        )
+        .await;
+    assert!(seen.output.contains("code 4711"), "{}", seen.output);
+}

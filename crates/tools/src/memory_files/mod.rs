@@ -247,6 +247,17 @@ impl MemoryFiles {
         args: &Value,
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
+        // Every command on a path tells whether the path exists (an edit, what the file says):
+        // a caller that may write but not read gets one answer, whatever is stored.
+        if !ctx.reads.permits(crate::governance::NOTES_NAMESPACE) {
+            return Err(ToolError::governed(
+                crate::governance::PERMISSION_DENIED,
+                "This client may write memory but not read it, and every `memory` command on a \
+                 path shows whether the path exists; use memory_save to add a note"
+                    .to_owned(),
+                serde_json::json!({"namespace": crate::governance::NOTES_NAMESPACE, "operation": "read"}),
+            ));
+        }
         let user = &ctx.user_id;
         if command == "rename" {
             let (old, new) = (
