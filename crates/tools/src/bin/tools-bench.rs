@@ -4,7 +4,7 @@
 //! write (and the normaliser alone), and memory tools through the registry against the raw
 //! memory API.
 //!
-//! `cargo run --release -p tools --bin tools-bench [-- --calls N]`
+//! `cargo run --release -p tools --bin tools-bench [-- --calls N] [--screening-only]`
 
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
@@ -306,6 +306,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
+    if std::env::args().any(|a| a == "--screening-only") {
+        screening_cost(calls);
+        return Ok(());
+    }
     let dir = std::env::temp_dir().join(format!("oxydra-tools-bench-{}", std::process::id()));
     let user = UserId::parse("bench")?;
     let ctx = ToolExecutionContext::new(
