@@ -6,14 +6,14 @@
 //! one *stretch* (a maximal run of digits and joiners); a NINO adds the two letters just before
 //! the stretch and the one just after. The pass finds each stretch holding a long number, reads
 //! off which patterns its digit groups could hold (a card needs 13 digits joined by single
-//! ` -/_`, an SSN 9, a phone two groups of 3–4 digits joined by one ` .-` or `+` and 8 digits,
-//! a NINO letters on both sides), and gives each such pattern the window from two bytes before
-//! the stretch to the end of the word after it. An IBAN starts at a word of two letters and two
-//! digits and is at most 64 bytes long; an e-mail address lies in the run of address characters
-//! around its `@` (`%40`, `[at]`, `(at)`). The conditions are necessary ones, so a pattern run on
-//! its windows finds exactly what it finds on the whole text (`pii`'s tests compare the two on
-//! generated texts); a window ends before a byte that is not a word byte, so an ASCII `\b` at its
-//! end reads as it does in the whole text.
+//! ` -/_`, an SSN whole groups of 3, 2 and 4 digits, a phone two groups of 3–4 digits joined by
+//! one ` .-` or `+` and 8 digits, a NINO letters on both sides), and gives each such pattern the
+//! window from two bytes before the stretch to the end of the word after it. An IBAN starts at a
+//! word of two letters and two digits and is at most 64 bytes long; an e-mail address lies in the
+//! run of address characters around its `@` (`%40`, `[at]`, `(at)`). The conditions are
+//! necessary ones, so a pattern run on its windows finds exactly what it finds on the whole text
+//! (`pii`'s tests compare the two on generated texts); a window ends before a byte that is not a
+//! word byte, so an ASCII `\b` at its end reads as it does in the whole text.
 
 use std::ops::Range;
 
@@ -117,6 +117,8 @@ fn read_stretch(bytes: &[u8]) -> Stretch {
     let (mut long, mut chain) = (0usize, 0usize);
     // The length of the previous digit group if exactly one ` .-` followed it, for phones.
     let mut phone_prev: Option<usize> = None;
+    // The last two groups: (length, joined to the group before by one ` -/_`), for SSNs.
+    let mut last = [(0, false); 2];
     let mut at = 0;
     let mut prev_group_end: Option<usize> = None;
     while at < bytes.len() {
@@ -140,7 +142,10 @@ fn read_stretch(bytes: &[u8]) -> Stretch {
         }
         out.long |= long >= 6;
         out.six |= chain >= 6;
-        out.ssn |= chain >= 9;
+        // An SSN is three whole groups of 3, 2 and 4 digits, each joined by one ` -/_`.
+        let us_joined = matches!(gap, Some([b' ' | b'-' | b'/' | b'_']));
+        out.ssn |= len == 4 && us_joined && last[1] == (2, true) && last[0].0 == 3;
+        last = [last[1], (len, us_joined)];
         out.card |= chain >= 13;
         let joined = matches!(gap, Some([b' ' | b'.' | b'-']));
         if joined && phone_prev.is_some() && (3..=4).contains(&len) {
@@ -337,9 +342,11 @@ mod tests {
         };
         assert_eq!(read(" 2024-01-15. "), (true, false, false, false, true));
         assert_eq!(read(" 3.14.159 "), (true, false, false, false, false));
-        assert_eq!(read("4111 1111 1111 1111"), (true, true, true, true, true));
+        assert_eq!(read("4111 1111 1111 1111"), (true, true, false, true, true));
         assert_eq!(read("123-45-6789"), (true, false, true, false, true));
-        assert_eq!(read("+4420794609"), (true, false, true, true, true));
+        assert_eq!(read("+4420794609"), (true, false, false, true, true));
+        assert_eq!(read("20240115-7781"), (true, false, false, false, true));
+        assert_eq!(read("1234-123-45-6789"), (true, true, true, true, true));
         assert_eq!(read("(555) 123-4567"), (true, false, false, true, true));
         assert_eq!(read("1234"), (false, false, false, false, false));
     }
