@@ -7,12 +7,15 @@
 //! Unicode space becomes a plain space and every dash or minus a `-`, and a decimal digit of any
 //! script becomes its ASCII digit (so the Luhn and mod-97 checksums see what the pattern saw).
 //! Each byte of the normalised text remembers where its character started in the original, so
-//! a finding redacts the original span (the map is a list of pieces: ASCII runs copied whole, and
-//! each folded character). ASCII text is its own view (no copy, no map): the common case costs
-//! one `is_ascii` pass.
+//! a finding redacts the original span (the map is a list of pieces: runs copied whole, and each
+//! folded character). ASCII text is its own view (no copy, no map): the common case costs one
+//! `is_ascii` pass. Elsewhere the runs copied whole are those of ASCII and of characters that are
+//! their own view (most letters: `é`, `ß`, `ж`), told by one bit per character of the Basic
+//! Multilingual Plane, so only the characters that change cost a fold.
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
@@ -79,6 +82,86 @@ pub struct Normalized<'a> {
     original_len: usize,
 }
 
+/// Appends what `c` becomes in the view to `text`.
+fn fold(c: char, text: &mut String) {
+    if is_format(c) {
+    } else if c.is_whitespace() {
+        text.push(' ');
+    } else if is_dash(c) {
+        text.push('-');
+    } else if let Some(d) = ascii_digit(c) {
+        text.push(d);
+    } else if is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes {
+        // Most letters (`é`, `ß`, `ж`) are their own NFKC form: a table lookup, not a
+        // decomposition.
+        text.push(c);
+    } else {
+        for n in std::iter::once(c).nfkc() {
+            match ascii_digit(n) {
+                Some(d) => text.push(d),
+                None if is_dash(n) => text.push('-'),
+                None => text.push(n),
+            }
+        }
+    }
+}
+
+/// Whether `c` is its own view: no format character, space, dash or digit to fold, and its
+/// own NFKC form.
+fn is_kept(c: char) -> bool {
+    !(is_format(c) || c.is_whitespace() || is_dash(c) || ascii_digit(c).is_some())
+        && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+}
+
+/// [`is_kept`] for each code point of the Basic Multilingual Plane, one bit each (8 KiB, worked
+/// out once): a character outside ASCII costs a table lookup, not four checks.
+static KEPT_BMP: LazyLock<Vec<u64>> = LazyLock::new(|| {
+    let mut bits = vec![0u64; 0x10000 / 64];
+    for cp in 0..0x10000u32 {
+        if char::from_u32(cp).is_some_and(is_kept)
+            && let Some(word) = bits.get_mut((cp / 64) as usize)
+        {
+            *word |= 1 << (cp % 64);
+        }
+    }
+    bits
+});
+
+fn kept(c: char) -> bool {
+    let cp = u32::from(c);
+    match KEPT_BMP.get((cp / 64) as usize) {
+        Some(word) => word & (1 << (cp % 64)) != 0,
+        None => is_kept(c),
+    }
+}
+
+/// The index of the first byte at or after `from` that is not ASCII (or the text's length): 32
+/// bytes at a time are tested without an early exit (which the compiler turns into vector
+/// instructions), and the block that holds one is searched eight bytes at a time.
+fn next_non_ascii(bytes: &[u8], from: usize) -> usize {
+    const BLOCK: usize = 32;
+    let mut at = from;
+    while let Some(block) = bytes.get(at..at + BLOCK) {
+        if block.iter().fold(0, |any, b| any | b) >= 0x80 {
+            break;
+        }
+        at += BLOCK;
+    }
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let mask = u64::from_le_bytes(word) & 0x8080_8080_8080_8080;
+        if mask != 0 {
+            return at + (mask.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while bytes.get(at).is_some_and(u8::is_ascii) {
+        at += 1;
+    }
+    at.min(bytes.len())
+}
+
 impl<'a> Normalized<'a> {
     pub fn new(original: &'a str) -> Self {
         if original.is_ascii() {
@@ -88,49 +171,29 @@ impl<'a> Normalized<'a> {
                 original_len: original.len(),
             };
         }
+        let bytes = original.as_bytes();
         let mut text = String::with_capacity(original.len());
         let mut pieces = Vec::new();
-        let mut rest = original;
-        let mut at = 0;
-        while !rest.is_empty() {
-            // An ASCII run is copied whole.
-            let run = rest
-                .bytes()
-                .position(|b| !b.is_ascii())
-                .unwrap_or(rest.len());
-            if run > 0 {
-                pieces.push(Piece {
-                    view: text.len(),
-                    original: at,
-                    copied: true,
-                });
-                text.push_str(&rest[..run]);
-                at += run;
-                rest = &rest[run..];
+        // Where the run being copied whole (ASCII, and characters that are their own view)
+        // started in the original.
+        let mut copy_from = 0;
+        let mut at = next_non_ascii(bytes, 0);
+        while let Some(c) = original.get(at..).and_then(|rest| rest.chars().next()) {
+            let next = at + c.len_utf8();
+            if kept(c) {
+                at = next_non_ascii(bytes, next);
                 continue;
             }
-            let Some(c) = rest.chars().next() else { break };
-            let view = text.len();
-            if is_format(c) {
-            } else if c.is_whitespace() {
-                text.push(' ');
-            } else if is_dash(c) {
-                text.push('-');
-            } else if let Some(d) = ascii_digit(c) {
-                text.push(d);
-            } else if is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes {
-                // Most letters (`é`, `ß`, `ж`) are their own NFKC form: a table lookup, not a
-                // decomposition.
-                text.push(c);
-            } else {
-                for n in std::iter::once(c).nfkc() {
-                    match ascii_digit(n) {
-                        Some(d) => text.push(d),
-                        None if is_dash(n) => text.push('-'),
-                        None => text.push(n),
-                    }
-                }
+            if at > copy_from {
+                pieces.push(Piece {
+                    view: text.len(),
+                    original: copy_from,
+                    copied: true,
+                });
+                text.push_str(original.get(copy_from..at).unwrap_or_default());
             }
+            let view = text.len();
+            fold(c, &mut text);
             if text.len() > view {
                 pieces.push(Piece {
                     view,
@@ -138,8 +201,16 @@ impl<'a> Normalized<'a> {
                     copied: false,
                 });
             }
-            at += c.len_utf8();
-            rest = &rest[c.len_utf8()..];
+            copy_from = next;
+            at = next_non_ascii(bytes, next);
+        }
+        if original.len() > copy_from {
+            pieces.push(Piece {
+                view: text.len(),
+                original: copy_from,
+                copied: true,
+            });
+            text.push_str(original.get(copy_from..).unwrap_or_default());
         }
         Self {
             text: Cow::Owned(text),
@@ -220,5 +291,58 @@ mod tests {
         let at = view.as_str().find("411").unwrap_or_default();
         let span = view.original(at..at + 3);
         assert_eq!(&original[span], "４１\u{200B}１");
+    }
+
+    /// Each span of the view between the outputs of two characters maps back to the original
+    /// characters that fold to it, whether they are copied in a run or folded one by one.
+    #[test]
+    fn every_span_maps_back_to_what_folds_to_it() {
+        for original in [
+            "café\u{A0}4111\u{200B}–x ＠é",
+            "\u{200B}ab\u{AD}",
+            "ж٤１\u{FEFF}ßé\u{2013}\u{2013}",
+            "é",
+            "a\u{0301}ﬁ",
+        ] {
+            let view = Normalized::new(original);
+            let mut bounds = vec![0];
+            let mut expected = String::new();
+            for c in original.chars() {
+                fold(c, &mut expected);
+                bounds.push(expected.len());
+            }
+            assert_eq!(view.as_str(), expected, "{original:?}");
+            for &i in &bounds {
+                for &j in bounds.iter().filter(|j| **j >= i) {
+                    let span = view.original(i..j);
+                    let mut folded = String::new();
+                    original[span.clone()]
+                        .chars()
+                        .for_each(|c| fold(c, &mut folded));
+                    assert_eq!(folded, &expected[i..j], "{original:?} {i}..{j} -> {span:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kept_characters_are_told_by_the_table() {
+        for c in [
+            'é',
+            'ß',
+            'ж',
+            '\u{A0}',
+            '–',
+            '٤',
+            '１',
+            '\u{200B}',
+            'ﬁ',
+            '😀',
+            '\u{E0041}',
+        ] {
+            assert_eq!(kept(c), is_kept(c), "{c:?}");
+        }
+        assert_eq!(next_non_ascii(b"abcdefghijkl\xc3\xa9", 0), 12);
+        assert_eq!(next_non_ascii(b"abc", 1), 3);
     }
 }

@@ -8,16 +8,18 @@
 //! number or a fullwidth `＠` is found as its plain form is; digits may also be separated by `/`
 //! or `_`, IBANs and NINOs may be lower case, and an e-mail's `@` may be written `[at]`, `(at)`
 //! or `%40`. A finding's span is that of the original text, so redaction removes the obfuscated
-//! value whole.
+//! value whole. Each pattern runs only on the windows of the text where it can match (around
+//! long numbers, IBAN starts and e-mail separators: [`windows`], one pass over the bytes).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 use super::normal::Normalized;
 use crate::scrub::{ascii_classes, secret_spans};
+use windows::Windows;
 
 /// A kind of sensitive value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -48,12 +50,6 @@ pub type PiiCounts = BTreeMap<PiiKind, u32>;
 
 /// A validity check on a match (a checksum, a plausible length).
 type Check = fn(&str) -> bool;
-
-struct Pattern {
-    kind: PiiKind,
-    re: Regex,
-    check: Check,
-}
 
 fn always(_: &str) -> bool {
     true
@@ -124,55 +120,75 @@ fn phone(text: &str) -> bool {
     (7..=15).contains(&digits(text).len())
 }
 
-/// The patterns, in the order they claim a span (a card number is not also a phone number).
-struct Patterns {
-    /// All of them: one pass tells which can match at all.
-    set: RegexSet,
-    patterns: Vec<Pattern>,
+/// Which pattern a [`Pattern`] is: says which windows it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Email,
+    Iban,
+    Card,
+    Ssn,
+    Nino,
+    Phone,
 }
 
-static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
-    let table: [(PiiKind, &str, Check); 6] = [
+struct Pattern {
+    which: Which,
+    kind: PiiKind,
+    re: Regex,
+    check: Check,
+}
+
+/// The patterns, in the order they claim a span (a card number is not also a phone number).
+static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    let table: [(Which, PiiKind, &str, Check); 6] = [
         (
+            Which::Email,
             PiiKind::Email,
             r"\b[A-Za-z0-9._+\-]+(?:@|%40| ?[\[(]at[\])] ?)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
             always,
         ),
         (
+            Which::Iban,
             PiiKind::Iban,
             r"(?i)\b[A-Z]{2}\d{2}(?:[ \-/_]?[A-Z0-9]){11,30}\b",
             iban,
         ),
-        (PiiKind::Card, r"\b\d(?:[ \-/_]?\d){12,18}\b", luhn),
         (
+            Which::Card,
+            PiiKind::Card,
+            r"\b\d(?:[ \-/_]?\d){12,18}\b",
+            luhn,
+        ),
+        (
+            Which::Ssn,
             PiiKind::NationalId,
             r"\b\d{3}[ \-/_]\d{2}[ \-/_]\d{4}\b",
             ssn,
         ),
         (
+            Which::Nino,
             PiiKind::NationalId,
             r"(?i)\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z][ \-/_]?\d{2}[ \-/_]?\d{2}[ \-/_]?\d{2}[ \-/_]?[A-D]\b",
             always,
         ),
         (
+            Which::Phone,
             PiiKind::Phone,
             r"(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[ .\-]\d{3,4}[ .\-]\d{3,4}\b|\+\d{8,15}\b",
             phone,
         ),
     ];
-    let patterns: Vec<Pattern> = table
+    table
         .into_iter()
-        .filter_map(|(kind, pattern, check)| {
+        .filter_map(|(which, kind, pattern, check)| {
             Some(Pattern {
+                which,
                 kind,
                 re: Regex::new(&ascii_classes(pattern)).ok()?,
                 check,
             })
         })
-        .collect();
-    let set =
-        RegexSet::new(patterns.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
-    Patterns { set, patterns }
+        .collect()
 });
 
 /// One sensitive value found in a text.
@@ -182,9 +198,68 @@ pub struct Finding {
     pub span: Range<usize>,
 }
 
+/// Where each pattern runs in a text (see [`windows`]): the e-mail pattern only where the text
+/// has an `@` (or `%40`, `[at]`, `(at)`), the others only where it has a long number.
+struct Reach {
+    email: Vec<Range<usize>>,
+    numbers: Windows,
+}
+
+impl Reach {
+    fn windows(text: &str) -> Self {
+        let mail = windows::has_mail_separator(text);
+        let mut numbers = windows::numbers(text);
+        if !numbers.long_number {
+            numbers = Windows::default();
+        }
+        Self {
+            email: if mail {
+                windows::emails(text)
+            } else {
+                Vec::new()
+            },
+            numbers,
+        }
+    }
+
+    fn get(&self, which: Which) -> &[Range<usize>] {
+        match which {
+            Which::Email => &self.email,
+            Which::Iban => &self.numbers.iban,
+            Which::Card => &self.numbers.card,
+            Which::Ssn => &self.numbers.ssn,
+            Which::Nino => &self.numbers.nino,
+            Which::Phone => &self.numbers.phone,
+        }
+    }
+}
+
+/// The matches of `re` in `text` that lie in `windows` (sorted, disjoint), in order: what
+/// `re.find_iter(text)` gives when every match lies in one of them. A window's end is a place
+/// where `\b` reads as in the whole text, and the search starts with the text before it in view.
+fn matches_in<'t>(
+    re: &'t Regex,
+    text: &'t str,
+    windows: &'t [Range<usize>],
+) -> impl Iterator<Item = regex::Match<'t>> + 't {
+    windows.iter().flat_map(move |w| {
+        let hay = text.get(..w.end).unwrap_or_default();
+        let mut at = w.start;
+        std::iter::from_fn(move || {
+            let m = re.find_at(hay, at)?;
+            at = m.end();
+            Some(m)
+        })
+    })
+}
+
 /// Every sensitive value in `text`, in order, never overlapping: secrets first, then the
 /// patterns above in order (a card number is not also a phone number).
 pub fn find(text: &str) -> Vec<Finding> {
+    find_with(text, Reach::windows)
+}
+
+fn find_with(text: &str, reach: fn(&str) -> Reach) -> Vec<Finding> {
     let view = Normalized::new(text);
     let seen = view.as_str();
     let mut found: Vec<Finding> = secret_spans(seen)
@@ -194,25 +269,9 @@ pub fn find(text: &str) -> Vec<Finding> {
             span,
         })
         .collect();
-    let all = &*PATTERNS;
-    let numbers = has_long_number(seen);
-    let mail = ["@", "%40", "[at]", "(at)"]
-        .iter()
-        .any(|n| seen.contains(n));
-    let candidates = if numbers || mail {
-        all.set.matches(seen).into_iter().collect()
-    } else {
-        Vec::new()
-    };
-    let run = candidates
-        .into_iter()
-        .filter_map(|i| all.patterns.get(i))
-        .filter(|p| match p.kind {
-            PiiKind::Email => mail,
-            _ => numbers,
-        });
-    for pattern in run {
-        for m in pattern.re.find_iter(seen) {
+    let reach = reach(seen);
+    for pattern in PATTERNS.iter() {
+        for m in matches_in(&pattern.re, seen, reach.get(pattern.which)) {
             let overlaps = found
                 .iter()
                 .any(|f| f.span.start < m.end() && m.start() < f.span.end);
@@ -232,28 +291,6 @@ pub fn find(text: &str) -> Vec<Finding> {
     }
     found.sort_by_key(|f| f.span.start);
     found
-}
-
-/// Whether `text` has a number of at least six digits (single separators allowed between
-/// them): every pattern but the e-mail's needs one (a phone seven, a NINO six, a card thirteen,
-/// an IBAN's digits run longer), so a text without one is not searched for them.
-fn has_long_number(text: &str) -> bool {
-    let (mut digits, mut gap) = (0u32, false);
-    for b in text.bytes() {
-        if b.is_ascii_digit() {
-            digits += 1;
-            gap = false;
-            if digits >= 6 {
-                return true;
-            }
-        } else if !gap && digits > 0 && b" -/_.()+".contains(&b) {
-            gap = true;
-        } else {
-            digits = 0;
-            gap = false;
-        }
-    }
-    false
 }
 
 /// Digits joined by a hyphen to letters or digits on either side are part of an identifier (a
@@ -302,48 +339,5 @@ pub(crate) fn each_string(value: &mut serde_json::Value, f: &mut impl FnMut(&mut
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kinds(text: &str) -> Vec<&'static str> {
-        find(text).iter().map(|f| f.kind.as_str()).collect()
-    }
-
-    #[test]
-    fn checksums() {
-        assert!(luhn("4111 1111 1111 1111"));
-        assert!(!luhn("4111 1111 1111 1112"));
-        assert!(iban("DE89 3704 0044 0532 0130 00"));
-        assert!(!iban("DE88 3704 0044 0532 0130 00"));
-        assert!(ssn("123-45-6789"));
-        assert!(!ssn("666-45-6789"));
-    }
-
-    #[test]
-    fn each_kind_is_found() {
-        let table = [
-            ("mail me at jo.doe+x@example.co.uk", vec!["email"]),
-            ("call +44 20 7946 0958 today", vec!["phone"]),
-            ("or (555) 123-4567", vec!["phone"]),
-            ("card 4111-1111-1111-1111 exp", vec!["card"]),
-            ("IBAN GB82 WEST 1234 5698 7654 32", vec!["iban"]),
-            ("ssn 123-45-6789", vec!["national_id"]),
-            ("NI number AB 12 34 56 C", vec!["national_id"]),
-            ("key sk-abcdefghijklmnop1234", vec!["secret"]),
-            ("password=hunter22 ok", vec!["secret"]),
-        ];
-        for (text, expected) in table {
-            assert_eq!(kinds(text), expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn redaction_keeps_the_rest() {
-        let (out, counts) = redact("write to a@b.io or c@d.io; pin 1234", |_| true);
-        assert_eq!(
-            out,
-            "write to [REDACTED:email] or [REDACTED:email]; pin 1234"
-        );
-        assert_eq!(counts.get(&PiiKind::Email), Some(&2));
-    }
-}
+mod tests;
+mod windows;
