@@ -195,17 +195,14 @@ impl CliMemory {
             &access,
             args,
             |_, ctx| async move {
+                // The read rules of `[governance]` hold for each hit's namespace too; the store
+                // is asked for more when they name namespaces, so the answer is not left short.
+                let top_k = query.top_k;
+                let mut query = query;
+                query.top_k = tools::search_fetch_k(&ctx, top_k);
                 let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
-                // The read rules of `[governance]` hold for each hit's namespace too.
-                let rows: Vec<Value> = hits
+                let rows: Vec<Value> = tools::readable_hits(&ctx, hits, top_k)
                     .iter()
-                    .filter(|h| {
-                        ctx.reads.permits(
-                            h.namespace
-                                .as_deref()
-                                .unwrap_or(tools::governance::NOTES_NAMESPACE),
-                        )
-                    })
                     .map(|h| {
                         json!({
                             "note_id": h.note_id, "text": h.text, "score": h.score,

@@ -53,6 +53,8 @@ pub use memory_tools::{
     SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME, SearchMemories, StoreMemory,
     audited_call_key, memory_tools, memory_tools_for, memory_tools_of, register_memory_tools,
 };
+/// A search's hits as its caller may read them (what the CLI's search shares with the tools).
+pub use memory_tools::{fetch_k as search_fetch_k, readable as readable_hits};
 pub use registry::{ToolOutcome, ToolRegistry};
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{

@@ -359,3 +359,56 @@ async fn a_write_only_client_learns_nothing_from_the_files_tool() {
         .await;
     assert!(seen.output.contains("code 4711"), "{}", seen.output);
 }
+
+#[tokio::test]
+async fn hits_left_out_by_read_rules_do_not_leave_a_search_short() {
+    let env =
+        env(json!({"operations": {"read": {"allowed_namespaces": ["notes", "public.*"]}}})).await;
+    // Three private notes rank above the one public note for this query.
+    for (ns, key, value) in [
+        (
+            "private.vault",
+            "a",
+            "vault combination vault combination one",
+        ),
+        (
+            "private.vault",
+            "b",
+            "vault combination vault combination two",
+        ),
+        (
+            "private.vault",
+            "c",
+            "vault combination vault combination three",
+        ),
+        ("public.menu", "d", "the vault menu lists a combination"),
+    ] {
+        let out = env
+            .call(
+                Surface::Agent,
+                "putMemory",
+                json!({"namespace": ns, "key": key, "value": value}),
+            )
+            .await;
+        assert!(out.ok, "{}", out.output);
+    }
+    for (tool, args) in [
+        (
+            "memory_search",
+            json!({"query": "vault combination", "top_k": 1}),
+        ),
+        (
+            "search_memories",
+            json!({"query": "vault combination", "limit": 1}),
+        ),
+    ] {
+        let out = env.call(Surface::Agent, tool, args).await;
+        assert!(out.ok, "{}", out.output);
+        assert!(out.output.contains("menu lists"), "{tool}: {}", out.output);
+        assert!(
+            !out.output.contains("one") && !out.output.contains("two"),
+            "{tool}: {}",
+            out.output
+        );
+    }
+}

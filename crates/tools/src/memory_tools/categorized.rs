@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, map_error, provenance,
-    readable, settle, store, string_arg,
+    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, fetch_k, map_error,
+    provenance, readable, settle, store, string_arg,
 };
 use crate::{Interruption, Tool, ToolError};
 
@@ -266,17 +266,18 @@ impl Tool for SearchMemories {
         op.run(async {
             let memory = store(&self.memory)?;
             let text = string_arg(args, "query")?;
+            let limit = limit_arg(args, 10, 20);
             let mut query = HybridQuery::new(
                 vec![SessionId::user_memory(&ctx.user_id)],
                 text,
-                limit_arg(args, 10, 20),
+                fetch_k(ctx, limit),
             );
             query.weights = Weights::from(&self.retrieval);
             let hits = memory
                 .hybrid_query(&query)
                 .await
                 .map_err(|e| failed("Failed to search memories", e))?;
-            let hits = readable(ctx, hits);
+            let hits = readable(ctx, hits, limit);
             op.results(hits.len());
             let text = text.trim();
             if hits.is_empty() {

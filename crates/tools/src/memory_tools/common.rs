@@ -286,12 +286,28 @@ pub(crate) async fn checked_save(
     }
 }
 
-/// The hits of a search the caller may read: a keyed note whose namespace the caller's read
-/// rules do not allow is left out (plain notes are in the namespace `notes`).
-pub(crate) fn readable(ctx: &ToolExecutionContext, mut hits: Vec<SearchHit>) -> Vec<SearchHit> {
+/// How many hits to ask the store for, for a search that shows `top_k`: more when the caller's
+/// read rules name namespaces, so the hits [`readable`] leaves out do not leave the answer short
+/// (four times as many, within the store's cap).
+pub fn fetch_k(ctx: &ToolExecutionContext, top_k: usize) -> usize {
+    if ctx.reads.namespaces.is_empty() {
+        top_k
+    } else {
+        top_k.saturating_mul(4).min(memory::HybridQuery::MAX_TOP_K)
+    }
+}
+
+/// The hits of a search the caller may read, at most `top_k`: a keyed note whose namespace the
+/// caller's read rules do not allow is left out (plain notes are in the namespace `notes`).
+pub fn readable(
+    ctx: &ToolExecutionContext,
+    mut hits: Vec<SearchHit>,
+    top_k: usize,
+) -> Vec<SearchHit> {
     hits.retain(|h| {
         ctx.reads
             .permits(h.namespace.as_deref().unwrap_or(NOTES_NAMESPACE))
     });
+    hits.truncate(top_k);
     hits
 }

@@ -18,7 +18,7 @@ pub use categorized::{
     LIST_MEMORIES_TOOL_NAME, ListMemories, SEARCH_MEMORIES_TOOL_NAME, STORE_MEMORY_TOOL_NAME,
     SearchMemories, StoreMemory,
 };
-pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key};
+pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key, fetch_k, readable};
 pub(crate) use common::{MemoryHandle, is_blank, map_error, provenance, settle};
 pub use delete::MemoryDelete;
 pub use peer_mcp::{

@@ -10,7 +10,7 @@ use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
 
 use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{
-    MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, map_error, readable, store, string_arg,
+    MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, fetch_k, map_error, readable, store, string_arg,
 };
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
 use super::render::{SEARCH_BUDGET, render};
@@ -158,7 +158,7 @@ impl Tool for MemorySearch {
             let mut skipped = None;
             let hits = if include_conversation && ctx.session_id != notes {
                 // One query over both sessions puts notes and messages on one score scale.
-                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, top_k, &filters);
+                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, fetch_k(ctx, top_k), &filters);
                 match memory.hybrid_query(&both).await {
                     Ok(hits) => hits,
                     Err(e) => {
@@ -167,15 +167,15 @@ impl Tool for MemorySearch {
                             "Searching the current conversation failed, so it was skipped; \
                              these results come from saved notes only.",
                         );
-                        let only_notes = self.query(vec![notes], text, top_k, &filters);
+                        let only_notes = self.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
                         memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
                     }
                 }
             } else {
-                let only_notes = self.query(vec![notes], text, top_k, &filters);
+                let only_notes = self.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
                 memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
             };
-            let hits = readable(ctx, dedup(hits));
+            let hits = readable(ctx, dedup(hits), top_k);
             op.results(hits.len());
             let out = render(&hits, SEARCH_BUDGET, skipped);
             Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
