@@ -146,21 +146,9 @@ impl MemoryStore {
     /// Writes `content` as the file at `path` if what is there matches `expect`, in one
     /// transaction (the note keeps its id and creation time when it is replaced).
     /// With `audit` (a governed call), the write records its audit row in the same transaction.
+    /// `provenance` replaces the file's (an unconfirmed write makes the file unconfirmed again);
+    /// `None` keeps it.
     pub async fn put_file(
-        &self,
-        user: &UserId,
-        path: &str,
-        content: &str,
-        expect: PathExpect,
-        audit: Option<&AuditTag>,
-    ) -> Result<PathPut, MemoryError> {
-        self.put_file_as(user, path, content, expect, audit, None)
-            .await
-    }
-
-    /// [`MemoryStore::put_file`] recording where the new text comes from: `provenance` replaces
-    /// the file's (an unconfirmed write makes the file unconfirmed again); `None` keeps it.
-    pub async fn put_file_as(
         &self,
         user: &UserId,
         path: &str,

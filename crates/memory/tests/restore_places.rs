@@ -30,7 +30,7 @@ async fn write(f: &common::Fixture, who: &UserId, path: &str, text: &str) -> mem
     };
     match f
         .store
-        .put_file(who, path, text, expect, None)
+        .put_file(who, path, text, expect, None, None)
         .await
         .unwrap()
     {

@@ -89,12 +89,12 @@ pub async fn write_tree(
     let mut written = 0;
     for (path, text) in files {
         let put = match store
-            .put_file_as(user, path, text, PathExpect::Absent, audit, imported())
+            .put_file(user, path, text, PathExpect::Absent, audit, imported())
             .await?
         {
             PathPut::Exists => {
                 store
-                    .put_file_as(user, path, text, PathExpect::Present, audit, imported())
+                    .put_file(user, path, text, PathExpect::Present, audit, imported())
                     .await?
             }
             other => other,
@@ -168,7 +168,7 @@ mod tests {
             ("/memories/notes.md", "one\ntwo\n"),
             ("/memories/projects/x/plan.md", "the plan"),
         ] {
-            from.put_file(&user, path, text, PathExpect::Absent, None)
+            from.put_file(&user, path, text, PathExpect::Absent, None, None)
                 .await
                 .unwrap();
         }

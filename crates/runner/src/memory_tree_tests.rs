@@ -35,7 +35,7 @@ impl Race {
             ("/memories/projects/plan.md", "the plan"),
         ] {
             store
-                .put_file(&user, path, text, PathExpect::Absent, None)
+                .put_file(&user, path, text, PathExpect::Absent, None, None)
                 .await
                 .unwrap();
         }

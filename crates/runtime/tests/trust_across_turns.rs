@@ -176,7 +176,7 @@ async fn an_unconfirmed_file_viewed_marks_the_save_that_copies_it() {
     let alice = UserId::parse("alice").unwrap();
     let web = Provenance::in_turn(Origin::Web, "old", "t0");
     store
-        .put_file_as(
+        .put_file(
             &alice,
             "/memories/rules.md",
             PLANTED,

@@ -37,7 +37,7 @@ pub(crate) fn screen_edit(
 
 /// Says in a write's answer which fields had values redacted: a `redacted` list in a JSON
 /// object, a closing line in text.
-pub(super) fn tell_redacted(output: String, redacted: &[String]) -> String {
+pub(crate) fn tell_redacted(output: String, redacted: &[String]) -> String {
     if redacted.is_empty() {
         return output;
     }

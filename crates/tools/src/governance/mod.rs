@@ -46,7 +46,7 @@ mod rate;
 mod screen;
 
 pub use audit::AuditSink;
-pub(crate) use edit::screen_edit;
+pub(crate) use edit::{screen_edit, tell_redacted};
 pub use metrics::MemoryMetrics;
 pub use permissions::Denial;
 pub use rate::{Clock, Limited, ManualClock, SystemClock};
@@ -63,7 +63,7 @@ use types::{
 };
 
 use crate::{OutputFormat, ToolError};
-use edit::{WRITE_POLICY, tell_redacted};
+use edit::WRITE_POLICY;
 use pii::PiiKind;
 use rate::RateLimiter;
 use screen::{audit_name, merge_counts, redact_output, screen_write, tag_counts};

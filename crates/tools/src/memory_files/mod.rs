@@ -313,7 +313,7 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file_as(
+                    .put_file(
                         user,
                         &path,
                         body,
@@ -332,7 +332,7 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
-                    .put_file_as(
+                    .put_file(
                         user,
                         &path,
                         body,
@@ -380,14 +380,10 @@ impl MemoryFiles {
                 let mut tag = ctx.audit.clone();
                 let redacted =
                     crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
-                let reply = if redacted.is_empty() {
-                    reply
-                } else {
-                    format!("{reply}\nRedacted before saving: {}.", redacted.join(", "))
-                };
+                let reply = crate::governance::tell_redacted(reply, &redacted);
                 let expect = PathExpect::Version(file.version);
                 match store
-                    .put_file_as(user, &path, &edited, expect, tag.as_ref(), written(ctx))
+                    .put_file(user, &path, &edited, expect, tag.as_ref(), written(ctx))
                     .await
                     .map_err(db)?
                 {
