@@ -15,8 +15,8 @@ use crate::handshake::{Hello, drain, handshake};
 use crate::limits::Admission;
 use crate::notes::NoteRequest;
 use crate::outbound::{Outbox, start_writer};
-use crate::server::Shared;
 use crate::session::SessionHub;
+use crate::shared::Shared;
 use crate::turn::{TurnRequest, new_turn_id, spawn_turn};
 use crate::user::{SessionLookup, UserAgent};
 

@@ -9,7 +9,7 @@ use futures::{SinkExt, StreamExt};
 use types::{ClientFrame, ErrorCode, PROTOCOL_VERSION, ServerFrame, SessionId};
 
 use crate::frames::{Incoming, read_frame};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::user::UserAgent;
 
 /// An authenticated connection's identity and what it asked to resume.

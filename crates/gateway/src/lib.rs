@@ -20,6 +20,7 @@
 //! - `frames` — reading frames: size limit, JSON, known types
 //! - `notes` — the user's notes: list, search, get, edit, delete
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
+//! - `shared` — [`Shared`](shared::Shared): what every connection and handler of a running gateway sees
 //! - `title` — a session's title from its first message
 //! - `turn` — running a turn with its own context; runtime events to frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
@@ -47,6 +48,7 @@ mod schema;
 mod schema_notes;
 mod server;
 mod session;
+mod shared;
 mod title;
 mod token;
 mod trim;

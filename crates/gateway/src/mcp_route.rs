@@ -18,7 +18,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::limits::Admission;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) async fn handle(
     State(shared): State<Arc<Shared>>,

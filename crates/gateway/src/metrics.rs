@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Renders a user's metrics in the Prometheus text format.
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use types::{CancellationToken, UserId};
 
 use crate::limits::{Admission, Caps, LimitedListener, Limits, raise_fd_limit};
-use crate::outbound::ConnId;
+use crate::shared::Shared;
 use crate::user::UserAgent;
 use crate::{GatewayConfig, GatewayError};
 
@@ -23,22 +23,6 @@ use crate::{GatewayConfig, GatewayError};
 pub struct Gateway {
     config: GatewayConfig,
     users: HashMap<UserId, Arc<UserAgent>>,
-}
-
-/// State shared by every connection.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) config: GatewayConfig,
-    pub(crate) users: HashMap<UserId, Arc<UserAgent>>,
-    pub(crate) shutdown: CancellationToken,
-    limits: Arc<Limits>,
-    next_conn: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn next_conn_id(&self) -> ConnId {
-        self.next_conn.fetch_add(1, Ordering::Relaxed)
-    }
 }
 
 impl Gateway {

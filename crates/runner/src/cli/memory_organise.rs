@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use memory::{Category, ListQuery, MemoryStore, Note, QueryFilters};
 use types::UserId;
 
-use crate::cli::Organise;
+use crate::args::Organise;
 use crate::out::{field, write_json};
 
 pub fn category(o: &Organise) -> Result<Option<Category>> {

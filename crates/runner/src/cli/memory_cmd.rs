@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
 use types::{NoteId, SessionId, UserId};
 
-use crate::cli::{MemoryAction, MemoryArgs, TargetArgs};
+use crate::args::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
 use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
 

@@ -9,7 +9,7 @@
 //! one guest and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`,
 //! `out`.
 
-mod cli;
+mod args;
 mod container_guest;
 mod detach;
 mod guest;
@@ -71,7 +71,7 @@ impl Global {
 }
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = args::Cli::parse();
     init_tracing(cli.verbose);
     let global = Global {
         config: cli.config.clone(),
@@ -95,11 +95,11 @@ fn main() -> ExitCode {
             };
         };
         match command {
-            cli::Command::Init {
+            args::Command::Init {
                 workspace_root,
                 tier,
             } => init_cmd::run(&global, workspace_root, tier),
-            cli::Command::Start { detach, supervisor } => {
+            args::Command::Start { detach, supervisor } => {
                 let mode = match (supervisor, detach) {
                     (true, _) => start_cmd::Mode::Supervisor,
                     (false, true) => start_cmd::Mode::Detached,
@@ -107,14 +107,14 @@ fn main() -> ExitCode {
                 };
                 start_cmd::run(&global, mode).await
             }
-            cli::Command::Stop => stop_cmd::run(&global).await,
-            cli::Command::Status { json } => status_cmd::run(&global, json).await,
-            cli::Command::Logs {
+            args::Command::Stop => stop_cmd::run(&global).await,
+            args::Command::Status { json } => status_cmd::run(&global, json).await,
+            args::Command::Logs {
                 role,
                 follow,
                 lines,
             } => logs_cmd::run(&global, role, follow, lines).await,
-            cli::Command::Restart { detach } => {
+            args::Command::Restart { detach } => {
                 // An agent running in the background comes back in the background.
                 let mode = if detach || stop_cmd::any_detached(&global)? {
                     start_cmd::Mode::Detached
@@ -124,13 +124,13 @@ fn main() -> ExitCode {
                 stop_cmd::run(&global).await?;
                 start_cmd::run(&global, mode).await
             }
-            cli::Command::Memory(args) => memory_cmd::run(args, &global).await,
-            cli::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
-            cli::Command::Mcp { root, agent_config } => {
+            args::Command::Memory(args) => memory_cmd::run(args, &global).await,
+            args::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
+            args::Command::Mcp { root, agent_config } => {
                 mcp_cmd::run(&global, root, agent_config).await
             }
-            cli::Command::Images(command) => images_cmd::run(&global, command).await,
-            cli::Command::Tools {
+            args::Command::Images(command) => images_cmd::run(&global, command).await,
+            args::Command::Tools {
                 json,
                 memory,
                 agent_config,

@@ -6,7 +6,7 @@ use runner::images::{self, ImageSources, ImageState};
 use runner::{ContainerSettings, RunnerConfig};
 
 use crate::Global;
-use crate::cli::ImagesCommand;
+use crate::args::ImagesCommand;
 use crate::out::say;
 
 pub async fn run(global: &Global, command: ImagesCommand) -> Result<()> {

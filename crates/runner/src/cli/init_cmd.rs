@@ -9,11 +9,11 @@ use runner::{CONFIG_FILE_NAME, RunnerConfig, Tier, provision};
 use types::UserId;
 
 use crate::Global;
-use crate::cli::TierArg;
+use crate::args::TierArg;
 use crate::out::say;
 
-const RUNNER_EXAMPLE: &str = include_str!("../../../runner.toml.example");
-const AGENT_EXAMPLE: &str = include_str!("../../../agent.toml.example");
+const RUNNER_EXAMPLE: &str = include_str!("../../../../runner.toml.example");
+const AGENT_EXAMPLE: &str = include_str!("../../../../agent.toml.example");
 /// The user entry of the example, replaced by the chosen user.
 const EXAMPLE_USER: &str = "[users.alice]";
 

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use types::WorkspacePaths;
 
 use crate::Global;
-use crate::cli::LogRole;
+use crate::args::LogRole;
 use crate::out::{say, tail};
 
 pub async fn run(global: &Global, role: Option<LogRole>, follow: bool, lines: usize) -> Result<()> {
