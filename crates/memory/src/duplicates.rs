@@ -176,7 +176,10 @@ impl MemoryStore {
         if let Some(note_id) = exact {
             return Ok(DuplicateCheck::Duplicate { note_id });
         }
-        let Some(first) = crate::chunking::chunk_text(content).into_iter().next() else {
+        let Some(first) = memory_index::chunking::chunk_text(content)
+            .into_iter()
+            .next()
+        else {
             return Ok(DuplicateCheck::Unique);
         };
         let vector = embed_checked(self.inner.embedder.as_ref(), &[first])

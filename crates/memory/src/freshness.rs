@@ -25,10 +25,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use libsql::Connection;
 
 use crate::error::MemoryError;
-use crate::facets::{FACET_COLUMNS, facets_from_row, terms_from_row};
+use crate::facet_rows::{FACET_COLUMNS, facets_from_row, terms_from_row};
 use crate::indexing::blob_to_vector;
 use crate::store::MemoryStore;
-use crate::vector_index::IndexChange;
+use memory_index::vector_index::IndexChange;
 
 /// The last log entry this process has applied, and the lock catch-ups apply under.
 #[derive(Debug, Default)]

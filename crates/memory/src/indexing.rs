@@ -5,13 +5,13 @@
 use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::chunking::chunk_text;
-use crate::embedding::{EmbedError, Embedder, normalize};
 use crate::error::MemoryError;
-use crate::facets::ChunkFacets;
 use crate::stmt::Stmt;
-use crate::terms::text_terms;
-use crate::vector_index::IndexChange;
+use memory_index::ChunkFacets;
+use memory_index::chunking::chunk_text;
+use memory_index::embedding::{EmbedError, Embedder, normalize};
+use memory_index::terms::text_terms;
+use memory_index::vector_index::IndexChange;
 
 /// Text cut into chunks with one vector per chunk, ready to be written.
 #[derive(Debug, Clone, Default)]
@@ -274,7 +274,7 @@ mod tests {
 
     #[tokio::test]
     async fn prepare_many_equals_prepare_one_by_one() {
-        let embedder = crate::embedding::HashEmbedder::new(32);
+        let embedder = memory_index::embedding::HashEmbedder::new(32);
         let long = "word ".repeat(800);
         let texts = ["short note", long.as_str(), "another note", ""];
         for batch in [1, 2, 64] {

@@ -5,7 +5,7 @@
 use types::SessionId;
 
 use crate::store::MemoryStore;
-use crate::vector_index::VectorLeg;
+use memory_index::vector_index::VectorLeg;
 
 impl MemoryStore {
     /// The `limit` chunks of `sessions` closest to the unit vector `query` (no filters), best
@@ -36,8 +36,8 @@ impl MemoryStore {
         limit: usize,
     ) -> Vec<(i64, f64)> {
         let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
-        let terms = crate::terms::query_index_terms(text);
-        crate::keyword::keyword_leg(
+        let terms = memory_index::terms::query_index_terms(text);
+        memory_index::keyword::keyword_leg(
             self.inner.index.keywords(),
             &terms,
             &sessions,

@@ -15,24 +15,15 @@
 //! in by the caller.
 
 mod audit;
-mod calibration;
-mod chunking;
-mod dot;
 mod duplicates;
-pub mod embedding;
-mod encryption;
+pub mod encryption;
 mod erase;
 mod error;
-mod facets;
+mod facet_rows;
 mod freshness;
-mod fusion;
-mod hamming;
-mod index_change;
 mod indexing;
 mod inline_read;
 mod keyed;
-mod keyword;
-mod keyword_index;
 mod legs_alone;
 mod lifecycle;
 mod listing;
@@ -47,7 +38,6 @@ mod paths;
 mod placement;
 mod provenance;
 mod query;
-mod query_words;
 mod receipts;
 mod reindex;
 
@@ -56,27 +46,21 @@ mod restore;
 mod retrieval;
 mod search;
 mod sessions;
-mod sign_codes;
 mod stmt;
 mod store;
 mod summary;
-mod terms;
 mod time;
-mod topk;
 mod transfer;
 mod usage;
-mod vector_index;
-mod vector_leg;
 mod worker;
 
 pub use audit::{AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS};
-pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
 pub use duplicates::{
     DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
 };
-pub use embedding::{Embedder, HashEmbedder};
 pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext};
 pub use erase::Erased;
+// The embedders are part of `MemoryStore::open`'s signature.
 pub use error::{MemoryError, RemoteProblem};
 pub use keyed::{
     KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
@@ -87,6 +71,7 @@ pub use lifecycle::{
 };
 pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use maintenance::StoreStats;
+pub use memory_index::{Embedder, HashEmbedder, VectorLeg, embedding};
 pub use metadata::{
     Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
 };
@@ -95,7 +80,6 @@ pub use paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPu
 pub use placement::LegacyDir;
 pub use provenance::{Origin, Provenance};
 pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
-pub use query_words::query_terms;
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
 pub use retrieval::MemoryRetrieval;
 pub use sessions::{SessionInfo, SessionKind, StoredEvent};
@@ -103,4 +87,3 @@ pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;
 pub use transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use usage::{CallPlace, ModelUsage, UsageScope};
-pub use vector_leg::{APPROX_MIN_ROWS, VectorLeg};

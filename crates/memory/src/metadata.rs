@@ -6,14 +6,12 @@
 //! metadata, so both search legs filter on them before ranking. Everything is validated here,
 //! once, whichever surface (notes tools, categorized tools, CLI import) wrote it.
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::MemoryError;
 use crate::provenance::Provenance;
+pub use memory_index::Category;
 
 /// At most this many tags per note.
 pub const MAX_TAGS: usize = 10;
@@ -21,56 +19,6 @@ pub const MAX_TAGS: usize = 10;
 pub const MAX_TAG_CHARS: usize = 40;
 /// At most this many characters of context.
 pub const MAX_CONTEXT_CHARS: usize = 1000;
-
-/// The known kinds of note (the peer system's four).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// Concrete information (an endpoint, a port, a name).
-    Fact,
-    /// A recurring behaviour or trend.
-    Pattern,
-    /// A preference of the user or a setting.
-    Preference,
-    /// An ability or limitation of the agent itself.
-    Capability,
-}
-
-impl Category {
-    pub const ALL: [Category; 4] = [
-        Category::Fact,
-        Category::Pattern,
-        Category::Preference,
-        Category::Capability,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Fact => "fact",
-            Category::Pattern => "pattern",
-            Category::Preference => "preference",
-            Category::Capability => "capability",
-        }
-    }
-}
-
-impl fmt::Display for Category {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Category {
-    type Err = MemoryError;
-
-    /// The error text is the peer system's: `Invalid category '<value>'`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Category::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| MemoryError::InvalidInput(format!("Invalid category '{s}'")))
-    }
-}
 
 /// Optional facts about a note. Stored as JSON; every field is optional so that new fields can be
 /// added without rewriting rows. Fields this version does not know are kept in `extra` and written
@@ -197,22 +145,6 @@ impl MetadataPatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn categories_parse_and_reject_with_the_peer_text() {
-        for c in Category::ALL {
-            assert_eq!(c.as_str().parse::<Category>().ok(), Some(c));
-        }
-        let err = "invalid_category"
-            .parse::<Category>()
-            .err()
-            .map(|e| e.to_string());
-        assert!(
-            err.as_deref()
-                .is_some_and(|e| e.contains("Invalid category 'invalid_category'")),
-            "{err:?}"
-        );
-    }
 
     #[test]
     fn old_rows_with_unknown_categories_still_read() {

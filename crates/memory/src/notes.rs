@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::facets::ChunkFacets;
 use crate::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::lifecycle::{entomb, keep_version};
 use crate::metadata::MetadataPatch;
@@ -27,8 +26,8 @@ use crate::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::stmt::Stmt;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text, to_text};
-use crate::vector_index::IndexChange;
 use crate::worker::Target;
+use memory_index::vector_index::IndexChange;
 
 /// Largest note accepted, in bytes of UTF-8.
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
@@ -390,7 +389,7 @@ pub(crate) async fn insert_note(
             seq,
         },
         &meta,
-        &ChunkFacets::for_note(&meta, &write.metadata),
+        &crate::facet_rows::note_facets(&meta, &write.metadata),
         &write.prepared,
         changes,
     )

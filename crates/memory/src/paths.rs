@@ -19,7 +19,7 @@ use crate::notes::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_r
 use crate::receipts::note_version;
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{now_text, to_text};
-use crate::vector_index::IndexChange;
+use memory_index::vector_index::IndexChange;
 
 /// The root of every file path.
 pub const MEMORIES_ROOT: &str = "/memories";

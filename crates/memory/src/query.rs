@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId};
 
-pub use crate::fusion::{Fusion, Weights};
 use crate::metadata::Category;
+pub(crate) use memory_index::Scope;
+pub use memory_index::{Fusion, QueryFilters, Weights};
 
 /// One hybrid search over one or more sessions. Results of all sessions share one score scale.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,47 +34,6 @@ impl HybridQuery {
             filters: QueryFilters::default(),
             fusion: Fusion::default(),
         }
-    }
-}
-
-/// Restrictions applied to candidates of both legs before ranking. Empty = no restriction.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct QueryFilters {
-    /// Only chunks created at or after this instant.
-    pub created_after: Option<DateTime<Utc>>,
-    /// Only chunks created strictly before this instant.
-    pub created_before: Option<DateTime<Utc>>,
-    /// Only notes carrying at least one of these tags (conversation messages have no tags).
-    pub tags_any: Vec<String>,
-    /// Only notes carrying every one of these tags.
-    #[serde(default)]
-    pub tags_all: Vec<String>,
-    /// Only notes of this category (conversation messages have none).
-    #[serde(default)]
-    pub category: Option<Category>,
-}
-
-impl QueryFilters {
-    pub fn is_empty(&self) -> bool {
-        self.created_after.is_none()
-            && self.created_before.is_none()
-            && self.tags_any.is_empty()
-            && self.tags_all.is_empty()
-            && self.category.is_none()
-    }
-}
-
-/// The filters plus what every search hides: notes expired at `expired_at` (set only when the
-/// scope holds any, so that a store without expired notes keeps the unfiltered fast path).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Scope {
-    pub(crate) filters: QueryFilters,
-    pub(crate) expired_at: Option<String>,
-}
-
-impl Scope {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.filters.is_empty() && self.expired_at.is_none()
     }
 }
 

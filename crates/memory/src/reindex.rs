@@ -8,12 +8,12 @@
 use libsql::Connection;
 
 use crate::error::MemoryError;
-use crate::facets::{FACET_COLUMNS, facets_from_row, text_from_row};
+use crate::facet_rows::{FACET_COLUMNS, facets_from_row, text_from_row};
 use crate::freshness::log_head;
 use crate::indexing::{blob_to_vector, embed_checked, insert_vector};
 use crate::store::{MemoryStore, begin, finish};
-use crate::terms::{TermBag, text_terms};
-use crate::vector_index::IndexChange;
+use memory_index::terms::{TermBag, text_terms};
+use memory_index::vector_index::IndexChange;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -207,7 +207,7 @@ async fn load_vectors(
     let ctx = "loading vectors";
     // A row: the f32 vector, its chunk's text (at most `CHUNK_CHARS` characters, up to four bytes
     // each) and the facets.
-    let row_bytes = dims * 4 + crate::chunking::CHUNK_CHARS * 4 + 256;
+    let row_bytes = dims * 4 + memory_index::chunking::CHUNK_CHARS * 4 + 256;
     let page = (LOAD_PAGE_BYTES / row_bytes).max(64);
     let page_rows = i64::try_from(page).unwrap_or(i64::MAX);
     let dims_param = i64::try_from(dims).unwrap_or(i64::MAX);

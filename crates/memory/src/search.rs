@@ -3,16 +3,16 @@
 //! 0. Catch up: commits by other writers are applied to this process's indexes first (see
 //!    [`crate::freshness`]).
 //! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
-//!    legs, before anything is ranked: a check of each candidate's facets (see [`crate::facets`]).
+//!    legs, before anything is ranked: a check of each candidate's facets (see [`memory_index::facets`]).
 //!    Expired notes are hidden the same way, when the keyword index knows the sessions hold any.
 //! 2. Keyword leg: BM25 over the in-memory postings of those sessions, within a budget of postings
-//!    (see [`crate::keyword`] and [`crate::keyword_index`]).
+//!    (see [`memory_index::keyword`] and [`memory_index::KeywordIndex`]).
 //! 3. Vector leg: the in-memory vector index of those sessions, current model only — an exact int8
 //!    scan of small sessions, a binary first pass over large ones — best candidates rescored with
-//!    the f32 query (see [`crate::vector_index`] and [`crate::sign_codes`]); now and then the
+//!    the f32 query (see [`memory_index::vector_index`] and [`memory_index::sign_codes`]); now and then the
 //!    query is handed to the probe thread, which measures how far the first pass must reach (see
-//!    [`crate::calibration`]).
-//! 4. Fusion (see [`crate::fusion`]) of the chunk scores, then one hit per note (or per message for
+//!    [`memory_index::calibration`]).
+//! 4. Fusion (see [`memory_index::fusion`]) of the chunk scores, then one hit per note (or per message for
 //!    conversation sessions) carrying its best chunk: the only step that reads the database.
 //!
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
@@ -28,20 +28,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use libsql::{Connection, Value};
 use types::{NoteId, SessionId};
 
-use crate::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use crate::error::MemoryError;
-use crate::facets::FacetFilter;
 use crate::freshness::Delta;
-use crate::fusion::{fuse, sanitize};
 use crate::indexing::{ChunkMeta, embed_checked};
-use crate::keyword::keyword_leg;
 use crate::metadata::NoteMetadata;
 use crate::query::{HitSource, HybridQuery, Scope, SearchHit};
 use crate::sessions::from_sql_seq;
 use crate::store::MemoryStore;
-use crate::terms::query_index_terms;
 use crate::time;
-use crate::vector_index::VectorIndex;
+use memory_index::FacetFilter;
+use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
+use memory_index::fusion::{fuse, sanitize};
+use memory_index::keyword::keyword_leg;
+use memory_index::terms::query_index_terms;
+use memory_index::vector_index::VectorIndex;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
 const MAX_EMBED_QUERY_CHARS: usize = 2000;
@@ -175,7 +175,7 @@ impl MemoryStore {
             let (found, probe_due) =
                 index.search_counted(index.leg(), &sessions, &query, limit, filter.as_ref(), true);
             // Now and then the first pass's reach is measured on this real query, off the
-            // search's path (see `crate::calibration`).
+            // search's path (see `memory_index::calibration`).
             if probe_due {
                 spawn_probe(index, sessions, query);
             }
@@ -478,5 +478,5 @@ impl Grouper {
 /// Hands a live recall probe to the probe thread (never in the search's time; skipped while
 /// another probe runs).
 fn spawn_probe(index: Arc<VectorIndex>, sessions: Vec<String>, query: Vec<f32>) {
-    crate::calibration::in_background(move || index.check_recall(&sessions, &query));
+    memory_index::calibration::in_background(move || index.check_recall(&sessions, &query));
 }

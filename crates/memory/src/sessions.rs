@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use types::{Message, Role, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::facets::ChunkFacets;
 use crate::indexing::{ChunkMeta, EventRef, insert_chunks, prepare};
 use crate::store::{MemoryStore, begin, finish};
 use crate::time::{self, now_text};
@@ -107,7 +106,7 @@ impl MemoryStore {
                     session: session.as_str(),
                     seq: seq_sql,
                 };
-                let facets = ChunkFacets::from_stored(&meta, None, None);
+                let facets = crate::facet_rows::stored_facets(&meta, None, None);
                 insert_chunks(&tx, event, &meta, &facets, &prepared, &mut changes).await?;
                 Ok(seq)
             }

@@ -9,7 +9,6 @@ use libsql::{Connection, Transaction, TransactionBehavior};
 use types::MemoryConfig;
 
 use crate::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes};
-use crate::embedding::{self, Embedder};
 use crate::encryption::EncryptionKey;
 use crate::error::MemoryError;
 use crate::freshness::Freshness;
@@ -19,8 +18,9 @@ use crate::migrations::migrate;
 use crate::placement::{self, LegacyDir};
 use crate::reindex::Scope;
 use crate::search::InlineEmbedder;
-use crate::vector_index::{VectorIndex, VectorLeg};
 use crate::worker::{DbThread, Target};
+use memory_index::embedding::{self, Embedder};
+use memory_index::vector_index::{VectorIndex, VectorLeg};
 
 /// Called with (done, total) while chunks are re-embedded.
 pub type ProgressFn = Box<dyn FnMut(usize, usize) + Send>;

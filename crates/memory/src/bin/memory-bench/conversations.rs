@@ -6,7 +6,7 @@
 //! turn-like texts from them: each text joins the first part of one LoCoMo turn to the last part
 //! of another (words and phrasing stay those of real chat; no text is kept). Queries are
 //! LoCoMo's questions, each asked once, in order; the store probes its first pass on them as
-//! hybrid search does (see `memory::calibration`), so the first questions run before any live
+//! hybrid search does (see `memory_index::calibration`), so the first questions run before any live
 //! probe. Reported per size: recall@10 of the vector leg (store default) against the exact scan,
 //! over all questions and over the second half (after the live probes settled), and both legs'
 //! times.

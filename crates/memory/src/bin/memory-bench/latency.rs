@@ -3,7 +3,7 @@
 //! Each store size runs in its own child process (the same binary with one `--notes` value), so that
 //! resident memory is measured from a clean start. Per size: bulk-load with `import_notes`, then
 //! hybrid searches (top 5) with the default vector leg (binary first pass above
-//! `memory::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query; the vector
+//! `memory_index::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query; the vector
 //! leg alone (its own time, default and exact, and recall@10 of the default leg against the exact
 //! scan on chunks), then sequential single-note saves on top of the loaded store, then a
 //! breakdown of one search into its parts (query embedding, the keyword leg alone, the details read,

@@ -53,7 +53,7 @@ const LIVE_MARGIN: f64 = 1.25;
 /// The live estimate is taken over the last this many measured neighbours (32 queries).
 const WINDOW: usize = 32 * NEIGHBOURS;
 /// Below this many rows nothing is measured: every candidate count already takes them all.
-pub(crate) const MIN_ROWS: usize = 1000;
+pub const MIN_ROWS: usize = 1000;
 /// Rows per call of the kernels.
 const BLOCK: usize = 1024;
 /// A probe waits at most this long before each block of rows while searches run (then reads the
@@ -63,10 +63,11 @@ const MAX_YIELD: Duration = Duration::from_millis(200);
 /// Held for the length of a search of a vector index, on the index's count of running searches:
 /// probes of that index read no rows meanwhile (a probe at a million rows streams 400 MB of int8
 /// rows and would take the memory bandwidth the search needs).
-pub(crate) struct Searching<'a>(&'a AtomicUsize);
+#[derive(Debug)]
+pub struct Searching<'a>(&'a AtomicUsize);
 
 impl<'a> Searching<'a> {
-    pub(crate) fn start(running: &'a AtomicUsize) -> Self {
+    pub fn start(running: &'a AtomicUsize) -> Self {
         running.fetch_add(1, Ordering::AcqRel);
         Self(running)
     }
@@ -80,7 +81,7 @@ impl Drop for Searching<'_> {
 
 /// Waits (up to [`MAX_YIELD`]) until no search counted in `running` runs: a probe calls it before
 /// each block of rows.
-pub(crate) fn yield_to_searches(running: &AtomicUsize) {
+pub fn yield_to_searches(running: &AtomicUsize) {
     let started = Instant::now();
     while running.load(Ordering::Acquire) > 0 && started.elapsed() < MAX_YIELD {
         std::thread::sleep(Duration::from_micros(100));
@@ -88,7 +89,7 @@ pub(crate) fn yield_to_searches(running: &AtomicUsize) {
 }
 
 /// How many searches pass between live probes, after `probes` probes since the codes were built.
-pub(crate) fn probe_interval(probes: u32) -> u32 {
+pub fn probe_interval(probes: u32) -> u32 {
     match probes < SETTLED_PROBES {
         true => CHECK_EVERY,
         false => SETTLED_EVERY,
@@ -97,7 +98,8 @@ pub(crate) fn probe_interval(probes: u32) -> u32 {
 
 /// One query's exact top ten, with their Hamming distances, and the histogram of every row's
 /// Hamming distance: fed block by block, then read as shares.
-pub(crate) struct Probe {
+#[derive(Debug)]
+pub struct Probe {
     top: TopK<(u16, usize)>,
     histogram: Vec<usize>,
     rows: usize,
@@ -106,7 +108,7 @@ pub(crate) struct Probe {
 }
 
 impl Probe {
-    pub(crate) fn new(words: usize) -> Self {
+    pub fn new(words: usize) -> Self {
         Self {
             top: TopK::new(NEIGHBOURS),
             histogram: vec![0; words * 64 + 1],
@@ -123,7 +125,7 @@ impl Probe {
         clippy::too_many_arguments,
         reason = "the slices of one block of a matrix, and the query's two codes"
     )]
-    pub(crate) fn add(
+    pub fn add(
         &mut self,
         query: &[i8],
         query_bits: &[u64],
@@ -158,7 +160,7 @@ impl Probe {
     }
 
     /// For each exact neighbour, the share of rows at its Hamming distance or closer.
-    pub(crate) fn shares(self) -> Vec<f64> {
+    pub fn shares(self) -> Vec<f64> {
         let rows = self.rows.max(1) as f64;
         let mut at_or_below = self.histogram;
         for d in 1..at_or_below.len() {
@@ -176,13 +178,7 @@ impl Probe {
 /// The share of rows (`0.0..=1.0`) the first pass must keep so that sampled rows, as queries, find
 /// their exact top ten among the candidates; `bits` holds each row's `words`
 /// code words in step with `codes`.
-pub(crate) fn sampled_share(
-    codes: &[i8],
-    scales: &[f32],
-    dims: usize,
-    bits: &[u64],
-    words: usize,
-) -> f64 {
+pub fn sampled_share(codes: &[i8], scales: &[f32], dims: usize, bits: &[u64], words: usize) -> f64 {
     let n = scales.len();
     if n < MIN_ROWS || dims == 0 || words == 0 || bits.len() < n * words {
         return 0.0;
@@ -207,13 +203,13 @@ pub(crate) fn sampled_share(
 
 /// What live probes measured: the last [`WINDOW`] neighbours' shares.
 #[derive(Debug, Default)]
-pub(crate) struct LiveShares {
+pub struct LiveShares {
     window: VecDeque<f64>,
 }
 
 impl LiveShares {
     /// Adds one probe's shares; returns the share they call for (margin included).
-    pub(crate) fn observe(&mut self, shares: &[f64]) -> f64 {
+    pub fn observe(&mut self, shares: &[f64]) -> f64 {
         for &share in shares {
             if self.window.len() == WINDOW {
                 self.window.pop_front();
@@ -239,7 +235,7 @@ type Job = Box<dyn FnOnce() + Send>;
 
 /// Runs `job` on the probe thread (started on first use, at nice 19: it takes CPU time nothing
 /// else wants); false, and `job` dropped, while the thread is busy with another or could not start.
-pub(crate) fn in_background(job: impl FnOnce() + Send + 'static) -> bool {
+pub fn in_background(job: impl FnOnce() + Send + 'static) -> bool {
     static PROBES: OnceLock<Option<SyncSender<Job>>> = OnceLock::new();
     let sender = PROBES.get_or_init(|| {
         let (tx, rx) = sync_channel::<Job>(0);

@@ -14,7 +14,7 @@
 
 /// `out[r] = popcount(query XOR codes[r·w .. (r+1)·w])` with `w = query.len()` words, for every
 /// whole row of `codes` (at most `out.len()`): one dispatch per block of rows, not per row.
-pub(crate) fn hamming_rows(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub fn hamming_rows(query: &[u64], codes: &[u64], out: &mut [u16]) {
     if query.is_empty() {
         out.iter_mut().for_each(|o| *o = 0);
         return;
@@ -37,7 +37,7 @@ pub(crate) fn hamming_rows(query: &[u64], codes: &[u64], out: &mut [u16]) {
 /// The fallback (and the reference the tests compare the fast path with). Inlined into the
 /// `popcnt` path, which compiles this same loop with the instruction enabled.
 #[inline]
-pub(crate) fn hamming_rows_portable(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub fn hamming_rows_portable(query: &[u64], codes: &[u64], out: &mut [u16]) {
     // Common widths get a loop of fixed length, unrolled: no per-row loop over words.
     match query.len() {
         6 => rows_of::<6>(query, codes, out),

@@ -23,9 +23,9 @@ use crate::vector_index::{read, write};
 
 /// One term's postings, sorted by slot.
 #[derive(Debug, Default)]
-pub(crate) struct Postings {
-    pub(crate) slots: Vec<u32>,
-    pub(crate) counts: Vec<u16>,
+pub struct Postings {
+    pub slots: Vec<u32>,
+    pub counts: Vec<u16>,
 }
 
 impl Postings {
@@ -46,7 +46,7 @@ impl Postings {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.slots.len()
     }
 }
@@ -61,7 +61,7 @@ struct Doc {
 
 /// One session's postings.
 #[derive(Debug, Default)]
-pub(crate) struct SessionPostings {
+pub struct SessionPostings {
     dictionary: FxHashMap<Box<str>, u32>,
     postings: Vec<Postings>,
     docs: Vec<Doc>,
@@ -139,21 +139,21 @@ impl SessionPostings {
     }
 
     /// Live chunks.
-    pub(crate) fn docs(&self) -> usize {
+    pub fn docs(&self) -> usize {
         self.slot_of.len()
     }
 
-    pub(crate) fn total_len(&self) -> u64 {
+    pub fn total_len(&self) -> u64 {
         self.total_len
     }
 
-    pub(crate) fn postings(&self, term: &str) -> Option<&Postings> {
+    pub fn postings(&self, term: &str) -> Option<&Postings> {
         let id = *self.dictionary.get(term)?;
         self.postings.get(id as usize)
     }
 
     /// The chunk id and length of a live slot.
-    pub(crate) fn doc(&self, slot: u32) -> (i64, u32) {
+    pub fn doc(&self, slot: u32) -> (i64, u32) {
         self.docs
             .get(slot as usize)
             .map_or((0, 0), |d| (d.chunk_id, d.len))
@@ -169,23 +169,17 @@ impl SessionPostings {
 
 /// Every session's postings.
 #[derive(Debug, Default)]
-pub(crate) struct KeywordIndex {
+pub struct KeywordIndex {
     sessions: RwLock<HashMap<String, Arc<RwLock<SessionPostings>>>>,
 }
 
 impl KeywordIndex {
-    pub(crate) fn upsert(
-        &self,
-        session: &str,
-        chunk_id: i64,
-        bag: &TermBag,
-        expires_at: Option<&str>,
-    ) {
+    pub fn upsert(&self, session: &str, chunk_id: i64, bag: &TermBag, expires_at: Option<&str>) {
         let postings = self.postings_or_insert(session);
         write(&postings).upsert(chunk_id, bag, expires_at);
     }
 
-    pub(crate) fn remove(&self, session: &str, chunk_id: i64) {
+    pub fn remove(&self, session: &str, chunk_id: i64) {
         let postings = read(&self.sessions).get(session).cloned();
         if let Some(postings) = postings {
             write(&postings).remove(chunk_id);
@@ -200,7 +194,7 @@ impl KeywordIndex {
     }
 
     /// The postings of `sessions` (each once, unknown ones left out), to lock for a search.
-    pub(crate) fn of(&self, sessions: &[String]) -> Vec<(String, Arc<RwLock<SessionPostings>>)> {
+    pub fn of(&self, sessions: &[String]) -> Vec<(String, Arc<RwLock<SessionPostings>>)> {
         let map = read(&self.sessions);
         let mut seen = std::collections::HashSet::new();
         sessions
@@ -211,14 +205,14 @@ impl KeywordIndex {
     }
 
     /// Whether a chunk of `sessions` has expired at `now` (and is not swept yet).
-    pub(crate) fn any_expired(&self, sessions: &[String], now: &str) -> bool {
+    pub fn any_expired(&self, sessions: &[String], now: &str) -> bool {
         self.of(sessions)
             .iter()
             .any(|(_, p)| read(p).any_expired(now))
     }
 
     /// Takes over `other`'s postings (a reload) in one step.
-    pub(crate) fn replace_with(&self, other: Self) {
+    pub fn replace_with(&self, other: Self) {
         let sessions = other
             .sessions
             .into_inner()

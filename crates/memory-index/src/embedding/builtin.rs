@@ -14,7 +14,7 @@ use model2vec_rs::model::StaticModel;
 use super::{EmbedError, Embedder};
 
 /// Vector size of the shipped model.
-pub(crate) const DIMENSIONS: usize = 384;
+pub const DIMENSIONS: usize = 384;
 
 /// Names the model, its size, its storage type and the first bytes of the sha256 of its
 /// `model.safetensors` (listed in `PROVENANCE.md`; a test keeps the two in step). Rebuilding the

@@ -13,7 +13,7 @@ impl VectorIndex {
     /// `sessions`' coded matrices, and raises their candidate counts when it must reach further.
     /// Takes each matrix's read lock one block of rows at a time (a writer waits for one block,
     /// never for the whole probe); rows a writer moves meanwhile blur the estimate by a row or two.
-    pub(crate) fn check_recall(&self, sessions: &[String], query: &[f32]) {
+    pub fn check_recall(&self, sessions: &[String], query: &[f32]) {
         let dims = self.dims;
         let mut query_codes = vec![0i8; dims];
         if query.len() != dims || quantize(query, &mut query_codes) == 0.0 {

@@ -13,11 +13,11 @@
 const LANES: usize = 16;
 
 /// Largest code magnitude: symmetric, so that `-code` is always representable.
-pub(crate) const CODE_MAX: f32 = 127.0;
+pub const CODE_MAX: f32 = 127.0;
 
 /// Writes the int8 codes of `v` into `codes` and returns the scale (`v ≈ scale · codes`).
 /// A zero or non-finite vector gets scale 0 and zero codes: it matches nothing.
-pub(crate) fn quantize(v: &[f32], codes: &mut [i8]) -> f32 {
+pub fn quantize(v: &[f32], codes: &mut [i8]) -> f32 {
     let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     if !(max > 0.0 && max.is_finite()) || v.iter().any(|x| !x.is_finite()) {
         codes.iter_mut().for_each(|c| *c = 0);
@@ -35,7 +35,7 @@ pub(crate) fn quantize(v: &[f32], codes: &mut [i8]) -> f32 {
 /// [`LANES`] independent sums: a single running sum is a chain of dependent additions LLVM may not
 /// reorder (float addition is not associative), which made the rescoring of 200 rows cost as much
 /// as an int8 scan of a few thousand.
-pub(crate) fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
+pub fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
     let n = query.len().min(codes.len());
     let (query, codes) = (&query[..n], &codes[..n]);
     let mut acc = [0f32; LANES];
@@ -56,13 +56,7 @@ pub(crate) fn dot_f32_i8(query: &[f32], codes: &[i8]) -> f32 {
 
 /// `out[i] = query · codes[rows[i]·dims ..][..dims]` (the candidates of the first pass, gathered; a row
 /// index out of range scores 0).
-pub(crate) fn dot_i8_gather(
-    query: &[i8],
-    codes: &[i8],
-    dims: usize,
-    rows: &[u32],
-    out: &mut [i32],
-) {
+pub fn dot_i8_gather(query: &[i8], codes: &[i8], dims: usize, rows: &[u32], out: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -79,7 +73,7 @@ pub(crate) fn dot_i8_gather(
 
 /// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127).
 #[cfg(test)]
-pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -92,7 +86,7 @@ pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 /// The int8 rows and scales of `vectors` (all of one length), as the vector index keeps them; for
 /// tests that build binary codes and probes from rows.
 #[cfg(test)]
-pub(crate) fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
+pub fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
     let dims = vectors.first().map_or(0, Vec::len);
     let mut codes = vec![0i8; vectors.len() * dims];
     let scales = vectors
@@ -105,7 +99,7 @@ pub(crate) fn int8_rows(vectors: &[Vec<f32>]) -> (Vec<i8>, Vec<f32>) {
 
 /// `out[r] = query · rows[r·dims .. (r+1)·dims]` for every whole row of `rows` (at most
 /// `out.len()`): one dispatch per block of rows, not per row.
-pub(crate) fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {
+pub fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32]) {
     if dims == 0 {
         out.iter_mut().for_each(|o| *o = 0);
         return;
@@ -122,7 +116,7 @@ pub(crate) fn dot_i8_rows(query: &[i8], rows: &[i8], dims: usize, out: &mut [i32
 }
 
 /// The fallback: 16 i32 accumulators, vectorized by LLVM where the target allows.
-pub(crate) fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+pub fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0i32; LANES];

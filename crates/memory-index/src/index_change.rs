@@ -8,7 +8,7 @@ use crate::terms::TermBag;
 
 /// One change to apply after a commit.
 #[derive(Debug, Clone)]
-pub(crate) enum IndexChange {
+pub enum IndexChange {
     Upsert {
         session: String,
         chunk_id: i64,
@@ -25,12 +25,12 @@ pub(crate) enum IndexChange {
 
 /// A poisoned lock only means another thread panicked mid-update of plain data; the data is
 /// still a valid matrix (rows are copied whole), so keep serving.
-pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+pub fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+pub fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -22,7 +22,7 @@ pub enum VectorLeg {
 }
 
 impl VectorLeg {
-    pub(crate) fn to_u8(self) -> u8 {
+    pub fn to_u8(self) -> u8 {
         match self {
             Self::Auto => 0,
             Self::Exact => 1,
@@ -30,7 +30,7 @@ impl VectorLeg {
         }
     }
 
-    pub(crate) fn from_u8(v: u8) -> Self {
+    pub fn from_u8(v: u8) -> Self {
         match v {
             1 => Self::Exact,
             2 => Self::Approximate,
@@ -39,7 +39,7 @@ impl VectorLeg {
     }
 
     /// Whether a session of `rows` rows keeps binary codes (`None`: leave them as they are).
-    pub(crate) fn wants_codes(self, rows: usize) -> Option<bool> {
+    pub fn wants_codes(self, rows: usize) -> Option<bool> {
         match self {
             Self::Auto => Some(rows >= APPROX_MIN_ROWS),
             Self::Exact => None,

@@ -8,7 +8,7 @@ use super::*;
 use crate::dot::int8_rows;
 use crate::embedding::{BuiltinEmbedder, normalize};
 use crate::facets::{ChunkFacets, FacetFilter};
-use crate::query::{QueryFilters, Scope};
+use crate::filters::{QueryFilters, Scope};
 use crate::terms::TermBag;
 use crate::vector_index::{IndexChange, VectorIndex, VectorLeg};
 

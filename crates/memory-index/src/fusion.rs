@@ -56,7 +56,7 @@ pub enum Fusion {
 }
 
 /// Fused scores, best first (ties by chunk id for a stable order).
-pub(crate) fn fuse(
+pub fn fuse(
     fusion: Fusion,
     weights: Weights,
     vector: &[(i64, f64)],
@@ -92,7 +92,7 @@ pub(crate) fn fuse(
 }
 
 /// Usable weights: non-finite or negative count as 0; both 0 count as equal.
-pub(crate) fn sanitize(weights: Weights) -> (f64, f64) {
+pub fn sanitize(weights: Weights) -> (f64, f64) {
     let clean = |w: f64| if w.is_finite() && w > 0.0 { w } else { 0.0 };
     let (v, f) = (clean(weights.vector), clean(weights.fts));
     if v + f > 0.0 { (v, f) } else { (1.0, 1.0) }

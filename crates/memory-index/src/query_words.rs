@@ -23,7 +23,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Whether a lowercased word is a stop word (the list is sorted).
-pub(crate) fn is_stop_word(lower: &str) -> bool {
+pub fn is_stop_word(lower: &str) -> bool {
     STOP_WORDS.binary_search(&lower).is_ok()
 }
 

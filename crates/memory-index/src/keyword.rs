@@ -28,7 +28,7 @@ const B: f64 = 0.75;
 
 /// Which terms to score.
 #[derive(Debug, PartialEq)]
-pub(crate) enum KeywordPlan<'t> {
+pub enum KeywordPlan<'t> {
     /// Chunks holding any of these.
     Any(Vec<&'t str>),
     /// Chunks holding all of these; if there are none, chunks holding `fallback`.
@@ -40,7 +40,7 @@ pub(crate) enum KeywordPlan<'t> {
 
 /// (chunk id, relevance ≥ 0) best first, at most `limit`, each allowed by `allows(session, chunk
 /// id)`. `terms` are index terms ([`crate::terms::query_index_terms`]).
-pub(crate) fn keyword_leg(
+pub fn keyword_leg(
     index: &KeywordIndex,
     terms: &[String],
     sessions: &[String],
@@ -234,7 +234,7 @@ fn gallop(slots: &[u32], from: usize, target: u32) -> usize {
 }
 
 /// The plan once the document frequency of every term is known (see the module's comment).
-pub(crate) fn plan_from_counts(mut counted: Vec<(usize, &str)>) -> Option<KeywordPlan<'_>> {
+pub fn plan_from_counts(mut counted: Vec<(usize, &str)>) -> Option<KeywordPlan<'_>> {
     counted.retain(|(n, _)| *n > 0);
     // Stable: equally rare terms keep the query's order.
     counted.sort_by_key(|(n, _)| *n);

@@ -5,7 +5,7 @@ use std::collections::BinaryHeap;
 
 /// A score and what it belongs to; ordered worst first (reversed) for the heap.
 #[derive(Debug, PartialEq)]
-pub(crate) struct Scored<T>(pub(crate) f32, pub(crate) T);
+pub struct Scored<T>(pub f32, pub T);
 
 impl<T: Ord> Eq for Scored<T> {}
 
@@ -26,13 +26,14 @@ impl<T: Ord> PartialOrd for Scored<T> {
 }
 
 /// Keeps the `limit` best scores seen.
-pub(crate) struct TopK<T> {
+#[derive(Debug)]
+pub struct TopK<T> {
     limit: usize,
     heap: BinaryHeap<Scored<T>>,
 }
 
 impl<T: Ord> TopK<T> {
-    pub(crate) fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         Self {
             limit,
             heap: BinaryHeap::with_capacity(limit.min(4096) + 1),
@@ -40,13 +41,13 @@ impl<T: Ord> TopK<T> {
     }
 
     /// The worst score kept, once `limit` are kept.
-    pub(crate) fn floor(&self) -> Option<f32> {
+    pub fn floor(&self) -> Option<f32> {
         (self.heap.len() >= self.limit)
             .then(|| self.heap.peek().map(|worst| worst.0))
             .flatten()
     }
 
-    pub(crate) fn offer(&mut self, score: f32, item: T) {
+    pub fn offer(&mut self, score: f32, item: T) {
         if self.heap.len() < self.limit {
             self.heap.push(Scored(score, item));
         } else if self.heap.peek().is_some_and(|worst| score > worst.0) {
@@ -56,7 +57,7 @@ impl<T: Ord> TopK<T> {
     }
 
     /// Best first.
-    pub(crate) fn into_sorted(self) -> Vec<(T, f32)> {
+    pub fn into_sorted(self) -> Vec<(T, f32)> {
         // Ascending by `Ord` is best-first, since the order is reversed.
         self.heap
             .into_sorted_vec()

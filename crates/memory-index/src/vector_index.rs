@@ -30,11 +30,11 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use crate::calibration::{MIN_ROWS, Searching};
 use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::{ChunkFacets, FacetFilter};
-pub(crate) use crate::index_change::{IndexChange, read, write};
+pub use crate::index_change::{IndexChange, read, write};
 use crate::keyword_index::KeywordIndex;
 use crate::sign_codes::{SignCodes, candidate_count};
 use crate::topk::TopK;
-pub(crate) use crate::vector_leg::VectorLeg;
+pub use crate::vector_leg::VectorLeg;
 
 /// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
 /// query, so the query's own rounding never decides the order.
@@ -115,7 +115,7 @@ impl SessionMatrix {
 }
 
 #[derive(Debug)]
-pub(crate) struct VectorIndex {
+pub struct VectorIndex {
     model_id: String,
     dims: usize,
     /// A [`VectorLeg`] (changed at run time by benches and tests).
@@ -131,11 +131,11 @@ pub(crate) struct VectorIndex {
 
 impl VectorIndex {
     #[cfg(test)]
-    pub(crate) fn new(model_id: &str, dims: usize) -> Self {
+    pub fn new(model_id: &str, dims: usize) -> Self {
         Self::with_leg(model_id, dims, VectorLeg::Auto)
     }
 
-    pub(crate) fn with_leg(model_id: &str, dims: usize, leg: VectorLeg) -> Self {
+    pub fn with_leg(model_id: &str, dims: usize, leg: VectorLeg) -> Self {
         Self {
             model_id: model_id.to_owned(),
             dims,
@@ -148,19 +148,19 @@ impl VectorIndex {
     }
 
     /// Counts as a search of this index until dropped: live probes read no rows meanwhile.
-    pub(crate) fn searching(&self) -> Searching<'_> {
+    pub fn searching(&self) -> Searching<'_> {
         Searching::start(&self.searching)
     }
 
     /// Moves (before the rows do) with every apply and reload.
-    pub(crate) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.generation.load(AtomicOrdering::Acquire)
     }
 
     /// Whether the rows already reflect every change: an upsert's chunk is there with the same
     /// codes and facets (a chunk's text never changes under its id), a removed chunk is absent.
     /// True for this process's own writes, applied right after their commit.
-    pub(crate) fn holds(&self, changes: &[IndexChange]) -> bool {
+    pub fn holds(&self, changes: &[IndexChange]) -> bool {
         let mut codes = vec![0i8; self.dims];
         changes.iter().all(|change| match change {
             IndexChange::Upsert {
@@ -189,12 +189,12 @@ impl VectorIndex {
     }
 
     /// The keyword postings of the indexed chunks.
-    pub(crate) fn keywords(&self) -> &KeywordIndex {
+    pub fn keywords(&self) -> &KeywordIndex {
         &self.keywords
     }
 
     /// Whether `filter` allows chunk `chunk_id` of `session` (false when it is not indexed).
-    pub(crate) fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
+    pub fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
         let Some(matrix) = read(&self.sessions).get(session).cloned() else {
             return false;
         };
@@ -206,12 +206,12 @@ impl VectorIndex {
             .is_some_and(|facets| filter.allows(facets))
     }
 
-    pub(crate) fn leg(&self) -> VectorLeg {
+    pub fn leg(&self) -> VectorLeg {
         VectorLeg::from_u8(self.leg.load(AtomicOrdering::Relaxed))
     }
 
     /// Switches the leg; binary codes are built or dropped now, for every session.
-    pub(crate) fn set_leg(&self, leg: VectorLeg) {
+    pub fn set_leg(&self, leg: VectorLeg) {
         self.leg.store(leg.to_u8(), AtomicOrdering::Relaxed);
         let matrices: Vec<_> = read(&self.sessions).values().cloned().collect();
         for matrix in matrices {
@@ -219,25 +219,30 @@ impl VectorIndex {
         }
     }
 
-    pub(crate) fn model_id(&self) -> &str {
+    pub fn model_id(&self) -> &str {
         &self.model_id
     }
 
-    pub(crate) fn dims(&self) -> usize {
+    pub fn dims(&self) -> usize {
         self.dims
     }
 
     /// Number of vectors held.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         read(&self.sessions)
             .values()
             .map(|m| read(m).ids.len())
             .sum()
     }
 
+    /// Whether no vector is held.
+    pub fn is_empty(&self) -> bool {
+        read(&self.sessions).values().all(|m| read(m).ids.is_empty())
+    }
+
     /// Applies committed changes; binary codes follow each row, and are (re)built once per call
     /// when the size wants it.
-    pub(crate) fn apply(&self, changes: &[IndexChange]) {
+    pub fn apply(&self, changes: &[IndexChange]) {
         let touched = self.apply_rows(changes);
         // Codes are (re)built once per batch, not per row.
         let leg = self.leg();
@@ -248,22 +253,22 @@ impl VectorIndex {
 
     /// Applies changes without building codes (a load at open, page by page; [`Self::train`]
     /// follows).
-    pub(crate) fn apply_untrained(&self, changes: &[IndexChange]) {
+    pub fn apply_untrained(&self, changes: &[IndexChange]) {
         self.apply_rows(changes);
     }
 
     /// Builds (or drops) every session's binary codes as the leg wants for its size.
-    pub(crate) fn train(&self) {
+    pub fn train(&self) {
         self.set_leg(self.leg());
     }
 
     /// An empty index for the same model, dimensions and leg.
-    pub(crate) fn empty_like(&self) -> Self {
+    pub fn empty_like(&self) -> Self {
         Self::with_leg(&self.model_id, self.dims, self.leg())
     }
 
     /// Takes over `other`'s rows (a reload) in one step.
-    pub(crate) fn replace_with(&self, other: Self) {
+    pub fn replace_with(&self, other: Self) {
         self.generation.fetch_add(1, AtomicOrdering::AcqRel);
         let sessions = other
             .sessions
@@ -328,7 +333,7 @@ impl VectorIndex {
     }
 
     /// Per coded matrix of `sessions`: its rows and the share of them its first pass keeps.
-    pub(crate) fn reach(&self, sessions: &[String]) -> Vec<(usize, f64)> {
+    pub fn reach(&self, sessions: &[String]) -> Vec<(usize, f64)> {
         let matrices = self.matrices_of(sessions);
         let reach_of = |m: &SessionMatrix| Some((m.ids.len(), m.signs.as_ref()?.needed_share()));
         matrices.iter().filter_map(|m| reach_of(&read(m))).collect()
@@ -336,7 +341,7 @@ impl VectorIndex {
 
     /// Number of vector components a search of `sessions` reads (to decide where it runs): the
     /// int8 rows, or an eighth of them (bytes of binary codes) where the first pass runs.
-    pub(crate) fn scan_size(&self, sessions: &[String]) -> usize {
+    pub fn scan_size(&self, sessions: &[String]) -> usize {
         let map = read(&self.sessions);
         let mut seen = HashSet::new();
         let exact = self.leg() == VectorLeg::Exact;
@@ -359,7 +364,7 @@ impl VectorIndex {
     /// Cosines ≤ 0 are not matches.
     /// Blocks for the length of the scan: about 2 ms per 100k rows of 384 dimensions with AVX2 for
     /// the exact scan, 0.7 ms for the binary first pass (most of it the Hamming distances).
-    pub(crate) fn search(
+    pub fn search(
         &self,
         sessions: &[String],
         query: &[f32],
@@ -371,7 +376,7 @@ impl VectorIndex {
 
     /// [`Self::search`] with `leg` rather than the index's own (the codes are used where they
     /// exist unless `leg` is [`VectorLeg::Exact`]; none are built here).
-    pub(crate) fn search_with(
+    pub fn search_with(
         &self,
         leg: VectorLeg,
         sessions: &[String],
@@ -386,7 +391,7 @@ impl VectorIndex {
     /// The search with `leg`; with `count` (a user's query), each matrix searched through its
     /// first pass counts the search towards its next live probe, and the second value says
     /// whether one is due (see [`crate::calibration`]).
-    pub(crate) fn search_counted(
+    pub fn search_counted(
         &self,
         leg: VectorLeg,
         sessions: &[String],

@@ -18,15 +18,15 @@ static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::
 
 /// One text's terms with their counts, and its length in words (stop words included).
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct TermBag {
-    pub(crate) len: u32,
-    pub(crate) terms: Vec<(String, u16)>,
+pub struct TermBag {
+    pub len: u32,
+    pub terms: Vec<(String, u16)>,
 }
 
 /// The index terms of a stored text. Called for every chunk at open (a million at a time), so
 /// ASCII words are lowercased into one reused buffer and counted in a small vector (a chunk has a
 /// few dozen distinct terms), not a hash map.
-pub(crate) fn text_terms(text: &str) -> TermBag {
+pub fn text_terms(text: &str) -> TermBag {
     let mut counts: Vec<(String, u16)> = Vec::new();
     let mut len = 0u32;
     let mut lower = String::new();
@@ -54,7 +54,7 @@ pub(crate) fn text_terms(text: &str) -> TermBag {
 
 /// The distinct index terms of a query, in the query's order (stop words dropped, bounded as
 /// [`query_terms`] bounds them).
-pub(crate) fn query_index_terms(query: &str) -> Vec<String> {
+pub fn query_index_terms(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in query_terms(query) {
         let t = term(&word);

@@ -6,7 +6,7 @@ use crate::terms::TermBag;
 
 impl VectorIndex {
     /// Each coded session's share of rows its first pass keeps at least, for tests.
-    pub(crate) fn needed_shares(&self) -> Vec<f64> {
+    pub fn needed_shares(&self) -> Vec<f64> {
         read(&self.sessions)
             .values()
             .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
@@ -14,7 +14,7 @@ impl VectorIndex {
     }
     /// Each session's coded rows and the rows its centre was taken at (sessions without codes
     /// left out), for tests.
-    pub(crate) fn coded_rows(&self) -> Vec<(usize, usize)> {
+    pub fn coded_rows(&self) -> Vec<(usize, usize)> {
         read(&self.sessions)
             .values()
             .filter_map(|m| read(m).signs.as_ref().map(|s| (s.rows(), s.built_rows())))
@@ -65,8 +65,8 @@ fn search_is_exact_scoped_and_follows_changes() {
         ids(index.search(&["s1".into(), "s2".into()], &q, 2, None)),
         [1, 4]
     );
-    let keep = FacetFilter::new(crate::query::Scope {
-        filters: crate::query::QueryFilters {
+    let keep = FacetFilter::new(crate::filters::Scope {
+        filters: crate::filters::QueryFilters {
             tags_any: vec!["keep".into()],
             ..Default::default()
         },

@@ -48,7 +48,7 @@ const ROWS_PER_CANDIDATE: usize = 200;
 /// 0.991 (`memory-bench locomo --vector-leg approximate` with these counts forced). Scoring a
 /// candidate costs ~0.1 µs (a gathered int8 row), little next to the Hamming pass over all rows,
 /// so the net is wide.
-pub(crate) fn candidate_count(limit: usize, rows: usize) -> usize {
+pub fn candidate_count(limit: usize, rows: usize) -> usize {
     limit
         .saturating_mul(CANDIDATES_PER_RESULT)
         .max(MIN_CANDIDATES)
@@ -57,7 +57,7 @@ pub(crate) fn candidate_count(limit: usize, rows: usize) -> usize {
 
 /// Whether codes are taken around the rows' mean (the default) or around zero (to measure).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Centring {
+pub enum Centring {
     #[default]
     Mean,
     #[cfg(test)]
@@ -72,7 +72,7 @@ thread_local! {
 
 /// One matrix's binary codes.
 #[derive(Debug)]
-pub(crate) struct SignCodes {
+pub struct SignCodes {
     /// `u64` words per row.
     words: usize,
     /// Subtracted from a row (or query) before its signs are taken.
@@ -99,7 +99,7 @@ pub(crate) struct SignCodes {
 
 impl SignCodes {
     /// Codes of every row (`codes` row-major int8, `scales` one per row), around their mean.
-    pub(crate) fn build(codes: &[i8], scales: &[f32], dims: usize, centring: Centring) -> Self {
+    pub fn build(codes: &[i8], scales: &[f32], dims: usize, centring: Centring) -> Self {
         let n = scales.len();
         let centre = match centring {
             Centring::Mean => mean(codes, scales, dims),
@@ -129,26 +129,26 @@ impl SignCodes {
     /// Candidates the first pass keeps for `limit` results among `rows` rows: the fixed count of
     /// [`candidate_count`], or the share of rows these codes were measured to need, whichever
     /// is more.
-    pub(crate) fn candidate_count(&self, limit: usize, rows: usize) -> usize {
+    pub fn candidate_count(&self, limit: usize, rows: usize) -> usize {
         let measured = (self.needed_share() * rows as f64).ceil() as usize;
         candidate_count(limit, rows).max(measured)
     }
 
     /// The share of rows the first pass keeps at least.
-    pub(crate) fn needed_share(&self) -> f64 {
+    pub fn needed_share(&self) -> f64 {
         self.sampled.max(self.learnt_share())
     }
 
     /// Counts a search that took the first pass; true for the one to probe (see
     /// [`probe_interval`]).
-    pub(crate) fn probe_due(&self) -> bool {
+    pub fn probe_due(&self) -> bool {
         let searched = self.searches.fetch_add(1, Ordering::Relaxed);
         searched.is_multiple_of(probe_interval(self.probes.load(Ordering::Relaxed)))
     }
 
     /// Takes in what a live probe measured: the share needed only grows (codes rebuilt after growth
     /// start from it, see [`Self::raise`]).
-    pub(crate) fn observe(&self, shares: &[f64]) {
+    pub fn observe(&self, shares: &[f64]) {
         let wanted = self
             .live
             .lock()
@@ -168,19 +168,19 @@ impl SignCodes {
 
     /// Raises the share the first pass keeps to at least `share` (what earlier codes of the same
     /// session learnt).
-    pub(crate) fn raise(&self, share: f64) {
+    pub fn raise(&self, share: f64) {
         raise_share(&self.learnt, share);
     }
 
     /// The most live probes called for (see [`Self::raise`]).
-    pub(crate) fn learnt_share(&self) -> f64 {
+    pub fn learnt_share(&self) -> f64 {
         f64::from_bits(self.learnt.load(Ordering::Relaxed))
     }
 
     /// The share of `truth` (each query's exact top ten, as row numbers) among the `want`
     /// candidates these codes pick for each of `queries`, for tests.
     #[cfg(test)]
-    pub(crate) fn candidate_recall(
+    pub fn candidate_recall(
         &self,
         queries: &[Vec<f32>],
         truth: &[std::collections::HashSet<i64>],
@@ -199,34 +199,34 @@ impl SignCodes {
     }
 
     /// Code words per row.
-    pub(crate) fn words(&self) -> usize {
+    pub fn words(&self) -> usize {
         self.words
     }
 
     /// The binary codes, `rows × words`.
-    pub(crate) fn bits(&self) -> &[u64] {
+    pub fn bits(&self) -> &[u64] {
         &self.bits
     }
 
     /// Whether a matrix of `rows` rows wants new codes around a new centre.
-    pub(crate) fn is_stale(&self, rows: usize) -> bool {
+    pub fn is_stale(&self, rows: usize) -> bool {
         rows > self.built_rows.saturating_mul(REBUILD_FACTOR)
             || rows.saturating_mul(REBUILD_FACTOR) < self.built_rows
     }
 
     /// Rows coded (equal to the matrix's rows while in step with it).
-    pub(crate) fn rows(&self) -> usize {
+    pub fn rows(&self) -> usize {
         self.bits.len() / self.words.max(1)
     }
 
     /// Rows when the centre was taken.
     #[cfg(test)]
-    pub(crate) fn built_rows(&self) -> usize {
+    pub fn built_rows(&self) -> usize {
         self.built_rows
     }
 
     /// Re-codes row `row` (new when it equals the row count so far).
-    pub(crate) fn set(&mut self, row: usize, code: &[i8], scale: f32) {
+    pub fn set(&mut self, row: usize, code: &[i8], scale: f32) {
         let words = self.words;
         if row >= self.rows() {
             self.bits.resize((row + 1) * words, 0);
@@ -240,7 +240,7 @@ impl SignCodes {
     }
 
     /// Mirrors the matrix's swap-remove: `row` leaves, and `last` (the last row) takes its index.
-    pub(crate) fn remove(&mut self, row: usize, last: usize) {
+    pub fn remove(&mut self, row: usize, last: usize) {
         let words = self.words;
         if row != last {
             self.bits
@@ -250,7 +250,7 @@ impl SignCodes {
     }
 
     /// The query's code, around the same centre as the rows.
-    pub(crate) fn query_code(&self, query: &[f32]) -> Vec<u64> {
+    pub fn query_code(&self, query: &[f32]) -> Vec<u64> {
         query
             .chunks(64)
             .zip(self.centre.chunks(64))
@@ -261,7 +261,7 @@ impl SignCodes {
     /// Appends to `out` the rows closest to `query` in Hamming distance that `admit` accepts: at
     /// least `want` of them when that many are admitted (all rows at the cut-off distance are
     /// taken, so a few more), `admit` being asked only about rows up to the cut-off.
-    pub(crate) fn candidates(
+    pub fn candidates(
         &self,
         query: &[u64],
         want: usize,
