@@ -237,7 +237,9 @@ impl VectorIndex {
 
     /// Whether no vector is held.
     pub fn is_empty(&self) -> bool {
-        read(&self.sessions).values().all(|m| read(m).ids.is_empty())
+        read(&self.sessions)
+            .values()
+            .all(|m| read(m).ids.is_empty())
     }
 
     /// Applies committed changes; binary codes follow each row, and are (re)built once per call

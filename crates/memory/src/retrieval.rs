@@ -3,17 +3,17 @@
 use async_trait::async_trait;
 use types::{NoteId, SessionId, UserId};
 
-use crate::duplicates::{SaveOutcome, Similar};
 use crate::error::MemoryError;
-use crate::keyed::{KeyPage, KeyQuery, KeyedWrite};
-use crate::listing::{ListQuery, NotePage};
-use crate::metadata::MetadataPatch;
-use crate::notes::{Note, NoteMetadata};
-use crate::query::{HybridQuery, SearchHit};
-use crate::receipts::{CallKey, WriteReceipt};
-use crate::sessions::{SessionInfo, StoredEvent};
-use crate::store::MemoryStore;
-use crate::usage::{ModelUsage, UsageScope};
+use crate::memory_store::MemoryStore;
+use crate::notes::duplicates::{SaveOutcome, Similar};
+use crate::notes::keyed::{KeyPage, KeyQuery, KeyedWrite};
+use crate::notes::listing::{ListQuery, NotePage};
+use crate::notes::metadata::MetadataPatch;
+use crate::notes::note::{Note, NoteMetadata};
+use crate::notes::receipts::{CallKey, WriteReceipt};
+use crate::notes::sessions::{SessionInfo, StoredEvent};
+use crate::notes::usage::{ModelUsage, UsageScope};
+use crate::search::query::{HybridQuery, SearchHit};
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
 /// store to inject failures. Every write takes the tool call's key (a retry of the call writes
