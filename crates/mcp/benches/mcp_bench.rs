@@ -65,9 +65,9 @@ async fn main() {
     let calls = arg("--calls", 1_000);
     let dir = tempfile::tempdir().unwrap();
     let user = UserId::parse("bench").unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join(".oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.path().join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await
     .unwrap();

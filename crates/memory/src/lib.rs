@@ -49,7 +49,7 @@ pub use store::encryption::{
 // The embedders are part of `MemoryStore::open`'s signature.
 pub use error::{MemoryError, RemoteProblem};
 pub use memory_index::{Embedder, HashEmbedder, VectorLeg, embedding};
-pub use memory_store::{MemoryStore, OpenOptions, ProgressFn};
+pub use memory_store::{MemoryStore, OpenOptions, ProgressFn, Target};
 pub use notes::keyed::{
     KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
     check_namespace,

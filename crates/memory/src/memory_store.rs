@@ -16,7 +16,7 @@ use crate::search::reindex::Scope;
 use crate::store::Db;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
-use crate::store::worker::Target;
+use crate::store::worker::Target as DbTarget;
 use memory_index::embedding::{self, Embedder};
 use memory_index::vector_index::{VectorIndex, VectorLeg};
 
@@ -35,6 +35,41 @@ pub struct OpenOptions {
     pub vector_leg: VectorLeg,
     /// Encrypts a local file or a replica at rest with this key (the runner's per-user key).
     pub encryption_key: Option<EncryptionKey>,
+    /// The embedder (default: the one `[memory.embedding]` names, or the builtin model for a
+    /// target given by path or URL).
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl OpenOptions {
+    /// Default options with `embedder`.
+    pub fn with_embedder(embedder: Arc<dyn Embedder>) -> Self {
+        Self {
+            embedder: Some(embedder),
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a store's database is.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// As `[memory]` says for the user whose workspace root is `user_root`: the local file at
+    /// `db_path` (default `<user_root>/.oxydra/memory.db`), or the remote server, or a replica.
+    Config {
+        config: &'a MemoryConfig,
+        user_root: &'a Path,
+    },
+    /// The database file at this path (created with its folder when missing).
+    File(&'a Path),
+    /// The libSQL server at `url` with `token` (empty for a server without authentication).
+    Remote { url: &'a str, token: &'a str },
+    /// An embedded replica: the local file `path`, synced from the server at `url`. Reads are
+    /// served from the file; writes go to the server and are visible here once acknowledged.
+    Replica {
+        path: &'a Path,
+        url: &'a str,
+        token: &'a str,
+    },
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -44,6 +79,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("progress", &self.progress.is_some())
             .field("vector_leg", &self.vector_leg)
             .field("encrypted", &self.encryption_key.is_some())
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .finish()
     }
 }
@@ -91,28 +127,54 @@ impl Default for NotePolicy {
 const DEFAULT_BATCH: usize = 64;
 
 impl MemoryStore {
-    /// Opens the store described by `config` for the user whose workspace root is `user_root`:
-    /// the local file at `db_path` (default `<user_root>/.oxydra/memory.db`), or the remote server.
-    pub async fn open(config: &MemoryConfig, user_root: &Path) -> Result<Self, MemoryError> {
-        Self::open_with(config, user_root, OpenOptions::default()).await
-    }
-
-    pub async fn open_with(
-        config: &MemoryConfig,
-        user_root: &Path,
-        options: OpenOptions,
-    ) -> Result<Self, MemoryError> {
-        let target = placement::target(config, user_root, &options.legacy_dir)?
-            .with_key(options.encryption_key)?;
-        let embedder = embedding::from_config(&config.embedding)?;
-        let policy = NotePolicy {
-            tombstone_retention_days: config.tombstone_retention_days,
-            duplicate_similarity: config.duplicate_similarity,
+    /// Opens (or creates) the store at `target` and brings it up to date: migrations, a
+    /// re-embedding when the model changed, the in-memory indexes loaded.
+    pub async fn open(target: Target<'_>, options: OpenOptions) -> Result<Self, MemoryError> {
+        let (db_target, embedder, batch_size, policy) = match target {
+            Target::Config { config, user_root } => {
+                let place = placement::target(config, user_root, &options.legacy_dir)?;
+                let embedder = match options.embedder {
+                    Some(embedder) => embedder,
+                    None => embedding::from_config(&config.embedding)?,
+                };
+                let policy = NotePolicy {
+                    tombstone_retention_days: config.tombstone_retention_days,
+                    duplicate_similarity: config.duplicate_similarity,
+                };
+                (place, embedder, config.embedding.batch_size, policy)
+            }
+            Target::File(path) => {
+                placement::create_parent(path)?;
+                let place = DbTarget::Local {
+                    path: path.to_owned(),
+                    key: None,
+                };
+                by_path(place, options.embedder)?
+            }
+            Target::Remote { url, token } => {
+                crate::store::remote::check_url(url)?;
+                let place = DbTarget::Remote {
+                    url: url.to_owned(),
+                    token: token.to_owned(),
+                };
+                by_path(place, options.embedder)?
+            }
+            Target::Replica { path, url, token } => {
+                crate::store::remote::check_url(url)?;
+                placement::create_parent(path)?;
+                let place = DbTarget::Replica {
+                    path: path.to_owned(),
+                    url: url.to_owned(),
+                    token: token.to_owned(),
+                    key: None,
+                };
+                by_path(place, options.embedder)?
+            }
         };
         Self::open_target(
-            target,
+            db_target.with_key(options.encryption_key)?,
             embedder,
-            config.embedding.batch_size,
+            batch_size,
             options.progress,
             policy,
             options.vector_leg,
@@ -120,119 +182,8 @@ impl MemoryStore {
         .await
     }
 
-    /// Opens (or creates) the database file at `path` with `embedder`. For tests and benches.
-    pub async fn open_local(path: &Path, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
-        Self::open_local_with(path, embedder, None).await
-    }
-
-    /// Opens (or creates) the database file at `path`, encrypted at rest with `key`. For tests
-    /// and benches; `open_with` does the same with [`OpenOptions::encryption_key`].
-    pub async fn open_encrypted(
-        path: &Path,
-        key: EncryptionKey,
-        embedder: Arc<dyn Embedder>,
-    ) -> Result<Self, MemoryError> {
-        placement::create_parent(path)?;
-        let target = Target::Local {
-            path: path.to_owned(),
-            key: Some(key),
-        };
-        Self::open_target(
-            target,
-            embedder,
-            DEFAULT_BATCH,
-            None,
-            NotePolicy::default(),
-            VectorLeg::Auto,
-        )
-        .await
-    }
-
-    pub async fn open_local_with(
-        path: &Path,
-        embedder: Arc<dyn Embedder>,
-        progress: Option<ProgressFn>,
-    ) -> Result<Self, MemoryError> {
-        placement::create_parent(path)?;
-        Self::open_target(
-            Target::Local {
-                path: path.to_owned(),
-                key: None,
-            },
-            embedder,
-            DEFAULT_BATCH,
-            progress,
-            NotePolicy::default(),
-            VectorLeg::Auto,
-        )
-        .await
-    }
-
-    /// Opens the database on the libSQL server at `url` with `token` (empty for a server without
-    /// authentication) and `embedder`. For tests and benches; `open` reads the same from config.
-    pub async fn open_remote(
-        url: &str,
-        token: &str,
-        embedder: Arc<dyn Embedder>,
-    ) -> Result<Self, MemoryError> {
-        crate::store::remote::check_url(url)?;
-        let target = Target::Remote {
-            url: url.to_owned(),
-            token: token.to_owned(),
-        };
-        Self::open_target(
-            target,
-            embedder,
-            DEFAULT_BATCH,
-            None,
-            NotePolicy::default(),
-            VectorLeg::Auto,
-        )
-        .await
-    }
-
-    /// Opens an embedded replica: the local file `path`, synced from the server at `url`. Reads
-    /// are served from the file; writes go to the server and are visible here once acknowledged.
-    /// For tests and benches; `open` does the same for `[memory] replica = true`.
-    pub async fn open_replica(
-        path: &Path,
-        url: &str,
-        token: &str,
-        embedder: Arc<dyn Embedder>,
-    ) -> Result<Self, MemoryError> {
-        Self::open_replica_with(path, url, token, None, embedder).await
-    }
-
-    /// Like [`MemoryStore::open_replica`], the replica file encrypted at rest with `key` when
-    /// one is given.
-    pub async fn open_replica_with(
-        path: &Path,
-        url: &str,
-        token: &str,
-        key: Option<EncryptionKey>,
-        embedder: Arc<dyn Embedder>,
-    ) -> Result<Self, MemoryError> {
-        crate::store::remote::check_url(url)?;
-        placement::create_parent(path)?;
-        let target = Target::Replica {
-            path: path.to_owned(),
-            url: url.to_owned(),
-            token: token.to_owned(),
-            key,
-        };
-        Self::open_target(
-            target,
-            embedder,
-            DEFAULT_BATCH,
-            None,
-            NotePolicy::default(),
-            VectorLeg::Auto,
-        )
-        .await
-    }
-
     async fn open_target(
-        target: Target,
+        target: DbTarget,
         embedder: Arc<dyn Embedder>,
         batch_size: usize,
         progress: Option<ProgressFn>,
@@ -264,12 +215,6 @@ impl MemoryStore {
         store.reindex_scope(Scope::Stale, &mut *progress).await?;
         store.reload_index().await?;
         Ok(store)
-    }
-
-    /// Switches how the vector leg finds its candidates (binary codes are built or dropped now). For
-    /// benches and tests; stores opened from config take [`OpenOptions::vector_leg`].
-    pub fn set_vector_leg(&self, leg: VectorLeg) {
-        self.inner.index.set_leg(leg);
     }
 
     /// Drops this handle; when it is the last one, waits until every database thread has closed
@@ -329,4 +274,17 @@ impl MemoryStore {
     pub(crate) async fn checkpoint(&self) -> Result<(), MemoryError> {
         self.inner.db.checkpoint().await
     }
+}
+
+/// What a store opened by path or URL runs with: `embedder` (default the builtin model) and the
+/// default batch size and note policy.
+fn by_path(
+    place: DbTarget,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<(DbTarget, Arc<dyn Embedder>, usize, NotePolicy), MemoryError> {
+    let embedder = match embedder {
+        Some(embedder) => embedder,
+        None => embedding::from_config(&Default::default())?,
+    };
+    Ok((place, embedder, DEFAULT_BATCH, NotePolicy::default()))
 }

@@ -30,8 +30,23 @@ fn embedder() -> Arc<HashEmbedder> {
 
 async fn open(path: &Path, key: Option<EncryptionKey>) -> Result<MemoryStore, MemoryError> {
     match key {
-        Some(key) => MemoryStore::open_encrypted(path, key, embedder()).await,
-        None => MemoryStore::open_local(path, embedder()).await,
+        Some(key) => {
+            MemoryStore::open(
+                memory::Target::File(path),
+                memory::OpenOptions {
+                    encryption_key: Some(key),
+                    ..memory::OpenOptions::with_embedder(embedder())
+                },
+            )
+            .await
+        }
+        None => {
+            MemoryStore::open(
+                memory::Target::File(path),
+                memory::OpenOptions::with_embedder(embedder()),
+            )
+            .await
+        }
     }
 }
 

@@ -134,12 +134,24 @@ impl Clients {
         let server = Sqld::start_with_auth();
         let token = server.token(r#"{"a":"rw"}"#);
         let proxy = Proxy::start(&server.url()).await;
-        let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
-            .await
-            .unwrap();
-        let other = MemoryStore::open_remote(&server.url(), &token, embedder())
-            .await
-            .unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Remote {
+                url: &proxy.url,
+                token: &token,
+            },
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
+        let other = MemoryStore::open(
+            memory::Target::Remote {
+                url: &server.url(),
+                token: &token,
+            },
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
         Self {
             _server: server,
             proxy,
@@ -180,9 +192,15 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     let server = Sqld::start_with_auth();
     let token = server.token(r#"{"a":"rw"}"#);
     let proxy = Proxy::start(&server.url()).await;
-    let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Remote {
+            url: &proxy.url,
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let alice = user("alice");
     let cost = async |before: usize| proxy.count() - before;
 

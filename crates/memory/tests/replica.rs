@@ -54,11 +54,13 @@ fn server_and_dir() -> (Sqld, String, tempfile::TempDir) {
 
 /// A replica of `server` in `dir`.
 async fn open_in(dir: &tempfile::TempDir, server: &Sqld, token: &str) -> MemoryStore {
-    MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        token,
-        embedder(),
+    MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap()
@@ -86,9 +88,15 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
         texts_found(&replica, "spare key", KEYWORDS).await,
         ["The spare key is under the blue pot"]
     );
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 1);
 
     // Another host's write reaches the replica with the next sync (or the background one).
@@ -120,11 +128,13 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     let token = server.token(r#"{"a":"rw"}"#);
     let dir = tempfile::tempdir().unwrap();
     let alice = user("alice");
-    let replica = MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        &token,
-        embedder(),
+    let replica = MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap();
@@ -168,9 +178,15 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     // Back again: the acknowledged note is on the primary, the refused one nowhere, and the
     // replica writes again.
     server.restart();
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let on_primary = primary.list_notes(&alice).await.unwrap();
     assert_eq!(on_primary.len(), 1);
     assert_eq!(on_primary[0].note_id, kept.note_id);
@@ -192,11 +208,13 @@ async fn a_replica_with_a_rejected_token_fails_at_open() {
     need(Need::Sqld);
     let server = Sqld::start_with_auth();
     let dir = tempfile::tempdir().unwrap();
-    let err = MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        "not-a-jwt",
-        embedder(),
+    let err = MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token: "not-a-jwt",
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap_err();
@@ -223,9 +241,15 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
     let (server, token, dir) = server_and_dir();
     let alice = user("alice");
     let replica = open_in(&dir, &server, &token).await;
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     const NOTES: usize = 60;
     let writer = {
         let (primary, alice) = (primary.clone(), alice.clone());

@@ -48,9 +48,12 @@ async fn a_created_session_is_stored_empty_titled_and_survives_a_reopen() {
     );
     drop(f.store);
 
-    let store = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(DIMS)))
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::File(&f.path),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(DIMS))),
+    )
+    .await
+    .unwrap();
     let listed = store.list_sessions(&alice).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(

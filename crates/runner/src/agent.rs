@@ -74,9 +74,15 @@ pub async fn compose(
         tracing::info!("memory is disabled: no store, no memory tools, no recall");
         (None, MemoryState::Disabled)
     } else {
-        let store = MemoryStore::open_with(&config.memory, user_root, options)
-            .await
-            .map_err(ComposeError::Memory)?;
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config.memory,
+                user_root,
+            },
+            options,
+        )
+        .await
+        .map_err(ComposeError::Memory)?;
         let state = if config.memory.remote_url.is_some() {
             MemoryState::Remote
         } else {
@@ -232,9 +238,15 @@ mod tests {
     /// A user root whose database already holds [`NOTE`].
     async fn root_with_note(server: &ScriptedLlm) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let store = MemoryStore::open_with(&config(server, true).memory, dir.path(), options())
-            .await
-            .unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config(server, true).memory,
+                user_root: dir.path(),
+            },
+            options(),
+        )
+        .await
+        .unwrap();
         let user = UserId::parse("alice").unwrap();
         store
             .store_note(&user, NOTE, NoteMetadata::default())
@@ -355,9 +367,15 @@ mod tests {
         assert!(results[1].contains("PII_DETECTED"), "{}", results[1]);
         assert!(results[2].contains("RATE_LIMITED"), "{}", results[2]);
 
-        let store = MemoryStore::open_with(&config.memory, dir.path(), options())
-            .await
-            .unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config.memory,
+                user_root: dir.path(),
+            },
+            options(),
+        )
+        .await
+        .unwrap();
         let rows = store.audit_log(None, 100).await.unwrap();
         let summary: Vec<(&str, &str, &str)> = rows
             .iter()

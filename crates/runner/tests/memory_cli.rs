@@ -130,9 +130,15 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_owned();
     let alice = UserId::parse("alice").unwrap();
-    let agent = MemoryStore::open(&MemoryConfig::default(), &root.join("alice"))
-        .await
-        .unwrap();
+    let agent = MemoryStore::open(
+        memory::Target::Config {
+            config: &MemoryConfig::default(),
+            user_root: &root.join("alice"),
+        },
+        memory::OpenOptions::default(),
+    )
+    .await
+    .unwrap();
     agent
         .store_note(
             &alice,

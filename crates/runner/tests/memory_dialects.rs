@@ -62,9 +62,15 @@ async fn expire_all(setup: &Setup, user: &str) {
         legacy_dir: memory::LegacyDir::Skip,
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &setup.ws(user).root, options)
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &config.memory,
+            user_root: &setup.ws(user).root,
+        },
+        options,
+    )
+    .await
+    .unwrap();
     let user = UserId::parse(user).unwrap();
     let query = ListQuery {
         limit: 50,

@@ -30,9 +30,9 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join(".oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.path().join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await
     .unwrap();

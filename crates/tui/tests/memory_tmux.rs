@@ -44,9 +44,12 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
 /// A second connection to the user's database file.
 async fn open(root: &Path) -> MemoryStore {
     let ws = WorkspacePaths::new(root.join("alice"));
-    MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-        .await
-        .unwrap()
+    MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .unwrap()
 }
 
 /// Updates the tram note and deletes the tart note, then answers.

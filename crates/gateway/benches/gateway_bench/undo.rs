@@ -20,9 +20,11 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let paths = WorkspacePaths::for_user(dir.path(), &user);
-    let store =
-        MemoryStore::open_local(&paths.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-            .await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&paths.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await?;
     for i in 0..notes {
         store
             .store_note(

@@ -205,29 +205,6 @@ impl MemoryStore {
         }
     }
 
-    /// Counts `query` towards the live recall probes as a search does, and runs the probe now
-    /// when one is due (benches: their timed searches go through
-    /// [`MemoryStore::vector_leg_alone`], which does not count).
-    #[doc(hidden)]
-    pub fn probe_vector_leg(&self, sessions: &[SessionId], query: &[f32]) {
-        let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
-        let index = &self.inner.index;
-        if index
-            .search_counted(index.leg(), &sessions, query, 10, None, true)
-            .1
-        {
-            index.check_recall(&sessions, query);
-        }
-    }
-
-    /// Per session of `sessions` with binary codes: its rows and the share of them its first pass
-    /// keeps at least (benches).
-    #[doc(hidden)]
-    pub fn vector_reach(&self, sessions: &[SessionId]) -> Vec<(usize, f64)> {
-        let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
-        self.inner.index.reach(&sessions)
-    }
-
     /// The query's vector, or `None` (keyword-only search) when it is empty or the embedder fails.
     async fn embed_query(&self, text: &str) -> Option<Vec<f32>> {
         let text: String = text.trim().chars().take(MAX_EMBED_QUERY_CHARS).collect();

@@ -4,6 +4,7 @@
 
 pub(crate) mod freshness;
 pub(crate) mod hybrid;
+#[cfg(feature = "bench")]
 pub(crate) mod legs_alone;
 pub(crate) mod query;
 pub(crate) mod reindex;

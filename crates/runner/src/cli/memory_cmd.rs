@@ -107,9 +107,15 @@ async fn open_or_rekey(
         encryption_key: runner::key_for_cli(&encryption, &root, &user, &place)?,
         ..Default::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &user_root, options)
-        .await
-        .context("cannot open the memory store")?;
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &config.memory,
+            user_root: &user_root,
+        },
+        options,
+    )
+    .await
+    .context("cannot open the memory store")?;
     Ok(Some(UserStore {
         user,
         config,

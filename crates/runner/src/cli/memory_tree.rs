@@ -157,12 +157,18 @@ mod tests {
     async fn a_tree_survives_export_and_import() {
         let dir = tempfile::tempdir().unwrap();
         let embedder = || Arc::new(HashEmbedder::new(64));
-        let from = MemoryStore::open_local(&dir.path().join("a/memory.db"), embedder())
-            .await
-            .unwrap();
-        let to = MemoryStore::open_local(&dir.path().join("b/memory.db"), embedder())
-            .await
-            .unwrap();
+        let from = MemoryStore::open(
+            memory::Target::File(&dir.path().join("a/memory.db")),
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
+        let to = MemoryStore::open(
+            memory::Target::File(&dir.path().join("b/memory.db")),
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
         let user = UserId::parse("alice").unwrap();
         for (path, text) in [
             ("/memories/notes.md", "one\ntwo\n"),

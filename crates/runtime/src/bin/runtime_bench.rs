@@ -172,7 +172,11 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
     let model = embedder.model_id().to_owned();
     let user = UserId::parse("bench")?;
     let root = dir.join("bench");
-    let store = MemoryStore::open_local(&root.join(".oxydra/memory.db"), embedder).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&root.join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?;
 
     let setup = Instant::now();
     let first = store

@@ -364,9 +364,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     governance_overhead(calls, &ctx).await?;
     screening_cost(calls.min(500));
 
-    let store = MemoryStore::open_local(
-        &ctx.workspace.default_memory_db(),
-        memory::embedding::from_config(&Default::default())?,
+    let store = MemoryStore::open(
+        memory::Target::File(&ctx.workspace.default_memory_db()),
+        memory::OpenOptions::with_embedder(memory::embedding::from_config(&Default::default())?),
     )
     .await?;
     let mut registry = ToolRegistry::default();

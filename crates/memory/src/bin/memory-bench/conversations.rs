@@ -51,7 +51,11 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
     let mut out = Vec::new();
     for &n in sizes {
         let dir = TempDir::new(&format!("conversations{n}"))?;
-        let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder.clone()).await?;
+        let store = MemoryStore::open(
+            memory::Target::File(&dir.0.join("memory.db")),
+            memory::OpenOptions::with_embedder(embedder.clone()),
+        )
+        .await?;
         let user = UserId::parse("talker")?;
         let started = Instant::now();
         load(&store, &user, &turns, n).await?;

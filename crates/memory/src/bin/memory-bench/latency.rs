@@ -159,7 +159,11 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let rss_model = rss_bytes();
     let dir = TempDir::new(&format!("latency{n}"))?;
     let path = dir.0.join("memory.db");
-    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let rss_empty = rss_bytes();
     let user = UserId::parse("bench")?;
     let session = SessionId::user_memory(&user);
@@ -315,7 +319,11 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let details = details_alone(&path, sample.len()).await?;
     drop(store);
     let t = Instant::now();
-    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let reopen_secs = t.elapsed().as_secs_f64();
     let scan_p50 = scan_alone(stats.chunks as usize, embedder.dimensions(), sample.len());
     drop(store);

@@ -175,7 +175,11 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
         let known: HashSet<&str> = turns.iter().map(|t| t.dia_id.as_str()).collect();
         let questions = questions_of(conv, &known, &mut dropped_ids, &mut skipped_questions);
         let dir = TempDir::new(&format!("locomo{index}"))?;
-        let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder.clone()).await?;
+        let store = MemoryStore::open(
+            memory::Target::File(&dir.0.join("memory.db")),
+            memory::OpenOptions::with_embedder(embedder.clone()),
+        )
+        .await?;
         store.set_vector_leg(leg);
         let started = Instant::now();
         let dia_of = load_turns(&store, &user, &turns, load).await?;

@@ -39,7 +39,11 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
     let embedder = kind.build()?;
     embedder.embed(&["load the model".to_owned()]).await?;
     let dir = TempDir::new(&format!("organised{n}"))?;
-    let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.0.join("memory.db")),
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?;
     let user = UserId::parse("bench")?;
     let session = SessionId::user_memory(&user);
     let corpus = Corpus::default();

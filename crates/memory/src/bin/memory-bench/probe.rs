@@ -28,7 +28,11 @@ const QUERIES: [&str; 4] = [
 
 pub async fn run(kind: EmbedderKind) -> BenchResult<()> {
     let dir = TempDir::new("probe")?;
-    let store = MemoryStore::open_local(&dir.0.join("memory.db"), kind.build()?).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.0.join("memory.db")),
+        memory::OpenOptions::with_embedder(kind.build()?),
+    )
+    .await?;
     let user = UserId::parse("probe")?;
     for note in NOTES {
         store

@@ -93,7 +93,11 @@ pub async fn run(
     let mut rows = Vec::new();
 
     let t = Instant::now();
-    let local = MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?;
+    let local = MemoryStore::open(
+        memory::Target::File(&dir.0.join("local.db")),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&local, n).await?;
     rows.push(
@@ -112,8 +116,14 @@ pub async fn run(
     let key = EncryptionKey::parse(&"0f".repeat(32))?;
     let encrypted_path = dir.0.join("encrypted.db");
     let t = Instant::now();
-    let encrypted =
-        MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone()).await?;
+    let encrypted = MemoryStore::open(
+        memory::Target::File(&encrypted_path),
+        memory::OpenOptions {
+            encryption_key: Some(key.clone()),
+            ..memory::OpenOptions::with_embedder(embedder.clone())
+        },
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&encrypted, n).await?;
     rows.push(
@@ -136,10 +146,22 @@ pub async fn run(
             let t = Instant::now();
             let store = match encrypted {
                 true => {
-                    MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone())
-                        .await?
+                    MemoryStore::open(
+                        memory::Target::File(&encrypted_path),
+                        memory::OpenOptions {
+                            encryption_key: Some(key.clone()),
+                            ..memory::OpenOptions::with_embedder(embedder.clone())
+                        },
+                    )
+                    .await?
                 }
-                false => MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?,
+                false => {
+                    MemoryStore::open(
+                        memory::Target::File(&dir.0.join("local.db")),
+                        memory::OpenOptions::with_embedder(embedder.clone()),
+                    )
+                    .await?
+                }
             };
             times.push(ms(t));
             drop(store);
@@ -148,7 +170,14 @@ pub async fn run(
     }
 
     let t = Instant::now();
-    let remote = MemoryStore::open_remote(&url, "", embedder.clone()).await?;
+    let remote = MemoryStore::open(
+        memory::Target::Remote {
+            url: &url,
+            token: "",
+        },
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&remote, n).await?;
     rows.push(
@@ -231,7 +260,15 @@ async fn open_replica(
     url: &str,
     embedder: Arc<dyn Embedder>,
 ) -> BenchResult<MemoryStore> {
-    Ok(MemoryStore::open_replica(path, url, "", embedder).await?)
+    Ok(MemoryStore::open(
+        memory::Target::Replica {
+            path,
+            url,
+            token: "",
+        },
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?)
 }
 
 /// Imports `n` synthetic notes (seed 42, as the latency bench); returns seconds.
