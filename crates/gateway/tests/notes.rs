@@ -37,8 +37,9 @@ pub(crate) async fn seed(
         };
         ids.push(
             store
-                .store_note(&id, text, metadata)
+                .save(&id, None, text, metadata, memory::Similar::Unchecked)
                 .await
+                .and_then(memory::Saved::into_note)
                 .unwrap()
                 .note_id
                 .to_string(),

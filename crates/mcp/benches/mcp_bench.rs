@@ -82,7 +82,11 @@ async fn main() {
             updated_at: now,
         })
         .collect();
-    store.import_notes(&user, batch).await.unwrap();
+    store
+        .import(&user, None, batch, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)
+        .unwrap();
     println!("loaded {notes} notes in {:.1?}", started.elapsed());
 
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());

@@ -40,7 +40,8 @@ pub use notes::audit::{
     AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS,
 };
 pub use notes::duplicates::{
-    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
+    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote,
+    normalize,
 };
 pub use notes::erase::Erased;
 pub use store::encryption::{
@@ -65,7 +66,7 @@ pub use notes::metadata::{
 pub use notes::note::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use notes::provenance::{Origin, Provenance};
-pub use notes::receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
+pub use notes::receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, Written, note_version};
 pub use notes::sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use notes::summary::SummaryState;
 pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};

@@ -111,7 +111,9 @@ impl MemoryRetrieval for MemoryStore {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::store_note_once(self, user, call, content, metadata).await
+        MemoryStore::save(self, user, call, content, metadata, Similar::Unchecked)
+            .await?
+            .into_receipt()
     }
 
     async fn update_note_patched(
@@ -123,16 +125,17 @@ impl MemoryRetrieval for MemoryStore {
         expected_version: &str,
         patch: MetadataPatch,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::update_note_patched(
+        MemoryStore::update(
             self,
             user,
             call,
             note_id,
             content,
-            expected_version,
+            Some(expected_version),
             patch,
         )
         .await
+        .map(|written| written.receipt)
     }
 
     async fn delete_note_once(
@@ -141,7 +144,7 @@ impl MemoryRetrieval for MemoryStore {
         call: Option<&CallKey>,
         note_id: &NoteId,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::delete_note_once(self, user, call, note_id).await
+        MemoryStore::delete(self, user, call, note_id).await
     }
 
     async fn list_notes_page(
@@ -204,7 +207,9 @@ impl MemoryRetrieval for MemoryStore {
         metadata: NoteMetadata,
         similar: Similar,
     ) -> Result<SaveOutcome, MemoryError> {
-        MemoryStore::store_note_checked(self, user, call, content, metadata, similar).await
+        MemoryStore::save(self, user, call, content, metadata, similar)
+            .await
+            .map(|saved| saved.outcome)
     }
 
     fn files(&self) -> Option<&MemoryStore> {

@@ -69,8 +69,15 @@ async fn fill(store: &MemoryStore, n: usize) -> Vec<String> {
     for i in 0..n {
         let text = format!("note {i}: the plaintext marker zanzibar-{i} must not be on disk");
         store
-            .store_note(&user("alice"), &text, NoteMetadata::default())
+            .save(
+                &user("alice"),
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         saved.push(text);
     }

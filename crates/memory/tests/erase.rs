@@ -19,8 +19,15 @@ async fn erasing_drops_every_table_and_the_store_starts_again_empty(backend: Bac
     let alice = user("alice");
     for i in 0..5 {
         f.store
-            .store_note(&alice, &format!("alice note {i}"), NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                &format!("alice note {i}"),
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let raw = f.raw().await;

@@ -50,8 +50,15 @@ async fn migrations_apply_once() {
     assert_eq!(versions[..4], [1, 2, 3, 4], "{first:?}");
     assert!(versions.windows(2).all(|w| w[0] < w[1]), "{first:?}");
     f.store
-        .store_note(&user("alice"), "kept", NoteMetadata::default())
+        .save(
+            &user("alice"),
+            None,
+            "kept",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(f.store);
     let again = MemoryStore::open(
@@ -81,8 +88,15 @@ async fn database_placement_follows_the_config() {
             .await
             .unwrap();
             store
-                .store_note(&user("alice"), "placed", NoteMetadata::default())
+                .save(
+                    &user("alice"),
+                    None,
+                    "placed",
+                    NoteMetadata::default(),
+                    memory::Similar::Unchecked,
+                )
                 .await
+                .and_then(memory::Saved::into_note)
                 .unwrap();
             assert!(expected.is_file(), "{db_path} → {}", expected.display());
         }
@@ -108,12 +122,15 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
     .await
     .unwrap();
     let note = old
-        .store_note(
+        .save(
             &alice,
+            None,
             "Saved by an older version.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(old);
 
@@ -212,8 +229,15 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
         "Alice runs on Sundays.",
     ] {
         small
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let chat = SessionId::parse("chat-1").unwrap();

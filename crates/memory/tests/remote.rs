@@ -56,12 +56,15 @@ async fn a_remote_store_keeps_notes_across_reopen() {
     .await
     .unwrap();
     let note = store
-        .store_note(
+        .save(
             &user("alice"),
+            None,
             "the boiler code is 4417",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(store);
     let again = MemoryStore::open(

@@ -76,12 +76,15 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
 
     // Its own write: on the primary, and readable from the replica at once.
     let note = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "The spare key is under the blue pot",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(replica.get_note(&alice, &note.note_id).await.unwrap(), note);
     assert_eq!(
@@ -101,12 +104,15 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
 
     // Another host's write reaches the replica with the next sync (or the background one).
     primary
-        .store_note(
+        .save(
             &alice,
+            None,
             "Piano lessons are on Thursdays",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     replica.sync().await.unwrap();
     assert_eq!(
@@ -139,12 +145,15 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     .await
     .unwrap();
     let kept = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "The wifi password is on the fridge",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
 
     server.stop();
@@ -154,12 +163,15 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
         ["The wifi password is on the fridge"]
     );
     let err = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "Written while the primary is away",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap_err();
     assert!(
         matches!(
@@ -191,12 +203,15 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     assert_eq!(on_primary.len(), 1);
     assert_eq!(on_primary[0].note_id, kept.note_id);
     replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "Written after the primary came back",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(replica.list_notes(&alice).await.unwrap().len(), 2);
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 2);
@@ -257,8 +272,15 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
             for i in 0..NOTES {
                 let text = format!("note number {i} about topic{i}");
                 primary
-                    .store_note(&alice, &text, NoteMetadata::default())
+                    .save(
+                        &alice,
+                        None,
+                        &text,
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
                     .await
+                    .and_then(memory::Saved::into_note)
                     .unwrap();
             }
         })

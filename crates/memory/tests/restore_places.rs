@@ -109,7 +109,7 @@ async fn a_deleted_file_is_restored_at_its_path(backend: Backend) {
 
     let restored = f
         .store
-        .restore_note(&alice, &file.note_id, None, None)
+        .restore(&alice, None, &file.note_id, None)
         .await
         .unwrap();
     assert_eq!(restored.content, "Prune the roses in March");
@@ -139,7 +139,7 @@ async fn a_restore_never_takes_a_path_a_newer_file_holds(backend: Backend) {
 
     let err = f
         .store
-        .restore_note(&alice, &old.note_id, None, None)
+        .restore(&alice, None, &old.note_id, None)
         .await
         .unwrap_err();
     let message = err.to_string();
@@ -167,7 +167,7 @@ async fn a_restore_never_takes_a_path_a_newer_file_holds(backend: Backend) {
         .await
         .unwrap();
     f.store
-        .restore_note(&alice, &old.note_id, None, None)
+        .restore(&alice, None, &old.note_id, None)
         .await
         .unwrap();
     assert_eq!(
@@ -193,7 +193,7 @@ async fn file_edits_and_key_puts_keep_versions(backend: Backend) {
     assert_eq!(texts, ["The car is a blue Fiat", "The car is a red Volvo"]);
     // Going back to the first version keeps the file at its path.
     f.store
-        .restore_note(&alice, &first.note_id, Some(1), None)
+        .restore(&alice, None, &first.note_id, Some(1))
         .await
         .unwrap();
     let file = f
@@ -222,11 +222,15 @@ async fn a_deleted_keyed_note_is_restored_under_its_key(backend: Backend) {
     let alice = user("alice");
     let put = |text| put(&f, &alice, "session.notes", "todo", text);
     let first = put("buy stamps").await;
-    f.store.delete_note(&alice, &first.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &first.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     assert!(keys(&f, &alice, "session.notes").await.is_empty());
 
     f.store
-        .restore_note(&alice, &first.note_id, None, None)
+        .restore(&alice, None, &first.note_id, None)
         .await
         .unwrap();
     assert_eq!(keys(&f, &alice, "session.notes").await, ["todo"]);
@@ -238,12 +242,16 @@ async fn a_deleted_keyed_note_is_restored_under_its_key(backend: Backend) {
     );
 
     // Deleted again, then the key is taken by a new note: the old one cannot take it back.
-    f.store.delete_note(&alice, &first.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &first.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     let newer = put("post the letter").await;
     assert!(newer.created);
     let err = f
         .store
-        .restore_note(&alice, &first.note_id, None, None)
+        .restore(&alice, None, &first.note_id, None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("todo"), "{err}");

@@ -30,21 +30,27 @@ async fn users_never_see_each_other() {
     let (alice, bob) = (user("alice"), user("bob"));
     let a = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "My favourite colour is green.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let b = f
         .store
-        .store_note(
+        .save(
             &bob,
+            None,
             "My favourite colour is blue.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     for (who, own) in [("alice", &a), ("bob", &b)] {
         for text in ["favourite colour", "green", "blue", "colour"] {
@@ -73,15 +79,24 @@ async fn users_never_see_each_other() {
     );
     assert!(
         f.store
-            .update_note(&bob, &a.note_id, "hijacked")
+            .update(
+                &bob,
+                None,
+                &a.note_id,
+                "hijacked",
+                None,
+                memory::MetadataPatch::default()
+            )
             .await
+            .and_then(memory::Written::into_note)
             .unwrap_err()
             .is_not_found()
     );
     assert!(
         f.store
-            .delete_note(&bob, &a.note_id)
+            .delete(&bob, None, &a.note_id)
             .await
+            .map(|_| ())
             .unwrap_err()
             .is_not_found()
     );
@@ -118,8 +133,15 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
     ];
     for text in corpus {
         f.store
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let [tea, office, shed, meeting] = corpus;
@@ -191,20 +213,26 @@ async fn several_sessions_share_one_score_scale() {
     let alice = user("alice");
     let chat = session("chat-7");
     f.store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice prefers window seats on flights.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice's dentist is Dr. Lopez.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
         .append_message(
@@ -273,12 +301,26 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
     let long = format!("{filler}The secret ingredient is smoked paprika. {filler}");
     let note = f
         .store
-        .store_note(&alice, &long, NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            &long,
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
-        .store_note(&alice, "Tomatoes need sun.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "Tomatoes need sun.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let stats = f.store.stats().await.unwrap();
     assert!(stats.chunks > 3, "the long note is split: {stats:?}");
@@ -318,21 +360,38 @@ async fn filters_restrict_both_legs() {
         ..NoteMetadata::default()
     };
     f.store
-        .store_note(&alice, "Alice likes trains for travel.", travel)
+        .save(
+            &alice,
+            None,
+            "Alice likes trains for travel.",
+            travel,
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let cutoff = Utc::now();
     f.store
-        .store_note(&alice, "Alice likes lentils for dinner.", food)
-        .await
-        .unwrap();
-    f.store
-        .store_note(
+        .save(
             &alice,
-            "Alice likes quiet mornings.",
-            NoteMetadata::default(),
+            None,
+            "Alice likes lentils for dinner.",
+            food,
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
+    f.store
+        .save(
+            &alice,
+            None,
+            "Alice likes quiet mornings.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let scope = vec![memory_of("alice")];
     let check = |filters: QueryFilters, expected: &'static [&'static str]| {
@@ -420,14 +479,25 @@ async fn scope_applies_before_ranking_in_both_legs() {
             updated_at: Utc::now(),
         })
         .collect();
-    f.store.import_notes(&bob, crowd).await.unwrap();
+    f.store
+        .import(&bob, None, crowd, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)
+        .unwrap();
     for text in [
         "Alice once tasted an oolong at a market stall in a long list of other things she did",
         "The shop on the corner sells many things, among them oolong, rice and paper",
     ] {
         f.store
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let legs = [

@@ -55,12 +55,15 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
 
     let note = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice's cat is named Whiskers.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let id = note.note_id.to_string();
     assert!(id.starts_with("note-"));
@@ -96,8 +99,16 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     // Update: same id, created_at kept, old text gone from chunks, vectors and search.
     let updated = f
         .store
-        .update_note(&alice, &note.note_id, "Alice's cat is named Mittens.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Alice's cat is named Mittens.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     assert_eq!(updated.note_id, note.note_id);
     assert_eq!(updated.created_at, note.created_at);
@@ -135,7 +146,11 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     );
 
     // Delete: event, note, chunks and vectors all go.
-    f.store.delete_note(&alice, &note.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &note.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     for table in ["events", "notes", "chunks", "chunk_vectors"] {
         assert_eq!(
             raw.count(&format!("SELECT count(*) FROM {table}"), ())
@@ -155,10 +170,21 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     // Unknown ids: typed not-found, nothing changed.
     for result in [
         f.store.get_note(&alice, &note.note_id).await.map(drop),
-        f.store.delete_note(&alice, &note.note_id).await,
         f.store
-            .update_note(&alice, &note.note_id, "x")
+            .delete(&alice, None, &note.note_id)
             .await
+            .map(|_| ()),
+        f.store
+            .update(
+                &alice,
+                None,
+                &note.note_id,
+                "x",
+                None,
+                memory::MetadataPatch::default(),
+            )
+            .await
+            .and_then(memory::Written::into_note)
             .map(drop),
     ] {
         let err = result.unwrap_err();
@@ -179,12 +205,15 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     let store = f.open(embedder.clone()).await;
     let alice = user("alice");
     let note = store
-        .store_note(
+        .save(
             &alice,
+            None,
             "The user's favourite tea is oolong.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let raw = f.raw().await;
     let check_intact = |label: &'static str| {
@@ -222,8 +251,16 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     // 1. The embedder fails before anything is written.
     embedder.set_failing(true);
     let err = store
-        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Now it is espresso.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap_err();
     assert!(matches!(err, MemoryError::Embedding { .. }), "{err:?}");
     assert!(err.is_retryable());
@@ -240,8 +277,16 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
         .await
         .unwrap();
     let err = store
-        .update_note(&alice, &note.note_id, "A poison pill.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "A poison pill.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap_err();
     assert!(matches!(err, MemoryError::Database { .. }), "{err:?}");
     let shown = err.to_string();
@@ -252,15 +297,30 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     check_intact("database failure mid-update").await;
     // Saves fail the same way and leave nothing behind.
     store
-        .store_note(&alice, "More poison.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "More poison.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap_err();
     check_intact("database failure mid-save").await;
 
     raw.conn.execute("DROP TRIGGER poison", ()).await.unwrap();
     let updated = store
-        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Now it is espresso.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     assert_eq!(updated.note_id, note.note_id);
     assert_eq!(
@@ -276,8 +336,15 @@ async fn bad_note_input_is_rejected_without_changes(backend: Backend) {
     for content in ["", "   \n", &"x".repeat(memory::MAX_NOTE_BYTES + 1)] {
         let err = f
             .store
-            .store_note(&alice, content, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                content,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap_err();
         assert!(err.is_invalid_input(), "{err:?}");
     }
@@ -298,8 +365,15 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
             } else {
                 let text = format!("note number {i} about topic{i}");
                 let note = store
-                    .store_note(&alice, &text, NoteMetadata::default())
+                    .save(
+                        &alice,
+                        None,
+                        &text,
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
                     .await
+                    .and_then(memory::Saved::into_note)
                     .unwrap();
                 assert!(note.note_id.as_str().starts_with("note-"));
                 (false, 0)
@@ -413,8 +487,15 @@ async fn sessions_history_titles_and_ownership() {
     );
     assert!(info.last_active_at >= info.created_at);
     f.store
-        .store_note(&alice, "Alice likes trams.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "Alice likes trams.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let listed = f.store.list_sessions(&alice).await.unwrap();
     assert_eq!(

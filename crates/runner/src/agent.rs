@@ -249,8 +249,15 @@ mod tests {
         .unwrap();
         let user = UserId::parse("alice").unwrap();
         store
-            .store_note(&user, NOTE, NoteMetadata::default())
+            .save(
+                &user,
+                None,
+                NOTE,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         dir
     }

@@ -140,12 +140,15 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
     .await
     .unwrap();
     agent
-        .store_note(
+        .save(
             &alice,
+            None,
             "Tomatoes need full sun and deep watering",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     // Only the vector leg: the keyword leg reads the database directly and would hide a stale index.
     let by_vector = async |query: &str| -> Vec<String> {

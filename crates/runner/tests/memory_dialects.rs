@@ -83,8 +83,16 @@ async fn expire_all(setup: &Setup, user: &str) {
             ..MetadataPatch::default()
         };
         store
-            .update_note_patched(&user, None, &note.note_id, &note.content, &version, patch)
+            .update(
+                &user,
+                None,
+                &note.note_id,
+                &note.content,
+                Some(&version),
+                patch,
+            )
             .await
+            .map(|written| written.receipt)
             .unwrap();
     }
 }

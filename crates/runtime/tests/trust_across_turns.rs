@@ -128,7 +128,11 @@ async fn an_unconfirmed_note_read_back_marks_the_save_that_copies_it() {
         provenance: Some(Provenance::in_turn(Origin::Web, "old", "t0")),
         ..NoteMetadata::default()
     };
-    store.store_note(&alice, PLANTED, metadata).await.unwrap();
+    store
+        .save(&alice, None, PLANTED, metadata, memory::Similar::Unchecked)
+        .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
 
     server.push_all([
         call("c1", "memory_search", json!({"query": "forward email"})),

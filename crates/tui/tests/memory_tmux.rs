@@ -151,8 +151,15 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
     let alice = UserId::parse("alice").unwrap();
     let store = open(dir.path()).await;
     let tart = store
-        .store_note(&alice, TART, NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            TART,
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap()
         .note_id
         .to_string();

@@ -19,7 +19,7 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::indexing::embed_checked;
 use crate::notes::metadata::NoteMetadata;
-use crate::notes::note::validate;
+use crate::notes::note::{Note, validate};
 use crate::notes::receipts::{CallKey, WriteReceipt, note_version, replay};
 use crate::time::now_text;
 
@@ -85,27 +85,69 @@ pub enum Similar {
     Refuse,
     /// Store anyway (the writer insists the note says something new).
     Allow,
+    /// No duplicate check at all (plain saves and imports: fixtures, benches, restores).
+    Unchecked,
+}
+
+/// What [`MemoryStore::save`] did, with the note it wrote (none when it wrote nothing now).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub outcome: SaveOutcome,
+    pub note: Option<Note>,
+}
+
+impl Saved {
+    fn nothing(outcome: SaveOutcome) -> Self {
+        Self {
+            outcome,
+            note: None,
+        }
+    }
+
+    /// The receipt of the save (also of a replayed one); an error when it saved nothing.
+    pub fn into_receipt(self) -> Result<WriteReceipt, MemoryError> {
+        match self.outcome {
+            SaveOutcome::Saved(receipt) => Ok(receipt),
+            _ => Err(MemoryError::InvalidInput(
+                "nothing saved: the note is a duplicate".to_owned(),
+            )),
+        }
+    }
+
+    /// The note written now; an error when the save wrote nothing (a duplicate or a replay).
+    pub fn into_note(self) -> Result<Note, MemoryError> {
+        self.note.ok_or_else(|| match self.outcome {
+            SaveOutcome::Duplicate { note_id, .. } => MemoryError::InvalidInput(format!(
+                "nothing saved: note {note_id} already says this"
+            )),
+            _ => MemoryError::InvalidInput("nothing saved: the call was replayed".to_owned()),
+        })
+    }
 }
 
 impl MemoryStore {
-    /// Saves a note unless `user` already has it: a retried call gets its first receipt; an exact
-    /// duplicate (normalised text) is never stored; a near-duplicate is stored only with
-    /// [`Similar::Allow`].
-    pub async fn store_note_checked(
+    /// Saves a new note for `user` with a fresh id `note-<uuid>`. A retried call (same key) gets
+    /// its first receipt and writes nothing. Unless `similar` is [`Similar::Unchecked`], a note
+    /// `user` already has is not saved again: an exact duplicate (normalised text) never, a
+    /// near-duplicate only with [`Similar::Allow`].
+    pub async fn save(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
         content: &str,
         metadata: NoteMetadata,
         similar: Similar,
-    ) -> Result<SaveOutcome, MemoryError> {
+    ) -> Result<Saved, MemoryError> {
+        if similar == Similar::Unchecked {
+            return self.saved(user, call, content, metadata).await;
+        }
         if let Some(key) = call {
             let (owner, key) = (user.clone(), key.clone());
             let earlier = self
                 .read(move |conn| async move { replay(&conn, &owner, Some(&key)).await })
                 .await?;
             if let Some(receipt) = earlier {
-                return Ok(SaveOutcome::Saved(receipt));
+                return Ok(Saved::nothing(SaveOutcome::Saved(receipt)));
             }
         }
         match self.check_duplicate(user, content).await? {
@@ -113,20 +155,32 @@ impl MemoryStore {
                 let note = self.get_note(user, &note_id).await?;
                 self.audit_check(user, call, Some(&note_id), "duplicate")
                     .await?;
-                return Ok(SaveOutcome::Duplicate {
+                return Ok(Saved::nothing(SaveOutcome::Duplicate {
                     version: note_version(&note.content),
                     note_id,
-                });
+                }));
             }
             DuplicateCheck::Similar { notes } if similar == Similar::Refuse => {
                 self.audit_check(user, call, None, "similar").await?;
-                return Ok(SaveOutcome::Similar(notes));
+                return Ok(Saved::nothing(SaveOutcome::Similar(notes)));
             }
             _ => {}
         }
-        self.store_note_once(user, call, content, metadata)
-            .await
-            .map(SaveOutcome::Saved)
+        self.saved(user, call, content, metadata).await
+    }
+
+    async fn saved(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        content: &str,
+        metadata: NoteMetadata,
+    ) -> Result<Saved, MemoryError> {
+        let written = self.write_new(user, call, content, metadata).await?;
+        Ok(Saved {
+            outcome: SaveOutcome::Saved(written.receipt),
+            note: written.note,
+        })
     }
 
     /// A governed save that stored nothing but answered with what is stored (a duplicate's id, or

@@ -77,29 +77,9 @@ pub(crate) struct NoteWrite {
 }
 
 impl MemoryStore {
-    /// Saves a new note for `user` and returns it with its fresh id `note-<uuid>`.
-    pub async fn store_note(
-        &self,
-        user: &UserId,
-        content: &str,
-        metadata: NoteMetadata,
-    ) -> Result<Note, MemoryError> {
-        self.save(user, None, content, metadata).await?.fresh()
-    }
-
-    /// [`MemoryStore::store_note`] for a tool call: a second call with the same key writes nothing
-    /// and returns the first call's receipt.
-    pub async fn store_note_once(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        content: &str,
-        metadata: NoteMetadata,
-    ) -> Result<WriteReceipt, MemoryError> {
-        Ok(self.save(user, call, content, metadata).await?.receipt)
-    }
-
-    async fn save(
+    /// Writes a new note for `user` with a fresh id `note-<uuid>`; a second call with the same
+    /// key writes nothing and returns the first call's receipt (see [`MemoryStore::save`]).
+    pub(crate) async fn write_new(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
@@ -164,38 +144,11 @@ impl MemoryStore {
     }
 
     /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`; the replaced
-    /// text is kept as a version (see [`MemoryStore::note_history`]).
-    pub async fn update_note(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        content: &str,
-    ) -> Result<Note, MemoryError> {
-        self.update(user, None, note_id, content, None, MetadataPatch::default())
-            .await?
-            .fresh()
-    }
-
-    /// [`MemoryStore::update_note`] only if the note's current [`note_version`] is `expected`
-    /// (else [`MemoryError::VersionMismatch`], and nothing changes), also changing the note's
-    /// category, tags or expiry as `patch` says (validated like a save; an empty patch keeps them),
-    /// in the same transaction; idempotent per call key.
-    pub async fn update_note_patched(
-        &self,
-        user: &UserId,
-        call: Option<&CallKey>,
-        note_id: &NoteId,
-        content: &str,
-        expected: &str,
-        patch: MetadataPatch,
-    ) -> Result<WriteReceipt, MemoryError> {
-        Ok(self
-            .update(user, call, note_id, content, Some(expected), patch)
-            .await?
-            .receipt)
-    }
-
-    async fn update(
+    /// text is kept as a version (see [`MemoryStore::note_history`]). With `expected`, only if the
+    /// note's current [`note_version`] is that (else [`MemoryError::VersionMismatch`], and nothing
+    /// changes); `patch` changes the note's category, tags or expiry (validated like a save; an
+    /// empty patch keeps them) in the same transaction; idempotent per call key.
+    pub async fn update(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
@@ -268,13 +221,9 @@ impl MemoryStore {
 
     /// Deletes `note_id`: its event, chunks and vectors go at once; its text stays
     /// restorable as a tombstone for the retention window (see [`crate::notes::lifecycle`]).
-    pub async fn delete_note(&self, user: &UserId, note_id: &NoteId) -> Result<(), MemoryError> {
-        self.delete_note_once(user, None, note_id).await.map(|_| ())
-    }
-
-    /// [`MemoryStore::delete_note`], idempotent per call key: a retried delete returns the
-    /// receipt of the delete it made instead of "not found".
-    pub async fn delete_note_once(
+    /// Idempotent per call key: a retried delete returns the receipt of the delete it made
+    /// instead of "not found".
+    pub async fn delete(
         &self,
         user: &UserId,
         call: Option<&CallKey>,

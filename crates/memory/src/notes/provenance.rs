@@ -12,7 +12,7 @@ use std::fmt;
 
 use libsql::Value;
 use serde::{Deserialize, Serialize};
-use types::{AuditTag, NoteId, SessionId, UserId};
+use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
@@ -172,21 +172,10 @@ impl MemoryStore {
 
 impl MemoryStore {
     /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
-    /// never unconfirmed is returned unchanged. With `audit` (a governed call) the confirmation
-    /// records its audit row in its own transaction.
-    pub async fn confirm_note(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        audit: Option<&AuditTag>,
-    ) -> Result<Note, MemoryError> {
-        let call = audit.cloned().map(CallKey::audit_only);
-        self.confirm_note_as(user, call.as_ref(), note_id).await
-    }
-
-    /// [`MemoryStore::confirm_note`] for a governed call: `call`'s audit row is written in the
-    /// confirmation's own transaction (also when the note was already confirmed).
-    pub async fn confirm_note_as(
+    /// never unconfirmed is returned unchanged. With an audited `call` (a governed call) its audit
+    /// row is written in the confirmation's own transaction (also when the note was already
+    /// confirmed).
+    pub async fn confirm(
         &self,
         user: &UserId,
         call: Option<&CallKey>,

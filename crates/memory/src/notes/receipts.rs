@@ -166,9 +166,11 @@ pub(crate) fn record_rows(user: &UserId, key: &str, receipt: &WriteReceipt) -> [
 }
 
 /// What a write returns: its receipt, and the note when it was written now.
-pub(crate) struct Written {
-    pub(crate) receipt: WriteReceipt,
-    pub(crate) note: Option<Note>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub receipt: WriteReceipt,
+    /// The note as written now; none when the call was replayed.
+    pub note: Option<Note>,
 }
 
 impl Written {
@@ -191,7 +193,7 @@ impl Written {
     }
 
     /// The note written; only calls without a call key use this, and they never replay.
-    pub(crate) fn fresh(self) -> Result<Note, MemoryError> {
+    pub fn into_note(self) -> Result<Note, MemoryError> {
         self.note.ok_or(MemoryError::Corrupt {
             what: "write without a call key replayed",
             source: None,

@@ -20,23 +20,9 @@ use crate::time::{now_text, to_text};
 impl MemoryStore {
     /// Brings a note back. A deleted note is restored (re-indexed, same id) to its last text, or
     /// to `version` when given. For a live note `version` is required: its text becomes the
-    /// current one again, and the text it replaces is kept as a version. With `audit` (a
-    /// governed call) the restore records its audit row in its own transaction.
-    pub async fn restore_note(
-        &self,
-        user: &UserId,
-        note_id: &NoteId,
-        version: Option<u32>,
-        audit: Option<&AuditTag>,
-    ) -> Result<Note, MemoryError> {
-        let call = audit.cloned().map(CallKey::audit_only);
-        self.restore_note_as(user, call.as_ref(), note_id, version)
-            .await
-    }
-
-    /// [`MemoryStore::restore_note`] for a governed call: `call`'s audit row is written in the
-    /// restore's own transaction.
-    pub async fn restore_note_as(
+    /// current one again, and the text it replaces is kept as a version. With an audited `call`
+    /// (a governed call) the restore records its audit row in its own transaction.
+    pub async fn restore(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
@@ -79,7 +65,7 @@ impl MemoryStore {
                     provenance: target.metadata.provenance.clone(),
                 };
                 let expected = note_version(&current.content);
-                self.update_note_patched(user, call, note_id, &target.content, &expected, patch)
+                self.update(user, call, note_id, &target.content, Some(&expected), patch)
                     .await?;
                 self.get_note(user, note_id).await
             }

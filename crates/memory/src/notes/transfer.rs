@@ -14,6 +14,7 @@ use crate::notes::duplicates::{DuplicateCheck, Similar, SimilarNote, normalize};
 use crate::notes::indexing::prepare_many;
 use crate::notes::note::{ExportedNote, NoteWrite, insert_note, note_exists, validate};
 use crate::notes::provenance::{Origin, Provenance};
+use crate::notes::receipts::CallKey;
 use crate::store::{begin, finish};
 use crate::time::to_text;
 
@@ -23,18 +24,9 @@ impl MemoryStore {
         self.list_notes(user).await
     }
 
-    /// Imports notes for `user`, keeping their ids and timestamps. Notes whose id already exists
-    /// are skipped, so importing the same file twice is harmless. Returns how many were added.
-    pub async fn import_notes(
-        &self,
-        user: &UserId,
-        notes: Vec<ExportedNote>,
-    ) -> Result<usize, MemoryError> {
-        self.import_notes_audited(user, notes, None).await
-    }
-
-    /// [`MemoryStore::import_notes`]; with `audit` (a governed import) each added note records
-    /// its audit row in the transaction of its batch.
+    /// Imports `notes` as they are (no duplicate check); with `audit` (a governed import) each
+    /// added note records its audit row in the transaction of its batch. Returns how many were
+    /// added.
     async fn import_notes_audited(
         &self,
         user: &UserId,
@@ -116,19 +108,29 @@ impl MemoryStore {
         Ok(added)
     }
 
-    /// [`MemoryStore::import_notes`] without duplicates: a note whose text the user already has
+    /// Imports notes for `user`, keeping their ids and timestamps. Notes whose id already exists
+    /// are skipped, so importing the same file twice is harmless. Unless `similar` is
+    /// [`Similar::Unchecked`], also without duplicates: a note whose text the user already has
     /// (or that repeats an earlier line of the file) is left out, and so is a near-duplicate
     /// unless `similar` is [`Similar::Allow`]; both are reported. Every imported note's
     /// provenance says `import` (a note the file marks unconfirmed stays unconfirmed). With
-    /// `audit` (a governed import) each imported note records its audit row in the transaction
-    /// that adds it.
-    pub async fn import_notes_checked(
+    /// an audited `call` (a governed import) each imported note records its audit row in the
+    /// transaction that adds it.
+    pub async fn import(
         &self,
         user: &UserId,
+        call: Option<&CallKey>,
         notes: Vec<ExportedNote>,
         similar: Similar,
-        audit: Option<&AuditTag>,
     ) -> Result<ImportReport, MemoryError> {
+        let audit = call.and_then(CallKey::audit);
+        if similar == Similar::Unchecked {
+            let imported = self.import_notes_audited(user, notes, audit).await?;
+            return Ok(ImportReport {
+                imported,
+                ..ImportReport::default()
+            });
+        }
         let mut report = ImportReport::default();
         let mut keep = Vec::with_capacity(notes.len());
         let mut seen = HashSet::new();

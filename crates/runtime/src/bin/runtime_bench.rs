@@ -180,8 +180,15 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
 
     let setup = Instant::now();
     let first = store
-        .store_note(&user, &note_text(0), NoteMetadata::default())
-        .await?;
+        .save(
+            &user,
+            None,
+            &note_text(0),
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)?;
     let notes: Vec<ExportedNote> = (1..NOTES)
         .map(|i| {
             let id = NoteId::from_uuid_str(&format!("{i:08x}-0000-4000-8000-{i:012x}"))?;
@@ -192,7 +199,10 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
             })
         })
         .collect::<Result<_, types::IdError>>()?;
-    store.import_notes(&user, notes).await?;
+    store
+        .import(&user, None, notes, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)?;
 
     let sessions = WARMUP + args.turns;
     for scenario in ["plain", "search", "bare"] {

@@ -395,8 +395,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..n {
         let t = Instant::now();
         store
-            .store_note(&user, &note(2 * i), NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                &note(2 * i),
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
         raw_save.push(t.elapsed());
         let args = json!({ "content": note(2 * i + 1) }).to_string();
         let t = Instant::now();

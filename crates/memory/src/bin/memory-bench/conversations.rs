@@ -171,7 +171,15 @@ async fn load(store: &MemoryStore, user: &UserId, turns: &[String], n: usize) ->
         });
         if batch.len() == IMPORT_BATCH || i + 1 == n {
             let sent = batch.len();
-            let added = store.import_notes(user, std::mem::take(&mut batch)).await?;
+            let added = store
+                .import(
+                    user,
+                    None,
+                    std::mem::take(&mut batch),
+                    memory::Similar::Unchecked,
+                )
+                .await
+                .map(|report| report.imported)?;
             if added != sent {
                 return Err(format!("imported {added} of {sent} texts").into());
             }

@@ -327,7 +327,10 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
     }
     let mut qrng = Rng::new(7);

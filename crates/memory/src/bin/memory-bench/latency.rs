@@ -187,7 +187,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
         eprintln!(
             "  {n}: loaded {done} notes in {:.1} s",
@@ -281,8 +284,15 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         let text = corpus.note(&mut rng);
         let t = Instant::now();
         store
-            .store_note(&user, &text, NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
         save_ms.push(ms(t));
     }
     let saves_per_sec = counts.saves as f64 / saves_started.elapsed().as_secs_f64().max(1e-9);

@@ -454,7 +454,10 @@ async fn load_turns(
                     updated_at: at,
                 });
             }
-            let added = store.import_notes(user, notes).await?;
+            let added = store
+                .import(user, None, notes, memory::Similar::Unchecked)
+                .await
+                .map(|report| report.imported)?;
             if added != turns.len() {
                 return Err(format!("imported {added} of {} turns", turns.len()).into());
             }
@@ -462,8 +465,15 @@ async fn load_turns(
         Load::Save => {
             for turn in turns {
                 let note = store
-                    .store_note(user, &note_text(turn), NoteMetadata::default())
-                    .await?;
+                    .save(
+                        user,
+                        None,
+                        &note_text(turn),
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
+                    .await
+                    .and_then(memory::Saved::into_note)?;
                 dia_of.insert(note.note_id, turn.dia_id.clone());
             }
         }

@@ -68,7 +68,10 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
         eprintln!(
             "  loaded {done} notes in {:.1} s",

@@ -36,8 +36,15 @@ pub async fn run(kind: EmbedderKind) -> BenchResult<()> {
     let user = UserId::parse("probe")?;
     for note in NOTES {
         store
-            .store_note(&user, note, NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                note,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
     }
     let session = SessionId::user_memory(&user);
     let fusions = [

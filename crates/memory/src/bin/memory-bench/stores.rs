@@ -295,7 +295,11 @@ async fn load(store: &MemoryStore, n: usize) -> BenchResult<f64> {
         // sqld sometimes interrupts a write transaction (`SQLITE_INTERRUPT`, see
         // docs/benchmarks.md): the batch rolled back, so it is sent again (ids make it idempotent).
         let mut tries = 0;
-        while let Err(e) = store.import_notes(&user, notes.clone()).await {
+        while let Err(e) = store
+            .import(&user, None, notes.clone(), memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)
+        {
             tries += 1;
             if tries >= MAX_TRIES {
                 return Err(e.into());
@@ -343,8 +347,15 @@ async fn measure(
         let text = corpus.note(&mut rng);
         let t = Instant::now();
         match store
-            .store_note(&user, &text, NoteMetadata::default())
+            .save(
+                &user,
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
         {
             Ok(_) => save.push(ms(t)),
             Err(e) => {
