@@ -552,7 +552,7 @@ async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
         ServerFrame::NoteEdited { note } => assert_eq!(note.text, "Alice likes Porto"),
         other => panic!("{other:?}"),
     }
-    let rows = store.audit_log(None, 100).await.unwrap();
+    let rows = store.audit().audit_log(None, 100).await.unwrap();
     let edit_row = rows
         .iter()
         .find(|r| r.tool == "memory_update" && r.outcome == "ok")

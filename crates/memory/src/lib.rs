@@ -26,12 +26,15 @@
 //!   usage, summaries and sessions, and the chunk rows a write indexes (`indexing`).
 //! - `search/`: what is read back by meaning — hybrid search (`hybrid`), the query types,
 //!   freshness of the in-memory indexes against other writers, and re-embedding (`reindex`).
+//! - `rooms.rs`: the views of a store for what is not a note operation — [`MemoryStore::files`],
+//!   `keys`, `sessions`, `audit`, `usage`, `upkeep`.
 //! - [`MemoryRetrieval`] (`retrieval.rs`): the store seen by the tools and the runtime.
 
 mod error;
 mod memory_store;
 mod notes;
 mod retrieval;
+mod rooms;
 mod search;
 mod store;
 mod time;
@@ -39,38 +42,27 @@ mod time;
 pub use notes::audit::{
     AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS,
 };
-pub use notes::duplicates::{
-    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote,
-    normalize,
-};
+pub use notes::duplicates::{DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote, normalize};
 pub use notes::erase::Erased;
-pub use store::encryption::{
-    EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext,
-};
+pub use store::encryption::{EncryptionKey, change_key, is_plaintext};
 // The embedders are part of `MemoryStore::open`'s signature.
 pub use error::{MemoryError, RemoteProblem};
 pub use memory_index::{Embedder, HashEmbedder, VectorLeg, embedding};
 pub use memory_store::{MemoryStore, OpenOptions, ProgressFn, Target};
-pub use notes::keyed::{
-    KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
-    check_namespace,
-};
-pub use notes::lifecycle::{
-    DEFAULT_TOMBSTONE_RETENTION_DAYS, DeletedNote, NoteHistory, NoteState, NoteVersion,
-};
+pub use notes::keyed::{KeyPage, KeyQuery, KeyedWrite};
+pub use notes::lifecycle::{DeletedNote, NoteHistory, NoteState, NoteVersion};
 pub use notes::listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use notes::maintenance::StoreStats;
-pub use notes::metadata::{
-    Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
-};
+pub use notes::metadata::{Category, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata};
 pub use notes::note::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use notes::provenance::{Origin, Provenance};
-pub use notes::receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, Written, note_version};
+pub use notes::receipts::{CallKey, WriteReceipt, Written, note_version};
 pub use notes::sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use notes::summary::SummaryState;
 pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use notes::usage::{CallPlace, ModelUsage, UsageScope};
 pub use retrieval::MemoryRetrieval;
+pub use rooms::{Audit, Files, Keys, Sessions, Upkeep, UsageLog};
 pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use store::placement::LegacyDir;

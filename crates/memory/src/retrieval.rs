@@ -51,7 +51,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
-    /// Stores `content` under `(namespace, key)` (see [`MemoryStore::put_keyed`]).
+    /// Stores `content` under `(namespace, key)` (see [`Keys::put_keyed`](crate::Keys::put_keyed)).
     async fn put_keyed(
         &self,
         user: &UserId,
@@ -61,9 +61,9 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<KeyedWrite, MemoryError>;
-    /// One page of a namespace's keys (see [`MemoryStore::list_keys`]).
+    /// One page of a namespace's keys (see [`Keys::list_keys`](crate::Keys::list_keys)).
     async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError>;
-    /// A stored session (see [`MemoryStore::session_info`]).
+    /// A stored session (see [`Sessions::session_info`](crate::Sessions::session_info)).
     async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError>;
     /// Up to `limit` latest events of `session`, oldest first.
     async fn recent_events(
@@ -71,7 +71,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError>;
-    /// Saves unless `user` already has the note (see [`MemoryStore::store_note_checked`]). A
+    /// Saves unless `user` already has the note (see [`MemoryStore::save`]). A
     /// store without duplicate checks just saves.
     async fn store_note_checked(
         &self,
@@ -91,7 +91,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// `user`'s token usage per model (see [`MemoryStore::usage_by_model`]); none recorded in a
+    /// `user`'s token usage per model (see [`UsageLog::usage_by_model`](crate::UsageLog::usage_by_model)); none recorded in a
     /// store that does not keep it.
     async fn usage_by_model(
         &self,
@@ -152,15 +152,15 @@ impl MemoryRetrieval for MemoryStore {
         user: &UserId,
         query: &ListQuery,
     ) -> Result<NotePage, MemoryError> {
-        MemoryStore::list_notes_page(self, user, query).await
+        MemoryStore::list(self, user, query).await
     }
 
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        MemoryStore::get_note(self, user, note_id).await
+        MemoryStore::get(self, user, note_id).await
     }
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
-        MemoryStore::hybrid_query(self, query).await
+        MemoryStore::search(self, query).await
     }
 
     async fn put_keyed(
@@ -172,15 +172,17 @@ impl MemoryRetrieval for MemoryStore {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<KeyedWrite, MemoryError> {
-        MemoryStore::put_keyed(self, user, call, namespace, key, content, metadata).await
+        self.keys()
+            .put_keyed(user, call, namespace, key, content, metadata)
+            .await
     }
 
     async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError> {
-        MemoryStore::list_keys(self, user, query).await
+        self.keys().list_keys(user, query).await
     }
 
     async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError> {
-        MemoryStore::session_info(self, session).await
+        self.sessions().session_info(session).await
     }
 
     async fn recent_events(
@@ -188,7 +190,7 @@ impl MemoryRetrieval for MemoryStore {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError> {
-        MemoryStore::history(self, session, None, limit).await
+        self.sessions().history(session, None, limit).await
     }
 
     async fn usage_by_model(
@@ -196,7 +198,7 @@ impl MemoryRetrieval for MemoryStore {
         user: &UserId,
         scope: UsageScope<'_>,
     ) -> Result<Vec<ModelUsage>, MemoryError> {
-        MemoryStore::usage_by_model(self, user, scope).await
+        self.usage().usage_by_model(user, scope).await
     }
 
     async fn store_note_checked(

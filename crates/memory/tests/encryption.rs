@@ -148,7 +148,7 @@ async fn an_encrypted_file_holds_no_plaintext_and_reopens_with_its_key() {
         "zanzibar-3",
         3,
     );
-    let hits = store.hybrid_query(&q).await.unwrap();
+    let hits = store.search(&q).await.unwrap();
     assert!(hits[0].text.contains("zanzibar-3"), "{hits:?}");
 }
 
@@ -182,7 +182,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
     let path = dir.path().join("memory.db");
     let store = open(&path, None).await.unwrap();
     let saved = fill(&store, 40).await;
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     store.close().await;
 
     let steps: [(Option<EncryptionKey>, Option<EncryptionKey>); 3] = [
@@ -197,7 +197,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
         assert_unreadable(open(&path, from.clone()).await, from.is_some());
         let store = open(&path, to.clone()).await.unwrap();
         assert_eq!(texts(&store).await, saved, "after {to:?}");
-        let now = store.stats().await.unwrap();
+        let now = store.upkeep().stats().await.unwrap();
         assert_eq!(
             (now.notes, now.chunks, now.vectors, now.events),
             (stats.notes, stats.chunks, stats.vectors, stats.events)
@@ -208,7 +208,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
             3,
         );
         assert!(
-            store.hybrid_query(&q).await.unwrap()[0]
+            store.search(&q).await.unwrap()[0]
                 .text
                 .contains("zanzibar-7")
         );

@@ -48,7 +48,7 @@ async fn by_leg(store: &MemoryStore, query: &str, vector: f64, fts: f64) -> Vec<
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = Weights { vector, fts };
     store
-        .hybrid_query(&q)
+        .search(&q)
         .await
         .unwrap()
         .into_iter()
@@ -57,7 +57,7 @@ async fn by_leg(store: &MemoryStore, query: &str, vector: f64, fts: f64) -> Vec<
 }
 
 async fn indexed_matches_stored(store: &MemoryStore) {
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(stats.indexed_vectors, stats.vectors, "{stats:?}");
 }
 
@@ -175,7 +175,7 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     );
     indexed_matches_stored(agent).await;
 
-    cli.reindex(|_, _| {}).await.unwrap();
+    cli.upkeep().reindex(|_, _| {}).await.unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
     assert_eq!(
         by_keyword(agent, "peanuts cashews allergy").await,
@@ -280,7 +280,7 @@ async fn by_vector_filtered(
         fts: 0.0,
     };
     q.filters = filters;
-    let hits = store.hybrid_query(&q).await.unwrap();
+    let hits = store.search(&q).await.unwrap();
     hits.into_iter().map(|h| h.text).collect()
 }
 

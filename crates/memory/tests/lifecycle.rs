@@ -36,7 +36,7 @@ async fn searched(store: &MemoryStore, who: &UserId, text: &str) -> Vec<Vec<Stri
             weights,
             ..HybridQuery::new(vec![SessionId::user_memory(who)], text, 10)
         };
-        let hits = store.hybrid_query(&q).await.unwrap();
+        let hits = store.search(&q).await.unwrap();
         out.push(hits.into_iter().map(|h| h.text).collect());
     }
     out
@@ -112,7 +112,7 @@ async fn an_update_keeps_the_old_text_as_a_version_and_search_sees_only_the_curr
         .and_then(memory::Written::into_note)
         .unwrap();
 
-    let history = f.store.note_history(&alice, &note.note_id).await.unwrap();
+    let history = f.store.history(&alice, &note.note_id).await.unwrap();
     assert_eq!(history.state, NoteState::Live);
     let texts: Vec<(u32, &str, bool)> = history
         .versions
@@ -165,7 +165,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
 
     // Gone from reads and search; its index rows are gone at once.
     assert!(matches!(
-        f.store.get_note(&alice, &note.note_id).await,
+        f.store.get(&alice, &note.note_id).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     for leg in searched(&f.store, &alice, "yellow sticker").await {
@@ -180,7 +180,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
         deleted[0].purge_after - deleted[0].deleted_at,
         Duration::days(30)
     );
-    let history = f.store.note_history(&alice, &note.note_id).await.unwrap();
+    let history = f.store.history(&alice, &note.note_id).await.unwrap();
     assert!(matches!(history.state, NoteState::Deleted { .. }));
 
     let restored = f
@@ -192,10 +192,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
         (&restored.note_id, &restored.content, restored.created_at),
         (&note.note_id, &note.content, note.created_at)
     );
-    assert_eq!(
-        f.store.get_note(&alice, &note.note_id).await.unwrap(),
-        restored
-    );
+    assert_eq!(f.store.get(&alice, &note.note_id).await.unwrap(), restored);
     for leg in searched(&f.store, &alice, "yellow sticker").await {
         assert_eq!(leg, std::slice::from_ref(&note.content));
     }
@@ -238,7 +235,7 @@ async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
         .await
         .unwrap();
     assert_eq!(back.content, "Prefers window seats");
-    let history = f.store.note_history(&alice, &note.note_id).await.unwrap();
+    let history = f.store.history(&alice, &note.note_id).await.unwrap();
     let texts: Vec<&str> = history
         .versions
         .iter()
@@ -267,7 +264,7 @@ async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
             .to_string();
         assert!(err.contains(expected), "{version:?}: {err}");
     }
-    let after = f.store.note_history(&alice, &note.note_id).await.unwrap();
+    let after = f.store.history(&alice, &note.note_id).await.unwrap();
     assert_eq!(after, history);
 }
 
@@ -310,7 +307,7 @@ async fn a_deleted_note_restores_to_an_older_version_when_asked() {
         .await
         .unwrap();
     assert_eq!(back.content, "Dentist is Dr Ana");
-    let history = f.store.note_history(&alice, &note.note_id).await.unwrap();
+    let history = f.store.history(&alice, &note.note_id).await.unwrap();
     let texts: Vec<&str> = history
         .versions
         .iter()
@@ -376,14 +373,20 @@ async fn purge_after_the_retention_window_leaves_nothing_behind() {
     // Within the window (the default 30 days) nothing is purged.
     let none = f
         .store
-        .purge_deleted(f.store.tombstone_retention())
+        .upkeep()
+        .purge_deleted(f.store.upkeep().tombstone_retention())
         .await
         .unwrap();
     assert!(none.is_empty());
     assert_eq!(rows_of(&raw, &note.note_id).await, [1, 1, 0, 0, 0, 0]);
 
     // Past it: versions and tombstone go; the text is nowhere in the database.
-    let purged = f.store.purge_deleted(Duration::zero()).await.unwrap();
+    let purged = f
+        .store
+        .upkeep()
+        .purge_deleted(Duration::zero())
+        .await
+        .unwrap();
     assert_eq!(purged, std::slice::from_ref(&note.note_id));
     assert_eq!(rows_of(&raw, &note.note_id).await, [0; 6]);
     assert_eq!(raw.chunks_holding("0101").await, 0);
@@ -430,6 +433,7 @@ async fn an_expired_note_is_swept_with_its_versions() {
     // Wait until it has expired (a fact about the clock, not a timing assertion).
     while !f
         .store
+        .upkeep()
         .list_expired(&alice)
         .await
         .unwrap()
@@ -439,7 +443,7 @@ async fn an_expired_note_is_swept_with_its_versions() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(
-        f.store.sweep_expired().await.unwrap(),
+        f.store.upkeep().sweep_expired().await.unwrap(),
         std::slice::from_ref(&note.note_id)
     );
     assert_eq!(rows_of(&f.raw().await, &note.note_id).await, [0; 6]);
@@ -467,7 +471,7 @@ async fn history_and_restore_never_reach_another_users_notes() {
         .map(|_| ())
         .unwrap();
     assert!(matches!(
-        f.store.note_history(&bob, &note.note_id).await,
+        f.store.history(&bob, &note.note_id).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     assert!(matches!(
@@ -518,7 +522,7 @@ async fn duplicates_are_found_by_normalised_text_and_near_duplicates_by_cosine()
             assert_eq!(notes.len(), 1);
             assert_eq!(notes[0].note_id, note.note_id);
             assert_eq!(notes[0].preview, note.content);
-            assert!(notes[0].similarity >= f.store.duplicate_similarity());
+            assert!(notes[0].similarity >= f.store.upkeep().duplicate_similarity());
         }
         other => panic!("expected a near-duplicate, got {other:?}"),
     }
@@ -597,7 +601,7 @@ async fn provenance_is_kept_across_updates_and_confirm_marks_it_confirmed() {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    let read = f.store.get_note(&alice, &note.note_id).await.unwrap();
+    let read = f.store.get(&alice, &note.note_id).await.unwrap();
     let provenance = read.metadata.provenance.clone().unwrap();
     assert_eq!(
         (provenance.origin, provenance.confirmed),
@@ -615,7 +619,7 @@ async fn provenance_is_kept_across_updates_and_confirm_marks_it_confirmed() {
         .await
         .and_then(memory::Written::into_note)
         .unwrap();
-    let updated = f.store.get_note(&alice, &note.note_id).await.unwrap();
+    let updated = f.store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(updated.metadata.provenance, Some(provenance.clone()));
 
     let confirmed = f.store.confirm(&alice, None, &note.note_id).await.unwrap();
@@ -626,7 +630,7 @@ async fn provenance_is_kept_across_updates_and_confirm_marks_it_confirmed() {
     assert_eq!(confirmed.metadata.provenance, Some(expected.clone()));
     assert_eq!(
         f.store
-            .get_note(&alice, &note.note_id)
+            .get(&alice, &note.note_id)
             .await
             .unwrap()
             .metadata

@@ -148,7 +148,7 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
     .await
     .unwrap();
     assert_eq!(
-        store.get_note(&alice, &note.note_id).await.unwrap().content,
+        store.get(&alice, &note.note_id).await.unwrap().content,
         note.content
     );
     assert!(!legacy.exists(), "the old file is gone");
@@ -242,6 +242,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     }
     let chat = SessionId::parse("chat-1").unwrap();
     small
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -275,7 +276,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
             .await,
         ["hash-v1-128"]
     );
-    let stats = big.stats().await.unwrap();
+    let stats = big.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.chunks, stats.vectors, stats.indexed_vectors),
         (4, 4, 4)
@@ -292,7 +293,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
             2,
         )
     };
-    let hits = big.hybrid_query(&vector_only).await.unwrap();
+    let hits = big.search(&vector_only).await.unwrap();
     assert!(
         hits.iter().any(|h| h.text == "Alice plays the cello."),
         "{hits:?}"
@@ -314,7 +315,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     .unwrap();
     assert!(seen_again.lock().unwrap().is_empty());
     let mut calls = 0;
-    assert_eq!(same.reindex(|_, _| calls += 1).await.unwrap(), 4);
+    assert_eq!(same.upkeep().reindex(|_, _| calls += 1).await.unwrap(), 4);
     assert!(calls >= 1);
-    assert_eq!(same.stats().await.unwrap().indexed_vectors, 4);
+    assert_eq!(same.upkeep().stats().await.unwrap().indexed_vectors, 4);
 }

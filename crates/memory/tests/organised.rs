@@ -52,7 +52,7 @@ async fn found(
             filters: filters.clone(),
             ..HybridQuery::new(vec![SessionId::user_memory(who)], text, 10)
         };
-        let hits = store.hybrid_query(&q).await.unwrap();
+        let hits = store.search(&q).await.unwrap();
         out.push(hits.into_iter().map(|h| h.text).collect());
     }
     out
@@ -141,7 +141,7 @@ async fn category_and_tag_filters_apply_in_both_legs_and_never_cross_users() {
 
     // Listing by category is per user too.
     let page = s
-        .list_notes_page(
+        .list(
             &bob,
             &ListQuery {
                 category: Some(Category::Fact),
@@ -183,7 +183,7 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
     };
     let mut pages = 0;
     loop {
-        let page = f.store.list_notes_page(&alice, &query).await.unwrap();
+        let page = f.store.list(&alice, &query).await.unwrap();
         if pages == 0 {
             assert_eq!(page.total, 23);
         }
@@ -219,7 +219,7 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
         cursor: Some("nonsense".into()),
         ..ListQuery::default()
     };
-    assert!(f.store.list_notes_page(&alice, &bad).await.is_err());
+    assert!(f.store.list(&alice, &bad).await.is_err());
 }
 
 #[tokio::test]
@@ -272,10 +272,10 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
             both(&["Alice is in Kyoto next month"])
         );
     }
-    assert!(f.store.get_note(&alice, &gone.note_id).await.is_err());
+    assert!(f.store.get(&alice, &gone.note_id).await.is_err());
     assert_eq!(
         f.store
-            .get_note(&alice, &kept.note_id)
+            .get(&alice, &kept.note_id)
             .await
             .unwrap()
             .metadata
@@ -293,7 +293,7 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
     assert_eq!(listed, vec![kept.note_id.clone()]);
     let page = f
         .store
-        .list_notes_page(
+        .list(
             &alice,
             &ListQuery {
                 limit: 10,
@@ -303,11 +303,11 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
         .await
         .unwrap();
     assert_eq!((page.total, page.notes.len()), (1, 1));
-    let expired_list = f.store.list_expired(&alice).await.unwrap();
+    let expired_list = f.store.upkeep().list_expired(&alice).await.unwrap();
     assert_eq!(expired_list.len(), 1);
     assert_eq!(expired_list[0].note_id, gone.note_id);
 
-    let swept = f.store.sweep_expired().await.unwrap();
+    let swept = f.store.upkeep().sweep_expired().await.unwrap();
     assert_eq!(swept, vec![gone.note_id.clone()]);
     let id = gone.note_id.to_string();
     assert_eq!(
@@ -335,8 +335,15 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
         0
     );
     assert_eq!(raw.chunks_holding("friday").await, 0);
-    assert!(f.store.sweep_expired().await.unwrap().is_empty());
-    assert!(f.store.list_expired(&alice).await.unwrap().is_empty());
+    assert!(f.store.upkeep().sweep_expired().await.unwrap().is_empty());
+    assert!(
+        f.store
+            .upkeep()
+            .list_expired(&alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -377,7 +384,7 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
         .await
         .map(|written| written.receipt)
         .unwrap();
-    let now = f.store.get_note(&alice, &note.note_id).await.unwrap();
+    let now = f.store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(now.metadata.category, Some(Category::Preference));
     assert_eq!(now.metadata.tags, vec!["drinks".to_owned()]);
     assert_eq!(now.metadata.context.as_deref(), Some("said at breakfast"));
@@ -473,21 +480,14 @@ async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
             .unwrap(),
         1
     );
-    let copied = f2.store.get_note(&bob, &note.note_id).await.unwrap();
+    let copied = f2.store.get(&bob, &note.note_id).await.unwrap();
     assert_eq!(copied.metadata, note.metadata);
     let by_category = ListQuery {
         category: Some(Category::Capability),
         limit: 5,
         ..ListQuery::default()
     };
-    assert_eq!(
-        f2.store
-            .list_notes_page(&bob, &by_category)
-            .await
-            .unwrap()
-            .total,
-        1
-    );
+    assert_eq!(f2.store.list(&bob, &by_category).await.unwrap().total, 1);
 
     let mut bad = exported;
     bad[0].note_id = types::NoteId::from_uuid_str(&uuid_like()).unwrap();

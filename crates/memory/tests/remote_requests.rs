@@ -176,7 +176,7 @@ async fn alice_with(text: &str, metadata: NoteMetadata) -> (Clients, types::User
 
 /// Every text a note has had (its versions and the current one), sorted.
 async fn texts_of(store: &MemoryStore, who: &types::UserId, id: &types::NoteId) -> Vec<String> {
-    let history = store.note_history(who, id).await.unwrap();
+    let history = store.history(who, id).await.unwrap();
     let mut texts: Vec<String> = history.versions.into_iter().map(|v| v.content).collect();
     texts.sort();
     texts
@@ -273,7 +273,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
         .unwrap();
     assert!(again.replayed, "{again:?}");
     assert_eq!(again.version, receipt.version);
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, text);
     assert_eq!(stored.metadata.tags, ["home"]);
     assert_eq!(
@@ -317,7 +317,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
         .unwrap();
     assert!(again.replayed, "{again:?}");
     assert!(note_ids_found(&store, "alice", "boiler").await.is_empty());
-    assert!(store.get_note(&alice, &note.note_id).await.is_err());
+    assert!(store.get(&alice, &note.note_id).await.is_err());
     let back = store
         .restore(&alice, None, &note.note_id, None)
         .await
@@ -408,7 +408,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         "{err:?}"
     );
 
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, "Alice's locker is 77.");
     assert_eq!(
         texts_of(&store, &alice, &note.note_id).await,
@@ -420,7 +420,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         [note.note_id.to_string()]
     );
     assert!(note_ids_found(&store, "alice", "40").await.is_empty());
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.notes, stats.events, stats.chunks, stats.vectors),
         (1, 1, 1, 1),
@@ -466,12 +466,12 @@ async fn an_update_keeps_a_confirmation_made_after_its_read() {
     proxy.release();
     let updated = update.await.unwrap().unwrap();
 
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, "Reports go to the whole team list.");
     let provenance = stored.metadata.provenance.unwrap();
     assert!(provenance.confirmed, "the confirmation was undone");
     assert_eq!(updated.metadata.provenance, Some(provenance));
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.events, stats.chunks), (1, 1, 1));
 }
 
@@ -509,7 +509,7 @@ async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
     proxy.release();
     delete.await.unwrap().unwrap();
 
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.notes, stats.events, stats.chunks, stats.vectors),
         (0, 0, 0, 0),

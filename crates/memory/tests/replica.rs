@@ -28,7 +28,7 @@ async fn texts_found(store: &MemoryStore, query: &str, weights: Weights) -> Vec<
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = weights;
     store
-        .hybrid_query(&q)
+        .search(&q)
         .await
         .unwrap()
         .into_iter()
@@ -86,7 +86,7 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    assert_eq!(replica.get_note(&alice, &note.note_id).await.unwrap(), note);
+    assert_eq!(replica.get(&alice, &note.note_id).await.unwrap(), note);
     assert_eq!(
         texts_found(&replica, "spare key", KEYWORDS).await,
         ["The spare key is under the blue pot"]
@@ -122,7 +122,7 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
             .map(String::as_str),
         Some("Piano lessons are on Thursdays")
     );
-    let stats = replica.stats().await.unwrap();
+    let stats = replica.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.indexed_vectors), (2, stats.vectors));
 }
 
@@ -157,7 +157,7 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
         .unwrap();
 
     server.stop();
-    assert_eq!(replica.get_note(&alice, &kept.note_id).await.unwrap(), kept);
+    assert_eq!(replica.get(&alice, &kept.note_id).await.unwrap(), kept);
     assert_eq!(
         texts_found(&replica, "wifi password", KEYWORDS).await,
         ["The wifi password is on the fridge"]
@@ -303,7 +303,7 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
             partial += 1;
         }
         for note in notes.iter().rev().take(3) {
-            let again = replica.get_note(&alice, &note.note_id).await.unwrap();
+            let again = replica.get(&alice, &note.note_id).await.unwrap();
             assert_eq!(again.content, note.content);
         }
         texts_found(&replica, "note number topic", KEYWORDS).await;

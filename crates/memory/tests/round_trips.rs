@@ -132,6 +132,7 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     assert_eq!(report.imported, 2, "{report:?}");
     let mut audited: Vec<String> = governed
         .store
+        .audit()
         .audit_log(None, 10)
         .await
         .unwrap()
@@ -243,7 +244,7 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
         metadata.expires_at.map(|t| t.timestamp_millis())
     );
     assert_eq!(first.version, Some(memory::note_version(text)));
-    let audit = f.store.audit_log(None, 10).await.unwrap();
+    let audit = f.store.audit().audit_log(None, 10).await.unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(
         (audit[0].note_id.as_deref(), audit[0].key.as_deref()),
@@ -258,7 +259,7 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
             weights,
             ..HybridQuery::new(vec![SessionId::user_memory(&alice)], query, 5)
         };
-        let hits = f.store.hybrid_query(&q).await.unwrap();
+        let hits = f.store.search(&q).await.unwrap();
         assert_eq!(hits.len(), 1, "{weights:?}");
         assert_eq!(
             hits[0].note_id.as_ref(),
@@ -266,6 +267,6 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
             "{weights:?}"
         );
     }
-    let stats = f.store.stats().await.unwrap();
+    let stats = f.store.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.indexed_vectors), (1, stats.vectors));
 }

@@ -56,7 +56,7 @@ async fn users_never_see_each_other() {
         for text in ["favourite colour", "green", "blue", "colour"] {
             let hits = f
                 .store
-                .hybrid_query(&HybridQuery::new(vec![memory_of(who)], text, 10))
+                .search(&HybridQuery::new(vec![memory_of(who)], text, 10))
                 .await
                 .unwrap();
             for h in &hits {
@@ -72,7 +72,7 @@ async fn users_never_see_each_other() {
     // Notes are addressed within the caller's namespace only.
     assert!(
         f.store
-            .get_note(&bob, &a.note_id)
+            .get(&bob, &a.note_id)
             .await
             .unwrap_err()
             .is_not_found()
@@ -101,19 +101,19 @@ async fn users_never_see_each_other() {
             .is_not_found()
     );
     assert_eq!(
-        f.store.get_note(&alice, &a.note_id).await.unwrap().content,
+        f.store.get(&alice, &a.note_id).await.unwrap().content,
         a.content
     );
     // Scope is applied before ranking: a session list without alice's namespace finds nothing of hers.
     let none = f
         .store
-        .hybrid_query(&HybridQuery::new(vec![session("chat-x")], "green", 10))
+        .search(&HybridQuery::new(vec![session("chat-x")], "green", 10))
         .await
         .unwrap();
     assert!(none.is_empty());
     assert!(
         f.store
-            .hybrid_query(&HybridQuery::new(vec![], "green", 10))
+            .search(&HybridQuery::new(vec![], "green", 10))
             .await
             .unwrap()
             .is_empty()
@@ -183,7 +183,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         };
         let hits = f
             .store
-            .hybrid_query(&keywords)
+            .search(&keywords)
             .await
             .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
         let expected: BTreeSet<String> = expected.into_iter().map(str::to_owned).collect();
@@ -192,7 +192,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         let hybrid = HybridQuery::new(scope.clone(), query, 10);
         let hits = f
             .store
-            .hybrid_query(&hybrid)
+            .search(&hybrid)
             .await
             .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
         assert!(
@@ -201,7 +201,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         );
     }
     assert_eq!(
-        f.store.stats().await.unwrap().notes,
+        f.store.upkeep().stats().await.unwrap().notes,
         4,
         "no query changed anything"
     );
@@ -235,6 +235,7 @@ async fn several_sessions_share_one_score_scale() {
         .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -243,6 +244,7 @@ async fn several_sessions_share_one_score_scale() {
         .await
         .unwrap();
     f.store
+        .sessions()
         .append_message(&chat, &alice, &Message::assistant("Done: seat 14A."))
         .await
         .unwrap();
@@ -251,7 +253,7 @@ async fn several_sessions_share_one_score_scale() {
         "window seat flight",
         10,
     );
-    let hits = f.store.hybrid_query(&q).await.unwrap();
+    let hits = f.store.search(&q).await.unwrap();
     assert!(hits.len() >= 2, "{hits:?}");
     assert!(
         hits.windows(2).all(|w| w[0].score >= w[1].score),
@@ -285,7 +287,7 @@ async fn several_sessions_share_one_score_scale() {
     // top_k bounds the results.
     let one = f
         .store
-        .hybrid_query(&HybridQuery { top_k: 1, ..q })
+        .search(&HybridQuery { top_k: 1, ..q })
         .await
         .unwrap();
     assert_eq!(one.len(), 1);
@@ -322,11 +324,11 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    let stats = f.store.stats().await.unwrap();
+    let stats = f.store.upkeep().stats().await.unwrap();
     assert!(stats.chunks > 3, "the long note is split: {stats:?}");
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![memory_of("alice")],
             "tomatoes gardening",
             10,
@@ -336,7 +338,7 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
     assert_eq!(hits.len(), 2, "one hit per note");
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![memory_of("alice")],
             "smoked paprika",
             10,
@@ -401,7 +403,7 @@ async fn filters_restrict_both_legs() {
         };
         let store = f.store.clone();
         async move {
-            let hits = store.hybrid_query(&q).await.unwrap();
+            let hits = store.search(&q).await.unwrap();
             let want: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
             assert_eq!(texts(&hits), want, "{:?}", q.filters);
         }
@@ -520,7 +522,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
     for (label, weights) in legs {
         let mut query = HybridQuery::new(vec![memory_of("alice")], "oolong tea", 5);
         query.weights = weights;
-        let hits = f.store.hybrid_query(&query).await.unwrap();
+        let hits = f.store.search(&query).await.unwrap();
         assert_eq!(hits.len(), 2, "{label}: {hits:?}");
         assert!(
             hits.iter().all(|h| h.session_id == memory_of("alice")),
@@ -530,7 +532,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
         let mut both =
             HybridQuery::new(vec![memory_of("alice"), memory_of("bob")], "oolong tea", 5);
         both.weights = weights;
-        let hits = f.store.hybrid_query(&both).await.unwrap();
+        let hits = f.store.search(&both).await.unwrap();
         assert_eq!(hits.len(), 5, "{label}");
         assert!(
             hits.iter().all(|h| h.session_id == memory_of("bob")),

@@ -119,7 +119,7 @@ pub async fn compose(
         .and_then(|keep| chrono::Duration::from_std(keep).ok());
     let sweeper = store
         .as_ref()
-        .map(|s| s.spawn_sweeper(SWEEP_EVERY, audit_retention));
+        .map(|s| s.upkeep().spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
         runtime = runtime.with_memory(store);
     }
@@ -383,7 +383,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let rows = store.audit_log(None, 100).await.unwrap();
+        let rows = store.audit().audit_log(None, 100).await.unwrap();
         let summary: Vec<(&str, &str, &str)> = rows
             .iter()
             .map(|r| (r.surface.as_str(), r.tool.as_str(), r.outcome.as_str()))

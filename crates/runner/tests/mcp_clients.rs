@@ -147,6 +147,7 @@ async fn record_chat_usage(setup: &Setup) {
         completion_tokens: 200,
     };
     store
+        .usage()
         .record_usage(place, "scripted-model", usage)
         .await
         .unwrap();
@@ -420,7 +421,7 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
     )
     .await
     .unwrap();
-    let rows = store.audit_log(None, 100).await.unwrap();
+    let rows = store.audit().audit_log(None, 100).await.unwrap();
     let seen: Vec<(&str, &str, Option<&str>, &str)> = rows
         .iter()
         .map(|r| {

@@ -158,7 +158,7 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
             fts: 0.0,
         };
         agent
-            .hybrid_query(&q)
+            .search(&q)
             .await
             .unwrap()
             .into_iter()
@@ -230,9 +230,9 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stats = agent.stats().await.unwrap();
+    let stats = agent.upkeep().stats().await.unwrap();
     by_vector("ferry").await;
-    let stats_after = agent.stats().await.unwrap();
+    let stats_after = agent.upkeep().stats().await.unwrap();
     assert_eq!(
         stats_after.indexed_vectors, stats_after.vectors,
         "{stats:?} → {stats_after:?}"

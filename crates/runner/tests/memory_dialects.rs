@@ -76,7 +76,7 @@ async fn expire_all(setup: &Setup, user: &str) {
         limit: 50,
         ..ListQuery::default()
     };
-    for note in store.list_notes_page(&user, &query).await.unwrap().notes {
+    for note in store.list(&user, &query).await.unwrap().notes {
         let version = memory::note_version(&note.content);
         let patch = MetadataPatch {
             expires_at: Some(Some(Utc::now() - Duration::seconds(1))),

@@ -64,7 +64,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let result = self
             .lifecycle_op(ctx, NOTE_HISTORY_OP, read(note_id), |_| {
-                store.note_history(&ctx.user_id, note_id)
+                store.history(&ctx.user_id, note_id)
             })
             .await?;
         let history = result.map_err(note_error("reading a note's history"))?;

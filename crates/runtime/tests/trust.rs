@@ -86,7 +86,7 @@ async fn poisoning(kind: ProviderKind) {
     assert_eq!(outcome.unwrap().status, TurnStatus::Completed);
     let planted = note_of(&server.last_request().unwrap(), "c3");
     let provenance = store
-        .get_note(&alice, &planted)
+        .get(&alice, &planted)
         .await
         .unwrap()
         .metadata
@@ -103,7 +103,7 @@ async fn poisoning(kind: ProviderKind) {
         "the model's claim that the user said it does not override the file it read"
     );
     let clean_provenance = store
-        .get_note(&alice, &clean)
+        .get(&alice, &clean)
         .await
         .unwrap()
         .metadata

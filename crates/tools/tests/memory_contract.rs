@@ -424,7 +424,7 @@ impl MemoryRetrieval for Gated {
         s: &types::SessionId,
         limit: usize,
     ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
-        self.store.history(s, None, limit).await
+        self.store.sessions().history(s, None, limit).await
     }
 }
 

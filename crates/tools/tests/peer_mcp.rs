@@ -353,6 +353,7 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
         answer("c2", "error: no such file"),
     ] {
         env.store
+            .sessions()
             .append_message(&session, &alice, &m)
             .await
             .unwrap();
@@ -374,7 +375,11 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
             prompt_tokens: prompt,
             completion_tokens: completion,
         };
-        env.store.record_usage(place, model, usage).await.unwrap();
+        env.store
+            .usage()
+            .record_usage(place, model, usage)
+            .await
+            .unwrap();
     }
     let started = env.store.session_info(&session).await.unwrap().created_at;
     let all = env

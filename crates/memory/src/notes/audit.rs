@@ -3,14 +3,14 @@
 //! A write's row is inserted inside the write's own transaction (the [`AuditTag`] rides on the
 //! write's [`crate::CallKey`]), so the log and the notes never disagree: a rolled-back write
 //! leaves no row claiming it happened. Reads, denials and failures get a row of their own through
-//! [`MemoryStore::append_audit`]. Rows never hold note text: only the surface and client, tool,
+//! [`Audit::append_audit`](crate::Audit::append_audit). Rows never hold note text: only the surface and client, tool,
 //! operation, namespace, key, note id, outcome, a short reason code and redaction counts.
 //!
 //! The names in a row (client, namespace, key) are chosen by callers: the governance stage
 //! redacts them, and every row is cut here to a fixed length per field ([`MAX_NAME_CHARS`]) with
 //! control characters replaced, so no caller can fill the log or forge a line in it.
-//! [`MemoryStore::audit_page`] reads the log newest first, a page at a time, and says whether
-//! older rows remain; [`MemoryStore::prune_audit`] (run by the sweeper for `[governance]
+//! [`Audit::audit_page`](crate::Audit::audit_page) reads the log newest first, a page at a time, and says whether
+//! older rows remain; [`Audit::prune_audit`](crate::Audit::prune_audit) (run by the sweeper for `[governance]
 //! audit_retention_days`) deletes rows past the retention window.
 
 use chrono::{DateTime, Utc};
@@ -19,11 +19,11 @@ use serde::Serialize;
 use types::{AuditTag, NoteId, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
+use crate::rooms::Audit;
 use crate::store::stmt::Stmt;
 use crate::time::{now_text, parse, to_text};
 
-/// Most rows one [`MemoryStore::audit_log`] or [`MemoryStore::audit_page`] call returns.
+/// Most rows one [`Audit::audit_log`](crate::Audit::audit_log) or [`Audit::audit_page`](crate::Audit::audit_page) call returns.
 pub const MAX_AUDIT_ROWS: usize = 10_000;
 
 /// Longest client, namespace or key a row keeps, in characters (a cut ends with `…`).
@@ -31,7 +31,7 @@ pub const MAX_NAME_CHARS: usize = 128;
 /// Longest tool name, outcome or reason code a row keeps.
 const MAX_CODE_CHARS: usize = 64;
 
-/// Which rows [`MemoryStore::audit_page`] reads: newest first, older than the cursor `before`
+/// Which rows [`Audit::audit_page`](crate::Audit::audit_page) reads: newest first, older than the cursor `before`
 /// (a row id from the previous page's [`AuditPage::next_before`]), at or after `since`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditQuery {
@@ -169,7 +169,50 @@ fn row(user: &UserId, entry: &AuditEntry<'_>) -> Stmt {
     )
 }
 
-impl MemoryStore {
+/// The rows `filter` (a `WHERE … ORDER BY … LIMIT …` tail) selects.
+async fn records(
+    conn: &Connection,
+    filter: &str,
+    params: Vec<Value>,
+) -> Result<Vec<AuditRecord>, MemoryError> {
+    let ctx = "reading the audit log";
+    let sql = format!(
+        "SELECT id, at, user_id, surface, client, tool, operation, namespace, key, note_id,
+                outcome, reason, redactions
+         FROM audit_log {filter}"
+    );
+    let mut rows = conn
+        .query(&sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let at: String = row.get(1).map_err(MemoryError::db(ctx))?;
+        let redactions: Option<String> = row.get(12).map_err(MemoryError::db(ctx))?;
+        let redactions = match redactions.map(|r| serde_json::from_str(&r)) {
+            Some(Ok(serde_json::Value::Object(map))) => map,
+            _ => serde_json::Map::new(),
+        };
+        out.push(AuditRecord {
+            id: row.get(0).map_err(MemoryError::db(ctx))?,
+            at: parse(&at)?,
+            user_id: row.get(2).map_err(MemoryError::db(ctx))?,
+            surface: row.get(3).map_err(MemoryError::db(ctx))?,
+            client: row.get(4).map_err(MemoryError::db(ctx))?,
+            tool: row.get(5).map_err(MemoryError::db(ctx))?,
+            operation: row.get(6).map_err(MemoryError::db(ctx))?,
+            namespace: row.get(7).map_err(MemoryError::db(ctx))?,
+            key: row.get(8).map_err(MemoryError::db(ctx))?,
+            note_id: row.get(9).map_err(MemoryError::db(ctx))?,
+            outcome: row.get(10).map_err(MemoryError::db(ctx))?,
+            reason: row.get(11).map_err(MemoryError::db(ctx))?,
+            redactions,
+        });
+    }
+    Ok(out)
+}
+
+impl Audit<'_> {
     /// Appends a row of its own (a read, a denial, a failed write).
     pub async fn append_audit(
         &self,
@@ -262,47 +305,4 @@ impl MemoryStore {
         }
         Ok(pruned)
     }
-}
-
-/// The rows `filter` (a `WHERE … ORDER BY … LIMIT …` tail) selects.
-async fn records(
-    conn: &Connection,
-    filter: &str,
-    params: Vec<Value>,
-) -> Result<Vec<AuditRecord>, MemoryError> {
-    let ctx = "reading the audit log";
-    let sql = format!(
-        "SELECT id, at, user_id, surface, client, tool, operation, namespace, key, note_id,
-                outcome, reason, redactions
-         FROM audit_log {filter}"
-    );
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let at: String = row.get(1).map_err(MemoryError::db(ctx))?;
-        let redactions: Option<String> = row.get(12).map_err(MemoryError::db(ctx))?;
-        let redactions = match redactions.map(|r| serde_json::from_str(&r)) {
-            Some(Ok(serde_json::Value::Object(map))) => map,
-            _ => serde_json::Map::new(),
-        };
-        out.push(AuditRecord {
-            id: row.get(0).map_err(MemoryError::db(ctx))?,
-            at: parse(&at)?,
-            user_id: row.get(2).map_err(MemoryError::db(ctx))?,
-            surface: row.get(3).map_err(MemoryError::db(ctx))?,
-            client: row.get(4).map_err(MemoryError::db(ctx))?,
-            tool: row.get(5).map_err(MemoryError::db(ctx))?,
-            operation: row.get(6).map_err(MemoryError::db(ctx))?,
-            namespace: row.get(7).map_err(MemoryError::db(ctx))?,
-            key: row.get(8).map_err(MemoryError::db(ctx))?,
-            note_id: row.get(9).map_err(MemoryError::db(ctx))?,
-            outcome: row.get(10).map_err(MemoryError::db(ctx))?,
-            reason: row.get(11).map_err(MemoryError::db(ctx))?,
-            redactions,
-        });
-    }
-    Ok(out)
 }

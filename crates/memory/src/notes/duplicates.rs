@@ -21,6 +21,7 @@ use crate::notes::indexing::embed_checked;
 use crate::notes::metadata::NoteMetadata;
 use crate::notes::note::{Note, validate};
 use crate::notes::receipts::{CallKey, WriteReceipt, note_version, replay};
+use crate::rooms::Upkeep;
 use crate::time::now_text;
 
 /// Cosine at or above which two notes are near-duplicates with the builtin model (measured).
@@ -152,7 +153,7 @@ impl MemoryStore {
         }
         match self.check_duplicate(user, content).await? {
             DuplicateCheck::Duplicate { note_id } => {
-                let note = self.get_note(user, &note_id).await?;
+                let note = self.get(user, &note_id).await?;
                 self.audit_check(user, call, Some(&note_id), "duplicate")
                     .await?;
                 return Ok(Saved::nothing(SaveOutcome::Duplicate {
@@ -206,12 +207,7 @@ impl MemoryStore {
             outcome: "ok",
             reason: Some(reason),
         };
-        self.append_audit(user, &entry).await
-    }
-
-    /// The near-duplicate threshold this store applies (cosine, `0..=1`).
-    pub fn duplicate_similarity(&self) -> f32 {
-        self.inner.duplicate_similarity
+        self.audit().append_audit(user, &entry).await
     }
 
     /// Compares `content` with `user`'s current notes (see the module doc). Reads only.
@@ -354,6 +350,13 @@ pub(crate) async fn fill_missing_hashes(conn: &Connection) -> Result<usize, Memo
         .map_err(MemoryError::db(ctx))?;
     }
     Ok(missing.len())
+}
+
+impl Upkeep<'_> {
+    /// The near-duplicate threshold this store applies (cosine, `0..=1`).
+    pub fn duplicate_similarity(&self) -> f32 {
+        self.inner.duplicate_similarity
+    }
 }
 
 #[cfg(test)]

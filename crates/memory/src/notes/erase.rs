@@ -1,4 +1,4 @@
-//! [`MemoryStore::erase_database`]: what `runner forget` does to a user's database on a server,
+//! [`Upkeep::erase_database`](crate::Upkeep::erase_database): what `runner forget` does to a user's database on a server,
 //! where no file can be removed and no key destroyed. Every table and view found in
 //! `sqlite_master` is dropped (so tables added by later migrations are covered), in one
 //! transaction sent as one batch (one round trip to a server: a transaction of one request per
@@ -8,25 +8,15 @@ use libsql::Connection;
 use types::UserId;
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
+use crate::rooms::Upkeep;
 
-/// What [`MemoryStore::erase_database`] removed.
+/// What [`Upkeep::erase_database`](crate::Upkeep::erase_database) removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Erased {
     /// Tables dropped (virtual tables count once, with their shadow tables).
     pub tables: usize,
     /// Rows those tables held.
     pub rows: u64,
-}
-
-impl MemoryStore {
-    /// Drops every table of the database after checking that it holds no other user's sessions
-    /// (a database shared by several users is refused and left untouched). All or nothing.
-    pub async fn erase_database(&self, user: &UserId) -> Result<Erased, MemoryError> {
-        let user = user.as_str().to_owned();
-        self.write(move |conn| async move { erase(&conn, &user).await })
-            .await
-    }
 }
 
 async fn erase(conn: &Connection, user: &str) -> Result<Erased, MemoryError> {
@@ -169,4 +159,14 @@ async fn count(conn: &Connection, sql: &str) -> Result<u64, MemoryError> {
         None => 0,
     };
     Ok(u64::try_from(n).unwrap_or(0))
+}
+
+impl Upkeep<'_> {
+    /// Drops every table of the database after checking that it holds no other user's sessions
+    /// (a database shared by several users is refused and left untouched). All or nothing.
+    pub async fn erase_database(&self, user: &UserId) -> Result<Erased, MemoryError> {
+        let user = user.as_str().to_owned();
+        self.write(move |conn| async move { erase(&conn, &user).await })
+            .await
+    }
 }

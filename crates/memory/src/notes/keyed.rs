@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::indexing::{EventRef, delete_event, prepare};
 use crate::notes::lifecycle::keep_stored_version;
 use crate::notes::note::{NoteMetadata, NoteWrite, insert_note, validate};
 use crate::notes::receipts::{CallKey, record_for, replay};
+use crate::rooms::Keys;
 use crate::store::{begin, finish};
 use crate::time::now_text;
 
@@ -87,10 +87,50 @@ pub fn check_key(key: &str) -> Result<(), MemoryError> {
 /// The cursor is the last key shown, tagged so that a made-up value is told apart.
 const CURSOR_TAG: &str = "k1:";
 
-impl MemoryStore {
+fn new_note_id() -> Result<NoteId, MemoryError> {
+    NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())
+        .map_err(|e| MemoryError::InvalidInput(e.to_string()))
+}
+
+struct KeyedRow {
+    note_id: NoteId,
+    event_seq: i64,
+    created_at: String,
+    live: bool,
+}
+
+async fn find_key(
+    conn: &Connection,
+    session: &SessionId,
+    namespace: &str,
+    key: &str,
+) -> Result<Option<KeyedRow>, MemoryError> {
+    let ctx = "reading a key";
+    let mut rows = conn
+        .query(
+            "SELECT note_id, event_seq, created_at,
+                    (expires_at IS NULL OR expires_at > ?4) AS live
+             FROM notes WHERE session_id = ?1 AND mem_namespace = ?2 AND mem_key = ?3",
+            [session.as_str(), namespace, key, now_text().as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        return Ok(None);
+    };
+    let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+    Ok(Some(KeyedRow {
+        note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
+        event_seq: row.get(1).map_err(MemoryError::db(ctx))?,
+        created_at: row.get(2).map_err(MemoryError::db(ctx))?,
+        live: row.get::<i64>(3).map_err(MemoryError::db(ctx))? != 0,
+    }))
+}
+
+impl Keys<'_> {
     /// Stores `content` under `(namespace, key)` in `user`'s memory, replacing the live note that
     /// key holds (same `note_id`), all in one transaction with the call's receipt and audit row
-    /// (`call`, as for [`MemoryStore::store_note_once`]).
+    /// (`call`, as for [`MemoryStore::save`]).
     pub async fn put_keyed(
         &self,
         user: &UserId,
@@ -252,44 +292,4 @@ impl MemoryStore {
         })
         .await
     }
-}
-
-fn new_note_id() -> Result<NoteId, MemoryError> {
-    NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())
-        .map_err(|e| MemoryError::InvalidInput(e.to_string()))
-}
-
-struct KeyedRow {
-    note_id: NoteId,
-    event_seq: i64,
-    created_at: String,
-    live: bool,
-}
-
-async fn find_key(
-    conn: &Connection,
-    session: &SessionId,
-    namespace: &str,
-    key: &str,
-) -> Result<Option<KeyedRow>, MemoryError> {
-    let ctx = "reading a key";
-    let mut rows = conn
-        .query(
-            "SELECT note_id, event_seq, created_at,
-                    (expires_at IS NULL OR expires_at > ?4) AS live
-             FROM notes WHERE session_id = ?1 AND mem_namespace = ?2 AND mem_key = ?3",
-            [session.as_str(), namespace, key, now_text().as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-    Ok(Some(KeyedRow {
-        note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
-        event_seq: row.get(1).map_err(MemoryError::db(ctx))?,
-        created_at: row.get(2).map_err(MemoryError::db(ctx))?,
-        live: row.get::<i64>(3).map_err(MemoryError::db(ctx))? != 0,
-    }))
 }

@@ -5,12 +5,12 @@
 //!   current text: old versions have no chunks or vectors.
 //! - A delete moves the note into `deleted_notes` (a tombstone) and removes its event, chunks,
 //!   vectors at once; its versions stay. Within the retention window
-//!   (`[memory] tombstone_retention_days`, default 30) [`MemoryStore::restore_note`] brings it
+//!   (`[memory] tombstone_retention_days`, default 30) [`MemoryStore::restore`] brings it
 //!   back (`restore`), re-indexed, with the same id; after it the sweeper purges the tombstone and every
-//!   version ([`MemoryStore::purge_deleted`]), leaving nothing behind.
+//!   version ([`Upkeep::purge_deleted`](crate::Upkeep::purge_deleted)), leaving nothing behind.
 //! - Restoring a version of a live note is an update to that version's text (so the text it
 //!   replaces becomes a version in turn: a restore can always be undone).
-//! - [`MemoryStore::confirm_note`] (in `provenance`) marks an unconfirmed note (one saved after untrusted tool
+//! - [`MemoryStore::confirm`] (in `provenance`) marks an unconfirmed note (one saved after untrusted tool
 //!   output, see [`crate::notes::provenance`]) as confirmed, so automatic recall may use it.
 
 use chrono::{DateTime, Utc};
@@ -22,6 +22,7 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::metadata::NoteMetadata;
 use crate::notes::note::{LoadedNote, Note};
+use crate::rooms::Upkeep;
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -237,19 +238,14 @@ async fn past_versions(
 }
 
 impl MemoryStore {
-    /// How long a deleted note stays restorable (`[memory] tombstone_retention_days`).
-    pub fn tombstone_retention(&self) -> chrono::Duration {
-        chrono::Duration::days(i64::from(self.inner.tombstone_retention_days))
-    }
-
     /// Every version of `note_id` (live or deleted, not yet purged), oldest first.
-    pub async fn note_history(
+    pub async fn history(
         &self,
         user: &UserId,
         note_id: &NoteId,
     ) -> Result<NoteHistory, MemoryError> {
         let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
-        let retention = self.tombstone_retention();
+        let retention = self.upkeep().tombstone_retention();
         self.read(move |conn| async move {
             let stored = load_stored(&conn, &session, &note_id).await?;
             let mut versions = past_versions(&conn, &note_id).await?;
@@ -280,7 +276,7 @@ impl MemoryStore {
     /// `user`'s deleted notes that can still be restored, most recently deleted first.
     pub async fn list_deleted(&self, user: &UserId) -> Result<Vec<DeletedNote>, MemoryError> {
         let session = SessionId::user_memory(user);
-        let retention = self.tombstone_retention();
+        let retention = self.upkeep().tombstone_retention();
         self.read(move |conn| async move {
             let ctx = "listing deleted notes";
             let mut rows = conn
@@ -316,10 +312,17 @@ impl MemoryStore {
         })
         .await
     }
+}
+
+impl Upkeep<'_> {
+    /// How long a deleted note stays restorable (`[memory] tombstone_retention_days`).
+    pub fn tombstone_retention(&self) -> chrono::Duration {
+        chrono::Duration::days(i64::from(self.inner.tombstone_retention_days))
+    }
 
     /// Purges the tombstones (and every version) of notes deleted more than `older_than` ago, of
     /// every user of the store. Returns the purged ids. The sweeper calls this with
-    /// [`MemoryStore::tombstone_retention`].
+    /// [`Upkeep::tombstone_retention`](crate::Upkeep::tombstone_retention).
     pub async fn purge_deleted(
         &self,
         older_than: chrono::Duration,

@@ -18,6 +18,7 @@ use crate::notes::indexing::{EventRef, delete_event};
 use crate::notes::lifecycle::forget_versions;
 use crate::notes::metadata::Category;
 use crate::notes::note::{Note, note_from_row};
+use crate::rooms::Upkeep;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
 
@@ -137,11 +138,7 @@ async fn notes_of(
 
 impl MemoryStore {
     /// One page of `user`'s live notes, newest first, with the total count.
-    pub async fn list_notes_page(
-        &self,
-        user: &UserId,
-        query: &ListQuery,
-    ) -> Result<NotePage, MemoryError> {
+    pub async fn list(&self, user: &UserId, query: &ListQuery) -> Result<NotePage, MemoryError> {
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let limit = query.limit.clamp(1, MAX_PAGE);
         let (session, query) = (SessionId::user_memory(user), query.clone());
@@ -187,7 +184,19 @@ impl MemoryStore {
         })
         .await
     }
+}
 
+/// The sweeper task started by [`Upkeep::spawn_sweeper`](crate::Upkeep::spawn_sweeper); stops when dropped.
+#[derive(Debug)]
+pub struct Sweeper(tokio::task::JoinHandle<()>);
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Upkeep<'_> {
     /// `user`'s notes that have expired and are not swept yet, soonest expired first.
     pub async fn list_expired(&self, user: &UserId) -> Result<Vec<Note>, MemoryError> {
         let session = SessionId::user_memory(user);
@@ -256,19 +265,7 @@ impl MemoryStore {
         }
         Ok(swept)
     }
-}
 
-/// The sweeper task started by [`MemoryStore::spawn_sweeper`]; stops when dropped.
-#[derive(Debug)]
-pub struct Sweeper(tokio::task::JoinHandle<()>);
-
-impl Drop for Sweeper {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl MemoryStore {
     /// Sweeps expired notes (and purges deleted notes past the retention window, and audit rows
     /// older than `audit_retention` when set) now and then every `every` (expired notes are
     /// hidden from every read at once anyway; the sweeper only reclaims them). Stops when the
@@ -278,11 +275,11 @@ impl MemoryStore {
         every: std::time::Duration,
         audit_retention: Option<chrono::Duration>,
     ) -> Sweeper {
-        let store = self.clone();
+        let store = MemoryStore::clone(self);
         Sweeper(tokio::spawn(async move {
             loop {
                 // A full batch means more are waiting: sweep again at once.
-                let full = match store.sweep_expired().await {
+                let full = match store.upkeep().sweep_expired().await {
                     Ok(ids) => ids.len() >= usize::try_from(SWEEP_BATCH).unwrap_or(usize::MAX),
                     Err(e) => {
                         tracing::warn!(error = %e, "sweeping expired notes failed");
@@ -290,11 +287,15 @@ impl MemoryStore {
                     }
                 };
                 // Deleted notes past the retention window are purged with everything they left.
-                if let Err(e) = store.purge_deleted(store.tombstone_retention()).await {
+                if let Err(e) = store
+                    .upkeep()
+                    .purge_deleted(store.upkeep().tombstone_retention())
+                    .await
+                {
                     tracing::warn!(error = %e, "purging deleted notes failed");
                 }
                 if let Some(keep) = audit_retention
-                    && let Err(e) = store.prune_audit(keep).await
+                    && let Err(e) = store.audit().prune_audit(keep).await
                 {
                     tracing::warn!(error = %e, "pruning the audit log failed");
                 }

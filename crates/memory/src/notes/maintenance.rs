@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
+use crate::rooms::Upkeep;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreStats {
@@ -19,7 +19,7 @@ pub struct StoreStats {
     pub db_bytes: u64,
 }
 
-impl MemoryStore {
+impl Upkeep<'_> {
     pub async fn stats(&self) -> Result<StoreStats, MemoryError> {
         // The index counts what every writer has committed (a remote save reaches it this way).
         self.catch_up().await?;

@@ -144,7 +144,7 @@ impl MemoryStore {
     }
 
     /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`; the replaced
-    /// text is kept as a version (see [`MemoryStore::note_history`]). With `expected`, only if the
+    /// text is kept as a version (see [`MemoryStore::history`]). With `expected`, only if the
     /// note's current [`note_version`] is that (else [`MemoryError::VersionMismatch`], and nothing
     /// changes); `patch` changes the note's category, tags or expiry (validated like a save; an
     /// empty patch keeps them) in the same transaction; idempotent per call key.
@@ -272,7 +272,7 @@ impl MemoryStore {
         .await
     }
 
-    pub async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
+    pub async fn get(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
         let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
         self.read(
             move |conn| async move { Ok(load_note(&conn, &session, &note_id, true).await?.note) },

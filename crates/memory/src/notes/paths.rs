@@ -13,11 +13,11 @@ use libsql::Connection;
 use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::indexing::prepare;
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::note::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
 use crate::notes::receipts::note_version;
+use crate::rooms::Files;
 use crate::store::{begin, finish};
 use crate::time::{now_text, to_text};
 use memory_index::vector_index::IndexChange;
@@ -43,7 +43,7 @@ pub struct PathFile {
     pub version: String,
 }
 
-/// What a [`MemoryStore::put_file`] may find before it writes.
+/// What a [`Files::put_file`](crate::Files::put_file) may find before it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathExpect {
     /// Nothing is at the path yet (a new file).
@@ -54,7 +54,7 @@ pub enum PathExpect {
     Version(String),
 }
 
-/// How a [`MemoryStore::put_file`] ended.
+/// How a [`Files::put_file`](crate::Files::put_file) ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathPut {
     Written(PathFile),
@@ -68,7 +68,7 @@ pub enum PathPut {
     UnderFile(String),
 }
 
-/// How a [`MemoryStore::move_path`] ended.
+/// How a [`Files::move_path`](crate::Files::move_path) ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathMove {
     /// This many files were moved.
@@ -121,7 +121,80 @@ fn check_canonical(path: &str) -> Result<(), MemoryError> {
     }
 }
 
-impl MemoryStore {
+/// Why nothing new may be put at `path`: a file or directory is there, or an ancestor is a file.
+async fn blocked_new(
+    conn: &Connection,
+    session: &SessionId,
+    path: &str,
+) -> Result<Option<PathPut>, MemoryError> {
+    if path == MEMORIES_ROOT || !tree(conn, session, path).await?.is_empty() {
+        return Ok(Some(PathPut::Exists));
+    }
+    for ancestor in ancestors(path) {
+        if file_at(conn, session, ancestor).await?.is_some() {
+            return Ok(Some(PathPut::UnderFile(ancestor.to_owned())));
+        }
+    }
+    Ok(None)
+}
+
+async fn tree(
+    conn: &Connection,
+    session: &SessionId,
+    dir: &str,
+) -> Result<Vec<PathEntry>, MemoryError> {
+    let ctx = "listing memory files";
+    let (low, high) = below(dir);
+    let mut rows = conn
+        .query(
+            "SELECT path, note_id, length(CAST(content AS BLOB)) FROM notes
+             WHERE session_id = ?1 AND path IS NOT NULL
+               AND (path = ?2 OR (path >= ?3 AND path < ?4))
+             ORDER BY path",
+            [session.as_str(), dir, low.as_str(), high.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let id = row.get::<String>(1).map_err(MemoryError::db(ctx))?;
+        out.push(PathEntry {
+            path: row.get::<String>(0).map_err(MemoryError::db(ctx))?,
+            note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
+            bytes: u64::try_from(row.get::<i64>(2).map_err(MemoryError::db(ctx))?).unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
+
+async fn file_at(
+    conn: &Connection,
+    session: &SessionId,
+    path: &str,
+) -> Result<Option<(PathFile, LoadedNote)>, MemoryError> {
+    let ctx = "reading a memory file";
+    let mut rows = conn
+        .query(
+            "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
+             FROM notes WHERE session_id = ?1 AND path = ?2",
+            [session.as_str(), path],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        return Ok(None);
+    };
+    let loaded = note_from_row(&row)?;
+    let file = PathFile {
+        path: path.to_owned(),
+        note_id: loaded.note.note_id.clone(),
+        version: note_version(&loaded.note.content),
+        content: loaded.note.content.clone(),
+    };
+    Ok(Some((file, loaded)))
+}
+
+impl Files<'_> {
     /// Every file at or below `dir` (a file path names just that file), in path order.
     pub async fn file_tree(&self, user: &UserId, dir: &str) -> Result<Vec<PathEntry>, MemoryError> {
         check_canonical(dir)?;
@@ -389,79 +462,6 @@ impl MemoryStore {
         })
         .await
     }
-}
-
-/// Why nothing new may be put at `path`: a file or directory is there, or an ancestor is a file.
-async fn blocked_new(
-    conn: &Connection,
-    session: &SessionId,
-    path: &str,
-) -> Result<Option<PathPut>, MemoryError> {
-    if path == MEMORIES_ROOT || !tree(conn, session, path).await?.is_empty() {
-        return Ok(Some(PathPut::Exists));
-    }
-    for ancestor in ancestors(path) {
-        if file_at(conn, session, ancestor).await?.is_some() {
-            return Ok(Some(PathPut::UnderFile(ancestor.to_owned())));
-        }
-    }
-    Ok(None)
-}
-
-async fn tree(
-    conn: &Connection,
-    session: &SessionId,
-    dir: &str,
-) -> Result<Vec<PathEntry>, MemoryError> {
-    let ctx = "listing memory files";
-    let (low, high) = below(dir);
-    let mut rows = conn
-        .query(
-            "SELECT path, note_id, length(CAST(content AS BLOB)) FROM notes
-             WHERE session_id = ?1 AND path IS NOT NULL
-               AND (path = ?2 OR (path >= ?3 AND path < ?4))
-             ORDER BY path",
-            [session.as_str(), dir, low.as_str(), high.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let id = row.get::<String>(1).map_err(MemoryError::db(ctx))?;
-        out.push(PathEntry {
-            path: row.get::<String>(0).map_err(MemoryError::db(ctx))?,
-            note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
-            bytes: u64::try_from(row.get::<i64>(2).map_err(MemoryError::db(ctx))?).unwrap_or(0),
-        });
-    }
-    Ok(out)
-}
-
-async fn file_at(
-    conn: &Connection,
-    session: &SessionId,
-    path: &str,
-) -> Result<Option<(PathFile, LoadedNote)>, MemoryError> {
-    let ctx = "reading a memory file";
-    let mut rows = conn
-        .query(
-            "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-             FROM notes WHERE session_id = ?1 AND path = ?2",
-            [session.as_str(), path],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    let loaded = note_from_row(&row)?;
-    let file = PathFile {
-        path: path.to_owned(),
-        note_id: loaded.note.note_id.clone(),
-        version: note_version(&loaded.note.content),
-        content: loaded.note.content.clone(),
-    };
-    Ok(Some((file, loaded)))
 }
 
 #[cfg(test)]

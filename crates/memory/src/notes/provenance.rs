@@ -5,7 +5,7 @@
 //! CLI), and the session and turn it was written in. A note written in a turn that had read
 //! untrusted tool output (a file, a shell command, a web page) is *unconfirmed*: it is listed and
 //! searchable, but automatic recall leaves it out until the user confirms it
-//! ([`crate::MemoryStore::confirm_note`]). The provenance is set by the caller from its own
+//! ([`crate::MemoryStore::confirm`]). The provenance is set by the caller from its own
 //! context (the turn, the CLI, the MCP token), never from a model's arguments.
 
 use std::fmt;

@@ -7,7 +7,7 @@
 //!   a lost connection never saves a note twice, and a retried delete reports the delete it made.
 //!   Receipts older than [`RECEIPT_DAYS`] are dropped by later writes.
 //! - A note's [`note_version`] is a hash of its text. Tools hand it out only with the whole text,
-//!   and a checked update ([`crate::MemoryStore::update_note_patched`]) replaces a note only when
+//!   and a checked update ([`crate::MemoryStore::update`]) replaces a note only when
 //!   the version given is the current one: whoever replaces a note has been shown all of it, as it
 //!   is now.
 

@@ -29,7 +29,7 @@ impl MemoryStore {
         note_id: &NoteId,
         version: Option<u32>,
     ) -> Result<Note, MemoryError> {
-        let history = self.note_history(user, note_id).await?;
+        let history = self.history(user, note_id).await?;
         let Some(current) = history.versions.last() else {
             return Err(MemoryError::NoteNotFound(note_id.clone()));
         };
@@ -67,7 +67,7 @@ impl MemoryStore {
                 let expected = note_version(&current.content);
                 self.update(user, call, note_id, &target.content, Some(&expected), patch)
                     .await?;
-                self.get_note(user, note_id).await
+                self.get(user, note_id).await
             }
             NoteState::Deleted { .. } => {
                 let content = target.content.clone();

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use types::{Message, Role, SessionId, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::indexing::{ChunkMeta, EventRef, insert_chunks, prepare};
+use crate::rooms::Sessions;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
 
@@ -62,7 +62,141 @@ fn indexed(role: Role) -> bool {
     matches!(role, Role::User | Role::Assistant)
 }
 
-impl MemoryStore {
+async fn query_sessions(
+    conn: &Connection,
+    condition: &str,
+    param: &str,
+) -> Result<Vec<SessionInfo>, MemoryError> {
+    let sql = format!(
+        "SELECT s.session_id, s.user_id, s.kind, s.title, s.created_at, s.last_active_at,
+                (SELECT count(*) FROM events e WHERE e.session_id = s.session_id)
+         FROM sessions s WHERE {condition}"
+    );
+    let ctx = "listing sessions";
+    let mut rows = conn
+        .query(&sql, [param])
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
+        let kind = if text(2)? == "memory" {
+            SessionKind::Memory
+        } else {
+            SessionKind::Conversation
+        };
+        out.push(SessionInfo {
+            session_id: SessionId::parse(&text(0)?).map_err(MemoryError::corrupt("session id"))?,
+            user_id: UserId::parse(&text(1)?).map_err(MemoryError::corrupt("user id"))?,
+            kind,
+            title: row.get::<Option<String>>(3).map_err(MemoryError::db(ctx))?,
+            created_at: time::parse(&text(4)?)?,
+            last_active_at: time::parse(&text(5)?)?,
+            events: u64::try_from(row.get::<i64>(6).map_err(MemoryError::db(ctx))?).unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
+
+/// The user `session` belongs to, if it exists.
+pub(crate) async fn session_owner(
+    conn: &Connection,
+    session: &SessionId,
+) -> Result<Option<String>, MemoryError> {
+    let ctx = "opening the session";
+    let mut rows = conn
+        .query(
+            "SELECT user_id FROM sessions WHERE session_id = ?1",
+            [session.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    match rows.next().await.map_err(MemoryError::db(ctx))? {
+        Some(row) => Ok(Some(row.get::<String>(0).map_err(MemoryError::db(ctx))?)),
+        None => Ok(None),
+    }
+}
+
+/// Creates `session` for `user` on first write, or marks it active. A session belongs to the user
+/// who created it: writing to another user's session is refused.
+pub(crate) async fn ensure_session(
+    conn: &Connection,
+    session: &SessionId,
+    user: &UserId,
+    now: &str,
+) -> Result<(), MemoryError> {
+    let ctx = "opening the session";
+    match session_owner(conn, session).await? {
+        Some(owner) if owner != user.as_str() => {
+            Err(MemoryError::SessionOwnedByOtherUser(session.clone()))
+        }
+        Some(_) => {
+            conn.execute(
+                "UPDATE sessions SET last_active_at = ?2 WHERE session_id = ?1",
+                [session.as_str(), now],
+            )
+            .await
+            .map_err(MemoryError::db(ctx))?;
+            Ok(())
+        }
+        None => {
+            if session.is_user_memory() && session != &SessionId::user_memory(user) {
+                return Err(MemoryError::SessionOwnedByOtherUser(session.clone()));
+            }
+            conn.execute(
+                "INSERT INTO sessions (session_id, user_id, kind, created_at, last_active_at, next_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?4, 1)",
+                [session.as_str(), user.as_str(), SessionKind::of(session).as_str(), now],
+            )
+            .await
+            .map_err(MemoryError::db(ctx))?;
+            Ok(())
+        }
+    }
+}
+
+/// Takes the session's next sequence number, inside the caller's write transaction.
+pub(crate) async fn allocate_seq(
+    conn: &Connection,
+    session: &SessionId,
+) -> Result<u64, MemoryError> {
+    let ctx = "allocating a sequence number";
+    let mut rows = conn
+        .query(
+            "SELECT next_seq FROM sessions WHERE session_id = ?1",
+            [session.as_str()],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let row = rows
+        .next()
+        .await
+        .map_err(MemoryError::db(ctx))?
+        .ok_or_else(|| MemoryError::SessionNotFound(session.clone()))?;
+    let seq: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
+    drop(rows);
+    let next = seq
+        .checked_add(1)
+        .ok_or_else(|| MemoryError::SequenceOverflow(session.clone()))?;
+    conn.execute(
+        "UPDATE sessions SET next_seq = ?2 WHERE session_id = ?1",
+        libsql::params![session.as_str(), next],
+    )
+    .await
+    .map_err(MemoryError::db(ctx))?;
+    from_sql_seq(seq)
+}
+
+pub(crate) fn to_sql_seq(seq: u64) -> Result<i64, MemoryError> {
+    i64::try_from(seq)
+        .map_err(|_| MemoryError::InvalidInput(format!("sequence {seq} is out of range")))
+}
+
+pub(crate) fn from_sql_seq(seq: i64) -> Result<u64, MemoryError> {
+    u64::try_from(seq).map_err(MemoryError::corrupt("sequence number"))
+}
+
+impl Sessions<'_> {
     /// Appends `message` to `session` (created on first write, owned by `user`) and indexes its text,
     /// all in one transaction. Returns the event's sequence number (1, 2, 3, ... per session).
     pub async fn append_message(
@@ -239,138 +373,4 @@ impl MemoryStore {
         })
         .await
     }
-}
-
-async fn query_sessions(
-    conn: &Connection,
-    condition: &str,
-    param: &str,
-) -> Result<Vec<SessionInfo>, MemoryError> {
-    let sql = format!(
-        "SELECT s.session_id, s.user_id, s.kind, s.title, s.created_at, s.last_active_at,
-                (SELECT count(*) FROM events e WHERE e.session_id = s.session_id)
-         FROM sessions s WHERE {condition}"
-    );
-    let ctx = "listing sessions";
-    let mut rows = conn
-        .query(&sql, [param])
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
-        let kind = if text(2)? == "memory" {
-            SessionKind::Memory
-        } else {
-            SessionKind::Conversation
-        };
-        out.push(SessionInfo {
-            session_id: SessionId::parse(&text(0)?).map_err(MemoryError::corrupt("session id"))?,
-            user_id: UserId::parse(&text(1)?).map_err(MemoryError::corrupt("user id"))?,
-            kind,
-            title: row.get::<Option<String>>(3).map_err(MemoryError::db(ctx))?,
-            created_at: time::parse(&text(4)?)?,
-            last_active_at: time::parse(&text(5)?)?,
-            events: u64::try_from(row.get::<i64>(6).map_err(MemoryError::db(ctx))?).unwrap_or(0),
-        });
-    }
-    Ok(out)
-}
-
-/// The user `session` belongs to, if it exists.
-pub(crate) async fn session_owner(
-    conn: &Connection,
-    session: &SessionId,
-) -> Result<Option<String>, MemoryError> {
-    let ctx = "opening the session";
-    let mut rows = conn
-        .query(
-            "SELECT user_id FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => Ok(Some(row.get::<String>(0).map_err(MemoryError::db(ctx))?)),
-        None => Ok(None),
-    }
-}
-
-/// Creates `session` for `user` on first write, or marks it active. A session belongs to the user
-/// who created it: writing to another user's session is refused.
-pub(crate) async fn ensure_session(
-    conn: &Connection,
-    session: &SessionId,
-    user: &UserId,
-    now: &str,
-) -> Result<(), MemoryError> {
-    let ctx = "opening the session";
-    match session_owner(conn, session).await? {
-        Some(owner) if owner != user.as_str() => {
-            Err(MemoryError::SessionOwnedByOtherUser(session.clone()))
-        }
-        Some(_) => {
-            conn.execute(
-                "UPDATE sessions SET last_active_at = ?2 WHERE session_id = ?1",
-                [session.as_str(), now],
-            )
-            .await
-            .map_err(MemoryError::db(ctx))?;
-            Ok(())
-        }
-        None => {
-            if session.is_user_memory() && session != &SessionId::user_memory(user) {
-                return Err(MemoryError::SessionOwnedByOtherUser(session.clone()));
-            }
-            conn.execute(
-                "INSERT INTO sessions (session_id, user_id, kind, created_at, last_active_at, next_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?4, 1)",
-                [session.as_str(), user.as_str(), SessionKind::of(session).as_str(), now],
-            )
-            .await
-            .map_err(MemoryError::db(ctx))?;
-            Ok(())
-        }
-    }
-}
-
-/// Takes the session's next sequence number, inside the caller's write transaction.
-pub(crate) async fn allocate_seq(
-    conn: &Connection,
-    session: &SessionId,
-) -> Result<u64, MemoryError> {
-    let ctx = "allocating a sequence number";
-    let mut rows = conn
-        .query(
-            "SELECT next_seq FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let row = rows
-        .next()
-        .await
-        .map_err(MemoryError::db(ctx))?
-        .ok_or_else(|| MemoryError::SessionNotFound(session.clone()))?;
-    let seq: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
-    drop(rows);
-    let next = seq
-        .checked_add(1)
-        .ok_or_else(|| MemoryError::SequenceOverflow(session.clone()))?;
-    conn.execute(
-        "UPDATE sessions SET next_seq = ?2 WHERE session_id = ?1",
-        libsql::params![session.as_str(), next],
-    )
-    .await
-    .map_err(MemoryError::db(ctx))?;
-    from_sql_seq(seq)
-}
-
-pub(crate) fn to_sql_seq(seq: u64) -> Result<i64, MemoryError> {
-    i64::try_from(seq)
-        .map_err(|_| MemoryError::InvalidInput(format!("sequence {seq} is out of range")))
-}
-
-pub(crate) fn from_sql_seq(seq: i64) -> Result<u64, MemoryError> {
-    u64::try_from(seq).map_err(MemoryError::corrupt("sequence number"))
 }

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use types::SessionId;
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::sessions::{from_sql_seq, to_sql_seq};
+use crate::rooms::Sessions;
 use crate::time::now_text;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,7 +18,7 @@ pub struct SummaryState {
     pub upto_seq: u64,
 }
 
-impl MemoryStore {
+impl Sessions<'_> {
     pub async fn summary(&self, session: &SessionId) -> Result<Option<SummaryState>, MemoryError> {
         let session = session.clone();
         self.read(move |conn| async move {

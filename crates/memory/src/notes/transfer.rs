@@ -1,6 +1,6 @@
 //! Moving a user's notes in and out whole: export (ids and timestamps kept) and import (notes whose
 //! id already exists are skipped, so importing the same file twice is harmless). A checked import
-//! ([`MemoryStore::import_notes_checked`]) also leaves out notes the user already has (exact or,
+//! ([`MemoryStore::import`]) also leaves out notes the user already has (exact or,
 //! unless allowed, near duplicates) and records each note's provenance as an import.
 
 use std::collections::HashSet;

@@ -6,7 +6,7 @@
 use types::{SessionId, TurnId, Usage, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
+use crate::rooms::UsageLog;
 use crate::time::now_text;
 
 /// The tokens one model used, summed over calls.
@@ -35,7 +35,7 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-impl MemoryStore {
+impl UsageLog<'_> {
     /// Records what one call to `model` used.
     pub async fn record_usage(
         &self,

@@ -53,7 +53,7 @@ const INLINE_SCAN_COMPONENTS: usize = 4 << 20;
 
 impl MemoryStore {
     /// Searches the query's sessions; hits are best first, at most `top_k`, scores in `0..=1`.
-    pub async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
+    pub async fn search(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         let top_k = query.top_k.clamp(1, HybridQuery::MAX_TOP_K);
         let mut sessions: Vec<String> = query.sessions.iter().map(|s| s.to_string()).collect();
         sessions.sort();

@@ -11,6 +11,7 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::facet_rows::{FACET_COLUMNS, facets_from_row, text_from_row};
 use crate::notes::indexing::{blob_to_vector, embed_checked, insert_vector};
+use crate::rooms::Upkeep;
 use crate::search::freshness::log_head;
 use crate::store::{begin, finish};
 use memory_index::terms::{TermBag, text_terms};
@@ -28,17 +29,6 @@ pub(crate) enum Scope {
 const STALE: &str = "(v.chunk_id IS NULL OR v.model_id != ?1 OR v.dims != ?2)";
 
 impl MemoryStore {
-    /// Re-embeds every chunk with the current model, reporting (done, total) as it goes, then
-    /// reloads the in-memory index. Returns how many chunks were embedded.
-    pub async fn reindex(
-        &self,
-        mut progress: impl FnMut(usize, usize) + Send,
-    ) -> Result<usize, MemoryError> {
-        let done = self.reindex_scope(Scope::All, &mut progress).await?;
-        self.reload_index().await?;
-        Ok(done)
-    }
-
     pub(crate) async fn reindex_scope(
         &self,
         scope: Scope,
@@ -275,4 +265,17 @@ fn fill_terms(changes: &mut [IndexChange], texts: &[String]) {
             });
         }
     });
+}
+
+impl Upkeep<'_> {
+    /// Re-embeds every chunk with the current model, reporting (done, total) as it goes, then
+    /// reloads the in-memory index. Returns how many chunks were embedded.
+    pub async fn reindex(
+        &self,
+        mut progress: impl FnMut(usize, usize) + Send,
+    ) -> Result<usize, MemoryError> {
+        let done = self.reindex_scope(Scope::All, &mut progress).await?;
+        self.reload_index().await?;
+        Ok(done)
+    }
 }

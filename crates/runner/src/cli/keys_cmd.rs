@@ -211,7 +211,7 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
             )
             .await
             .context("cannot open the memory server to erase it")?;
-            let erased = store.erase_database(&user).await?;
+            let erased = store.upkeep().erase_database(&user).await?;
             say(format!(
                 "{user}: dropped {} tables ({} rows) on the memory server",
                 erased.tables, erased.rows

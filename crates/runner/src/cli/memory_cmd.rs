@@ -250,9 +250,9 @@ async fn act(
             print_json(&mut out, &note)?;
         }
         MemoryAction::Deleted => print_json(&mut out, &governed.deleted().await?)?,
-        MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
+        MemoryAction::Stats => print_json(&mut out, &store.upkeep().stats().await?)?,
         MemoryAction::Reindex => {
-            let n = store.reindex(progress("re-embedding")).await?;
+            let n = store.upkeep().reindex(progress("re-embedding")).await?;
             print_json(&mut out, &serde_json::json!({ "reindexed_chunks": n }))?;
         }
         MemoryAction::List {

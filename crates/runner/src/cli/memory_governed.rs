@@ -251,7 +251,7 @@ impl CliMemory {
             let value = if history {
                 json!(
                     self.store
-                        .note_history(&ctx.user_id, id)
+                        .history(&ctx.user_id, id)
                         .await
                         .map_err(store_error)?
                 )

@@ -35,6 +35,7 @@ impl Race {
             ("/memories/projects/plan.md", "the plan"),
         ] {
             store
+                .files()
                 .put_file(&user, path, text, PathExpect::Absent, None, None)
                 .await
                 .unwrap();

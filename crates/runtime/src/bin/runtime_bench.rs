@@ -211,8 +211,8 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
             for m in 0..HISTORY / 2 {
                 let q = Message::user(format!("Question {m}: what about {}?", OBJECTS[m % 16]));
                 let a = Message::assistant(format!("Answer {m}: {} is fine.", OBJECTS[m % 16]));
-                store.append_message(&session, &user, &q).await?;
-                store.append_message(&session, &user, &a).await?;
+                store.sessions().append_message(&session, &user, &q).await?;
+                store.sessions().append_message(&session, &user, &a).await?;
             }
         }
     }
@@ -328,13 +328,18 @@ async fn breakdown(
             match op {
                 "append_message" => {
                     store
+                        .sessions()
                         .append_message(&scratch, user, &Message::user("Which language do I like?"))
                         .await
                         .map(|_| ())?;
                 }
-                "history (400)" => store.history(&session, None, 400).await.map(|_| ())?,
-                "summary" => store.summary(&session).await.map(|_| ())?,
-                _ => store.hybrid_query(&query).await.map(|_| ())?,
+                "history (400)" => store
+                    .sessions()
+                    .history(&session, None, 400)
+                    .await
+                    .map(|_| ())?,
+                "summary" => store.sessions().summary(&session).await.map(|_| ())?,
+                _ => store.search(&query).await.map(|_| ())?,
             }
             times.push(start.elapsed());
         }

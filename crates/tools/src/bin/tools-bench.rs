@@ -415,7 +415,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let text = queries[i % queries.len()];
         let q = HybridQuery::new(vec![SessionId::user_memory(&user)], text, 5);
         let t = Instant::now();
-        store.hybrid_query(&q).await?;
+        store.search(&q).await?;
         raw_search.push(t.elapsed());
         let args = json!({ "query": text }).to_string();
         let t = Instant::now();

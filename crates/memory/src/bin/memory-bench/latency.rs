@@ -200,7 +200,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let load_secs = started.elapsed().as_secs_f64();
     let rss_loaded = rss_bytes();
     let rss_peak_load = peak_rss_bytes();
-    let stats = store.stats().await?;
+    let stats = store.upkeep().stats().await?;
     let wal_bytes = std::fs::metadata(dir.0.join("memory.db-wal")).map_or(0, |m| m.len());
 
     // Searches.
@@ -211,7 +211,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let (warmup, measured) = queries.split_at(WARMUP_QUERIES.min(queries.len()));
     for q in warmup {
         store
-            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .search(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
             .await?;
     }
     let mut search_ms = Vec::with_capacity(measured.len());
@@ -229,7 +229,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         for leg in legs {
             store.set_vector_leg(leg);
             let t = Instant::now();
-            let found = store.hybrid_query(&query).await?;
+            let found = store.search(&query).await?;
             if leg == VectorLeg::Auto {
                 search_ms.push(ms(t));
                 hits.push(found.len() as f64);

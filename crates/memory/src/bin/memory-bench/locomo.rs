@@ -216,7 +216,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
                     fusion: mode.fusion,
                     ..HybridQuery::new(vec![session.clone()], q.text.clone(), TOP_K)
                 };
-                let hits = store.hybrid_query(&query).await?;
+                let hits = store.search(&query).await?;
                 queries += 1;
                 let ranked: Vec<(bool, f64)> = hits
                     .iter()

@@ -108,7 +108,7 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
                 ..HybridQuery::new(vec![session.clone()], text.clone(), 5)
             };
             let t = Instant::now();
-            store.hybrid_query(&q).await?;
+            store.search(&q).await?;
             if i >= 50 {
                 times.push(ms(t));
             }
@@ -131,7 +131,7 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
         };
         for _ in 0..pages {
             let t = Instant::now();
-            let page = store.list_notes_page(&user, &query).await?;
+            let page = store.list(&user, &query).await?;
             let took = ms(t);
             if query.cursor.is_none() {
                 first.push(took);

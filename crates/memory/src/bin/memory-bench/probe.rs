@@ -68,7 +68,7 @@ pub async fn run(kind: EmbedderKind) -> BenchResult<()> {
                 fusion,
                 ..HybridQuery::new(vec![session.clone()], q, 5)
             };
-            let hits = store.hybrid_query(&query).await?;
+            let hits = store.search(&query).await?;
             let shown: Vec<String> = hits
                 .iter()
                 .map(|h| {

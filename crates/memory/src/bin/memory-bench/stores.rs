@@ -330,14 +330,14 @@ async fn measure(
     let (warmup, measured) = all.split_at(WARMUP_QUERIES.min(all.len()));
     for q in warmup {
         store
-            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .search(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
             .await?;
     }
     let mut search = Vec::with_capacity(measured.len());
     for q in measured {
         let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
         let t = Instant::now();
-        store.hybrid_query(&query).await?;
+        store.search(&query).await?;
         search.push(ms(t));
     }
     let mut rng = Rng::new(99);
