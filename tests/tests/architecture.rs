@@ -13,7 +13,9 @@ use std::process::Command;
 fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
         ("types", &[][..]),
-        ("memory", &["types"][..]),
+        // The indexes, fusion, chunking and embedders: plain data in and out, no store.
+        ("memory-index", &["types"][..]),
+        ("memory", &["types", "memory-index"][..]),
         ("tools", &["types", "memory"][..]),
         ("provider", &["types"][..]),
         ("runtime", &["types", "memory", "tools", "provider"][..]),
@@ -44,6 +46,8 @@ fn forbidden_external() -> BTreeMap<&'static str, &'static [&'static str]> {
             &["tokio", "reqwest", "libsql", "axum", "hyper"][..],
         ),
         ("tui", &["libsql"][..]),
+        // The indexes never read or write a database: the store hands them changes.
+        ("memory-index", &["libsql"][..]),
     ])
 }
 

@@ -169,6 +169,7 @@ async fn claude_style_session(kind: ProviderKind) {
     // The file outlives the session: it is a note of alice's own store.
     let store = common::open_store(dir.path(), "alice").await;
     let file = store
+        .files()
         .read_file(&UserId::parse("alice").unwrap(), "/memories/progress.md")
         .await
         .unwrap()

@@ -84,8 +84,15 @@ async fn lifecycle_operations_are_counted_in_the_users_metrics() {
     let store = crate::common::open_store(dir.path(), "alice").await;
     let alice = UserId::parse("alice").unwrap();
     let note_id = store
-        .store_note(&alice, "Parcel lockers close at nine", Default::default())
+        .save(
+            &alice,
+            None,
+            "Parcel lockers close at nine",
+            Default::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap()
         .note_id
         .to_string();

@@ -37,8 +37,9 @@ pub(crate) async fn seed(
         };
         ids.push(
             store
-                .store_note(&id, text, metadata)
+                .save(&id, None, text, metadata, memory::Similar::Unchecked)
                 .await
+                .and_then(memory::Saved::into_note)
                 .unwrap()
                 .note_id
                 .to_string(),
@@ -551,7 +552,7 @@ async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
         ServerFrame::NoteEdited { note } => assert_eq!(note.text, "Alice likes Porto"),
         other => panic!("{other:?}"),
     }
-    let rows = store.audit_log(None, 100).await.unwrap();
+    let rows = store.audit().audit_log(None, 100).await.unwrap();
     let edit_row = rows
         .iter()
         .find(|r| r.tool == "memory_update" && r.outcome == "ok")

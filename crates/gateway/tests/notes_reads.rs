@@ -46,7 +46,7 @@ async fn note_frames_that_read_are_governed_and_audited() {
     }
     drop(a);
     gw.shutdown().await;
-    let rows = store.audit_log(None, 100).await.unwrap();
+    let rows = store.audit().audit_log(None, 100).await.unwrap();
     let seen: Vec<(&str, &str, &str, &str)> = rows
         .iter()
         .map(|r| {
@@ -80,6 +80,7 @@ async fn note_frames_that_read_are_governed_and_audited() {
     drop(a);
     gw.shutdown().await;
     let denied = store
+        .audit()
         .audit_log(None, 100)
         .await
         .unwrap()

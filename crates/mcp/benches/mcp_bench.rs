@@ -65,9 +65,9 @@ async fn main() {
     let calls = arg("--calls", 1_000);
     let dir = tempfile::tempdir().unwrap();
     let user = UserId::parse("bench").unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join(".oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.path().join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await
     .unwrap();
@@ -82,7 +82,11 @@ async fn main() {
             updated_at: now,
         })
         .collect();
-    store.import_notes(&user, batch).await.unwrap();
+    store
+        .import(&user, None, batch, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)
+        .unwrap();
     println!("loaded {notes} notes in {:.1?}", started.elapsed());
 
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());

@@ -5,7 +5,7 @@
 
 use types::{NoteId, SessionId};
 
-use crate::embedding::EmbedError;
+use memory_index::embedding::EmbedError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {

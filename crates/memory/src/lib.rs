@@ -13,94 +13,56 @@
 //!
 //! It does not know about tools, providers or the network protocol; user identity is always passed
 //! in by the caller.
+//!
+//! Where things are:
+//! - [`MemoryStore`] (`memory_store.rs`): the handle and [`MemoryStore::open`]; the embedder and
+//!   the indexes of `memory-index` it keeps beside the database.
+//! - `store/`: the database itself — opening a target (local file, encrypted file, remote server,
+//!   replica; `placement`, `encryption`, `remote`), the database threads (`worker`, `inline_read`),
+//!   migrations, and the statements shared by local and remote writes (`stmt`). The connections
+//!   are private to it; everything else runs SQL through its read and write functions.
+//! - `notes/`: what is written — notes and their lifecycle (versions, tombstones, restore,
+//!   provenance, receipts, duplicates), paths and keys, listing, import/export, erase, audit,
+//!   usage, summaries and sessions, and the chunk rows a write indexes (`indexing`).
+//! - `search/`: what is read back by meaning — hybrid search (`hybrid`), the query types,
+//!   freshness of the in-memory indexes against other writers, and re-embedding (`reindex`).
+//! - `rooms.rs`: the views of a store for what is not a note operation — [`MemoryStore::files`],
+//!   `keys`, `sessions`, `audit`, `usage`, `upkeep`.
+//! - [`MemoryRetrieval`] (`retrieval.rs`): the store seen by the tools and the runtime.
 
-mod audit;
-mod calibration;
-mod chunking;
-mod dot;
-mod duplicates;
-pub mod embedding;
-mod encryption;
-mod erase;
 mod error;
-mod facets;
-mod freshness;
-mod fusion;
-mod hamming;
-mod index_change;
-mod indexing;
-mod inline_read;
-mod keyed;
-mod keyword;
-mod keyword_index;
-mod legs_alone;
-mod lifecycle;
-mod listing;
-mod maintenance;
-mod metadata;
-mod migrations;
-mod note_rows;
+mod memory_store;
 mod notes;
-mod one_trip;
-mod one_trip_edit;
-mod paths;
-mod placement;
-mod provenance;
-mod query;
-mod query_words;
-mod receipts;
-mod reindex;
-
-mod remote;
-mod restore;
 mod retrieval;
+mod rooms;
 mod search;
-mod sessions;
-mod sign_codes;
-mod stmt;
 mod store;
-mod summary;
-mod terms;
 mod time;
-mod topk;
-mod transfer;
-mod usage;
-mod vector_index;
-mod vector_leg;
-mod worker;
 
-pub use audit::{AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS};
-pub use chunking::{CHUNK_CHARS, MAX_OVERLAP_CHARS, chunk_text};
-pub use duplicates::{
-    DEFAULT_DUPLICATE_SIMILARITY, DuplicateCheck, SaveOutcome, Similar, SimilarNote, normalize,
+pub use notes::audit::{
+    AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS,
 };
-pub use embedding::{Embedder, HashEmbedder};
-pub use encryption::{EncryptionKey, MAX_KEY_CHARS, MIN_KEY_CHARS, change_key, is_plaintext};
-pub use erase::Erased;
+pub use notes::duplicates::{DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote, normalize};
+pub use notes::erase::Erased;
+pub use store::encryption::{EncryptionKey, change_key, is_plaintext};
+// The embedders are part of `MemoryStore::open`'s signature.
 pub use error::{MemoryError, RemoteProblem};
-pub use keyed::{
-    KeyPage, KeyQuery, KeyedWrite, MAX_KEY_BYTES, MAX_KEY_PAGE, MAX_NAMESPACE_BYTES, check_key,
-    check_namespace,
-};
-pub use lifecycle::{
-    DEFAULT_TOMBSTONE_RETENTION_DAYS, DeletedNote, NoteHistory, NoteState, NoteVersion,
-};
-pub use listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
-pub use maintenance::StoreStats;
-pub use metadata::{
-    Category, MAX_CONTEXT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata,
-};
-pub use notes::{ExportedNote, MAX_NOTE_BYTES, Note};
-pub use paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
-pub use placement::LegacyDir;
-pub use provenance::{Origin, Provenance};
-pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
-pub use query_words::query_terms;
-pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
+pub use memory_index::{Embedder, HashEmbedder, VectorLeg, embedding};
+pub use memory_store::{MemoryStore, OpenOptions, ProgressFn, Target};
+pub use notes::keyed::{KeyPage, KeyQuery, KeyedWrite};
+pub use notes::lifecycle::{DeletedNote, NoteHistory, NoteState, NoteVersion};
+pub use notes::listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
+pub use notes::maintenance::StoreStats;
+pub use notes::metadata::{Category, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata};
+pub use notes::note::{ExportedNote, MAX_NOTE_BYTES, Note};
+pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
+pub use notes::provenance::{Origin, Provenance};
+pub use notes::receipts::{CallKey, WriteReceipt, Written, note_version};
+pub use notes::sessions::{SessionInfo, SessionKind, StoredEvent};
+pub use notes::summary::SummaryState;
+pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};
+pub use notes::usage::{CallPlace, ModelUsage, UsageScope};
 pub use retrieval::MemoryRetrieval;
-pub use sessions::{SessionInfo, SessionKind, StoredEvent};
-pub use store::{MemoryStore, OpenOptions, ProgressFn};
-pub use summary::SummaryState;
-pub use transfer::{ImportReport, ImportSimilar, ImportSkip};
-pub use usage::{CallPlace, ModelUsage, UsageScope};
-pub use vector_leg::{APPROX_MIN_ROWS, VectorLeg};
+pub use rooms::{Audit, Files, Keys, Sessions, Upkeep, UsageLog};
+pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
+pub use store::placement::LegacyDir;

@@ -3,17 +3,17 @@
 use async_trait::async_trait;
 use types::{NoteId, SessionId, UserId};
 
-use crate::duplicates::{SaveOutcome, Similar};
 use crate::error::MemoryError;
-use crate::keyed::{KeyPage, KeyQuery, KeyedWrite};
-use crate::listing::{ListQuery, NotePage};
-use crate::metadata::MetadataPatch;
-use crate::notes::{Note, NoteMetadata};
-use crate::query::{HybridQuery, SearchHit};
-use crate::receipts::{CallKey, WriteReceipt};
-use crate::sessions::{SessionInfo, StoredEvent};
-use crate::store::MemoryStore;
-use crate::usage::{ModelUsage, UsageScope};
+use crate::memory_store::MemoryStore;
+use crate::notes::duplicates::{SaveOutcome, Similar};
+use crate::notes::keyed::{KeyPage, KeyQuery, KeyedWrite};
+use crate::notes::listing::{ListQuery, NotePage};
+use crate::notes::metadata::MetadataPatch;
+use crate::notes::note::{Note, NoteMetadata};
+use crate::notes::receipts::{CallKey, WriteReceipt};
+use crate::notes::sessions::{SessionInfo, StoredEvent};
+use crate::notes::usage::{ModelUsage, UsageScope};
+use crate::search::query::{HybridQuery, SearchHit};
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
 /// store to inject failures. Every write takes the tool call's key (a retry of the call writes
@@ -51,7 +51,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
-    /// Stores `content` under `(namespace, key)` (see [`MemoryStore::put_keyed`]).
+    /// Stores `content` under `(namespace, key)` (see [`Keys::put_keyed`](crate::Keys::put_keyed)).
     async fn put_keyed(
         &self,
         user: &UserId,
@@ -61,9 +61,9 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<KeyedWrite, MemoryError>;
-    /// One page of a namespace's keys (see [`MemoryStore::list_keys`]).
+    /// One page of a namespace's keys (see [`Keys::list_keys`](crate::Keys::list_keys)).
     async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError>;
-    /// A stored session (see [`MemoryStore::session_info`]).
+    /// A stored session (see [`Sessions::session_info`](crate::Sessions::session_info)).
     async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError>;
     /// Up to `limit` latest events of `session`, oldest first.
     async fn recent_events(
@@ -71,7 +71,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError>;
-    /// Saves unless `user` already has the note (see [`MemoryStore::store_note_checked`]). A
+    /// Saves unless `user` already has the note (see [`MemoryStore::save`]). A
     /// store without duplicate checks just saves.
     async fn store_note_checked(
         &self,
@@ -91,7 +91,7 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// `user`'s token usage per model (see [`MemoryStore::usage_by_model`]); none recorded in a
+    /// `user`'s token usage per model (see [`UsageLog::usage_by_model`](crate::UsageLog::usage_by_model)); none recorded in a
     /// store that does not keep it.
     async fn usage_by_model(
         &self,
@@ -111,7 +111,9 @@ impl MemoryRetrieval for MemoryStore {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::store_note_once(self, user, call, content, metadata).await
+        MemoryStore::save(self, user, call, content, metadata, Similar::Unchecked)
+            .await?
+            .into_receipt()
     }
 
     async fn update_note_patched(
@@ -123,16 +125,17 @@ impl MemoryRetrieval for MemoryStore {
         expected_version: &str,
         patch: MetadataPatch,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::update_note_patched(
+        MemoryStore::update(
             self,
             user,
             call,
             note_id,
             content,
-            expected_version,
+            Some(expected_version),
             patch,
         )
         .await
+        .map(|written| written.receipt)
     }
 
     async fn delete_note_once(
@@ -141,7 +144,7 @@ impl MemoryRetrieval for MemoryStore {
         call: Option<&CallKey>,
         note_id: &NoteId,
     ) -> Result<WriteReceipt, MemoryError> {
-        MemoryStore::delete_note_once(self, user, call, note_id).await
+        MemoryStore::delete(self, user, call, note_id).await
     }
 
     async fn list_notes_page(
@@ -149,15 +152,15 @@ impl MemoryRetrieval for MemoryStore {
         user: &UserId,
         query: &ListQuery,
     ) -> Result<NotePage, MemoryError> {
-        MemoryStore::list_notes_page(self, user, query).await
+        MemoryStore::list(self, user, query).await
     }
 
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        MemoryStore::get_note(self, user, note_id).await
+        MemoryStore::get(self, user, note_id).await
     }
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
-        MemoryStore::hybrid_query(self, query).await
+        MemoryStore::search(self, query).await
     }
 
     async fn put_keyed(
@@ -169,15 +172,17 @@ impl MemoryRetrieval for MemoryStore {
         content: &str,
         metadata: NoteMetadata,
     ) -> Result<KeyedWrite, MemoryError> {
-        MemoryStore::put_keyed(self, user, call, namespace, key, content, metadata).await
+        self.keys()
+            .put_keyed(user, call, namespace, key, content, metadata)
+            .await
     }
 
     async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError> {
-        MemoryStore::list_keys(self, user, query).await
+        self.keys().list_keys(user, query).await
     }
 
     async fn session_info(&self, session: &SessionId) -> Result<SessionInfo, MemoryError> {
-        MemoryStore::session_info(self, session).await
+        self.sessions().session_info(session).await
     }
 
     async fn recent_events(
@@ -185,7 +190,7 @@ impl MemoryRetrieval for MemoryStore {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError> {
-        MemoryStore::history(self, session, None, limit).await
+        self.sessions().history(session, None, limit).await
     }
 
     async fn usage_by_model(
@@ -193,7 +198,7 @@ impl MemoryRetrieval for MemoryStore {
         user: &UserId,
         scope: UsageScope<'_>,
     ) -> Result<Vec<ModelUsage>, MemoryError> {
-        MemoryStore::usage_by_model(self, user, scope).await
+        self.usage().usage_by_model(user, scope).await
     }
 
     async fn store_note_checked(
@@ -204,7 +209,9 @@ impl MemoryRetrieval for MemoryStore {
         metadata: NoteMetadata,
         similar: Similar,
     ) -> Result<SaveOutcome, MemoryError> {
-        MemoryStore::store_note_checked(self, user, call, content, metadata, similar).await
+        MemoryStore::save(self, user, call, content, metadata, similar)
+            .await
+            .map(|saved| saved.outcome)
     }
 
     fn files(&self) -> Option<&MemoryStore> {

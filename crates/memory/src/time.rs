@@ -1,13 +1,11 @@
 //! Timestamps: RFC 3339 UTC text with microseconds and a `Z`, fixed width so that text order is
 //! time order (filters compare them as text).
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::error::MemoryError;
 
-pub(crate) fn to_text(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
+pub(crate) use memory_index::time_text as to_text;
 
 pub(crate) fn now_text() -> String {
     to_text(Utc::now())

@@ -32,7 +32,11 @@ async fn append(store: &MemoryStore, tag: &AuditTag) {
         outcome: "ok",
         reason: None,
     };
-    store.append_audit(&user("alice"), &entry).await.unwrap();
+    store
+        .audit()
+        .append_audit(&user("alice"), &entry)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -41,7 +45,12 @@ async fn caller_chosen_names_are_capped_and_cannot_forge_lines() {
     let huge = "x".repeat(1 << 20);
     let forged = "k\n2026-01-01T00:00:00Z mcp/admin memory_delete write notes all ok\u{1b}[2J\r";
     append(&f.store, &tag("memory_search", "read", &huge, forged)).await;
-    let page = f.store.audit_page(&AuditQuery::default()).await.unwrap();
+    let page = f
+        .store
+        .audit()
+        .audit_page(&AuditQuery::default())
+        .await
+        .unwrap();
     let row = &page.rows[0];
     let client = row.client.as_deref().unwrap();
     assert_eq!(client.chars().count(), MAX_NAME_CHARS);
@@ -63,7 +72,7 @@ async fn a_flood_of_reads_never_hides_a_write() {
         limit: 10,
         ..AuditQuery::default()
     };
-    let page = f.store.audit_page(&query).await.unwrap();
+    let page = f.store.audit().audit_page(&query).await.unwrap();
     assert_eq!(page.rows.len(), 10);
     assert_eq!(
         page.rows[0].key.as_deref(),
@@ -79,7 +88,7 @@ async fn a_flood_of_reads_never_hides_a_write() {
             before: Some(cursor),
             ..query.clone()
         };
-        let page = f.store.audit_page(&next).await.unwrap();
+        let page = f.store.audit().audit_page(&next).await.unwrap();
         keys.extend(page.rows.iter().filter_map(|r| r.key.clone()));
         before = page.next_before;
     }
@@ -95,6 +104,7 @@ async fn rows_past_the_retention_window_are_pruned() {
     append(&f.store, &tag("memory_search", "read", "c", "new")).await;
     assert_eq!(
         f.store
+            .audit()
             .prune_audit(chrono::Duration::days(1))
             .await
             .unwrap(),
@@ -102,12 +112,18 @@ async fn rows_past_the_retention_window_are_pruned() {
     );
     assert_eq!(
         f.store
+            .audit()
             .prune_audit(chrono::Duration::milliseconds(600))
             .await
             .unwrap(),
         1
     );
-    let page = f.store.audit_page(&AuditQuery::default()).await.unwrap();
+    let page = f
+        .store
+        .audit()
+        .audit_page(&AuditQuery::default())
+        .await
+        .unwrap();
     let keys: Vec<_> = page.rows.iter().filter_map(|r| r.key.as_deref()).collect();
     assert_eq!(keys, ["new"]);
 }

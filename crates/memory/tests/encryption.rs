@@ -30,8 +30,23 @@ fn embedder() -> Arc<HashEmbedder> {
 
 async fn open(path: &Path, key: Option<EncryptionKey>) -> Result<MemoryStore, MemoryError> {
     match key {
-        Some(key) => MemoryStore::open_encrypted(path, key, embedder()).await,
-        None => MemoryStore::open_local(path, embedder()).await,
+        Some(key) => {
+            MemoryStore::open(
+                memory::Target::File(path),
+                memory::OpenOptions {
+                    encryption_key: Some(key),
+                    ..memory::OpenOptions::with_embedder(embedder())
+                },
+            )
+            .await
+        }
+        None => {
+            MemoryStore::open(
+                memory::Target::File(path),
+                memory::OpenOptions::with_embedder(embedder()),
+            )
+            .await
+        }
     }
 }
 
@@ -54,8 +69,15 @@ async fn fill(store: &MemoryStore, n: usize) -> Vec<String> {
     for i in 0..n {
         let text = format!("note {i}: the plaintext marker zanzibar-{i} must not be on disk");
         store
-            .store_note(&user("alice"), &text, NoteMetadata::default())
+            .save(
+                &user("alice"),
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         saved.push(text);
     }
@@ -126,7 +148,7 @@ async fn an_encrypted_file_holds_no_plaintext_and_reopens_with_its_key() {
         "zanzibar-3",
         3,
     );
-    let hits = store.hybrid_query(&q).await.unwrap();
+    let hits = store.search(&q).await.unwrap();
     assert!(hits[0].text.contains("zanzibar-3"), "{hits:?}");
 }
 
@@ -160,7 +182,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
     let path = dir.path().join("memory.db");
     let store = open(&path, None).await.unwrap();
     let saved = fill(&store, 40).await;
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     store.close().await;
 
     let steps: [(Option<EncryptionKey>, Option<EncryptionKey>); 3] = [
@@ -175,7 +197,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
         assert_unreadable(open(&path, from.clone()).await, from.is_some());
         let store = open(&path, to.clone()).await.unwrap();
         assert_eq!(texts(&store).await, saved, "after {to:?}");
-        let now = store.stats().await.unwrap();
+        let now = store.upkeep().stats().await.unwrap();
         assert_eq!(
             (now.notes, now.chunks, now.vectors, now.events),
             (stats.notes, stats.chunks, stats.vectors, stats.events)
@@ -186,7 +208,7 @@ async fn change_key_encrypts_rekeys_and_decrypts_without_losing_a_note() {
             3,
         );
         assert!(
-            store.hybrid_query(&q).await.unwrap()[0]
+            store.search(&q).await.unwrap()[0]
                 .text
                 .contains("zanzibar-7")
         );

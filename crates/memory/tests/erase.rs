@@ -19,8 +19,15 @@ async fn erasing_drops_every_table_and_the_store_starts_again_empty(backend: Bac
     let alice = user("alice");
     for i in 0..5 {
         f.store
-            .store_note(&alice, &format!("alice note {i}"), NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                &format!("alice note {i}"),
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let raw = f.raw().await;
@@ -47,7 +54,7 @@ async fn erasing_drops_every_table_and_the_store_starts_again_empty(backend: Bac
         .unwrap();
     f.store.sync().await.unwrap();
     let before = raw.count(tables, ()).await;
-    let err = f.store.erase_database(&alice).await.unwrap_err();
+    let err = f.store.upkeep().erase_database(&alice).await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
     assert!(err.to_string().contains("bob"), "{err}");
     assert_eq!(raw.count(tables, ()).await, before);
@@ -59,7 +66,7 @@ async fn erasing_drops_every_table_and_the_store_starts_again_empty(backend: Bac
         .await
         .unwrap();
     f.store.sync().await.unwrap();
-    let erased = f.store.erase_database(&alice).await.unwrap();
+    let erased = f.store.upkeep().erase_database(&alice).await.unwrap();
     assert!(erased.tables >= 5, "{erased:?}");
     assert!(erased.rows >= 6, "{erased:?}");
     let raw = f.raw().await;

@@ -48,7 +48,7 @@ async fn by_leg(store: &MemoryStore, query: &str, vector: f64, fts: f64) -> Vec<
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = Weights { vector, fts };
     store
-        .hybrid_query(&q)
+        .search(&q)
         .await
         .unwrap()
         .into_iter()
@@ -57,7 +57,7 @@ async fn by_leg(store: &MemoryStore, query: &str, vector: f64, fts: f64) -> Vec<
 }
 
 async fn indexed_matches_stored(store: &MemoryStore) {
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(stats.indexed_vectors, stats.vectors, "{stats:?}");
 }
 
@@ -73,12 +73,15 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     let agent = &f.store;
     let alice = user("alice");
     agent
-        .store_note(
+        .save(
             &alice,
+            None,
             "Tomatoes need full sun and deep watering",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(
         by_vector(agent, "tomatoes sun").await,
@@ -88,12 +91,15 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     // The "CLI": a second store on the same file, opened while the agent's is open.
     let cli = f.reopen().await;
     let saved = cli
-        .store_note(
+        .save(
             &alice,
+            None,
             "Favourite tram line is the number seven",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let found = by_vector(agent, "favourite tram line").await;
     assert_eq!(
@@ -107,12 +113,16 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     );
     indexed_matches_stored(agent).await;
 
-    cli.update_note(
+    cli.update(
         &alice,
+        None,
         &saved.note_id,
         "Favourite ferry crosses the harbour at dawn",
+        None,
+        memory::MetadataPatch::default(),
     )
     .await
+    .and_then(memory::Written::into_note)
     .unwrap();
     let found = by_vector(agent, "ferry harbour dawn").await;
     assert_eq!(
@@ -126,7 +136,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     );
     indexed_matches_stored(agent).await;
 
-    cli.delete_note(&alice, &saved.note_id).await.unwrap();
+    cli.delete(&alice, None, &saved.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     assert!(by_keyword(agent, "ferry harbour dawn").await.is_empty());
     assert_eq!(
         by_vector(agent, "ferry harbour dawn")
@@ -146,7 +159,10 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
         created_at: now,
         updated_at: now,
     };
-    cli.import_notes(&alice, vec![imported]).await.unwrap();
+    cli.import(&alice, None, vec![imported], memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)
+        .unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
     assert_eq!(
         by_keyword(agent, "peanuts cashews allergy").await,
@@ -159,7 +175,7 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     );
     indexed_matches_stored(agent).await;
 
-    cli.reindex(|_, _| {}).await.unwrap();
+    cli.upkeep().reindex(|_, _| {}).await.unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
     assert_eq!(
         by_keyword(agent, "peanuts cashews allergy").await,
@@ -178,19 +194,25 @@ async fn a_reader_behind_the_pruned_log_reloads_everything(backend: Backend) {
     let alice = user("alice");
     by_vector(&f.store, "anything").await;
     let cli = f.reopen().await;
-    cli.store_note(
+    cli.save(
         &alice,
+        None,
         "Prefers window seats on trains",
         NoteMetadata::default(),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
-    cli.store_note(
+    cli.save(
         &alice,
+        None,
         "Birthday is on the ninth of May",
         NoteMetadata::default(),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
     // As if the log had been pruned past what the agent applied.
     let raw = f.raw().await;
@@ -220,13 +242,24 @@ async fn the_log_records_every_chunk_change_in_the_writers_transaction(backend: 
     let before = raw.count("SELECT count(*) FROM index_changes", ()).await;
     let note = f
         .store
-        .store_note(&alice, "one chunk", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "one chunk",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     // The chunk and its vector.
     let after_save = raw.count("SELECT count(*) FROM index_changes", ()).await;
     assert_eq!(after_save - before, 2);
-    f.store.delete_note(&alice, &note.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &note.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     // The vector (deleted first), then the chunk.
     assert_eq!(
         raw.count("SELECT count(*) FROM index_changes", ()).await - after_save,
@@ -247,7 +280,7 @@ async fn by_vector_filtered(
         fts: 0.0,
     };
     q.filters = filters;
-    let hits = store.hybrid_query(&q).await.unwrap();
+    let hits = store.search(&q).await.unwrap();
     hits.into_iter().map(|h| h.text).collect()
 }
 
@@ -270,16 +303,19 @@ async fn metadata_written_by_another_store_filters_the_next_vector_search(backen
     let cli = f.reopen().await;
     let text = "Alice drinks oolong tea every morning";
     let note = cli
-        .store_note(
+        .save(
             &alice,
+            None,
             text,
             NoteMetadata {
                 category: Some(Category::Fact),
                 tags: vec!["tea".into()],
                 ..NoteMetadata::default()
             },
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(
         by_vector_filtered(agent, "oolong tea", category(Category::Fact)).await,
@@ -300,8 +336,9 @@ async fn metadata_written_by_another_store_filters_the_next_vector_search(backen
         ..MetadataPatch::default()
     };
     let version = memory::note_version(&note.content);
-    cli.update_note_patched(&alice, None, &note.note_id, text, &version, patch)
+    cli.update(&alice, None, &note.note_id, text, Some(&version), patch)
         .await
+        .map(|written| written.receipt)
         .unwrap();
     for (which, store) in [
         ("the agent", agent),

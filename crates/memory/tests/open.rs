@@ -50,13 +50,23 @@ async fn migrations_apply_once() {
     assert_eq!(versions[..4], [1, 2, 3, 4], "{first:?}");
     assert!(versions.windows(2).all(|w| w[0] < w[1]), "{first:?}");
     f.store
-        .store_note(&user("alice"), "kept", NoteMetadata::default())
+        .save(
+            &user("alice"),
+            None,
+            "kept",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(f.store);
-    let again = MemoryStore::open_local(&f.path, Arc::new(HashEmbedder::new(common::DIMS)))
-        .await
-        .unwrap();
+    let again = MemoryStore::open(
+        memory::Target::File(&f.path),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(common::DIMS))),
+    )
+    .await
+    .unwrap();
     assert_eq!(raw.strings(sql).await, first, "reopening applies nothing");
     assert_eq!(raw.strings("PRAGMA journal_mode").await, ["wal"]);
     assert_eq!(again.list_notes(&user("alice")).await.unwrap().len(), 1);
@@ -68,12 +78,25 @@ async fn database_placement_follows_the_config() {
     let check = |db_path: &'static str, expected: std::path::PathBuf| {
         let root = root.path().to_owned();
         async move {
-            let store = MemoryStore::open_with(&hash_config(db_path), &root, no_legacy())
-                .await
-                .unwrap();
+            let store = MemoryStore::open(
+                memory::Target::Config {
+                    config: &hash_config(db_path),
+                    user_root: &root,
+                },
+                no_legacy(),
+            )
+            .await
+            .unwrap();
             store
-                .store_note(&user("alice"), "placed", NoteMetadata::default())
+                .save(
+                    &user("alice"),
+                    None,
+                    "placed",
+                    NoteMetadata::default(),
+                    memory::Similar::Unchecked,
+                )
                 .await
+                .and_then(memory::Saved::into_note)
                 .unwrap();
             assert!(expected.is_file(), "{db_path} → {}", expected.display());
         }
@@ -92,16 +115,22 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
     let root = tempfile::tempdir().unwrap();
     let legacy = cwd.path().join(".oxydra/memory.db");
     let alice = user("alice");
-    let old = MemoryStore::open_local(&legacy, Arc::new(HashEmbedder::new(common::DIMS)))
-        .await
-        .unwrap();
+    let old = MemoryStore::open(
+        memory::Target::File(&legacy),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(common::DIMS))),
+    )
+    .await
+    .unwrap();
     let note = old
-        .store_note(
+        .save(
             &alice,
+            None,
             "Saved by an older version.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(old);
 
@@ -109,11 +138,17 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
         legacy_dir: LegacyDir::Dir(cwd.path().to_owned()),
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options())
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &hash_config("auto"),
+            user_root: root.path(),
+        },
+        options(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
-        store.get_note(&alice, &note.note_id).await.unwrap().content,
+        store.get(&alice, &note.note_id).await.unwrap().content,
         note.content
     );
     assert!(!legacy.exists(), "the old file is gone");
@@ -122,15 +157,27 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
 
     // A new legacy file does not replace an existing database.
     std::fs::write(&legacy, b"not a database").unwrap();
-    let store = MemoryStore::open_with(&hash_config("auto"), root.path(), options())
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &hash_config("auto"),
+            user_root: root.path(),
+        },
+        options(),
+    )
+    .await
+    .unwrap();
     assert_eq!(store.list_notes(&alice).await.unwrap().len(), 1);
     assert!(legacy.exists());
     // An explicit db_path never adopts a legacy file.
-    let other = MemoryStore::open_with(&hash_config("explicit.db"), root.path(), options())
-        .await
-        .unwrap();
+    let other = MemoryStore::open(
+        memory::Target::Config {
+            config: &hash_config("explicit.db"),
+            user_root: root.path(),
+        },
+        options(),
+    )
+    .await
+    .unwrap();
     assert!(other.list_notes(&alice).await.unwrap().is_empty());
 }
 
@@ -142,9 +189,15 @@ async fn remote_mode_without_its_token_fails_clearly() {
         auth_token_env: Some("OXYDRA_TEST_TOKEN_THAT_IS_NEVER_SET".into()),
         ..hash_config("auto")
     };
-    let err = MemoryStore::open_with(&config, root.path(), no_legacy())
-        .await
-        .unwrap_err();
+    let err = MemoryStore::open(
+        memory::Target::Config {
+            config: &config,
+            user_root: root.path(),
+        },
+        no_legacy(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(err, MemoryError::MissingAuthToken { .. }),
         "{err:?}"
@@ -164,21 +217,32 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
     let alice = user("alice");
-    let small = MemoryStore::open_local(&path, Arc::new(HashEmbedder::new(64)))
-        .await
-        .unwrap();
+    let small = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(64))),
+    )
+    .await
+    .unwrap();
     for text in [
         "Alice plays the cello.",
         "Alice's sister lives in Porto.",
         "Alice runs on Sundays.",
     ] {
         small
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let chat = SessionId::parse("chat-1").unwrap();
     small
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -192,9 +256,15 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     let sink = seen.clone();
     let progress: memory::ProgressFn =
         Box::new(move |done, total| sink.lock().unwrap().push((done, total)));
-    let big = MemoryStore::open_local_with(&path, Arc::new(HashEmbedder::new(128)), Some(progress))
-        .await
-        .unwrap();
+    let big = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions {
+            progress: Some(progress),
+            ..memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(128)))
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(seen.lock().unwrap().last(), Some(&(4, 4)));
     let raw = Raw::open(&path).await;
     let models = raw
@@ -206,7 +276,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
             .await,
         ["hash-v1-128"]
     );
-    let stats = big.stats().await.unwrap();
+    let stats = big.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.chunks, stats.vectors, stats.indexed_vectors),
         (4, 4, 4)
@@ -223,7 +293,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
             2,
         )
     };
-    let hits = big.hybrid_query(&vector_only).await.unwrap();
+    let hits = big.search(&vector_only).await.unwrap();
     assert!(
         hits.iter().any(|h| h.text == "Alice plays the cello."),
         "{hits:?}"
@@ -234,13 +304,18 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
     let seen_again = Arc::new(Mutex::new(Vec::new()));
     let sink = seen_again.clone();
     let progress: memory::ProgressFn = Box::new(move |d, t| sink.lock().unwrap().push((d, t)));
-    let same =
-        MemoryStore::open_local_with(&path, Arc::new(HashEmbedder::new(128)), Some(progress))
-            .await
-            .unwrap();
+    let same = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions {
+            progress: Some(progress),
+            ..memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(128)))
+        },
+    )
+    .await
+    .unwrap();
     assert!(seen_again.lock().unwrap().is_empty());
     let mut calls = 0;
-    assert_eq!(same.reindex(|_, _| calls += 1).await.unwrap(), 4);
+    assert_eq!(same.upkeep().reindex(|_, _| calls += 1).await.unwrap(), 4);
     assert!(calls >= 1);
-    assert_eq!(same.stats().await.unwrap().indexed_vectors, 4);
+    assert_eq!(same.upkeep().stats().await.unwrap().indexed_vectors, 4);
 }

@@ -52,7 +52,7 @@ async fn found(
             filters: filters.clone(),
             ..HybridQuery::new(vec![SessionId::user_memory(who)], text, 10)
         };
-        let hits = store.hybrid_query(&q).await.unwrap();
+        let hits = store.search(&q).await.unwrap();
         out.push(hits.into_iter().map(|h| h.text).collect());
     }
     out
@@ -68,33 +68,45 @@ async fn category_and_tag_filters_apply_in_both_legs_and_never_cross_users() {
     let f = fixture().await;
     let (alice, bob) = (user("alice"), user("bob"));
     let s = &f.store;
-    s.store_note(
+    s.save(
         &alice,
+        None,
         "API endpoint is example v1",
         meta(Some(Category::Fact), &["api", "work"]),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
-    s.store_note(
+    s.save(
         &alice,
+        None,
         "API users prefer examples",
         meta(Some(Category::Preference), &["api"]),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
-    s.store_note(
+    s.save(
         &alice,
+        None,
         "API calls fail on Mondays",
         meta(Some(Category::Pattern), &["work"]),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
-    s.store_note(
+    s.save(
         &bob,
+        None,
         "API token for bob",
         meta(Some(Category::Fact), &["api", "work"]),
+        memory::Similar::Unchecked,
     )
     .await
+    .and_then(memory::Saved::into_note)
     .unwrap();
 
     let by_category = QueryFilters {
@@ -129,7 +141,7 @@ async fn category_and_tag_filters_apply_in_both_legs_and_never_cross_users() {
 
     // Listing by category is per user too.
     let page = s
-        .list_notes_page(
+        .list(
             &bob,
             &ListQuery {
                 category: Some(Category::Fact),
@@ -151,12 +163,15 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
     for i in 0..23 {
         let n = f
             .store
-            .store_note(
+            .save(
                 &alice,
+                None,
                 &format!("note number {i}"),
                 meta(Some(Category::Fact), &[]),
+                memory::Similar::Unchecked,
             )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         before.insert(n.note_id.to_string());
     }
@@ -168,7 +183,7 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
     };
     let mut pages = 0;
     loop {
-        let page = f.store.list_notes_page(&alice, &query).await.unwrap();
+        let page = f.store.list(&alice, &query).await.unwrap();
         if pages == 0 {
             assert_eq!(page.total, 23);
         }
@@ -178,12 +193,15 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
         seen.extend(page.notes.iter().map(|n| n.note_id.to_string()));
         // Someone saves a note between every two pages.
         f.store
-            .store_note(
+            .save(
                 &alice,
+                None,
                 &format!("inserted after page {pages}"),
                 meta(Some(Category::Fact), &[]),
+                memory::Similar::Unchecked,
             )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         match page.next_cursor {
             Some(c) => query.cursor = Some(c),
@@ -201,7 +219,7 @@ async fn paging_with_inserts_between_pages_has_no_duplicates_and_no_gaps() {
         cursor: Some("nonsense".into()),
         ..ListQuery::default()
     };
-    assert!(f.store.list_notes_page(&alice, &bad).await.is_err());
+    assert!(f.store.list(&alice, &bad).await.is_err());
 }
 
 #[tokio::test]
@@ -219,13 +237,27 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
     };
     let gone = f
         .store
-        .store_note(&alice, "Alice is in Kyoto until Friday", expired)
+        .save(
+            &alice,
+            None,
+            "Alice is in Kyoto until Friday",
+            expired,
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let kept = f
         .store
-        .store_note(&alice, "Alice is in Kyoto next month", later)
+        .save(
+            &alice,
+            None,
+            "Alice is in Kyoto next month",
+            later,
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
 
     for filters in [
@@ -240,10 +272,10 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
             both(&["Alice is in Kyoto next month"])
         );
     }
-    assert!(f.store.get_note(&alice, &gone.note_id).await.is_err());
+    assert!(f.store.get(&alice, &gone.note_id).await.is_err());
     assert_eq!(
         f.store
-            .get_note(&alice, &kept.note_id)
+            .get(&alice, &kept.note_id)
             .await
             .unwrap()
             .metadata
@@ -261,7 +293,7 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
     assert_eq!(listed, vec![kept.note_id.clone()]);
     let page = f
         .store
-        .list_notes_page(
+        .list(
             &alice,
             &ListQuery {
                 limit: 10,
@@ -271,11 +303,11 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
         .await
         .unwrap();
     assert_eq!((page.total, page.notes.len()), (1, 1));
-    let expired_list = f.store.list_expired(&alice).await.unwrap();
+    let expired_list = f.store.upkeep().list_expired(&alice).await.unwrap();
     assert_eq!(expired_list.len(), 1);
     assert_eq!(expired_list[0].note_id, gone.note_id);
 
-    let swept = f.store.sweep_expired().await.unwrap();
+    let swept = f.store.upkeep().sweep_expired().await.unwrap();
     assert_eq!(swept, vec![gone.note_id.clone()]);
     let id = gone.note_id.to_string();
     assert_eq!(
@@ -303,8 +335,15 @@ async fn expired_notes_are_never_returned_and_the_sweeper_deletes_them_whole() {
         0
     );
     assert_eq!(raw.chunks_holding("friday").await, 0);
-    assert!(f.store.sweep_expired().await.unwrap().is_empty());
-    assert!(f.store.list_expired(&alice).await.unwrap().is_empty());
+    assert!(f.store.upkeep().sweep_expired().await.unwrap().is_empty());
+    assert!(
+        f.store
+            .upkeep()
+            .list_expired(&alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -313,16 +352,19 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
     let alice = user("alice");
     let note = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice drinks oolong",
             NoteMetadata {
                 context: Some("said at breakfast".into()),
                 confidence: Some(0.5),
                 ..meta(Some(Category::Fact), &["tea"])
             },
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let version = memory::note_version(&note.content);
     let patch = MetadataPatch {
@@ -331,17 +373,18 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
         ..MetadataPatch::default()
     };
     f.store
-        .update_note_patched(
+        .update(
             &alice,
             None,
             &note.note_id,
             "Alice prefers oolong",
-            &version,
+            Some(&version),
             patch,
         )
         .await
+        .map(|written| written.receipt)
         .unwrap();
-    let now = f.store.get_note(&alice, &note.note_id).await.unwrap();
+    let now = f.store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(now.metadata.category, Some(Category::Preference));
     assert_eq!(now.metadata.tags, vec!["drinks".to_owned()]);
     assert_eq!(now.metadata.context.as_deref(), Some("said at breakfast"));
@@ -368,15 +411,16 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
         ..MetadataPatch::default()
     };
     f.store
-        .update_note_patched(
+        .update(
             &alice,
             None,
             &note.note_id,
             "Alice prefers oolong",
-            &version,
+            Some(&version),
             patch,
         )
         .await
+        .map(|written| written.receipt)
         .unwrap();
     assert_eq!(
         found(&f.store, &alice, "oolong", QueryFilters::default()).await,
@@ -387,7 +431,13 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
         confidence: Some(2.0),
         ..NoteMetadata::default()
     };
-    assert!(f.store.store_note(&alice, "x", bad).await.is_err());
+    assert!(
+        f.store
+            .save(&alice, None, "x", bad, memory::Similar::Unchecked)
+            .await
+            .and_then(memory::Saved::into_note)
+            .is_err()
+    );
     assert!(f.store.list_notes(&alice).await.unwrap().is_empty());
 }
 
@@ -397,48 +447,58 @@ async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
     let (alice, bob) = (user("alice"), user("bob"));
     let note = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice's API key rotates monthly",
             NoteMetadata {
                 context: Some("ops".into()),
                 confidence: Some(0.7),
                 ..meta(Some(Category::Capability), &["ops"])
             },
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let exported = f.store.export_notes(&alice).await.unwrap();
     assert_eq!(
-        f.store.import_notes(&bob, exported.clone()).await.unwrap(),
+        f.store
+            .import(&bob, None, exported.clone(), memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)
+            .unwrap(),
         0,
         "same ids skipped"
     );
     let f2 = fixture().await;
     assert_eq!(
-        f2.store.import_notes(&bob, exported.clone()).await.unwrap(),
+        f2.store
+            .import(&bob, None, exported.clone(), memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)
+            .unwrap(),
         1
     );
-    let copied = f2.store.get_note(&bob, &note.note_id).await.unwrap();
+    let copied = f2.store.get(&bob, &note.note_id).await.unwrap();
     assert_eq!(copied.metadata, note.metadata);
     let by_category = ListQuery {
         category: Some(Category::Capability),
         limit: 5,
         ..ListQuery::default()
     };
-    assert_eq!(
-        f2.store
-            .list_notes_page(&bob, &by_category)
-            .await
-            .unwrap()
-            .total,
-        1
-    );
+    assert_eq!(f2.store.list(&bob, &by_category).await.unwrap().total, 1);
 
     let mut bad = exported;
     bad[0].note_id = types::NoteId::from_uuid_str(&uuid_like()).unwrap();
     bad[0].metadata.confidence = Some(2.0);
-    assert!(f2.store.import_notes(&bob, bad).await.is_err());
+    assert!(
+        f2.store
+            .import(&bob, None, bad, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)
+            .is_err()
+    );
     assert_eq!(f2.store.list_notes(&bob).await.unwrap().len(), 1);
 }
 

@@ -22,7 +22,12 @@ fn embedder() -> Arc<HashEmbedder> {
 }
 
 async fn open_err(url: &str, token: &str) -> MemoryError {
-    match MemoryStore::open_remote(url, token, embedder()).await {
+    match MemoryStore::open(
+        memory::Target::Remote { url, token },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    {
         Ok(_) => panic!("{url} opened"),
         Err(e) => e,
     }
@@ -41,21 +46,36 @@ async fn a_remote_store_keeps_notes_across_reopen() {
     need(Need::Sqld);
     let server = Sqld::start_with_auth();
     let token = server.token(r#"{"a":"rw"}"#);
-    let store = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let note = store
-        .store_note(
+        .save(
             &user("alice"),
+            None,
             "the boiler code is 4417",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     drop(store);
-    let again = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let again = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let notes = again.list_notes(&user("alice")).await.unwrap();
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0].note_id, note.note_id);
@@ -122,7 +142,15 @@ async fn a_bad_url_fails_before_anything_connects() {
             },
             ..MemoryConfig::default()
         };
-        let err = MemoryStore::open(&config, root.path()).await.unwrap_err();
+        let err = MemoryStore::open(
+            memory::Target::Config {
+                config: &config,
+                user_root: root.path(),
+            },
+            memory::OpenOptions::default(),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(problem(&err), Some(RemoteProblem::BadUrl), "{url}: {err}");
     }
     assert_eq!(

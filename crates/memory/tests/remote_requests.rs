@@ -134,12 +134,24 @@ impl Clients {
         let server = Sqld::start_with_auth();
         let token = server.token(r#"{"a":"rw"}"#);
         let proxy = Proxy::start(&server.url()).await;
-        let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
-            .await
-            .unwrap();
-        let other = MemoryStore::open_remote(&server.url(), &token, embedder())
-            .await
-            .unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Remote {
+                url: &proxy.url,
+                token: &token,
+            },
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
+        let other = MemoryStore::open(
+            memory::Target::Remote {
+                url: &server.url(),
+                token: &token,
+            },
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
         Self {
             _server: server,
             proxy,
@@ -155,15 +167,16 @@ async fn alice_with(text: &str, metadata: NoteMetadata) -> (Clients, types::User
     let alice = user("alice");
     let note = clients
         .store
-        .store_note(&alice, text, metadata)
+        .save(&alice, None, text, metadata, memory::Similar::Unchecked)
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     (clients, alice, note)
 }
 
 /// Every text a note has had (its versions and the current one), sorted.
 async fn texts_of(store: &MemoryStore, who: &types::UserId, id: &types::NoteId) -> Vec<String> {
-    let history = store.note_history(who, id).await.unwrap();
+    let history = store.history(who, id).await.unwrap();
     let mut texts: Vec<String> = history.versions.into_iter().map(|v| v.content).collect();
     texts.sort();
     texts
@@ -180,23 +193,44 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     let server = Sqld::start_with_auth();
     let token = server.token(r#"{"a":"rw"}"#);
     let proxy = Proxy::start(&server.url()).await;
-    let store = MemoryStore::open_remote(&proxy.url, &token, embedder())
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Remote {
+            url: &proxy.url,
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let alice = user("alice");
     let cost = async |before: usize| proxy.count() - before;
 
     let before = proxy.count();
     let note = store
-        .store_note(&alice, "The boiler code is 4417.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "The boiler code is 4417.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(cost(before).await, 1, "a save");
 
     let before = proxy.count();
     let updated = store
-        .update_note(&alice, &note.note_id, "The boiler code is 5521.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "The boiler code is 5521.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     assert_eq!(cost(before).await, 2, "an update");
     assert_eq!(updated.created_at, note.created_at);
@@ -212,25 +246,34 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     let expected = note_version(&updated.content);
     let before = proxy.count();
     let receipt = store
-        .update_note_patched(
+        .update(
             &alice,
             Some(&call),
             &note.note_id,
             text,
-            &expected,
+            Some(&expected),
             patch.clone(),
         )
         .await
+        .map(|written| written.receipt)
         .unwrap();
     assert_eq!(cost(before).await, 2, "a checked, tagged update for a call");
     assert!(!receipt.replayed);
     let again = store
-        .update_note_patched(&alice, Some(&call), &note.note_id, text, &expected, patch)
+        .update(
+            &alice,
+            Some(&call),
+            &note.note_id,
+            text,
+            Some(&expected),
+            patch,
+        )
         .await
+        .map(|written| written.receipt)
         .unwrap();
     assert!(again.replayed, "{again:?}");
     assert_eq!(again.version, receipt.version);
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, text);
     assert_eq!(stored.metadata.tags, ["home"]);
     assert_eq!(
@@ -248,28 +291,35 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     // (The retry went the statement way, whose connection closes its stream with the next
     // request: a write in between takes that request.)
     store
-        .store_note(&alice, "The gate code is 1234.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "The gate code is 1234.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
 
     // A delete for a call: two, a retry gets its receipt, and the tombstone restores the note.
     let call = CallKey::new("chat-1", "call_2", "memory_delete", "{}");
     let before = proxy.count();
     let gone = store
-        .delete_note_once(&alice, Some(&call), &note.note_id)
+        .delete(&alice, Some(&call), &note.note_id)
         .await
         .unwrap();
     assert_eq!(cost(before).await, 2, "a delete for a call");
     assert!(!gone.replayed);
     let again = store
-        .delete_note_once(&alice, Some(&call), &note.note_id)
+        .delete(&alice, Some(&call), &note.note_id)
         .await
         .unwrap();
     assert!(again.replayed, "{again:?}");
     assert!(note_ids_found(&store, "alice", "boiler").await.is_empty());
-    assert!(store.get_note(&alice, &note.note_id).await.is_err());
+    assert!(store.get(&alice, &note.note_id).await.is_err());
     let back = store
-        .restore_note(&alice, &note.note_id, None, None)
+        .restore(&alice, None, &note.note_id, None)
         .await
         .unwrap();
     assert_eq!(back.content, text);
@@ -277,12 +327,27 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
 
     // Missing notes are still one clear error each, and change nothing.
     let missing = types::NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string()).unwrap();
-    let err = store.update_note(&alice, &missing, "x").await.unwrap_err();
+    let err = store
+        .update(
+            &alice,
+            None,
+            &missing,
+            "x",
+            None,
+            memory::MetadataPatch::default(),
+        )
+        .await
+        .and_then(memory::Written::into_note)
+        .unwrap_err();
     assert!(
         matches!(err, memory::MemoryError::NoteNotFound(_)),
         "{err:?}"
     );
-    let err = store.delete_note(&alice, &missing).await.unwrap_err();
+    let err = store
+        .delete(&alice, None, &missing)
+        .await
+        .map(|_| ())
+        .unwrap_err();
     assert!(
         matches!(err, memory::MemoryError::NoteNotFound(_)),
         "{err:?}"
@@ -312,20 +377,29 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         expected.clone(),
     );
     let update = tokio::spawn(async move {
-        s.update_note_patched(
+        s.update(
             &a,
             None,
             &id,
             "Alice's locker is 40.",
-            &v,
+            Some(&v),
             MetadataPatch::default(),
         )
         .await
+        .map(|written| written.receipt)
     });
     held.await;
     other
-        .update_note(&alice, &note.note_id, "Alice's locker is 77.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Alice's locker is 77.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     proxy.release();
     let err = update.await.unwrap().unwrap_err();
@@ -334,7 +408,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         "{err:?}"
     );
 
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, "Alice's locker is 77.");
     assert_eq!(
         texts_of(&store, &alice, &note.note_id).await,
@@ -346,7 +420,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         [note.note_id.to_string()]
     );
     assert!(note_ids_found(&store, "alice", "40").await.is_empty());
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.notes, stats.events, stats.chunks, stats.vectors),
         (1, 1, 1, 1),
@@ -376,23 +450,28 @@ async fn an_update_keeps_a_confirmation_made_after_its_read() {
     let held = proxy.hold("INSERT INTO note_versions");
     let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
     let update = tokio::spawn(async move {
-        s.update_note(&a, &id, "Reports go to the whole team list.")
-            .await
+        s.update(
+            &a,
+            None,
+            &id,
+            "Reports go to the whole team list.",
+            None,
+            memory::MetadataPatch::default(),
+        )
+        .await
+        .and_then(memory::Written::into_note)
     });
     held.await;
-    other
-        .confirm_note(&alice, &note.note_id, None)
-        .await
-        .unwrap();
+    other.confirm(&alice, None, &note.note_id).await.unwrap();
     proxy.release();
     let updated = update.await.unwrap().unwrap();
 
-    let stored = store.get_note(&alice, &note.note_id).await.unwrap();
+    let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, "Reports go to the whole team list.");
     let provenance = stored.metadata.provenance.unwrap();
     assert!(provenance.confirmed, "the confirmation was undone");
     assert_eq!(updated.metadata.provenance, Some(provenance));
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.events, stats.chunks), (1, 1, 1));
 }
 
@@ -413,16 +492,24 @@ async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
 
     let held = proxy.hold("INTO deleted_notes");
     let (s, a, id) = (store.clone(), alice.clone(), note.note_id.clone());
-    let delete = tokio::spawn(async move { s.delete_note(&a, &id).await });
+    let delete = tokio::spawn(async move { s.delete(&a, None, &id).await.map(|_| ()) });
     held.await;
     other
-        .update_note(&alice, &note.note_id, "The spare key is in the shed.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "The spare key is in the shed.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     proxy.release();
     delete.await.unwrap().unwrap();
 
-    let stats = store.stats().await.unwrap();
+    let stats = store.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.notes, stats.events, stats.chunks, stats.vectors),
         (0, 0, 0, 0),
@@ -430,7 +517,7 @@ async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
     );
     assert!(note_ids_found(&store, "alice", "shed").await.is_empty());
     let back = store
-        .restore_note(&alice, &note.note_id, None, None)
+        .restore(&alice, None, &note.note_id, None)
         .await
         .unwrap();
     assert_eq!(back.content, "The spare key is in the shed.");

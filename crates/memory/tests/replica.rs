@@ -28,7 +28,7 @@ async fn texts_found(store: &MemoryStore, query: &str, weights: Weights) -> Vec<
     let mut q = HybridQuery::new(vec![SessionId::user_memory(&user("alice"))], query, 5);
     q.weights = weights;
     store
-        .hybrid_query(&q)
+        .search(&q)
         .await
         .unwrap()
         .into_iter()
@@ -54,11 +54,13 @@ fn server_and_dir() -> (Sqld, String, tempfile::TempDir) {
 
 /// A replica of `server` in `dir`.
 async fn open_in(dir: &tempfile::TempDir, server: &Sqld, token: &str) -> MemoryStore {
-    MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        token,
-        embedder(),
+    MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap()
@@ -74,31 +76,43 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
 
     // Its own write: on the primary, and readable from the replica at once.
     let note = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "The spare key is under the blue pot",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
-    assert_eq!(replica.get_note(&alice, &note.note_id).await.unwrap(), note);
+    assert_eq!(replica.get(&alice, &note.note_id).await.unwrap(), note);
     assert_eq!(
         texts_found(&replica, "spare key", KEYWORDS).await,
         ["The spare key is under the blue pot"]
     );
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 1);
 
     // Another host's write reaches the replica with the next sync (or the background one).
     primary
-        .store_note(
+        .save(
             &alice,
+            None,
             "Piano lessons are on Thursdays",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     replica.sync().await.unwrap();
     assert_eq!(
@@ -108,7 +122,7 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
             .map(String::as_str),
         Some("Piano lessons are on Thursdays")
     );
-    let stats = replica.stats().await.unwrap();
+    let stats = replica.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.indexed_vectors), (2, stats.vectors));
 }
 
@@ -120,36 +134,44 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     let token = server.token(r#"{"a":"rw"}"#);
     let dir = tempfile::tempdir().unwrap();
     let alice = user("alice");
-    let replica = MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        &token,
-        embedder(),
+    let replica = MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap();
     let kept = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "The wifi password is on the fridge",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
 
     server.stop();
-    assert_eq!(replica.get_note(&alice, &kept.note_id).await.unwrap(), kept);
+    assert_eq!(replica.get(&alice, &kept.note_id).await.unwrap(), kept);
     assert_eq!(
         texts_found(&replica, "wifi password", KEYWORDS).await,
         ["The wifi password is on the fridge"]
     );
     let err = replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "Written while the primary is away",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap_err();
     assert!(
         matches!(
@@ -168,19 +190,28 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     // Back again: the acknowledged note is on the primary, the refused one nowhere, and the
     // replica writes again.
     server.restart();
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     let on_primary = primary.list_notes(&alice).await.unwrap();
     assert_eq!(on_primary.len(), 1);
     assert_eq!(on_primary[0].note_id, kept.note_id);
     replica
-        .store_note(
+        .save(
             &alice,
+            None,
             "Written after the primary came back",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     assert_eq!(replica.list_notes(&alice).await.unwrap().len(), 2);
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 2);
@@ -192,11 +223,13 @@ async fn a_replica_with_a_rejected_token_fails_at_open() {
     need(Need::Sqld);
     let server = Sqld::start_with_auth();
     let dir = tempfile::tempdir().unwrap();
-    let err = MemoryStore::open_replica(
-        &dir.path().join("replica.db"),
-        &server.url(),
-        "not-a-jwt",
-        embedder(),
+    let err = MemoryStore::open(
+        memory::Target::Replica {
+            path: &dir.path().join("replica.db"),
+            url: &server.url(),
+            token: "not-a-jwt",
+        },
+        memory::OpenOptions::with_embedder(embedder()),
     )
     .await
     .unwrap_err();
@@ -223,9 +256,15 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
     let (server, token, dir) = server_and_dir();
     let alice = user("alice");
     let replica = open_in(&dir, &server, &token).await;
-    let primary = MemoryStore::open_remote(&server.url(), &token, embedder())
-        .await
-        .unwrap();
+    let primary = MemoryStore::open(
+        memory::Target::Remote {
+            url: &server.url(),
+            token: &token,
+        },
+        memory::OpenOptions::with_embedder(embedder()),
+    )
+    .await
+    .unwrap();
     const NOTES: usize = 60;
     let writer = {
         let (primary, alice) = (primary.clone(), alice.clone());
@@ -233,8 +272,15 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
             for i in 0..NOTES {
                 let text = format!("note number {i} about topic{i}");
                 primary
-                    .store_note(&alice, &text, NoteMetadata::default())
+                    .save(
+                        &alice,
+                        None,
+                        &text,
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
                     .await
+                    .and_then(memory::Saved::into_note)
                     .unwrap();
             }
         })
@@ -257,7 +303,7 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
             partial += 1;
         }
         for note in notes.iter().rev().take(3) {
-            let again = replica.get_note(&alice, &note.note_id).await.unwrap();
+            let again = replica.get(&alice, &note.note_id).await.unwrap();
             assert_eq!(again.content, note.content);
         }
         texts_found(&replica, "note number topic", KEYWORDS).await;

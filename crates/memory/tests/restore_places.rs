@@ -24,12 +24,13 @@ on_both_backends!(
 );
 
 async fn write(f: &common::Fixture, who: &UserId, path: &str, text: &str) -> memory::PathFile {
-    let expect = match f.store.read_file(who, path).await.unwrap() {
+    let expect = match f.store.files().read_file(who, path).await.unwrap() {
         Some(file) => PathExpect::Version(file.version),
         None => PathExpect::Absent,
     };
     match f
         .store
+        .files()
         .put_file(who, path, text, expect, None, None)
         .await
         .unwrap()
@@ -40,7 +41,7 @@ async fn write(f: &common::Fixture, who: &UserId, path: &str, text: &str) -> mem
 }
 
 async fn files(f: &common::Fixture, who: &UserId) -> Vec<String> {
-    let tree = f.store.file_tree(who, "/memories").await.unwrap();
+    let tree = f.store.files().file_tree(who, "/memories").await.unwrap();
     tree.into_iter().map(|e| e.path).collect()
 }
 
@@ -52,6 +53,7 @@ async fn put(
     text: &str,
 ) -> memory::KeyedWrite {
     f.store
+        .keys()
         .put_keyed(who, None, namespace, key, text, NoteMetadata::default())
         .await
         .unwrap()
@@ -64,7 +66,7 @@ async fn keys(f: &common::Fixture, who: &UserId, namespace: &str) -> Vec<String>
         limit: 50,
         cursor: None,
     };
-    f.store.list_keys(who, &query).await.unwrap().keys
+    f.store.keys().list_keys(who, &query).await.unwrap().keys
 }
 
 async fn a_deleted_file_is_restored_at_its_path(backend: Backend) {
@@ -87,13 +89,14 @@ async fn a_deleted_file_is_restored_at_its_path(backend: Backend) {
 
     let n = f
         .store
+        .files()
         .delete_path(&alice, "/memories/garden", None)
         .await
         .unwrap();
     assert_eq!(n, 2);
     assert!(files(&f, &alice).await.is_empty());
     assert!(matches!(
-        f.store.get_note(&alice, &file.note_id).await,
+        f.store.get(&alice, &file.note_id).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     // Both files are tombstones, listed with the path they had.
@@ -104,17 +107,18 @@ async fn a_deleted_file_is_restored_at_its_path(backend: Backend) {
         paths,
         ["/memories/garden/roses.md", "/memories/garden/tools.md"]
     );
-    let history = f.store.note_history(&alice, &file.note_id).await.unwrap();
+    let history = f.store.history(&alice, &file.note_id).await.unwrap();
     assert!(matches!(history.state, NoteState::Deleted { .. }));
 
     let restored = f
         .store
-        .restore_note(&alice, &file.note_id, None, None)
+        .restore(&alice, None, &file.note_id, None)
         .await
         .unwrap();
     assert_eq!(restored.content, "Prune the roses in March");
     let back = f
         .store
+        .files()
         .read_file(&alice, "/memories/garden/roses.md")
         .await
         .unwrap()
@@ -132,6 +136,7 @@ async fn a_restore_never_takes_a_path_a_newer_file_holds(backend: Backend) {
     let alice = user("alice");
     let old = write(&f, &alice, "/memories/plan.md", "Old plan: sail to Crete").await;
     f.store
+        .files()
         .delete_path(&alice, "/memories/plan.md", None)
         .await
         .unwrap();
@@ -139,7 +144,7 @@ async fn a_restore_never_takes_a_path_a_newer_file_holds(backend: Backend) {
 
     let err = f
         .store
-        .restore_note(&alice, &old.note_id, None, None)
+        .restore(&alice, None, &old.note_id, None)
         .await
         .unwrap_err();
     let message = err.to_string();
@@ -150,24 +155,26 @@ async fn a_restore_never_takes_a_path_a_newer_file_holds(backend: Backend) {
     // Nothing changed: the newer file is intact, the old one is still a tombstone.
     let file = f
         .store
+        .files()
         .read_file(&alice, "/memories/plan.md")
         .await
         .unwrap()
         .unwrap();
     assert_eq!((&file.note_id, &file.content), (&new.note_id, &new.content));
     assert!(matches!(
-        f.store.get_note(&alice, &old.note_id).await,
+        f.store.get(&alice, &old.note_id).await,
         Err(MemoryError::NoteNotFound(_))
     ));
     assert_eq!(f.store.list_deleted(&alice).await.unwrap().len(), 1);
 
     // Once the path is free again, the restore goes through.
     f.store
+        .files()
         .move_path(&alice, "/memories/plan.md", "/memories/plan-wales.md", None)
         .await
         .unwrap();
     f.store
-        .restore_note(&alice, &old.note_id, None, None)
+        .restore(&alice, None, &old.note_id, None)
         .await
         .unwrap();
     assert_eq!(
@@ -184,7 +191,7 @@ async fn file_edits_and_key_puts_keep_versions(backend: Backend) {
     // The same text again is no new version.
     write(&f, &alice, "/memories/car.md", "The car is a red Volvo").await;
 
-    let history = f.store.note_history(&alice, &first.note_id).await.unwrap();
+    let history = f.store.history(&alice, &first.note_id).await.unwrap();
     let texts: Vec<_> = history
         .versions
         .iter()
@@ -193,11 +200,12 @@ async fn file_edits_and_key_puts_keep_versions(backend: Backend) {
     assert_eq!(texts, ["The car is a blue Fiat", "The car is a red Volvo"]);
     // Going back to the first version keeps the file at its path.
     f.store
-        .restore_note(&alice, &first.note_id, Some(1), None)
+        .restore(&alice, None, &first.note_id, Some(1))
         .await
         .unwrap();
     let file = f
         .store
+        .files()
         .read_file(&alice, "/memories/car.md")
         .await
         .unwrap()
@@ -208,7 +216,7 @@ async fn file_edits_and_key_puts_keep_versions(backend: Backend) {
     let keyed = put("\"dark\"").await;
     put("\"light\"").await;
     put("\"light\"").await;
-    let history = f.store.note_history(&alice, &keyed.note_id).await.unwrap();
+    let history = f.store.history(&alice, &keyed.note_id).await.unwrap();
     let texts: Vec<_> = history
         .versions
         .iter()
@@ -222,11 +230,15 @@ async fn a_deleted_keyed_note_is_restored_under_its_key(backend: Backend) {
     let alice = user("alice");
     let put = |text| put(&f, &alice, "session.notes", "todo", text);
     let first = put("buy stamps").await;
-    f.store.delete_note(&alice, &first.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &first.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     assert!(keys(&f, &alice, "session.notes").await.is_empty());
 
     f.store
-        .restore_note(&alice, &first.note_id, None, None)
+        .restore(&alice, None, &first.note_id, None)
         .await
         .unwrap();
     assert_eq!(keys(&f, &alice, "session.notes").await, ["todo"]);
@@ -238,22 +250,22 @@ async fn a_deleted_keyed_note_is_restored_under_its_key(backend: Backend) {
     );
 
     // Deleted again, then the key is taken by a new note: the old one cannot take it back.
-    f.store.delete_note(&alice, &first.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &first.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     let newer = put("post the letter").await;
     assert!(newer.created);
     let err = f
         .store
-        .restore_note(&alice, &first.note_id, None, None)
+        .restore(&alice, None, &first.note_id, None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("todo"), "{err}");
     assert_eq!(keys(&f, &alice, "session.notes").await, ["todo"]);
     assert_eq!(
-        f.store
-            .get_note(&alice, &newer.note_id)
-            .await
-            .unwrap()
-            .content,
+        f.store.get(&alice, &newer.note_id).await.unwrap().content,
         "post the letter"
     );
 }

@@ -30,16 +30,26 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
         ..NoteMetadata::default()
     };
     f.store
-        .store_note(&alice, "Alice is vegetarian.", tagged)
-        .await
-        .unwrap();
-    f.store
-        .store_note(
+        .save(
             &alice,
-            "Alice's birthday is in May.",
-            NoteMetadata::default(),
+            None,
+            "Alice is vegetarian.",
+            tagged,
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
+    f.store
+        .save(
+            &alice,
+            None,
+            "Alice's birthday is in May.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let exported = f.store.export_notes(&alice).await.unwrap();
     assert_eq!(exported.len(), 2);
@@ -51,24 +61,32 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     assert_eq!(
         other
             .store
-            .import_notes(&alice, exported[..1].to_vec())
+            .import(
+                &alice,
+                None,
+                exported[..1].to_vec(),
+                memory::Similar::Unchecked
+            )
             .await
+            .map(|report| report.imported)
             .unwrap(),
         1
     );
     assert_eq!(
         other
             .store
-            .import_notes(&alice, exported.clone())
+            .import(&alice, None, exported.clone(), memory::Similar::Unchecked)
             .await
+            .map(|report| report.imported)
             .unwrap(),
         1
     );
     assert_eq!(
         other
             .store
-            .import_notes(&alice, exported.clone())
+            .import(&alice, None, exported.clone(), memory::Similar::Unchecked)
             .await
+            .map(|report| report.imported)
             .unwrap(),
         0
     );
@@ -78,8 +96,16 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     let id: NoteId = exported[0].note_id.clone();
     other
         .store
-        .update_note(&alice, &id, "Alice is vegan now.")
+        .update(
+            &alice,
+            None,
+            &id,
+            "Alice is vegan now.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
 
     // A governed import (the CLI's) records one audit row per note it adds, in the write that
@@ -92,12 +118,21 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     };
     let report = governed
         .store
-        .import_notes_checked(&alice, exported.clone(), memory::Similar::Allow, Some(&tag))
+        .import(
+            &alice,
+            Some(&tag)
+                .cloned()
+                .map(memory::CallKey::audit_only)
+                .as_ref(),
+            exported.clone(),
+            memory::Similar::Allow,
+        )
         .await
         .unwrap();
     assert_eq!(report.imported, 2, "{report:?}");
     let mut audited: Vec<String> = governed
         .store
+        .audit()
         .audit_log(None, 10)
         .await
         .unwrap()
@@ -127,8 +162,15 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
     // A NUL is refused on every backend (SQLite's local API would cut the text there).
     let err = f
         .store
-        .store_note(&alice, "before \0 after", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "before \0 after",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap_err();
     assert!(err.is_invalid_input(), "{err:?}");
     let metadata = NoteMetadata {
@@ -148,19 +190,28 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
     let call = memory::CallKey::new("chat-1", "call_0", "memory_save", "{}").with_audit(tag);
     let first = f
         .store
-        .store_note_once(&alice, Some(&call), text, metadata.clone())
+        .save(
+            &alice,
+            Some(&call),
+            text,
+            metadata.clone(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_receipt)
         .unwrap();
     assert!(!first.replayed);
     let again = f
         .store
-        .store_note_once(
+        .save(
             &alice,
             Some(&call),
             "something else",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_receipt)
         .unwrap();
     assert_eq!(
         again,
@@ -193,7 +244,7 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
         metadata.expires_at.map(|t| t.timestamp_millis())
     );
     assert_eq!(first.version, Some(memory::note_version(text)));
-    let audit = f.store.audit_log(None, 10).await.unwrap();
+    let audit = f.store.audit().audit_log(None, 10).await.unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(
         (audit[0].note_id.as_deref(), audit[0].key.as_deref()),
@@ -208,7 +259,7 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
             weights,
             ..HybridQuery::new(vec![SessionId::user_memory(&alice)], query, 5)
         };
-        let hits = f.store.hybrid_query(&q).await.unwrap();
+        let hits = f.store.search(&q).await.unwrap();
         assert_eq!(hits.len(), 1, "{weights:?}");
         assert_eq!(
             hits[0].note_id.as_ref(),
@@ -216,6 +267,6 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
             "{weights:?}"
         );
     }
-    let stats = f.store.stats().await.unwrap();
+    let stats = f.store.upkeep().stats().await.unwrap();
     assert_eq!((stats.notes, stats.indexed_vectors), (1, stats.vectors));
 }

@@ -30,27 +30,33 @@ async fn users_never_see_each_other() {
     let (alice, bob) = (user("alice"), user("bob"));
     let a = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "My favourite colour is green.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let b = f
         .store
-        .store_note(
+        .save(
             &bob,
+            None,
             "My favourite colour is blue.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     for (who, own) in [("alice", &a), ("bob", &b)] {
         for text in ["favourite colour", "green", "blue", "colour"] {
             let hits = f
                 .store
-                .hybrid_query(&HybridQuery::new(vec![memory_of(who)], text, 10))
+                .search(&HybridQuery::new(vec![memory_of(who)], text, 10))
                 .await
                 .unwrap();
             for h in &hits {
@@ -66,39 +72,48 @@ async fn users_never_see_each_other() {
     // Notes are addressed within the caller's namespace only.
     assert!(
         f.store
-            .get_note(&bob, &a.note_id)
+            .get(&bob, &a.note_id)
             .await
             .unwrap_err()
             .is_not_found()
     );
     assert!(
         f.store
-            .update_note(&bob, &a.note_id, "hijacked")
+            .update(
+                &bob,
+                None,
+                &a.note_id,
+                "hijacked",
+                None,
+                memory::MetadataPatch::default()
+            )
             .await
+            .and_then(memory::Written::into_note)
             .unwrap_err()
             .is_not_found()
     );
     assert!(
         f.store
-            .delete_note(&bob, &a.note_id)
+            .delete(&bob, None, &a.note_id)
             .await
+            .map(|_| ())
             .unwrap_err()
             .is_not_found()
     );
     assert_eq!(
-        f.store.get_note(&alice, &a.note_id).await.unwrap().content,
+        f.store.get(&alice, &a.note_id).await.unwrap().content,
         a.content
     );
     // Scope is applied before ranking: a session list without alice's namespace finds nothing of hers.
     let none = f
         .store
-        .hybrid_query(&HybridQuery::new(vec![session("chat-x")], "green", 10))
+        .search(&HybridQuery::new(vec![session("chat-x")], "green", 10))
         .await
         .unwrap();
     assert!(none.is_empty());
     assert!(
         f.store
-            .hybrid_query(&HybridQuery::new(vec![], "green", 10))
+            .search(&HybridQuery::new(vec![], "green", 10))
             .await
             .unwrap()
             .is_empty()
@@ -118,8 +133,15 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
     ];
     for text in corpus {
         f.store
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let [tea, office, shed, meeting] = corpus;
@@ -161,7 +183,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         };
         let hits = f
             .store
-            .hybrid_query(&keywords)
+            .search(&keywords)
             .await
             .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
         let expected: BTreeSet<String> = expected.into_iter().map(str::to_owned).collect();
@@ -170,7 +192,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         let hybrid = HybridQuery::new(scope.clone(), query, 10);
         let hits = f
             .store
-            .hybrid_query(&hybrid)
+            .search(&hybrid)
             .await
             .unwrap_or_else(|e| panic!("{shown:?}: {e}"));
         assert!(
@@ -179,7 +201,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         );
     }
     assert_eq!(
-        f.store.stats().await.unwrap().notes,
+        f.store.upkeep().stats().await.unwrap().notes,
         4,
         "no query changed anything"
     );
@@ -191,22 +213,29 @@ async fn several_sessions_share_one_score_scale() {
     let alice = user("alice");
     let chat = session("chat-7");
     f.store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice prefers window seats on flights.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice's dentist is Dr. Lopez.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -215,6 +244,7 @@ async fn several_sessions_share_one_score_scale() {
         .await
         .unwrap();
     f.store
+        .sessions()
         .append_message(&chat, &alice, &Message::assistant("Done: seat 14A."))
         .await
         .unwrap();
@@ -223,7 +253,7 @@ async fn several_sessions_share_one_score_scale() {
         "window seat flight",
         10,
     );
-    let hits = f.store.hybrid_query(&q).await.unwrap();
+    let hits = f.store.search(&q).await.unwrap();
     assert!(hits.len() >= 2, "{hits:?}");
     assert!(
         hits.windows(2).all(|w| w[0].score >= w[1].score),
@@ -257,7 +287,7 @@ async fn several_sessions_share_one_score_scale() {
     // top_k bounds the results.
     let one = f
         .store
-        .hybrid_query(&HybridQuery { top_k: 1, ..q })
+        .search(&HybridQuery { top_k: 1, ..q })
         .await
         .unwrap();
     assert_eq!(one.len(), 1);
@@ -273,18 +303,32 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
     let long = format!("{filler}The secret ingredient is smoked paprika. {filler}");
     let note = f
         .store
-        .store_note(&alice, &long, NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            &long,
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     f.store
-        .store_note(&alice, "Tomatoes need sun.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "Tomatoes need sun.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
-    let stats = f.store.stats().await.unwrap();
+    let stats = f.store.upkeep().stats().await.unwrap();
     assert!(stats.chunks > 3, "the long note is split: {stats:?}");
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![memory_of("alice")],
             "tomatoes gardening",
             10,
@@ -294,7 +338,7 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
     assert_eq!(hits.len(), 2, "one hit per note");
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![memory_of("alice")],
             "smoked paprika",
             10,
@@ -318,21 +362,38 @@ async fn filters_restrict_both_legs() {
         ..NoteMetadata::default()
     };
     f.store
-        .store_note(&alice, "Alice likes trains for travel.", travel)
+        .save(
+            &alice,
+            None,
+            "Alice likes trains for travel.",
+            travel,
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let cutoff = Utc::now();
     f.store
-        .store_note(&alice, "Alice likes lentils for dinner.", food)
-        .await
-        .unwrap();
-    f.store
-        .store_note(
+        .save(
             &alice,
-            "Alice likes quiet mornings.",
-            NoteMetadata::default(),
+            None,
+            "Alice likes lentils for dinner.",
+            food,
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
+    f.store
+        .save(
+            &alice,
+            None,
+            "Alice likes quiet mornings.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let scope = vec![memory_of("alice")];
     let check = |filters: QueryFilters, expected: &'static [&'static str]| {
@@ -342,7 +403,7 @@ async fn filters_restrict_both_legs() {
         };
         let store = f.store.clone();
         async move {
-            let hits = store.hybrid_query(&q).await.unwrap();
+            let hits = store.search(&q).await.unwrap();
             let want: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
             assert_eq!(texts(&hits), want, "{:?}", q.filters);
         }
@@ -420,14 +481,25 @@ async fn scope_applies_before_ranking_in_both_legs() {
             updated_at: Utc::now(),
         })
         .collect();
-    f.store.import_notes(&bob, crowd).await.unwrap();
+    f.store
+        .import(&bob, None, crowd, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)
+        .unwrap();
     for text in [
         "Alice once tasted an oolong at a market stall in a long list of other things she did",
         "The shop on the corner sells many things, among them oolong, rice and paper",
     ] {
         f.store
-            .store_note(&alice, text, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let legs = [
@@ -450,7 +522,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
     for (label, weights) in legs {
         let mut query = HybridQuery::new(vec![memory_of("alice")], "oolong tea", 5);
         query.weights = weights;
-        let hits = f.store.hybrid_query(&query).await.unwrap();
+        let hits = f.store.search(&query).await.unwrap();
         assert_eq!(hits.len(), 2, "{label}: {hits:?}");
         assert!(
             hits.iter().all(|h| h.session_id == memory_of("alice")),
@@ -460,7 +532,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
         let mut both =
             HybridQuery::new(vec![memory_of("alice"), memory_of("bob")], "oolong tea", 5);
         both.weights = weights;
-        let hits = f.store.hybrid_query(&both).await.unwrap();
+        let hits = f.store.search(&both).await.unwrap();
         assert_eq!(hits.len(), 5, "{label}");
         assert!(
             hits.iter().all(|h| h.session_id == memory_of("bob")),

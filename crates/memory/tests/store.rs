@@ -33,7 +33,7 @@ fn keyword_query(sessions: Vec<SessionId>, text: &str) -> HybridQuery {
 pub(crate) async fn note_ids_found(store: &MemoryStore, who: &str, text: &str) -> Vec<String> {
     let q = keyword_query(vec![SessionId::user_memory(&user(who))], text);
     store
-        .hybrid_query(&q)
+        .search(&q)
         .await
         .unwrap()
         .into_iter()
@@ -55,12 +55,15 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
 
     let note = f
         .store
-        .store_note(
+        .save(
             &alice,
+            None,
             "Alice's cat is named Whiskers.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let id = note.note_id.to_string();
     assert!(id.starts_with("note-"));
@@ -80,7 +83,7 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     // Search finds it, with its id and source.
     let hits = f
         .store
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![SessionId::user_memory(&alice)],
             "whiskers",
             5,
@@ -96,16 +99,21 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     // Update: same id, created_at kept, old text gone from chunks, vectors and search.
     let updated = f
         .store
-        .update_note(&alice, &note.note_id, "Alice's cat is named Mittens.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Alice's cat is named Mittens.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     assert_eq!(updated.note_id, note.note_id);
     assert_eq!(updated.created_at, note.created_at);
     assert!(updated.updated_at > note.updated_at);
-    assert_eq!(
-        f.store.get_note(&alice, &note.note_id).await.unwrap(),
-        updated
-    );
+    assert_eq!(f.store.get(&alice, &note.note_id).await.unwrap(), updated);
     assert_eq!(raw.chunks_holding("whiskers").await, 0);
     assert_eq!(raw.chunks_holding("mittens").await, 1);
     assert_eq!(
@@ -135,7 +143,11 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     );
 
     // Delete: event, note, chunks and vectors all go.
-    f.store.delete_note(&alice, &note.note_id).await.unwrap();
+    f.store
+        .delete(&alice, None, &note.note_id)
+        .await
+        .map(|_| ())
+        .unwrap();
     for table in ["events", "notes", "chunks", "chunk_vectors"] {
         assert_eq!(
             raw.count(&format!("SELECT count(*) FROM {table}"), ())
@@ -150,15 +162,26 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
             .await
             .is_empty()
     );
-    assert_eq!(f.store.stats().await.unwrap().indexed_vectors, 0);
+    assert_eq!(f.store.upkeep().stats().await.unwrap().indexed_vectors, 0);
 
     // Unknown ids: typed not-found, nothing changed.
     for result in [
-        f.store.get_note(&alice, &note.note_id).await.map(drop),
-        f.store.delete_note(&alice, &note.note_id).await,
+        f.store.get(&alice, &note.note_id).await.map(drop),
         f.store
-            .update_note(&alice, &note.note_id, "x")
+            .delete(&alice, None, &note.note_id)
             .await
+            .map(|_| ()),
+        f.store
+            .update(
+                &alice,
+                None,
+                &note.note_id,
+                "x",
+                None,
+                memory::MetadataPatch::default(),
+            )
+            .await
+            .and_then(memory::Written::into_note)
             .map(drop),
     ] {
         let err = result.unwrap_err();
@@ -179,19 +202,22 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     let store = f.open(embedder.clone()).await;
     let alice = user("alice");
     let note = store
-        .store_note(
+        .save(
             &alice,
+            None,
             "The user's favourite tea is oolong.",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let raw = f.raw().await;
     let check_intact = |label: &'static str| {
         let (store, raw, note, alice) = (store.clone(), &raw, note.clone(), alice.clone());
         async move {
             assert_eq!(
-                store.get_note(&alice, &note.note_id).await.unwrap(),
+                store.get(&alice, &note.note_id).await.unwrap(),
                 note,
                 "{label}"
             );
@@ -200,7 +226,7 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
                 [note.note_id.to_string()]
             );
             let hybrid = store
-                .hybrid_query(&HybridQuery::new(
+                .search(&HybridQuery::new(
                     vec![SessionId::user_memory(&alice)],
                     "oolong tea",
                     5,
@@ -215,15 +241,27 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
                 assert_eq!(n, 1, "{label}: {table}");
             }
             assert_eq!(raw.chunks_holding("oolong").await, 1, "{label}");
-            assert_eq!(store.stats().await.unwrap().indexed_vectors, 1, "{label}");
+            assert_eq!(
+                store.upkeep().stats().await.unwrap().indexed_vectors,
+                1,
+                "{label}"
+            );
         }
     };
 
     // 1. The embedder fails before anything is written.
     embedder.set_failing(true);
     let err = store
-        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Now it is espresso.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap_err();
     assert!(matches!(err, MemoryError::Embedding { .. }), "{err:?}");
     assert!(err.is_retryable());
@@ -240,8 +278,16 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
         .await
         .unwrap();
     let err = store
-        .update_note(&alice, &note.note_id, "A poison pill.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "A poison pill.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap_err();
     assert!(matches!(err, MemoryError::Database { .. }), "{err:?}");
     let shown = err.to_string();
@@ -252,15 +298,30 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     check_intact("database failure mid-update").await;
     // Saves fail the same way and leave nothing behind.
     store
-        .store_note(&alice, "More poison.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "More poison.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap_err();
     check_intact("database failure mid-save").await;
 
     raw.conn.execute("DROP TRIGGER poison", ()).await.unwrap();
     let updated = store
-        .update_note(&alice, &note.note_id, "Now it is espresso.")
+        .update(
+            &alice,
+            None,
+            &note.note_id,
+            "Now it is espresso.",
+            None,
+            memory::MetadataPatch::default(),
+        )
         .await
+        .and_then(memory::Written::into_note)
         .unwrap();
     assert_eq!(updated.note_id, note.note_id);
     assert_eq!(
@@ -276,12 +337,19 @@ async fn bad_note_input_is_rejected_without_changes(backend: Backend) {
     for content in ["", "   \n", &"x".repeat(memory::MAX_NOTE_BYTES + 1)] {
         let err = f
             .store
-            .store_note(&alice, content, NoteMetadata::default())
+            .save(
+                &alice,
+                None,
+                content,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap_err();
         assert!(err.is_invalid_input(), "{err:?}");
     }
-    assert_eq!(f.store.stats().await.unwrap().notes, 0);
+    assert_eq!(f.store.upkeep().stats().await.unwrap().notes, 0);
 }
 
 async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen(backend: Backend) {
@@ -294,12 +362,26 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
         tasks.push(tokio::spawn(async move {
             if i % 2 == 0 {
                 let m = Message::user(format!("message number {i}"));
-                (true, store.append_message(&chat, &alice, &m).await.unwrap())
+                (
+                    true,
+                    store
+                        .sessions()
+                        .append_message(&chat, &alice, &m)
+                        .await
+                        .unwrap(),
+                )
             } else {
                 let text = format!("note number {i} about topic{i}");
                 let note = store
-                    .store_note(&alice, &text, NoteMetadata::default())
+                    .save(
+                        &alice,
+                        None,
+                        &text,
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
                     .await
+                    .and_then(memory::Saved::into_note)
                     .unwrap();
                 assert!(note.note_id.as_str().starts_with("note-"));
                 (false, 0)
@@ -316,7 +398,11 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
     assert_eq!(chat_seqs, (1..=100).collect::<HashSet<u64>>());
     let reopened = f.reopen().await;
     drop(f.store);
-    let history = reopened.history(&chat, None, 1000).await.unwrap();
+    let history = reopened
+        .sessions()
+        .history(&chat, None, 1000)
+        .await
+        .unwrap();
     assert_eq!(history.len(), 100);
     assert!(
         history.windows(2).all(|w| w[0].seq + 1 == w[1].seq),
@@ -325,6 +411,7 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
     let notes = reopened.list_notes(&alice).await.unwrap();
     assert_eq!(notes.len(), 100);
     let memory_history = reopened
+        .sessions()
         .history(&SessionId::user_memory(&alice), None, 1000)
         .await
         .unwrap();
@@ -332,7 +419,7 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
     assert_eq!(seqs, (1..=100).collect::<HashSet<u64>>());
     // Everything saved before the reopen is found again, by keywords and by vectors.
     let hits = reopened
-        .hybrid_query(&HybridQuery::new(
+        .search(&HybridQuery::new(
             vec![SessionId::user_memory(&alice)],
             "topic77",
             3,
@@ -340,7 +427,7 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
         .await
         .unwrap();
     assert_eq!(hits[0].text, "note number 77 about topic77");
-    let stats = reopened.stats().await.unwrap();
+    let stats = reopened.upkeep().stats().await.unwrap();
     assert_eq!(
         (stats.notes, stats.events, stats.chunks, stats.vectors),
         (100, 200, 200, 200)
@@ -361,15 +448,20 @@ async fn sessions_history_titles_and_ownership() {
         Message::tool_result("call_1", "weather: sunny"),
     ];
     for (i, m) in messages.iter().enumerate() {
-        let seq = f.store.append_message(&chat, &alice, m).await.unwrap();
+        let seq = f
+            .store
+            .sessions()
+            .append_message(&chat, &alice, m)
+            .await
+            .unwrap();
         assert_eq!(seq, i as u64 + 1);
     }
-    let all = f.store.history(&chat, None, 10).await.unwrap();
+    let all = f.store.sessions().history(&chat, None, 10).await.unwrap();
     assert_eq!(
         all.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
         messages
     );
-    let page = f.store.history(&chat, Some(4), 2).await.unwrap();
+    let page = f.store.sessions().history(&chat, Some(4), 2).await.unwrap();
     assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
 
     // Only user and assistant text is indexed.
@@ -380,6 +472,7 @@ async fn sessions_history_titles_and_ownership() {
     // A session belongs to its creator.
     let err = f
         .store
+        .sessions()
         .append_message(&chat, &bob, &Message::user("hi"))
         .await
         .unwrap_err();
@@ -389,6 +482,7 @@ async fn sessions_history_titles_and_ownership() {
     );
     let err = f
         .store
+        .sessions()
         .append_message(
             &SessionId::user_memory(&alice),
             &bob,
@@ -402,10 +496,11 @@ async fn sessions_history_titles_and_ownership() {
     );
 
     f.store
+        .sessions()
         .set_session_title(&chat, "Lisbon trip")
         .await
         .unwrap();
-    let info = f.store.session_info(&chat).await.unwrap();
+    let info = f.store.sessions().session_info(&chat).await.unwrap();
     assert_eq!(info.title.as_deref(), Some("Lisbon trip"));
     assert_eq!(
         (info.user_id.as_str(), info.events, info.kind),
@@ -413,10 +508,17 @@ async fn sessions_history_titles_and_ownership() {
     );
     assert!(info.last_active_at >= info.created_at);
     f.store
-        .store_note(&alice, "Alice likes trams.", NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            "Alice likes trams.",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
-    let listed = f.store.list_sessions(&alice).await.unwrap();
+    let listed = f.store.sessions().list_sessions(&alice).await.unwrap();
     assert_eq!(
         listed
             .iter()
@@ -424,10 +526,18 @@ async fn sessions_history_titles_and_ownership() {
             .collect::<Vec<_>>(),
         ["memory:alice", "chat-1"]
     );
-    assert!(f.store.list_sessions(&bob).await.unwrap().is_empty());
+    assert!(
+        f.store
+            .sessions()
+            .list_sessions(&bob)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let missing = session("nope");
     assert!(
         f.store
+            .sessions()
             .session_info(&missing)
             .await
             .unwrap_err()
@@ -435,6 +545,7 @@ async fn sessions_history_titles_and_ownership() {
     );
     assert!(
         f.store
+            .sessions()
             .set_session_title(&missing, "x")
             .await
             .unwrap_err()
@@ -446,23 +557,48 @@ async fn sessions_history_titles_and_ownership() {
 async fn summary_compare_and_swap() {
     let f = fixture().await;
     let chat = session("chat-1");
-    assert_eq!(f.store.summary(&chat).await.unwrap(), None);
-    assert!(f.store.swap_summary(&chat, 0, "first", 5).await.unwrap());
+    assert_eq!(f.store.sessions().summary(&chat).await.unwrap(), None);
+    assert!(
+        f.store
+            .sessions()
+            .swap_summary(&chat, 0, "first", 5)
+            .await
+            .unwrap()
+    );
     assert!(
         !f.store
+            .sessions()
             .swap_summary(&chat, 0, "racing first", 6)
             .await
             .unwrap()
     );
-    let state = f.store.summary(&chat).await.unwrap().unwrap();
+    let state = f.store.sessions().summary(&chat).await.unwrap().unwrap();
     assert_eq!(
         (state.epoch, state.summary.as_str(), state.upto_seq),
         (1, "first", 5)
     );
-    assert!(f.store.swap_summary(&chat, 1, "second", 9).await.unwrap());
-    assert!(!f.store.swap_summary(&chat, 1, "stale", 10).await.unwrap());
-    assert!(!f.store.swap_summary(&chat, 7, "future", 10).await.unwrap());
-    let state = f.store.summary(&chat).await.unwrap().unwrap();
+    assert!(
+        f.store
+            .sessions()
+            .swap_summary(&chat, 1, "second", 9)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.store
+            .sessions()
+            .swap_summary(&chat, 1, "stale", 10)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.store
+            .sessions()
+            .swap_summary(&chat, 7, "future", 10)
+            .await
+            .unwrap()
+    );
+    let state = f.store.sessions().summary(&chat).await.unwrap().unwrap();
     assert_eq!(
         (state.epoch, state.summary.as_str(), state.upto_seq),
         (2, "second", 9)

@@ -74,9 +74,15 @@ pub async fn compose(
         tracing::info!("memory is disabled: no store, no memory tools, no recall");
         (None, MemoryState::Disabled)
     } else {
-        let store = MemoryStore::open_with(&config.memory, user_root, options)
-            .await
-            .map_err(ComposeError::Memory)?;
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config.memory,
+                user_root,
+            },
+            options,
+        )
+        .await
+        .map_err(ComposeError::Memory)?;
         let state = if config.memory.remote_url.is_some() {
             MemoryState::Remote
         } else {
@@ -113,7 +119,7 @@ pub async fn compose(
         .and_then(|keep| chrono::Duration::from_std(keep).ok());
     let sweeper = store
         .as_ref()
-        .map(|s| s.spawn_sweeper(SWEEP_EVERY, audit_retention));
+        .map(|s| s.upkeep().spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
         runtime = runtime.with_memory(store);
     }
@@ -232,13 +238,26 @@ mod tests {
     /// A user root whose database already holds [`NOTE`].
     async fn root_with_note(server: &ScriptedLlm) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let store = MemoryStore::open_with(&config(server, true).memory, dir.path(), options())
-            .await
-            .unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config(server, true).memory,
+                user_root: dir.path(),
+            },
+            options(),
+        )
+        .await
+        .unwrap();
         let user = UserId::parse("alice").unwrap();
         store
-            .store_note(&user, NOTE, NoteMetadata::default())
+            .save(
+                &user,
+                None,
+                NOTE,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
         dir
     }
@@ -355,10 +374,16 @@ mod tests {
         assert!(results[1].contains("PII_DETECTED"), "{}", results[1]);
         assert!(results[2].contains("RATE_LIMITED"), "{}", results[2]);
 
-        let store = MemoryStore::open_with(&config.memory, dir.path(), options())
-            .await
-            .unwrap();
-        let rows = store.audit_log(None, 100).await.unwrap();
+        let store = MemoryStore::open(
+            memory::Target::Config {
+                config: &config.memory,
+                user_root: dir.path(),
+            },
+            options(),
+        )
+        .await
+        .unwrap();
+        let rows = store.audit().audit_log(None, 100).await.unwrap();
         let summary: Vec<(&str, &str, &str)> = rows
             .iter()
             .map(|r| (r.surface.as_str(), r.tool.as_str(), r.outcome.as_str()))

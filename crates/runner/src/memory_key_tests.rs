@@ -101,9 +101,15 @@ async fn encrypted_db(root: &Path, enc: &MemoryEncryption) -> (PathBuf, PathBuf)
     };
     let config = types::MemoryConfig::default();
     drop(
-        memory::MemoryStore::open_with(&config, &root.join("alice"), options)
-            .await
-            .unwrap(),
+        memory::MemoryStore::open(
+            memory::Target::Config {
+                config: &config,
+                user_root: &root.join("alice"),
+            },
+            options,
+        )
+        .await
+        .unwrap(),
     );
     assert!(!is_plaintext_db(&file));
     (file, memory_key_path(root, &alice()))

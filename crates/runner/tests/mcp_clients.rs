@@ -123,9 +123,15 @@ async fn record_chat_usage(setup: &Setup) {
         legacy_dir: memory::LegacyDir::Skip,
         ..memory::OpenOptions::default()
     };
-    let store = memory::MemoryStore::open_with(&agent.memory, &setup.ws("alice").root, options)
-        .await
-        .unwrap();
+    let store = memory::MemoryStore::open(
+        memory::Target::Config {
+            config: &agent.memory,
+            user_root: &setup.ws("alice").root,
+        },
+        options,
+    )
+    .await
+    .unwrap();
     let (user, session, turn) = (
         types::UserId::parse("alice").unwrap(),
         types::SessionId::parse("chat-1").unwrap(),
@@ -141,6 +147,7 @@ async fn record_chat_usage(setup: &Setup) {
         completion_tokens: 200,
     };
     store
+        .usage()
         .record_usage(place, "scripted-model", usage)
         .await
         .unwrap();
@@ -405,10 +412,16 @@ async fn mcp_calls_are_governed_permissions_pii_rate_limits_and_audit() {
         legacy_dir: memory::LegacyDir::Skip,
         ..memory::OpenOptions::default()
     };
-    let store = memory::MemoryStore::open_with(&agent.memory, &setup.ws("alice").root, options)
-        .await
-        .unwrap();
-    let rows = store.audit_log(None, 100).await.unwrap();
+    let store = memory::MemoryStore::open(
+        memory::Target::Config {
+            config: &agent.memory,
+            user_root: &setup.ws("alice").root,
+        },
+        options,
+    )
+    .await
+    .unwrap();
+    let rows = store.audit().audit_log(None, 100).await.unwrap();
     let seen: Vec<(&str, &str, Option<&str>, &str)> = rows
         .iter()
         .map(|r| {

@@ -130,16 +130,25 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_owned();
     let alice = UserId::parse("alice").unwrap();
-    let agent = MemoryStore::open(&MemoryConfig::default(), &root.join("alice"))
-        .await
-        .unwrap();
+    let agent = MemoryStore::open(
+        memory::Target::Config {
+            config: &MemoryConfig::default(),
+            user_root: &root.join("alice"),
+        },
+        memory::OpenOptions::default(),
+    )
+    .await
+    .unwrap();
     agent
-        .store_note(
+        .save(
             &alice,
+            None,
             "Tomatoes need full sun and deep watering",
             NoteMetadata::default(),
+            memory::Similar::Unchecked,
         )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     // Only the vector leg: the keyword leg reads the database directly and would hide a stale index.
     let by_vector = async |query: &str| -> Vec<String> {
@@ -149,7 +158,7 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
             fts: 0.0,
         };
         agent
-            .hybrid_query(&q)
+            .search(&q)
             .await
             .unwrap()
             .into_iter()
@@ -221,9 +230,9 @@ async fn cli_writes_while_an_agent_runs_are_ranked_by_its_next_search() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stats = agent.stats().await.unwrap();
+    let stats = agent.upkeep().stats().await.unwrap();
     by_vector("ferry").await;
-    let stats_after = agent.stats().await.unwrap();
+    let stats_after = agent.upkeep().stats().await.unwrap();
     assert_eq!(
         stats_after.indexed_vectors, stats_after.vectors,
         "{stats:?} → {stats_after:?}"

@@ -62,23 +62,37 @@ async fn expire_all(setup: &Setup, user: &str) {
         legacy_dir: memory::LegacyDir::Skip,
         ..OpenOptions::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &setup.ws(user).root, options)
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &config.memory,
+            user_root: &setup.ws(user).root,
+        },
+        options,
+    )
+    .await
+    .unwrap();
     let user = UserId::parse(user).unwrap();
     let query = ListQuery {
         limit: 50,
         ..ListQuery::default()
     };
-    for note in store.list_notes_page(&user, &query).await.unwrap().notes {
+    for note in store.list(&user, &query).await.unwrap().notes {
         let version = memory::note_version(&note.content);
         let patch = MetadataPatch {
             expires_at: Some(Some(Utc::now() - Duration::seconds(1))),
             ..MetadataPatch::default()
         };
         store
-            .update_note_patched(&user, None, &note.note_id, &note.content, &version, patch)
+            .update(
+                &user,
+                None,
+                &note.note_id,
+                &note.content,
+                Some(&version),
+                patch,
+            )
             .await
+            .map(|written| written.receipt)
             .unwrap();
     }
 }

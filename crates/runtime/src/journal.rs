@@ -114,7 +114,7 @@ impl Journal {
     /// memory keeps no usage). A failure is logged, never fatal to the turn.
     pub(crate) async fn record_usage(&self, place: CallPlace<'_>, model: &str, usage: Usage) {
         if let Journal::Durable(store) = self
-            && let Err(e) = store.record_usage(place, model, usage).await
+            && let Err(e) = store.usage().record_usage(place, model, usage).await
         {
             tracing::warn!(error = %e, "token usage not recorded");
         }
@@ -129,6 +129,7 @@ impl Journal {
     ) -> Result<u64, RuntimeError> {
         match self {
             Journal::Durable(store) => store
+                .sessions()
                 .append_message(session, user, message)
                 .await
                 .map_err(RuntimeError::memory("storing a message")),
@@ -159,6 +160,7 @@ impl Journal {
     ) -> Result<Vec<Entry>, RuntimeError> {
         match self {
             Journal::Durable(store) => Ok(store
+                .sessions()
                 .history(session, None, limit)
                 .await
                 .map_err(RuntimeError::memory("reading the conversation"))?
@@ -184,6 +186,7 @@ impl Journal {
     ) -> Result<Option<SummaryState>, RuntimeError> {
         match self {
             Journal::Durable(store) => store
+                .sessions()
                 .summary(session)
                 .await
                 .map_err(RuntimeError::memory("reading the summary")),
@@ -203,6 +206,7 @@ impl Journal {
     ) -> Result<bool, RuntimeError> {
         match self {
             Journal::Durable(store) => store
+                .sessions()
                 .swap_summary(session, expected_epoch, summary, upto_seq)
                 .await
                 .map_err(RuntimeError::memory("storing the summary")),
@@ -231,7 +235,7 @@ impl Journal {
         session: &SessionId,
     ) -> Result<Option<SessionRecord>, RuntimeError> {
         match self {
-            Journal::Durable(store) => match store.session_info(session).await {
+            Journal::Durable(store) => match store.sessions().session_info(session).await {
                 Ok(info) => Ok(Some(info.into())),
                 Err(MemoryError::SessionNotFound(_)) => Ok(None),
                 Err(e) => Err(RuntimeError::memory("reading a session")(e)),
@@ -249,6 +253,7 @@ impl Journal {
     ) -> Result<Vec<SessionRecord>, RuntimeError> {
         match self {
             Journal::Durable(store) => Ok(store
+                .sessions()
                 .list_sessions(user)
                 .await
                 .map_err(RuntimeError::memory("listing sessions"))?
@@ -277,6 +282,7 @@ impl Journal {
     ) -> Result<SessionRecord, RuntimeError> {
         match self {
             Journal::Durable(store) => Ok(store
+                .sessions()
                 .create_session(session, user, title)
                 .await
                 .map_err(RuntimeError::memory("creating a session"))?
@@ -305,6 +311,7 @@ impl Journal {
     ) -> Result<(), RuntimeError> {
         match self {
             Journal::Durable(store) => store
+                .sessions()
                 .set_session_title(session, title)
                 .await
                 .map_err(RuntimeError::memory("setting a session title")),
@@ -326,6 +333,7 @@ impl Journal {
     ) -> Result<Vec<TimedEntry>, RuntimeError> {
         match self {
             Journal::Durable(store) => Ok(store
+                .sessions()
                 .history(session, before, limit)
                 .await
                 .map_err(RuntimeError::memory("reading the history"))?

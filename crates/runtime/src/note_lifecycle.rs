@@ -64,7 +64,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let result = self
             .lifecycle_op(ctx, NOTE_HISTORY_OP, read(note_id), |_| {
-                store.note_history(&ctx.user_id, note_id)
+                store.history(&ctx.user_id, note_id)
             })
             .await?;
         let history = result.map_err(note_error("reading a note's history"))?;
@@ -117,7 +117,7 @@ impl AgentRuntime {
         let result = self
             .lifecycle_op(ctx, RESTORE_NOTE_OP, write(note_id), |call| async move {
                 store
-                    .restore_note_as(&ctx.user_id, call.as_ref(), note_id, version)
+                    .restore(&ctx.user_id, call.as_ref(), note_id, version)
                     .await
             })
             .await?;
@@ -133,9 +133,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let result = self
             .lifecycle_op(ctx, CONFIRM_NOTE_OP, write(note_id), |call| async move {
-                store
-                    .confirm_note_as(&ctx.user_id, call.as_ref(), note_id)
-                    .await
+                store.confirm(&ctx.user_id, call.as_ref(), note_id).await
             })
             .await?;
         Ok(result.map_err(note_error("confirming a note"))?.into())

@@ -106,7 +106,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let page = self
             .lifecycle_op(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| {
-                store.list_notes_page(&ctx.user_id, &query)
+                store.list(&ctx.user_id, &query)
             })
             .await?
             .map_err(note_error("listing notes"))?;
@@ -140,7 +140,7 @@ impl AgentRuntime {
         let user = &ctx.user_id;
         let search = |_| async move {
             let hits = store
-                .hybrid_query(&HybridQuery::new(
+                .search(&HybridQuery::new(
                     vec![SessionId::user_memory(user)],
                     query,
                     limit,
@@ -154,7 +154,7 @@ impl AgentRuntime {
                 }
                 seen.push(id.clone());
                 // A note deleted between the search and the read is simply left out.
-                match store.get_note(user, &id).await {
+                match store.get(user, &id).await {
                     Ok(note) => notes.push(NoteEntry::from(note)),
                     Err(MemoryError::NoteNotFound(_)) => {}
                     Err(e) => return Err(e),
@@ -177,7 +177,7 @@ impl AgentRuntime {
         let access = MemoryAccess::notes_read().with_key(Some(note_id.as_str()));
         let note = self
             .lifecycle_op(ctx, GET_NOTE_OP, access, |_| {
-                store.get_note(&ctx.user_id, note_id)
+                store.get(&ctx.user_id, note_id)
             })
             .await?
             .map_err(note_error("reading a note"))?;
@@ -240,7 +240,7 @@ impl AgentRuntime {
     async fn stored(&self, user: &UserId, note_id: &NoteId) -> Result<NoteEntry, RuntimeError> {
         let note = self
             .notes_store()?
-            .get_note(user, note_id)
+            .get(user, note_id)
             .await
             .map_err(note_error("reading a note"))?;
         Ok(note.into())

@@ -87,7 +87,7 @@ pub(crate) async fn recall(
         config.recall_notes.saturating_mul(2),
     );
     query.weights = Weights::from(retrieval);
-    let hits = match store.hybrid_query(&query).await {
+    let hits = match store.search(&query).await {
         Ok(hits) => hits,
         Err(e) => {
             tracing::warn!(error = %e, "recall failed; continuing without recalled notes");

@@ -78,7 +78,7 @@ async fn the_summary_triggers_is_stored_and_is_used_by_later_requests() {
         summary_calls(&server.requests()).is_empty(),
         "no summary while the context fits"
     );
-    assert_eq!(store.summary(&session).await.unwrap(), None);
+    assert_eq!(store.sessions().summary(&session).await.unwrap(), None);
 
     // The fifth message pushes the context past 75 % of the window.
     run(&rt, &ctx(dir.path(), "alice", "s", "t4"), &topic("five"))
@@ -100,7 +100,7 @@ async fn the_summary_triggers_is_stored_and_is_used_by_later_requests() {
         "the newest message is not summarised"
     );
     assert_eq!(
-        store.summary(&session).await.unwrap(),
+        store.sessions().summary(&session).await.unwrap(),
         Some(SummaryState {
             epoch: 1,
             summary: "SUMMARY-1: the user talked about topics one to four.".into(),
@@ -110,6 +110,7 @@ async fn the_summary_triggers_is_stored_and_is_used_by_later_requests() {
     let chat = streamed(&requests);
     // The summary call's tokens count in the session's usage with the chat calls'.
     let used = store
+        .usage()
         .usage_by_model(
             &types::UserId::parse("alice").unwrap(),
             UsageScope::Session(&session),

@@ -32,7 +32,7 @@ async fn saved(server: &ScriptedLlm, store: &memory::MemoryStore, call_id: &str)
     let id = NoteId::parse(answer["note_id"].as_str().expect("a note_id")).unwrap();
     let alice = UserId::parse("alice").unwrap();
     let p = store
-        .get_note(&alice, &id)
+        .get(&alice, &id)
         .await
         .unwrap()
         .metadata
@@ -128,7 +128,11 @@ async fn an_unconfirmed_note_read_back_marks_the_save_that_copies_it() {
         provenance: Some(Provenance::in_turn(Origin::Web, "old", "t0")),
         ..NoteMetadata::default()
     };
-    store.store_note(&alice, PLANTED, metadata).await.unwrap();
+    store
+        .save(&alice, None, PLANTED, metadata, memory::Similar::Unchecked)
+        .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
 
     server.push_all([
         call("c1", "memory_search", json!({"query": "forward email"})),
@@ -176,6 +180,7 @@ async fn an_unconfirmed_file_viewed_marks_the_save_that_copies_it() {
     let alice = UserId::parse("alice").unwrap();
     let web = Provenance::in_turn(Origin::Web, "old", "t0");
     store
+        .files()
         .put_file(
             &alice,
             "/memories/rules.md",
@@ -290,6 +295,7 @@ async fn the_mark_ends_once_the_summary_has_replaced_the_untrusted_text() {
     }
     let session = types::SessionId::parse("chat-e").unwrap();
     let summary = store
+        .sessions()
         .summary(&session)
         .await
         .unwrap()

@@ -99,7 +99,7 @@ impl Env {
     }
 
     pub(crate) async fn audit(&self) -> Vec<AuditRecord> {
-        self.store.audit_log(None, 1000).await.unwrap()
+        self.store.audit().audit_log(None, 1000).await.unwrap()
     }
 }
 

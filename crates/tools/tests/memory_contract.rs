@@ -99,14 +99,28 @@ async fn a_long_note_round_trip_keeps_every_part_and_a_partial_view_cannot_repla
     assert!(original.len() > 6000 && original.len() < 8192);
     let saved = env
         .store
-        .store_note(&alice(), &original, NoteMetadata::default())
+        .save(
+            &alice(),
+            None,
+            &original,
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     for i in 0..19 {
         let other = long_note(&format!("the Lisbon offsite, budget line {i}"), 110);
         env.store
-            .store_note(&alice(), &other, NoteMetadata::default())
+            .save(
+                &alice(),
+                None,
+                &other,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
 
@@ -249,12 +263,15 @@ async fn a_smaller_output_cap_drops_whole_results_and_counts_them() {
     let env = env().await;
     for i in 0..20 {
         env.store
-            .store_note(
+            .save(
                 &alice(),
+                None,
                 &long_note(&format!("tram line {i}"), 20),
                 NoteMetadata::default(),
+                memory::Similar::Unchecked,
             )
             .await
+            .and_then(memory::Saved::into_note)
             .unwrap();
     }
     let registry = registry(Arc::new(env.store.clone())).with_output_limit(4096);
@@ -407,7 +424,7 @@ impl MemoryRetrieval for Gated {
         s: &types::SessionId,
         limit: usize,
     ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
-        self.store.history(s, None, limit).await
+        self.store.sessions().history(s, None, limit).await
     }
 }
 

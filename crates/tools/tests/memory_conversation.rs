@@ -28,6 +28,7 @@ async fn include_conversation_merges_labels_and_dedups() {
     let id = env.save("alice", "The user's cat is called Miso").await;
     let chat = SessionId::parse("chat-1").unwrap();
     env.store
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -37,6 +38,7 @@ async fn include_conversation_merges_labels_and_dedups() {
         .unwrap();
     // Said in chat and saved as a note: returned once, as the note.
     env.store
+        .sessions()
         .append_message(
             &chat,
             &alice,
@@ -47,6 +49,7 @@ async fn include_conversation_merges_labels_and_dedups() {
     // Another session's message is not part of this turn's conversation.
     let other = SessionId::parse("chat-2").unwrap();
     env.store
+        .sessions()
         .append_message(
             &other,
             &alice,
@@ -161,7 +164,7 @@ impl MemoryRetrieval for FailingConversation {
         s: &types::SessionId,
         limit: usize,
     ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
-        self.0.history(s, None, limit).await
+        self.0.sessions().history(s, None, limit).await
     }
 }
 

@@ -386,8 +386,15 @@ async fn the_notes_tools_take_category_tags_and_expiry() {
         ..NoteMetadata::default()
     };
     env.store
-        .store_note(&alice, "Alice's Kyoto hotel is the Hanaya", expired)
+        .save(
+            &alice,
+            None,
+            "Alice's Kyoto hotel is the Hanaya",
+            expired,
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap();
     let found = env
         .json("alice", "memory_search", json!({ "query": "Hanaya hotel" }))

@@ -434,7 +434,11 @@ async fn hostile_paths_are_refused_and_change_nothing() {
     }
     let user = UserId::parse("alice").unwrap();
     assert_eq!(
-        env.store.file_tree(&user, "/memories").await.unwrap(),
+        env.store
+            .files()
+            .file_tree(&user, "/memories")
+            .await
+            .unwrap(),
         vec![]
     );
     assert_eq!(env.store.list_notes(&user).await.unwrap(), vec![]);
@@ -477,6 +481,7 @@ async fn concurrent_edits_of_one_file_never_lose_an_update() {
     }
     let file = env
         .store
+        .files()
         .read_file(&UserId::parse("alice").unwrap(), "/memories/list.md")
         .await
         .unwrap()

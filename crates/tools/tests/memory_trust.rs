@@ -198,7 +198,7 @@ async fn writes_record_provenance_from_the_context() {
     assert_eq!(updated["note_id"], said["note_id"]);
     let alice = UserId::parse("alice").unwrap();
     let id = types::NoteId::parse(said["note_id"].as_str().unwrap()).unwrap();
-    let note = env.store.get_note(&alice, &id).await.unwrap();
+    let note = env.store.get(&alice, &id).await.unwrap();
     assert_eq!(
         note.metadata.provenance,
         Some(Provenance::in_turn(Origin::File, "chat-1", "turn-7"))

@@ -30,9 +30,9 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open_local(
-        &dir.path().join(".oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.path().join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await
     .unwrap();
@@ -353,6 +353,7 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
         answer("c2", "error: no such file"),
     ] {
         env.store
+            .sessions()
             .append_message(&session, &alice, &m)
             .await
             .unwrap();
@@ -374,7 +375,11 @@ async fn get_context_reports_the_session_and_its_tool_calls() {
             prompt_tokens: prompt,
             completion_tokens: completion,
         };
-        env.store.record_usage(place, model, usage).await.unwrap();
+        env.store
+            .usage()
+            .record_usage(place, model, usage)
+            .await
+            .unwrap();
     }
     let started = env.store.session_info(&session).await.unwrap().created_at;
     let all = env

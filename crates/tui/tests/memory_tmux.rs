@@ -44,9 +44,12 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
 /// A second connection to the user's database file.
 async fn open(root: &Path) -> MemoryStore {
     let ws = WorkspacePaths::new(root.join("alice"));
-    MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-        .await
-        .unwrap()
+    MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .unwrap()
 }
 
 /// Updates the tram note and deletes the tart note, then answers.
@@ -148,8 +151,15 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
     let alice = UserId::parse("alice").unwrap();
     let store = open(dir.path()).await;
     let tart = store
-        .store_note(&alice, TART, NoteMetadata::default())
+        .save(
+            &alice,
+            None,
+            TART,
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
         .await
+        .and_then(memory::Saved::into_note)
         .unwrap()
         .note_id
         .to_string();

@@ -225,9 +225,9 @@ async fn main() -> anyhow::Result<()> {
             let dir = tempfile::tempdir()?;
             let user = UserId::parse("bench")?;
             let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
-            let store = MemoryStore::open_local(
-                &ws_paths.default_memory_db(),
-                Arc::new(HashEmbedder::new(256)),
+            let store = MemoryStore::open(
+                memory::Target::File(&ws_paths.default_memory_db()),
+                memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
             )
             .await?;
             let token = GatewayToken::load_or_create(&ws_paths.internal())?;
@@ -251,9 +251,9 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let ws_paths = WorkspacePaths::for_user(dir.path(), &user);
-    let store = MemoryStore::open_local(
-        &ws_paths.default_memory_db(),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&ws_paths.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await?;
     let token = GatewayToken::load_or_create(&ws_paths.internal())?;

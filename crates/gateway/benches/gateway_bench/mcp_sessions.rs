@@ -67,8 +67,11 @@ pub async fn run(sessions: usize, cap: usize, idle: Duration) -> anyhow::Result<
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let ws = WorkspacePaths::for_user(dir.path(), &user);
-    let store =
-        MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256))).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await?;
     let token = GatewayToken::load_or_create(&ws.internal())?;
     // The MCP registry as `oxydra-vm` composes it for the notes dialect.
     let memory: Arc<dyn memory::MemoryRetrieval> = Arc::new(store.clone());

@@ -20,55 +20,84 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let dir = tempfile::tempdir()?;
     let user = UserId::parse("bench")?;
     let paths = WorkspacePaths::for_user(dir.path(), &user);
-    let store =
-        MemoryStore::open_local(&paths.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-            .await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&paths.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await?;
     for i in 0..notes {
         store
-            .store_note(
+            .save(
                 &user,
+                None,
                 &format!("background note {i}: likes tea variety {}", i % 97),
                 NoteMetadata::default(),
+                memory::Similar::Unchecked,
             )
-            .await?;
+            .await
+            .and_then(memory::Saved::into_note)?;
     }
     let mut saved = Vec::with_capacity(rounds);
     for i in 0..rounds {
         let note = store
-            .store_note(
+            .save(
                 &user,
+                None,
                 &format!("saved by the agent {i}"),
                 NoteMetadata::default(),
+                memory::Similar::Unchecked,
             )
-            .await?;
+            .await
+            .and_then(memory::Saved::into_note)?;
         saved.push(note.note_id.to_string());
     }
     let edited = store
-        .store_note(&user, "Drinks green tea", NoteMetadata::default())
-        .await?;
+        .save(
+            &user,
+            None,
+            "Drinks green tea",
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)?;
     // What the agent deleted and updated, to take back.
     let mut deleted = Vec::with_capacity(rounds);
     let mut updated = Vec::with_capacity(rounds);
     for i in 0..rounds {
         let gone = store
-            .store_note(
+            .save(
                 &user,
+                None,
                 &format!("deleted by the agent {i}"),
                 NoteMetadata::default(),
+                memory::Similar::Unchecked,
             )
-            .await?;
-        store.delete_note(&user, &gone.note_id).await?;
+            .await
+            .and_then(memory::Saved::into_note)?;
+        store.delete(&user, None, &gone.note_id).await.map(|_| ())?;
         deleted.push(gone.note_id.to_string());
         let changed = store
-            .store_note(
+            .save(
                 &user,
+                None,
                 &format!("lives in Lisbon {i}"),
                 NoteMetadata::default(),
+                memory::Similar::Unchecked,
             )
-            .await?;
+            .await
+            .and_then(memory::Saved::into_note)?;
         store
-            .update_note(&user, &changed.note_id, &format!("lives in Porto {i}"))
-            .await?;
+            .update(
+                &user,
+                None,
+                &changed.note_id,
+                &format!("lives in Porto {i}"),
+                None,
+                memory::MetadataPatch::default(),
+            )
+            .await
+            .and_then(memory::Written::into_note)?;
         updated.push(changed.note_id.to_string());
     }
     let token = GatewayToken::load_or_create(&paths.internal())?;

@@ -66,9 +66,12 @@ pub fn runtime(store: &MemoryStore, provider: Arc<dyn Provider>) -> AgentRuntime
 
 pub async fn open_store(root: &Path, user: &str) -> MemoryStore {
     let ws = WorkspacePaths::new(root.join(user));
-    MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-        .await
-        .expect("store opens")
+    MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .expect("store opens")
 }
 
 /// A user's agent under `root`, with its token created in `<root>/<user>/.oxydra/`.

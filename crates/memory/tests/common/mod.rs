@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use memory::embedding::EmbedError;
-use memory::{Embedder, EncryptionKey, HashEmbedder, MemoryStore, VectorLeg};
+use memory::{Embedder, EncryptionKey, HashEmbedder, MemoryStore, OpenOptions, Target, VectorLeg};
 use types::{SessionId, UserId};
 
 pub const DIMS: usize = 64;
@@ -112,37 +112,39 @@ async fn open_at(
     key: Option<EncryptionKey>,
     embedder: Arc<dyn Embedder>,
 ) -> MemoryStore {
-    let store = open_plain(path, remote, key, embedder).await;
-    if std::env::var_os(APPROXIMATE_ENV).is_some() {
-        store.set_vector_leg(VectorLeg::Approximate);
-    }
-    store
-}
-
-async fn open_plain(
-    path: &Path,
-    remote: Option<&RemoteDb>,
-    key: Option<EncryptionKey>,
-    embedder: Arc<dyn Embedder>,
-) -> MemoryStore {
-    match remote {
-        None => match key {
-            Some(key) => MemoryStore::open_encrypted(path, key, embedder)
-                .await
-                .unwrap(),
-            None => MemoryStore::open_local(path, embedder).await.unwrap(),
-        },
+    let vector_leg = match std::env::var_os(APPROXIMATE_ENV) {
+        Some(_) => VectorLeg::Approximate,
+        None => VectorLeg::Auto,
+    };
+    let url = remote.map(|db| db.server.url()).unwrap_or_default();
+    let replica_file;
+    let (target, key) = match remote {
+        None => (Target::File(path), key),
         Some(db) if db.replica => {
             let n = NEXT_REPLICA.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let file = path.with_file_name(format!("replica-{n}.db"));
-            MemoryStore::open_replica_with(&file, &db.server.url(), &db.token, key, embedder)
-                .await
-                .unwrap()
+            replica_file = path.with_file_name(format!("replica-{n}.db"));
+            let target = Target::Replica {
+                path: &replica_file,
+                url: &url,
+                token: &db.token,
+            };
+            (target, key)
         }
-        Some(db) => MemoryStore::open_remote(&db.server.url(), &db.token, embedder)
-            .await
-            .unwrap(),
-    }
+        // A remote server is never encrypted by the client.
+        Some(db) => (
+            Target::Remote {
+                url: &url,
+                token: &db.token,
+            },
+            None,
+        ),
+    };
+    let options = OpenOptions {
+        encryption_key: key,
+        vector_leg,
+        ..OpenOptions::with_embedder(embedder)
+    };
+    MemoryStore::open(target, options).await.unwrap()
 }
 
 impl Fixture {

@@ -202,10 +202,16 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
         }
         if agent.memory.remote_url.is_some() {
             agent.memory.replica = false;
-            let store = MemoryStore::open_with(&agent.memory, &ws.root, OpenOptions::default())
-                .await
-                .context("cannot open the memory server to erase it")?;
-            let erased = store.erase_database(&user).await?;
+            let store = MemoryStore::open(
+                memory::Target::Config {
+                    config: &agent.memory,
+                    user_root: &ws.root,
+                },
+                OpenOptions::default(),
+            )
+            .await
+            .context("cannot open the memory server to erase it")?;
+            let erased = store.upkeep().erase_database(&user).await?;
             say(format!(
                 "{user}: dropped {} tables ({} rows) on the memory server",
                 erased.tables, erased.rows

@@ -40,7 +40,7 @@ pub(crate) async fn print(
         before: args.before,
         limit: args.limit,
     };
-    let page = store.audit_page(&query).await?;
+    let page = store.audit().audit_page(&query).await?;
     let rows = &page.rows;
     if json {
         crate::out::write_json(out, rows)?;

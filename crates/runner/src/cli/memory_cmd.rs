@@ -107,9 +107,15 @@ async fn open_or_rekey(
         encryption_key: runner::key_for_cli(&encryption, &root, &user, &place)?,
         ..Default::default()
     };
-    let store = MemoryStore::open_with(&config.memory, &user_root, options)
-        .await
-        .context("cannot open the memory store")?;
+    let store = MemoryStore::open(
+        memory::Target::Config {
+            config: &config.memory,
+            user_root: &user_root,
+        },
+        options,
+    )
+    .await
+    .context("cannot open the memory store")?;
     Ok(Some(UserStore {
         user,
         config,
@@ -244,9 +250,9 @@ async fn act(
             print_json(&mut out, &note)?;
         }
         MemoryAction::Deleted => print_json(&mut out, &governed.deleted().await?)?,
-        MemoryAction::Stats => print_json(&mut out, &store.stats().await?)?,
+        MemoryAction::Stats => print_json(&mut out, &store.upkeep().stats().await?)?,
         MemoryAction::Reindex => {
-            let n = store.reindex(progress("re-embedding")).await?;
+            let n = store.upkeep().reindex(progress("re-embedding")).await?;
             print_json(&mut out, &serde_json::json!({ "reindexed_chunks": n }))?;
         }
         MemoryAction::List {

@@ -112,7 +112,16 @@ impl CliMemory {
         self.govern(RESTORE, &access, args, |_, ctx| async move {
             let note = self
                 .store
-                .restore_note(&ctx.user_id, id, version, ctx.audit.as_ref())
+                .restore(
+                    &ctx.user_id,
+                    ctx.audit
+                        .as_ref()
+                        .cloned()
+                        .map(memory::CallKey::audit_only)
+                        .as_ref(),
+                    id,
+                    version,
+                )
                 .await
                 .map_err(store_error)?;
             Ok(json!(note).to_string())
@@ -131,7 +140,15 @@ impl CliMemory {
             |_, ctx| async move {
                 let note = self
                     .store
-                    .confirm_note(&ctx.user_id, id, ctx.audit.as_ref())
+                    .confirm(
+                        &ctx.user_id,
+                        ctx.audit
+                            .as_ref()
+                            .cloned()
+                            .map(memory::CallKey::audit_only)
+                            .as_ref(),
+                        id,
+                    )
                     .await
                     .map_err(store_error)?;
                 Ok(json!(note).to_string())
@@ -159,7 +176,16 @@ impl CliMemory {
             let notes = screened_notes(notes, &args)?;
             let report = self
                 .store
-                .import_notes_checked(&ctx.user_id, notes, similar, ctx.audit.as_ref())
+                .import(
+                    &ctx.user_id,
+                    ctx.audit
+                        .as_ref()
+                        .cloned()
+                        .map(memory::CallKey::audit_only)
+                        .as_ref(),
+                    notes,
+                    similar,
+                )
                 .await
                 .map_err(store_error)?;
             Ok(json!(report).to_string())
@@ -225,7 +251,7 @@ impl CliMemory {
             let value = if history {
                 json!(
                     self.store
-                        .note_history(&ctx.user_id, id)
+                        .history(&ctx.user_id, id)
                         .await
                         .map_err(store_error)?
                 )

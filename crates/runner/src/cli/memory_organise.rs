@@ -70,7 +70,7 @@ pub async fn list(
     out: &mut impl Write,
 ) -> Result<()> {
     if args.expired {
-        let notes = store.list_expired(user).await?;
+        let notes = store.upkeep().list_expired(user).await?;
         if args.json {
             write_json(out, &notes)?;
         } else {
@@ -91,7 +91,7 @@ pub async fn list(
         limit: args.limit,
         cursor: args.cursor,
     };
-    let page = store.list_notes_page(user, &query).await?;
+    let page = store.list(user, &query).await?;
     if args.json {
         write_json(out, &page)?;
         return Ok(());

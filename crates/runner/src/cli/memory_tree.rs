@@ -29,10 +29,10 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Writes every file of `user`'s tree below `dir` (opened, and empty). Returns how many were
 /// written.
 pub async fn export(store: &MemoryStore, user: &UserId, dir: &SafeDir) -> Result<usize> {
-    let entries = store.file_tree(user, MEMORIES_ROOT).await?;
+    let entries = store.files().file_tree(user, MEMORIES_ROOT).await?;
     let mut written = 0;
     for entry in entries {
-        let Some(file) = store.read_file(user, &entry.path).await? else {
+        let Some(file) = store.files().read_file(user, &entry.path).await? else {
             continue; // deleted meanwhile
         };
         let rel = Path::new(
@@ -89,11 +89,13 @@ pub async fn write_tree(
     let mut written = 0;
     for (path, text) in files {
         let put = match store
+            .files()
             .put_file(user, path, text, PathExpect::Absent, audit, imported())
             .await?
         {
             PathPut::Exists => {
                 store
+                    .files()
                     .put_file(user, path, text, PathExpect::Present, audit, imported())
                     .await?
             }
@@ -157,18 +159,25 @@ mod tests {
     async fn a_tree_survives_export_and_import() {
         let dir = tempfile::tempdir().unwrap();
         let embedder = || Arc::new(HashEmbedder::new(64));
-        let from = MemoryStore::open_local(&dir.path().join("a/memory.db"), embedder())
-            .await
-            .unwrap();
-        let to = MemoryStore::open_local(&dir.path().join("b/memory.db"), embedder())
-            .await
-            .unwrap();
+        let from = MemoryStore::open(
+            memory::Target::File(&dir.path().join("a/memory.db")),
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
+        let to = MemoryStore::open(
+            memory::Target::File(&dir.path().join("b/memory.db")),
+            memory::OpenOptions::with_embedder(embedder()),
+        )
+        .await
+        .unwrap();
         let user = UserId::parse("alice").unwrap();
         for (path, text) in [
             ("/memories/notes.md", "one\ntwo\n"),
             ("/memories/projects/x/plan.md", "the plan"),
         ] {
-            from.put_file(&user, path, text, PathExpect::Absent, None, None)
+            from.files()
+                .put_file(&user, path, text, PathExpect::Absent, None, None)
                 .await
                 .unwrap();
         }
@@ -200,8 +209,15 @@ mod tests {
             let (s, user) = (s.clone(), user.clone());
             async move {
                 let mut all = Vec::new();
-                for e in s.file_tree(&user, MEMORIES_ROOT).await.unwrap() {
-                    all.push(s.read_file(&user, &e.path).await.unwrap().unwrap().content);
+                for e in s.files().file_tree(&user, MEMORIES_ROOT).await.unwrap() {
+                    all.push(
+                        s.files()
+                            .read_file(&user, &e.path)
+                            .await
+                            .unwrap()
+                            .unwrap()
+                            .content,
+                    );
                 }
                 all
             }
@@ -209,6 +225,13 @@ mod tests {
         assert_eq!(files(&from).await, files(&to).await);
         // Importing again replaces, never duplicates.
         assert_eq!(import(&to).await, 2);
-        assert_eq!(to.file_tree(&user, MEMORIES_ROOT).await.unwrap().len(), 2);
+        assert_eq!(
+            to.files()
+                .file_tree(&user, MEMORIES_ROOT)
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

@@ -23,9 +23,9 @@ struct Race {
 impl Race {
     async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = MemoryStore::open_local(
-            &dir.path().join("db/memory.db"),
-            Arc::new(HashEmbedder::new(64)),
+        let store = MemoryStore::open(
+            memory::Target::File(&dir.path().join("db/memory.db")),
+            memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(64))),
         )
         .await
         .unwrap();
@@ -35,6 +35,7 @@ impl Race {
             ("/memories/projects/plan.md", "the plan"),
         ] {
             store
+                .files()
                 .put_file(&user, path, text, PathExpect::Absent, None, None)
                 .await
                 .unwrap();

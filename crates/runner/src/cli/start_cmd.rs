@@ -315,9 +315,15 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
             legacy_dir: memory::LegacyDir::Dir(cwd),
             ..memory::OpenOptions::default()
         };
-        memory::MemoryStore::open_with(&agent.memory, &ws.root, options)
-            .await
-            .context("cannot move the legacy memory database")?;
+        memory::MemoryStore::open(
+            memory::Target::Config {
+                config: &agent.memory,
+                user_root: &ws.root,
+            },
+            options,
+        )
+        .await
+        .context("cannot move the legacy memory database")?;
     }
     if tier == Tier::Container && agent.memory.remote_url.is_none() {
         let db = agent.memory.db_path.resolve(&ws.root);

@@ -172,12 +172,23 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
     let model = embedder.model_id().to_owned();
     let user = UserId::parse("bench")?;
     let root = dir.join("bench");
-    let store = MemoryStore::open_local(&root.join(".oxydra/memory.db"), embedder).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&root.join(".oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?;
 
     let setup = Instant::now();
     let first = store
-        .store_note(&user, &note_text(0), NoteMetadata::default())
-        .await?;
+        .save(
+            &user,
+            None,
+            &note_text(0),
+            NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)?;
     let notes: Vec<ExportedNote> = (1..NOTES)
         .map(|i| {
             let id = NoteId::from_uuid_str(&format!("{i:08x}-0000-4000-8000-{i:012x}"))?;
@@ -188,7 +199,10 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
             })
         })
         .collect::<Result<_, types::IdError>>()?;
-    store.import_notes(&user, notes).await?;
+    store
+        .import(&user, None, notes, memory::Similar::Unchecked)
+        .await
+        .map(|report| report.imported)?;
 
     let sessions = WARMUP + args.turns;
     for scenario in ["plain", "search", "bare"] {
@@ -197,8 +211,8 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
             for m in 0..HISTORY / 2 {
                 let q = Message::user(format!("Question {m}: what about {}?", OBJECTS[m % 16]));
                 let a = Message::assistant(format!("Answer {m}: {} is fine.", OBJECTS[m % 16]));
-                store.append_message(&session, &user, &q).await?;
-                store.append_message(&session, &user, &a).await?;
+                store.sessions().append_message(&session, &user, &q).await?;
+                store.sessions().append_message(&session, &user, &a).await?;
             }
         }
     }
@@ -314,13 +328,18 @@ async fn breakdown(
             match op {
                 "append_message" => {
                     store
+                        .sessions()
                         .append_message(&scratch, user, &Message::user("Which language do I like?"))
                         .await
                         .map(|_| ())?;
                 }
-                "history (400)" => store.history(&session, None, 400).await.map(|_| ())?,
-                "summary" => store.summary(&session).await.map(|_| ())?,
-                _ => store.hybrid_query(&query).await.map(|_| ())?,
+                "history (400)" => store
+                    .sessions()
+                    .history(&session, None, 400)
+                    .await
+                    .map(|_| ())?,
+                "summary" => store.sessions().summary(&session).await.map(|_| ())?,
+                _ => store.search(&query).await.map(|_| ())?,
             }
             times.push(start.elapsed());
         }

@@ -37,9 +37,12 @@ pub fn provider(server: &ScriptedLlm, kind: ProviderKind) -> Arc<dyn Provider> {
 }
 
 pub async fn open_store(path: &Path) -> MemoryStore {
-    MemoryStore::open_local(path, Arc::new(HashEmbedder::new(256)))
-        .await
-        .expect("store opens")
+    MemoryStore::open(
+        memory::Target::File(path),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .expect("store opens")
 }
 
 /// The four memory tools over `store`, plus `extra`.

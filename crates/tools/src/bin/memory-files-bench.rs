@@ -50,9 +50,9 @@ async fn main() -> BenchResult<()> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(500);
     let root = std::env::temp_dir().join(format!("oxydra-files-bench-{}", std::process::id()));
-    let store = MemoryStore::open_local(
-        &root.join("bench/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    let store = MemoryStore::open(
+        memory::Target::File(&root.join("bench/.oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await?;
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store);

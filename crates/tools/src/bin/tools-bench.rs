@@ -364,9 +364,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     governance_overhead(calls, &ctx).await?;
     screening_cost(calls.min(500));
 
-    let store = MemoryStore::open_local(
-        &ctx.workspace.default_memory_db(),
-        memory::embedding::from_config(&Default::default())?,
+    let store = MemoryStore::open(
+        memory::Target::File(&ctx.workspace.default_memory_db()),
+        memory::OpenOptions::with_embedder(memory::embedding::from_config(&Default::default())?),
     )
     .await?;
     let mut registry = ToolRegistry::default();
@@ -395,8 +395,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..n {
         let t = Instant::now();
         store
-            .store_note(&user, &note(2 * i), NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                &note(2 * i),
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
         raw_save.push(t.elapsed());
         let args = json!({ "content": note(2 * i + 1) }).to_string();
         let t = Instant::now();
@@ -408,7 +415,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let text = queries[i % queries.len()];
         let q = HybridQuery::new(vec![SessionId::user_memory(&user)], text, 5);
         let t = Instant::now();
-        store.hybrid_query(&q).await?;
+        store.search(&q).await?;
         raw_search.push(t.elapsed());
         let args = json!({ "query": text }).to_string();
         let t = Instant::now();

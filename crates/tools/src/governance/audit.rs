@@ -16,6 +16,6 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 #[async_trait]
 impl AuditSink for MemoryStore {
     async fn append(&self, user: &UserId, entry: &AuditEntry<'_>) -> Result<(), MemoryError> {
-        self.append_audit(user, entry).await
+        self.audit().append_audit(user, entry).await
     }
 }

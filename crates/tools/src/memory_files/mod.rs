@@ -277,10 +277,11 @@ impl MemoryFiles {
         let db = |e| map_error(e, None);
         match command {
             "view" => {
-                let files = store.file_tree(user, &path).await.map_err(db)?;
+                let files = store.files().file_tree(user, &path).await.map_err(db)?;
                 match files.as_slice() {
                     [file] if file.path == path => {
-                        let Some(file) = store.read_file(user, &path).await.map_err(db)? else {
+                        let Some(file) = store.files().read_file(user, &path).await.map_err(db)?
+                        else {
                             return Err(fail(text::not_found(shown)));
                         };
                         let lines = file.content.lines().count();
@@ -297,7 +298,7 @@ impl MemoryFiles {
                         let view = text::file_view(shown, &file.content, start, end);
                         // A file the user has not confirmed is said to be one: the model is
                         // told, and the runtime marks what it writes while this is in context.
-                        let unconfirmed = match store.get_note(user, &file.note_id).await {
+                        let unconfirmed = match store.get(user, &file.note_id).await {
                             Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
                             Err(_) => true,
                         };
@@ -313,6 +314,7 @@ impl MemoryFiles {
             "create" => {
                 let body = arg(args, "file_text", command)?;
                 match store
+                    .files()
                     .put_file(
                         user,
                         &path,
@@ -332,6 +334,7 @@ impl MemoryFiles {
             "update" => {
                 let body = arg(args, "file_text", command)?;
                 match store
+                    .files()
                     .put_file(
                         user,
                         &path,
@@ -348,7 +351,7 @@ impl MemoryFiles {
                 }
             }
             "str_replace" | "insert" => {
-                let Some(file) = store.read_file(user, &path).await.map_err(db)? else {
+                let Some(file) = store.files().read_file(user, &path).await.map_err(db)? else {
                     return Err(fail(text::not_found(shown)));
                 };
                 let (edited, reply) = if command == "str_replace" {
@@ -383,6 +386,7 @@ impl MemoryFiles {
                 let reply = crate::governance::tell_redacted(reply, &redacted);
                 let expect = PathExpect::Version(file.version);
                 match store
+                    .files()
                     .put_file(user, &path, &edited, expect, tag.as_ref(), written(ctx))
                     .await
                     .map_err(db)?
@@ -400,6 +404,7 @@ impl MemoryFiles {
                     return Err(fail("Cannot delete the /memories directory itself".into()));
                 }
                 match store
+                    .files()
                     .delete_path(user, &path, ctx.audit.as_ref())
                     .await
                     .map_err(db)?
@@ -432,6 +437,7 @@ impl MemoryFiles {
         }
         let store = self.store()?;
         match store
+            .files()
             .move_path(&ctx.user_id, from, to, ctx.audit.as_ref())
             .await
             .map_err(|e| map_error(e, None))?
@@ -465,7 +471,7 @@ pub(crate) async fn with_paths(
         .filter_map(|h| h.get("note_id")?.as_str())
         .filter_map(|id| types::NoteId::parse(id).ok())
         .collect();
-    let paths = match store.paths_of(user, &ids).await {
+    let paths = match store.files().paths_of(user, &ids).await {
         Ok(paths) if !paths.is_empty() => paths,
         Ok(_) => return results,
         Err(e) => {

@@ -16,9 +16,9 @@ use types::{RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, Wo
 /// Alice's store in the workspace root `<dir>/ws`: `<dir>/ws/alice/.oxydra/memory.db`, a real
 /// libSQL file, with the hash embedder (256 dimensions).
 pub async fn alice_store(dir: &std::path::Path) -> MemoryStore {
-    MemoryStore::open_local(
-        &dir.join("ws/alice/.oxydra/memory.db"),
-        Arc::new(HashEmbedder::new(256)),
+    MemoryStore::open(
+        memory::Target::File(&dir.join("ws/alice/.oxydra/memory.db")),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
     )
     .await
     .unwrap()

@@ -29,9 +29,12 @@ pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGate
         std::fs::create_dir_all(ws.dir(dir)).unwrap();
     }
     let token = GatewayToken::load_or_create(&ws.internal()).unwrap();
-    let store = MemoryStore::open_local(&ws.default_memory_db(), Arc::new(HashEmbedder::new(256)))
-        .await
-        .unwrap();
+    let store = MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .unwrap();
     let provider = provider::from_config_with(
         &llm.openai_config(),
         ProviderOptions {

@@ -6,7 +6,7 @@
 //! turn-like texts from them: each text joins the first part of one LoCoMo turn to the last part
 //! of another (words and phrasing stay those of real chat; no text is kept). Queries are
 //! LoCoMo's questions, each asked once, in order; the store probes its first pass on them as
-//! hybrid search does (see `memory::calibration`), so the first questions run before any live
+//! hybrid search does (see `memory_index::calibration`), so the first questions run before any live
 //! probe. Reported per size: recall@10 of the vector leg (store default) against the exact scan,
 //! over all questions and over the second half (after the live probes settled), and both legs'
 //! times.
@@ -51,7 +51,11 @@ pub async fn run(file: &Path, sizes: &[usize], kind: EmbedderKind) -> BenchResul
     let mut out = Vec::new();
     for &n in sizes {
         let dir = TempDir::new(&format!("conversations{n}"))?;
-        let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder.clone()).await?;
+        let store = MemoryStore::open(
+            memory::Target::File(&dir.0.join("memory.db")),
+            memory::OpenOptions::with_embedder(embedder.clone()),
+        )
+        .await?;
         let user = UserId::parse("talker")?;
         let started = Instant::now();
         load(&store, &user, &turns, n).await?;
@@ -167,7 +171,15 @@ async fn load(store: &MemoryStore, user: &UserId, turns: &[String], n: usize) ->
         });
         if batch.len() == IMPORT_BATCH || i + 1 == n {
             let sent = batch.len();
-            let added = store.import_notes(user, std::mem::take(&mut batch)).await?;
+            let added = store
+                .import(
+                    user,
+                    None,
+                    std::mem::take(&mut batch),
+                    memory::Similar::Unchecked,
+                )
+                .await
+                .map(|report| report.imported)?;
             if added != sent {
                 return Err(format!("imported {added} of {sent} texts").into());
             }

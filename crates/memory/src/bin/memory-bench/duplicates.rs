@@ -302,7 +302,11 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
     // Latency of the check at n notes.
     embedder.embed(&["load the model".to_owned()]).await?;
     let dir = TempDir::new(&format!("duplicates{n}"))?;
-    let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.0.join("memory.db")),
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?;
     let user = UserId::parse("bench")?;
     let corpus = Corpus::default();
     let mut rng = Rng::new(42);
@@ -323,7 +327,10 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
     }
     let mut qrng = Rng::new(7);

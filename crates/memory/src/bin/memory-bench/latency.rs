@@ -3,7 +3,7 @@
 //! Each store size runs in its own child process (the same binary with one `--notes` value), so that
 //! resident memory is measured from a clean start. Per size: bulk-load with `import_notes`, then
 //! hybrid searches (top 5) with the default vector leg (binary first pass above
-//! `memory::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query; the vector
+//! `memory_index::APPROX_MIN_ROWS` rows) and with the exact scan, alternating query by query; the vector
 //! leg alone (its own time, default and exact, and recall@10 of the default leg against the exact
 //! scan on chunks), then sequential single-note saves on top of the loaded store, then a
 //! breakdown of one search into its parts (query embedding, the keyword leg alone, the details read,
@@ -159,7 +159,11 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let rss_model = rss_bytes();
     let dir = TempDir::new(&format!("latency{n}"))?;
     let path = dir.0.join("memory.db");
-    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let rss_empty = rss_bytes();
     let user = UserId::parse("bench")?;
     let session = SessionId::user_memory(&user);
@@ -183,7 +187,10 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
         eprintln!(
             "  {n}: loaded {done} notes in {:.1} s",
@@ -193,7 +200,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let load_secs = started.elapsed().as_secs_f64();
     let rss_loaded = rss_bytes();
     let rss_peak_load = peak_rss_bytes();
-    let stats = store.stats().await?;
+    let stats = store.upkeep().stats().await?;
     let wal_bytes = std::fs::metadata(dir.0.join("memory.db-wal")).map_or(0, |m| m.len());
 
     // Searches.
@@ -204,7 +211,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let (warmup, measured) = queries.split_at(WARMUP_QUERIES.min(queries.len()));
     for q in warmup {
         store
-            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .search(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
             .await?;
     }
     let mut search_ms = Vec::with_capacity(measured.len());
@@ -222,7 +229,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         for leg in legs {
             store.set_vector_leg(leg);
             let t = Instant::now();
-            let found = store.hybrid_query(&query).await?;
+            let found = store.search(&query).await?;
             if leg == VectorLeg::Auto {
                 search_ms.push(ms(t));
                 hits.push(found.len() as f64);
@@ -277,8 +284,15 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
         let text = corpus.note(&mut rng);
         let t = Instant::now();
         store
-            .store_note(&user, &text, NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
         save_ms.push(ms(t));
     }
     let saves_per_sec = counts.saves as f64 / saves_started.elapsed().as_secs_f64().max(1e-9);
@@ -315,7 +329,11 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let details = details_alone(&path, sample.len()).await?;
     drop(store);
     let t = Instant::now();
-    let store = MemoryStore::open_local(&path, embedder.clone()).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&path),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let reopen_secs = t.elapsed().as_secs_f64();
     let scan_p50 = scan_alone(stats.chunks as usize, embedder.dimensions(), sample.len());
     drop(store);

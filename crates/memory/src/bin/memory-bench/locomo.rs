@@ -175,7 +175,11 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
         let known: HashSet<&str> = turns.iter().map(|t| t.dia_id.as_str()).collect();
         let questions = questions_of(conv, &known, &mut dropped_ids, &mut skipped_questions);
         let dir = TempDir::new(&format!("locomo{index}"))?;
-        let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder.clone()).await?;
+        let store = MemoryStore::open(
+            memory::Target::File(&dir.0.join("memory.db")),
+            memory::OpenOptions::with_embedder(embedder.clone()),
+        )
+        .await?;
         store.set_vector_leg(leg);
         let started = Instant::now();
         let dia_of = load_turns(&store, &user, &turns, load).await?;
@@ -212,7 +216,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
                     fusion: mode.fusion,
                     ..HybridQuery::new(vec![session.clone()], q.text.clone(), TOP_K)
                 };
-                let hits = store.hybrid_query(&query).await?;
+                let hits = store.search(&query).await?;
                 queries += 1;
                 let ranked: Vec<(bool, f64)> = hits
                     .iter()
@@ -450,7 +454,10 @@ async fn load_turns(
                     updated_at: at,
                 });
             }
-            let added = store.import_notes(user, notes).await?;
+            let added = store
+                .import(user, None, notes, memory::Similar::Unchecked)
+                .await
+                .map(|report| report.imported)?;
             if added != turns.len() {
                 return Err(format!("imported {added} of {} turns", turns.len()).into());
             }
@@ -458,8 +465,15 @@ async fn load_turns(
         Load::Save => {
             for turn in turns {
                 let note = store
-                    .store_note(user, &note_text(turn), NoteMetadata::default())
-                    .await?;
+                    .save(
+                        user,
+                        None,
+                        &note_text(turn),
+                        NoteMetadata::default(),
+                        memory::Similar::Unchecked,
+                    )
+                    .await
+                    .and_then(memory::Saved::into_note)?;
                 dia_of.insert(note.note_id, turn.dia_id.clone());
             }
         }

@@ -39,7 +39,11 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
     let embedder = kind.build()?;
     embedder.embed(&["load the model".to_owned()]).await?;
     let dir = TempDir::new(&format!("organised{n}"))?;
-    let store = MemoryStore::open_local(&dir.0.join("memory.db"), embedder).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.0.join("memory.db")),
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?;
     let user = UserId::parse("bench")?;
     let session = SessionId::user_memory(&user);
     let corpus = Corpus::default();
@@ -64,7 +68,10 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
                 updated_at: at,
             });
         }
-        store.import_notes(&user, notes).await?;
+        store
+            .import(&user, None, notes, memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)?;
         done += batch;
         eprintln!(
             "  loaded {done} notes in {:.1} s",
@@ -101,7 +108,7 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
                 ..HybridQuery::new(vec![session.clone()], text.clone(), 5)
             };
             let t = Instant::now();
-            store.hybrid_query(&q).await?;
+            store.search(&q).await?;
             if i >= 50 {
                 times.push(ms(t));
             }
@@ -124,7 +131,7 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
         };
         for _ in 0..pages {
             let t = Instant::now();
-            let page = store.list_notes_page(&user, &query).await?;
+            let page = store.list(&user, &query).await?;
             let took = ms(t);
             if query.cursor.is_none() {
                 first.push(took);

@@ -28,12 +28,23 @@ const QUERIES: [&str; 4] = [
 
 pub async fn run(kind: EmbedderKind) -> BenchResult<()> {
     let dir = TempDir::new("probe")?;
-    let store = MemoryStore::open_local(&dir.0.join("memory.db"), kind.build()?).await?;
+    let store = MemoryStore::open(
+        memory::Target::File(&dir.0.join("memory.db")),
+        memory::OpenOptions::with_embedder(kind.build()?),
+    )
+    .await?;
     let user = UserId::parse("probe")?;
     for note in NOTES {
         store
-            .store_note(&user, note, NoteMetadata::default())
-            .await?;
+            .save(
+                &user,
+                None,
+                note,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
+            .await
+            .and_then(memory::Saved::into_note)?;
     }
     let session = SessionId::user_memory(&user);
     let fusions = [
@@ -57,7 +68,7 @@ pub async fn run(kind: EmbedderKind) -> BenchResult<()> {
                 fusion,
                 ..HybridQuery::new(vec![session.clone()], q, 5)
             };
-            let hits = store.hybrid_query(&query).await?;
+            let hits = store.search(&query).await?;
             let shown: Vec<String> = hits
                 .iter()
                 .map(|h| {

@@ -93,7 +93,11 @@ pub async fn run(
     let mut rows = Vec::new();
 
     let t = Instant::now();
-    let local = MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?;
+    let local = MemoryStore::open(
+        memory::Target::File(&dir.0.join("local.db")),
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&local, n).await?;
     rows.push(
@@ -112,8 +116,14 @@ pub async fn run(
     let key = EncryptionKey::parse(&"0f".repeat(32))?;
     let encrypted_path = dir.0.join("encrypted.db");
     let t = Instant::now();
-    let encrypted =
-        MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone()).await?;
+    let encrypted = MemoryStore::open(
+        memory::Target::File(&encrypted_path),
+        memory::OpenOptions {
+            encryption_key: Some(key.clone()),
+            ..memory::OpenOptions::with_embedder(embedder.clone())
+        },
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&encrypted, n).await?;
     rows.push(
@@ -136,10 +146,22 @@ pub async fn run(
             let t = Instant::now();
             let store = match encrypted {
                 true => {
-                    MemoryStore::open_encrypted(&encrypted_path, key.clone(), embedder.clone())
-                        .await?
+                    MemoryStore::open(
+                        memory::Target::File(&encrypted_path),
+                        memory::OpenOptions {
+                            encryption_key: Some(key.clone()),
+                            ..memory::OpenOptions::with_embedder(embedder.clone())
+                        },
+                    )
+                    .await?
                 }
-                false => MemoryStore::open_local(&dir.0.join("local.db"), embedder.clone()).await?,
+                false => {
+                    MemoryStore::open(
+                        memory::Target::File(&dir.0.join("local.db")),
+                        memory::OpenOptions::with_embedder(embedder.clone()),
+                    )
+                    .await?
+                }
             };
             times.push(ms(t));
             drop(store);
@@ -148,7 +170,14 @@ pub async fn run(
     }
 
     let t = Instant::now();
-    let remote = MemoryStore::open_remote(&url, "", embedder.clone()).await?;
+    let remote = MemoryStore::open(
+        memory::Target::Remote {
+            url: &url,
+            token: "",
+        },
+        memory::OpenOptions::with_embedder(embedder.clone()),
+    )
+    .await?;
     let open_ms = ms(t);
     let load_secs = load(&remote, n).await?;
     rows.push(
@@ -231,7 +260,15 @@ async fn open_replica(
     url: &str,
     embedder: Arc<dyn Embedder>,
 ) -> BenchResult<MemoryStore> {
-    Ok(MemoryStore::open_replica(path, url, "", embedder).await?)
+    Ok(MemoryStore::open(
+        memory::Target::Replica {
+            path,
+            url,
+            token: "",
+        },
+        memory::OpenOptions::with_embedder(embedder),
+    )
+    .await?)
 }
 
 /// Imports `n` synthetic notes (seed 42, as the latency bench); returns seconds.
@@ -258,7 +295,11 @@ async fn load(store: &MemoryStore, n: usize) -> BenchResult<f64> {
         // sqld sometimes interrupts a write transaction (`SQLITE_INTERRUPT`, see
         // docs/benchmarks.md): the batch rolled back, so it is sent again (ids make it idempotent).
         let mut tries = 0;
-        while let Err(e) = store.import_notes(&user, notes.clone()).await {
+        while let Err(e) = store
+            .import(&user, None, notes.clone(), memory::Similar::Unchecked)
+            .await
+            .map(|report| report.imported)
+        {
             tries += 1;
             if tries >= MAX_TRIES {
                 return Err(e.into());
@@ -289,14 +330,14 @@ async fn measure(
     let (warmup, measured) = all.split_at(WARMUP_QUERIES.min(all.len()));
     for q in warmup {
         store
-            .hybrid_query(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
+            .search(&HybridQuery::new(vec![session.clone()], q.clone(), TOP_K))
             .await?;
     }
     let mut search = Vec::with_capacity(measured.len());
     for q in measured {
         let query = HybridQuery::new(vec![session.clone()], q.clone(), TOP_K);
         let t = Instant::now();
-        store.hybrid_query(&query).await?;
+        store.search(&query).await?;
         search.push(ms(t));
     }
     let mut rng = Rng::new(99);
@@ -306,8 +347,15 @@ async fn measure(
         let text = corpus.note(&mut rng);
         let t = Instant::now();
         match store
-            .store_note(&user, &text, NoteMetadata::default())
+            .save(
+                &user,
+                None,
+                &text,
+                NoteMetadata::default(),
+                memory::Similar::Unchecked,
+            )
             .await
+            .and_then(memory::Saved::into_note)
         {
             Ok(_) => save.push(ms(t)),
             Err(e) => {

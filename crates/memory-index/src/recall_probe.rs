@@ -1,0 +1,59 @@
+//! Live recall probes of the vector index's binary first pass (see [`crate::calibration`]).
+
+use super::{VectorIndex, read};
+use crate::calibration::{MIN_ROWS, Probe, yield_to_searches};
+use crate::dot::quantize;
+
+/// Rows a recall probe reads under one hold of a matrix's read lock: ~0.1–0.25 ms of work, the
+/// longest a save waits for a probe.
+const PROBE_BLOCK: usize = 4 * 1024;
+
+impl VectorIndex {
+    /// Measures how far the first pass must reach for `query`'s exact top ten in each of
+    /// `sessions`' coded matrices, and raises their candidate counts when it must reach further.
+    /// Takes each matrix's read lock one block of rows at a time (a writer waits for one block,
+    /// never for the whole probe); rows a writer moves meanwhile blur the estimate by a row or two.
+    pub fn check_recall(&self, sessions: &[String], query: &[f32]) {
+        let dims = self.dims;
+        let mut query_codes = vec![0i8; dims];
+        if query.len() != dims || quantize(query, &mut query_codes) == 0.0 {
+            return;
+        }
+        for matrix in self.matrices_of(sessions) {
+            let (query_bits, words) = {
+                let m = read(&matrix);
+                match m.signs.as_ref().filter(|_| m.ids.len() >= MIN_ROWS) {
+                    Some(signs) => (signs.query_code(query), signs.words()),
+                    None => continue,
+                }
+            };
+            let mut probe = Probe::new(words);
+            let mut first = 0;
+            loop {
+                yield_to_searches(&self.searching);
+                let m = read(&matrix);
+                let Some(signs) = m.signs.as_ref().filter(|s| s.words() == words) else {
+                    break;
+                };
+                let end = m.ids.len().min(first + PROBE_BLOCK);
+                if first >= end {
+                    break;
+                }
+                probe.add(
+                    &query_codes,
+                    &query_bits,
+                    first,
+                    &m.codes[first * dims..end * dims],
+                    &m.scales[first..end],
+                    &signs.bits()[first * words..end * words],
+                    None,
+                );
+                first = end;
+            }
+            let shares = probe.shares();
+            if let Some(signs) = read(&matrix).signs.as_ref() {
+                signs.observe(&shares);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Words to index terms, the same way for stored text and for queries.
+//!
+//! A word is a run of letters and digits (as the query side splits it, [`crate::query_words`]).
+//! Each word is lowercased, stripped of Latin diacritics (`café` and `cafe` are one term), cut at [`MAX_TERM_CHARS`] characters and stemmed with the Snowball
+//! English stemmer (`preferences` and `preferred` meet at `prefer`). Stop words count towards a
+//! text's length, as BM25 wants, but are not indexed: no query ever looks them up.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+use crate::query_words::{MAX_TERM_CHARS, is_stop_word, query_terms};
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// One text's terms with their counts, and its length in words (stop words included).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TermBag {
+    pub len: u32,
+    pub terms: Vec<(String, u16)>,
+}
+
+/// The index terms of a stored text. Called for every chunk at open (a million at a time), so
+/// ASCII words are lowercased into one reused buffer and counted in a small vector (a chunk has a
+/// few dozen distinct terms), not a hash map.
+pub fn text_terms(text: &str) -> TermBag {
+    let mut counts: Vec<(String, u16)> = Vec::new();
+    let mut len = 0u32;
+    let mut lower = String::new();
+    for word in words(text) {
+        len = len.saturating_add(1);
+        lower.clear();
+        if word.is_ascii() {
+            lower.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            // As the query side lowercases (a final sigma differs from `char::to_lowercase`).
+            lower.push_str(&word.to_lowercase());
+        }
+        if is_stop_word(&lower) {
+            continue;
+        }
+        let t = term(&lower);
+        match counts.iter_mut().find(|(seen, _)| *seen == t) {
+            Some((_, n)) => *n = n.saturating_add(1),
+            None => counts.push((t, 1)),
+        }
+    }
+    counts.sort_unstable();
+    TermBag { len, terms: counts }
+}
+
+/// The distinct index terms of a query, in the query's order (stop words dropped, bounded as
+/// [`query_terms`] bounds them).
+pub fn query_index_terms(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in query_terms(query) {
+        let t = term(&word);
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// The term of one lowercased word.
+fn term(lower: &str) -> String {
+    let folded: Cow<'_, str> = if lower.is_ascii() {
+        Cow::Borrowed(lower)
+    } else {
+        Cow::Owned(lower.nfd().filter(|c| !is_combining_mark(*c)).collect())
+    };
+    let cut: Cow<'_, str> = match folded.char_indices().nth(MAX_TERM_CHARS) {
+        Some((at, _)) => Cow::Owned(folded[..at].to_owned()),
+        None => folded,
+    };
+    STEMMER.stem(&cut).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<(&'static str, u16)> {
+        let bag = text_terms(text);
+        bag.terms
+            .into_iter()
+            .map(|(t, n)| (&*Box::leak(t.into_boxed_str()), n))
+            .collect()
+    }
+
+    #[test]
+    fn stored_text() {
+        let bag = text_terms("The user PREFERS green tea; preferred: oolong teas. Café!");
+        assert_eq!(bag.len, 9, "every word counts towards the length");
+        assert_eq!(
+            terms("The user PREFERS green tea; preferred: oolong teas. Café!"),
+            [
+                ("cafe", 1),
+                ("green", 1),
+                ("oolong", 1),
+                ("prefer", 2),
+                ("tea", 2),
+                ("user", 1)
+            ]
+        );
+        assert_eq!(text_terms(""), TermBag::default());
+        assert_eq!(text_terms("the and of").terms, []);
+        assert_eq!(text_terms("the and of").len, 3);
+        let long = "x".repeat(500);
+        assert_eq!(terms(&long), [(&*"x".repeat(MAX_TERM_CHARS).leak(), 1)]);
+    }
+
+    #[test]
+    fn queries_meet_stored_text() {
+        assert_eq!(
+            query_index_terms("What teas does the user prefer? Cafe, café"),
+            ["tea", "user", "prefer", "cafe"]
+        );
+        assert_eq!(query_index_terms("NEAR(a b) *"), ["near", "b"]);
+        assert!(query_index_terms("the of and ?!").is_empty());
+        let stored: Vec<String> = text_terms("Preferences: teas")
+            .terms
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        for t in query_index_terms("preferred tea") {
+            assert!(stored.contains(&t), "{t} in {stored:?}");
+        }
+    }
+}

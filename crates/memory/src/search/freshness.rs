@@ -1,0 +1,255 @@
+//! Keeping this process's caches as fresh as the database, whoever wrote to it.
+//!
+//! The vector and keyword indexes live in this process, but other writers share the
+//! database: `runner memory save|import|update|delete|reindex`, a second store on the same file, a
+//! remote server's other clients. Every change to a chunk or its vector appends the chunk's id to
+//! the `index_changes` log, through triggers, in the writer's own transaction (migration 3).
+//!
+//! A search checks the log's head (two primary-key lookups) in the same reader job that reads its
+//! hits, after running both legs on the indexes as they are; [`MemoryStore::catch_up`] (`stats`,
+//! and other callers) does the same on its own. When the head has moved past the last entry this
+//! process applied, the search's job reads the changes instead, they are applied, and the search
+//! runs again. Only the chunks named since are read back: each is put back (replaced in place) with its current vector of the
+//! active model when it still has one, and removed under every other session the log names for
+//! it (both indexes follow the same changes). A reader left behind the log's pruned tail reloads the whole index.
+//!
+//! Ordering: catch-ups apply under one lock and only move forward (a delta read from an older
+//! snapshot than one already applied is dropped). This process's own writes also update the index
+//! right after their commit; if a catch-up from a snapshot before such a commit lands after it, the
+//! commit's log entries are newer than what the catch-up records as applied, so the next search
+//! applies them again. The database stays the truth and every step is idempotent.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use libsql::Connection;
+
+use crate::error::MemoryError;
+use crate::memory_store::MemoryStore;
+use crate::notes::facet_rows::{FACET_COLUMNS, facets_from_row, terms_from_row};
+use crate::notes::indexing::blob_to_vector;
+use memory_index::vector_index::IndexChange;
+
+/// The last log entry this process has applied, and the lock catch-ups apply under.
+#[derive(Debug, Default)]
+pub(crate) struct Freshness {
+    applied: Mutex<i64>,
+}
+
+impl Freshness {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, i64> {
+        // A plain number: still meaningful after a panic elsewhere.
+        self.applied.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn applied(&self) -> i64 {
+        *self.lock()
+    }
+}
+
+/// The log's first and last entries (0 when it is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogHead {
+    pub(crate) first: i64,
+    pub(crate) last: i64,
+}
+
+/// What a reader found in the log.
+pub(crate) enum Delta {
+    /// Nothing new.
+    Current,
+    /// Entries were pruned before this process read them: reload everything.
+    TooFarBehind,
+    /// The changes up to `upto`, to apply in this order.
+    Changes {
+        upto: i64,
+        changes: Vec<IndexChange>,
+    },
+}
+
+impl MemoryStore {
+    /// Applies every change committed to the database since this process last looked (by any
+    /// writer) to the vector and keyword indexes.
+    pub(crate) async fn catch_up(&self) -> Result<(), MemoryError> {
+        let reader = self.delta_reader();
+        let delta = self
+            .read(move |conn| async move {
+                let delta = reader.read(&conn).await?;
+                Ok(delta.unwrap_or(Delta::Current))
+            })
+            .await?;
+        self.apply_delta(delta).await
+    }
+
+    /// What a reader job needs to read the changes since this process last caught up.
+    pub(crate) fn delta_reader(&self) -> DeltaReader {
+        DeltaReader {
+            since: self.inner.freshness.applied(),
+            model: self.inner.index.model_id().to_owned(),
+            dims: self.inner.index.dims(),
+        }
+    }
+
+    /// Applies what a [`DeltaReader`] found.
+    pub(crate) async fn apply_delta(&self, delta: Delta) -> Result<(), MemoryError> {
+        match delta {
+            Delta::Current => Ok(()),
+            Delta::TooFarBehind => {
+                tracing::info!("memory changed a lot in another process; reloading the index");
+                self.reload_index().await
+            }
+            Delta::Changes { upto, changes } => {
+                let mut applied = self.inner.freshness.lock();
+                if upto <= *applied {
+                    // Another catch-up got here first, with a newer or equal snapshot.
+                    return Ok(());
+                }
+                self.inner.index.apply(&changes);
+                tracing::debug!(
+                    from = *applied,
+                    upto,
+                    changes = changes.len(),
+                    "caught up with other writers"
+                );
+                *applied = upto;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Reads, on a reader thread, the changes since a point (see [`MemoryStore::delta_reader`]).
+#[derive(Debug, Clone)]
+pub(crate) struct DeltaReader {
+    since: i64,
+    model: String,
+    dims: usize,
+}
+
+impl DeltaReader {
+    /// `None` when nothing was committed since; else the changes to apply.
+    pub(crate) async fn read(&self, conn: &Connection) -> Result<Option<Delta>, MemoryError> {
+        if log_head(conn).await?.last <= self.since {
+            return Ok(None);
+        }
+        read_delta(conn, self.since, &self.model, self.dims)
+            .await
+            .map(Some)
+    }
+}
+
+pub(crate) async fn log_head(conn: &Connection) -> Result<LogHead, MemoryError> {
+    let ctx = "reading the change log";
+    let mut rows = conn
+        .query(
+            "SELECT (SELECT min(seq) FROM index_changes), (SELECT max(seq) FROM index_changes)",
+            (),
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        return Ok(LogHead { first: 0, last: 0 });
+    };
+    let get = |i| {
+        row.get::<Option<i64>>(i)
+            .map(|v| v.unwrap_or(0))
+            .map_err(MemoryError::db(ctx))
+    };
+    Ok(LogHead {
+        first: get(0)?,
+        last: get(1)?,
+    })
+}
+
+async fn read_delta(
+    conn: &Connection,
+    since: i64,
+    model: &str,
+    dims: usize,
+) -> Result<Delta, MemoryError> {
+    let head = log_head(conn).await?;
+    if head.last <= since {
+        return Ok(Delta::Current);
+    }
+    if head.first > since + 1 {
+        return Ok(Delta::TooFarBehind);
+    }
+    let ctx = "reading the change log";
+    // Every (chunk, session) the log names since `since`: removed first, ...
+    let mut rows = conn
+        .query(
+            "SELECT DISTINCT chunk_id, session_id FROM index_changes WHERE seq > ?1 AND seq <= ?2",
+            libsql::params![since, head.last],
+        )
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut named: Vec<(String, i64)> = Vec::new();
+    let mut ids = HashSet::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let chunk_id: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
+        ids.insert(chunk_id);
+        named.push((row.get(1).map_err(MemoryError::db(ctx))?, chunk_id));
+    }
+    drop(rows);
+    let mut upserts = Vec::new();
+    // ... then put back as they are now, when they still have a vector of the active model.
+    let mut ids: Vec<i64> = ids.into_iter().collect();
+    ids.sort_unstable();
+    for batch in ids.chunks(500) {
+        let marks = vec!["?"; batch.len()].join(", ");
+        let sql = format!(
+            "SELECT c.session_id, c.chunk_id, v.vector, {FACET_COLUMNS} FROM chunks c
+             JOIN chunk_vectors v ON v.chunk_id = c.chunk_id
+             LEFT JOIN notes n ON n.note_id = c.note_id
+             WHERE v.model_id = ? AND v.dims = ? AND c.chunk_id IN ({marks})"
+        );
+        let mut params = vec![
+            libsql::Value::Text(model.to_owned()),
+            libsql::Value::Integer(i64::try_from(dims).unwrap_or(i64::MAX)),
+        ];
+        params.extend(batch.iter().map(|id| libsql::Value::Integer(*id)));
+        let mut rows = conn
+            .query(&sql, params)
+            .await
+            .map_err(MemoryError::db(ctx))?;
+        while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+            let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
+            let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
+                tracing::warn!("skipping a malformed stored vector");
+                continue;
+            };
+            upserts.push(IndexChange::Upsert {
+                session: row.get(0).map_err(MemoryError::db(ctx))?,
+                chunk_id: row.get(1).map_err(MemoryError::db(ctx))?,
+                vector,
+                facets: facets_from_row(&row, 3)?,
+                terms: terms_from_row(&row, 3)?,
+            });
+        }
+    }
+    // A chunk put back under the same session is replaced in place, never removed first: a
+    // search running beside this catch-up must not miss a chunk that only changed (or did not
+    // change at all — this process may have applied its own write already).
+    let kept: HashSet<(&str, i64)> = upserts
+        .iter()
+        .filter_map(|c| match c {
+            IndexChange::Upsert {
+                session, chunk_id, ..
+            } => Some((session.as_str(), *chunk_id)),
+            IndexChange::Remove { .. } => None,
+        })
+        .collect();
+    let mut changes: Vec<IndexChange> = named
+        .iter()
+        .filter(|(session, chunk_id)| !kept.contains(&(session.as_str(), *chunk_id)))
+        .map(|(session, chunk_id)| IndexChange::Remove {
+            session: session.clone(),
+            chunk_id: *chunk_id,
+        })
+        .collect();
+    changes.extend(upserts);
+    Ok(Delta::Changes {
+        upto: head.last,
+        changes,
+    })
+}

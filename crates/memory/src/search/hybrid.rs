@@ -1,0 +1,459 @@
+//! Hybrid search: scope, run both legs, fuse, group per note or message.
+//!
+//! 0. Catch up: commits by other writers are applied to this process's indexes first (see
+//!    [`crate::search::freshness`]).
+//! 1. Scope: only chunks of the requested sessions (and passing the filters) are candidates, in both
+//!    legs, before anything is ranked: a check of each candidate's facets (see [`memory_index::facets`]).
+//!    Expired notes are hidden the same way, when the keyword index knows the sessions hold any.
+//! 2. Keyword leg: BM25 over the in-memory postings of those sessions, within a budget of postings
+//!    (see [`memory_index::keyword`] and [`memory_index::KeywordIndex`]).
+//! 3. Vector leg: the in-memory vector index of those sessions, current model only — an exact int8
+//!    scan of small sessions, a binary first pass over large ones — best candidates rescored with
+//!    the f32 query (see [`memory_index::vector_index`] and [`memory_index::sign_codes`]); now and then the
+//!    query is handed to the probe thread, which measures how far the first pass must reach (see
+//!    [`memory_index::calibration`]).
+//! 4. Fusion (see [`memory_index::fusion`]) of the chunk scores, then one hit per note (or per message for
+//!    conversation sessions) carrying its best chunk: the only step that reads the database.
+//!
+//! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
+//! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
+//! work is bounded by the posting budget); the vector scan runs inline when it is small and on the
+//! blocking pool, beside the keyword leg, when it is not; ONE reader-thread job then reads the
+//! details of the best chunks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use libsql::{Connection, Value};
+use types::{NoteId, SessionId};
+
+use crate::error::MemoryError;
+use crate::memory_store::MemoryStore;
+use crate::notes::indexing::{ChunkMeta, embed_checked};
+use crate::notes::metadata::NoteMetadata;
+use crate::notes::sessions::from_sql_seq;
+use crate::search::freshness::Delta;
+use crate::search::query::{HitSource, HybridQuery, Scope, SearchHit};
+use crate::time;
+use memory_index::FacetFilter;
+use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
+use memory_index::fusion::{fuse, sanitize};
+use memory_index::keyword::keyword_leg;
+use memory_index::terms::query_index_terms;
+use memory_index::vector_index::VectorIndex;
+
+/// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
+const MAX_EMBED_QUERY_CHARS: usize = 2000;
+/// Queries up to this many bytes are embedded on the caller's thread by the builtin model.
+const INLINE_EMBED_BYTES: usize = 512;
+/// Scans reading more vector components than this (~10k rows of 384 dimensions, ~0.2 ms) run on
+/// the blocking pool, so that the caller's async thread never blocks for long.
+const INLINE_SCAN_COMPONENTS: usize = 4 << 20;
+
+impl MemoryStore {
+    /// Searches the query's sessions; hits are best first, at most `top_k`, scores in `0..=1`.
+    pub async fn search(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
+        let top_k = query.top_k.clamp(1, HybridQuery::MAX_TOP_K);
+        let mut sessions: Vec<String> = query.sessions.iter().map(|s| s.to_string()).collect();
+        sessions.sort();
+        sessions.dedup();
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Other writers' commits (the runner CLI, another process) must be in the indexes. The
+        // reader job that reads the hits also reads what was committed since this process last
+        // caught up; unless the indexes held all of it already, it is applied and the search runs
+        // again. A third search only runs when another writer committed again meanwhile, and it
+        // takes the indexes as they are (as fresh as at its start).
+        for check in [true, true, false] {
+            let index = &self.inner.index;
+            let generation = index.generation();
+            let (hits, delta) = self.search_once(query, &sessions, top_k, check).await?;
+            let Some(delta) = delta else {
+                return Ok(hits);
+            };
+            // Usually the changes are this process's own writes, applied right after their commit
+            // and so already in the indexes the legs searched (nothing applied since they ran):
+            // then the hits stand.
+            let held = match &delta {
+                Delta::Current => true,
+                Delta::TooFarBehind => false,
+                Delta::Changes { changes, .. } => index.holds(changes),
+            } && index.generation() == generation;
+            self.apply_delta(delta).await?;
+            if held {
+                return Ok(hits);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// One search over the indexes as they are, and, when `check_fresh`, the changes committed
+    /// since this process last caught up (`None` when there are none).
+    async fn search_once(
+        &self,
+        query: &HybridQuery,
+        sessions: &[String],
+        top_k: usize,
+        check_fresh: bool,
+    ) -> Result<(Vec<SearchHit>, Option<Delta>), MemoryError> {
+        // Taken before the legs run: the indexes hold at least every change up to this point.
+        let fresh = check_fresh.then(|| self.delta_reader());
+        // Several chunks can belong to one note, so each leg brings more candidates than hits.
+        let candidates = (top_k * 10).clamp(50, 1000);
+
+        let (vector_weight, fts_weight) = sanitize(query.weights);
+        let query_vector = if vector_weight > 0.0 {
+            self.embed_query(&query.text).await
+        } else {
+            None
+        };
+        // Expired notes are hidden before ranking, like any filter; a scope without expired
+        // notes keeps the unfiltered fast path.
+        let index = &self.inner.index;
+        let now = time::now_text();
+        let expired = index.keywords().any_expired(sessions, &now);
+        let scope = Scope {
+            filters: query.filters.clone(),
+            expired_at: expired.then_some(now),
+        };
+        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+        let terms = if fts_weight > 0.0 {
+            query_index_terms(&query.text)
+        } else {
+            Vec::new()
+        };
+        // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
+        let vector_leg = async {
+            match query_vector {
+                Some(v) => {
+                    self.vector_leg(sessions.to_vec(), v, candidates, filter.clone())
+                        .await
+                }
+                None => Vec::new(),
+            }
+        };
+        let keyword_leg = async {
+            let allows = |session: &str, chunk_id: i64| {
+                filter
+                    .as_ref()
+                    .is_none_or(|f| index.allows(session, chunk_id, f))
+            };
+            keyword_leg(index.keywords(), &terms, sessions, candidates, &allows)
+        };
+        let (vector, keyword) = tokio::join!(vector_leg, keyword_leg);
+        let fused = fuse(query.fusion, query.weights, &vector, &keyword);
+        tracing::debug!(
+            sessions = sessions.len(),
+            vector = vector.len(),
+            keyword = keyword.len(),
+            "hybrid query"
+        );
+        self.read_small(move |conn| async move {
+            let delta = match fresh {
+                Some(fresh) => fresh.read(&conn).await?,
+                None => None,
+            };
+            Ok((hits_of(conn, fused, top_k).await?, delta))
+        })
+        .await
+    }
+
+    /// The vector leg: inline for a small scan; a large one in place on a multi-threaded runtime,
+    /// else on the blocking pool.
+    async fn vector_leg(
+        &self,
+        sessions: Vec<String>,
+        query: Vec<f32>,
+        limit: usize,
+        filter: Option<FacetFilter>,
+    ) -> Vec<(i64, f64)> {
+        let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
+        let index = Arc::clone(&self.inner.index);
+        let scan = move || {
+            let (found, probe_due) =
+                index.search_counted(index.leg(), &sessions, &query, limit, filter.as_ref(), true);
+            // Now and then the first pass's reach is measured on this real query, off the
+            // search's path (see `memory_index::calibration`).
+            if probe_due {
+                spawn_probe(index, sessions, query);
+            }
+            found
+                .into_iter()
+                .map(|(id, s)| (id, f64::from(s)))
+                .collect::<Vec<_>>()
+        };
+        if inline {
+            return scan();
+        }
+        // A large scan on a multi-threaded runtime runs in place: the runtime first hands this
+        // worker's other tasks to another worker, so nothing waits behind it, and the scan does
+        // not wait for a blocking-pool thread to be scheduled (with the machine's other cores
+        // busy, that wait was the tail of the search's latency).
+        let here = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if here {
+            return tokio::task::block_in_place(scan);
+        }
+        match tokio::task::spawn_blocking(scan).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "vector scan failed; searching by keywords only");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The query's vector, or `None` (keyword-only search) when it is empty or the embedder fails.
+    async fn embed_query(&self, text: &str) -> Option<Vec<f32>> {
+        let text: String = text.trim().chars().take(MAX_EMBED_QUERY_CHARS).collect();
+        if text.is_empty() {
+            return None;
+        }
+        let inline = self.inner.inline_embedder.as_ref();
+        if text.len() <= INLINE_EMBED_BYTES
+            && let Some(v) = inline.and_then(|e| e.embed(&text))
+        {
+            return Some(v);
+        }
+        match embed_checked(self.inner.embedder.as_ref(), &[text]).await {
+            Ok(mut v) => {
+                if let Some(e) = inline {
+                    e.mark_loaded();
+                }
+                v.pop()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "query embedding failed; searching by keywords only");
+                None
+            }
+        }
+    }
+}
+
+/// The builtin model called directly on the caller's thread, for short queries, once a first
+/// query through [`Embedder::embed`] has loaded it (loading takes a second and must never block an
+/// async thread; after that a short query costs ~10 µs, less than a hop to the blocking pool).
+#[derive(Debug)]
+pub(crate) struct InlineEmbedder {
+    model: BuiltinEmbedder,
+    loaded: AtomicBool,
+}
+
+impl InlineEmbedder {
+    /// Only for the builtin model: the model id names it, so these vectors are the embedder's.
+    pub(crate) fn for_embedder(embedder: &dyn Embedder) -> Option<Self> {
+        (embedder.model_id() == BUILTIN_MODEL_ID)
+            .then(|| BuiltinEmbedder::new(1).ok())
+            .flatten()
+            .map(|model| Self {
+                model,
+                loaded: AtomicBool::new(false),
+            })
+    }
+
+    fn mark_loaded(&self) {
+        self.loaded.store(true, Ordering::Relaxed);
+    }
+
+    /// The unit vector of `text`, or `None` (use the async path) before the model is loaded or
+    /// on any failure.
+    fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        if !self.loaded.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut v = self.model.embed_blocking(&[text.to_owned()]).ok()?.pop()?;
+        if v.len() != self.model.dimensions() {
+            return None;
+        }
+        normalize(&mut v);
+        Some(v)
+    }
+}
+
+/// The hits of the fused chunks: details read for about 3 × top_k chunks first (usually enough
+/// for top_k distinct notes), the window doubling while grouping (several chunks of one note)
+/// leaves hits missing.
+async fn hits_of(
+    conn: Connection,
+    fused: Vec<(i64, f64)>,
+    top_k: usize,
+) -> Result<Vec<SearchHit>, MemoryError> {
+    let mut grouper = Grouper::new(top_k);
+    let mut window = (top_k * 3).max(10);
+    let mut start = 0;
+    while start < fused.len() && !grouper.is_full() {
+        let end = (start + window).min(fused.len());
+        let batch = &fused[start..end];
+        let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
+        grouper.add(batch, &details)?;
+        start = end;
+        window *= 2;
+    }
+    let mut hits = grouper.hits;
+    note_texts(&conn, &mut hits).await?;
+    Ok(hits)
+}
+
+struct ChunkDetail {
+    session: String,
+    event_seq: i64,
+    note_id: Option<String>,
+    text: String,
+    meta: ChunkMeta,
+}
+
+async fn chunk_details(
+    conn: &Connection,
+    ids: Vec<i64>,
+) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
+        "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
+         FROM chunks WHERE chunk_id IN ({marks})"
+    );
+    let ctx = "reading search results";
+    let params: Vec<Value> = ids.into_iter().map(Value::Integer).collect();
+    let mut rows = conn
+        .query(&sql, params)
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    let mut out = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let meta: String = row.get(5).map_err(MemoryError::db(ctx))?;
+        out.insert(
+            row.get::<i64>(0).map_err(MemoryError::db(ctx))?,
+            ChunkDetail {
+                session: row.get(1).map_err(MemoryError::db(ctx))?,
+                event_seq: row.get(2).map_err(MemoryError::db(ctx))?,
+                note_id: row.get(3).map_err(MemoryError::db(ctx))?,
+                text: row.get(4).map_err(MemoryError::db(ctx))?,
+                meta: serde_json::from_str(&meta)
+                    .map_err(MemoryError::corrupt("chunk metadata"))?,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Fills in the whole text and the metadata of every note hit (a note deleted since its chunk was
+/// read keeps none).
+async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
+    let ids: Vec<Value> = hits
+        .iter()
+        .filter_map(|h| h.note_id.as_ref())
+        .map(|id| Value::Text(id.to_string()))
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
+        "SELECT note_id, content, metadata_json, mem_namespace FROM notes WHERE note_id IN ({marks})"
+    );
+    let ctx = "reading search results";
+    let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
+    let mut texts = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let meta: String = row.get(2).map_err(MemoryError::db(ctx))?;
+        let meta: NoteMetadata =
+            serde_json::from_str(&meta).map_err(MemoryError::corrupt("note metadata"))?;
+        let namespace: Option<String> = row.get(3).map_err(MemoryError::db(ctx))?;
+        texts.insert(
+            row.get::<String>(0).map_err(MemoryError::db(ctx))?,
+            (
+                row.get::<String>(1).map_err(MemoryError::db(ctx))?,
+                meta,
+                namespace,
+            ),
+        );
+    }
+    for hit in hits {
+        if let Some((text, meta, namespace)) = hit
+            .note_id
+            .as_ref()
+            .and_then(|id| texts.remove(id.as_str()))
+        {
+            hit.note_text = Some(text);
+            hit.category = meta.category;
+            hit.tags = meta.tags;
+            hit.context = meta.context;
+            hit.namespace = namespace;
+            hit.unconfirmed = meta.provenance.as_ref().is_some_and(|p| !p.confirmed);
+        }
+    }
+    Ok(())
+}
+
+/// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
+struct Grouper {
+    top_k: usize,
+    seen: HashSet<(String, Option<String>, i64)>,
+    hits: Vec<SearchHit>,
+}
+
+impl Grouper {
+    fn new(top_k: usize) -> Self {
+        Self {
+            top_k,
+            seen: HashSet::new(),
+            hits: Vec::with_capacity(top_k),
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.hits.len() >= self.top_k
+    }
+
+    /// Takes the next fused chunks (in order) with their details.
+    fn add(
+        &mut self,
+        fused: &[(i64, f64)],
+        details: &HashMap<i64, ChunkDetail>,
+    ) -> Result<(), MemoryError> {
+        for (chunk_id, score) in fused {
+            if self.is_full() {
+                break;
+            }
+            // A chunk deleted since the legs ran has no details: skip it.
+            let Some(d) = details.get(chunk_id) else {
+                continue;
+            };
+            if !self
+                .seen
+                .insert((d.session.clone(), d.note_id.clone(), d.event_seq))
+            {
+                continue;
+            }
+            let note_id = match &d.note_id {
+                Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
+                None => None,
+            };
+            self.hits.push(SearchHit {
+                session_id: SessionId::parse(&d.session)
+                    .map_err(MemoryError::corrupt("session id"))?,
+                source: HitSource::parse(&d.meta.source),
+                note_id,
+                text: d.text.clone(),
+                note_text: None,
+                category: None,
+                tags: Vec::new(),
+                context: None,
+                namespace: None,
+                unconfirmed: false,
+                score: *score,
+                created_at: time::parse(&d.meta.created_at)?,
+                updated_at: time::parse(&d.meta.updated_at)?,
+                event_seq: from_sql_seq(d.event_seq)?,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Hands a live recall probe to the probe thread (never in the search's time; skipped while
+/// another probe runs).
+fn spawn_probe(index: Arc<VectorIndex>, sessions: Vec<String>, query: Vec<f32>) {
+    memory_index::calibration::in_background(move || index.check_recall(&sessions, &query));
+}

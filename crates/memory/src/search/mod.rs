@@ -1,0 +1,10 @@
+//! What is read back by meaning: hybrid search over the in-memory indexes of `memory-index`
+//! (`hybrid`), what a query asks and returns (`query`), keeping those indexes fresh against other
+//! writers' commits (`freshness`), and re-embedding when the model changes (`reindex`).
+
+pub(crate) mod freshness;
+pub(crate) mod hybrid;
+#[cfg(feature = "bench")]
+pub(crate) mod legs_alone;
+pub(crate) mod query;
+pub(crate) mod reindex;
