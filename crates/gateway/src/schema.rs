@@ -198,17 +198,66 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     else {
         return Vec::new();
     };
-    let (s, t) = (|| session.clone(), || turn.clone());
-    let usage = Usage {
-        prompt_tokens: 812,
-        completion_tokens: 23,
-    };
+    let s = || session.clone();
     let hello = |session: SessionSummary, model: Option<&str>| ServerFrame::HelloOk {
         user_id: user.clone(),
         session,
         protocol_version: PROTOCOL_VERSION,
         model: model.map(str::to_owned),
     };
+    let error = |reference: Option<&str>| ServerFrame::Error {
+        code: ErrorCode::TurnInProgress,
+        message: "this session is already running a turn: wait for it to end or cancel_turn".into(),
+        reference: reference.map(str::to_owned),
+    };
+    let mut frames = vec![(
+        hello(full.clone(), Some("gpt-4o-mini")),
+        hello(bare.clone(), None),
+    )];
+    frames.extend(turn_examples(&session, &turn));
+    frames.extend([
+        (error(Some("c-43")), error(None)),
+        (
+            ServerFrame::SessionCreated {
+                session: full.clone(),
+            },
+            ServerFrame::SessionCreated {
+                session: bare.clone(),
+            },
+        ),
+        (
+            ServerFrame::SessionSwitched {
+                session: full.clone(),
+            },
+            ServerFrame::SessionSwitched {
+                session: bare.clone(),
+            },
+        ),
+        (
+            ServerFrame::SessionList {
+                sessions: vec![full.clone()],
+            },
+            ServerFrame::SessionList {
+                sessions: vec![bare.clone()],
+            },
+        ),
+        history_examples(&session),
+        both(ServerFrame::Pong),
+        both(ServerFrame::Lagged {
+            session_id: s(),
+            last_seq: 15,
+        }),
+    ]);
+    frames.extend(crate::schema_notes::server_examples());
+    for (frame, _) in &frames {
+        server_covered(frame);
+    }
+    frames
+}
+
+/// `history`: a page with a tool call and a next page, and a last page.
+fn history_examples(session: &SessionId) -> (ServerFrame, ServerFrame) {
+    let s = || session.clone();
     let mut call = Message::assistant_tool_calls(
         Some("Let me check.".into()),
         vec![ToolCall {
@@ -223,6 +272,27 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         message,
         created_at: "2025-01-01T09:04:00.000Z".into(),
     };
+    (
+        ServerFrame::History {
+            session_id: s(),
+            events: vec![event(call)],
+            next_before: Some(39),
+        },
+        ServerFrame::History {
+            session_id: s(),
+            events: vec![event(Message::user("Hi"))],
+            next_before: None,
+        },
+    )
+}
+
+/// The frames of a turn: `turn_started` and one [`ServerFrame::Turn`] per [`TurnEvent`] kind.
+fn turn_examples(session: &SessionId, turn: &TurnId) -> Vec<(ServerFrame, ServerFrame)> {
+    let (s, t) = (|| session.clone(), || turn.clone());
+    let usage = Usage {
+        prompt_tokens: 812,
+        completion_tokens: 23,
+    };
     let turn = |seq, event| {
         both(ServerFrame::Turn {
             seq,
@@ -231,16 +301,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             event,
         })
     };
-    let error = |reference: Option<&str>| ServerFrame::Error {
-        code: ErrorCode::TurnInProgress,
-        message: "this session is already running a turn: wait for it to end or cancel_turn".into(),
-        reference: reference.map(str::to_owned),
-    };
-    let mut frames = vec![
-        (
-            hello(full.clone(), Some("gpt-4o-mini")),
-            hello(bare.clone(), None),
-        ),
+    vec![
         both(ServerFrame::TurnStarted {
             seq: 13,
             session_id: s(),
@@ -302,54 +363,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
                 reason: "the model call failed: check the provider settings".into(),
             },
         ),
-        (error(Some("c-43")), error(None)),
-        (
-            ServerFrame::SessionCreated {
-                session: full.clone(),
-            },
-            ServerFrame::SessionCreated {
-                session: bare.clone(),
-            },
-        ),
-        (
-            ServerFrame::SessionSwitched {
-                session: full.clone(),
-            },
-            ServerFrame::SessionSwitched {
-                session: bare.clone(),
-            },
-        ),
-        (
-            ServerFrame::SessionList {
-                sessions: vec![full.clone()],
-            },
-            ServerFrame::SessionList {
-                sessions: vec![bare.clone()],
-            },
-        ),
-        (
-            ServerFrame::History {
-                session_id: s(),
-                events: vec![event(call)],
-                next_before: Some(39),
-            },
-            ServerFrame::History {
-                session_id: s(),
-                events: vec![event(Message::user("Hi"))],
-                next_before: None,
-            },
-        ),
-        both(ServerFrame::Pong),
-        both(ServerFrame::Lagged {
-            session_id: s(),
-            last_seq: 15,
-        }),
-    ];
-    frames.extend(crate::schema_notes::server_examples());
-    for (frame, _) in &frames {
-        server_covered(frame);
-    }
-    frames
+    ]
 }
 
 fn server_covered(frame: &ServerFrame) {
