@@ -2,15 +2,16 @@
 //!
 //! Every other crate speaks in these types: ids (user, session, turn, note), chat messages and tool
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
-//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with the
-//! runtime's [`TurnEvent`]s they carry, the shell protocol between
-//! `shell_exec` and the shell daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
+//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with
+//! the runtime's [`TurnEvent`]s they carry, the shell protocol between `shell_exec` and the shell
+//! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
 //! the configuration structs with their defaults and validation, and [`terminal`]: outside text
 //! made safe to print on a terminal.
 //!
-//! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
-//! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
-//! cancellation without pulling an executor into the vocabulary.
+//! This crate is pure data: it depends on serde, serde_json and thiserror only (the architecture
+//! test checks the list), performs no I/O, spawns nothing and owns no async runtime.
+//! [`CancellationToken`] is a small std-only primitive so that the context can carry cancellation
+//! without pulling an executor into the vocabulary.
 
 mod cancel;
 mod config;
