@@ -1,4 +1,6 @@
-//! The crate map of docs/ARCHITECTURE.md, enforced: dependency arrows point down only.
+//! The crate map of docs/ARCHITECTURE.md, enforced: dependency arrows point down only, `types`
+//! depends on no outside crate but those its "may depend on" cell names, and the outside crates a
+//! "must never" cell bans are out of reach (through every normal dependency).
 
 #![allow(
     clippy::unwrap_used,
@@ -7,7 +9,6 @@
 )]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 
 /// For each workspace crate, the workspace crates it may depend on (normal dependencies).
 fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
@@ -38,7 +39,10 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
     ])
 }
 
-/// Third-party crates that must never appear among a crate's normal dependencies.
+/// The only outside crates `types` may depend on directly (the vocabulary is pure data).
+const TYPES_OUTSIDE: &[&str] = &["serde", "serde_json", "thiserror"];
+
+/// Third-party crates that must never appear among a crate's normal dependencies, direct or not.
 fn forbidden_external() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
         (
@@ -48,21 +52,13 @@ fn forbidden_external() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("tui", &["libsql"][..]),
         // The indexes never read or write a database: the store hands them changes.
         ("memory-index", &["libsql"][..]),
+        // "provider: know about tools or memory": not even the store's engine.
+        ("provider", &["libsql"][..]),
     ])
 }
 
 fn metadata() -> serde_json::Value {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(oxydra_e2e::workspace_root())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+    oxydra_e2e::cargo_metadata(&[]).unwrap()
 }
 
 #[test]
@@ -104,6 +100,29 @@ fn workspace_dependency_edges_point_down() {
             }
         }
     }
+}
+
+#[test]
+fn types_depends_only_on_its_allowed_outside_crates() {
+    let meta = metadata();
+    let types = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "types" && p["source"].is_null())
+        .expect("the types crate");
+    let outside: Vec<&str> = types["dependencies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"].is_null())
+        .map(|d| d["name"].as_str().unwrap())
+        .filter(|name| !TYPES_OUTSIDE.contains(name))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "`types` depends on {outside:?}: it may depend only on {TYPES_OUTSIDE:?} (docs/ARCHITECTURE.md)"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The conventions that hold today, checked rather than remembered (as rust-analyzer's tidy test
 //! does): every Rust file opens with a `//!` paragraph, no product file (under `crates/*/src`) is
-//! over 500 lines, and no test skips by returning early — a test that needs Docker, Landlock, tmux
-//! or sqld is `#[ignore = "needs …"]` and calls `test_support::need` first.
+//! over 500 lines, no test skips by returning early — a test that needs Docker, Landlock, tmux
+//! or sqld is `#[ignore = "needs …"]` and calls `test_support::need` first — and no target kept
+//! out of test runs (`test = false`) has a test.
 
 #![allow(
     clippy::unwrap_used,
@@ -170,4 +171,59 @@ fn the_skip_detector_finds_both_patterns_and_accepts_the_right_one() {
     assert_eq!(silent_skips(unchecked).len(), 1);
     let right = "#[tokio::test]\n#[ignore = \"needs docker\"]\nasync fn t() {\n    test_support::need(Need::Docker);\n    run().await;\n}\n";
     assert_eq!(silent_skips(right), Vec::new());
+}
+
+/// The files of a target: a library's whole `src/` (less `src/bin/`), a binary's own folder when
+/// it is a `main.rs` of its own, else its one file.
+fn target_files(kind: &str, src_path: &Path) -> Vec<PathBuf> {
+    let dir = src_path.parent().unwrap_or(Path::new("."));
+    let in_src = dir.file_name().is_some_and(|n| n == "src");
+    let own_folder = src_path.file_name().is_some_and(|n| n == "main.rs") && !in_src;
+    let mut files = Vec::new();
+    if (kind == "lib" && in_src) || own_folder {
+        rust_files(dir, &mut files);
+        if kind == "lib" {
+            files.retain(|f| !f.starts_with(dir.join("bin")));
+        }
+    } else {
+        files.push(src_path.to_path_buf());
+    }
+    files
+}
+
+/// `test = false` keeps a target out of `cargo test --tests` (scripts/test.sh): right for a bench
+/// or guest binary without tests, wrong the day one gets a test, which would then never run.
+#[test]
+fn targets_kept_out_of_test_runs_have_no_tests() {
+    let root = oxydra_e2e::workspace_root();
+    let meta = oxydra_e2e::cargo_metadata(&["--no-deps"]).unwrap();
+    let mut problems = Vec::new();
+    let mut kept_out = 0;
+    for target in meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+    {
+        let kind = target["kind"][0].as_str().unwrap();
+        if target["test"] != false || !(kind == "lib" || kind == "bin") {
+            continue;
+        }
+        kept_out += 1;
+        for file in target_files(kind, Path::new(target["src_path"].as_str().unwrap())) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if text.contains("#[test]") || text.contains("#[tokio::test") {
+                problems.push(format!(
+                    "{}: has tests, but its target `{}` is `test = false`: remove that line from its Cargo.toml",
+                    file.strip_prefix(&root).unwrap_or(&file).display(),
+                    target["name"].as_str().unwrap()
+                ));
+            }
+        }
+    }
+    assert!(
+        kept_out > 0,
+        "no `test = false` target found: is the metadata read right?"
+    );
+    report("tests that `cargo test --tests` would never run", &problems);
 }

@@ -22,7 +22,7 @@
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
 //! - `shared` — [`Shared`](shared::Shared): what every connection and handler of a running gateway sees
 //! - `title` — a session's title from its first message
-//! - `turn` — running a turn with its own context; runtime events to frames
+//! - `turn` — running a turn with its own context; the runtime's events carried, numbered, in frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token

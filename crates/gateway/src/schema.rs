@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role,
-    ServerFrame, SessionId, SessionSummary, ToolCall, TurnId, Usage, UserId,
+    ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, Usage, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -198,107 +198,24 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     else {
         return Vec::new();
     };
-    let (s, t) = (|| session.clone(), || turn.clone());
-    let usage = Usage {
-        prompt_tokens: 812,
-        completion_tokens: 23,
-    };
+    let s = || session.clone();
     let hello = |session: SessionSummary, model: Option<&str>| ServerFrame::HelloOk {
         user_id: user.clone(),
         session,
         protocol_version: PROTOCOL_VERSION,
         model: model.map(str::to_owned),
     };
-    let mut call = Message::assistant_tool_calls(
-        Some("Let me check.".into()),
-        vec![ToolCall {
-            id: "call_1".into(),
-            name: "memory_search".into(),
-            arguments: r#"{"query":"Lisbon"}"#.into(),
-        }],
-    );
-    call.tool_call_id = Some("call_0".into());
-    let event = |message| HistoryEvent {
-        number: 39,
-        message,
-        created_at: "2025-01-01T09:04:00.000Z".into(),
-    };
     let error = |reference: Option<&str>| ServerFrame::Error {
         code: ErrorCode::TurnInProgress,
         message: "this session is already running a turn: wait for it to end or cancel_turn".into(),
         reference: reference.map(str::to_owned),
     };
-    let mut frames = vec![
-        (
-            hello(full.clone(), Some("gpt-4o-mini")),
-            hello(bare.clone(), None),
-        ),
-        both(ServerFrame::TurnStarted {
-            seq: 13,
-            session_id: s(),
-            turn_id: t(),
-            client_turn_id: "c-42".into(),
-        }),
-        both(ServerFrame::AssistantDelta {
-            seq: 14,
-            session_id: s(),
-            turn_id: t(),
-            text: "You said".into(),
-        }),
-        both(ServerFrame::ToolStarted {
-            seq: 15,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_1".into(),
-            name: "memory_search".into(),
-            arguments: r#"{"query":"Lisbon"}"#.into(),
-        }),
-        both(ServerFrame::ToolFinished {
-            seq: 16,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_1".into(),
-            name: "memory_search".into(),
-            ok: true,
-            summary: "1 result".into(),
-            duration_ms: 4,
-        }),
-        both(ServerFrame::ApprovalRequested {
-            seq: 17,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_2".into(),
-            name: "shell_exec".into(),
-            arguments: r#"{"command":"ls"}"#.into(),
-        }),
-        both(ServerFrame::ModelRetry {
-            seq: 18,
-            session_id: s(),
-            turn_id: t(),
-            attempt: 2,
-            max_attempts: 4,
-            wait_ms: 1200,
-            reason: "timed out".into(),
-        }),
-        both(ServerFrame::TurnCompleted {
-            seq: 18,
-            session_id: s(),
-            turn_id: t(),
-            message: "You said you loved the trams in Lisbon.".into(),
-            usage,
-        }),
-        both(ServerFrame::TurnCancelled {
-            seq: 18,
-            session_id: s(),
-            turn_id: t(),
-            usage,
-        }),
-        both(ServerFrame::TurnFailed {
-            seq: 18,
-            session_id: s(),
-            turn_id: t(),
-            reason: "the model call failed: check the provider settings".into(),
-        }),
+    let mut frames = vec![(
+        hello(full.clone(), Some("gpt-4o-mini")),
+        hello(bare.clone(), None),
+    )];
+    frames.extend(turn_examples(&session, &turn));
+    frames.extend([
         (error(Some("c-43")), error(None)),
         (
             ServerFrame::SessionCreated {
@@ -324,24 +241,13 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
                 sessions: vec![bare.clone()],
             },
         ),
-        (
-            ServerFrame::History {
-                session_id: s(),
-                events: vec![event(call)],
-                next_before: Some(39),
-            },
-            ServerFrame::History {
-                session_id: s(),
-                events: vec![event(Message::user("Hi"))],
-                next_before: None,
-            },
-        ),
+        history_examples(&session),
         both(ServerFrame::Pong),
         both(ServerFrame::Lagged {
             session_id: s(),
             last_seq: 15,
         }),
-    ];
+    ]);
     frames.extend(crate::schema_notes::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
@@ -349,18 +255,131 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     frames
 }
 
+/// `history`: a page with a tool call and a next page, and a last page.
+fn history_examples(session: &SessionId) -> (ServerFrame, ServerFrame) {
+    let s = || session.clone();
+    let mut call = Message::assistant_tool_calls(
+        Some("Let me check.".into()),
+        vec![ToolCall {
+            id: "call_1".into(),
+            name: "memory_search".into(),
+            arguments: r#"{"query":"Lisbon"}"#.into(),
+        }],
+    );
+    call.tool_call_id = Some("call_0".into());
+    let event = |message| HistoryEvent {
+        number: 39,
+        message,
+        created_at: "2025-01-01T09:04:00.000Z".into(),
+    };
+    (
+        ServerFrame::History {
+            session_id: s(),
+            events: vec![event(call)],
+            next_before: Some(39),
+        },
+        ServerFrame::History {
+            session_id: s(),
+            events: vec![event(Message::user("Hi"))],
+            next_before: None,
+        },
+    )
+}
+
+/// The frames of a turn: `turn_started` and one [`ServerFrame::Turn`] per [`TurnEvent`] kind.
+fn turn_examples(session: &SessionId, turn: &TurnId) -> Vec<(ServerFrame, ServerFrame)> {
+    let (s, t) = (|| session.clone(), || turn.clone());
+    let usage = Usage {
+        prompt_tokens: 812,
+        completion_tokens: 23,
+    };
+    let turn = |seq, event| {
+        both(ServerFrame::Turn {
+            seq,
+            session_id: s(),
+            turn_id: t(),
+            event,
+        })
+    };
+    vec![
+        both(ServerFrame::TurnStarted {
+            seq: 13,
+            session_id: s(),
+            turn_id: t(),
+            client_turn_id: "c-42".into(),
+        }),
+        turn(
+            14,
+            TurnEvent::AssistantDelta {
+                text: "You said".into(),
+            },
+        ),
+        turn(
+            15,
+            TurnEvent::ToolStarted {
+                call_id: "call_1".into(),
+                name: "memory_search".into(),
+                arguments: r#"{"query":"Lisbon"}"#.into(),
+            },
+        ),
+        turn(
+            16,
+            TurnEvent::ToolFinished {
+                call_id: "call_1".into(),
+                name: "memory_search".into(),
+                ok: true,
+                summary: "1 result".into(),
+                duration_ms: 4,
+            },
+        ),
+        turn(
+            17,
+            TurnEvent::ApprovalRequested {
+                call_id: "call_2".into(),
+                name: "shell_exec".into(),
+                arguments: r#"{"command":"ls"}"#.into(),
+            },
+        ),
+        turn(
+            18,
+            TurnEvent::ModelRetry {
+                attempt: 2,
+                max_attempts: 4,
+                wait_ms: 1200,
+                reason: "timed out".into(),
+            },
+        ),
+        turn(
+            18,
+            TurnEvent::TurnCompleted {
+                message: "You said you loved the trams in Lisbon.".into(),
+                usage,
+            },
+        ),
+        turn(18, TurnEvent::TurnCancelled { usage }),
+        turn(
+            18,
+            TurnEvent::TurnFailed {
+                reason: "the model call failed: check the provider settings".into(),
+            },
+        ),
+    ]
+}
+
 fn server_covered(frame: &ServerFrame) {
     match frame {
+        ServerFrame::Turn { event, .. } => match event {
+            TurnEvent::AssistantDelta { .. }
+            | TurnEvent::ToolStarted { .. }
+            | TurnEvent::ToolFinished { .. }
+            | TurnEvent::ApprovalRequested { .. }
+            | TurnEvent::ModelRetry { .. }
+            | TurnEvent::TurnCompleted { .. }
+            | TurnEvent::TurnCancelled { .. }
+            | TurnEvent::TurnFailed { .. } => {}
+        },
         ServerFrame::HelloOk { .. }
         | ServerFrame::TurnStarted { .. }
-        | ServerFrame::AssistantDelta { .. }
-        | ServerFrame::ToolStarted { .. }
-        | ServerFrame::ToolFinished { .. }
-        | ServerFrame::ApprovalRequested { .. }
-        | ServerFrame::ModelRetry { .. }
-        | ServerFrame::TurnCompleted { .. }
-        | ServerFrame::TurnCancelled { .. }
-        | ServerFrame::TurnFailed { .. }
         | ServerFrame::Error { .. }
         | ServerFrame::SessionCreated { .. }
         | ServerFrame::SessionSwitched { .. }

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use types::{CancellationToken, ErrorCode, ServerFrame, SessionId, TurnId};
+use types::{CancellationToken, ErrorCode, ServerFrame, SessionId, TurnEvent, TurnId};
 
 use crate::outbound::{ConnId, OfferError, Outbound, Outbox};
 
@@ -149,11 +149,13 @@ impl SessionHub {
         let mut state = self.state();
         if state.active.as_ref().is_some_and(|a| &a.turn_id == turn) {
             tracing::error!(session = %self.id, turn = %turn, "turn stopped without ending");
-            let frame = ServerFrame::TurnFailed {
+            let frame = ServerFrame::Turn {
                 seq: state.last_seq + 1,
                 session_id: self.id.clone(),
                 turn_id: turn.clone(),
-                reason: "the turn stopped unexpectedly; send the message again".into(),
+                event: TurnEvent::TurnFailed {
+                    reason: "the turn stopped unexpectedly; send the message again".into(),
+                },
             };
             self.push(&mut state, frame);
         }
@@ -260,11 +262,11 @@ mod tests {
 
     fn delta(seq: u64, text: &str) -> ServerFrame {
         let (session_id, turn_id) = ids();
-        ServerFrame::AssistantDelta {
+        ServerFrame::Turn {
             seq,
             session_id,
             turn_id,
-            text: text.into(),
+            event: TurnEvent::AssistantDelta { text: text.into() },
         }
     }
 

@@ -1,11 +1,10 @@
 //! Running one turn for a session: a fresh [`ToolExecutionContext`] per turn, the runtime's
-//! events translated into numbered frames on the session's hub.
+//! events carried, numbered, in frames on the session's hub.
 
 use std::sync::Arc;
 
-use runtime::TurnEvent;
 use tokio::sync::mpsc;
-use types::{ServerFrame, SessionId, ToolExecutionContext, TurnId};
+use types::{ServerFrame, ToolExecutionContext, TurnId};
 
 use crate::session::SessionHub;
 use crate::user::UserAgent;
@@ -58,7 +57,12 @@ async fn run(request: TurnRequest) {
     };
     let forward = async {
         while let Some(event) = rx.recv().await {
-            hub.publish(|seq| frame(seq, &session, &turn, event));
+            hub.publish(|seq| ServerFrame::Turn {
+                seq,
+                session_id: session.clone(),
+                turn_id: turn.clone(),
+                event,
+            });
         }
     };
     let (result, ()) = tokio::join!(work, forward);
@@ -66,90 +70,4 @@ async fn run(request: TurnRequest) {
         tracing::info!(error = %e, session = %session, "turn ended with an error");
     }
     user.settle_session(&session).await;
-}
-
-/// The frame for one runtime event.
-fn frame(seq: u64, session: &SessionId, turn: &TurnId, event: TurnEvent) -> ServerFrame {
-    let (session_id, turn_id) = (session.clone(), turn.clone());
-    match event {
-        TurnEvent::TextDelta { text } => ServerFrame::AssistantDelta {
-            seq,
-            session_id,
-            turn_id,
-            text,
-        },
-        TurnEvent::ToolStarted {
-            call_id,
-            name,
-            arguments,
-        } => ServerFrame::ToolStarted {
-            seq,
-            session_id,
-            turn_id,
-            call_id,
-            name,
-            arguments,
-        },
-        TurnEvent::ToolFinished {
-            call_id,
-            name,
-            ok,
-            summary,
-            duration_ms,
-        } => ServerFrame::ToolFinished {
-            seq,
-            session_id,
-            turn_id,
-            call_id,
-            name,
-            ok,
-            summary,
-            duration_ms,
-        },
-        TurnEvent::ApprovalRequested {
-            call_id,
-            name,
-            arguments,
-        } => ServerFrame::ApprovalRequested {
-            seq,
-            session_id,
-            turn_id,
-            call_id,
-            name,
-            arguments,
-        },
-        TurnEvent::ModelRetry {
-            attempt,
-            max_attempts,
-            wait_ms,
-            reason,
-        } => ServerFrame::ModelRetry {
-            seq,
-            session_id,
-            turn_id,
-            attempt,
-            max_attempts,
-            wait_ms,
-            reason,
-        },
-        TurnEvent::TurnCompleted { message, usage } => ServerFrame::TurnCompleted {
-            seq,
-            session_id,
-            turn_id,
-            message,
-            usage,
-        },
-        TurnEvent::TurnFailed { reason } => ServerFrame::TurnFailed {
-            seq,
-            session_id,
-            turn_id,
-            reason,
-        },
-        TurnEvent::TurnCancelled { usage } => ServerFrame::TurnCancelled {
-            seq,
-            session_id,
-            turn_id,
-            usage,
-        },
-    }
 }

@@ -14,7 +14,7 @@ use common::{Client, start};
 use gateway::GatewayConfig;
 use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
-use types::{ApprovalScope, ClientFrame, ServerFrame};
+use types::{ApprovalScope, ClientFrame, ServerFrame, TurnEvent};
 
 /// Sends a turn whose model call asks for `shell_exec`, answers the approval with `approved`, and
 /// returns the turn's frames and the tool result the model was given.
@@ -36,12 +36,24 @@ async fn privileged_turn(approved: bool) -> (Vec<ServerFrame>, String) {
         })
         .await;
     let mut frames = client
-        .recv_until(|f| matches!(f, ServerFrame::ApprovalRequested { .. }))
+        .recv_until(|f| {
+            matches!(
+                f,
+                ServerFrame::Turn {
+                    event: TurnEvent::ApprovalRequested { .. },
+                    ..
+                }
+            )
+        })
         .await;
-    let Some(ServerFrame::ApprovalRequested {
-        call_id,
-        name,
-        arguments,
+    let Some(ServerFrame::Turn {
+        event:
+            TurnEvent::ApprovalRequested {
+                call_id,
+                name,
+                arguments,
+                ..
+            },
         ..
     }) = frames.last()
     else {
@@ -70,7 +82,10 @@ fn tool_finished(frames: &[ServerFrame]) -> (bool, String) {
     frames
         .iter()
         .find_map(|f| match f {
-            ServerFrame::ToolFinished { ok, summary, .. } => Some((*ok, summary.clone())),
+            ServerFrame::Turn {
+                event: TurnEvent::ToolFinished { ok, summary, .. },
+                ..
+            } => Some((*ok, summary.clone())),
             _ => None,
         })
         .expect("tool_finished")
@@ -83,7 +98,7 @@ async fn an_approved_call_runs() {
     assert!(result.contains("shell is not running"), "{result}");
     assert!(!tool_finished(&frames).0);
     assert!(
-        matches!(frames.last(), Some(ServerFrame::TurnCompleted { message, .. }) if message == "done")
+        matches!(frames.last(), Some(ServerFrame::Turn { event: TurnEvent::TurnCompleted { message, .. }, .. }) if message == "done")
     );
 }
 
@@ -98,7 +113,10 @@ async fn a_declined_call_does_not_run_and_the_model_is_told() {
     assert!(!tool_finished(&frames).0);
     assert!(matches!(
         frames.last(),
-        Some(ServerFrame::TurnCompleted { .. })
+        Some(ServerFrame::Turn {
+            event: TurnEvent::TurnCompleted { .. },
+            ..
+        })
     ));
 }
 
@@ -122,9 +140,21 @@ async fn allow_for_the_session_skips_the_next_request_of_that_session_only() {
     };
     client.send(&turn("c1")).await;
     let frames = client
-        .recv_until(|f| matches!(f, ServerFrame::ApprovalRequested { .. }))
+        .recv_until(|f| {
+            matches!(
+                f,
+                ServerFrame::Turn {
+                    event: TurnEvent::ApprovalRequested { .. },
+                    ..
+                }
+            )
+        })
         .await;
-    let Some(ServerFrame::ApprovalRequested { call_id, .. }) = frames.last() else {
+    let Some(ServerFrame::Turn {
+        event: TurnEvent::ApprovalRequested { call_id, .. },
+        ..
+    }) = frames.last()
+    else {
         panic!("no approval request: {frames:?}");
     };
     client
@@ -140,9 +170,13 @@ async fn allow_for_the_session_skips_the_next_request_of_that_session_only() {
     client.send(&turn("c2")).await;
     let frames = client.recv_turn().await;
     assert!(
-        !frames
-            .iter()
-            .any(|f| matches!(f, ServerFrame::ApprovalRequested { .. })),
+        !frames.iter().any(|f| matches!(
+            f,
+            ServerFrame::Turn {
+                event: TurnEvent::ApprovalRequested { .. },
+                ..
+            }
+        )),
         "{frames:?}"
     );
     let result = server
@@ -168,11 +202,22 @@ async fn allow_for_the_session_skips_the_next_request_of_that_session_only() {
         })
         .await;
     let frames = client
-        .recv_until(|f| matches!(f, ServerFrame::ApprovalRequested { .. }))
+        .recv_until(|f| {
+            matches!(
+                f,
+                ServerFrame::Turn {
+                    event: TurnEvent::ApprovalRequested { .. },
+                    ..
+                }
+            )
+        })
         .await;
     assert!(matches!(
         frames.last(),
-        Some(ServerFrame::ApprovalRequested { .. })
+        Some(ServerFrame::Turn {
+            event: TurnEvent::ApprovalRequested { .. },
+            ..
+        })
     ));
     gw.shutdown().await;
 }

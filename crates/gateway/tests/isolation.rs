@@ -18,7 +18,7 @@ use crate::common;
 use common::{Client, start, test_config};
 use serde_json::{Value, json};
 use test_support::{RecordedRequest, ScriptedReply, ScriptedToolCall};
-use types::{ClientFrame, ServerFrame, UserId};
+use types::{ClientFrame, ServerFrame, TurnEvent, UserId};
 
 const USERS: [&str; 2] = ["alice", "bob"];
 const SESSIONS: usize = 4;
@@ -84,7 +84,10 @@ async fn concurrent_turns_of_two_users_keep_notes_and_searches_apart() {
                     client.send_turn(&session.session_id, &tag, &tag).await;
                     let frames = client.recv_turn().await;
                     match frames.last().unwrap() {
-                        ServerFrame::TurnCompleted { message, .. } => {
+                        ServerFrame::Turn {
+                            event: TurnEvent::TurnCompleted { message, .. },
+                            ..
+                        } => {
                             assert_eq!(message, &format!("done {tag}"));
                         }
                         other => panic!("{tag}: {other:?}"),
@@ -92,7 +95,10 @@ async fn concurrent_turns_of_two_users_keep_notes_and_searches_apart() {
                     let tools: Vec<(String, bool)> = frames
                         .iter()
                         .filter_map(|f| match f {
-                            ServerFrame::ToolFinished { name, ok, .. } => Some((name.clone(), *ok)),
+                            ServerFrame::Turn {
+                                event: TurnEvent::ToolFinished { name, ok, .. },
+                                ..
+                            } => Some((name.clone(), *ok)),
                             _ => None,
                         })
                         .collect();

@@ -18,7 +18,7 @@ use gateway::{ConnectionStats, GatewayConfig, RunningGateway};
 use test_support::{ScriptedLlm, ScriptedReply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use types::ServerFrame;
+use types::{ServerFrame, TurnEvent};
 
 /// Opens `n` TCP connections to the gateway and keeps them (they send nothing).
 async fn flood(gw: &RunningGateway, n: usize) -> Vec<TcpStream> {
@@ -99,7 +99,13 @@ async fn a_flood_of_idle_sockets_does_not_lock_out_a_legitimate_client() {
         .await;
     let frames = client.recv_turn().await;
     assert!(
-        matches!(frames.last(), Some(ServerFrame::TurnCompleted { .. })),
+        matches!(
+            frames.last(),
+            Some(ServerFrame::Turn {
+                event: TurnEvent::TurnCompleted { .. },
+                ..
+            })
+        ),
         "{frames:?}"
     );
     assert_eq!(text_of(&frames), "Still here.");

@@ -20,7 +20,7 @@ use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
 use tools::ToolRegistry;
 use types::{
-    MemoryDialect, ProviderKind, RetrievalConfig, RuntimeConfig, ServerFrame, UserId,
+    MemoryDialect, ProviderKind, RetrievalConfig, RuntimeConfig, ServerFrame, TurnEvent, UserId,
     WorkspacePaths,
 };
 
@@ -99,7 +99,13 @@ async fn claude_style_session(kind: ProviderKind) {
         .await;
     let frames = client.recv_turn().await;
     assert!(
-        matches!(frames.last(), Some(ServerFrame::TurnCompleted { .. })),
+        matches!(
+            frames.last(),
+            Some(ServerFrame::Turn {
+                event: TurnEvent::TurnCompleted { .. },
+                ..
+            })
+        ),
         "{frames:?}"
     );
     assert_eq!(text_of(&frames), "Recorded: the report is done.");

@@ -14,7 +14,7 @@ use crate::common;
 use common::{Client, code, provider, test_config, user_agent_without_memory};
 use gateway::Gateway;
 use test_support::{ScriptedLlm, ScriptedReply};
-use types::{ClientFrame, ErrorCode, ServerFrame};
+use types::{ClientFrame, ErrorCode, ServerFrame, TurnEvent};
 
 #[tokio::test]
 async fn sessions_and_history_work_without_a_store() {
@@ -46,7 +46,13 @@ async fn sessions_and_history_work_without_a_store() {
             .await;
         let frames = a.recv_turn().await;
         assert!(
-            matches!(frames.last(), Some(ServerFrame::TurnCompleted { .. })),
+            matches!(
+                frames.last(),
+                Some(ServerFrame::Turn {
+                    event: TurnEvent::TurnCompleted { .. },
+                    ..
+                })
+            ),
             "{frames:?}"
         );
     }

@@ -159,3 +159,39 @@ fn protocol_md_examples_parse_and_cover_every_frame() {
         }
     }
 }
+
+/// The runtime's events reach the wire unchanged: every server frame shown in
+/// `docs/protocol.md` comes back from the Rust types as the same JSON, and each kind of
+/// `TurnEvent` is among them, carried by `ServerFrame::Turn` with its own `type` beside the
+/// frame's `seq`, `session_id` and `turn_id`.
+#[test]
+fn protocol_md_server_frames_round_trip_and_carry_every_turn_event() {
+    let md = std::fs::read_to_string(docs().join("protocol.md")).unwrap();
+    let mut events = BTreeSet::new();
+    for block in md.split("```json").skip(1) {
+        let body = block.split("```").next().unwrap();
+        let shown: Value = serde_json::from_str(body).unwrap();
+        if serde_json::from_value::<ClientFrame>(shown.clone()).is_ok() {
+            continue;
+        }
+        let frame: ServerFrame = serde_json::from_value(shown.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&frame).unwrap(), shown, "{body}");
+        if let ServerFrame::Turn { seq, event, .. } = &frame {
+            assert_eq!(Some(*seq), shown["seq"].as_u64());
+            let alone = serde_json::to_value(event).unwrap();
+            assert_eq!(alone["type"], shown["type"], "{body}");
+            for (key, value) in alone.as_object().unwrap() {
+                assert_eq!(&shown[key], value, "{key} of {body}");
+            }
+            events.insert(kind(&shown));
+        }
+    }
+    // The examples name every event kind (an exhaustive match in `schema` makes sure).
+    let every: BTreeSet<String> = example_server_frames()
+        .iter()
+        .filter_map(|(full, _)| full.turn_event())
+        .map(|event| kind(&serde_json::to_value(event).unwrap()))
+        .collect();
+    assert_eq!(every.len(), 8, "{every:?}");
+    assert_eq!(events, every);
+}

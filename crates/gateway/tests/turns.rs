@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::{Client, code, seqs, start, test_config, text_of};
 use test_support::ScriptedLlm;
 use test_support::ScriptedReply;
-use types::{ClientFrame, ErrorCode, Role, ServerFrame};
+use types::{ClientFrame, ErrorCode, Role, ServerFrame, TurnEvent};
 
 #[tokio::test]
 async fn a_turn_streams_numbered_events_to_every_client_of_the_session() {
@@ -47,7 +47,10 @@ async fn a_turn_streams_numbered_events_to_every_client_of_the_session() {
     assert_eq!(n, (1..=n.len() as u64).collect::<Vec<_>>());
     assert_eq!(text_of(&seen_a), "Hello there, friend.");
     match seen_a.last().unwrap() {
-        ServerFrame::TurnCompleted { message, .. } => assert_eq!(message, "Hello there, friend."),
+        ServerFrame::Turn {
+            event: TurnEvent::TurnCompleted { message, .. },
+            ..
+        } => assert_eq!(message, "Hello there, friend."),
         other => panic!("{other:?}"),
     }
     // The model saw the turn's message.
@@ -92,7 +95,13 @@ async fn one_turn_at_a_time_per_session_and_cancel() {
     .await;
     let end = a.recv_turn().await;
     assert!(
-        matches!(end.last().unwrap(), ServerFrame::TurnCancelled { .. }),
+        matches!(
+            end.last().unwrap(),
+            ServerFrame::Turn {
+                event: TurnEvent::TurnCancelled { .. },
+                ..
+            }
+        ),
         "{end:?}"
     );
     // The session is free again at once.
@@ -114,7 +123,15 @@ async fn reconnecting_mid_stream_loses_and_repeats_nothing() {
     a.send_turn(&s, "count", "c-1").await;
     // Read up to the first delta, then drop the connection.
     let before = a
-        .recv_until(|f| matches!(f, ServerFrame::AssistantDelta { .. }))
+        .recv_until(|f| {
+            matches!(
+                f,
+                ServerFrame::Turn {
+                    event: TurnEvent::AssistantDelta { .. },
+                    ..
+                }
+            )
+        })
         .await;
     let last_seen = *seqs(&before).last().unwrap();
     drop(a);

@@ -70,57 +70,21 @@ pub fn from_config_with(
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     config.validate()?;
     let env_var = config.api_key_env.clone();
-    let key = match (options.api_key, &env_var) {
-        (Some(ApiKey(key)), _) => Some(key),
-        (None, Some(var)) => match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => Some(key.trim().to_owned()),
-            _ => {
-                return Err(ProviderError::MissingApiKey {
-                    env_var: var.clone(),
-                });
-            }
-        },
-        (None, None) => None,
-    };
+    let key = api_key(options.api_key, env_var.as_deref())?;
     let base_url = config.base_url.trim_end_matches('/').to_owned();
     let request_timeout = Duration::from_secs(config.request_timeout_secs);
     let invalid_key = || ProviderError::InvalidApiKey {
         env_var: env_var.clone().unwrap_or_default(),
     };
-
-    let mut headers = HeaderMap::new();
-    let endpoint = match config.kind {
+    let (endpoint, headers) = match config.kind {
         ProviderKind::Openai => {
-            if let Some(key) = &key {
-                let mut value =
-                    HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| invalid_key())?;
-                value.set_sensitive(true);
-                headers.insert(reqwest::header::AUTHORIZATION, value);
-            }
-            format!("{base_url}/chat/completions")
+            openai_request(&base_url, key.as_deref()).ok_or_else(invalid_key)?
         }
         ProviderKind::Anthropic => {
-            if let Some(key) = &key {
-                let mut value = HeaderValue::from_str(key).map_err(|_| invalid_key())?;
-                value.set_sensitive(true);
-                headers.insert(HeaderName::from_static("x-api-key"), value);
-            }
-            headers.insert(
-                HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static(ANTHROPIC_VERSION),
-            );
-            if config.native_memory_tool && !config.anthropic_beta.is_empty() {
-                // Validated as plain names by `ProviderConfig::validate`.
-                let beta =
-                    HeaderValue::from_str(&config.anthropic_beta.join(",")).map_err(|_| {
-                        types::ConfigError::new(
-                            "provider.anthropic_beta",
-                            "holds a character not allowed in a header",
-                        )
-                    })?;
-                headers.insert(HeaderName::from_static("anthropic-beta"), beta);
-            }
-            format!("{base_url}/v1/messages")
+            anthropic_request(config, &base_url, key.as_deref()).map_err(|e| match e {
+                HeaderError::Key => invalid_key(),
+                HeaderError::Config(e) => e.into(),
+            })?
         }
     };
 
@@ -163,4 +127,74 @@ pub fn from_config_with(
             Arc::new(AnthropicProvider::new(transport, config.native_memory_tool))
         }
     })
+}
+
+/// The key given, or the one in `env_var` (which must then hold one); `None` without either.
+fn api_key(given: Option<ApiKey>, env_var: Option<&str>) -> Result<Option<String>, ProviderError> {
+    match (given, env_var) {
+        (Some(ApiKey(key)), _) => Ok(Some(key)),
+        (None, Some(var)) => match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            _ => Err(ProviderError::MissingApiKey {
+                env_var: var.to_owned(),
+            }),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
+/// A header value that is never logged.
+fn secret_header(text: &str) -> Option<HeaderValue> {
+    let mut value = HeaderValue::from_str(text).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// Chat Completions: the endpoint and the bearer key; `None` when the key cannot be a header.
+fn openai_request(base_url: &str, key: Option<&str>) -> Option<(String, HeaderMap)> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = key {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            secret_header(&format!("Bearer {key}"))?,
+        );
+    }
+    Some((format!("{base_url}/chat/completions"), headers))
+}
+
+/// Why Anthropic's headers could not be made.
+enum HeaderError {
+    /// The key cannot be a header value.
+    Key,
+    Config(types::ConfigError),
+}
+
+/// Messages: the endpoint, the key, the API version and the beta names of the native memory tool.
+fn anthropic_request(
+    config: &ProviderConfig,
+    base_url: &str,
+    key: Option<&str>,
+) -> Result<(String, HeaderMap), HeaderError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = key {
+        headers.insert(
+            HeaderName::from_static("x-api-key"),
+            secret_header(key).ok_or(HeaderError::Key)?,
+        );
+    }
+    headers.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(ANTHROPIC_VERSION),
+    );
+    if config.native_memory_tool && !config.anthropic_beta.is_empty() {
+        // Validated as plain names by `ProviderConfig::validate`.
+        let beta = HeaderValue::from_str(&config.anthropic_beta.join(",")).map_err(|_| {
+            HeaderError::Config(types::ConfigError::new(
+                "provider.anthropic_beta",
+                "holds a character not allowed in a header",
+            ))
+        })?;
+        headers.insert(HeaderName::from_static("anthropic-beta"), beta);
+    }
+    Ok((format!("{base_url}/v1/messages"), headers))
 }

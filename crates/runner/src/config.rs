@@ -98,6 +98,68 @@ impl Supervision {
     }
 }
 
+impl RawSupervision {
+    /// The settings with their defaults; both timeouts at least a second.
+    fn resolve(self) -> Result<Supervision, String> {
+        let d = Supervision::default();
+        let supervision = Supervision {
+            ready_timeout: self
+                .ready_timeout_secs
+                .map_or(d.ready_timeout, Duration::from_secs),
+            stop_timeout: self
+                .stop_timeout_secs
+                .map_or(d.stop_timeout, Duration::from_secs),
+            restart: self.restart.unwrap_or(d.restart),
+            max_restarts: self.max_restarts.unwrap_or(d.max_restarts),
+            restart_window: self
+                .restart_window_secs
+                .map_or(d.restart_window, Duration::from_secs),
+            backoff_initial: self
+                .backoff_initial_ms
+                .map_or(d.backoff_initial, Duration::from_millis),
+            backoff_max: self
+                .backoff_max_ms
+                .map_or(d.backoff_max, Duration::from_millis),
+        };
+        if supervision.ready_timeout.is_zero() || supervision.stop_timeout.is_zero() {
+            return Err(
+                "supervision.ready_timeout_secs and stop_timeout_secs must be at least 1".into(),
+            );
+        }
+        Ok(supervision)
+    }
+}
+
+impl RawUser {
+    /// The entry of `[users.<name>]`: its agent config (an existing file, a relative path taken
+    /// from runner.toml's folder by `abs`; else `default_agent`), port and shell network.
+    fn resolve(
+        self,
+        name: &str,
+        abs: &impl Fn(&Path) -> PathBuf,
+        default_agent: Option<&PathBuf>,
+        container: &ContainerSettings,
+    ) -> Result<UserEntry, String> {
+        let id = UserId::parse(name).map_err(|e| format!("[users.{name}]: {e}"))?;
+        let agent_config = match self.agent_config.as_deref().map(abs) {
+            Some(p) if !p.is_file() => {
+                return Err(format!(
+                    "[users.{name}] agent_config {} does not exist",
+                    p.display()
+                ));
+            }
+            Some(p) => Some(p),
+            None => default_agent.cloned(),
+        };
+        Ok(UserEntry {
+            id,
+            gateway_port: self.gateway_port.unwrap_or(0),
+            agent_config,
+            shell_network: self.shell_network.unwrap_or(container.shell_network),
+        })
+    }
+}
+
 /// One user of `runner.toml`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserEntry {
@@ -190,52 +252,17 @@ impl RunnerConfig {
             next.is_file().then_some(next)
         });
         let container = raw.container.unwrap_or_default().resolve(&problem)?;
-        let mut users = Vec::new();
-        for (name, user) in raw.users {
-            let id = UserId::parse(&name).map_err(|e| problem(format!("[users.{name}]: {e}")))?;
-            let agent_config = match user.agent_config.as_deref().map(abs) {
-                Some(p) if !p.is_file() => {
-                    return Err(problem(format!(
-                        "[users.{name}] agent_config {} does not exist",
-                        p.display()
-                    )));
-                }
-                Some(p) => Some(p),
-                None => default_agent.clone(),
-            };
-            users.push(UserEntry {
-                id,
-                gateway_port: user.gateway_port.unwrap_or(0),
-                agent_config,
-                shell_network: user.shell_network.unwrap_or(container.shell_network),
-            });
-        }
-        let s = raw.supervision.unwrap_or_default();
-        let d = Supervision::default();
-        let supervision = Supervision {
-            ready_timeout: s
-                .ready_timeout_secs
-                .map_or(d.ready_timeout, Duration::from_secs),
-            stop_timeout: s
-                .stop_timeout_secs
-                .map_or(d.stop_timeout, Duration::from_secs),
-            restart: s.restart.unwrap_or(d.restart),
-            max_restarts: s.max_restarts.unwrap_or(d.max_restarts),
-            restart_window: s
-                .restart_window_secs
-                .map_or(d.restart_window, Duration::from_secs),
-            backoff_initial: s
-                .backoff_initial_ms
-                .map_or(d.backoff_initial, Duration::from_millis),
-            backoff_max: s
-                .backoff_max_ms
-                .map_or(d.backoff_max, Duration::from_millis),
-        };
-        if supervision.ready_timeout.is_zero() || supervision.stop_timeout.is_zero() {
-            return Err(problem(
-                "supervision.ready_timeout_secs and stop_timeout_secs must be at least 1".into(),
-            ));
-        }
+        let users = raw
+            .users
+            .into_iter()
+            .map(|(name, user)| user.resolve(&name, &abs, default_agent.as_ref(), &container))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(problem)?;
+        let supervision = raw
+            .supervision
+            .unwrap_or_default()
+            .resolve()
+            .map_err(problem)?;
         if raw
             .guest_uid_base
             .is_some_and(|b| !(1000..=u32::MAX / 2).contains(&b))

@@ -14,7 +14,7 @@ use types::{AgentConfig, ShellBootstrap, WorkspaceDir, WorkspacePaths};
 
 use crate::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, ContainerSettings, LABEL_MANAGED, LABEL_ROLE,
-    LABEL_USER, LABEL_WORKSPACE, RunnerError, SandboxMode, SecretText, Tier, UserEntry,
+    LABEL_USER, LABEL_WORKSPACE, Limits, RunnerError, SandboxMode, SecretText, Tier, UserEntry,
     VmBootstrap,
 };
 
@@ -109,50 +109,9 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerErro
         Role::OxydraVm => spec.settings.oxydra_vm,
         Role::ShellVm => spec.settings.shell_vm,
     };
-    let (image, cmd, network, workdir, stdin_bootstrap) = match spec.role {
-        Role::OxydraVm => {
-            let mut boot = VmBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
-            boot.tier = Tier::Container;
-            // The mounts confine it; Landlock is added inside when the engine lets it.
-            boot.sandbox = SandboxMode::BestEffort;
-            boot.gateway_port = spec.user.gateway_port;
-            boot.memory_key = spec
-                .memory_key
-                .map(|k| crate::SecretText(k.expose().to_owned()));
-            if let Some(agent_toml) = &spec.user.agent_config {
-                mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
-                boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));
-            }
-            for name in secret_env_names(spec.agent) {
-                if let Ok(value) = std::env::var(&name) {
-                    env.push(format!("{name}={value}"));
-                }
-            }
-            // No arguments: oxydra-vm reads its bootstrap from stdin, as in the process tier.
-            (
-                spec.settings.oxydra_vm_image.clone(),
-                Vec::new(),
-                "host".to_owned(),
-                inner.root.clone(),
-                Some(SecretText(json(&boot)?)),
-            )
-        }
-        Role::ShellVm => {
-            let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
-            boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
-            boot.agent_uid = spec.agent_uid;
-            (
-                spec.settings.shell_vm_image.clone(),
-                vec![
-                    "--bootstrap-json".to_owned(),
-                    json(&boot)?,
-                    "--container".to_owned(),
-                ],
-                spec.user.shell_network.docker_mode().to_owned(),
-                inner.shared(),
-                None,
-            )
-        }
+    let launch = match spec.role {
+        Role::OxydraVm => oxydra_vm_launch(spec, &inner, &mut mounts, &mut env)?,
+        Role::ShellVm => shell_vm_launch(spec, &inner)?,
     };
     let labels = HashMap::from([
         (LABEL_MANAGED.to_owned(), "true".to_owned()),
@@ -163,51 +122,119 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerErro
             spec.ws.root.display().to_string(),
         ),
     ]);
-    let stdin = stdin_bootstrap.is_some().then_some(true);
+    let stdin = launch.stdin_bootstrap.is_some().then_some(true);
     let body = ContainerCreateBody {
-        image: Some(image),
-        cmd: Some(cmd),
+        image: Some(launch.image),
+        cmd: Some(launch.cmd),
         // Open for the one attached writer; the engine closes it when that writer is done.
         open_stdin: stdin,
         stdin_once: stdin,
         env: Some(env),
         user: Some(format!("{}:{}", spec.uid, spec.gid)),
-        working_dir: Some(workdir.display().to_string()),
+        working_dir: Some(launch.workdir.display().to_string()),
         labels: Some(labels),
         network_disabled: None,
-        host_config: Some(HostConfig {
-            mounts: Some(mounts),
-            network_mode: Some(network),
-            cap_drop: Some(vec!["ALL".to_owned()]),
-            security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
-            readonly_rootfs: Some(true),
-            tmpfs: Some(HashMap::from([(
-                "/tmp".to_owned(),
-                TMPFS_OPTIONS.to_owned(),
-            )])),
-            init: Some(true),
-            pids_limit: Some(limits.pids),
-            memory: Some(limits.memory_bytes()),
-            memory_swap: Some(limits.memory_bytes()),
-            nano_cpus: Some(limits.nano_cpus),
-            auto_remove: Some(false),
-            // The runner copies the output into logs/<role>.log; the engine's own copy (which
-            // that follower and `docker logs` read) is bounded whatever the daemon's default.
-            log_config: Some(HostConfigLogConfig {
-                typ: Some("json-file".to_owned()),
-                config: Some(HashMap::from([
-                    ("max-size".to_owned(), "10m".to_owned()),
-                    ("max-file".to_owned(), "2".to_owned()),
-                ])),
-            }),
-            ..HostConfig::default()
-        }),
+        host_config: Some(host_config(mounts, launch.network, limits)),
         ..ContainerCreateBody::default()
     };
     Ok(GuestContainer {
         body,
-        stdin_bootstrap,
+        stdin_bootstrap: launch.stdin_bootstrap,
     })
+}
+
+/// What differs between the two guests' containers.
+struct Launch {
+    image: String,
+    cmd: Vec<String>,
+    network: String,
+    workdir: PathBuf,
+    stdin_bootstrap: Option<SecretText>,
+}
+
+/// `oxydra-vm`: its bootstrap over stdin (it holds the memory key), the host network (the
+/// gateway's port), the agent config mounted, the provider's secrets in its environment.
+fn oxydra_vm_launch(
+    spec: &GuestSpec<'_>,
+    inner: &WorkspacePaths,
+    mounts: &mut Vec<Mount>,
+    env: &mut Vec<String>,
+) -> Result<Launch, RunnerError> {
+    let mut boot = VmBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+    boot.tier = Tier::Container;
+    // The mounts confine it; Landlock is added inside when the engine lets it.
+    boot.sandbox = SandboxMode::BestEffort;
+    boot.gateway_port = spec.user.gateway_port;
+    boot.memory_key = spec
+        .memory_key
+        .map(|k| crate::SecretText(k.expose().to_owned()));
+    if let Some(agent_toml) = &spec.user.agent_config {
+        mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
+        boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));
+    }
+    for name in secret_env_names(spec.agent) {
+        if let Ok(value) = std::env::var(&name) {
+            env.push(format!("{name}={value}"));
+        }
+    }
+    // No arguments: oxydra-vm reads its bootstrap from stdin, as in the process tier.
+    Ok(Launch {
+        image: spec.settings.oxydra_vm_image.clone(),
+        cmd: Vec::new(),
+        network: "host".to_owned(),
+        workdir: inner.root.clone(),
+        stdin_bootstrap: Some(SecretText(json(&boot)?)),
+    })
+}
+
+/// `shell-vm`: its bootstrap (no secret but the verifier) as arguments, the user's shell network.
+fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launch, RunnerError> {
+    let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
+    boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
+    boot.agent_uid = spec.agent_uid;
+    Ok(Launch {
+        image: spec.settings.shell_vm_image.clone(),
+        cmd: vec![
+            "--bootstrap-json".to_owned(),
+            json(&boot)?,
+            "--container".to_owned(),
+        ],
+        network: spec.user.shell_network.docker_mode().to_owned(),
+        workdir: inner.shared(),
+        stdin_bootstrap: None,
+    })
+}
+
+/// The confinement of either guest: no capabilities, no new privileges, a read-only root with a
+/// small `/tmp`, its resource limits, bounded engine logs.
+fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfig {
+    HostConfig {
+        mounts: Some(mounts),
+        network_mode: Some(network),
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
+        readonly_rootfs: Some(true),
+        tmpfs: Some(HashMap::from([(
+            "/tmp".to_owned(),
+            TMPFS_OPTIONS.to_owned(),
+        )])),
+        init: Some(true),
+        pids_limit: Some(limits.pids),
+        memory: Some(limits.memory_bytes()),
+        memory_swap: Some(limits.memory_bytes()),
+        nano_cpus: Some(limits.nano_cpus),
+        auto_remove: Some(false),
+        // The runner copies the output into logs/<role>.log; the engine's own copy (which
+        // that follower and `docker logs` read) is bounded whatever the daemon's default.
+        log_config: Some(HostConfigLogConfig {
+            typ: Some("json-file".to_owned()),
+            config: Some(HashMap::from([
+                ("max-size".to_owned(), "10m".to_owned()),
+                ("max-file".to_owned(), "2".to_owned()),
+            ])),
+        }),
+        ..HostConfig::default()
+    }
 }
 
 fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {

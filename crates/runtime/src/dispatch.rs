@@ -24,8 +24,8 @@ use types::{ApprovalPolicy, Message, SafetyTier, ToolCall, ToolExecutionContext,
 
 use crate::RuntimeError;
 use crate::approval::{ApprovalDecision, ApprovalRequest};
-use crate::events::TurnEvent;
 use crate::turn::Turn;
+use types::TurnEvent;
 
 pub(crate) const CANCELLED_BEFORE: &str = "cancelled before it ran: the user stopped the turn";
 pub(crate) const CANCELLED_WHILE: &str =

@@ -1,5 +1,5 @@
-//! What a turn reports while it runs ([`TurnEvent`]) and when it ends ([`TurnOutcome`]), and the
-//! delivery rules for events.
+//! How a turn ends ([`TurnOutcome`]), and the delivery rules for what it reports while it runs
+//! ([`TurnEvent`], declared in `types` so the gateway's frames carry it as it is).
 //!
 //! Events go to a bounded `tokio::sync::mpsc::Sender<TurnEvent>` owned by the caller:
 //! - **Text deltas never block.** They are offered with `try_send`; while the channel is full they
@@ -13,51 +13,7 @@
 
 use serde::Serialize;
 use tokio::sync::mpsc::{self, error::TrySendError};
-use types::{CancellationToken, Usage};
-
-/// One thing that happened during a turn, in order. A turn ends with exactly one of
-/// `TurnCompleted`, `TurnFailed` or `TurnCancelled`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum TurnEvent {
-    /// More of the assistant's reply text.
-    TextDelta { text: String },
-    /// A tool call is about to run.
-    ToolStarted {
-        call_id: String,
-        name: String,
-        /// The raw arguments text the model sent.
-        arguments: String,
-    },
-    /// A tool call ended (successfully or not); `summary` is the first line of its result, short.
-    ToolFinished {
-        call_id: String,
-        name: String,
-        ok: bool,
-        summary: String,
-        duration_ms: u64,
-    },
-    /// A privileged call waits for the user's answer (see [`crate::Approver`]).
-    ApprovalRequested {
-        call_id: String,
-        name: String,
-        arguments: String,
-    },
-    /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
-    /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").
-    ModelRetry {
-        attempt: u32,
-        max_attempts: u32,
-        wait_ms: u64,
-        reason: String,
-    },
-    /// The turn ended normally; `message` is the final assistant text.
-    TurnCompleted { message: String, usage: Usage },
-    /// The turn could not finish; `reason` says why and what to check.
-    TurnFailed { reason: String },
-    /// The turn was cancelled; the history stays consistent (see the guidebook).
-    TurnCancelled { usage: Usage },
-}
+use types::{CancellationToken, TurnEvent, Usage};
 
 /// How a turn ended (when it did not fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,12 +70,12 @@ impl<'a> Emitter<'a> {
         if !self.backlog.is_empty() {
             return;
         }
-        let event = TurnEvent::TextDelta {
+        let event = TurnEvent::AssistantDelta {
             text: std::mem::take(&mut self.pending_text),
         };
         match self.tx.try_send(event) {
             Ok(()) => {}
-            Err(TrySendError::Full(TurnEvent::TextDelta { text })) => self.pending_text = text,
+            Err(TrySendError::Full(TurnEvent::AssistantDelta { text })) => self.pending_text = text,
             Err(TrySendError::Full(_)) => {}
             Err(TrySendError::Closed(_)) => self.closed = true,
         }
@@ -132,7 +88,7 @@ impl<'a> Emitter<'a> {
         }
         if !self.pending_text.is_empty() {
             let text = std::mem::take(&mut self.pending_text);
-            self.deliver(TurnEvent::TextDelta { text }).await;
+            self.deliver(TurnEvent::AssistantDelta { text }).await;
         }
         self.deliver(event).await;
     }
@@ -172,7 +128,7 @@ impl<'a> Emitter<'a> {
         let mut rest = std::mem::take(&mut self.backlog);
         if !self.pending_text.is_empty() {
             let text = std::mem::take(&mut self.pending_text);
-            rest.push(TurnEvent::TextDelta { text });
+            rest.push(TurnEvent::AssistantDelta { text });
         }
         if rest.is_empty() {
             return;

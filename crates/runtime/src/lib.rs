@@ -20,7 +20,7 @@
 //! - `reply` — one streamed model reply with cancellation
 //! - `dispatch` — running tool calls: parallel read-only groups, approvals, results
 //! - `approval` — [`Approver`], [`PendingApprovals`], [`SessionGrants`]
-//! - `events` — [`TurnEvent`], [`TurnOutcome`], event delivery rules
+//! - `events` — [`TurnOutcome`], the delivery rules for [`TurnEvent`]s (declared in `types`)
 //! - `history` — provider-safe history: repair, fitting the budget
 //! - `summary` — the rolling summary (model-written or extractive)
 //! - `recall` — saved notes recalled for the message
@@ -55,7 +55,7 @@ pub use approval::{
 };
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
-pub use events::{TurnEvent, TurnOutcome, TurnStatus};
+pub use events::{TurnOutcome, TurnStatus};
 pub use note_lifecycle::{
     CONFIRM_NOTE_OP, DeletedEntry, LIST_DELETED_NOTES_OP, NOTE_HISTORY_OP, NoteTimeline,
     NoteVersionEntry, RESTORE_NOTE_OP,
@@ -66,3 +66,4 @@ pub use notes::{
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};
+pub use types::TurnEvent;

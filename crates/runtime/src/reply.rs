@@ -7,7 +7,8 @@ use provider::{
 };
 use types::CancellationToken;
 
-use crate::events::{Emitter, TurnEvent};
+use crate::events::Emitter;
+use types::TurnEvent;
 
 /// How a model call ended.
 #[derive(Debug)]

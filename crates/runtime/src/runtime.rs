@@ -13,12 +13,13 @@ use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionCon
 use crate::RuntimeError;
 use crate::approval::{Approver, SessionGrants};
 use crate::budget::{ModelLimits, estimate_tools};
-use crate::events::{Emitter, TurnEvent, TurnOutcome};
+use crate::events::{Emitter, TurnOutcome};
 use crate::journal::Journal;
 use crate::prompt::{
     CATEGORIZED_MEMORY_GUIDE, DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE,
 };
 use crate::turn::Turn;
+use types::TurnEvent;
 
 /// The agent loop. Holds no per-turn or per-user state: everything about a turn (user, session,
 /// turn id, workspace, cancellation) arrives in the [`ToolExecutionContext`] given to

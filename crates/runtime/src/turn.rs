@@ -9,7 +9,7 @@ use types::{Message, Role, ToolExecutionContext, Usage};
 
 use crate::budget::{estimate_message, estimate_text, fraction_of};
 use crate::dispatch::Dispatch;
-use crate::events::{Emitter, TurnEvent, TurnOutcome, TurnStatus};
+use crate::events::{Emitter, TurnOutcome, TurnStatus};
 use crate::history::{fit, repair};
 use crate::journal::Entry;
 use crate::prompt::{notes_message, system_text};
@@ -17,6 +17,7 @@ use crate::recall::RecalledNote;
 use crate::reply::{Reply, stream_reply};
 use crate::summary::{plan_cut, summarize};
 use crate::{AgentRuntime, RuntimeError};
+use types::TurnEvent;
 
 /// Stored (alone) when a turn is cancelled before any reply text.
 pub(crate) const CANCELLED_NOTE: &str = "[The user cancelled this turn.]";

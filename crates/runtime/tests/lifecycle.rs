@@ -44,7 +44,7 @@ async fn cancel_mid_stream_keeps_the_partial_text_marked() {
     let c = ctx(dir.path(), "alice", "s", "t1");
     let token = c.cancellation.clone();
     let (outcome, events) = run_watching(&rt, &c, "tell me a story", |event| {
-        if matches!(event, TurnEvent::TextDelta { .. }) {
+        if matches!(event, TurnEvent::AssistantDelta { .. }) {
             token.cancel();
         }
     })
@@ -401,7 +401,7 @@ async fn a_slow_consumer_gets_every_event_in_order() {
     let kinds: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
-            TurnEvent::TextDelta { .. } => None,
+            TurnEvent::AssistantDelta { .. } => None,
             TurnEvent::ToolStarted { .. } => Some("started"),
             TurnEvent::ToolFinished { .. } => Some("finished"),
             TurnEvent::TurnCompleted { .. } => Some("completed"),

@@ -63,32 +63,11 @@ pub(crate) async fn run(
             message,
         })
     };
-    let timeout = match req.timeout_ms.map(Duration::from_millis) {
-        None => limits.default_timeout,
-        Some(t) if t.is_zero() || t > limits.max_timeout => {
-            return error(format!(
-                "timeout_ms must be between 1 and {}",
-                limits.max_timeout.as_millis()
-            ));
-        }
-        Some(t) => t,
+    let timeout = match timeout_of(req.timeout_ms, limits) {
+        Ok(timeout) => timeout,
+        Err(message) => return error(message),
     };
-    let mut command = std::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(&req.command)
-        .current_dir(ws.shared())
-        .env_clear()
-        .envs(command_env(ws))
-        .stdin(if req.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match tokio::process::Command::from(command).spawn() {
+    let mut child = match spawn(&req, ws) {
         Ok(child) => child,
         Err(e) => {
             tracing::warn!(id, error = %e, "spawn failed");
@@ -109,6 +88,78 @@ pub(crate) async fn run(
         id,
         frames,
     };
+    let Some(Ended { status, timed_out }) =
+        watch(&mut child, &group, timeout, &mut out, cancel).await
+    else {
+        tracing::info!(id, "client gone; killing the command's process group");
+        group.kill();
+        return None;
+    };
+    match status {
+        Some(Ok(status)) => {
+            tracing::info!(id, code = ?status.code(), signal = ?status.signal(), timed_out, "command finished");
+            Some(ShellResponse::Exit {
+                id,
+                code: status.code(),
+                signal: status.signal(),
+                timed_out,
+                truncated: out.truncated,
+            })
+        }
+        Some(Err(e)) => error(format!("waiting for the command failed: {e}")),
+        None => error("the command's status is unknown".to_owned()),
+    }
+}
+
+/// The timeout a request asks for, or the default; an error names the allowed range.
+fn timeout_of(asked_ms: Option<u64>, limits: CommandLimits) -> Result<Duration, String> {
+    match asked_ms.map(Duration::from_millis) {
+        None => Ok(limits.default_timeout),
+        Some(t) if t.is_zero() || t > limits.max_timeout => Err(format!(
+            "timeout_ms must be between 1 and {}",
+            limits.max_timeout.as_millis()
+        )),
+        Some(t) => Ok(t),
+    }
+}
+
+/// Starts `/bin/sh -c` in `shared/`, in a process group of its own, with only
+/// [`command_env`].
+fn spawn(req: &ShellRequest, ws: &WorkspacePaths) -> std::io::Result<tokio::process::Child> {
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(&req.command)
+        .current_dir(ws.shared())
+        .env_clear()
+        .envs(command_env(ws))
+        .stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    tokio::process::Command::from(command).spawn()
+}
+
+/// How a command that ran to its end (or timeout) ended.
+struct Ended {
+    status: Option<std::io::Result<ExitStatus>>,
+    timed_out: bool,
+}
+
+/// Streams the child's output until its pipes close and it has exited (killing its group at the
+/// timeout); `None` when `cancel` fired or the client stopped taking frames.
+async fn watch(
+    child: &mut tokio::process::Child,
+    group: &ProcessGroup,
+    timeout: Duration,
+    out: &mut Output<'_>,
+    cancel: &CancellationToken,
+) -> Option<Ended> {
+    let id = out.id;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
     let (mut out_text, mut err_text) = (Utf8Stream::default(), Utf8Stream::default());
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
@@ -159,25 +210,10 @@ pub(crate) async fn run(
             () = &mut cancelled => false,
         };
         if !sent {
-            tracing::info!(id, "client gone; killing the command's process group");
-            group.kill();
             return None;
         }
     }
-    match status {
-        Some(Ok(status)) => {
-            tracing::info!(id, code = ?status.code(), signal = ?status.signal(), timed_out, "command finished");
-            Some(ShellResponse::Exit {
-                id,
-                code: status.code(),
-                signal: status.signal(),
-                timed_out,
-                truncated: out.truncated,
-            })
-        }
-        Some(Err(e)) => error(format!("waiting for the command failed: {e}")),
-        None => error("the command's status is unknown".to_owned()),
-    }
+    Some(Ended { status, timed_out })
 }
 
 async fn read_some<R: AsyncRead + Unpin>(

@@ -11,6 +11,7 @@ use std::time::Duration;
 use rustix::fs::Mode;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use types::{
@@ -138,77 +139,111 @@ pub async fn serve(
 }
 
 async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Arc<Semaphore>) {
-    let (read, mut write) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<ShellResponse>(64);
+    let (read, write) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<ShellResponse>(64);
     let hangup = CancellationToken::default();
-    let writer_hangup = hangup.clone();
-    let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
-            let Ok(line) = encode_line(&frame) else {
-                continue;
-            };
-            if write.write_all(line.as_bytes()).await.is_err() {
-                writer_hangup.cancel();
-                break;
-            }
-        }
-    });
+    let writer = tokio::spawn(write_frames(write, rx, hangup.clone()));
     let mut reader = BufReader::new(read);
-    let first = tokio::time::timeout(AUTH_DEADLINE, read_line(&mut reader)).await;
+    if !authenticate(&mut reader, &tx, &config).await {
+        drop(tx);
+        let _ = writer.await;
+        return;
+    }
+    run_requests(&mut reader, &tx, &hangup, &config, &permits).await;
+    drop(tx);
+    let _ = writer.await;
+    tracing::debug!("connection closed");
+}
+
+/// Writes each frame as a line; a failed write hangs the connection up.
+async fn write_frames(
+    mut write: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<ShellResponse>,
+    hangup: CancellationToken,
+) {
+    while let Some(frame) = rx.recv().await {
+        let Ok(line) = encode_line(&frame) else {
+            continue;
+        };
+        if write.write_all(line.as_bytes()).await.is_err() {
+            hangup.cancel();
+            break;
+        }
+    }
+}
+
+/// Reads the first line within [`AUTH_DEADLINE`] and checks it; a refused client is told why
+/// (unless it hung up) and `false` is returned.
+async fn authenticate(
+    reader: &mut BufReader<OwnedReadHalf>,
+    tx: &mpsc::Sender<ShellResponse>,
+    config: &DaemonConfig,
+) -> bool {
+    let first = tokio::time::timeout(AUTH_DEADLINE, read_line(reader)).await;
     let verdict = match first {
         Ok(Line::Text(text)) => config.verifier.check_line(&text),
         Ok(Line::End) => Verdict::HungUp,
         Ok(Line::TooLong) => Verdict::Malformed,
         Err(_) => Verdict::TimedOut,
     };
-    if let Some(message) = verdict.refusal() {
-        if verdict == Verdict::HungUp {
-            tracing::debug!("a client connected and hung up without a request");
-        } else {
-            tracing::warn!(reason = verdict.reason(), "connection refused");
-            let message = message.to_owned();
-            let _ = tx.send(ShellResponse::Error { id: None, message }).await;
-        }
-        drop(tx);
-        let _ = writer.await;
-        return;
+    let Some(message) = verdict.refusal() else {
+        return true;
+    };
+    if verdict == Verdict::HungUp {
+        tracing::debug!("a client connected and hung up without a request");
+    } else {
+        tracing::warn!(reason = verdict.reason(), "connection refused");
+        let message = message.to_owned();
+        let _ = tx.send(ShellResponse::Error { id: None, message }).await;
     }
+    false
+}
+
+/// Runs the requests of an authenticated client until it hangs up or breaks the protocol; then
+/// everything it started is killed.
+async fn run_requests(
+    reader: &mut BufReader<OwnedReadHalf>,
+    tx: &mpsc::Sender<ShellResponse>,
+    hangup: &CancellationToken,
+    config: &Arc<DaemonConfig>,
+    permits: &Arc<Semaphore>,
+) {
+    let refuse = |id, message| async move {
+        let _ = tx.send(ShellResponse::Error { id, message }).await;
+    };
     let mut commands = JoinSet::new();
     loop {
         let line = tokio::select! {
-            line = read_line(&mut reader) => line,
+            line = read_line(reader) => line,
             () = hangup.cancelled() => break,
         };
         let request = match line {
             Line::End => break,
             Line::TooLong => {
-                let message = format!("request longer than {MAX_REQUEST_BYTES} bytes");
-                let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+                refuse(
+                    None,
+                    format!("request longer than {MAX_REQUEST_BYTES} bytes"),
+                )
+                .await;
                 break;
             }
             Line::Text(text) => match serde_json::from_str::<ShellRequest>(&text) {
                 Ok(request) => request,
                 Err(e) => {
-                    let message = format!("bad request: {e}");
-                    let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+                    refuse(None, format!("bad request: {e}")).await;
                     continue;
                 }
             },
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+        let Ok(permit) = Arc::clone(permits).try_acquire_owned() else {
             let message = format!(
                 "too many commands running (limit {}); wait for one to finish",
                 config.max_concurrent
             );
-            let _ = tx
-                .send(ShellResponse::Error {
-                    id: Some(request.id),
-                    message,
-                })
-                .await;
+            refuse(Some(request.id), message).await;
             continue;
         };
-        let (tx, cancel, config) = (tx.clone(), hangup.clone(), Arc::clone(&config));
+        let (tx, cancel, config) = (tx.clone(), hangup.clone(), Arc::clone(config));
         commands.spawn(async move {
             let done = exec::run(request, &config.workspace, config.limits, &tx, &cancel).await;
             drop(permit);
@@ -220,9 +255,6 @@ async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Arc<
     // The client hung up (or broke the protocol): everything it started is killed.
     hangup.cancel();
     while commands.join_next().await.is_some() {}
-    drop(tx);
-    let _ = writer.await;
-    tracing::debug!("connection closed");
 }
 
 enum Line {

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tui::model::Entry;
 use tui::net::{self, NetConfig};
 use tui::{App, ConnEvent, TurnState};
-use types::{ServerFrame, UserId};
+use types::{ServerFrame, TurnEvent, UserId};
 
 /// Forwards connections to `target`; `cut()` drops every open one (new ones are still accepted).
 struct Proxy {
@@ -95,7 +95,13 @@ async fn a_dropped_connection_resumes_without_losing_or_repeating_text() {
             .await
             .expect("the turn ends in time")
             .expect("the client runs");
-        let delta = matches!(event, ConnEvent::Frame(ServerFrame::AssistantDelta { .. }));
+        let delta = matches!(
+            event,
+            ConnEvent::Frame(ServerFrame::Turn {
+                event: TurnEvent::AssistantDelta { .. },
+                ..
+            })
+        );
         let done = matches!(event, ConnEvent::Frame(ref f) if f.ends_turn());
         for frame in app.on_conn(event) {
             out_tx.send(frame).await.unwrap();

@@ -18,7 +18,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
-use types::{ClientFrame, NoteView, ServerFrame, SessionId, SessionSummary, TurnId, Usage, UserId};
+use types::{
+    ClientFrame, NoteView, ServerFrame, SessionId, SessionSummary, TurnEvent, TurnId, Usage, UserId,
+};
 
 pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
@@ -109,42 +111,10 @@ fn conversation(app: &mut App, finish: bool) {
             turn_id: t(),
             client_turn_id: "c-1".into(),
         },
-        ServerFrame::ToolStarted {
-            seq: 2,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_1".into(),
-            name: "memory_search".into(),
-            arguments: r#"{"query":"Lisbon trip"}"#.into(),
-        },
-        ServerFrame::ToolFinished {
-            seq: 3,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_1".into(),
-            name: "memory_search".into(),
-            ok: true,
-            summary: r#"[{"note_id":"note-1","text":"loves the trams"},{"note_id":"note-2","text":"May"}]"#.into(),
-            duration_ms: 4,
-        },
-        ServerFrame::ToolStarted {
-            seq: 4,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_2".into(),
-            name: "memory_save".into(),
-            arguments: r#"{"content":"Asked about the Lisbon trip"}"#.into(),
-        },
-        ServerFrame::ToolFinished {
-            seq: 5,
-            session_id: s(),
-            turn_id: t(),
-            call_id: "call_2".into(),
-            name: "memory_save".into(),
-            ok: true,
-            summary: r#"{"message":"Saved. Use this note_id with memory_update or memory_delete to change or remove it.","note_id":"note-9a8b7c6d-…"#.into(),
-            duration_ms: 7,
-        },
+        ServerFrame::Turn { seq: 2, session_id: s(), turn_id: t(), event: TurnEvent::ToolStarted { call_id: "call_1".into(), name: "memory_search".into(), arguments: r#"{"query":"Lisbon trip"}"#.into() } },
+        ServerFrame::Turn { seq: 3, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_1".into(), name: "memory_search".into(), ok: true, summary: r#"[{"note_id":"note-1","text":"loves the trams"},{"note_id":"note-2","text":"May"}]"#.into(), duration_ms: 4 } },
+        ServerFrame::Turn { seq: 4, session_id: s(), turn_id: t(), event: TurnEvent::ToolStarted { call_id: "call_2".into(), name: "memory_save".into(), arguments: r#"{"content":"Asked about the Lisbon trip"}"#.into() } },
+        ServerFrame::Turn { seq: 5, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_2".into(), name: "memory_save".into(), ok: true, summary: r#"{"message":"Saved. Use this note_id with memory_update or memory_delete to change or remove it.","note_id":"note-9a8b7c6d-…"#.into(), duration_ms: 7 } },
     ];
     let reply = [
         "## Your Lisbon trip\n\nYou told me you **love** the ",
@@ -152,22 +122,26 @@ fn conversation(app: &mut App, finish: bool) {
         "`Alfama`\n\n```sh\nopen https://carris.pt\n```\nEnjoy!",
     ];
     for (i, text) in reply.iter().enumerate() {
-        frames.push(ServerFrame::AssistantDelta {
+        frames.push(ServerFrame::Turn {
             seq: 6 + i as u64,
             session_id: s(),
             turn_id: t(),
-            text: (*text).into(),
+            event: TurnEvent::AssistantDelta {
+                text: (*text).into(),
+            },
         });
     }
     if finish {
-        frames.push(ServerFrame::TurnCompleted {
+        frames.push(ServerFrame::Turn {
             seq: 9,
             session_id: s(),
             turn_id: t(),
-            message: reply.concat(),
-            usage: Usage {
-                prompt_tokens: 812,
-                completion_tokens: 23,
+            event: TurnEvent::TurnCompleted {
+                message: reply.concat(),
+                usage: Usage {
+                    prompt_tokens: 812,
+                    completion_tokens: 23,
+                },
             },
         });
     }
@@ -220,13 +194,15 @@ fn approval_prompt() {
         turn_id: tid(),
         client_turn_id: "other".into(),
     });
-    app.on_frame(ServerFrame::ApprovalRequested {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid(),
         turn_id: tid(),
-        call_id: "call_2".into(),
-        name: "shell_exec".into(),
-        arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
+        event: TurnEvent::ApprovalRequested {
+            call_id: "call_2".into(),
+            name: "shell_exec".into(),
+            arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
+        },
     });
     check("approval", &screen(&mut app, 80, 14));
     // Down picks the first answer; Enter without a choice would only have hinted.
@@ -244,11 +220,13 @@ fn offline_with_an_error() {
         turn_id: tid(),
         client_turn_id: "c-9".into(),
     });
-    app.on_frame(ServerFrame::TurnFailed {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid(),
         turn_id: tid(),
-        reason: "the model call failed: check the provider settings".into(),
+        event: TurnEvent::TurnFailed {
+            reason: "the model call failed: check the provider settings".into(),
+        },
     });
     app.on_conn(ConnEvent::Offline {
         reason: "the gateway closed the connection".into(),
@@ -266,14 +244,16 @@ fn retrying_model() {
         turn_id: tid(),
         client_turn_id: "c-9".into(),
     });
-    app.on_frame(ServerFrame::ModelRetry {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid(),
         turn_id: tid(),
-        attempt: 2,
-        max_attempts: 4,
-        wait_ms: 800,
-        reason: "timed out".into(),
+        event: TurnEvent::ModelRetry {
+            attempt: 2,
+            max_attempts: 4,
+            wait_ms: 800,
+            reason: "timed out".into(),
+        },
     });
     check("retrying", &screen(&mut app, 90, 6));
 }
@@ -398,23 +378,27 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
     let (s, t) = (sid, tid);
     let call = |seq: u64, id: &str, name: &str, args: &str, summary: &str| {
         [
-            ServerFrame::ToolStarted {
+            ServerFrame::Turn {
                 seq,
                 session_id: s(),
                 turn_id: t(),
-                call_id: id.into(),
-                name: name.into(),
-                arguments: args.into(),
+                event: TurnEvent::ToolStarted {
+                    call_id: id.into(),
+                    name: name.into(),
+                    arguments: args.into(),
+                },
             },
-            ServerFrame::ToolFinished {
+            ServerFrame::Turn {
                 seq: seq + 1,
                 session_id: s(),
                 turn_id: t(),
-                call_id: id.into(),
-                name: name.into(),
-                ok: true,
-                summary: summary.into(),
-                duration_ms: 5,
+                event: TurnEvent::ToolFinished {
+                    call_id: id.into(),
+                    name: name.into(),
+                    ok: true,
+                    summary: summary.into(),
+                    duration_ms: 5,
+                },
             },
         ]
     };
@@ -438,14 +422,16 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
         &format!(r#"{{"note_id":"{NOTE_B}"}}"#),
         &format!("{NOTE_B}: Deleted."),
     ));
-    frames.push(ServerFrame::TurnCompleted {
+    frames.push(ServerFrame::Turn {
         seq: 6,
         session_id: s(),
         turn_id: t(),
-        message: "Noted: you live in Porto now.".into(),
-        usage: Usage {
-            prompt_tokens: 90,
-            completion_tokens: 9,
+        event: TurnEvent::TurnCompleted {
+            message: "Noted: you live in Porto now.".into(),
+            usage: Usage {
+                prompt_tokens: 90,
+                completion_tokens: 9,
+            },
         },
     });
     for frame in frames {

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
 
 use crossterm::event::{KeyCode, KeyModifiers};
-use types::ServerFrame;
+use types::{ServerFrame, TurnEvent};
 
 use crate::screens::{NOTE_A, check, key, note, online, screen, sid, tid};
 
@@ -23,37 +23,45 @@ fn control_sequences_from_outside_are_shown_not_sent() {
             turn_id: tid(),
             client_turn_id: "other".into(),
         },
-        ServerFrame::ToolStarted {
+        ServerFrame::Turn {
             seq: 2,
             session_id: sid(),
             turn_id: tid(),
-            call_id: "call_1".into(),
-            name: "shell_exec".into(),
-            arguments: format!(r#"{{"command":"printf '{OSC52}'"}}"#),
+            event: TurnEvent::ToolStarted {
+                call_id: "call_1".into(),
+                name: "shell_exec".into(),
+                arguments: format!(r#"{{"command":"printf '{OSC52}'"}}"#),
+            },
         },
-        ServerFrame::ToolFinished {
+        ServerFrame::Turn {
             seq: 3,
             session_id: sid(),
             turn_id: tid(),
-            call_id: "call_1".into(),
-            name: "shell_exec".into(),
-            ok: true,
-            summary: format!("exit 0\n{OSC52}{CLEAR}\u{9b}31mred\rover \u{202e}txt.exe"),
-            duration_ms: 3,
+            event: TurnEvent::ToolFinished {
+                call_id: "call_1".into(),
+                name: "shell_exec".into(),
+                ok: true,
+                summary: format!("exit 0\n{OSC52}{CLEAR}\u{9b}31mred\rover \u{202e}txt.exe"),
+                duration_ms: 3,
+            },
         },
-        ServerFrame::AssistantDelta {
+        ServerFrame::Turn {
             seq: 4,
             session_id: sid(),
             turn_id: tid(),
-            text: format!("Done{CLEAR}."),
+            event: TurnEvent::AssistantDelta {
+                text: format!("Done{CLEAR}."),
+            },
         },
-        ServerFrame::ApprovalRequested {
+        ServerFrame::Turn {
             seq: 5,
             session_id: sid(),
             turn_id: tid(),
-            call_id: "call_2".into(),
-            name: "shell_exec".into(),
-            arguments: format!(r#"{{"command":"echo {OSC52}"}}"#),
+            event: TurnEvent::ApprovalRequested {
+                call_id: "call_2".into(),
+                name: "shell_exec".into(),
+                arguments: format!(r#"{{"command":"echo {OSC52}"}}"#),
+            },
         },
     ];
     for frame in frames {

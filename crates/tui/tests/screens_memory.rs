@@ -12,7 +12,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui::App;
-use types::{ClientFrame, DeletedNoteView, NoteVersionView, ProvenanceView, ServerFrame, Usage};
+use types::{
+    ClientFrame, DeletedNoteView, NoteVersionView, ProvenanceView, ServerFrame, TurnEvent, Usage,
+};
 
 use crate::screens::{
     NOTE_A, NOTE_B, check, command, key, note, online, screen, sid, tid, type_text,
@@ -31,34 +33,40 @@ fn agent_turn(app: &mut App, message: &str, calls: &[(&str, String, String)]) {
     let mut seq = 2;
     for (i, (name, arguments, summary)) in calls.iter().enumerate() {
         let call_id = format!("call_{i}");
-        frames.push(ServerFrame::ToolStarted {
+        frames.push(ServerFrame::Turn {
             seq,
             session_id: sid(),
             turn_id: tid(),
-            call_id: call_id.clone(),
-            name: (*name).into(),
-            arguments: arguments.clone(),
+            event: TurnEvent::ToolStarted {
+                call_id: call_id.clone(),
+                name: (*name).into(),
+                arguments: arguments.clone(),
+            },
         });
-        frames.push(ServerFrame::ToolFinished {
+        frames.push(ServerFrame::Turn {
             seq: seq + 1,
             session_id: sid(),
             turn_id: tid(),
-            call_id,
-            name: (*name).into(),
-            ok: true,
-            summary: summary.clone(),
-            duration_ms: 4,
+            event: TurnEvent::ToolFinished {
+                call_id,
+                name: (*name).into(),
+                ok: true,
+                summary: summary.clone(),
+                duration_ms: 4,
+            },
         });
         seq += 2;
     }
-    frames.push(ServerFrame::TurnCompleted {
+    frames.push(ServerFrame::Turn {
         seq,
         session_id: sid(),
         turn_id: tid(),
-        message: "Done.".into(),
-        usage: Usage {
-            prompt_tokens: 50,
-            completion_tokens: 5,
+        event: TurnEvent::TurnCompleted {
+            message: "Done.".into(),
+            usage: Usage {
+                prompt_tokens: 50,
+                completion_tokens: 5,
+            },
         },
     });
     for frame in frames {

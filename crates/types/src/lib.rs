@@ -2,14 +2,16 @@
 //!
 //! Every other crate speaks in these types: ids (user, session, turn, note), chat messages and tool
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
-//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]), the shell protocol between
-//! `shell_exec` and the shell daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
+//! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with
+//! the runtime's [`TurnEvent`]s they carry, the shell protocol between `shell_exec` and the shell
+//! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
 //! the configuration structs with their defaults and validation, and [`terminal`]: outside text
 //! made safe to print on a terminal.
 //!
-//! This crate is pure data: it depends on serde only, performs no I/O, spawns nothing and owns no
-//! async runtime. [`CancellationToken`] is a small std-only primitive so that the context can carry
-//! cancellation without pulling an executor into the vocabulary.
+//! This crate is pure data: it depends on serde, serde_json and thiserror only (the architecture
+//! test checks the list), performs no I/O, spawns nothing and owns no async runtime.
+//! [`CancellationToken`] is a small std-only primitive so that the context can carry cancellation
+//! without pulling an executor into the vocabulary.
 
 mod cancel;
 mod config;
@@ -21,6 +23,7 @@ mod protocol;
 mod shell;
 pub mod terminal;
 mod tool;
+mod turn_event;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
@@ -50,4 +53,5 @@ pub use shell::{
     shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};
+pub use turn_event::TurnEvent;
 pub use workspace::{ENDPOINT_FILE, WorkspaceDir, WorkspacePaths};

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    DeletedNoteView, Message, NoteVersionView, NoteView, SessionId, TurnId, Usage, UserId,
+    DeletedNoteView, Message, NoteVersionView, NoteView, SessionId, TurnEvent, TurnId, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -141,74 +141,6 @@ pub enum ServerFrame {
         turn_id: TurnId,
         client_turn_id: String,
     },
-    /// More of the assistant's reply text.
-    AssistantDelta {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        text: String,
-    },
-    ToolStarted {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        call_id: String,
-        name: String,
-        /// The raw arguments text the model sent.
-        arguments: String,
-    },
-    ToolFinished {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        call_id: String,
-        name: String,
-        ok: bool,
-        /// The first line of the result, short.
-        summary: String,
-        duration_ms: u64,
-    },
-    /// A privileged call waits for `approve {call_id, approved}`.
-    ApprovalRequested {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        call_id: String,
-        name: String,
-        arguments: String,
-    },
-    /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
-    /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").
-    ModelRetry {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        attempt: u32,
-        max_attempts: u32,
-        wait_ms: u64,
-        reason: String,
-    },
-    /// The turn ended normally; `message` is the final assistant text.
-    TurnCompleted {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        message: String,
-        usage: Usage,
-    },
-    TurnCancelled {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        usage: Usage,
-    },
-    /// The turn could not finish; `reason` says why and what to check.
-    TurnFailed {
-        seq: u64,
-        session_id: SessionId,
-        turn_id: TurnId,
-        reason: String,
-    },
     /// A request could not be served. `ref` names the client frame it answers (its
     /// `client_turn_id`, `call_id` or `type`).
     Error {
@@ -288,33 +220,51 @@ pub enum ServerFrame {
     NoteConfirmed {
         note: NoteView,
     },
+    /// One event of a running turn, numbered in the session. It carries the runtime's
+    /// [`TurnEvent`] as it is: on the wire the event's own `type` and fields sit beside `seq`,
+    /// `session_id` and `turn_id` (`{"type": "assistant_delta", "seq": 14, "session_id": "s-1",
+    /// "turn_id": "t-1", "text": "Hi"}`). Untagged here because the event brings the tag; it
+    /// stays the last variant, tried after every frame whose `type` is its own.
+    #[serde(untagged)]
+    Turn {
+        seq: u64,
+        session_id: SessionId,
+        turn_id: TurnId,
+        #[serde(flatten)]
+        event: TurnEvent,
+    },
 }
 
 impl ServerFrame {
     /// The sequence number of a turn event; `None` for replies and notices.
     pub fn seq(&self) -> Option<u64> {
         match self {
-            ServerFrame::TurnStarted { seq, .. }
-            | ServerFrame::AssistantDelta { seq, .. }
-            | ServerFrame::ToolStarted { seq, .. }
-            | ServerFrame::ToolFinished { seq, .. }
-            | ServerFrame::ApprovalRequested { seq, .. }
-            | ServerFrame::ModelRetry { seq, .. }
-            | ServerFrame::TurnCompleted { seq, .. }
-            | ServerFrame::TurnCancelled { seq, .. }
-            | ServerFrame::TurnFailed { seq, .. } => Some(*seq),
+            ServerFrame::TurnStarted { seq, .. } | ServerFrame::Turn { seq, .. } => Some(*seq),
+            _ => None,
+        }
+    }
+
+    /// The session of a turn event; `None` for replies and notices.
+    pub fn event_session(&self) -> Option<&SessionId> {
+        match self {
+            ServerFrame::TurnStarted { session_id, .. } | ServerFrame::Turn { session_id, .. } => {
+                Some(session_id)
+            }
+            _ => None,
+        }
+    }
+
+    /// The runtime's event this frame carries, if it is one.
+    pub fn turn_event(&self) -> Option<&TurnEvent> {
+        match self {
+            ServerFrame::Turn { event, .. } => Some(event),
             _ => None,
         }
     }
 
     /// Whether this event ends a turn.
     pub fn ends_turn(&self) -> bool {
-        matches!(
-            self,
-            ServerFrame::TurnCompleted { .. }
-                | ServerFrame::TurnCancelled { .. }
-                | ServerFrame::TurnFailed { .. }
-        )
+        self.turn_event().is_some_and(TurnEvent::ends_turn)
     }
 
     /// An `error` frame.

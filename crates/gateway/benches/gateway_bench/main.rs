@@ -143,7 +143,13 @@ async fn turn(ws: &mut Ws, session: &SessionId, i: usize) -> anyhow::Result<Dura
     loop {
         let frame = recv(ws).await?;
         if frame.ends_turn() {
-            if !matches!(frame, ServerFrame::TurnCompleted { .. }) {
+            if !matches!(
+                frame,
+                ServerFrame::Turn {
+                    event: TurnEvent::TurnCompleted { .. },
+                    ..
+                }
+            ) {
                 bail!("turn did not complete: {frame:?}");
             }
             return Ok(start.elapsed());

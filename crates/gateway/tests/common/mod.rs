@@ -21,8 +21,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tools::ToolRegistry;
 use types::{
-    ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId, UserId,
-    WorkspacePaths,
+    ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId,
+    TurnEvent, UserId, WorkspacePaths,
 };
 
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -252,7 +252,10 @@ pub fn text_of(frames: &[ServerFrame]) -> String {
     frames
         .iter()
         .filter_map(|f| match f {
-            ServerFrame::AssistantDelta { text, .. } => Some(text.as_str()),
+            ServerFrame::Turn {
+                event: TurnEvent::AssistantDelta { text, .. },
+                ..
+            } => Some(text.as_str()),
             _ => None,
         })
         .collect()

@@ -18,6 +18,72 @@ pub(crate) struct AnthropicDecoder {
     done: bool,
 }
 
+impl AnthropicDecoder {
+    /// `content_block_start`: a tool call starts (its input whole, from servers that send it so),
+    /// or a text block with text in it.
+    fn block_start(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
+        let block = &v["content_block"];
+        let block_index = v["index"].as_u64().unwrap_or(0);
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                let index = self.next_tool;
+                self.next_tool += 1;
+                self.tool_blocks.push((block_index, index));
+                out.push(StreamEvent::ToolCallStart {
+                    index,
+                    id: block["id"].as_str().unwrap_or_default().to_owned(),
+                    name: block["name"].as_str().unwrap_or_default().to_owned(),
+                });
+                // The real API streams the input as deltas and starts with `{}` here;
+                // a non-empty input means a server sent it whole.
+                if block["input"].as_object().is_some_and(|o| !o.is_empty()) {
+                    out.push(StreamEvent::ToolCallArgsDelta {
+                        index,
+                        fragment: block["input"].to_string(),
+                    });
+                }
+            }
+            Some("text") => push_text(out, block["text"].as_str()),
+            _ => {}
+        }
+    }
+
+    /// `content_block_delta`: more reply text, or more of a tool call's input.
+    fn block_delta(&self, v: &Value, out: &mut Vec<StreamEvent>) {
+        let delta = &v["delta"];
+        match delta["type"].as_str() {
+            Some("text_delta") => push_text(out, delta["text"].as_str()),
+            Some("input_json_delta") => {
+                let block_index = v["index"].as_u64().unwrap_or(0);
+                let fragment = delta["partial_json"].as_str().unwrap_or_default();
+                let tool = self.tool_blocks.iter().find(|(b, _)| *b == block_index);
+                if let (Some((_, index)), false) = (tool, fragment.is_empty()) {
+                    out.push(StreamEvent::ToolCallArgsDelta {
+                        index: *index,
+                        fragment: fragment.to_owned(),
+                    });
+                }
+            }
+            _ => {} // thinking and signature deltas are not part of the reply
+        }
+    }
+
+    /// `message_delta`: the stop reason and the usage so far.
+    fn message_delta(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
+        if let Some(reason) = v["delta"]["stop_reason"].as_str() {
+            self.stop_reason = Some(stop_reason(reason));
+        }
+        let u = &v["usage"];
+        if u.get("input_tokens").is_some_and(Value::is_u64) {
+            self.usage.prompt_tokens = input_tokens(u);
+        }
+        if let Some(output) = u["output_tokens"].as_u64() {
+            self.usage.completion_tokens = output;
+        }
+        out.push(StreamEvent::Usage(self.usage));
+    }
+}
+
 impl Decoder for AnthropicDecoder {
     fn on_event(
         &mut self,
@@ -36,63 +102,9 @@ impl Decoder for AnthropicDecoder {
                 self.usage.prompt_tokens = input_tokens(u);
                 self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
             }
-            "content_block_start" => {
-                let block = &v["content_block"];
-                let block_index = v["index"].as_u64().unwrap_or(0);
-                match block["type"].as_str() {
-                    Some("tool_use") => {
-                        let index = self.next_tool;
-                        self.next_tool += 1;
-                        self.tool_blocks.push((block_index, index));
-                        out.push(StreamEvent::ToolCallStart {
-                            index,
-                            id: block["id"].as_str().unwrap_or_default().to_owned(),
-                            name: block["name"].as_str().unwrap_or_default().to_owned(),
-                        });
-                        // The real API streams the input as deltas and starts with `{}` here;
-                        // a non-empty input means a server sent it whole.
-                        if block["input"].as_object().is_some_and(|o| !o.is_empty()) {
-                            out.push(StreamEvent::ToolCallArgsDelta {
-                                index,
-                                fragment: block["input"].to_string(),
-                            });
-                        }
-                    }
-                    Some("text") => push_text(out, block["text"].as_str()),
-                    _ => {}
-                }
-            }
-            "content_block_delta" => {
-                let delta = &v["delta"];
-                match delta["type"].as_str() {
-                    Some("text_delta") => push_text(out, delta["text"].as_str()),
-                    Some("input_json_delta") => {
-                        let block_index = v["index"].as_u64().unwrap_or(0);
-                        let fragment = delta["partial_json"].as_str().unwrap_or_default();
-                        let tool = self.tool_blocks.iter().find(|(b, _)| *b == block_index);
-                        if let (Some((_, index)), false) = (tool, fragment.is_empty()) {
-                            out.push(StreamEvent::ToolCallArgsDelta {
-                                index: *index,
-                                fragment: fragment.to_owned(),
-                            });
-                        }
-                    }
-                    _ => {} // thinking and signature deltas are not part of the reply
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = v["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(stop_reason(reason));
-                }
-                let u = &v["usage"];
-                if u.get("input_tokens").is_some_and(Value::is_u64) {
-                    self.usage.prompt_tokens = input_tokens(u);
-                }
-                if let Some(output) = u["output_tokens"].as_u64() {
-                    self.usage.completion_tokens = output;
-                }
-                out.push(StreamEvent::Usage(self.usage));
-            }
+            "content_block_start" => self.block_start(&v, out),
+            "content_block_delta" => self.block_delta(&v, out),
+            "message_delta" => self.message_delta(&v, out),
             "message_stop" => {
                 self.done = true;
                 out.push(StreamEvent::Done {

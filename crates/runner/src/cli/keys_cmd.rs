@@ -41,24 +41,7 @@ pub async fn rekey(
             "{user}'s memory is on a remote server, which keeps its own storage: the runner has \
              no key for it"
         ),
-        MemoryPlace::Replica(file) => {
-            // A replica file is a copy of the server's database: the next start syncs a new one,
-            // encrypted with the current key (or not, when encryption is off).
-            runner::remove_database_files(root, file)?;
-            if enc.enabled && enc.key_command.is_none() {
-                runner::store_key(root, user, &runner::new_key()?)?;
-            }
-            say(format!(
-                "{user}: the replica file was removed; the next start syncs it again from the \
-                 server{}",
-                if enc.enabled {
-                    ", encrypted with the new key"
-                } else {
-                    ", unencrypted"
-                }
-            ));
-            return Ok(());
-        }
+        MemoryPlace::Replica(file) => return rekey_replica(enc, root, user, file),
         MemoryPlace::Local(file) => file,
     };
     let current = match runner::is_plaintext_db(file) {
@@ -114,6 +97,25 @@ pub async fn rekey(
         _ => "decrypted (stored unencrypted; the key file was removed)",
     };
     say(format!("{user}: memory database {what}"));
+    Ok(())
+}
+
+/// A replica file is a copy of the server's database: the next start syncs a new one, encrypted
+/// with the current key (or not, when encryption is off).
+fn rekey_replica(enc: &MemoryEncryption, root: &Path, user: &UserId, file: &Path) -> Result<()> {
+    runner::remove_database_files(root, file)?;
+    if enc.enabled && enc.key_command.is_none() {
+        runner::store_key(root, user, &runner::new_key()?)?;
+    }
+    say(format!(
+        "{user}: the replica file was removed; the next start syncs it again from the \
+         server{}",
+        if enc.enabled {
+            ", encrypted with the new key"
+        } else {
+            ", unencrypted"
+        }
+    ));
     Ok(())
 }
 
@@ -229,6 +231,12 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
             "{user}: guest uids released (what is left of the workspace now belongs to root)"
         ));
     }
+    tell_what_remains(&ws, &user, &config.path);
+    Ok(())
+}
+
+/// What `forget` leaves, for the operator to remove if it should go too.
+fn tell_what_remains(ws: &WorkspacePaths, user: &UserId, runner_toml: &Path) {
     say("What remains (remove it yourself if it should go too):");
     for (what, path) in [
         ("the user's files", ws.shared()),
@@ -239,14 +247,13 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
             say(format!("  - {what}: {}", path.display()));
         }
     }
-    for file in log_files(&ws) {
+    for file in log_files(ws) {
         say(format!("  - a log file not removed: {}", file.display()));
     }
     say(format!(
         "  - [users.{user}] in {} (the next start creates a new, empty memory)",
-        config.path.display()
+        runner_toml.display()
     ));
-    Ok(())
 }
 
 /// The files of the user's logs: the runner's copies of the guests' output

@@ -20,7 +20,9 @@ use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use types::{ClientFrame, PROTOCOL_VERSION, ServerFrame, SessionId, UserId, WorkspacePaths};
+use types::{
+    ClientFrame, PROTOCOL_VERSION, ServerFrame, SessionId, TurnEvent, UserId, WorkspacePaths,
+};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -332,9 +334,22 @@ impl Chat {
         let mut tools = Vec::new();
         loop {
             match self.recv().await {
-                ServerFrame::ToolFinished { name, ok, .. } => tools.push((name, ok)),
-                ServerFrame::TurnCompleted { message, .. } => return Turn { tools, message },
-                f @ (ServerFrame::TurnFailed { .. } | ServerFrame::TurnCancelled { .. }) => {
+                ServerFrame::Turn {
+                    event: TurnEvent::ToolFinished { name, ok, .. },
+                    ..
+                } => tools.push((name, ok)),
+                ServerFrame::Turn {
+                    event: TurnEvent::TurnCompleted { message, .. },
+                    ..
+                } => return Turn { tools, message },
+                f @ (ServerFrame::Turn {
+                    event: TurnEvent::TurnFailed { .. },
+                    ..
+                }
+                | ServerFrame::Turn {
+                    event: TurnEvent::TurnCancelled { .. },
+                    ..
+                }) => {
                     panic!("{text}: {f:?}")
                 }
                 _ => {}

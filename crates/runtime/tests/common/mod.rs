@@ -195,7 +195,7 @@ pub fn streamed_text(events: &[TurnEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            TurnEvent::TextDelta { text } => Some(text.as_str()),
+            TurnEvent::AssistantDelta { text } => Some(text.as_str()),
             _ => None,
         })
         .collect()

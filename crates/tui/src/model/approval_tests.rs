@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use types::{ClientFrame, ServerFrame, UserId};
+use types::{ClientFrame, ServerFrame, TurnEvent, UserId};
 
 use super::tests::{key, online, sid, started, summary, tid};
 use super::*;
@@ -12,13 +12,15 @@ use super::*;
 fn asking() -> App {
     let mut app = online();
     app.on_frame(started(1));
-    app.on_frame(ServerFrame::ApprovalRequested {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        call_id: "call_2".into(),
-        name: "shell_exec".into(),
-        arguments: r#"{"command":"ls"}"#.into(),
+        event: TurnEvent::ApprovalRequested {
+            call_id: "call_2".into(),
+            name: "shell_exec".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+        },
     });
     assert_eq!(app.turn, TurnState::Approval);
     app

@@ -5,7 +5,8 @@
 //! after `lagged`) never repeats text. Events of other sessions are ignored.
 
 use types::{
-    ClientFrame, ErrorCode, HistoryEvent, ServerFrame, SessionId, SessionSummary, TurnId, Usage,
+    ClientFrame, ErrorCode, HistoryEvent, ServerFrame, SessionId, SessionSummary, TurnEvent,
+    TurnId, Usage,
 };
 
 use super::sessions::session_name;
@@ -22,7 +23,7 @@ impl App {
     /// Applies one server frame; returns the frames to send in answer.
     pub fn on_frame(&mut self, frame: ServerFrame) -> Vec<ClientFrame> {
         if let Some(seq) = frame.seq() {
-            if event_session(&frame) != self.current_session_id() || seq <= self.last_seq {
+            if frame.event_session() != self.current_session_id() || seq <= self.last_seq {
                 return Vec::new();
             }
             self.last_seq = seq;
@@ -33,7 +34,7 @@ impl App {
                 if model.is_some() {
                     self.model = model;
                 }
-                return self.hello_ok(session);
+                self.hello_ok(session)
             }
             ServerFrame::TurnStarted {
                 turn_id,
@@ -45,16 +46,61 @@ impl App {
                 }
                 self.active_turn = Some(turn_id);
                 self.turn = TurnState::Thinking;
+                Vec::new()
             }
-            ServerFrame::AssistantDelta { turn_id, text, .. } => {
+            ServerFrame::Turn { turn_id, event, .. } => self.on_turn_event(turn_id, event),
+            ServerFrame::Error {
+                code,
+                message,
+                reference,
+            } => self.error(code, message, reference),
+            ServerFrame::SessionCreated { session } => {
+                self.attach(session);
+                self.push(Entry::info(
+                    "New session. Your notes from other sessions are still remembered.",
+                ));
+                Vec::new()
+            }
+            ServerFrame::SessionSwitched { session } => {
+                let name = session_name(&session);
+                let load = self.attach(session);
+                self.push(Entry::info(format!("Switched to {name}.")));
+                load
+            }
+            ServerFrame::SessionList { sessions } => self.list(sessions),
+            ServerFrame::History {
+                session_id,
+                events,
+                next_before,
+            } => {
+                self.history_page(&session_id, &events, next_before);
+                Vec::new()
+            }
+            ServerFrame::Lagged { session_id, .. } => self.lagged(session_id),
+            ServerFrame::Pong => Vec::new(),
+            note @ (ServerFrame::NoteList { .. }
+            | ServerFrame::NoteResults { .. }
+            | ServerFrame::Note { .. }
+            | ServerFrame::NoteEdited { .. }
+            | ServerFrame::NoteDeleted { .. }
+            | ServerFrame::NoteVersions { .. }
+            | ServerFrame::DeletedNotes { .. }
+            | ServerFrame::NoteRestored { .. }
+            | ServerFrame::NoteConfirmed { .. }) => self.on_note_frame(note),
+        }
+    }
+
+    /// Applies one event of the current session's turn (already checked to be new).
+    fn on_turn_event(&mut self, turn_id: TurnId, event: TurnEvent) -> Vec<ClientFrame> {
+        match event {
+            TurnEvent::AssistantDelta { text } => {
                 self.turn = TurnState::Writing;
                 self.append_text(turn_id, &text);
             }
-            ServerFrame::ToolStarted {
+            TurnEvent::ToolStarted {
                 call_id,
                 name,
                 arguments,
-                ..
             } => {
                 self.end_streaming();
                 self.turn = TurnState::Tool(name.clone());
@@ -65,55 +111,19 @@ impl App {
                     state: ToolState::Running,
                 });
             }
-            ServerFrame::ToolFinished {
+            TurnEvent::ToolFinished {
                 call_id,
                 name,
                 ok,
                 summary,
                 duration_ms,
-                ..
-            } => {
-                if ok {
-                    self.note_tool_call(&call_id, &name, &summary);
-                }
-                let finished = ToolState::Finished {
-                    ok,
-                    summary,
-                    duration_ms: Some(duration_ms),
-                };
-                self.turn = TurnState::Thinking;
-                if let Some(state) = self.tool_state(&call_id) {
-                    *state = finished;
-                } else {
-                    self.push(Entry::Tool {
-                        call_id,
-                        name,
-                        arguments: String::new(),
-                        state: finished,
-                    });
-                }
-            }
-            ServerFrame::ApprovalRequested {
+            } => self.tool_finished(call_id, name, ok, summary, duration_ms),
+            TurnEvent::ApprovalRequested {
                 call_id,
                 name,
                 arguments,
-                ..
-            } => {
-                self.end_streaming();
-                self.turn = TurnState::Approval;
-                self.approval = Some(PendingApproval::new(
-                    call_id.clone(),
-                    name.clone(),
-                    arguments.clone(),
-                ));
-                self.push(Entry::Approval {
-                    call_id,
-                    name,
-                    arguments,
-                    answer: None,
-                });
-            }
-            ServerFrame::ModelRetry {
+            } => self.approval_requested(call_id, name, arguments),
+            TurnEvent::ModelRetry {
                 attempt,
                 max_attempts,
                 reason,
@@ -125,77 +135,93 @@ impl App {
                     reason,
                 };
             }
-            ServerFrame::TurnCompleted {
-                turn_id,
-                message,
-                usage,
-                ..
-            } => {
-                let shown = self.entries.iter().any(|e| {
-                    matches!(e, Entry::Assistant { turn: Some(t), text, .. }
-                        if *t == turn_id && !text.trim().is_empty())
-                });
-                if !shown && !message.trim().is_empty() {
-                    self.append_text(turn_id, &message);
-                }
-                self.end_turn(Some(usage));
-                // A session gets its title with its first message: learn it quietly.
-                if self.session.as_ref().is_some_and(|s| s.title.is_none()) && !self.title_refresh {
-                    self.title_refresh = true;
-                    return vec![ClientFrame::ListSessions];
-                }
+            TurnEvent::TurnCompleted { message, usage } => {
+                return self.turn_completed(turn_id, &message, usage);
             }
-            ServerFrame::TurnCancelled { usage, .. } => {
+            TurnEvent::TurnCancelled { usage } => {
                 self.end_turn(Some(usage));
                 self.push(Entry::info("Stopped."));
             }
-            ServerFrame::TurnFailed { reason, .. } => {
+            TurnEvent::TurnFailed { reason } => {
                 self.end_turn(None);
                 self.push(Entry::error(format!("The reply failed: {reason}")));
             }
-            ServerFrame::Error {
-                code,
-                message,
-                reference,
-            } => return self.error(code, message, reference),
-            ServerFrame::SessionCreated { session } => {
-                self.attach(session);
-                self.push(Entry::info(
-                    "New session. Your notes from other sessions are still remembered.",
-                ));
-            }
-            ServerFrame::SessionSwitched { session } => {
-                let name = session_name(&session);
-                let load = self.attach(session);
-                self.push(Entry::info(format!("Switched to {name}.")));
-                return load;
-            }
-            ServerFrame::SessionList { sessions } => return self.list(sessions),
-            ServerFrame::History {
-                session_id,
-                events,
-                next_before,
-            } => self.history_page(&session_id, &events, next_before),
-            ServerFrame::Lagged { session_id, .. } => {
-                if Some(&session_id) == self.current_session_id() {
-                    return vec![ClientFrame::Resync {
-                        session_id,
-                        after_seq: self.last_seq,
-                    }];
-                }
-            }
-            ServerFrame::Pong => {}
-            note @ (ServerFrame::NoteList { .. }
-            | ServerFrame::NoteResults { .. }
-            | ServerFrame::Note { .. }
-            | ServerFrame::NoteEdited { .. }
-            | ServerFrame::NoteDeleted { .. }
-            | ServerFrame::NoteVersions { .. }
-            | ServerFrame::DeletedNotes { .. }
-            | ServerFrame::NoteRestored { .. }
-            | ServerFrame::NoteConfirmed { .. }) => return self.on_note_frame(note),
         }
         Vec::new()
+    }
+
+    fn tool_finished(
+        &mut self,
+        call_id: String,
+        name: String,
+        ok: bool,
+        summary: String,
+        duration_ms: u64,
+    ) {
+        if ok {
+            self.note_tool_call(&call_id, &name, &summary);
+        }
+        let finished = ToolState::Finished {
+            ok,
+            summary,
+            duration_ms: Some(duration_ms),
+        };
+        self.turn = TurnState::Thinking;
+        if let Some(state) = self.tool_state(&call_id) {
+            *state = finished;
+        } else {
+            self.push(Entry::Tool {
+                call_id,
+                name,
+                arguments: String::new(),
+                state: finished,
+            });
+        }
+    }
+
+    fn approval_requested(&mut self, call_id: String, name: String, arguments: String) {
+        self.end_streaming();
+        self.turn = TurnState::Approval;
+        self.approval = Some(PendingApproval::new(
+            call_id.clone(),
+            name.clone(),
+            arguments.clone(),
+        ));
+        self.push(Entry::Approval {
+            call_id,
+            name,
+            arguments,
+            answer: None,
+        });
+    }
+
+    fn turn_completed(&mut self, turn_id: TurnId, message: &str, usage: Usage) -> Vec<ClientFrame> {
+        let shown = self.entries.iter().any(|e| {
+            matches!(e, Entry::Assistant { turn: Some(t), text, .. }
+                if *t == turn_id && !text.trim().is_empty())
+        });
+        if !shown && !message.trim().is_empty() {
+            self.append_text(turn_id, message);
+        }
+        self.end_turn(Some(usage));
+        // A session gets its title with its first message: learn it quietly.
+        if self.session.as_ref().is_some_and(|s| s.title.is_none()) && !self.title_refresh {
+            self.title_refresh = true;
+            return vec![ClientFrame::ListSessions];
+        }
+        Vec::new()
+    }
+
+    /// This client fell behind on `session_id`: resync the current session from the last event
+    /// shown.
+    fn lagged(&mut self, session_id: SessionId) -> Vec<ClientFrame> {
+        if Some(&session_id) != self.current_session_id() {
+            return Vec::new();
+        }
+        vec![ClientFrame::Resync {
+            session_id,
+            after_seq: self.last_seq,
+        }]
     }
 
     fn hello_ok(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
@@ -436,20 +462,5 @@ impl App {
             Entry::Tool { call_id, state, .. } if call_id == id => Some(state),
             _ => None,
         })
-    }
-}
-
-fn event_session(frame: &ServerFrame) -> Option<&SessionId> {
-    match frame {
-        ServerFrame::TurnStarted { session_id, .. }
-        | ServerFrame::AssistantDelta { session_id, .. }
-        | ServerFrame::ToolStarted { session_id, .. }
-        | ServerFrame::ToolFinished { session_id, .. }
-        | ServerFrame::ApprovalRequested { session_id, .. }
-        | ServerFrame::ModelRetry { session_id, .. }
-        | ServerFrame::TurnCompleted { session_id, .. }
-        | ServerFrame::TurnCancelled { session_id, .. }
-        | ServerFrame::TurnFailed { session_id, .. } => Some(session_id),
-        _ => None,
     }
 }

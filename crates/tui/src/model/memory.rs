@@ -191,50 +191,8 @@ impl App {
                     note.text
                 )));
             }
-            ServerFrame::NoteEdited { note } => {
-                if let Some(i) = self.memory.undoing.take() {
-                    self.undone(i);
-                    return Vec::new();
-                }
-                let old = self.memory.editing.take();
-                for shown in &mut self.memory.shown {
-                    if shown.note_id == note.note_id {
-                        *shown = note.clone();
-                    }
-                }
-                let undo = match old {
-                    Some((id, text)) if id == note.note_id => Undo::Revert {
-                        note_id: id,
-                        text,
-                        version: note.version.clone(),
-                    },
-                    _ => Undo::PreviousVersion {
-                        note_id: note.note_id.clone(),
-                        text: note.text.clone(),
-                    },
-                };
-                self.record(format!("edited \"{}\"", excerpt(&note.text)), undo);
-                self.report_changes();
-            }
-            ServerFrame::NoteDeleted { note_id } => {
-                let text = self
-                    .memory
-                    .shown
-                    .iter()
-                    .find(|n| n.note_id == note_id)
-                    .map(|n| excerpt(&n.text));
-                self.memory.shown.retain(|n| n.note_id != note_id);
-                if let Some(i) = self.memory.undoing.take() {
-                    self.undone(i);
-                    return Vec::new();
-                }
-                let line = match text {
-                    Some(text) => format!("deleted \"{text}\""),
-                    None => format!("deleted {}", short_id(&note_id)),
-                };
-                self.record(line, Undo::Restore { note_id });
-                self.report_changes();
-            }
+            ServerFrame::NoteEdited { note } => self.on_edited(note),
+            ServerFrame::NoteDeleted { note_id } => self.on_deleted(note_id),
             ServerFrame::NoteVersions {
                 note_id,
                 versions,
@@ -247,6 +205,55 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// `note_edited`: the end of an undo, or an edit of the user's to record (with how to undo
+    /// it).
+    fn on_edited(&mut self, note: NoteView) {
+        if let Some(i) = self.memory.undoing.take() {
+            self.undone(i);
+            return;
+        }
+        let old = self.memory.editing.take();
+        for shown in &mut self.memory.shown {
+            if shown.note_id == note.note_id {
+                *shown = note.clone();
+            }
+        }
+        let undo = match old {
+            Some((id, text)) if id == note.note_id => Undo::Revert {
+                note_id: id,
+                text,
+                version: note.version.clone(),
+            },
+            _ => Undo::PreviousVersion {
+                note_id: note.note_id.clone(),
+                text: note.text.clone(),
+            },
+        };
+        self.record(format!("edited \"{}\"", excerpt(&note.text)), undo);
+        self.report_changes();
+    }
+
+    /// `note_deleted`: the end of an undo, or a deletion to record (undone by a restore).
+    fn on_deleted(&mut self, note_id: String) {
+        let text = self
+            .memory
+            .shown
+            .iter()
+            .find(|n| n.note_id == note_id)
+            .map(|n| excerpt(&n.text));
+        self.memory.shown.retain(|n| n.note_id != note_id);
+        if let Some(i) = self.memory.undoing.take() {
+            self.undone(i);
+            return;
+        }
+        let line = match text {
+            Some(text) => format!("deleted \"{text}\""),
+            None => format!("deleted {}", short_id(&note_id)),
+        };
+        self.record(line, Undo::Restore { note_id });
+        self.report_changes();
     }
 
     /// A note request failed: nothing is pending any more.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use types::{ClientFrame, ErrorCode, ServerFrame, SessionSummary, Usage, UserId};
+use types::{ClientFrame, ErrorCode, ServerFrame, SessionSummary, TurnEvent, Usage, UserId};
 
 use super::tests::{online, sid, started, summary, tid, typed};
 use super::*;
@@ -132,12 +132,14 @@ fn new_on_an_empty_session_does_not_pile_up_another() {
     );
     typed(&mut app, "hello");
     app.on_frame(started(1));
-    app.on_frame(ServerFrame::TurnCompleted {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        message: "hi".into(),
-        usage: Usage::default(),
+        event: TurnEvent::TurnCompleted {
+            message: "hi".into(),
+            usage: Usage::default(),
+        },
     });
     assert_eq!(
         typed(&mut app, "/new"),

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use types::{
-    ClientFrame, ErrorCode, HistoryEvent, Message, ServerFrame, SessionId, SessionSummary, TurnId,
-    Usage, UserId,
+    ClientFrame, ErrorCode, HistoryEvent, Message, ServerFrame, SessionId, SessionSummary,
+    TurnEvent, TurnId, Usage, UserId,
 };
 
 use super::*;
@@ -40,11 +40,11 @@ fn hello_ok(id: &str, last_seq: u64) -> ConnEvent {
 }
 
 fn delta(seq: u64, text: &str) -> ServerFrame {
-    ServerFrame::AssistantDelta {
+    ServerFrame::Turn {
         seq,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        text: text.into(),
+        event: TurnEvent::AssistantDelta { text: text.into() },
     }
 }
 
@@ -58,14 +58,16 @@ pub(super) fn started(seq: u64) -> ServerFrame {
 }
 
 fn completed(seq: u64, message: &str) -> ServerFrame {
-    ServerFrame::TurnCompleted {
+    ServerFrame::Turn {
         seq,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        message: message.into(),
-        usage: Usage {
-            prompt_tokens: 10,
-            completion_tokens: 5,
+        event: TurnEvent::TurnCompleted {
+            message: message.into(),
+            usage: Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+            },
         },
     }
 }
@@ -178,24 +180,28 @@ fn a_restarted_gateway_resets_the_numbering() {
 fn tool_activity_becomes_lines() {
     let mut app = online();
     app.on_frame(started(1));
-    app.on_frame(ServerFrame::ToolStarted {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        call_id: "call_1".into(),
-        name: "memory_search".into(),
-        arguments: r#"{"query":"Lisbon"}"#.into(),
+        event: TurnEvent::ToolStarted {
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            arguments: r#"{"query":"Lisbon"}"#.into(),
+        },
     });
     assert_eq!(app.turn, TurnState::Tool("memory_search".into()));
-    app.on_frame(ServerFrame::ToolFinished {
+    app.on_frame(ServerFrame::Turn {
         seq: 3,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        call_id: "call_1".into(),
-        name: "memory_search".into(),
-        ok: true,
-        summary: r#"[{"text":"trams"}]"#.into(),
-        duration_ms: 4,
+        event: TurnEvent::ToolFinished {
+            call_id: "call_1".into(),
+            name: "memory_search".into(),
+            ok: true,
+            summary: r#"[{"text":"trams"}]"#.into(),
+            duration_ms: 4,
+        },
     });
     let lines: Vec<String> = app
         .entries
@@ -216,11 +222,13 @@ fn tool_activity_becomes_lines() {
 #[test]
 fn events_of_other_sessions_are_ignored() {
     let mut app = online();
-    app.on_frame(ServerFrame::AssistantDelta {
+    app.on_frame(ServerFrame::Turn {
         seq: 1,
         session_id: sid("s-other"),
         turn_id: tid("t-9"),
-        text: "not mine".into(),
+        event: TurnEvent::AssistantDelta {
+            text: "not mine".into(),
+        },
     });
     assert_eq!(assistant_texts(&app), Vec::<String>::new());
     assert_eq!(app.last_seq(), 0);
@@ -378,14 +386,16 @@ fn a_model_retry_shows_in_the_turn_state() {
     let mut app = online();
     typed(&mut app, "hi");
     app.on_frame(started(1));
-    app.on_frame(ServerFrame::ModelRetry {
+    app.on_frame(ServerFrame::Turn {
         seq: 2,
         session_id: sid("s-1"),
         turn_id: tid("t-1"),
-        attempt: 2,
-        max_attempts: 4,
-        wait_ms: 500,
-        reason: "timed out".into(),
+        event: TurnEvent::ModelRetry {
+            attempt: 2,
+            max_attempts: 4,
+            wait_ms: 500,
+            reason: "timed out".into(),
+        },
     });
     assert_eq!(
         app.turn,

@@ -46,32 +46,10 @@ fn is_tool(entry: &Entry) -> bool {
 
 fn entry_lines(entry: &Entry, details: bool) -> Vec<MdLine> {
     match entry {
-        Entry::User(text) => text
-            .split('\n')
-            .enumerate()
-            .map(|(i, line)| {
-                let mark = if i == 0 { "› " } else { "  " };
-                MdLine::prose(
-                    vec![
-                        Span::styled(mark, USER),
-                        Span::styled(line.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
-                    ],
-                    2,
-                )
-            })
-            .collect(),
+        Entry::User(text) => user_lines(text),
         Entry::Assistant {
             text, streaming, ..
-        } => {
-            let mut lines = markdown::render(text.trim_end_matches('\n'), Style::new());
-            if *streaming {
-                match lines.last_mut() {
-                    Some(last) => last.line.spans.push(Span::styled("▍", DIM)),
-                    None => lines.push(MdLine::prose(vec![Span::styled("▍", DIM)], 0)),
-                }
-            }
-            lines
-        }
+        } => assistant_lines(text, *streaming),
         Entry::Tool {
             name,
             arguments,
@@ -83,52 +61,88 @@ fn entry_lines(entry: &Entry, details: bool) -> Vec<MdLine> {
             arguments,
             answer,
             ..
-        } => {
-            let (mark, style, tail) = match answer {
-                None => ("? ", ASK, "  (answer below)".to_owned()),
-                Some(ApprovalChoice::Once) => ("✓ ", OK, "  allowed once".to_owned()),
-                Some(ApprovalChoice::Session) => {
-                    ("✓ ", OK, "  allowed for this session".to_owned())
-                }
-                Some(ApprovalChoice::Deny) => ("✗ ", ERROR, "  denied".to_owned()),
-            };
-            let mut lines = vec![MdLine::prose(
+        } => approval_lines(name, arguments, *answer, details),
+        Entry::Notice { level, text } => notice_lines(*level, text),
+    }
+}
+
+fn user_lines(text: &str) -> Vec<MdLine> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let mark = if i == 0 { "› " } else { "  " };
+            MdLine::prose(
                 vec![
-                    Span::styled(format!("  {mark}"), style),
-                    Span::styled(
-                        format!("{name} wants to run {}", clip(arguments, 60)),
-                        style,
-                    ),
-                    Span::styled(tail, style.add_modifier(Modifier::BOLD)),
+                    Span::styled(mark, USER),
+                    Span::styled(line.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
                 ],
-                4,
-            )];
-            if details || answer.is_none() {
-                lines.extend(detail_lines(&pretty_arguments(arguments)));
-            }
-            lines
-        }
-        Entry::Notice { level, text } => {
-            let (mark, style) = match level {
-                Level::Info => ("· ", DIM),
-                Level::Error => ("! ", ERROR),
-            };
-            text.split('\n')
-                .enumerate()
-                .map(|(i, line)| {
-                    let mark = if i == 0 { mark } else { "  " };
-                    MdLine {
-                        line: Line::from(vec![
-                            Span::styled(mark, style),
-                            Span::styled(line.to_owned(), style),
-                        ]),
-                        hang: 2,
-                        wrap: Wrap::Words,
-                    }
-                })
-                .collect()
+                2,
+            )
+        })
+        .collect()
+}
+
+/// The reply as Markdown; a cursor mark while it still streams.
+fn assistant_lines(text: &str, streaming: bool) -> Vec<MdLine> {
+    let mut lines = markdown::render(text.trim_end_matches('\n'), Style::new());
+    if streaming {
+        match lines.last_mut() {
+            Some(last) => last.line.spans.push(Span::styled("▍", DIM)),
+            None => lines.push(MdLine::prose(vec![Span::styled("▍", DIM)], 0)),
         }
     }
+    lines
+}
+
+/// A privileged call and its answer; its arguments in full while unanswered (or with details).
+fn approval_lines(
+    name: &str,
+    arguments: &str,
+    answer: Option<ApprovalChoice>,
+    details: bool,
+) -> Vec<MdLine> {
+    let (mark, style, tail) = match answer {
+        None => ("? ", ASK, "  (answer below)".to_owned()),
+        Some(ApprovalChoice::Once) => ("✓ ", OK, "  allowed once".to_owned()),
+        Some(ApprovalChoice::Session) => ("✓ ", OK, "  allowed for this session".to_owned()),
+        Some(ApprovalChoice::Deny) => ("✗ ", ERROR, "  denied".to_owned()),
+    };
+    let mut lines = vec![MdLine::prose(
+        vec![
+            Span::styled(format!("  {mark}"), style),
+            Span::styled(
+                format!("{name} wants to run {}", clip(arguments, 60)),
+                style,
+            ),
+            Span::styled(tail, style.add_modifier(Modifier::BOLD)),
+        ],
+        4,
+    )];
+    if details || answer.is_none() {
+        lines.extend(detail_lines(&pretty_arguments(arguments)));
+    }
+    lines
+}
+
+fn notice_lines(level: Level, text: &str) -> Vec<MdLine> {
+    let (mark, style) = match level {
+        Level::Info => ("· ", DIM),
+        Level::Error => ("! ", ERROR),
+    };
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let mark = if i == 0 { mark } else { "  " };
+            MdLine {
+                line: Line::from(vec![
+                    Span::styled(mark, style),
+                    Span::styled(line.to_owned(), style),
+                ]),
+                hang: 2,
+                wrap: Wrap::Words,
+            }
+        })
+        .collect()
 }
 
 fn tool_lines(name: &str, arguments: &str, state: &ToolState, details: bool) -> Vec<MdLine> {
