@@ -158,7 +158,7 @@ pub fn mcp_registry(
 }
 
 /// Every built-in tool over `store`; without a store the memory tools are left out (rather than
-/// offered only to answer that memory is off).
+/// offered only to answer that memory is off). The web tools join when `[tools.web]` enables them.
 fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolRegistry, ToolError> {
     let memory = store.map(|s| Arc::new(s.clone()) as Arc<dyn MemoryRetrieval>);
     let dialects = config.tools.memory;
@@ -171,6 +171,9 @@ fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolReg
         if memory.is_none() && memory_tool_names.iter().any(|n| n == tool.name()) {
             continue;
         }
+        registry.register(tool)?;
+    }
+    for tool in tools::web_tools(&config.tools.web)? {
         registry.register(tool)?;
     }
     Ok(registry)

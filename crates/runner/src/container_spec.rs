@@ -81,12 +81,13 @@ pub fn container_workspace(user: &UserEntry) -> WorkspacePaths {
 }
 
 /// The environment variables that hold `agent`'s secrets (provider key, embedding key, remote
-/// database token): passed to `oxydra-vm` only, and only those that are set.
+/// database token, web search key): passed to `oxydra-vm` only, and only those that are set.
 pub fn secret_env_names(agent: &AgentConfig) -> Vec<String> {
     [
         agent.provider.api_key_env.clone(),
         agent.memory.embedding.api_key_env.clone(),
         agent.memory.auth_token_env.clone(),
+        agent.tools.web.search.as_ref().and_then(|s| s.key_env()),
     ]
     .into_iter()
     .flatten()

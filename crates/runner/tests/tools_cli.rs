@@ -1,4 +1,5 @@
-//! `runner tools --json` prints the catalogue the model is offered.
+//! `runner tools --json` prints the catalogue the model is offered (the web tools only when the
+//! agent's `[tools.web]` turns them on).
 
 use std::process::Command;
 
@@ -80,4 +81,58 @@ fn a_reader_that_stops_early_is_not_an_error() {
             "{args:?}"
         );
     }
+}
+
+#[test]
+fn the_web_tools_are_listed_when_the_agent_config_enables_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = |toml: &str| {
+        let path = dir.path().join("agent.toml");
+        std::fs::write(&path, toml).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["tools", "--json", "--agent-config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.iter()
+            .filter(|r| r["name"].as_str().unwrap().starts_with("web_"))
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_owned(),
+                    r["safety_tier"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(names("[tools.web]\nenabled = false\n").is_empty());
+    assert_eq!(
+        names("[tools.web]\nenabled = true\n[tools.web.search]\nurl = \"http://127.0.0.1:8888\"\n"),
+        [
+            ("web_fetch".to_owned(), "read_only".to_owned()),
+            ("web_search".to_owned(), "read_only".to_owned())
+        ]
+    );
+    // A SearXNG backend without its address is refused with the setting's name.
+    std::fs::write(
+        dir.path().join("agent.toml"),
+        "[tools.web.search]\nbackend = \"searxng\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["tools", "--agent-config"])
+        .arg(dir.path().join("agent.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("tools.web.search.url"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -17,6 +17,9 @@
 //! Every memory call is also governed ([`governance`]): permissions, rate limits, PII and secret
 //! handling, an audit row in the same transaction as the change, and metrics, per surface.
 //!
+//! `web_fetch` and `web_search` ([`web`], off unless `[tools.web] enabled = true`) read the web
+//! from the agent, never a private or local address unless the operator allows the host.
+//!
 //! This crate does not run the agent loop, talk to models, or reach outside a user's workspace.
 
 mod builtin;
@@ -32,6 +35,7 @@ mod shell;
 mod tool;
 mod truncate;
 mod validate;
+pub mod web;
 
 pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
 pub use error::ToolError;
@@ -65,3 +69,6 @@ pub use shell::{
 pub use tool::{Interruption, OutputFormat, Tool};
 pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};
 pub use validate::validate_args;
+pub use web::{
+    WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WebFetch, WebSearch, web_tools, web_tools_with,
+};

@@ -19,3 +19,6 @@ mod peer_mcp;
 mod registry;
 mod screening;
 mod shell_exec;
+mod web_fetch;
+mod web_search;
+mod web_server;

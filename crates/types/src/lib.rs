@@ -35,6 +35,7 @@ pub use config::{
     SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
     tool_classes,
 };
+pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{
     AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,
     namespace_matches,

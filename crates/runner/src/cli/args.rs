@@ -117,7 +117,7 @@ pub enum Command {
         /// notes).
         #[arg(long, value_parser = ["notes", "categorized"])]
         memory: Option<String>,
-        /// agent.toml to read `[tools] memory` from.
+        /// agent.toml to read `[tools] memory` (and `[tools.web]`: the web tools it turns on) from.
         #[arg(long = "agent-config")]
         agent_config: Option<PathBuf>,
     },

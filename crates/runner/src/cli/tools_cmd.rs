@@ -1,4 +1,5 @@
-//! `runner tools [--json]`: the catalogue of built-in tools, exactly as the model is offered them.
+//! `runner tools [--json]`: the catalogue of built-in tools, exactly as the model is offered them
+//! (with `--agent-config`, the web tools too when its `[tools.web]` turns them on).
 
 use std::io::Write;
 
@@ -9,16 +10,22 @@ use types::{MemoryDialect, MemoryDialects, RetrievalConfig, SafetyTier};
 
 /// `memory` (`notes`, `categorized`, `files`, or several joined by commas) wins over `[tools] memory` of `agent_config`.
 pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
+    let agent = agent_config
+        .map(|path| runner::load_agent_config(Some(path)))
+        .transpose()?;
     let dialect = match memory {
         Some(names) => {
             let names: Vec<&str> = names.split(',').map(str::trim).collect();
             serde_json::from_value::<MemoryDialects>(serde_json::json!(names))
                 .context("unknown memory dialect")?
         }
-        None if agent_config.is_some() => runner::load_agent_config(agent_config)?.tools.memory,
+        None if let Some(agent) = &agent => agent.tools.memory,
         None => MemoryDialect::Notes.into(),
     };
-    let tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
+    let mut tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
+    if let Some(agent) = &agent {
+        tools.extend(tools::web_tools(&agent.tools.web)?);
+    }
     let mut out = std::io::stdout().lock();
     if json {
         let rows: Vec<serde_json::Value> = tools

@@ -9,6 +9,7 @@ mod pricing;
 mod provider;
 mod runtime;
 mod tools;
+mod web;
 
 pub use gateway::GatewayLimitsConfig;
 pub use governance::{
@@ -21,6 +22,7 @@ pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
 pub use tools::{MemoryDialect, MemoryDialects, ToolsConfig};
+pub use web::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +67,7 @@ impl AgentConfig {
         self.runtime.validate()?;
         self.gateway.validate()?;
         self.governance.validate()?;
+        self.tools.web.validate()?;
         pricing::validate(&self.pricing)
     }
 }

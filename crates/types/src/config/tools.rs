@@ -110,12 +110,14 @@ impl<'de> Deserialize<'de> for MemoryDialects {
 }
 
 /// `[tools]`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
     /// `memory = "notes"` (default), `"categorized"`, `"files"`, or a list such as
     /// `["notes", "files"]`.
     pub memory: MemoryDialects,
+    /// `[tools.web]`: `web_fetch` and `web_search`.
+    pub web: super::WebConfig,
 }
 
 #[cfg(test)]

@@ -1,0 +1,192 @@
+//! `[tools.web]`: the `web_fetch` and `web_search` tools, off unless enabled.
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+/// `[tools.web]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// Offer `web_fetch` (and `web_search` when `[tools.web.search]` is set). Off by default.
+    pub enabled: bool,
+    /// Hosts `web_fetch` may reach although they resolve to a loopback, private, link-local or
+    /// other non-public address (e.g. `"wiki.home.arpa"`, `"127.0.0.1"`). Exact names, no patterns.
+    pub allow_hosts: Vec<String>,
+    /// Longest a fetch or a search may take, connection and body included (1–300).
+    pub timeout_secs: u64,
+    /// Most bytes of a page's (decompressed) body read; the rest is not downloaded.
+    pub max_bytes: u64,
+    /// Characters of a page shown when the call names no `max_chars`.
+    pub max_chars: u32,
+    /// The search backend; no `web_search` without it.
+    pub search: Option<WebSearchConfig>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            allow_hosts: Vec::new(),
+            timeout_secs: 20,
+            max_bytes: 5 * 1024 * 1024,
+            max_chars: 20_000,
+            search: None,
+        }
+    }
+}
+
+/// Longest `max_chars` a call (or the configuration) may ask for.
+pub const MAX_WEB_CHARS: u32 = 200_000;
+
+/// Where `web_search` sends its queries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchBackend {
+    /// A SearXNG instance's JSON API (`<url>/search?format=json`), usually self-hosted.
+    #[default]
+    Searxng,
+    /// Brave Search's web search API; key from `api_key_env` (default `BRAVE_API_KEY`).
+    Brave,
+    /// Tavily's search API; key from `api_key_env` (default `TAVILY_API_KEY`).
+    Tavily,
+}
+
+impl SearchBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Searxng => "searxng",
+            Self::Brave => "brave",
+            Self::Tavily => "tavily",
+        }
+    }
+}
+
+/// `[tools.web.search]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSearchConfig {
+    pub backend: SearchBackend,
+    /// The SearXNG instance (required for it), or another endpoint for Brave or Tavily.
+    pub url: Option<String>,
+    /// The environment variable holding the hosted API's key.
+    pub api_key_env: Option<String>,
+    /// Results returned when the call names no `count` (1–20).
+    pub count: u32,
+}
+
+impl Default for WebSearchConfig {
+    fn default() -> Self {
+        Self {
+            backend: SearchBackend::Searxng,
+            url: None,
+            api_key_env: None,
+            count: 5,
+        }
+    }
+}
+
+impl WebSearchConfig {
+    /// The environment variable read for the key: the configured one or the backend's usual one
+    /// (none for SearXNG).
+    pub fn key_env(&self) -> Option<String> {
+        self.api_key_env
+            .clone()
+            .filter(|n| !n.is_empty())
+            .or(match self.backend {
+                SearchBackend::Searxng => None,
+                SearchBackend::Brave => Some("BRAVE_API_KEY".to_owned()),
+                SearchBackend::Tavily => Some("TAVILY_API_KEY".to_owned()),
+            })
+    }
+}
+
+impl WebConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=300).contains(&self.timeout_secs) {
+            return Err(ConfigError::new(
+                "tools.web.timeout_secs",
+                "must be between 1 and 300 seconds",
+            ));
+        }
+        if !(1024..=256 * 1024 * 1024).contains(&self.max_bytes) {
+            return Err(ConfigError::new(
+                "tools.web.max_bytes",
+                "must be between 1024 and 268435456 (256 MiB)",
+            ));
+        }
+        if !(100..=MAX_WEB_CHARS).contains(&self.max_chars) {
+            return Err(ConfigError::new(
+                "tools.web.max_chars",
+                format!("must be between 100 and {MAX_WEB_CHARS}"),
+            ));
+        }
+        if let Some(host) = self
+            .allow_hosts
+            .iter()
+            .find(|h| h.trim().is_empty() || h.contains(['/', ':', '*', ' ']) && !is_ipv6(h))
+        {
+            return Err(ConfigError::new(
+                "tools.web.allow_hosts",
+                format!(
+                    "`{host}` is not a host name or address: write it bare, e.g. \"wiki.home.arpa\" (no scheme, port, path or pattern)"
+                ),
+            ));
+        }
+        let Some(search) = &self.search else {
+            return Ok(());
+        };
+        if !(1..=20).contains(&search.count) {
+            return Err(ConfigError::new(
+                "tools.web.search.count",
+                "must be between 1 and 20",
+            ));
+        }
+        match &search.url {
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Err(ConfigError::new(
+                    "tools.web.search.url",
+                    format!("`{url}` must start with http:// or https://"),
+                ))
+            }
+            None if search.backend == SearchBackend::Searxng => Err(ConfigError::new(
+                "tools.web.search.url",
+                "the SearXNG backend needs the instance's address, e.g. url = \"http://127.0.0.1:8888\"",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn is_ipv6(host: &str) -> bool {
+    host.parse::<std::net::Ipv6Addr>().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<(), String> {
+        let config: WebConfig = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        config.validate().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn web_settings_are_checked() {
+        assert!(parse("{}").is_ok());
+        assert!(
+            parse(r#"{"enabled": true, "allow_hosts": ["wiki.lan", "10.0.0.2", "::1"]}"#).is_ok()
+        );
+        let bad = parse(r#"{"allow_hosts": ["http://wiki.lan/"]}"#).unwrap_err();
+        assert!(bad.contains("tools.web.allow_hosts"), "{bad}");
+        assert!(parse(r#"{"timeout_secs": 0}"#).is_err());
+        let searx = parse(r#"{"search": {"backend": "searxng"}}"#).unwrap_err();
+        assert!(searx.contains("SearXNG"), "{searx}");
+        assert!(parse(r#"{"search": {"url": "http://127.0.0.1:8888"}}"#).is_ok());
+        assert!(parse(r#"{"search": {"backend": "brave"}}"#).is_ok());
+        assert!(parse(r#"{"search": {"backend": "bing"}}"#).is_err());
+        let brave: WebSearchConfig =
+            serde_json::from_str(r#"{"backend": "brave"}"#).unwrap_or_default();
+        assert_eq!(brave.key_env().as_deref(), Some("BRAVE_API_KEY"));
+    }
+}
