@@ -293,7 +293,7 @@ async fn a_note_saved_after_a_web_fetch_is_unconfirmed_web_text() {
     let id = note_of(&request, "c2");
     let alice = UserId::parse("alice").unwrap();
     let provenance = store
-        .get_note(&alice, &id)
+        .get(&alice, &id)
         .await
         .unwrap()
         .metadata
