@@ -105,11 +105,13 @@ impl AgentRuntime {
         };
         let store = self.notes_store()?;
         let page = self
-            .lifecycle_op(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| {
-                store.list_notes_page(&ctx.user_id, &query)
+            .govern(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| async {
+                store
+                    .list_notes_page(&ctx.user_id, &query)
+                    .await
+                    .map_err(note_error("listing notes"))
             })
-            .await?
-            .map_err(note_error("listing notes"))?;
+            .await?;
         Ok(NoteListing {
             notes: page.notes.into_iter().map(NoteEntry::from).collect(),
             total: page.total,
@@ -155,16 +157,22 @@ impl AgentRuntime {
                 seen.push(id.clone());
                 // A note deleted between the search and the read is simply left out.
                 match store.get_note(user, &id).await {
-                    Ok(note) => notes.push(NoteEntry::from(note)),
+                    Ok(note) => notes.push(note),
                     Err(MemoryError::NoteNotFound(_)) => {}
                     Err(e) => return Err(e),
                 }
             }
             Ok(notes)
         };
-        self.lifecycle_op(ctx, SEARCH_NOTES_OP, MemoryAccess::notes_read(), search)
-            .await?
-            .map_err(note_error("searching notes"))
+        let notes = self
+            .govern(
+                ctx,
+                SEARCH_NOTES_OP,
+                MemoryAccess::notes_read(),
+                |call| async { search(call).await.map_err(note_error("searching notes")) },
+            )
+            .await?;
+        Ok(notes.into_iter().map(NoteEntry::from).collect())
     }
 
     /// One of `user`'s notes, whole.
@@ -174,13 +182,15 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<NoteEntry, RuntimeError> {
         let store = self.notes_store()?;
-        let access = MemoryAccess::notes_read().with_key(Some(note_id.as_str()));
+        let access = MemoryAccess::note_read(note_id);
         let note = self
-            .lifecycle_op(ctx, GET_NOTE_OP, access, |_| {
-                store.get_note(&ctx.user_id, note_id)
+            .govern(ctx, GET_NOTE_OP, access, |_| async {
+                store
+                    .get_note(&ctx.user_id, note_id)
+                    .await
+                    .map_err(note_error("reading a note"))
             })
-            .await?
-            .map_err(note_error("reading a note"))?;
+            .await?;
         Ok(note.into())
     }
 

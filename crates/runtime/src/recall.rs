@@ -12,7 +12,7 @@
 //! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
 use chrono::{DateTime, Utc};
-use memory::{HybridQuery, MemoryError, MemoryStore, Weights};
+use memory::{HybridQuery, MemoryStore, Weights};
 use tools::MemoryAccess;
 use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, UserId};
 
@@ -34,15 +34,14 @@ impl AgentRuntime {
             return Vec::new();
         }
         let run = |_| async {
-            let notes = recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await;
-            Ok::<_, MemoryError>(notes)
+            Ok(recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await)
         };
         match self
-            .lifecycle_op(ctx, RECALL_OP, MemoryAccess::notes_read(), run)
+            .govern(ctx, RECALL_OP, MemoryAccess::notes_read(), run)
             .await
         {
-            Ok(Ok(notes)) => notes,
-            Ok(Err(_)) | Err(_) => {
+            Ok(notes) => notes,
+            Err(_) => {
                 tracing::info!("recall refused by governance; the turn goes on without it");
                 Vec::new()
             }
@@ -54,7 +53,7 @@ impl AgentRuntime {
 const MAX_QUERY_BYTES: usize = 2000;
 
 /// A saved note recalled for this turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RecalledNote {
     pub(crate) note_id: NoteId,
     pub(crate) text: String,

@@ -209,17 +209,16 @@ async fn act(
             if json {
                 print_json(&mut out, &rows)?;
             } else {
-                for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
-                    let id = h["note_id"].as_str().unwrap_or("-");
-                    let score = h["score"].as_f64().unwrap_or_default();
-                    let text = crate::out::field(h["text"].as_str().unwrap_or_default(), raw);
+                for h in &rows {
+                    let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
+                    let text = crate::out::field(&h.text, raw);
                     let id = crate::out::field(id, raw);
-                    writeln!(out, "{score:.3}  {id}  {text}")?;
+                    writeln!(out, "{:.3}  {id}  {text}", h.score)?;
                 }
             }
         }
         MemoryAction::Get { note_id } => {
-            let note = governed.get(&parse_note_id(&note_id)?, false).await?;
+            let note = governed.get(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
@@ -232,7 +231,7 @@ async fn act(
             print_json(&mut out, &report)?;
         }
         MemoryAction::History { note_id } => {
-            let history = governed.get(&parse_note_id(&note_id)?, true).await?;
+            let history = governed.history(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &history)?;
         }
         MemoryAction::Restore { note_id, version } => {
