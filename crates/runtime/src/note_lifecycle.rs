@@ -12,17 +12,11 @@ use memory::{CallKey, NoteState, NoteVersion, Provenance};
 use serde_json::json;
 use tools::MemoryAccess;
 use tools::governance::Answer;
-use types::{NoteId, ProvenanceView, ToolExecutionContext};
+use types::{NoteId, ProvenanceView, ToolExecutionContext, memory_ops};
 
 use crate::RuntimeError;
 use crate::notes::{NoteEntry, note_error};
 use crate::runtime::AgentRuntime;
-
-/// The governed operation names (audit rows, metrics, `[governance.tool_permissions.<name>]`).
-pub const NOTE_HISTORY_OP: &str = "note_history";
-pub const LIST_DELETED_NOTES_OP: &str = "list_deleted_notes";
-pub const RESTORE_NOTE_OP: &str = "restore_note";
-pub const CONFIRM_NOTE_OP: &str = "confirm_note";
 
 /// One text a note has had, numbered from 1.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +60,7 @@ impl AgentRuntime {
         let history = self
             .govern(
                 ctx,
-                NOTE_HISTORY_OP,
+                memory_ops::HISTORY,
                 MemoryAccess::note_read(note_id),
                 |_| async move {
                     store
@@ -97,7 +91,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let access = MemoryAccess::notes_read();
         let deleted = self
-            .govern(ctx, LIST_DELETED_NOTES_OP, access, |_| async move {
+            .govern(ctx, memory_ops::DELETED, access, |_| async move {
                 store
                     .list_deleted(&ctx.user_id)
                     .await
@@ -127,7 +121,7 @@ impl AgentRuntime {
         let note = self
             .govern(
                 ctx,
-                RESTORE_NOTE_OP,
+                memory_ops::RESTORE,
                 MemoryAccess::note_change(note_id),
                 |call| async move {
                     store
@@ -150,7 +144,7 @@ impl AgentRuntime {
         let note = self
             .govern(
                 ctx,
-                CONFIRM_NOTE_OP,
+                memory_ops::CONFIRM,
                 MemoryAccess::note_change(note_id),
                 |call| async move {
                     store

@@ -14,16 +14,11 @@ use chrono::{DateTime, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
-use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId};
+use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId, memory_ops};
 
 use crate::RuntimeError;
 use crate::note_lifecycle::provenance_view;
 use crate::runtime::AgentRuntime;
-
-/// The governed operation names of the user's reads (audit rows, metrics, permissions).
-pub const LIST_NOTES_OP: &str = "list_notes";
-pub const SEARCH_NOTES_OP: &str = "search_notes";
-pub const GET_NOTE_OP: &str = "get_note";
 
 /// Longest search text accepted, in bytes.
 pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
@@ -105,12 +100,17 @@ impl AgentRuntime {
         };
         let store = self.notes_store()?;
         let page = self
-            .govern(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| async {
-                store
-                    .list_notes_page(&ctx.user_id, &query)
-                    .await
-                    .map_err(note_error("listing notes"))
-            })
+            .govern(
+                ctx,
+                memory_ops::LIST,
+                MemoryAccess::notes_read(),
+                |_| async {
+                    store
+                        .list_notes_page(&ctx.user_id, &query)
+                        .await
+                        .map_err(note_error("listing notes"))
+                },
+            )
             .await?;
         Ok(NoteListing {
             notes: page.notes.into_iter().map(NoteEntry::from).collect(),
@@ -167,7 +167,7 @@ impl AgentRuntime {
         let notes = self
             .govern(
                 ctx,
-                SEARCH_NOTES_OP,
+                memory_ops::SEARCH,
                 MemoryAccess::notes_read(),
                 |call| async { search(call).await.map_err(note_error("searching notes")) },
             )
@@ -184,7 +184,7 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let access = MemoryAccess::note_read(note_id);
         let note = self
-            .govern(ctx, GET_NOTE_OP, access, |_| async {
+            .govern(ctx, memory_ops::GET, access, |_| async {
                 store
                     .get_note(&ctx.user_id, note_id)
                     .await

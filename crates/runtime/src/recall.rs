@@ -19,9 +19,6 @@ use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionCont
 use crate::budget::{clip, estimate_text};
 use crate::runtime::AgentRuntime;
 
-/// The governed operation name of automatic recall (audit rows, metrics, permissions).
-pub const RECALL_OP: &str = "memory_recall";
-
 impl AgentRuntime {
     /// [`recall`] for the turn of `ctx`, through the governance stages (see the module doc).
     pub(crate) async fn governed_recall(
@@ -37,7 +34,12 @@ impl AgentRuntime {
             Ok(recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await)
         };
         match self
-            .govern(ctx, RECALL_OP, MemoryAccess::notes_read(), run)
+            .govern(
+                ctx,
+                types::memory_ops::RECALL,
+                MemoryAccess::notes_read(),
+                run,
+            )
             .await
         {
             Ok(notes) => notes,

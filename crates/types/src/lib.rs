@@ -24,6 +24,8 @@ mod tool;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
+/// The one table of governed memory operation names.
+pub use config::memory_ops;
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,

@@ -11,7 +11,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::args::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
+use crate::{Global, memory_audit, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -265,7 +265,7 @@ async fn act(
                 raw,
             };
             let list = memory_organise::list(store, user, args, &mut out);
-            governed.read(memory_governed::LIST, list).await?;
+            governed.read(types::memory_ops::LIST, list).await?;
         }
         MemoryAction::Export {
             organise,
@@ -276,7 +276,7 @@ async fn act(
             let format = memory_organise::ExportFormat { markdown, raw };
             let export =
                 memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out);
-            governed.read(memory_governed::EXPORT, export).await?;
+            governed.read(types::memory_ops::EXPORT, export).await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
@@ -316,7 +316,9 @@ async fn act(
                 let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
                 memory_tree::export(store, user, &dir).await
             };
-            let n = governed.read(memory_governed::EXPORT_TREE, export).await?;
+            let n = governed
+                .read(types::memory_ops::EXPORT_TREE, export)
+                .await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
         MemoryAction::ImportTree { dir, target } => {

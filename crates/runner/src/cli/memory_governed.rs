@@ -28,25 +28,13 @@ use tools::governance::{Answer, AuditSink};
 use tools::{Governance, MemoryAccess, ToolError, ToolRegistry};
 use types::{
     AgentConfig, CallSurface, NoteId, SessionId, Surface, ToolExecutionContext, TurnId, UserId,
-    WorkspacePaths,
+    WorkspacePaths, memory_ops,
 };
 
 use crate::memory_tree;
 
 /// The client name the CLI's calls carry in their audit rows.
 const CLIENT: &str = "runner";
-
-/// Names of the governed operations no tool offers (for permissions, limits and audit rows).
-pub(crate) const RESTORE: &str = "memory_restore";
-pub(crate) const CONFIRM: &str = "memory_confirm";
-pub(crate) const IMPORT: &str = "memory_import";
-pub(crate) const IMPORT_TREE: &str = "memory_import_tree";
-pub(crate) const GET: &str = "memory_get";
-pub(crate) const HISTORY: &str = "memory_history";
-pub(crate) const DELETED: &str = "memory_deleted";
-pub(crate) const LIST: &str = "memory_list";
-pub(crate) const EXPORT: &str = "memory_export";
-pub(crate) const EXPORT_TREE: &str = "memory_export_tree";
 
 /// The user's store behind the `cli` surface's governance.
 pub(crate) struct CliMemory {
@@ -112,7 +100,7 @@ impl CliMemory {
     pub(crate) async fn restore(&self, id: &NoteId, version: Option<u32>) -> Result<Note> {
         let args = json!({"note_id": id, "version": version});
         self.govern(
-            RESTORE,
+            memory_ops::RESTORE,
             &MemoryAccess::note_change(id),
             args,
             |_, ctx| async move {
@@ -128,7 +116,7 @@ impl CliMemory {
     pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Note> {
         let args = json!({"note_id": id});
         self.govern(
-            CONFIRM,
+            memory_ops::CONFIRM,
             &MemoryAccess::note_change(id),
             args,
             |_, ctx| async move {
@@ -156,7 +144,7 @@ impl CliMemory {
             .collect();
         let access = MemoryAccess::notes_write(&["notes"]);
         let args = json!({ "notes": texts });
-        self.govern(IMPORT, &access, args, |args, ctx| async move {
+        self.govern(memory_ops::IMPORT, &access, args, |args, ctx| async move {
             let notes = screened_notes(notes, &args)?;
             let report = self
                 .store
@@ -175,15 +163,21 @@ impl CliMemory {
         let (paths, contents): (Vec<String>, Vec<String>) = files.into_iter().unzip();
         let access = MemoryAccess::notes_write(&["contents"]);
         let args = json!({"paths": paths, "contents": contents});
-        self.govern(IMPORT_TREE, &access, args, |args, ctx| async move {
-            let contents: Vec<String> = serde_json::from_value(args["contents"].clone())
-                .map_err(|e| ToolError::execution_with("the screened files", e))?;
-            let files: Vec<(String, String)> = paths.into_iter().zip(contents).collect();
-            let n = memory_tree::write_tree(&self.store, &ctx.user_id, &files, ctx.audit.as_ref())
-                .await
-                .map_err(|e| ToolError::execution(format!("{e:#}")))?;
-            Ok(json!({"imported_files": n}))
-        })
+        self.govern(
+            memory_ops::IMPORT_TREE,
+            &access,
+            args,
+            |args, ctx| async move {
+                let contents: Vec<String> = serde_json::from_value(args["contents"].clone())
+                    .map_err(|e| ToolError::execution_with("the screened files", e))?;
+                let files: Vec<(String, String)> = paths.into_iter().zip(contents).collect();
+                let n =
+                    memory_tree::write_tree(&self.store, &ctx.user_id, &files, ctx.audit.as_ref())
+                        .await
+                        .map_err(|e| ToolError::execution(format!("{e:#}")))?;
+                Ok(json!({"imported_files": n}))
+            },
+        )
         .await
     }
 
@@ -191,30 +185,25 @@ impl CliMemory {
     pub(crate) async fn search(&self, query: memory::HybridQuery) -> Result<Vec<SearchRow>> {
         let args = json!({"query": query.text});
         let access = MemoryAccess::notes_read();
-        self.govern(
-            tools::MEMORY_SEARCH_TOOL_NAME,
-            &access,
-            args,
-            |_, ctx| async move {
-                // The read rules of `[governance]` hold for each hit's namespace too; the store
-                // is asked for more when they name namespaces, so the answer is not left short.
-                let top_k = query.top_k;
-                let mut query = query;
-                query.top_k = tools::search_fetch_k(&ctx, top_k);
-                let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
-                Ok(tools::readable_hits(&ctx, hits, top_k)
-                    .into_iter()
-                    .map(SearchRow::from)
-                    .collect())
-            },
-        )
+        self.govern(memory_ops::SEARCH, &access, args, |_, ctx| async move {
+            // The read rules of `[governance]` hold for each hit's namespace too; the store
+            // is asked for more when they name namespaces, so the answer is not left short.
+            let top_k = query.top_k;
+            let mut query = query;
+            query.top_k = tools::search_fetch_k(&ctx, top_k);
+            let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
+            Ok(tools::readable_hits(&ctx, hits, top_k)
+                .into_iter()
+                .map(SearchRow::from)
+                .collect())
+        })
         .await
     }
 
     /// `get`: one note, governed as a read of that note.
     pub(crate) async fn get(&self, id: &NoteId) -> Result<Note> {
         self.govern(
-            GET,
+            memory_ops::GET,
             &MemoryAccess::note_read(id),
             json!({"note_id": id}),
             |_, ctx| async move {
@@ -230,7 +219,7 @@ impl CliMemory {
     /// `history`: every version of a note, governed as a read of that note.
     pub(crate) async fn history(&self, id: &NoteId) -> Result<NoteHistory> {
         self.govern(
-            HISTORY,
+            memory_ops::HISTORY,
             &MemoryAccess::note_read(id),
             json!({"note_id": id}),
             |_, ctx| async move {
@@ -246,12 +235,17 @@ impl CliMemory {
     /// `deleted`: the notes that can still be restored, governed as a read.
     pub(crate) async fn deleted(&self) -> Result<Vec<DeletedNote>> {
         let access = MemoryAccess::notes_read();
-        self.govern(DELETED, &access, json!({}), |_, ctx| async move {
-            self.store
-                .list_deleted(&ctx.user_id)
-                .await
-                .map_err(store_error)
-        })
+        self.govern(
+            memory_ops::DELETED,
+            &access,
+            json!({}),
+            |_, ctx| async move {
+                self.store
+                    .list_deleted(&ctx.user_id)
+                    .await
+                    .map_err(store_error)
+            },
+        )
         .await
     }
 
