@@ -136,14 +136,14 @@ async fn lifecycle_operations_are_counted_in_the_users_metrics() {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum()
     };
-    for tool in ["note_history", "confirm_note", "list_deleted_notes"] {
+    for tool in ["memory_history", "memory_confirm", "memory_deleted"] {
         assert_eq!(count(tool, "ok"), 1, "{tool}: {body}");
     }
-    assert_eq!(count("restore_note", "ok"), 1, "{body}");
+    assert_eq!(count("memory_restore", "ok"), 1, "{body}");
     assert_eq!(
         body.lines()
             .filter(|l| l.starts_with("memory_tool_requests_total{")
-                && l.contains("tool_name=\"restore_note\"")
+                && l.contains("tool_name=\"memory_restore\"")
                 && !l.contains("status=\"ok\""))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum::<u64>(),
@@ -151,7 +151,7 @@ async fn lifecycle_operations_are_counted_in_the_users_metrics() {
         "the refused restore is counted with its outcome: {body}"
     );
     assert!(
-        body.contains("memory_tool_latency_seconds_count{tool_name=\"restore_note\"}"),
+        body.contains("memory_tool_latency_seconds_count{tool_name=\"memory_restore\"}"),
         "{body}"
     );
     drop(a);

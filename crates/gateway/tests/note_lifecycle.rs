@@ -355,10 +355,10 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     let planted = Some(planted.as_str());
     // (tool, operation, the note id of a write, the key of a read)
     for expected in [
-        ("note_history", "read", None, planted),
-        ("confirm_note", "write", planted, planted),
-        ("list_deleted_notes", "read", None, None),
-        ("restore_note", "write", planted, planted),
+        ("memory_history", "read", None, planted),
+        ("memory_confirm", "write", planted, planted),
+        ("memory_deleted", "read", None, None),
+        ("memory_restore", "write", planted, planted),
     ] {
         let found = rows
             .iter()

@@ -61,9 +61,9 @@ async fn note_frames_that_read_are_governed_and_audited() {
     assert_eq!(
         seen,
         [
-            ("gateway", "list_notes", "read", "ok"),
-            ("gateway", "search_notes", "read", "ok"),
-            ("gateway", "get_note", "read", "ok"),
+            ("gateway", "memory_list", "read", "ok"),
+            ("gateway", "memory_search", "read", "ok"),
+            ("gateway", "memory_get", "read", "ok"),
         ]
     );
 

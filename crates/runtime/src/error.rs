@@ -83,6 +83,31 @@ impl RuntimeError {
     }
 }
 
+/// A refusal of the memory pipeline (permission, rate limit, PII and secrets), in the pipeline's
+/// own words.
+impl From<tools::ToolError> for RuntimeError {
+    fn from(error: tools::ToolError) -> Self {
+        RuntimeError::NoteRefused {
+            kind: error.kind(),
+            message: match error {
+                tools::ToolError::Governed { message, .. } => message,
+                other => other.to_string(),
+            },
+        }
+    }
+}
+
+/// A governed note operation's failure as its audit row and metrics name it.
+impl tools::governance::Failure for RuntimeError {
+    fn kind(&self) -> &'static str {
+        match self {
+            RuntimeError::NoteNotFound(_) => "not_found",
+            RuntimeError::NoteRefused { kind, .. } => kind,
+            _ => "execution",
+        }
+    }
+}
+
 fn attempts_text(attempts: u32) -> String {
     match attempts {
         1 => "1 attempt".to_owned(),

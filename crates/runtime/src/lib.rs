@@ -56,13 +56,8 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
-pub use note_lifecycle::{
-    CONFIRM_NOTE_OP, DeletedEntry, LIST_DELETED_NOTES_OP, NOTE_HISTORY_OP, NoteTimeline,
-    NoteVersionEntry, RESTORE_NOTE_OP,
-};
-pub use notes::{
-    GET_NOTE_OP, LIST_NOTES_OP, MAX_NOTES_PAGE, NoteEntry, NoteListing, SEARCH_NOTES_OP,
-};
+pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};
+pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use sessions::{Conversation, HistoryEntry};

@@ -8,20 +8,15 @@
 //! own row), metrics. The user is the caller's authenticated one, never an argument.
 
 use chrono::{DateTime, Utc};
-use memory::{CallKey, MemoryError, NoteState, NoteVersion, Provenance};
+use memory::{CallKey, NoteState, NoteVersion, Provenance};
 use serde_json::json;
-use tools::{MemoryAccess, OutputFormat, ToolError};
-use types::{NoteId, ProvenanceView, ToolExecutionContext};
+use tools::MemoryAccess;
+use tools::governance::Answer;
+use types::{NoteId, ProvenanceView, ToolExecutionContext, memory_ops};
 
 use crate::RuntimeError;
 use crate::notes::{NoteEntry, note_error};
 use crate::runtime::AgentRuntime;
-
-/// The governed operation names (audit rows, metrics, `[governance.tool_permissions.<name>]`).
-pub const NOTE_HISTORY_OP: &str = "note_history";
-pub const LIST_DELETED_NOTES_OP: &str = "list_deleted_notes";
-pub const RESTORE_NOTE_OP: &str = "restore_note";
-pub const CONFIRM_NOTE_OP: &str = "confirm_note";
 
 /// One text a note has had, numbered from 1.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,12 +57,19 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<NoteTimeline, RuntimeError> {
         let store = self.notes_store()?;
-        let result = self
-            .lifecycle_op(ctx, NOTE_HISTORY_OP, read(note_id), |_| {
-                store.history(&ctx.user_id, note_id)
-            })
+        let history = self
+            .govern(
+                ctx,
+                memory_ops::HISTORY,
+                MemoryAccess::note_read(note_id),
+                |_| async move {
+                    store
+                        .history(&ctx.user_id, note_id)
+                        .await
+                        .map_err(note_error("reading a note's history"))
+                },
+            )
             .await?;
-        let history = result.map_err(note_error("reading a note's history"))?;
         Ok(NoteTimeline {
             note_id: history.note_id,
             versions: history.versions.into_iter().map(version_entry).collect(),
@@ -88,12 +90,14 @@ impl AgentRuntime {
     ) -> Result<Vec<DeletedEntry>, RuntimeError> {
         let store = self.notes_store()?;
         let access = MemoryAccess::notes_read();
-        let result = self
-            .lifecycle_op(ctx, LIST_DELETED_NOTES_OP, access, |_| {
-                store.list_deleted(&ctx.user_id)
+        let deleted = self
+            .govern(ctx, memory_ops::DELETED, access, |_| async move {
+                store
+                    .list_deleted(&ctx.user_id)
+                    .await
+                    .map_err(note_error("listing deleted notes"))
             })
             .await?;
-        let deleted = result.map_err(note_error("listing deleted notes"))?;
         Ok(deleted
             .into_iter()
             .map(|d| DeletedEntry {
@@ -114,14 +118,20 @@ impl AgentRuntime {
         version: Option<u32>,
     ) -> Result<NoteEntry, RuntimeError> {
         let store = self.notes_store()?;
-        let result = self
-            .lifecycle_op(ctx, RESTORE_NOTE_OP, write(note_id), |call| async move {
-                store
-                    .restore(&ctx.user_id, call.as_ref(), note_id, version)
-                    .await
-            })
+        let note = self
+            .govern(
+                ctx,
+                memory_ops::RESTORE,
+                MemoryAccess::note_change(note_id),
+                |call| async move {
+                    store
+                        .restore(&ctx.user_id, call.as_ref(), note_id, version)
+                        .await
+                        .map_err(note_error("restoring a note"))
+                },
+            )
             .await?;
-        Ok(result.map_err(note_error("restoring a note"))?.into())
+        Ok(note.into())
     }
 
     /// Marks the caller's note `note_id` as confirmed, so automatic recall may use it.
@@ -131,79 +141,46 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<NoteEntry, RuntimeError> {
         let store = self.notes_store()?;
-        let result = self
-            .lifecycle_op(ctx, CONFIRM_NOTE_OP, write(note_id), |call| async move {
-                store.confirm(&ctx.user_id, call.as_ref(), note_id).await
-            })
+        let note = self
+            .govern(
+                ctx,
+                memory_ops::CONFIRM,
+                MemoryAccess::note_change(note_id),
+                |call| async move {
+                    store
+                        .confirm(&ctx.user_id, call.as_ref(), note_id)
+                        .await
+                        .map_err(note_error("confirming a note"))
+                },
+            )
             .await?;
-        Ok(result.map_err(note_error("confirming a note"))?.into())
+        Ok(note.into())
     }
 
-    /// Runs `op` through the governance stages as `ctx`'s surface (permission and rate limit;
-    /// no free text to screen), handing it the call key that carries the audit tag so that a
-    /// write records its row in its own transaction; reads and failures get theirs from the
-    /// closing stages, with the metrics. `Err` is a refusal before `op` ran.
-    pub(crate) async fn lifecycle_op<T, F, Fut>(
+    /// Runs `op` through the one governance pipeline as `ctx`'s surface (permission and rate
+    /// limit; no free text to screen), handing it the call key that carries the audit tag so
+    /// that a write records its row in its own transaction; reads and failures get theirs from
+    /// the closing stages, with the metrics. A refusal is [`RuntimeError::NoteRefused`].
+    pub(crate) async fn govern<T, F, Fut>(
         &self,
         ctx: &ToolExecutionContext,
         name: &str,
         access: MemoryAccess,
         op: F,
-    ) -> Result<Result<T, MemoryError>, RuntimeError>
+    ) -> Result<T, RuntimeError>
     where
+        T: Answer,
         F: FnOnce(Option<CallKey>) -> Fut,
-        Fut: Future<Output = Result<T, MemoryError>>,
+        Fut: Future<Output = Result<T, RuntimeError>>,
     {
         let args = json!({ "note_id": access.key });
-        let mut ran = None;
-        let slot = &mut ran;
-        let governed = self
-            .tools
+        self.tools
             .governance()
-            .govern(
-                name,
-                &access,
-                args,
-                ctx,
-                OutputFormat::Json,
-                |_, governed| async move {
-                    let result = op(governed.audit.map(CallKey::audit_only)).await;
-                    // The outcome is all the closing stages need; the value goes back through `slot`.
-                    let outcome = match &result {
-                        Ok(_) => Ok(String::new()),
-                        Err(MemoryError::NoteNotFound(_)) => Err(ToolError::not_found("note")),
-                        Err(e) => Err(ToolError::execution(e.to_string())),
-                    };
-                    *slot = Some(result);
-                    outcome
-                },
-            )
-            .await;
-        match (ran, governed) {
-            (Some(result), _) => Ok(result),
-            (None, Err(e)) => Err(RuntimeError::NoteRefused {
-                kind: e.kind(),
-                message: match e {
-                    ToolError::Governed { message, .. } => message,
-                    other => other.to_string(),
-                },
-            }),
-            (None, Ok(_)) => Err(RuntimeError::NoteRefused {
-                kind: "execution",
-                message: "the operation did not run; try again".into(),
-            }),
-        }
+            .govern(name, &access, args, ctx, |_, governed| {
+                op(governed.audit.map(CallKey::audit_only))
+            })
+            .await
     }
-}
-
-fn read(note_id: &NoteId) -> MemoryAccess {
-    MemoryAccess::notes_read().with_key(Some(note_id.as_str()))
-}
-
-fn write(note_id: &NoteId) -> MemoryAccess {
-    MemoryAccess::notes_write(&[])
-        .keeping_lifetime()
-        .with_key(Some(note_id.as_str()))
 }
 
 fn version_entry(v: NoteVersion) -> NoteVersionEntry {

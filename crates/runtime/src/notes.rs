@@ -14,16 +14,11 @@ use chrono::{DateTime, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
-use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId};
+use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId, memory_ops};
 
 use crate::RuntimeError;
 use crate::note_lifecycle::provenance_view;
 use crate::runtime::AgentRuntime;
-
-/// The governed operation names of the user's reads (audit rows, metrics, permissions).
-pub const LIST_NOTES_OP: &str = "list_notes";
-pub const SEARCH_NOTES_OP: &str = "search_notes";
-pub const GET_NOTE_OP: &str = "get_note";
 
 /// Longest search text accepted, in bytes.
 pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
@@ -105,11 +100,18 @@ impl AgentRuntime {
         };
         let store = self.notes_store()?;
         let page = self
-            .lifecycle_op(ctx, LIST_NOTES_OP, MemoryAccess::notes_read(), |_| {
-                store.list(&ctx.user_id, &query)
-            })
-            .await?
-            .map_err(note_error("listing notes"))?;
+            .govern(
+                ctx,
+                memory_ops::LIST,
+                MemoryAccess::notes_read(),
+                |_| async {
+                    store
+                        .list(&ctx.user_id, &query)
+                        .await
+                        .map_err(note_error("listing notes"))
+                },
+            )
+            .await?;
         Ok(NoteListing {
             notes: page.notes.into_iter().map(NoteEntry::from).collect(),
             total: page.total,
@@ -155,16 +157,22 @@ impl AgentRuntime {
                 seen.push(id.clone());
                 // A note deleted between the search and the read is simply left out.
                 match store.get(user, &id).await {
-                    Ok(note) => notes.push(NoteEntry::from(note)),
+                    Ok(note) => notes.push(note),
                     Err(MemoryError::NoteNotFound(_)) => {}
                     Err(e) => return Err(e),
                 }
             }
             Ok(notes)
         };
-        self.lifecycle_op(ctx, SEARCH_NOTES_OP, MemoryAccess::notes_read(), search)
-            .await?
-            .map_err(note_error("searching notes"))
+        let notes = self
+            .govern(
+                ctx,
+                memory_ops::SEARCH,
+                MemoryAccess::notes_read(),
+                |call| async { search(call).await.map_err(note_error("searching notes")) },
+            )
+            .await?;
+        Ok(notes.into_iter().map(NoteEntry::from).collect())
     }
 
     /// One of `user`'s notes, whole.
@@ -174,13 +182,15 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<NoteEntry, RuntimeError> {
         let store = self.notes_store()?;
-        let access = MemoryAccess::notes_read().with_key(Some(note_id.as_str()));
+        let access = MemoryAccess::note_read(note_id);
         let note = self
-            .lifecycle_op(ctx, GET_NOTE_OP, access, |_| {
-                store.get(&ctx.user_id, note_id)
+            .govern(ctx, memory_ops::GET, access, |_| async {
+                store
+                    .get(&ctx.user_id, note_id)
+                    .await
+                    .map_err(note_error("reading a note"))
             })
-            .await?
-            .map_err(note_error("reading a note"))?;
+            .await?;
         Ok(note.into())
     }
 

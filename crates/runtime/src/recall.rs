@@ -12,15 +12,12 @@
 //! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
 use chrono::{DateTime, Utc};
-use memory::{HybridQuery, MemoryError, MemoryStore, Weights};
+use memory::{HybridQuery, MemoryStore, Weights};
 use tools::MemoryAccess;
 use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, UserId};
 
 use crate::budget::{clip, estimate_text};
 use crate::runtime::AgentRuntime;
-
-/// The governed operation name of automatic recall (audit rows, metrics, permissions).
-pub const RECALL_OP: &str = "memory_recall";
 
 impl AgentRuntime {
     /// [`recall`] for the turn of `ctx`, through the governance stages (see the module doc).
@@ -34,15 +31,19 @@ impl AgentRuntime {
             return Vec::new();
         }
         let run = |_| async {
-            let notes = recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await;
-            Ok::<_, MemoryError>(notes)
+            Ok(recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await)
         };
         match self
-            .lifecycle_op(ctx, RECALL_OP, MemoryAccess::notes_read(), run)
+            .govern(
+                ctx,
+                types::memory_ops::RECALL,
+                MemoryAccess::notes_read(),
+                run,
+            )
             .await
         {
-            Ok(Ok(notes)) => notes,
-            Ok(Err(_)) | Err(_) => {
+            Ok(notes) => notes,
+            Err(_) => {
                 tracing::info!("recall refused by governance; the turn goes on without it");
                 Vec::new()
             }
@@ -54,7 +55,7 @@ impl AgentRuntime {
 const MAX_QUERY_BYTES: usize = 2000;
 
 /// A saved note recalled for this turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RecalledNote {
     pub(crate) note_id: NoteId,
     pub(crate) text: String,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use types::{ToolExecutionContext, ToolSchema};
 
-use crate::governance::Governance;
+use crate::governance::{Governance, ToolText};
 use crate::scrub::Scrubber;
 use crate::tool::{Interruption, OutputFormat};
 use crate::truncate::{DEFAULT_OUTPUT_LIMIT, fit_output, truncate_output};
@@ -247,16 +247,15 @@ impl ToolRegistry {
         let Some(access) = tool.memory_access(&args) else {
             return self.call(tool, name, &args, ctx).await;
         };
-        self.governance
-            .govern(
-                name,
-                &access,
-                args,
-                ctx,
-                tool.output_format(),
-                |args, governed| async move { self.call(tool, name, &args, &governed).await },
-            )
-            .await
+        let format = tool.output_format();
+        let governed = self
+            .governance
+            .govern(name, &access, args, ctx, |args, governed| async move {
+                let text = self.call(tool, name, &args, &governed).await?;
+                Ok::<_, ToolError>(ToolText { text, format })
+            })
+            .await?;
+        Ok(governed.text)
     }
 
     /// Runs the tool under its timeout and the turn's cancellation.

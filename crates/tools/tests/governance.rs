@@ -553,3 +553,18 @@ async fn the_file_memory_tool_is_governed_like_every_memory_tool() {
         "{dump}"
     );
 }
+
+#[tokio::test]
+async fn a_limit_written_under_an_old_operation_name_binds_its_one_name() {
+    // `search_notes` was the gateway's name for the search `memory_search` is everywhere now.
+    let env = env(json!({"rate_limits": {
+        "tools": {"search_notes": {"per_minute": 60, "burst": 1}},
+    }}))
+    .await;
+    let search = || env.call(Surface::Agent, "memory_search", json!({"query": "x"}));
+    assert!(search().await.ok);
+    let error = error_object(&search().await);
+    assert_eq!(error["code"], "RATE_LIMITED");
+    assert_eq!(error["details"]["scope"], "tool");
+    assert_eq!(error["details"]["limit"], "search_notes");
+}

@@ -27,6 +27,8 @@ mod turn_event;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
+/// The one table of governed memory operation names.
+pub use config::memory_ops;
 pub use config::{
     AgentConfig, ApprovalPolicy, ConfigError, DbPath, EmbeddingBackend, EmbeddingConfig,
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,

@@ -11,7 +11,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::args::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
+use crate::{Global, memory_audit, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -215,17 +215,16 @@ async fn act(
             if json {
                 print_json(&mut out, &rows)?;
             } else {
-                for h in rows.as_array().map_or(&[][..], Vec::as_slice) {
-                    let id = h["note_id"].as_str().unwrap_or("-");
-                    let score = h["score"].as_f64().unwrap_or_default();
-                    let text = crate::out::field(h["text"].as_str().unwrap_or_default(), raw);
+                for h in &rows {
+                    let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
+                    let text = crate::out::field(&h.text, raw);
                     let id = crate::out::field(id, raw);
-                    writeln!(out, "{score:.3}  {id}  {text}")?;
+                    writeln!(out, "{:.3}  {id}  {text}", h.score)?;
                 }
             }
         }
         MemoryAction::Get { note_id } => {
-            let note = governed.get(&parse_note_id(&note_id)?, false).await?;
+            let note = governed.get(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &note)?;
         }
         MemoryAction::Update { note_id, text } => {
@@ -238,7 +237,7 @@ async fn act(
             print_json(&mut out, &report)?;
         }
         MemoryAction::History { note_id } => {
-            let history = governed.get(&parse_note_id(&note_id)?, true).await?;
+            let history = governed.history(&parse_note_id(&note_id)?).await?;
             print_json(&mut out, &history)?;
         }
         MemoryAction::Restore { note_id, version } => {
@@ -272,7 +271,7 @@ async fn act(
                 raw,
             };
             let list = memory_organise::list(store, user, args, &mut out);
-            governed.read(memory_governed::LIST, list).await?;
+            governed.read(types::memory_ops::LIST, list).await?;
         }
         MemoryAction::Export {
             organise,
@@ -283,7 +282,7 @@ async fn act(
             let format = memory_organise::ExportFormat { markdown, raw };
             let export =
                 memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out);
-            governed.read(memory_governed::EXPORT, export).await?;
+            governed.read(types::memory_ops::EXPORT, export).await?;
         }
         // Handled above, before the store is opened.
         MemoryAction::Rekey => {}
@@ -323,7 +322,9 @@ async fn act(
                 let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
                 memory_tree::export(store, user, &dir).await
             };
-            let n = governed.read(memory_governed::EXPORT_TREE, export).await?;
+            let n = governed
+                .read(types::memory_ops::EXPORT_TREE, export)
+                .await?;
             print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
         }
         MemoryAction::ImportTree { dir, target } => {

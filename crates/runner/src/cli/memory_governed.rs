@@ -17,31 +17,24 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use memory::{ExportedNote, MemoryRetrieval, MemoryStore, Similar};
+use chrono::{DateTime, Utc};
+use memory::{
+    Category, DeletedNote, ExportedNote, MemoryRetrieval, MemoryStore, Note, NoteHistory,
+    SearchHit, Similar,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tools::governance::AuditSink;
-use tools::{Governance, MemoryAccess, OutputFormat, ToolError, ToolRegistry};
+use tools::governance::{Answer, AuditSink};
+use tools::{Governance, MemoryAccess, ToolError, ToolRegistry};
 use types::{
     AgentConfig, CallSurface, NoteId, SessionId, Surface, ToolExecutionContext, TurnId, UserId,
-    WorkspacePaths,
+    WorkspacePaths, memory_ops,
 };
 
 use crate::memory_tree;
 
 /// The client name the CLI's calls carry in their audit rows.
 const CLIENT: &str = "runner";
-
-/// Names of the governed operations no tool offers (for permissions, limits and audit rows).
-pub(crate) const RESTORE: &str = "memory_restore";
-pub(crate) const CONFIRM: &str = "memory_confirm";
-pub(crate) const IMPORT: &str = "memory_import";
-pub(crate) const IMPORT_TREE: &str = "memory_import_tree";
-pub(crate) const GET: &str = "memory_get";
-pub(crate) const HISTORY: &str = "memory_history";
-pub(crate) const DELETED: &str = "memory_deleted";
-pub(crate) const LIST: &str = "memory_list";
-pub(crate) const EXPORT: &str = "memory_export";
-pub(crate) const EXPORT_TREE: &str = "memory_export_tree";
 
 /// The user's store behind the `cli` surface's governance.
 pub(crate) struct CliMemory {
@@ -104,54 +97,33 @@ impl CliMemory {
         self.call(tools::MEMORY_UPDATE_TOOL_NAME, args).await
     }
 
-    pub(crate) async fn restore(&self, id: &NoteId, version: Option<u32>) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[])
-            .keeping_lifetime()
-            .with_key(Some(id.as_str()));
+    pub(crate) async fn restore(&self, id: &NoteId, version: Option<u32>) -> Result<Note> {
         let args = json!({"note_id": id, "version": version});
-        self.govern(RESTORE, &access, args, |_, ctx| async move {
-            let note = self
-                .store
-                .restore(
-                    &ctx.user_id,
-                    ctx.audit
-                        .as_ref()
-                        .cloned()
-                        .map(memory::CallKey::audit_only)
-                        .as_ref(),
-                    id,
-                    version,
-                )
-                .await
-                .map_err(store_error)?;
-            Ok(json!(note).to_string())
-        })
+        self.govern(
+            memory_ops::RESTORE,
+            &MemoryAccess::note_change(id),
+            args,
+            |_, ctx| async move {
+                self.store
+                    .restore(&ctx.user_id, audit_call(&ctx).as_ref(), id, version)
+                    .await
+                    .map_err(store_error)
+            },
+        )
         .await
     }
 
-    pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Value> {
-        let access = MemoryAccess::notes_write(&[])
-            .keeping_lifetime()
-            .with_key(Some(id.as_str()));
+    pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Note> {
+        let args = json!({"note_id": id});
         self.govern(
-            CONFIRM,
-            &access,
-            json!({"note_id": id}),
+            memory_ops::CONFIRM,
+            &MemoryAccess::note_change(id),
+            args,
             |_, ctx| async move {
-                let note = self
-                    .store
-                    .confirm(
-                        &ctx.user_id,
-                        ctx.audit
-                            .as_ref()
-                            .cloned()
-                            .map(memory::CallKey::audit_only)
-                            .as_ref(),
-                        id,
-                    )
+                self.store
+                    .confirm(&ctx.user_id, audit_call(&ctx).as_ref(), id)
                     .await
-                    .map_err(store_error)?;
-                Ok(json!(note).to_string())
+                    .map_err(store_error)
             },
         )
         .await
@@ -172,23 +144,14 @@ impl CliMemory {
             .collect();
         let access = MemoryAccess::notes_write(&["notes"]);
         let args = json!({ "notes": texts });
-        self.govern(IMPORT, &access, args, |args, ctx| async move {
+        self.govern(memory_ops::IMPORT, &access, args, |args, ctx| async move {
             let notes = screened_notes(notes, &args)?;
             let report = self
                 .store
-                .import(
-                    &ctx.user_id,
-                    ctx.audit
-                        .as_ref()
-                        .cloned()
-                        .map(memory::CallKey::audit_only)
-                        .as_ref(),
-                    notes,
-                    similar,
-                )
+                .import(&ctx.user_id, audit_call(&ctx).as_ref(), notes, similar)
                 .await
                 .map_err(store_error)?;
-            Ok(json!(report).to_string())
+            Ok(json!(report))
         })
         .await
     }
@@ -200,145 +163,151 @@ impl CliMemory {
         let (paths, contents): (Vec<String>, Vec<String>) = files.into_iter().unzip();
         let access = MemoryAccess::notes_write(&["contents"]);
         let args = json!({"paths": paths, "contents": contents});
-        self.govern(IMPORT_TREE, &access, args, |args, ctx| async move {
-            let contents: Vec<String> = serde_json::from_value(args["contents"].clone())
-                .map_err(|e| ToolError::execution_with("the screened files", e))?;
-            let files: Vec<(String, String)> = paths.into_iter().zip(contents).collect();
-            let n = memory_tree::write_tree(&self.store, &ctx.user_id, &files, ctx.audit.as_ref())
-                .await
-                .map_err(|e| ToolError::execution(format!("{e:#}")))?;
-            Ok(json!({"imported_files": n}).to_string())
-        })
-        .await
-    }
-
-    /// `search`: the hybrid query as the CLI asks it, governed as `memory_search` (a read).
-    pub(crate) async fn search(&self, query: memory::HybridQuery) -> Result<Value> {
-        let args = json!({"query": query.text});
-        let access = MemoryAccess::notes_read();
         self.govern(
-            tools::MEMORY_SEARCH_TOOL_NAME,
+            memory_ops::IMPORT_TREE,
             &access,
             args,
-            |_, ctx| async move {
-                // The read rules of `[governance]` hold for each hit's namespace too; the store
-                // is asked for more when they name namespaces, so the answer is not left short.
-                let top_k = query.top_k;
-                let mut query = query;
-                query.top_k = tools::search_fetch_k(&ctx, top_k);
-                let hits = self.store.hybrid_query(&query).await.map_err(store_error)?;
-                let rows: Vec<Value> = tools::readable_hits(&ctx, hits, top_k)
-                    .iter()
-                    .map(|h| {
-                        json!({
-                            "note_id": h.note_id, "text": h.text, "score": h.score,
-                            "created_at": h.created_at, "updated_at": h.updated_at,
-                            "category": h.category, "tags": h.tags,
-                        })
-                    })
-                    .collect();
-                Ok(Value::Array(rows).to_string())
+            |args, ctx| async move {
+                let contents: Vec<String> = serde_json::from_value(args["contents"].clone())
+                    .map_err(|e| ToolError::execution_with("the screened files", e))?;
+                let files: Vec<(String, String)> = paths.into_iter().zip(contents).collect();
+                let n =
+                    memory_tree::write_tree(&self.store, &ctx.user_id, &files, ctx.audit.as_ref())
+                        .await
+                        .map_err(|e| ToolError::execution(format!("{e:#}")))?;
+                Ok(json!({"imported_files": n}))
             },
         )
         .await
     }
 
-    /// `get` and `history`: one note, or every version of it, governed as a read of that note.
-    pub(crate) async fn get(&self, id: &NoteId, history: bool) -> Result<Value> {
-        let access = MemoryAccess::notes_read().with_key(Some(id.as_str()));
-        let name = if history { HISTORY } else { GET };
-        self.govern(name, &access, json!({"note_id": id}), |_, ctx| async move {
-            let value = if history {
-                json!(
-                    self.store
-                        .history(&ctx.user_id, id)
-                        .await
-                        .map_err(store_error)?
-                )
-            } else {
-                json!(
-                    self.store
-                        .get_note(&ctx.user_id, id)
-                        .await
-                        .map_err(store_error)?
-                )
-            };
-            Ok(value.to_string())
+    /// `search`: the hybrid query as the CLI asks it, governed as `memory_search` (a read).
+    pub(crate) async fn search(&self, query: memory::HybridQuery) -> Result<Vec<SearchRow>> {
+        let args = json!({"query": query.text});
+        let access = MemoryAccess::notes_read();
+        self.govern(memory_ops::SEARCH, &access, args, |_, ctx| async move {
+            // The read rules of `[governance]` hold for each hit's namespace too; the store
+            // is asked for more when they name namespaces, so the answer is not left short.
+            let top_k = query.top_k;
+            let mut query = query;
+            query.top_k = tools::search_fetch_k(&ctx, top_k);
+            let hits = self.store.search(&query).await.map_err(store_error)?;
+            Ok(tools::readable_hits(&ctx, hits, top_k)
+                .into_iter()
+                .map(SearchRow::from)
+                .collect())
         })
         .await
     }
 
+    /// `get`: one note, governed as a read of that note.
+    pub(crate) async fn get(&self, id: &NoteId) -> Result<Note> {
+        self.govern(
+            memory_ops::GET,
+            &MemoryAccess::note_read(id),
+            json!({"note_id": id}),
+            |_, ctx| async move {
+                self.store
+                    .get_note(&ctx.user_id, id)
+                    .await
+                    .map_err(store_error)
+            },
+        )
+        .await
+    }
+
+    /// `history`: every version of a note, governed as a read of that note.
+    pub(crate) async fn history(&self, id: &NoteId) -> Result<NoteHistory> {
+        self.govern(
+            memory_ops::HISTORY,
+            &MemoryAccess::note_read(id),
+            json!({"note_id": id}),
+            |_, ctx| async move {
+                self.store
+                    .history(&ctx.user_id, id)
+                    .await
+                    .map_err(store_error)
+            },
+        )
+        .await
+    }
+
     /// `deleted`: the notes that can still be restored, governed as a read.
-    pub(crate) async fn deleted(&self) -> Result<Value> {
+    pub(crate) async fn deleted(&self) -> Result<Vec<DeletedNote>> {
         let access = MemoryAccess::notes_read();
-        self.govern(DELETED, &access, json!({}), |_, ctx| async move {
-            let deleted = self
-                .store
-                .list_deleted(&ctx.user_id)
-                .await
-                .map_err(store_error)?;
-            Ok(json!(deleted).to_string())
-        })
+        self.govern(
+            memory_ops::DELETED,
+            &access,
+            json!({}),
+            |_, ctx| async move {
+                self.store
+                    .list_deleted(&ctx.user_id)
+                    .await
+                    .map_err(store_error)
+            },
+        )
         .await
     }
 
     /// `list`, `export` and `export-tree`: a read the command carries out itself (it prints or
     /// writes as it goes), governed as `name`: refused before anything is read, and audited with
     /// its outcome, like every other read of the store.
-    pub(crate) async fn read<T>(
+    pub(crate) async fn read<T: Answer>(
         &self,
         name: &str,
         op: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let access = MemoryAccess::notes_read();
-        let mut ran = None;
-        let slot = &mut ran;
-        let governed = self
-            .registry
-            .governance()
-            .govern(
-                name,
-                &access,
-                json!({}),
-                &self.ctx,
-                OutputFormat::Text,
-                |_, _| async move {
-                    let result = op.await;
-                    // The outcome is what the closing stages record; the value goes back
-                    // through `slot`.
-                    let outcome = match &result {
-                        Ok(_) => Ok(String::new()),
-                        Err(e) => Err(ToolError::execution(format!("{e:#}"))),
-                    };
-                    *slot = Some(result);
-                    outcome
-                },
-            )
-            .await;
-        match (ran, governed) {
-            (Some(result), _) => result,
-            (None, Err(e)) => bail!("{e}"),
-            (None, Ok(_)) => bail!("the command did not run; try again"),
-        }
+        self.govern(name, &MemoryAccess::notes_read(), json!({}), |_, _| async {
+            op.await.map_err(|e| ToolError::execution(format!("{e:#}")))
+        })
+        .await
     }
 
-    async fn govern<F, Fut>(
+    /// `op` through the one pipeline as the `cli` surface; its typed answer, or the pipeline's
+    /// refusal or the operation's failure as the command's one-line error.
+    async fn govern<T, F, Fut>(
         &self,
         name: &str,
         access: &MemoryAccess,
         args: Value,
         op: F,
-    ) -> Result<Value>
+    ) -> Result<T>
     where
+        T: Answer,
         F: FnOnce(Value, ToolExecutionContext) -> Fut,
-        Fut: Future<Output = Result<String, ToolError>>,
+        Fut: Future<Output = Result<T, ToolError>>,
     {
-        let governance = self.registry.governance();
-        let output = governance
-            .govern(name, access, args, &self.ctx, OutputFormat::Json, op)
+        self.registry
+            .governance()
+            .govern(name, access, args, &self.ctx, op)
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        serde_json::from_str(&output).context("the answer is not JSON")
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// One hit of `search`, as the command prints it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SearchRow {
+    pub note_id: Option<NoteId>,
+    pub text: String,
+    pub score: f64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub category: Option<Category>,
+    pub tags: Vec<String>,
+}
+
+impl From<SearchHit> for SearchRow {
+    fn from(h: SearchHit) -> Self {
+        Self {
+            note_id: h.note_id,
+            text: h.text,
+            score: h.score,
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+            category: h.category,
+            tags: h.tags,
+        }
     }
 }
 
@@ -369,4 +338,10 @@ fn store_error(error: memory::MemoryError) -> ToolError {
         cause = c.source();
     }
     ToolError::execution(message)
+}
+
+/// The store's call for a CLI operation: no idempotency key (each command is one attempt), the
+/// pipeline's audit tag recorded in the write's own transaction.
+fn audit_call(ctx: &ToolExecutionContext) -> Option<memory::CallKey> {
+    ctx.audit.clone().map(memory::CallKey::audit_only)
 }

@@ -36,6 +36,7 @@
 //! serves. A registry without one still applies the default policy (secrets refused on every
 //! write), with no audit rows and no metrics.
 
+mod answer;
 mod audit;
 mod edit;
 mod metrics;
@@ -45,6 +46,7 @@ pub mod pii;
 mod rate;
 mod screen;
 
+pub use answer::{Answer, Failure, ToolText};
 pub use audit::AuditSink;
 pub(crate) use edit::{screen_edit, tell_redacted};
 pub use metrics::MemoryMetrics;
@@ -62,11 +64,11 @@ use types::{
     ToolExecutionContext, UntrustedInput,
 };
 
-use crate::{OutputFormat, ToolError};
+use crate::ToolError;
 use edit::WRITE_POLICY;
 use pii::PiiKind;
 use rate::RateLimiter;
-use screen::{audit_name, merge_counts, redact_output, screen_write, tag_counts};
+use screen::{audit_name, merge_counts, screen_write, tag_counts};
 
 /// The namespace of the notes tools (`memory_*`, `store_memory`, …): the user's own notes.
 pub const NOTES_NAMESPACE: &str = "notes";
@@ -116,6 +118,19 @@ impl MemoryAccess {
             operation: Operation::Delete,
             ..Self::notes_read()
         }
+    }
+
+    /// A read of the user's note `note_id`.
+    pub fn note_read(note_id: &types::NoteId) -> Self {
+        Self::notes_read().with_key(Some(note_id.as_str()))
+    }
+
+    /// A write to the user's note `note_id` that stores no new text and keeps its lifetime (a
+    /// restore, a confirmation).
+    pub fn note_change(note_id: &types::NoteId) -> Self {
+        Self::notes_write(&[])
+            .keeping_lifetime()
+            .with_key(Some(note_id.as_str()))
     }
 
     /// A write to the user's notes whose free text is in `text_fields`.
@@ -340,21 +355,23 @@ impl Governance {
     /// One governed memory operation: the admission stages (permission, rate limit, PII and
     /// secrets on write), then `op` with the (possibly redacted) arguments and a context carrying
     /// the call's audit tag (so that a write records its row in its own transaction), then the
-    /// closing stages (PII on the way out, audit of reads and failures, metrics). The registry
-    /// runs every memory tool call through here; a surface whose operation is no tool (the CLI's
-    /// import, restore, confirm) calls it directly, so that both pass the same stages.
-    pub async fn govern<F, Fut>(
+    /// closing stages (PII on the way out, audit of reads and failures, metrics). Every surface
+    /// passes here: the registry for each memory tool call (its [`ToolText`]), the runtime, the
+    /// gateway and the CLI for operations that are no tool, each getting its own typed answer
+    /// back. A refusal before `op` ran is the pipeline's [`ToolError`], converted into `E`.
+    pub async fn govern<T, E, F, Fut>(
         &self,
         tool: &str,
         access: &MemoryAccess,
         args: Value,
         ctx: &ToolExecutionContext,
-        format: OutputFormat,
         op: F,
-    ) -> Result<String, ToolError>
+    ) -> Result<T, E>
     where
+        T: Answer,
+        E: Failure,
         F: FnOnce(Value, ToolExecutionContext) -> Fut,
-        Fut: Future<Output = Result<String, ToolError>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let mut args = args;
         let admitted = self.admit(tool, access, &mut args, ctx).await?;
@@ -373,18 +390,17 @@ impl Governance {
         let result = WRITE_POLICY
             .scope(admitted.policy, op(args, governed))
             .await;
-        self.finish(admitted, ctx, format, result).await
+        self.finish(admitted, ctx, result).await
     }
 
-    /// The stages after the tool ran: redaction of the result for the surface, the audit row of
-    /// a read or a failure (a successful write recorded its own), metrics.
-    async fn finish(
+    /// The stages after the operation ran: redaction of the answer for the surface, the audit
+    /// row of a read or a failure (a successful write recorded its own), metrics.
+    async fn finish<T: Answer, E: Failure>(
         &self,
         admitted: Admitted,
         ctx: &ToolExecutionContext,
-        format: OutputFormat,
-        result: Result<String, ToolError>,
-    ) -> Result<String, ToolError> {
+        result: Result<T, E>,
+    ) -> Result<T, E> {
         let Admitted {
             mut tag,
             policy,
@@ -392,22 +408,24 @@ impl Governance {
             redacted,
             ..
         } = admitted;
-        let result = result.map(|output| tell_redacted(output, &redacted));
+        let result = result.map(|answer| answer.tell_redacted(&redacted));
         let result = match result {
-            Ok(output) if policy.pii_out == PiiAction::Redact => {
-                let (output, counts) = {
+            Ok(answer) if policy.pii_out == PiiAction::Redact => {
+                let screened = {
                     let _span = tracing::info_span!("pii_out", tool = %tag.tool).entered();
-                    redact_output(&output, format)
+                    answer.redact_pii()
                 };
-                if !counts.is_empty() {
-                    let n: u32 = counts.values().sum();
-                    tracing::info!(redacted = n, "personal data redacted from a result");
-                    if let Some(m) = &self.metrics {
-                        m.redacted(&tag.tool, n);
+                screened.map_err(E::from).map(|(answer, counts)| {
+                    if !counts.is_empty() {
+                        let n: u32 = counts.values().sum();
+                        tracing::info!(redacted = n, "personal data redacted from a result");
+                        if let Some(m) = &self.metrics {
+                            m.redacted(&tag.tool, n);
+                        }
+                        merge_counts(&mut tag.redactions, &counts);
                     }
-                    merge_counts(&mut tag.redactions, &counts);
-                }
-                Ok(output)
+                    answer
+                })
             }
             other => other,
         };

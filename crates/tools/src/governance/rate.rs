@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use types::{RateLimit, RateLimitsConfig, Surface};
+use types::{RateLimit, RateLimitsConfig, Surface, memory_ops};
 
 use super::permissions::matches;
 
@@ -85,9 +85,17 @@ impl RateLimiter {
         tool: &str,
         namespace: &str,
     ) -> Result<(), Limited> {
+        // A limit may be written under an old name of the operation (see `OP_ALIASES`).
         let tool_limit = config
             .tools
             .get_key_value(tool)
+            .or_else(|| {
+                let name = memory_ops::op_name(tool)?;
+                config
+                    .tools
+                    .iter()
+                    .find(|(n, _)| memory_ops::op_name(n) == Some(name))
+            })
             .or_else(|| config.tools.get_key_value("*"));
         let ns_limit = config
             .namespaces

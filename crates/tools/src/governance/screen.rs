@@ -273,20 +273,26 @@ pub(super) fn redact_output(output: &str, format: OutputFormat) -> (String, PiiC
     if format == OutputFormat::Json
         && let Ok(mut value) = serde_json::from_str::<Value>(output)
     {
-        let mut counts = PiiCounts::new();
-        pii::each_string(&mut value, &mut |s: &mut String| {
-            let (out, c) = pii::redact(s, |_| true);
-            if !c.is_empty() {
-                *s = out;
-                for (k, n) in c {
-                    *counts.entry(k).or_default() += n;
-                }
-            }
-        });
+        let counts = redact_value(&mut value);
         if counts.is_empty() {
             return (output.to_owned(), counts);
         }
         return (value.to_string(), counts);
     }
     pii::redact(output, |_| true)
+}
+
+/// Every string of `value` with its personal data redacted; how much was.
+pub(super) fn redact_value(value: &mut Value) -> PiiCounts {
+    let mut counts = PiiCounts::new();
+    pii::each_string(value, &mut |s: &mut String| {
+        let (out, c) = pii::redact(s, |_| true);
+        if !c.is_empty() {
+            *s = out;
+            for (k, n) in c {
+                *counts.entry(k).or_default() += n;
+            }
+        }
+    });
+    counts
 }

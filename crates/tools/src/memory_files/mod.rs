@@ -26,7 +26,7 @@ use crate::memory_tools::{MemoryHandle, map_error};
 use crate::{Interruption, Tool, ToolError};
 
 /// The name of the tool, as Anthropic's models know it.
-pub const MEMORY_FILES_TOOL_NAME: &str = "memory";
+pub const MEMORY_FILES_TOOL_NAME: &str = types::memory_ops::FILES;
 
 const COMMANDS: [&str; 7] = [
     "view",

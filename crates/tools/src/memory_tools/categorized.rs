@@ -20,9 +20,9 @@ use super::common::{
 };
 use crate::{Interruption, Tool, ToolError};
 
-pub const STORE_MEMORY_TOOL_NAME: &str = "store_memory";
-pub const SEARCH_MEMORIES_TOOL_NAME: &str = "search_memories";
-pub const LIST_MEMORIES_TOOL_NAME: &str = "list_memories";
+pub const STORE_MEMORY_TOOL_NAME: &str = types::memory_ops::STORE_MEMORY;
+pub const SEARCH_MEMORIES_TOOL_NAME: &str = types::memory_ops::SEARCH_MEMORIES;
+pub const LIST_MEMORIES_TOOL_NAME: &str = types::memory_ops::LIST_MEMORIES;
 
 const CATEGORIES: [&str; 4] = ["fact", "pattern", "preference", "capability"];
 

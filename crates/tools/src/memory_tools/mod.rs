@@ -37,10 +37,10 @@ use types::{MemoryDialect, MemoryDialects, RetrievalConfig};
 use crate::memory_files::MemoryFiles;
 use crate::{Tool, ToolError, ToolRegistry};
 
-pub const MEMORY_SEARCH_TOOL_NAME: &str = "memory_search";
-pub const MEMORY_SAVE_TOOL_NAME: &str = "memory_save";
-pub const MEMORY_UPDATE_TOOL_NAME: &str = "memory_update";
-pub const MEMORY_DELETE_TOOL_NAME: &str = "memory_delete";
+pub const MEMORY_SEARCH_TOOL_NAME: &str = types::memory_ops::SEARCH;
+pub const MEMORY_SAVE_TOOL_NAME: &str = types::memory_ops::SAVE;
+pub const MEMORY_UPDATE_TOOL_NAME: &str = types::memory_ops::UPDATE;
+pub const MEMORY_DELETE_TOOL_NAME: &str = types::memory_ops::DELETE;
 
 /// The four memory tools over `memory` (or, with `None`, tools that explain memory is not
 /// configured when called).

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use super::memory_ops::tool_classes;
 use crate::Surface;
 
 /// `[governance]`.
@@ -93,26 +94,6 @@ impl Default for OperationRule {
             allowed_context_types: None,
         }
     }
-}
-
-/// The operation classes a governed operation name performs: the table that maps a
-/// `[governance.tool_permissions.<name>]` entry to the classes it rules. `None` for a name that
-/// is no governed operation.
-pub fn tool_classes(name: &str) -> Option<&'static [Operation]> {
-    use Operation::{Delete, Read, Write};
-    Some(match name {
-        "memory_search" | "search_memories" | "list_memories" | "listMemory" | "getContext"
-        | "memory_get" | "memory_list" | "memory_export" | "memory_export_tree"
-        | "memory_history" | "memory_deleted" | "memory_recall" | "note_history"
-        | "list_deleted_notes" | "list_notes" | "search_notes" | "get_note" => &[Read],
-        "memory_save" | "store_memory" | "putMemory" | "memory_update" | "memory_import"
-        | "memory_import_tree" | "memory_restore" | "memory_confirm" | "restore_note"
-        | "confirm_note" | "update_note" | "undo_note" => &[Write],
-        "memory_delete" | "delete_note" => &[Delete],
-        // The files dialect's one tool views, writes and deletes.
-        "memory" => &[Read, Write, Delete],
-        _ => return None,
-    })
 }
 
 /// One tool's permissions, as in the ADR.

@@ -5,6 +5,7 @@
 mod gateway;
 mod governance;
 mod memory;
+pub mod memory_ops;
 mod pricing;
 mod provider;
 mod runtime;
@@ -15,9 +16,9 @@ pub use gateway::GatewayLimitsConfig;
 pub use governance::{
     GovernanceConfig, Operation, OperationRule, OperationRules, PiiAction, RateLimit,
     RateLimitsConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
-    tool_classes,
 };
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
+pub use memory_ops::tool_classes;
 pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};

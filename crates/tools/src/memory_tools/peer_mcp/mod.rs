@@ -21,9 +21,9 @@ use types::PricingConfig;
 
 use crate::Tool;
 
-pub const LIST_MEMORY_TOOL_NAME: &str = "listMemory";
-pub const GET_CONTEXT_TOOL_NAME: &str = "getContext";
-pub const PUT_MEMORY_TOOL_NAME: &str = "putMemory";
+pub const LIST_MEMORY_TOOL_NAME: &str = types::memory_ops::LIST_MEMORY;
+pub const GET_CONTEXT_TOOL_NAME: &str = types::memory_ops::GET_CONTEXT;
+pub const PUT_MEMORY_TOOL_NAME: &str = types::memory_ops::PUT_MEMORY;
 
 /// The three peer tools over `memory`; `getContext` prices token usage with `pricing`.
 pub fn peer_mcp_tools(
