@@ -54,6 +54,8 @@ mod reindex;
 mod remote;
 mod restore;
 mod retrieval;
+mod schedule_runs;
+mod schedules;
 mod search;
 mod sessions;
 mod sign_codes;
@@ -98,6 +100,11 @@ pub use query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights
 pub use query_words::query_terms;
 pub use receipts::{CallKey, RECEIPT_DAYS, WriteReceipt, note_version};
 pub use retrieval::MemoryRetrieval;
+pub use schedule_runs::{NewNotification, Notification, RunEnded, RunNext};
+pub use schedules::{
+    MAX_INSTRUCTION_BYTES, MAX_SCHEDULE_TITLE_CHARS, NewSchedule, Schedule, ScheduleChange,
+    ScheduleState,
+};
 pub use sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use store::{MemoryStore, OpenOptions, ProgressFn};
 pub use summary::SummaryState;

@@ -17,5 +17,6 @@ mod memory_trust;
 mod memory_trust_surfaces;
 mod peer_mcp;
 mod registry;
+mod schedule_tools;
 mod screening;
 mod shell_exec;

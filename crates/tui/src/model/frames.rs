@@ -194,6 +194,9 @@ impl App {
             | ServerFrame::DeletedNotes { .. }
             | ServerFrame::NoteRestored { .. }
             | ServerFrame::NoteConfirmed { .. }) => return self.on_note_frame(note),
+            s @ (ServerFrame::Notification { .. } | ServerFrame::Schedules { .. }) => {
+                return self.on_schedule_frame(s);
+            }
         }
         Vec::new()
     }

@@ -8,6 +8,7 @@ mod memory;
 mod pricing;
 mod provider;
 mod runtime;
+mod schedules;
 mod tools;
 
 pub use gateway::GatewayLimitsConfig;
@@ -20,6 +21,7 @@ pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, Retrie
 pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
+pub use schedules::{SchedulesConfig, UserConfig};
 pub use tools::{MemoryDialect, MemoryDialects, ToolsConfig};
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +56,10 @@ pub struct AgentConfig {
     pub governance: GovernanceConfig,
     /// `[pricing."<model>"]`: prices per model, for reporting usage in money.
     pub pricing: PricingConfig,
+    /// `[user]`: the user's time zone.
+    pub user: UserConfig,
+    /// `[schedules]`: what the agent does on its own at a time.
+    pub schedules: SchedulesConfig,
 }
 
 impl AgentConfig {
@@ -65,6 +71,7 @@ impl AgentConfig {
         self.runtime.validate()?;
         self.gateway.validate()?;
         self.governance.validate()?;
+        self.schedules.validate()?;
         pricing::validate(&self.pricing)
     }
 }
