@@ -29,6 +29,9 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(30);
 /// A run that starts this long after its time is marked late.
 pub const LATE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 
+/// How often the loop looks again while a due schedule's run is under way.
+const BUSY_POLL: Duration = Duration::from_secs(1);
+
 /// Most due schedules started in one pass.
 const BATCH: u32 = 64;
 
@@ -141,9 +144,10 @@ impl Scheduler {
                 });
             }
             let wait = self.until_next().await;
-            // A run under way keeps its schedule due: wait for a wake-up rather than spin.
+            // A run under way keeps its schedule due: look again each second (its end wakes the
+            // loop too) rather than spin, so other schedules still start on time.
             let wait = match wait.is_zero() {
-                true => MAX_SLEEP,
+                true => BUSY_POLL,
                 false => wait,
             };
             tokio::select! {
