@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::ws::WebSocket;
 use futures::StreamExt;
 use runtime::ApprovalDecision;
+use types::ClientFrame::{ChangeSchedule, ListSchedules};
 use types::{
     ApprovalScope, ClientFrame, ErrorCode, ServerFrame, SessionId, SessionSummary,
     ToolExecutionContext,
@@ -53,6 +54,7 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Adm
         hub: None,
     };
     if conn.attach_first(session_id, last_seq).await {
+        let _joined = crate::notify::join(&conn.user, &conn.outbox).await;
         conn.run(&mut stream).await;
     }
     conn.detach();
@@ -60,16 +62,16 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Adm
     drain(&mut stream).await;
 }
 
-struct Conn {
+pub(crate) struct Conn {
     shared: Arc<Shared>,
-    user: Arc<UserAgent>,
+    pub(crate) user: Arc<UserAgent>,
     outbox: Outbox,
     /// The current session.
-    hub: Option<Arc<SessionHub>>,
+    pub(crate) hub: Option<Arc<SessionHub>>,
 }
 
 /// A refusal to send back: code, message.
-type Refusal = (ErrorCode, String);
+pub(crate) type Refusal = (ErrorCode, String);
 
 impl Conn {
     /// Attaches the session named in `hello` (or a new one) and sends `hello_ok`.
@@ -190,6 +192,7 @@ impl Conn {
             | ClientFrame::ListDeletedNotes
             | ClientFrame::RestoreNote { .. }
             | ClientFrame::ConfirmNote { .. }) => self.notes(note).await,
+            s @ (ListSchedules | ChangeSchedule { .. }) => self.schedules(s).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

@@ -9,7 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame};
 use crate::GatewayConfig;
 
 /// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 19] = [
+pub const CLIENT_FRAME_TYPES: [&str; 21] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -29,6 +29,8 @@ pub const CLIENT_FRAME_TYPES: [&str; 19] = [
     "list_deleted_notes",
     "restore_note",
     "confirm_note",
+    "list_schedules",
+    "change_schedule",
 ];
 
 /// One read from the client.

@@ -19,6 +19,9 @@
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
 //! - `notes` — the user's notes: list, search, get, edit, delete
+//! - `notify` — notifications of scheduled runs to every client of the user, unread ones on connect
+//! - `scheduled` — the host of a user's scheduler: runs as turns on hubs, notifications out
+//! - `schedules` — the user's schedules from a client: list, cancel, pause, resume
 //! - `session` — a session's live state: seq, event log, active turn, subscribers
 //! - `shared` — [`Shared`](shared::Shared): what every connection and handler of a running gateway sees
 //! - `title` — a session's title from its first message
@@ -27,7 +30,7 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
-//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes` its note examples
+//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules` its note and schedule examples
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
@@ -43,9 +46,13 @@ mod limits;
 mod mcp_route;
 mod metrics;
 mod notes;
+mod notify;
 mod outbound;
+mod scheduled;
+mod schedules;
 mod schema;
 mod schema_notes;
+mod schema_schedules;
 mod server;
 mod session;
 mod shared;

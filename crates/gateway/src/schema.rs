@@ -157,6 +157,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
         both(ClientFrame::Ping),
     ];
     frames.extend(crate::schema_notes::client_examples());
+    frames.extend(crate::schema_schedules::client_examples());
     for (frame, _) in &frames {
         client_covered(frame);
     }
@@ -183,7 +184,9 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::NoteHistory { .. }
         | ClientFrame::ListDeletedNotes
         | ClientFrame::RestoreNote { .. }
-        | ClientFrame::ConfirmNote { .. } => {}
+        | ClientFrame::ConfirmNote { .. }
+        | ClientFrame::ListSchedules
+        | ClientFrame::ChangeSchedule { .. } => {}
     }
 }
 
@@ -249,6 +252,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         }),
     ]);
     frames.extend(crate::schema_notes::server_examples());
+    frames.extend(crate::schema_schedules::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
     }
@@ -395,7 +399,9 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::NoteVersions { .. }
         | ServerFrame::DeletedNotes { .. }
         | ServerFrame::NoteRestored { .. }
-        | ServerFrame::NoteConfirmed { .. } => {}
+        | ServerFrame::NoteConfirmed { .. }
+        | ServerFrame::Schedules { .. }
+        | ServerFrame::Notification { .. } => {}
     }
 }
 

@@ -73,6 +73,9 @@ impl Gateway {
             .route("/metrics", get(crate::metrics::serve))
             .route("/mcp", any(crate::mcp_route::handle))
             .with_state(Arc::clone(&shared));
+        for user in shared.users.values() {
+            crate::scheduled::start(user, &shared);
+        }
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {
             let app = app.into_make_service_with_connect_info::<Admission>();

@@ -37,7 +37,10 @@ pub(crate) fn spawn_turn(request: TurnRequest) {
     });
 }
 
-async fn run(request: TurnRequest) {
+/// Runs the turn to its end on `request.hub`; its outcome.
+pub(crate) async fn run(
+    request: TurnRequest,
+) -> Result<runtime::TurnOutcome, runtime::RuntimeError> {
     let TurnRequest {
         user,
         hub,
@@ -66,8 +69,9 @@ async fn run(request: TurnRequest) {
         }
     };
     let (result, ()) = tokio::join!(work, forward);
-    if let Err(e) = result {
+    if let Err(e) = &result {
         tracing::info!(error = %e, session = %session, "turn ended with an error");
     }
     user.settle_session(&session).await;
+    result
 }

@@ -29,6 +29,10 @@ pub struct UserAgent {
     pub(crate) metrics: Option<MetricsRender>,
     /// The user's tools over MCP at `/mcp` (see [`UserAgent::with_mcp`]).
     pub(crate) mcp: Option<mcp::McpHttpService>,
+    /// Runs the user's due schedules while the gateway serves (see [`UserAgent::with_scheduler`]).
+    pub(crate) scheduler: Option<Arc<runtime::Scheduler>>,
+    /// The user's connected clients, for notifications.
+    pub(crate) clients: crate::notify::Clients,
     live: Mutex<Live>,
 }
 
@@ -81,6 +85,8 @@ impl UserAgent {
             approvals,
             metrics: None,
             mcp: None,
+            scheduler: None,
+            clients: crate::notify::Clients::default(),
             live: Mutex::default(),
         }
     }
@@ -98,6 +104,14 @@ impl UserAgent {
     pub fn with_mcp(mut self, server: mcp::McpServer, mut limits: mcp::McpLimits) -> Self {
         limits.on_closed = Some(Arc::new(crate::trim::soon));
         self.mcp = Some(mcp::http_service_with(server, limits));
+        self
+    }
+
+    /// Runs `scheduler` (this user's) from [`crate::Gateway::start`] until shutdown: scheduled
+    /// runs are turns on their sessions' hubs, and their notifications go to this user's clients.
+    #[must_use]
+    pub fn with_scheduler(mut self, scheduler: runtime::Scheduler) -> Self {
+        self.scheduler = Some(Arc::new(scheduler));
         self
     }
 

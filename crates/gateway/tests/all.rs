@@ -22,6 +22,7 @@ mod note_lifecycle;
 mod notes;
 mod notes_reads;
 mod notices;
+mod schedules;
 mod schema;
 mod session_titles;
 mod turns;

@@ -58,6 +58,11 @@ pub use notes::note::{ExportedNote, MAX_NOTE_BYTES, Note};
 pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use notes::provenance::{Origin, Provenance};
 pub use notes::receipts::{CallKey, WriteReceipt, Written, note_version};
+pub use notes::schedule_runs::{NewNotification, Notification, RunEnded, RunNext};
+pub use notes::schedules::{
+    MAX_INSTRUCTION_BYTES, MAX_SCHEDULE_TITLE_CHARS, NewSchedule, Schedule, ScheduleChange,
+    ScheduleState,
+};
 pub use notes::sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use notes::summary::SummaryState;
 pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};

@@ -23,6 +23,7 @@ mod remote_requests;
 mod replica;
 mod restore_places;
 mod round_trips;
+mod schedules;
 mod search;
 mod sessions;
 mod store;

@@ -1,7 +1,8 @@
 //! One user's agent, composed in one place: the store `[memory]` asks for (none at all when
 //! `enabled = false`), the tool registry from [`tools::builtin_tools`] over that same store, and
 //! the runtime that keeps history and recalls notes in it. `oxydra-vm` serves what [`compose`]
-//! builds; nothing else in the product composes an agent, so a registry and a runtime can never
+//! builds (with the schedule tools and the user's schedules when `[schedules]` is on); nothing
+//! else in the product composes an agent, so a registry and a runtime can never
 //! be wired to two different stores.
 
 use std::path::Path;
@@ -48,6 +49,9 @@ pub struct Agent {
     pub metrics: Arc<MemoryMetrics>,
     /// The tools served over MCP (see [`mcp_registry`]), over the same store.
     pub mcp_tools: Arc<ToolRegistry>,
+    /// The user's schedules (`[schedules] enabled` with a store): the schedule tools are in the
+    /// registry over them; give them to a `runtime::Scheduler` served by the gateway.
+    pub schedules: Option<tools::Schedules>,
 }
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
@@ -60,6 +64,9 @@ pub enum ComposeError {
     Memory(#[source] MemoryError),
     #[error("cannot assemble the tools")]
     Tools(#[source] ToolError),
+    /// `[user] timezone` names no time zone.
+    #[error("invalid setting `user.timezone`: {0}")]
+    Timezone(String),
 }
 
 /// Composes the agent of the user whose workspace root is `user_root`: opens the store (unless
@@ -101,9 +108,23 @@ pub async fn compose(
         governance = governance.with_audit(Arc::new(store.clone()));
     }
     let governance = Arc::new(governance);
-    let registry = registry(store.as_ref(), config)
-        .map_err(ComposeError::Tools)?
-        .with_governance(Arc::clone(&governance));
+    let schedules = match (&store, config.schedules.enabled) {
+        (Some(store), true) => {
+            let zone = tools::resolve_timezone(config.user.timezone.as_deref())
+                .map_err(ComposeError::Timezone)?;
+            Some(tools::Schedules::new(
+                store.clone(),
+                config.schedules.clone(),
+                zone,
+            ))
+        }
+        _ => None,
+    };
+    let mut registry = registry(store.as_ref(), config).map_err(ComposeError::Tools)?;
+    for tool in schedules.iter().flat_map(tools::schedule_tools) {
+        registry.register(tool).map_err(ComposeError::Tools)?;
+    }
+    let registry = registry.with_governance(Arc::clone(&governance));
     let mcp_tools =
         Arc::new(mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
@@ -129,6 +150,7 @@ pub async fn compose(
         sweeper,
         metrics,
         mcp_tools,
+        schedules,
     })
 }
 

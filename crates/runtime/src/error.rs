@@ -55,6 +55,11 @@ pub enum RuntimeError {
     /// `permission_denied`, `rate_limited`, `pii_detected`); `message` is its own, safe to show.
     #[error("{message}")]
     NoteRefused { kind: &'static str, message: String },
+
+    /// A schedule request was refused or cannot be served (schedules off, not found, refused by
+    /// governance); the text is the tool's own, safe to show.
+    #[error("{0}")]
+    ScheduleRefused(String),
 }
 
 impl RuntimeError {
@@ -68,7 +73,8 @@ impl RuntimeError {
             | RuntimeError::MemoryDisabled
             | RuntimeError::NoteNotFound(_)
             | RuntimeError::NoteVersionMismatch(_)
-            | RuntimeError::InvalidNoteRequest(_) => false,
+            | RuntimeError::InvalidNoteRequest(_)
+            | RuntimeError::ScheduleRefused(_) => false,
             RuntimeError::NoteRefused { kind, .. } => *kind == "rate_limited",
         }
     }

@@ -30,6 +30,9 @@
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
 //! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
 //! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
+//! - `scheduler` — [`Scheduler`]: one user's due schedules run as turns of their own ([`RunHost`])
+//! - `scheduled_run` — one scheduled run: its context, input, retries and notification
+//! - `schedule_ops` — the user's list, cancel, pause and resume of schedules, governed
 //! - `error` — [`RuntimeError`]
 
 mod approval;
@@ -45,6 +48,9 @@ mod prompt;
 mod recall;
 mod reply;
 mod runtime;
+mod schedule_ops;
+mod scheduled_run;
+mod scheduler;
 mod sessions;
 mod summary;
 mod turn;
@@ -60,5 +66,7 @@ pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};
 pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
+pub use scheduled_run::{notification_view, schedule_session};
+pub use scheduler::{LATE_AFTER, MAX_SLEEP, RunHost, Scheduler};
 pub use sessions::{Conversation, HistoryEntry};
 pub use types::TurnEvent;

@@ -12,7 +12,8 @@
 //! the MCP peer's `listMemory`, `getContext` and `putMemory` ([`peer_mcp_tools`]) keep keyed values
 //! there too. `shell_exec`
 //! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
-//! runs a command on the host itself.
+//! runs a command on the host itself. The schedule tools (`schedule_create`, `schedule_list`,
+//! `schedule_cancel`, `schedule_pause`) keep the user's schedules in their store ([`Schedules`]).
 //!
 //! Every memory call is also governed ([`governance`]): permissions, rate limits, PII and secret
 //! handling, an audit row in the same transaction as the change, and metrics, per surface.
@@ -30,6 +31,7 @@ mod memory_files;
 mod memory_tools;
 pub mod policy;
 mod registry;
+mod schedule_tools;
 mod scrub;
 mod shell;
 mod tool;
@@ -38,6 +40,7 @@ mod validate;
 pub mod web;
 
 pub use builtin::{builtin_tools, builtin_tools_for, file_tools};
+pub use chrono_tz::Tz;
 pub use error::ToolError;
 pub use files::{FileDelete, FileEdit, FileList, FileRead, FileSearch, FileWrite, MAX_FILE_BYTES};
 pub use governance::{Governance, MemoryAccess, MemoryMetrics};
@@ -60,6 +63,12 @@ pub use memory_tools::{
 /// A search's hits as its caller may read them (what the CLI's search shares with the tools).
 pub use memory_tools::{fetch_k as search_fetch_k, readable as readable_hits};
 pub use registry::{ToolOutcome, ToolRegistry};
+pub use schedule_tools::{
+    ManualWallClock, SCHEDULE_CANCEL_TOOL_NAME, SCHEDULE_CREATE_TOOL_NAME, SCHEDULE_LIST_TOOL_NAME,
+    SCHEDULE_PAUSE_TOOL_NAME, SCHEDULES_NAMESPACE, ScheduleCancel, ScheduleCreate, ScheduleList,
+    SchedulePause, Schedules, SystemWallClock, WallClock, When, next_run, parse_when,
+    resolve_timezone, schedule_json, schedule_tools, schedule_view,
+};
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{
     DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS,

@@ -17,6 +17,7 @@ mod memory_trust;
 mod memory_trust_surfaces;
 mod peer_mcp;
 mod registry;
+mod schedule_tools;
 mod screening;
 mod shell_exec;
 mod web_fetch;

@@ -20,6 +20,8 @@ pub enum Command {
     Details,
     /// `/memory …`: the user's saved notes.
     Memory(MemoryCommand),
+    /// `/schedules [cancel|pause|resume <n>]`: the user's schedules.
+    Schedules(crate::model::SchedulesCommand),
     /// `/undo [n]`: take back memory change `n` (the latest without it).
     Undo { n: Option<usize> },
     /// `/help`
@@ -52,7 +54,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 19] = [
+pub const COMMANDS: [(&str, &str); 20] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -85,6 +87,10 @@ pub const COMMANDS: [(&str, &str); 19] = [
         "vouch for a note saved after untrusted tool output",
     ),
     ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
+    (
+        "/schedules [cancel|pause|resume <n>]",
+        "your schedules, or change one",
+    ),
     ("/help", "keys and commands"),
     ("/quit", "leave (also Ctrl+D on an empty line)"),
 ];
@@ -113,6 +119,9 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
             title: (!arg.is_empty()).then(|| arg.to_owned()),
         }),
         "sessions" | "ls" => no_arg(Command::Sessions),
+        "schedules" => crate::model::parse_schedules(arg)
+            .map(Command::Schedules)
+            .map_err(CommandError),
         "switch" | "sw" if arg.is_empty() => Err(CommandError(
             "/switch needs a session: a number from /sessions, or its id".into(),
         )),

@@ -20,6 +20,7 @@ mod ids;
 mod message;
 mod note_views;
 mod protocol;
+mod schedule_views;
 mod shell;
 pub mod terminal;
 mod tool;
@@ -34,8 +35,8 @@ pub use config::{
     GatewayLimitsConfig, GovernanceConfig, MEMORY_TOOL_BETA, MemoryConfig, MemoryDialect,
     MemoryDialects, ModelPrice, Operation, OperationRule, OperationRules, PiiAction, PricingConfig,
     ProviderConfig, ProviderKind, RateLimit, RateLimitsConfig, RetrievalConfig, RuntimeConfig,
-    SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission, ToolsConfig,
-    tool_classes,
+    SchedulesConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
+    ToolsConfig, UserConfig, tool_classes,
 };
 pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{
@@ -49,6 +50,7 @@ pub use protocol::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
     SessionSummary,
 };
+pub use schedule_views::{NotificationView, ScheduleAction, ScheduleView};
 pub use shell::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
     MAX_SHELL_TIMEOUT_MS, SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap,

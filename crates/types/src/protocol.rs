@@ -9,7 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    DeletedNoteView, Message, NoteVersionView, NoteView, SessionId, TurnEvent, TurnId, UserId,
+    DeletedNoteView, Message, NoteVersionView, NoteView, NotificationView, ScheduleAction,
+    ScheduleView, SessionId, TurnEvent, TurnId, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -110,6 +111,13 @@ pub enum ClientFrame {
     /// Vouches for an unconfirmed note (saved after untrusted tool output), so recall may use
     /// it; answered with `note_confirmed`.
     ConfirmNote { note_id: String },
+    /// The user's schedules; answered with `schedules`.
+    ListSchedules,
+    /// Cancels, pauses or resumes one of the user's schedules; answered with `schedules`.
+    ChangeSchedule {
+        schedule_id: String,
+        action: ScheduleAction,
+    },
 }
 
 /// How far an approval reaches.
@@ -168,6 +176,17 @@ pub enum ServerFrame {
         next_before: Option<u64>,
     },
     Pong,
+    /// The user's active and paused schedules (times in `timezone`).
+    Schedules {
+        schedules: Vec<ScheduleView>,
+        timezone: String,
+    },
+    /// A scheduled run's result, pushed to every connected client of the user; stored while
+    /// none is connected and sent (`unread: true`) on the next connect.
+    Notification {
+        #[serde(flatten)]
+        notification: NotificationView,
+    },
     /// This client fell behind on `session_id` and was unsubscribed from it. `last_seq` is the
     /// last event queued for it; send `resync` with the last `seq` actually received.
     Lagged {

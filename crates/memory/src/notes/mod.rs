@@ -21,6 +21,8 @@ pub(crate) mod paths;
 pub(crate) mod provenance;
 pub(crate) mod receipts;
 pub(crate) mod restore;
+pub(crate) mod schedule_runs;
+pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod summary;
 pub(crate) mod transfer;

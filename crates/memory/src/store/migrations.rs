@@ -325,6 +325,46 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         "DROP TRIGGER IF EXISTS chunks_fts_update",
         "DROP TABLE IF EXISTS chunks_fts",
     ],
+}, Migration {
+    version: 13,
+    name: "schedules and the notifications of their runs",
+    // One row per schedule of a user (see `schedules.rs`): the next run in UTC, the recurrence as
+    // a cron expression read in its time zone; and one row per notification a run left, unread
+    // until a client was shown it.
+    statements: &[
+        "CREATE TABLE schedules (
+            schedule_id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            instruction TEXT NOT NULL,
+            when_text TEXT NOT NULL,
+            recurrence TEXT,
+            timezone TEXT NOT NULL,
+            next_run_at TEXT,
+            state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'done', 'cancelled')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_run_at TEXT,
+            last_outcome TEXT,
+            provenance_json TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )",
+        "CREATE INDEX schedules_due ON schedules (user_id, state, next_run_at)",
+        "CREATE TABLE schedule_notifications (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            schedule_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL,
+            late INTEGER NOT NULL,
+            due_at TEXT NOT NULL,
+            at TEXT NOT NULL,
+            read_at TEXT
+        )",
+        "CREATE INDEX schedule_notifications_unread ON schedule_notifications (user_id, read_at)",
+    ],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

@@ -87,6 +87,9 @@ impl App {
             | ServerFrame::DeletedNotes { .. }
             | ServerFrame::NoteRestored { .. }
             | ServerFrame::NoteConfirmed { .. }) => self.on_note_frame(note),
+            s @ (ServerFrame::Notification { .. } | ServerFrame::Schedules { .. }) => {
+                self.on_schedule_frame(s)
+            }
         }
     }
 

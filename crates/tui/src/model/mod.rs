@@ -15,6 +15,7 @@ mod frames;
 mod keys;
 mod memory;
 mod memory_history;
+mod schedules;
 mod sessions;
 pub mod tool_line;
 pub mod transcript;
@@ -33,6 +34,7 @@ use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, 
 use crate::editor::Editor;
 pub use approval::{ARM_DELAY, ApprovalChoice, PendingApproval};
 pub use memory::{MemoryChange, Undo};
+pub use schedules::{SchedulesCommand, notification_line, parse_schedules};
 pub use tool_line::ToolState;
 pub use transcript::{Entry, Level};
 
@@ -156,6 +158,8 @@ pub struct App {
     history: HistoryCursor,
     pub last_usage: Option<Usage>,
     memory: memory::MemoryView,
+    /// The ids of the last `/schedules` list, by number.
+    schedule_ids: Vec<String>,
     pub quit: bool,
 }
 
@@ -189,6 +193,7 @@ impl App {
             history: HistoryCursor::Start,
             last_usage: None,
             memory: memory::MemoryView::default(),
+            schedule_ids: Vec::new(),
             quit: false,
         }
     }

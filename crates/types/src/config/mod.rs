@@ -9,6 +9,7 @@ pub mod memory_ops;
 mod pricing;
 mod provider;
 mod runtime;
+mod schedules;
 mod tools;
 mod web;
 
@@ -22,6 +23,7 @@ pub use memory_ops::tool_classes;
 pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
+pub use schedules::{SchedulesConfig, UserConfig};
 pub use tools::{MemoryDialect, MemoryDialects, ToolsConfig};
 pub use web::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 
@@ -57,6 +59,10 @@ pub struct AgentConfig {
     pub governance: GovernanceConfig,
     /// `[pricing."<model>"]`: prices per model, for reporting usage in money.
     pub pricing: PricingConfig,
+    /// `[user]`: the user's time zone.
+    pub user: UserConfig,
+    /// `[schedules]`: what the agent does on its own at a time.
+    pub schedules: SchedulesConfig,
 }
 
 impl AgentConfig {
@@ -69,6 +75,7 @@ impl AgentConfig {
         self.gateway.validate()?;
         self.governance.validate()?;
         self.tools.web.validate()?;
+        self.schedules.validate()?;
         pricing::validate(&self.pricing)
     }
 }

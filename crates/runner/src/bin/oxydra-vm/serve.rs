@@ -48,9 +48,13 @@ pub async fn run(
         idle: Duration::from_secs(limits.mcp_idle_secs),
         ..mcp::McpLimits::default()
     };
-    let user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
+    let mut user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
         .with_metrics(move || metrics.render())
         .with_mcp(mcp, mcp_limits);
+    if let Some(schedules) = agent.schedules {
+        let scheduler = runtime::Scheduler::new(schedules, boot.user_id.clone(), ws.clone());
+        user = user.with_scheduler(scheduler);
+    }
     let mut gateway = Gateway::new(GatewayConfig {
         port: boot.gateway_port,
         auth_timeout: std::time::Duration::from_secs(limits.auth_timeout_secs),

@@ -1,0 +1,233 @@
+//! The schedule tools through the registry's governed pipeline, over a real libSQL file and a
+//! clock the test moves: what `when` becomes, audit rows in the write's transaction, a refused
+//! write (permission, secret) that changes nothing, bad `when` that says what to fix, the
+//! active cap, and users who can never see or cancel each other's schedules.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memory::MemoryStore;
+use serde_json::{Value, json};
+use tools::{
+    Governance, ManualWallClock, Schedules, ToolOutcome, ToolRegistry, Tz, schedule_tools,
+};
+use types::{GovernanceConfig, SchedulesConfig, ToolExecutionContext};
+
+use crate::common::memory_env::{alice_store, ctx};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    store: MemoryStore,
+    registry: ToolRegistry,
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-28T08:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+async fn env(governance: Value, max_active: u32) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let store = alice_store(dir.path()).await;
+    let config: GovernanceConfig = serde_json::from_value(governance).unwrap();
+    let governance = Governance::new(config).with_audit(Arc::new(store.clone()));
+    let schedules = Schedules::new(
+        store.clone(),
+        SchedulesConfig {
+            max_active,
+            ..SchedulesConfig::default()
+        },
+        "Europe/Paris".parse::<Tz>().unwrap(),
+    )
+    .with_clock(Arc::new(ManualWallClock::new(now())));
+    let mut registry = ToolRegistry::default().with_governance(Arc::new(governance));
+    for tool in schedule_tools(&schedules) {
+        registry.register(tool).unwrap();
+    }
+    Env {
+        _dir: dir,
+        store,
+        registry,
+    }
+}
+
+impl Env {
+    fn ctx(&self, user: &str) -> ToolExecutionContext {
+        ctx(self._dir.path(), user, "chat-1")
+    }
+
+    async fn call(&self, user: &str, tool: &str, args: Value) -> ToolOutcome {
+        self.registry
+            .execute(tool, &args.to_string(), &self.ctx(user))
+            .await
+    }
+
+    async fn ok(&self, user: &str, tool: &str, args: Value) -> Value {
+        let out = self.call(user, tool, args).await;
+        assert!(out.ok, "{tool}: {}", out.output);
+        serde_json::from_str(&out.output).unwrap()
+    }
+
+    async fn ids(&self, user: &str) -> Vec<String> {
+        let listed = self.ok(user, "schedule_list", json!({})).await;
+        listed["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_schedule_is_created_listed_paused_and_cancelled_with_audit_rows() {
+    let env = env(json!({}), 10).await;
+    let made = env
+        .ok(
+            "alice",
+            "schedule_create",
+            json!({"when": "in 2 minutes", "instruction": "Remind the user to stretch."}),
+        )
+        .await;
+    let s = &made["created"];
+    assert_eq!(s["next_run"], "2026-11-28T09:02:00+01:00");
+    assert_eq!(s["title"], "Remind the user to stretch.");
+    assert_eq!(s["recurrence"], Value::Null);
+    let daily = env
+        .ok("alice", "schedule_create", json!({"when": "every day at 09:00", "instruction": "Summarise yesterday.", "title": "summary"}))
+        .await;
+    assert_eq!(daily["created"]["recurrence"], "0 9 * * *");
+    assert_eq!(daily["created"]["next_run"], "2026-11-29T09:00:00+01:00");
+    let id = daily["created"]["id"].as_str().unwrap().to_owned();
+    let paused = env.ok("alice", "schedule_pause", json!({"id": id})).await;
+    assert_eq!(paused["paused"]["state"], "paused");
+    let resumed = env
+        .ok("alice", "schedule_pause", json!({"id": id, "resume": true}))
+        .await;
+    assert_eq!(resumed["resumed"]["state"], "active");
+    env.ok("alice", "schedule_cancel", json!({"id": id})).await;
+    assert_eq!(env.ids("alice").await.len(), 1);
+    let audit = env.store.audit().audit_log(None, 100).await.unwrap();
+    let rows: Vec<(String, String, String)> = audit
+        .iter()
+        .map(|r| {
+            (
+                r.tool.clone(),
+                r.operation.clone(),
+                r.namespace.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let expect = |t: &str, o: &str| (t.to_owned(), o.to_owned(), "schedules".to_owned());
+    assert_eq!(
+        rows,
+        vec![
+            expect("schedule_create", "write"),
+            expect("schedule_create", "write"),
+            expect("schedule_pause", "write"),
+            expect("schedule_pause", "write"),
+            expect("schedule_cancel", "delete"),
+            expect("schedule_list", "read"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn another_user_can_never_see_or_cancel_a_schedule() {
+    let env = env(json!({}), 10).await;
+    let made = env
+        .ok(
+            "alice",
+            "schedule_create",
+            json!({"when": "in 1 hour", "instruction": "Call mum."}),
+        )
+        .await;
+    let id = made["created"]["id"].as_str().unwrap();
+    assert!(env.ids("bob").await.is_empty());
+    for (tool, args) in [
+        ("schedule_cancel", json!({"id": id})),
+        ("schedule_pause", json!({"id": id})),
+    ] {
+        let out = env.call("bob", tool, args).await;
+        assert!(
+            !out.ok && out.output.contains("not found"),
+            "{tool}: {}",
+            out.output
+        );
+    }
+    let alice = env
+        .store
+        .schedules(&types::UserId::parse("alice").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(alice[0].state, memory::ScheduleState::Active);
+}
+
+#[tokio::test]
+async fn bad_input_says_what_to_fix_and_changes_nothing() {
+    let env = env(json!({}), 1).await;
+    for (when, part) in [
+        ("whenever", "not a time I can read"),
+        ("2020-01-01T00:00:00Z", "in the past"),
+        ("* * * * * *", "min_interval_secs"),
+        ("in 0 minutes", "between 1 second"),
+    ] {
+        let out = env
+            .call(
+                "alice",
+                "schedule_create",
+                json!({"when": when, "instruction": "x"}),
+            )
+            .await;
+        assert!(
+            !out.ok && out.output.contains(part),
+            "{when}: {}",
+            out.output
+        );
+    }
+    // A secret in the instruction is refused by the screening stage.
+    let secret = env
+        .call("alice", "schedule_create", json!({"when": "in 1 hour", "instruction": "use key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"}))
+        .await;
+    assert!(!secret.ok, "{}", secret.output);
+    env.ok(
+        "alice",
+        "schedule_create",
+        json!({"when": "in 1 hour", "instruction": "one"}),
+    )
+    .await;
+    let over = env
+        .call(
+            "alice",
+            "schedule_create",
+            json!({"when": "in 2 hours", "instruction": "two"}),
+        )
+        .await;
+    assert!(
+        !over.ok && over.output.contains("max_active"),
+        "{}",
+        over.output
+    );
+    assert_eq!(env.ids("alice").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_denied_write_class_creates_nothing() {
+    let env = env(json!({"operations": {"write": {"allowed": false}}}), 10).await;
+    let out = env
+        .call(
+            "alice",
+            "schedule_create",
+            json!({"when": "in 1 hour", "instruction": "x"}),
+        )
+        .await;
+    assert!(
+        !out.ok && out.output.contains("PERMISSION_DENIED"),
+        "{}",
+        out.output
+    );
+    assert!(env.ids("alice").await.is_empty());
+}
