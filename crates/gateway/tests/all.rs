@@ -25,3 +25,4 @@ mod notices;
 mod schema;
 mod session_titles;
 mod turns;
+mod web;
