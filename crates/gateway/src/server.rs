@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -67,12 +68,13 @@ impl Gateway {
         }
         let caps = Caps::resolve(&self.config, raise_fd_limit());
         let limits = Limits::new(caps, self.config.auth_timeout);
+        let sessions = sessions_files(&self.users);
         let shared = Arc::new(Shared {
             users: self.users,
             shutdown: CancellationToken::default(),
             limits: Arc::clone(&limits),
             next_conn: AtomicU64::new(1),
-            web: WebAuth::new(self.config.signin_code_lifetime),
+            web: WebAuth::new(self.config.signin_code_lifetime, sessions),
             cookie_name: format!("oxydra_session_{}", addr.port()),
             config: self.config,
         });
@@ -107,6 +109,17 @@ impl Gateway {
         );
         Ok(RunningGateway { addr, shared, task })
     }
+}
+
+/// Each user's web sessions file, in their `.oxydra/`.
+fn sessions_files(users: &HashMap<UserId, Arc<UserAgent>>) -> HashMap<UserId, PathBuf> {
+    users
+        .iter()
+        .map(|(id, u)| {
+            let file = u.workspace.internal().join(crate::web_auth::SESSIONS_FILE);
+            (id.clone(), file)
+        })
+        .collect()
 }
 
 /// Upgrades to a WebSocket connection; `web` is the browser session its upgrade request proved,

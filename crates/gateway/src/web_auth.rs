@@ -2,13 +2,24 @@
 //! sign-in codes (issued to a caller holding the gateway token, dead after first use or
 //! `GatewayConfig::signin_code_lifetime`, 60 s by default), browser sessions (a random id in an HttpOnly, SameSite=Strict cookie,
 //! ended server-side by sign-out or after [`SESSION_LIFETIME`]) and the limit on failed sign-in
-//! attempts. Nothing here is written to disk or logged: a gateway restart signs every browser out.
+//! attempts. Sessions outlive a restart of the agent: each user's live sessions are kept in
+//! `.oxydra/web-sessions` (mode 0600, out of the shell's reach) as SHA-256 digests of their ids —
+//! the file never holds a cookie that would work — with when each started. Codes are never
+//! written anywhere; nothing here is logged.
 
 use std::collections::{HashMap, VecDeque};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use sha2::{Digest, Sha256};
 use types::{CancellationToken, UserId};
+
+/// The file, in a user's `.oxydra/`, that keeps their browser sessions' digests.
+pub(crate) const SESSIONS_FILE: &str = "web-sessions";
 
 /// How long a browser session lasts after it was signed in.
 pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -27,7 +38,7 @@ const SECRET_BYTES: usize = 32;
 #[derive(Debug, Clone)]
 pub(crate) struct WebSession {
     pub(crate) user: UserId,
-    started: Instant,
+    started: SystemTime,
     /// Cancelled at sign-out: the session's open WebSocket connections close.
     pub(crate) ended: CancellationToken,
 }
@@ -41,6 +52,7 @@ struct Code {
 #[derive(Debug, Default)]
 struct State {
     codes: HashMap<String, Code>,
+    /// By the digest of the session id.
     sessions: HashMap<String, WebSession>,
     failures: VecDeque<Instant>,
 }
@@ -59,13 +71,65 @@ pub(crate) enum Refused {
 pub(crate) struct WebAuth {
     state: Mutex<State>,
     code_lifetime: Duration,
+    /// Where each user's sessions are kept.
+    files: HashMap<UserId, PathBuf>,
 }
 
 impl WebAuth {
-    pub(crate) fn new(code_lifetime: Duration) -> Self {
+    /// Sign-in state that keeps each user's sessions in the file given for them (read now).
+    pub(crate) fn new(code_lifetime: Duration, files: HashMap<UserId, PathBuf>) -> Self {
+        let mut state = State::default();
+        for (user, path) in &files {
+            for line in fs::read_to_string(path).unwrap_or_default().lines() {
+                let mut parts = line.split(' ');
+                let (Some(digest), Some(started)) = (parts.next(), parts.next()) else {
+                    continue;
+                };
+                let Ok(secs) = started.parse::<u64>() else {
+                    continue;
+                };
+                let session = WebSession {
+                    user: user.clone(),
+                    started: UNIX_EPOCH + Duration::from_secs(secs),
+                    ended: CancellationToken::default(),
+                };
+                if live(&session) {
+                    state.sessions.insert(digest.to_owned(), session);
+                }
+            }
+        }
         Self {
-            state: Mutex::default(),
+            state: Mutex::new(state),
             code_lifetime,
+            files,
+        }
+    }
+
+    /// Rewrites `user`'s sessions file from `state` (a failure is logged: the sessions still
+    /// work until the agent restarts).
+    fn save(&self, state: &State, user: &UserId) {
+        let Some(path) = self.files.get(user) else {
+            return;
+        };
+        let mut text = String::new();
+        for (digest, s) in state.sessions.iter().filter(|(_, s)| &s.user == user) {
+            let secs = s
+                .started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            text.push_str(&format!("{digest} {secs}\n"));
+        }
+        let tmp = path.with_extension("tmp");
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|()| fs::rename(&tmp, path));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "could not keep the web sessions for a restart");
         }
     }
 
@@ -140,10 +204,10 @@ impl WebAuth {
     /// Starts a session for `user`; its id goes in the cookie.
     pub(crate) fn start_session(&self, user: &UserId) -> Option<String> {
         let id = random_hex()?;
-        let now = Instant::now();
+        let now = SystemTime::now();
         let mut state = self.state();
         state.sessions.retain(|_, s| {
-            let live = now.duration_since(s.started) < SESSION_LIFETIME;
+            let live = live(s);
             if !live {
                 s.ended.cancel();
             }
@@ -156,31 +220,30 @@ impl WebAuth {
             s.ended.cancel();
         }
         state.sessions.insert(
-            id.clone(),
+            digest(&id),
             WebSession {
                 user: user.clone(),
                 started: now,
                 ended: CancellationToken::default(),
             },
         );
+        self.save(&state, user);
         Some(id)
     }
 
     /// The live session with this id.
     pub(crate) fn session(&self, id: &str) -> Option<WebSession> {
         let state = self.state();
-        state
-            .sessions
-            .get(id)
-            .filter(|s| s.started.elapsed() < SESSION_LIFETIME)
-            .cloned()
+        state.sessions.get(&digest(id)).filter(|s| live(s)).cloned()
     }
 
     /// Ends the session with this id (its connections close); true when there was one.
     pub(crate) fn end_session(&self, id: &str) -> bool {
-        match self.state().sessions.remove(id) {
+        let mut state = self.state();
+        match state.sessions.remove(&digest(id)) {
             Some(s) => {
                 s.ended.cancel();
+                self.save(&state, &s.user);
                 true
             }
             None => false,
@@ -196,7 +259,22 @@ pub(crate) async fn ended(token: Option<&CancellationToken>) {
     }
 }
 
-fn oldest_key<T>(map: &HashMap<String, T>, at: impl Fn(&T) -> Instant) -> Option<String> {
+fn live(session: &WebSession) -> bool {
+    session
+        .started
+        .elapsed()
+        .is_ok_and(|age| age < SESSION_LIFETIME)
+}
+
+/// The hex SHA-256 of a session id: what is kept, in memory and on disk.
+fn digest(id: &str) -> String {
+    Sha256::digest(id.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn oldest_key<T, A: Ord>(map: &HashMap<String, T>, at: impl Fn(&T) -> A) -> Option<String> {
     map.iter()
         .min_by_key(|(_, v)| at(v))
         .map(|(k, _)| k.clone())
@@ -218,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_code_works_once() {
-        let auth = WebAuth::new(Duration::from_secs(60));
+        let auth = WebAuth::new(Duration::from_secs(60), HashMap::new());
         let code = auth.issue_code(&alice()).unwrap();
         assert_eq!(code.len(), 64);
         let (id, user) = auth.redeem_code(&code).unwrap();
@@ -229,14 +307,14 @@ mod tests {
 
     #[test]
     fn an_expired_code_is_dead() {
-        let auth = WebAuth::new(Duration::ZERO);
+        let auth = WebAuth::new(Duration::ZERO, HashMap::new());
         let code = auth.issue_code(&alice()).unwrap();
         assert_eq!(auth.redeem_code(&code), Err(Refused::Bad));
     }
 
     #[test]
     fn sign_out_ends_the_session_and_its_connections() {
-        let auth = WebAuth::new(Duration::from_secs(60));
+        let auth = WebAuth::new(Duration::from_secs(60), HashMap::new());
         let id = auth.start_session(&alice()).unwrap();
         let ended = auth.session(&id).unwrap().ended;
         assert!(auth.end_session(&id));
@@ -246,8 +324,32 @@ mod tests {
     }
 
     #[test]
+    fn sessions_outlive_a_restart_as_digests_and_sign_out_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SESSIONS_FILE);
+        let files = HashMap::from([(alice(), path.clone())]);
+        let auth = WebAuth::new(Duration::from_secs(60), files.clone());
+        let kept = auth.start_session(&alice()).unwrap();
+        let ended = auth.start_session(&alice()).unwrap();
+        assert!(auth.end_session(&ended));
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&kept),
+            "the file holds digests, not session ids"
+        );
+        let mode = fs::metadata(&path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
+        let restarted = WebAuth::new(Duration::from_secs(60), files);
+        assert_eq!(restarted.session(&kept).unwrap().user, alice());
+        assert!(restarted.session(&ended).is_none());
+    }
+
+    #[test]
     fn failures_are_limited_per_window() {
-        let auth = WebAuth::new(Duration::from_secs(60));
+        let auth = WebAuth::new(Duration::from_secs(60), HashMap::new());
         for _ in 0..MAX_FAILURES {
             assert_eq!(auth.redeem_code("nope"), Err(Refused::Bad));
         }
