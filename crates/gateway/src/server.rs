@@ -83,6 +83,7 @@ impl Gateway {
             .route("/", get(web_routes::root))
             .route("/ws", get(web_routes::ws_only))
             .route("/assets/{name}", get(crate::web_assets::asset))
+            .route("/favicon.ico", get(crate::web_assets::no_icon))
             .route("/auth/link", post(web_routes::issue_link))
             .route("/signin/{code}", get(web_routes::redeem_link))
             .route("/auth/token", post(web_routes::sign_in_with_token))

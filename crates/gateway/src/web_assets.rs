@@ -66,6 +66,11 @@ pub(crate) async fn asset(Path(name): Path<String>) -> Response {
     }
 }
 
+/// `GET /favicon.ico`: no icon (and no 404 in the console).
+pub(crate) async fn no_icon() -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
 /// Adds the security headers to every response.
 pub(crate) async fn secure_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;

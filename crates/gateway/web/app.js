@@ -76,9 +76,10 @@ function resumed({ restarted, resumed: same, session, model }) {
   $("model").textContent = state.model ? "model: " + state.model : "";
   setTitle(session);
   if (restarted) {
-    state.chat.interrupted();
+    const wasRunning = Boolean(state.chat.turn);
     state.chat.reset();
     state.chat.loadHistory(session.session_id);
+    state.chat.interrupted(wasRunning);
   } else if (!same) {
     state.chat.reset();
     resetUsage();

@@ -141,9 +141,11 @@ export class Chat {
     this.scroll(false);
   }
 
-  /** After a gateway restart: a running reply was cut short. */
-  interrupted() {
-    if (this.turn) this.live.append(el("p", { class: "notice" }, "The agent restarted: the reply was cut short."));
+  /** After a gateway restart (the conversation is reloaded from what was stored). */
+  interrupted(wasRunning) {
+    this.live.append(el("p", { class: "notice" }, wasRunning
+      ? "The agent restarted: the reply was cut short."
+      : "The agent restarted: the conversation was reloaded."));
     this.turn = null;
     this.onTurnState(false);
   }

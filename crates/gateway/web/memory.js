@@ -66,12 +66,12 @@ export class Memory {
     const tags = new Set(this.notes.flatMap((n) => n.tags || []));
     const keep = this.tag.value;
     clear(this.tag).append(el("option", { value: "" }, "All tags"),
-      [...tags].sort().map((t) => el("option", { value: t }, t)));
+      ...[...tags].sort().map((t) => el("option", { value: t }, t)));
     this.tag.value = tags.has(keep) ? keep : "";
     const shown = this.notes.filter((n) =>
       (!this.tag.value || (n.tags || []).includes(this.tag.value)) &&
       (!this.category.value || this.mode !== "search" || n.category === this.category.value));
-    clear(this.list).append(shown.map((n) => this.card(n)));
+    clear(this.list).append(...shown.map((n) => this.card(n)));
     clear(this.more);
     if (this.mode === "list" && this.cursor) {
       this.more.append(el("button", { type: "button", onclick: async () => {
@@ -180,7 +180,7 @@ export class Memory {
       this.mode = "deleted";
       this.status.textContent = `${r.notes.length} deleted notes can be restored.`;
       clear(this.more);
-      clear(this.list).append(r.notes.map((d) => el("li", { class: "note deleted" },
+      clear(this.list).append(...r.notes.map((d) => el("li", { class: "note deleted" },
         el("div", { class: "note-text" }, d.note.text),
         el("p", { class: "note-meta" }, `deleted ${String(d.deleted_at).slice(0, 10)} · purged after ${String(d.purge_after).slice(0, 10)}`),
         el("button", { type: "button", onclick: async () => {
