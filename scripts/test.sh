@@ -27,6 +27,11 @@ if ! command -v tmux >/dev/null 2>&1; then
   echo "==> installing tmux (TUI end-to-end test)"
   apt_install tmux
 fi
+# The web client's tests drive a real headless Chromium over its DevTools protocol.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "==> installing chromium (web client browser tests)"
+  apt_install chromium
+fi
 # The container-tier tests build guest images (static busybox, objcopy) and run them on the engine.
 ensure_static_busybox
 if ! command -v objcopy >/dev/null 2>&1; then
@@ -60,6 +65,7 @@ export OXYDRA_MCP_PYTHON
 missing=()
 docker info >/dev/null 2>&1 || missing+=(docker)
 tmux -V >/dev/null 2>&1 || missing+=(tmux)
+chromium --version >/dev/null 2>&1 || missing+=(chromium)
 # Landlock: ask the kernel for its Landlock ABI (landlock_create_ruleset(NULL, 0,
 # LANDLOCK_CREATE_RULESET_VERSION), syscall 444 on every architecture) through perl, which every
 # Debian-like system has; without perl, the LSM list if securityfs shows it. Unknown counts as

@@ -1,11 +1,15 @@
 //! [`GatewayConfig`]: the gateway's limits and timeouts, with defaults.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 /// How the gateway listens and how much it buffers. The defaults suit one user's agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayConfig {
-    /// Port on `127.0.0.1`; 0 picks a free one (see [`crate::RunningGateway::local_addr`]).
+    /// The address to listen on: `127.0.0.1` by default. Anything not loopback is warned about
+    /// loudly at start: without TLS in front, tokens and cookies cross the network in clear.
+    pub bind: IpAddr,
+    /// Port; 0 picks a free one (see [`crate::RunningGateway::local_addr`]).
     pub port: u16,
     /// A connection that has not completed the WebSocket upgrade and a valid `hello` this long
     /// after its TCP connection was accepted is closed (the socket itself a second later, so a
@@ -32,6 +36,11 @@ pub struct GatewayConfig {
     /// An authenticated request's body (an MCP `POST`) must have arrived this long after its
     /// token was accepted; a body still coming then is answered `408` and the connection closed.
     pub body_timeout: Duration,
+    /// How long a one-time web sign-in link can be used (it is dead after its first use anyway).
+    pub signin_code_lifetime: Duration,
+    /// Mark the web session cookie `Secure`: set when browsers reach the gateway over HTTPS
+    /// (a TLS reverse proxy in front).
+    pub secure_cookie: bool,
 }
 
 impl GatewayConfig {
@@ -43,6 +52,7 @@ impl GatewayConfig {
 impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             auth_timeout: Duration::from_secs(5),
             max_connections: None,
@@ -53,6 +63,8 @@ impl Default for GatewayConfig {
             send_timeout: Duration::from_secs(30),
             turn_channel: 64,
             body_timeout: Duration::from_secs(10),
+            signin_code_lifetime: Duration::from_secs(60),
+            secure_cookie: false,
         }
     }
 }

@@ -7,8 +7,8 @@ use futures::StreamExt;
 use runtime::ApprovalDecision;
 use types::ClientFrame::{ChangeSchedule, ListSchedules};
 use types::{
-    ApprovalScope, ClientFrame, ErrorCode, ServerFrame, SessionId, SessionSummary,
-    ToolExecutionContext,
+    ApprovalScope, CancellationToken, ClientFrame, ErrorCode, ServerFrame, SessionId,
+    SessionSummary, ToolExecutionContext,
 };
 
 use crate::frames::{Incoming, read_frame};
@@ -20,6 +20,9 @@ use crate::session::SessionHub;
 use crate::shared::Shared;
 use crate::turn::{TurnRequest, new_turn_id, spawn_turn};
 use crate::user::{SessionLookup, UserAgent};
+use crate::web_auth::WebSession;
+
+mod history;
 
 /// Longest `client_turn_id` and session title accepted, in bytes.
 const MAX_LABEL_BYTES: usize = 200;
@@ -27,11 +30,17 @@ const MAX_LABEL_BYTES: usize = 200;
 pub const MAX_HISTORY_PAGE: u32 = 200;
 
 /// Serves one WebSocket from upgrade to close.
-pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Admission) {
+pub(crate) async fn serve(
+    socket: WebSocket,
+    shared: Arc<Shared>,
+    admission: Admission,
+    web: Option<WebSession>,
+) {
     let id = shared.next_conn_id();
     let (mut sink, mut stream) = socket.split();
     let deadline = admission.hello_deadline(shared.config.auth_timeout);
-    let Some(hello) = handshake(&shared, &mut sink, &mut stream, deadline).await else {
+    let Some(hello) = handshake(&shared, &mut sink, &mut stream, deadline, web.as_ref()).await
+    else {
         drain(&mut stream).await;
         return;
     };
@@ -52,6 +61,7 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>, admission: Adm
         user,
         outbox,
         hub: None,
+        signed_out: web.map(|w| w.ended),
     };
     if conn.attach_first(session_id, last_seq).await {
         let _joined = crate::notify::join(&conn.user, &conn.outbox).await;
@@ -68,6 +78,8 @@ pub(crate) struct Conn {
     outbox: Outbox,
     /// The current session.
     pub(crate) hub: Option<Arc<SessionHub>>,
+    /// For a connection signed in by a browser session: cancelled when that session signs out.
+    signed_out: Option<CancellationToken>,
 }
 
 /// A refusal to send back: code, message.
@@ -106,6 +118,7 @@ impl Conn {
             let incoming = tokio::select! {
                 incoming = read_frame(stream, &self.shared.config) => incoming,
                 () = self.shared.shutdown.cancelled() => return,
+                () = crate::web_auth::ended(self.signed_out.as_ref()) => return,
             };
             match incoming {
                 Incoming::Gone => return,
@@ -421,51 +434,6 @@ impl Conn {
         // An `events_expired` notice, if any, is queued ahead of the replay.
         hub.subscribe(&self.outbox, Some(after_seq), Some("resync"));
         Ok(None)
-    }
-
-    async fn history(
-        &self,
-        session: &SessionId,
-        before: Option<u64>,
-        limit: u32,
-    ) -> Result<Option<ServerFrame>, Refusal> {
-        if limit == 0 || limit > MAX_HISTORY_PAGE {
-            return Err((
-                ErrorCode::InvalidRequest,
-                format!("limit must be between 1 and {MAX_HISTORY_PAGE}"),
-            ));
-        }
-        self.lookup(session).await?;
-        let page = usize::try_from(limit).unwrap_or(usize::MAX);
-        let events = self
-            .user
-            .runtime
-            .history_page(session, before, page)
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "reading history failed");
-                (
-                    ErrorCode::Internal,
-                    "could not read the history; try again".to_owned(),
-                )
-            })?;
-        let next_before = match events.first() {
-            Some(first) if events.len() == page && first.seq > 1 => Some(first.seq),
-            _ => None,
-        };
-        let events = events
-            .into_iter()
-            .map(|e| types::HistoryEvent {
-                number: e.seq,
-                message: e.message,
-                created_at: crate::user::rfc3339(e.created_at),
-            })
-            .collect();
-        Ok(Some(ServerFrame::History {
-            session_id: session.clone(),
-            events,
-            next_before,
-        }))
     }
 
     fn approve(

@@ -1,5 +1,7 @@
 //! The first frame: `hello` within `auth_timeout` of the TCP accept, the right protocol version, a user this
-//! gateway serves, and that user's token. Anything else gets an `error` frame and a close.
+//! gateway serves, and that user's token — or an empty token on a connection whose upgrade
+//! request carried that user's web session cookie from the gateway's own origin. Anything else
+//! gets an `error` frame and a close.
 
 use std::sync::Arc;
 
@@ -11,6 +13,7 @@ use types::{ClientFrame, ErrorCode, PROTOCOL_VERSION, ServerFrame, SessionId};
 use crate::frames::{Incoming, read_frame};
 use crate::shared::Shared;
 use crate::user::UserAgent;
+use crate::web_auth::WebSession;
 
 /// An authenticated connection's identity and what it asked to resume.
 #[derive(Debug)]
@@ -27,6 +30,7 @@ pub(crate) async fn handshake(
     sink: &mut SplitSink<WebSocket, Message>,
     stream: &mut SplitStream<WebSocket>,
     deadline: tokio::time::Instant,
+    web: Option<&WebSession>,
 ) -> Option<Hello> {
     let config = &shared.config;
     let first = tokio::time::timeout_at(deadline, read_frame(stream, config)).await;
@@ -52,9 +56,11 @@ pub(crate) async fn handshake(
                     ),
                 )
             } else {
+                // A browser whose upgrade carried its session cookie leaves the token empty.
+                let by_cookie = token.is_empty() && web.is_some_and(|w| w.user == user_id);
                 match shared.users.get(&user_id) {
-                    Some(user) if user.token.verify(&token) => {
-                        tracing::info!(user = %user_id, "client authenticated");
+                    Some(user) if by_cookie || user.token.verify(&token) => {
+                        tracing::info!(user = %user_id, by_cookie, "client authenticated");
                         return Some(Hello {
                             user: Arc::clone(user),
                             session_id,

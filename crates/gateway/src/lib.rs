@@ -34,6 +34,9 @@
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
+//! - `web_routes` — the web client: its page on `GET /`, sign-in (one-time link, pasted token),
+//!   sign-out, the `Origin` check on upgrades; `web_auth` its codes, sessions and failure limit;
+//!   `web_assets` its compiled-in files and every response's security headers
 //! - `config` — [`GatewayConfig`]
 //! - `error` — [`GatewayError`]
 
@@ -61,6 +64,9 @@ mod token;
 mod trim;
 mod turn;
 mod user;
+mod web_assets;
+mod web_auth;
+mod web_routes;
 
 pub use config::GatewayConfig;
 pub use conn::MAX_HISTORY_PAGE;
@@ -71,3 +77,4 @@ pub use schema::{example_client_frames, example_server_frames, protocol_schema};
 pub use server::{Gateway, RunningGateway};
 pub use token::GatewayToken;
 pub use user::UserAgent;
+pub use web_assets::{ASSETS, CONTENT_SECURITY_POLICY, web_client_bytes};

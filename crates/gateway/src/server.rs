@@ -1,21 +1,23 @@
 //! [`Gateway`]: the users served and the listener; [`RunningGateway`]: the bound server.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use tokio::sync::watch;
 use types::{CancellationToken, UserId};
 
 use crate::limits::{Admission, Caps, LimitedListener, Limits, raise_fd_limit};
 use crate::shared::Shared;
 use crate::user::UserAgent;
+use crate::web_auth::{WebAuth, WebSession};
+use crate::web_routes;
 use crate::{GatewayConfig, GatewayError};
 
 /// A gateway serving a fixed set of users (an `oxydra-vm` serves exactly one).
@@ -43,8 +45,9 @@ impl Gateway {
         Ok(())
     }
 
-    /// Binds `127.0.0.1:<port>` and serves WebSocket clients on `/` (and `/ws`), and each user's
-    /// metrics on `/metrics` (bearer token), until
+    /// Binds `<bind>:<port>` (`127.0.0.1` by default; a loud warning when not loopback) and serves
+    /// WebSocket clients on `/` (and `/ws`), the web client's page on a plain `GET /` with its
+    /// sign-in routes (`web_routes`), each user's metrics on `/metrics` (bearer token), until
     /// [`RunningGateway::shutdown`]. Raises the process's soft open-file limit to its hard limit
     /// and derives the connection caps the configuration leaves open from it.
     pub async fn start(self) -> Result<RunningGateway, GatewayError> {
@@ -53,25 +56,42 @@ impl Gateway {
         }
         let port = self.config.port;
         let bind = |source| GatewayError::Bind { port, source };
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        let listener = tokio::net::TcpListener::bind((self.config.bind, port))
             .await
             .map_err(bind)?;
         let addr = listener.local_addr().map_err(bind)?;
+        if !addr.ip().is_loopback() {
+            tracing::warn!(
+                %addr,
+                "THE GATEWAY LISTENS BEYOND THIS MACHINE WITHOUT TLS: tokens, sign-in codes and                  session cookies cross the network in clear. Put it behind a TLS reverse proxy                  (see the guidebook's web chapter) or bind it to 127.0.0.1"
+            );
+        }
         let caps = Caps::resolve(&self.config, raise_fd_limit());
         let limits = Limits::new(caps, self.config.auth_timeout);
+        let sessions = sessions_files(&self.users);
         let shared = Arc::new(Shared {
-            config: self.config,
             users: self.users,
             shutdown: CancellationToken::default(),
             limits: Arc::clone(&limits),
             next_conn: AtomicU64::new(1),
+            web: WebAuth::new(self.config.signin_code_lifetime, sessions),
+            cookie_name: format!("oxydra_session_{}", addr.port()),
+            config: self.config,
         });
         let listener = LimitedListener::new(listener, limits);
         let app = Router::new()
-            .route("/", get(upgrade))
-            .route("/ws", get(upgrade))
+            .route("/", get(web_routes::root))
+            .route("/ws", get(web_routes::ws_only))
+            .route("/assets/{name}", get(crate::web_assets::asset))
+            .route("/favicon.ico", get(crate::web_assets::no_icon))
+            .route("/auth/link", post(web_routes::issue_link))
+            .route("/signin/{code}", get(web_routes::redeem_link))
+            .route("/auth/token", post(web_routes::sign_in_with_token))
+            .route("/auth/me", get(web_routes::me))
+            .route("/auth/signout", post(web_routes::sign_out))
             .route("/metrics", get(crate::metrics::serve))
             .route("/mcp", any(crate::mcp_route::handle))
+            .layer(axum::middleware::from_fn(crate::web_assets::secure_headers))
             .with_state(Arc::clone(&shared));
         for user in shared.users.values() {
             crate::scheduled::start(user, &shared);
@@ -95,10 +115,24 @@ impl Gateway {
     }
 }
 
-async fn upgrade(
-    State(shared): State<Arc<Shared>>,
-    ConnectInfo(admission): ConnectInfo<Admission>,
+/// Each user's web sessions file, in their `.oxydra/`.
+fn sessions_files(users: &HashMap<UserId, Arc<UserAgent>>) -> HashMap<UserId, PathBuf> {
+    users
+        .iter()
+        .map(|(id, u)| {
+            let file = u.workspace.internal().join(crate::web_auth::SESSIONS_FILE);
+            (id.clone(), file)
+        })
+        .collect()
+}
+
+/// Upgrades to a WebSocket connection; `web` is the browser session its upgrade request proved,
+/// if any (its `hello` may then leave the token empty).
+pub(crate) fn upgrade(
+    shared: Arc<Shared>,
+    admission: Admission,
     ws: WebSocketUpgrade,
+    web: Option<WebSession>,
 ) -> Response {
     // The WebSocket layer refuses a larger frame from its header (before reserving room for its
     // payload), which `frames` turns into `frame_too_large`: an unauthenticated socket cannot
@@ -109,7 +143,7 @@ async fn upgrade(
         .max_frame_size(hard_limit)
         .read_buffer_size(8 * 1024)
         .write_buffer_size(8 * 1024)
-        .on_upgrade(move |socket| crate::conn::serve(socket, shared, admission))
+        .on_upgrade(move |socket| crate::conn::serve(socket, shared, admission, web))
 }
 
 /// A gateway that is listening.
@@ -129,6 +163,11 @@ impl RunningGateway {
     /// `ws://127.0.0.1:PORT/`.
     pub fn url(&self) -> String {
         format!("ws://{}/", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/`: the web client's page.
+    pub fn web_url(&self) -> String {
+        format!("http://{}/", self.addr)
     }
 
     /// The connection counters, updated as connections come and go.

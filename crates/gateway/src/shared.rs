@@ -12,6 +12,7 @@ use crate::GatewayConfig;
 use crate::limits::Limits;
 use crate::outbound::ConnId;
 use crate::user::UserAgent;
+use crate::web_auth::WebAuth;
 
 /// State shared by every connection.
 #[derive(Debug)]
@@ -21,6 +22,10 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     pub(crate) limits: Arc<Limits>,
     pub(crate) next_conn: AtomicU64,
+    /// The web client's sign-in codes and browser sessions.
+    pub(crate) web: WebAuth,
+    /// The session cookie's name, `oxydra_session_<port>` (cookies are not kept apart by port).
+    pub(crate) cookie_name: String,
 }
 
 impl Shared {

@@ -11,6 +11,13 @@
 mod common;
 
 mod approvals;
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test fixtures fail loudly"
+)]
+mod browser;
 mod handshake;
 mod isolation;
 mod limits;
@@ -26,3 +33,5 @@ mod schedules;
 mod schema;
 mod session_titles;
 mod turns;
+mod web;
+mod web_browser;

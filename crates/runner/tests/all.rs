@@ -40,3 +40,4 @@ mod shell_namespaces;
 mod terminal_output;
 mod tools_cli;
 mod tui_via_runner;
+mod web_open;

@@ -25,6 +25,9 @@ pub enum Need {
     Root,
     /// A Python with the official MCP SDK (PyPI `mcp`), see [`mcp_python`].
     McpPython,
+    /// The Chromium browser (`chromium`, Debian's package), driven headless over its DevTools
+    /// protocol.
+    Chromium,
 }
 
 impl Need {
@@ -37,6 +40,7 @@ impl Need {
             Need::Sqld => "needs sqld",
             Need::Root => "needs root",
             Need::McpPython => "needs python mcp",
+            Need::Chromium => "needs chromium",
         }
     }
 
@@ -66,6 +70,10 @@ impl Need {
                     .and_then(|ids| ids.split_whitespace().nth(1))
                     == Some("0")
             }),
+            Need::Chromium => Command::new("chromium")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
             Need::McpPython => mcp_python().is_some_and(|python| {
                 Command::new(python)
                     .args(["-c", "import mcp.client.streamable_http"])
@@ -86,6 +94,7 @@ impl Need {
                 "put sqld at shared/tools/sqld/sqld above the repository (or set OXYDRA_SQLD) and install openssl (scripts/test.sh does)"
             }
             Need::Root => "run the tests as root (CI does)",
+            Need::Chromium => "install Debian's chromium (scripts/test.sh does)",
             Need::McpPython => {
                 "run scripts/test.sh (it installs the MCP Python SDK into target/mcp-venv), or set \
                  OXYDRA_MCP_PYTHON to a python that has `mcp` installed"

@@ -121,6 +121,13 @@ pub enum Command {
         #[arg(long = "agent-config")]
         agent_config: Option<PathBuf>,
     },
+    /// Open the web client on the --user's running agent: prints a one-time sign-in link (dead
+    /// after its first use or 60 s) and opens it in the desktop's browser when there is one.
+    Open {
+        /// Only print the link; do not start a browser.
+        #[arg(long = "no-browser")]
+        no_browser: bool,
+    },
 }
 
 /// A tier named on the command line.

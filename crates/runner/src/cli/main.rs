@@ -25,6 +25,7 @@ mod memory_cmd;
 mod memory_governed;
 mod memory_organise;
 mod memory_tree;
+mod open_cmd;
 mod out;
 mod running;
 mod start_cmd;
@@ -135,6 +136,7 @@ fn main() -> ExitCode {
                 memory,
                 agent_config,
             } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
+            args::Command::Open { no_browser } => open_cmd::run(&global, no_browser),
         }
     });
     match result {

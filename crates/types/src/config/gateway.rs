@@ -24,6 +24,12 @@ pub struct GatewayLimitsConfig {
     pub mcp_max_sessions: u32,
     /// Seconds an MCP session may go without a request before it is closed.
     pub mcp_idle_secs: u64,
+    /// The address the gateway listens on (unset: 127.0.0.1). Anything else is warned about
+    /// loudly at start unless browsers reach it through a TLS reverse proxy.
+    pub bind: Option<std::net::IpAddr>,
+    /// Mark the web client's session cookie `Secure` (browsers reach the gateway over HTTPS,
+    /// through a TLS reverse proxy).
+    pub secure_cookie: bool,
 }
 
 impl Default for GatewayLimitsConfig {
@@ -35,6 +41,8 @@ impl Default for GatewayLimitsConfig {
             body_timeout_secs: 10,
             mcp_max_sessions: 32,
             mcp_idle_secs: 120,
+            bind: None,
+            secure_cookie: false,
         }
     }
 }

@@ -61,6 +61,8 @@ pub async fn run(
         max_connections: limits.max_connections.map(|n| n as usize),
         max_unauthenticated: limits.max_unauthenticated.map(|n| n as usize),
         body_timeout: Duration::from_secs(limits.body_timeout_secs),
+        bind: limits.bind.unwrap_or(GatewayConfig::default().bind),
+        secure_cookie: limits.secure_cookie,
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;

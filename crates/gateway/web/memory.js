@@ -1,0 +1,257 @@
+// The user's memory, through the same governed note frames as the TUI's /memory: notes listed
+// (newest first, paged), searched, filtered by category and tag; a note's history and restore,
+// edit, delete, confirm of unconfirmed notes (with where they came from), deleted notes; and the
+// memory changes of a turn (or made here), each with its undo.
+
+import { el, clear, excerpt, shortId } from "./dom.js";
+
+const CATEGORIES = ["fact", "pattern", "preference", "capability"];
+
+export class Memory {
+  constructor({ client, root }) {
+    this.client = client;
+    this.root = root;
+    this.notes = [];
+    this.cursor = null;
+    this.mode = "list";
+    this.query = el("input", { type: "search", placeholder: "Search notes", "aria-label": "Search notes", id: "note-search" });
+    this.category = el("select", { "aria-label": "Category", id: "note-category" },
+      el("option", { value: "" }, "All categories"), CATEGORIES.map((c) => el("option", { value: c }, c)));
+    this.tag = el("select", { "aria-label": "Tag", id: "note-tag" }, el("option", { value: "" }, "All tags"));
+    this.status = el("p", { class: "notice", role: "status" });
+    this.list = el("ul", { class: "notes", id: "notes" });
+    this.more = el("div");
+    const form = el("form", { class: "note-filters", role: "search" }, this.query, this.category, this.tag,
+      el("button", { type: "submit" }, "Search"),
+      el("button", { type: "button", onclick: () => this.showDeleted() }, "Deleted notes"));
+    form.addEventListener("submit", (e) => { e.preventDefault(); this.refresh(); });
+    this.category.addEventListener("change", () => { this.query.value = ""; this.refresh(); });
+    this.tag.addEventListener("change", () => this.draw());
+    clear(root).append(form, this.status, this.list, this.more);
+    this.changes = [];
+  }
+
+  /** Lists (or searches) from the start. */
+  async refresh() {
+    this.notes = [];
+    this.cursor = null;
+    const q = this.query.value.trim();
+    try {
+      if (q) {
+        this.mode = "search";
+        const r = await this.client.request({ type: "search_notes", query: q, limit: 50 });
+        this.notes = r.notes;
+        this.status.textContent = `${r.notes.length} notes match “${excerpt(q, 40)}”.`;
+      } else {
+        this.mode = "list";
+        await this.page();
+      }
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+    this.draw();
+  }
+
+  async page() {
+    const frame = { type: "list_notes", limit: 50 };
+    if (this.category.value) frame.category = this.category.value;
+    if (this.cursor) frame.cursor = this.cursor;
+    const r = await this.client.request(frame);
+    this.notes = this.notes.concat(r.notes);
+    this.cursor = r.next_cursor || null;
+    this.status.textContent = `${r.total} notes.`;
+  }
+
+  draw() {
+    const tags = new Set(this.notes.flatMap((n) => n.tags || []));
+    const keep = this.tag.value;
+    clear(this.tag).append(el("option", { value: "" }, "All tags"),
+      ...[...tags].sort().map((t) => el("option", { value: t }, t)));
+    this.tag.value = tags.has(keep) ? keep : "";
+    const shown = this.notes.filter((n) =>
+      (!this.tag.value || (n.tags || []).includes(this.tag.value)) &&
+      (!this.category.value || this.mode !== "search" || n.category === this.category.value));
+    clear(this.list).append(...shown.map((n) => this.card(n)));
+    clear(this.more);
+    if (this.mode === "list" && this.cursor) {
+      this.more.append(el("button", { type: "button", onclick: async () => {
+        try { await this.page(); } catch (e) { this.status.textContent = e.message; }
+        this.draw();
+      } }, "More notes"));
+    }
+  }
+
+  card(note) {
+    const body = el("div", { class: "note-text" }, note.text);
+    const extra = el("div", { class: "note-extra" });
+    const unconfirmed = note.provenance && note.provenance.confirmed === false;
+    const meta = el("p", { class: "note-meta" },
+      note.category ? note.category + " · " : "",
+      (note.tags || []).length ? "#" + note.tags.join(" #") + " · " : "",
+      "updated " + String(note.updated_at || "").slice(0, 16).replace("T", " "),
+      note.provenance ? " · from " + note.provenance.origin : "",
+      unconfirmed ? el("span", { class: "badge" }, " unconfirmed") : "");
+    const actions = el("div", { class: "note-actions" },
+      el("button", { type: "button", onclick: () => this.edit(note, body, actions) }, "Edit"),
+      el("button", { type: "button", onclick: () => this.history(note, extra) }, "History"),
+      el("button", { type: "button", onclick: (e) => this.remove(note, e.target) }, "Delete"),
+      unconfirmed ? el("button", { type: "button", onclick: () => this.confirm(note) }, "Confirm") : "");
+    return el("li", { class: "note", "data-note": note.note_id }, body, meta, actions, extra);
+  }
+
+  edit(note, body, actions) {
+    const area = el("textarea", { rows: "4", "aria-label": "Note text" });
+    area.value = note.text;
+    const save = async () => {
+      try {
+        const r = await this.client.request({ type: "edit_note", note_id: note.note_id, content: area.value, version: note.version });
+        this.record({ line: `edited “${excerpt(r.note.text)}”`, undo: { kind: "edit", noteId: note.note_id, text: note.text, version: r.note.version } }, true);
+        this.replace(r.note);
+      } catch (e) {
+        this.status.textContent = e.message;
+      }
+    };
+    const form = el("form", { class: "note-edit" }, area,
+      el("button", { type: "submit", class: "primary" }, "Save"),
+      el("button", { type: "button", onclick: () => this.draw() }, "Cancel"));
+    form.addEventListener("submit", (e) => { e.preventDefault(); save(); });
+    area.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); save(); }
+      if (e.key === "Escape") this.draw();
+    });
+    body.replaceWith(form);
+    actions.hidden = true;
+    area.focus();
+  }
+
+  async remove(note, button) {
+    if (button.dataset.armed !== "1") {
+      button.dataset.armed = "1";
+      button.textContent = "Really delete?";
+      return;
+    }
+    try {
+      await this.client.request({ type: "delete_note", note_id: note.note_id });
+      this.record({ line: `deleted “${excerpt(note.text)}”`, undo: { kind: "restore", noteId: note.note_id } }, true);
+      this.notes = this.notes.filter((n) => n.note_id !== note.note_id);
+      this.draw();
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+  }
+
+  async confirm(note) {
+    try {
+      const r = await this.client.request({ type: "confirm_note", note_id: note.note_id });
+      this.replace(Object.assign(r.note, { provenance: Object.assign({}, r.note.provenance, { confirmed: true }) }));
+      this.status.textContent = "Confirmed: recall may use it now.";
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+  }
+
+  async history(note, box) {
+    try {
+      const r = await this.client.request({ type: "note_history", note_id: note.note_id });
+      clear(box).append(el("ol", { class: "versions" }, r.versions.map((v) => {
+        const current = v.edit_token === note.version && !v.replaced_at;
+        const p = v.provenance || {};
+        return el("li", {},
+          el("div", { class: "note-text" }, v.text),
+          el("p", { class: "note-meta" }, `version ${v.version} · ${String(v.saved_at).slice(0, 16).replace("T", " ")}`,
+            p.origin ? ` · from ${p.origin}${p.confirmed === false ? ", unconfirmed" : ""}` : "",
+            current ? " · current" : ""),
+          current ? "" : el("button", { type: "button", onclick: async () => {
+            try {
+              const back = await this.client.request({ type: "restore_note", note_id: note.note_id, version: v.version });
+              this.record({ line: `reverted to version ${v.version} of ${shortId(note.note_id)}`, undo: { kind: "previous", noteId: note.note_id, text: back.note.text.trim() } }, true);
+              this.replace(back.note);
+            } catch (e) { this.status.textContent = e.message; }
+          } }, `Restore version ${v.version}`));
+      })));
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+  }
+
+  async showDeleted() {
+    try {
+      const r = await this.client.request({ type: "list_deleted_notes" });
+      this.mode = "deleted";
+      this.status.textContent = `${r.notes.length} deleted notes can be restored.`;
+      clear(this.more);
+      clear(this.list).append(...r.notes.map((d) => el("li", { class: "note deleted" },
+        el("div", { class: "note-text" }, d.note.text),
+        el("p", { class: "note-meta" }, `deleted ${String(d.deleted_at).slice(0, 10)} · purged after ${String(d.purge_after).slice(0, 10)}`),
+        el("button", { type: "button", onclick: async () => {
+          try {
+            await this.client.request({ type: "restore_note", note_id: d.note.note_id });
+            this.record({ line: `restored “${excerpt(d.note.text)}”`, undo: { kind: "delete", noteId: d.note.note_id } }, true);
+            this.showDeleted();
+          } catch (e) { this.status.textContent = e.message; }
+        } }, "Restore"))));
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+  }
+
+  replace(note) {
+    this.notes = this.notes.map((n) => (n.note_id === note.note_id ? note : n));
+    this.draw();
+  }
+
+  /** Records a change with its undo; a change made here is listed at once. */
+  record(change, here = false) {
+    change.n = this.changes.length + 1;
+    change.state = "pending";
+    this.changes.push(change);
+    if (here) {
+      const list = document.getElementById("changes");
+      if (list) list.append(this.changeItem(change));
+    }
+    return change;
+  }
+
+  changeList(changes) {
+    return el("ul", { class: "changes" }, changes.map((c) => this.changeItem(c)));
+  }
+
+  changeItem(change) {
+    const button = el("button", { type: "button", class: "link", onclick: () => this.undo(change, button, state) }, "Undo");
+    const state = el("span", { class: "change-state" });
+    return el("li", { class: "change", "data-change": change.n },
+      `Memory ${change.n}: ${change.line} `, button, state);
+  }
+
+  async undo(change, button, state) {
+    if (change.state !== "pending") return;
+    const u = change.undo;
+    try {
+      if (u.kind === "delete") await this.client.request({ type: "delete_note", note_id: u.noteId });
+      else if (u.kind === "restore") await this.client.request({ type: "restore_note", note_id: u.noteId });
+      else if (u.kind === "edit") await this.client.request({ type: "edit_note", note_id: u.noteId, content: u.text, version: u.version });
+      else if (u.kind === "previous") {
+        const h = await this.client.request({ type: "note_history", note_id: u.noteId });
+        const last = h.versions[h.versions.length - 1];
+        if (!last || last.text.trim() !== u.text || last.version < 2) {
+          state.textContent = " The note changed since: see its history.";
+          return;
+        }
+        await this.client.request({ type: "restore_note", note_id: u.noteId, version: last.version - 1 });
+      }
+      change.state = "undone";
+      button.disabled = true;
+      state.textContent = " undone";
+      if (this.mode !== "deleted") this.refresh();
+    } catch (e) {
+      state.textContent = " " + (e.code === "note_changed" ? "The note changed since: see its history." : e.message);
+    }
+  }
+
+  /** Ctrl+Z: the latest change that can still be undone. */
+  undoLatest() {
+    const item = [...document.querySelectorAll("li.change")].reverse()
+      .find((li) => this.changes[Number(li.dataset.change) - 1]?.state === "pending");
+    if (item) item.querySelector("button").click();
+  }
+}
