@@ -26,6 +26,14 @@ user="${1:-alice}"
 . scripts/lib/host.sh
 # Before the build: a missing or refused key, like a missing engine, is said in seconds.
 check_provider_key "$user" || exit 1
+if [ -f runner.toml ]; then
+  # Refused before anything changes: no user added, no workspace, no build.
+  tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
+  if [ "$process" = yes ] && [ "${tier:-container}" = container ]; then
+    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
+    exit 1
+  fi
+fi
 if [ ! -f runner.toml ]; then
   # Before the build: a missing engine is a question for the user, not a 10-minute surprise.
   tier=$(choose_first_tier "$user" "$process")
@@ -50,10 +58,6 @@ tier="${tier:-container}"
 
 flags=()
 if [ "$tier" = container ]; then
-  if [ "$process" = yes ]; then
-    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
-    exit 1
-  fi
   echo "==> building the guest images (only what changed)"
   if ! ./scripts/build-guest-images.sh; then
     echo "==> no container images without a Docker engine: start Docker and re-run, or set" >&2

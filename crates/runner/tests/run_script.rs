@@ -214,6 +214,17 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
         "{text}"
     );
 
+    // The background runner's log: every line starts with the time.
+    let log = std::fs::read_to_string(runner::runner_log_path(&co.ws("alice"), "runner")).unwrap();
+    assert!(log.lines().any(|l| !l.trim().is_empty()), "{log}");
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let stamp = line.split_whitespace().next().unwrap_or_default();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(stamp).is_ok(),
+            "a line without its time in runner.log: {line:?}"
+        );
+    }
+
     // Unchanged settings: the running agent is used as it is.
     let (out, text) = co.run(&["alice"]).await;
     assert!(out.status.success(), "{text}");
