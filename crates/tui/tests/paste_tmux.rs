@@ -44,13 +44,7 @@ async fn large_pastes_show_at_once_and_one_over_the_frame_limit_is_not_sent() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::with_responder(|_| ScriptedReply::text("Got your long message.")).await;
     let (gw, token_file) = common::gateway(dir.path(), "alice", &llm).await;
-    let command = format!(
-        "{} --url {} --user alice --token-file {}; echo \"oxydra-tui exited with $?\"; sleep 60",
-        env!("CARGO_BIN_EXE_oxydra-tui"),
-        gw.url(),
-        token_file.display()
-    );
-    let tmux = Tmux::start("oxydra-tui-paste", 100, 30, &command);
+    let tmux = common::client_in_tmux("oxydra-tui-paste", &gw, &token_file);
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;
 
