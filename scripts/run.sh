@@ -9,9 +9,11 @@
 # tier (host processes confined with Landlock) is used only when you choose it: --process, or "y"
 # to the question asked on a terminal. The first run writes runner.toml with that tier; switch by
 # editing `tier` there. A user not yet in runner.toml is added (`runner --user NAME init`). The
-# model is set in ./agent.toml [provider] (written on the first run from agent.toml.example):
-# OpenAI by default; OpenRouter, Ollama or Anthropic examples are in README.md. After editing
-# agent.toml, re-run this script: an agent started with other settings is restarted.
+# model is set in ./agent.toml [provider]: yours when you wrote it first (from agent.toml.example
+# or with `runner init`'s questions), else written on the first run from agent.toml.example
+# (OpenAI); OpenRouter, Ollama or Anthropic examples are in README.md. Before the build, the key
+# it names is checked with the provider, as Docker is. After editing agent.toml, re-run this
+# script: an agent started with other settings is restarted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 process=no
@@ -22,33 +24,40 @@ fi
 user="${1:-alice}"
 
 . scripts/lib/host.sh
+# Before the build: a missing or refused key, like a missing engine, is said in seconds.
+check_provider_key "$user" || exit 1
+if [ -f runner.toml ]; then
+  # Refused before anything changes: no user added, no workspace, no build.
+  tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
+  if [ "$process" = yes ] && [ "${tier:-container}" = container ]; then
+    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
+    exit 1
+  fi
+fi
 if [ ! -f runner.toml ]; then
   # Before the build: a missing engine is a question for the user, not a 10-minute surprise.
   tier=$(choose_first_tier "$user" "$process")
 fi
 build_release
 bin="$PWD/target/release"
+# runner init's "next:" steps are the ones this script takes itself: not repeated. No questions
+# (stdin is not the terminal): the key was checked above, for agent.toml's provider or the example's.
 if [ ! -f runner.toml ]; then
-  echo "==> first run: writing runner.toml ($tier tier) and agent.toml, provisioning ./workspaces/$user"
-  "$bin/runner" --user "$user" init --tier "$tier"
-elif ! out=$("$bin/runner" --user "$user" init 2>&1); then
+  echo "==> first run: writing runner.toml ($tier tier), provisioning ./workspaces/$user"
+  "$bin/runner" --user "$user" init --tier "$tier" </dev/null | sed '/^next/,$d'
+elif ! out=$("$bin/runner" --user "$user" init </dev/null 2>&1); then
   case "$out" in
     *"already exists in"*) ;;
     *) echo "$out" >&2; exit 1 ;;
   esac
 else
-  echo "==> added $user to runner.toml"
-  echo "$out"
+  echo "$out" | sed '/^next/,$d; s/^/==> /'
 fi
 tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
 tier="${tier:-container}"
 
 flags=()
 if [ "$tier" = container ]; then
-  if [ "$process" = yes ]; then
-    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
-    exit 1
-  fi
   echo "==> building the guest images (only what changed)"
   if ! ./scripts/build-guest-images.sh; then
     echo "==> no container images without a Docker engine: start Docker and re-run, or set" >&2

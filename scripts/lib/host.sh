@@ -81,6 +81,75 @@ processes confined only by Landlock; written to runner.toml)? [y/N] " >&2
   return 1
 }
 
+# provider_setting KEY — "set:VALUE" for KEY under [provider] in ./agent.toml (quotes removed),
+# nothing when the file or the key is absent (the default applies).
+provider_setting() {
+  [ -f agent.toml ] || return 0
+  awk -v key="$1" '
+    /^[[:space:]]*\[/ { inside = ($0 ~ /^[[:space:]]*\[provider\][[:space:]]*(#.*)?$/); next }
+    inside && $0 ~ ("^[[:space:]]*" key "[[:space:]]*=") {
+      sub(/^[^=]*=[[:space:]]*/, ""); sub(/[[:space:]]*(#[^"]*)?$/, ""); gsub(/^"|"$/, "")
+      print "set:" $0; exit
+    }' agent.toml
+}
+
+# check_provider_key USER — before the build: the variable agent.toml's [provider] names (default
+# OPENAI_API_KEY) is set, and the provider accepts its key, asked with one GET of its model list
+# (free; the key goes to curl on stdin, never on its command line). A missing or refused key stops
+# the script with what to do; a provider that cannot be reached is only said.
+check_provider_key() {
+  local user="$1" kind url env key models_url auth status where
+  kind=$(provider_setting kind); kind="${kind#set:}"
+  url=$(provider_setting base_url); url="${url#set:}"; url="${url:-https://api.openai.com/v1}"
+  url="${url%/}"
+  env=$(provider_setting api_key_env)
+  if [ -z "$env" ]; then env=OPENAI_API_KEY; else env="${env#set:}"; fi
+  if [ -f agent.toml ]; then where="edit [provider] in agent.toml"; else
+    where="cp agent.toml.example agent.toml and edit [provider] (examples for
+  OpenRouter, Ollama and Anthropic in README.md), or let \`runner init\` ask:
+    cargo run --release -p runner -- --user $user init"
+  fi
+  if [ -z "$env" ]; then
+    echo "==> model server $url (no key: agent.toml says api_key_env = \"\")"
+    return 0
+  fi
+  key="${!env:-}"
+  if [ -z "$key" ]; then
+    {
+      echo "error: \$$env is not set, and the model ($url) needs it."
+      echo "  Set it:  $env=... ./scripts/run.sh $user"
+      echo "  or choose another model: $where."
+    } >&2
+    return 1
+  fi
+  if ! command -v curl >/dev/null 2>&1; then
+    echo "==> \$$env is set (no curl here to check it with $url)"
+    return 0
+  fi
+  if [ "$kind" = anthropic ]; then
+    models_url="$url/v1/models"
+    auth="header = \"x-api-key: $key\"
+header = \"anthropic-version: 2023-06-01\""
+  else
+    models_url="$url/models"
+    auth="header = \"Authorization: Bearer $key\""
+  fi
+  status=$(printf '%s\n' "$auth" | curl -s -o /dev/null -w '%{http_code}' --max-time 15 \
+    --config - "$models_url" 2>/dev/null) || true
+  case "$status" in
+    2??) echo "==> $url accepts the key in \$$env" ;;
+    401|403)
+      {
+        echo "error: $url refused the key in \$$env (HTTP $status): check it,"
+        echo "  or choose another model: $where."
+      } >&2
+      return 1
+      ;;
+    000|"") echo "==> cannot reach $url to check the key in \$$env; going on" ;;
+    *) echo "==> $url answered HTTP $status when asked for its models; going on" ;;
+  esac
+}
+
 # ensure_cmake — Debian's cmake: libsql's `encryption` feature (the memory store's encryption at
 # rest) builds its SQLite cipher library with it, so nothing that links the memory crate builds
 # without it.

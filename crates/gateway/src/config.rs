@@ -44,7 +44,7 @@ pub struct GatewayConfig {
 }
 
 impl GatewayConfig {
-    pub const DEFAULT_MAX_FRAME_BYTES: usize = 256 * 1024;
+    pub const DEFAULT_MAX_FRAME_BYTES: usize = types::MAX_FRAME_BYTES;
     /// Largest MCP request body accepted (rmcp's own limit).
     pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 }

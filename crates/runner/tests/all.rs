@@ -15,6 +15,7 @@ mod container_recovery;
 mod container_tier;
 mod host_script;
 mod images;
+mod init_provider;
 mod lifecycle;
 mod mcp_clients;
 mod memory_cli;

@@ -1,7 +1,8 @@
 //! `scripts/run.sh` itself, run by a real bash in a copy of the scripts whose `target/release/`
 //! holds this build's binaries: no Docker engine (stand-in `docker`/`dockerd`), a no-op `cargo`
 //! (the binaries are built) and a stand-in `oxydra-tui` that prints its arguments. The agents
-//! are real (process tier, real Landlock).
+//! are real (process tier, real Landlock). The user edited `agent.toml` before the first run (the
+//! README's path), pointing it at a local stand-in of the provider that wants the key `sk-test`.
 
 #![allow(
     clippy::unwrap_used,
@@ -29,13 +30,14 @@ fn write_exe(path: &Path, body: &str) {
 
 /// A checkout-shaped directory: `scripts/run.sh`, `scripts/lib/host.sh`, `target/release/` with
 /// this build's `runner`, `oxydra-vm`, `shell-vm` and a stand-in `oxydra-tui`; and `fake/` with
-/// `cargo`, `docker` (no engine) and `dockerd` (exits at once) for PATH.
+/// `cargo` (leaves `fake/cargo-ran`), `docker` (no engine) and `dockerd` (exits at once) for
+/// PATH; and an `agent.toml` whose `[provider]` is `server`, with its key `sk-test`.
 struct Checkout {
     dir: tempfile::TempDir,
 }
 
 impl Checkout {
-    fn new() -> Self {
+    fn new(server: &test_support::ScriptedLlm) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("scripts/lib")).unwrap();
@@ -55,7 +57,18 @@ impl Checkout {
         write_exe(&release.join("oxydra-tui"), "echo \"oxydra-tui $*\"");
         let fake = root.join("fake");
         std::fs::create_dir_all(&fake).unwrap();
-        write_exe(&fake.join("cargo"), "exit 0");
+        write_exe(
+            &fake.join("cargo"),
+            &format!("touch '{}'", fake.join("cargo-ran").display()),
+        );
+        server.require_api_key("sk-test");
+        let example = include_str!("../../../agent.toml.example");
+        let edited = example.replace(
+            "base_url = \"https://api.openai.com/v1\"",
+            &format!("base_url = \"{}\"", server.base_url()),
+        );
+        assert_ne!(edited, example);
+        std::fs::write(root.join("agent.toml"), edited).unwrap();
         write_exe(&fake.join("docker"), "exit 1");
         write_exe(
             &fake.join("dockerd"),
@@ -123,10 +136,51 @@ impl Drop for Checkout {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_sh_checks_the_key_before_building_anything() {
+    let server = test_support::ScriptedLlm::start().await;
+    let co = Checkout::new(&server);
+    let cargo_ran = co.root().join("fake/cargo-ran");
+
+    let mut cmd = co.command(&["alice"]);
+    cmd.env_remove("OPENAI_API_KEY");
+    let out = cmd.output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("$OPENAI_API_KEY is not set"), "{text}");
+    assert!(text.contains("edit [provider] in agent.toml"), "{text}");
+
+    let mut cmd = co.command(&["alice"]);
+    cmd.env("OPENAI_API_KEY", "sk-wrong");
+    let out = cmd.output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("refused the key in $OPENAI_API_KEY (HTTP 401)"),
+        "{text}"
+    );
+    assert!(!cargo_ran.exists(), "nothing was built");
+    assert!(!co.config().exists(), "nothing was written");
+    // The key reached the provider in its header, never on a command line.
+    let asked = server.last_request().unwrap();
+    assert_eq!(asked.path, "/v1/models");
+    assert_eq!(asked.header("authorization"), Some("Bearer sk-wrong"));
+
+    // The right key: the script goes on to the build (then stops at the missing engine).
+    let (out, text) = co.run(&["alice"]).await;
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("accepts the key in $OPENAI_API_KEY"),
+        "{text}"
+    );
+    assert!(text.contains("./scripts/run.sh --process alice"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs landlock"]
 async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_ctrl_c() {
     test_support::need(Need::Landlock);
-    let co = Checkout::new();
+    let server = test_support::ScriptedLlm::start().await;
+    let co = Checkout::new(&server);
 
     // No engine and no choice: it says how to choose and writes nothing.
     let (out, text) = co.run(&["alice"]).await;
@@ -146,9 +200,30 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
     assert!(text.contains("set tier = \"container\" there"), "{text}");
     assert!(text.contains("alice: running in the background"), "{text}");
     assert!(
+        text.contains("accepts the key in $OPENAI_API_KEY"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kept your"),
+        "the edited agent.toml is kept: {text}"
+    );
+    // The steps runner init suggests are the ones the script takes: not printed.
+    assert!(!text.contains("next:"), "{text}");
+    assert!(
         text.contains("oxydra-tui --user alice --workspace"),
         "{text}"
     );
+
+    // The background runner's log: every line starts with the time.
+    let log = std::fs::read_to_string(runner::runner_log_path(&co.ws("alice"), "runner")).unwrap();
+    assert!(log.lines().any(|l| !l.trim().is_empty()), "{log}");
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let stamp = line.split_whitespace().next().unwrap_or_default();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(stamp).is_ok(),
+            "a line without its time in runner.log: {line:?}"
+        );
+    }
 
     // Unchanged settings: the running agent is used as it is.
     let (out, text) = co.run(&["alice"]).await;
@@ -177,6 +252,7 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
             && text.contains("bob: running in the background"),
         "{text}"
     );
+    assert_eq!(text.matches("added bob").count(), 1, "{text}");
 
     // Ctrl+C (SIGINT to the script's process group, as a terminal sends it) while alice starts,
     // at several moments after the script says it starts her.

@@ -58,6 +58,27 @@ fn catalogue_lists_every_builtin_tool_with_schema_tier_and_timeout() {
         String::from_utf8_lossy(&text.stdout).lines().count(),
         rows.len()
     );
+
+    // The columns line up for every dialect (`search_memories` is the longest name).
+    let text = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["tools", "--memory", "categorized"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("search_memories "), "{text}");
+    let tier_columns: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            l.find(" read-only")
+                .or_else(|| l.find(" side-effecting"))
+                .or_else(|| l.find(" privileged"))
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        tier_columns.windows(2).all(|w| w[0] == w[1]),
+        "{tier_columns:?}\n{text}"
+    );
 }
 
 /// `runner tools --json | head -1`: a reader that stops early is not an error.

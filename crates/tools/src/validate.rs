@@ -204,9 +204,9 @@ fn expectation_of(schema: &Map<String, Value>) -> String {
             (Some(lo), Some(hi)) if unit.is_empty() => format!(" between {lo} and {hi}"),
             (Some(lo), Some(hi)) => format!(" of {lo} to {hi} {unit}"),
             (Some(lo), None) if unit.is_empty() => format!(" of at least {lo}"),
-            (Some(lo), None) => format!(" of at least {lo} {unit}"),
+            (Some(lo), None) => format!(" of at least {lo} {}", one_or_more(&lo, unit)),
             (None, Some(hi)) if unit.is_empty() => format!(" of at most {hi}"),
-            (None, Some(hi)) => format!(" of at most {hi} {unit}"),
+            (None, Some(hi)) => format!(" of at most {hi} {}", one_or_more(&hi, unit)),
             (None, None) => String::new(),
         }
     };
@@ -217,6 +217,15 @@ fn expectation_of(schema: &Map<String, Value>) -> String {
         _ => String::new(),
     };
     format!("{noun}{bounds}")
+}
+
+/// `unit` for `n` of it: "1 character", "2 characters".
+fn one_or_more<'a>(n: &str, unit: &'a str) -> &'a str {
+    if n == "1" {
+        unit.strip_suffix('s').unwrap_or(unit)
+    } else {
+        unit
+    }
 }
 
 /// A short rendering of what was sent: strings quoted and cut, other values by kind.
@@ -274,6 +283,23 @@ mod tests {
             json!({"query": "cats", "top_k": 20, "weight": 0.5, "exact": true, "mode": "deep",
                    "tags": ["a", "b"], "filter": {"since": 3}}),
             Ok(()),
+        );
+    }
+
+    #[test]
+    fn one_is_singular() {
+        let of = |schema: Value| expectation_of(schema.as_object().unwrap());
+        assert_eq!(
+            of(json!({"type": "string", "minLength": 1})),
+            "a string of at least 1 character"
+        );
+        assert_eq!(
+            of(json!({"type": "array", "maxItems": 1})),
+            "an array of at most 1 item"
+        );
+        assert_eq!(
+            of(json!({"type": "string", "minLength": 2})),
+            "a string of at least 2 characters"
         );
     }
 

@@ -287,7 +287,7 @@ async fn file_edit() {
         &fx,
         "file_edit",
         json!({"path": "shared/todo.md", "old_text": "", "new_text": "x"}),
-        Err("`old_text` must be a string of at least 1 characters, got \"\""),
+        Err("`old_text` must be a string of at least 1 character, got \"\""),
     )
     .await;
     assert_eq!(

@@ -85,17 +85,37 @@ impl Editor {
     }
 
     /// Inserts pasted text: `\r\n` and `\r` become newlines, tabs four spaces, other control
-    /// characters are dropped.
+    /// characters are dropped. Linear in the text and the current line: the pasted lines are
+    /// built whole and spliced in once (a 288 KB paste of one line took 35 s char by char).
     pub fn insert_str(&mut self, text: &str) {
-        let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        for c in text.chars() {
+        let mut pasted: Vec<String> = vec![String::new()];
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
             match c {
-                '\n' => self.newline(),
-                '\t' => (0..4).for_each(|_| self.insert_char(' ')),
+                '\r' => {
+                    chars.next_if_eq(&'\n');
+                    pasted.push(String::new());
+                }
+                '\n' => pasted.push(String::new()),
+                '\t' => pasted
+                    .last_mut()
+                    .into_iter()
+                    .for_each(|l| l.push_str("    ")),
                 c if c.is_control() => {}
-                c => self.insert_char(c),
+                c => pasted.last_mut().into_iter().for_each(|l| l.push(c)),
             }
         }
+        let at = byte_at(&self.lines[self.row], self.col);
+        let tail = self.lines[self.row].split_off(at);
+        let last = pasted.len() - 1;
+        self.col = if last == 0 { self.col } else { 0 } + char_len(&pasted[last]);
+        pasted[last].push_str(&tail);
+        let mut pasted = pasted.into_iter();
+        if let Some(first) = pasted.next() {
+            self.lines[self.row].push_str(&first);
+        }
+        self.lines.splice(self.row + 1..self.row + 1, pasted);
+        self.row += last;
     }
 
     pub fn newline(&mut self) {
@@ -290,6 +310,18 @@ mod tests {
         e.insert_str("a\r\nb\tc\u{7}\rd");
         assert_eq!(e.text(), "a\nb    c\nd");
         assert_eq!(e.cursor(), (2, 1));
+        // Into the middle of a line: the tail follows the pasted text, the cursor its end.
+        let mut e = Editor::default();
+        e.set_text("head|tail");
+        (0..5).for_each(|_| e.left());
+        e.insert_str("x\ny");
+        assert_eq!(e.text(), "headx\ny|tail");
+        assert_eq!(e.cursor(), (1, 1));
+        e.insert_str("zz");
+        assert_eq!(e.text(), "headx\nyzz|tail");
+        assert_eq!(e.cursor(), (1, 3));
+        e.insert_str("");
+        assert_eq!(e.cursor(), (1, 3));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod approval_tmux;
 mod e2e_tmux;
 mod memory_tmux;
 mod moved_gateway;
+mod paste_tmux;
 mod reconnect;
 mod retry_status;
 mod screens;

@@ -17,7 +17,7 @@
 use crate::common;
 
 use serde_json::{Value, json};
-use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux};
+use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
 
 const NOTE: &str = "Alice loves the old yellow trams in Lisbon";
 
@@ -68,14 +68,7 @@ async fn chat_save_new_session_and_recall_in_tmux() {
     let llm = ScriptedLlm::with_responder(respond).await;
     let (gw, token_file) = common::gateway(dir.path(), "alice", &llm).await;
 
-    // The shell reports the exit status on the normal screen once the client is gone.
-    let command = format!(
-        "{} --url {} --user alice --token-file {}; echo \"oxydra-tui exited with $?\"; sleep 60",
-        env!("CARGO_BIN_EXE_oxydra-tui"),
-        gw.url(),
-        token_file.display()
-    );
-    let tmux = Tmux::start("oxydra-tui-test", 100, 30, &command);
+    let tmux = common::client_in_tmux("oxydra-tui-test", &gw, &token_file);
 
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;

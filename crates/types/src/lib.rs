@@ -46,6 +46,7 @@ pub use context::{
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
+pub use protocol::MAX_FRAME_BYTES;
 pub use protocol::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,
     SessionSummary,

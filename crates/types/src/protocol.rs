@@ -16,6 +16,11 @@ use crate::{
 /// The protocol version this build speaks; `hello` must carry it.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The largest frame the gateway accepts (its default `max_frame_bytes`): a client checks a
+/// message against it before sending, so a too-long message is refused in the client with the
+/// text kept, never sent and cut off with the connection.
+pub const MAX_FRAME_BYTES: usize = 256 * 1024;
+
 /// A frame sent by a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -35,8 +35,12 @@ pub struct Cli {
 pub enum Command {
     /// Write runner.toml and agent.toml with one user, or add the --user to runner.toml.
     ///
-    /// A new runner.toml and agent.toml come from the examples; on an existing runner.toml the
-    /// user's table is appended (the rest of the file is kept as it is). The user's workspace is
+    /// A new runner.toml comes from the example. An agent.toml already next to it is kept (its
+    /// [provider] is yours); a new one takes the model from --provider/--model/--base-url/
+    /// --api-key-env, or, on a terminal, from questions (provider, model, the variable holding
+    /// the key), and the key is checked with one request (GET /v1/models) before anything is
+    /// written. Without either it is the example (OpenAI). On an existing runner.toml the user's
+    /// table is appended (the rest of the file is kept as it is). The user's workspace is
     /// provisioned either way.
     Init {
         /// Where users' workspaces go (default ./workspaces, next to runner.toml).
@@ -45,6 +49,21 @@ pub enum Command {
         /// Where the agents will run (default: container).
         #[arg(long, value_enum)]
         tier: Option<TierArg>,
+        /// The LLM provider of a new agent.toml (no questions asked).
+        #[arg(long, value_enum)]
+        provider: Option<crate::init_provider::ProviderArg>,
+        /// The model (default: the provider's usual small model).
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider's base URL (default: the provider's; required for `compatible`).
+        #[arg(long = "base-url")]
+        base_url: Option<String>,
+        /// The environment variable holding the API key ("" for none).
+        #[arg(long = "api-key-env")]
+        api_key_env: Option<String>,
+        /// Write the files without checking the key with the provider.
+        #[arg(long = "no-check")]
+        no_check: bool,
     },
     /// Start the users' agents (foreground; Ctrl-C stops them).
     ///

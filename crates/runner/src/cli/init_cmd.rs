@@ -1,6 +1,9 @@
 //! `runner init`: writes `runner.toml` (with one user) and `agent.toml` from the examples shipped
 //! in the binary and provisions the user's workspace; on an existing `runner.toml` it adds the
-//! user instead (appending their table, leaving every other byte of the file as it was).
+//! user instead (appending their table, leaving every other byte of the file as it was). An
+//! `agent.toml` already there (a user who copied the example and chose a model) is kept; a new
+//! one takes the provider from `--provider …` or from questions on a terminal (`init_provider`),
+//! whose key is checked with one request before anything is written.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +13,7 @@ use types::UserId;
 
 use crate::Global;
 use crate::args::TierArg;
+use crate::init_provider::{self, Choice, ProviderFlags};
 use crate::out::say;
 
 const RUNNER_EXAMPLE: &str = include_str!("../../../../runner.toml.example");
@@ -17,12 +21,24 @@ const AGENT_EXAMPLE: &str = include_str!("../../../../agent.toml.example");
 /// The user entry of the example, replaced by the chosen user.
 const EXAMPLE_USER: &str = "[users.alice]";
 
-pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierArg>) -> Result<()> {
+pub async fn run(
+    global: &Global,
+    workspace_root: Option<PathBuf>,
+    tier: Option<TierArg>,
+    provider: ProviderFlags,
+) -> Result<()> {
     let config_path = global
         .config
         .clone()
         .unwrap_or_else(|| PathBuf::from(CONFIG_FILE_NAME));
     if config_path.exists() {
+        if provider.any() {
+            bail!(
+                "{} already exists: --provider, --model, --base-url and --api-key-env only shape a \
+                 new agent.toml; edit [provider] in the agent.toml it uses instead",
+                config_path.display()
+            );
+        }
         return add_user(
             global,
             &config_path,
@@ -35,13 +51,27 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierAr
         .unwrap_or(Path::new("."))
         .to_owned();
     let agent_path = dir.join("agent.toml");
-    if agent_path.exists() {
-        bail!(
-            "{} already exists; edit it, or remove it to start over",
-            agent_path.display()
-        );
-    }
     let user = pick_user(global.user.as_deref())?;
+    let kept = agent_path.exists();
+    let choice = if kept {
+        if provider.any() {
+            bail!(
+                "{} already exists: edit its [provider] instead of passing --provider (or remove \
+                 it to start over)",
+                agent_path.display()
+            );
+        }
+        // An edited file with a mistake is reported now, with its line and key.
+        runner::load_agent_config(Some(&agent_path))?;
+        None
+    } else {
+        init_provider::choose(&provider)?
+    };
+    if let Some(choice) = &choice
+        && !provider.no_check
+    {
+        init_provider::check_key(choice).await?;
+    }
     let mut runner_text = RUNNER_EXAMPLE.replace(EXAMPLE_USER, &user_table(&user));
     if let Some(root) = &workspace_root {
         let line = format!(
@@ -53,20 +83,46 @@ pub fn run(global: &Global, workspace_root: Option<PathBuf>, tier: Option<TierAr
     if tier == Some(TierArg::Process) {
         runner_text = runner_text.replace("tier = \"container\"", "tier = \"process\"");
     }
+    let agent_text = match &choice {
+        Some(choice) => Some(init_provider::agent_toml(AGENT_EXAMPLE, choice)?),
+        None if kept => None,
+        None => Some(AGENT_EXAMPLE.to_owned()),
+    };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_new(&config_path, &runner_text)?;
-    write_new(&agent_path, AGENT_EXAMPLE)?;
+    if let Some(text) = &agent_text {
+        write_new(&agent_path, text)?;
+    }
     let config = RunnerConfig::load(&config_path)?;
     let ws = provision(&config.workspace_root, &user)?;
+    report_written(&config_path, &agent_path, kept, choice.as_ref());
+    say(format!("provisioned {}", ws.root.display()));
+    if !kept && choice.is_none() {
+        say("next: set [provider] in agent.toml (and export its API key), then:");
+    } else {
+        say("next:");
+    }
+    next_steps(&config, &user);
+    Ok(())
+}
+
+fn report_written(config_path: &Path, agent_path: &Path, kept: bool, choice: Option<&Choice>) {
+    if kept {
+        say(format!(
+            "wrote {}; kept your {}",
+            config_path.display(),
+            agent_path.display()
+        ));
+        return;
+    }
     say(format!(
         "wrote {} and {}",
         config_path.display(),
         agent_path.display()
     ));
-    say(format!("provisioned {}", ws.root.display()));
-    say("next: set [provider] in agent.toml (and export its API key), then:");
-    next_steps(&config, &user);
-    Ok(())
+    if let Some(choice) = choice {
+        say(format!("  model: {}", choice.describe()));
+    }
 }
 
 /// Adds `--user` to the existing `runner.toml` at `path`: appends `[users.<id>]` (the rest of the

@@ -3,7 +3,7 @@
 //! manages a user's memory (`runner memory ...`, `runner memory rekey`), forgets a user
 //! (`runner forget`, in `keys_cmd`) and prints the tool catalogue (`runner tools`).
 //!
-//! Modules: `cli` (clap surface), `init_cmd`, `start_cmd` (foreground), `detach` (`--detach`),
+//! Modules: `cli` (clap surface), `init_cmd` (with `init_provider`: the model it asks for), `start_cmd` (foreground), `detach` (`--detach`),
 //! `running` (what already serves a user, with which settings), `interrupt` (Ctrl-C while
 //! starting), `supervise` (one user's guests: launch, readiness, restart, stop), `guest` (spawning
 //! one guest and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`,
@@ -15,6 +15,7 @@ mod detach;
 mod guest;
 mod images_cmd;
 mod init_cmd;
+mod init_provider;
 mod interrupt;
 mod keys_cmd;
 mod log_file;
@@ -99,7 +100,21 @@ fn main() -> ExitCode {
             args::Command::Init {
                 workspace_root,
                 tier,
-            } => init_cmd::run(&global, workspace_root, tier),
+                provider,
+                model,
+                base_url,
+                api_key_env,
+                no_check,
+            } => {
+                let provider = init_provider::ProviderFlags {
+                    provider,
+                    model,
+                    base_url,
+                    api_key_env,
+                    no_check,
+                };
+                init_cmd::run(&global, workspace_root, tier, provider).await
+            }
             args::Command::Start { detach, supervisor } => {
                 let mode = match (supervisor, detach) {
                     (true, _) => start_cmd::Mode::Supervisor,

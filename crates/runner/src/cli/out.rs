@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `text` for a one-line listing: every control character as an escape, unless `raw`.
 pub fn field(text: &str, raw: bool) -> Cow<'_, str> {
@@ -25,9 +26,26 @@ pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow
 /// control characters other than newlines and tabs as escapes: what it prints may quote a log,
 /// a health file or a marker another process wrote.
 pub fn say(line: impl AsRef<str>) {
+    let text = types::terminal::escape_text(line.as_ref());
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", types::terminal::escape_text(line.as_ref()));
+    if STAMPED.load(Ordering::Relaxed) {
+        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
+        for line in text.lines() {
+            let _ = writeln!(out, "{now}  {line}");
+        }
+    } else {
+        let _ = writeln!(out, "{text}");
+    }
     let _ = out.flush();
+}
+
+/// Whether [`say`] starts each line with the time (UTC, like the log's tracing lines).
+static STAMPED: AtomicBool = AtomicBool::new(false);
+
+/// From now on [`say`] writes for a log (`runner.log` of a background runner), not a person:
+/// each line starts with the time.
+pub fn stamp_lines() {
+    STAMPED.store(true, Ordering::Relaxed);
 }
 
 /// `1h02m`, `3m05s`, `12s`.

@@ -125,6 +125,8 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             if let Err(e) = rustix::process::setsid() {
                 tracing::debug!(error = %e, "setsid");
             }
+            // Its stdout is runner.log: every line it says carries the time.
+            crate::out::stamp_lines();
             foreground(to_start, interrupt).await
         }
         Mode::Foreground => foreground(to_start, interrupt).await,

@@ -44,6 +44,8 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
         writeln!(out)?;
         return Ok(());
     }
+    // The name column as wide as the longest name (`search_memories` is 15).
+    let width = tools.iter().map(|t| t.name().len()).max().unwrap_or(0);
     for t in &tools {
         let tier = match t.safety_tier() {
             SafetyTier::ReadOnly => "read-only",
@@ -57,7 +59,7 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
             .unwrap_or_default();
         writeln!(
             out,
-            "{:<14} {:<15} {:>3}s  ({})",
+            "{:<width$} {:<15} {:>3}s  ({})",
             t.name(),
             tier,
             t.timeout().as_secs(),

@@ -50,6 +50,9 @@ struct Inner {
     requests: Vec<RecordedRequest>,
     responder: Option<Responder>,
     ids_assigned: u64,
+    /// When set, a request without this key (`Authorization: Bearer KEY` or `x-api-key: KEY`)
+    /// is answered 401, as a provider answers a wrong key.
+    api_key: Option<String>,
 }
 
 impl Shared {
@@ -97,6 +100,12 @@ impl ScriptedLlm {
         responder: impl Fn(&RecordedRequest) -> ScriptedReply + Send + Sync + 'static,
     ) {
         self.shared.lock().responder = Some(Arc::new(responder));
+    }
+
+    /// Answers 401 (in the request's wire format) to every request that does not carry `key`,
+    /// as `Authorization: Bearer KEY` (OpenAI) or `x-api-key: KEY` (Anthropic).
+    pub fn require_api_key(&self, key: &str) {
+        self.shared.lock().api_key = Some(key.to_owned());
     }
 
     /// The OpenAI-style base URL, `http://127.0.0.1:PORT/v1`.
@@ -170,6 +179,21 @@ async fn handle(
     let (number, reply, responder) = {
         let mut inner = shared.lock();
         inner.requests.push(request.clone());
+        if let Some(key) = inner.api_key.as_deref()
+            && !carries_key(&request, key)
+        {
+            let message = "invalid x-api-key / Authorization: incorrect API key provided";
+            let body = match format {
+                WireFormat::Anthropic => wire::anthropic::error(401, message),
+                _ => wire::openai::error(401, message),
+            };
+            return json_response(401, &body, &[]);
+        }
+        if method == Method::GET && request.path == "/v1/models" {
+            // Both providers list models at GET /v1/models: the cheap request a key check makes.
+            let body = json!({"object": "list", "data": [{"id": super::SCRIPTED_MODEL, "object": "model"}]});
+            return json_response(200, &body, &[]);
+        }
         let reply = if format == WireFormat::Unknown {
             None
         } else {
@@ -300,6 +324,12 @@ fn serve(shared: &Shared, request: &RecordedRequest, message: ScriptedMessage) -
         calls,
         usage,
     }
+}
+
+/// True when the request carries `key` the way either provider expects it.
+fn carries_key(request: &RecordedRequest, key: &str) -> bool {
+    request.header("x-api-key") == Some(key)
+        || request.header("authorization") == Some(&format!("Bearer {key}"))
 }
 
 fn json_response(status: u16, body: &Value, headers: &[(&str, String)]) -> Response {

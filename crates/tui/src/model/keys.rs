@@ -126,19 +126,28 @@ impl App {
             ));
             return Vec::new();
         }
-        let text = self.editor.take();
-        let text = command::unescape(text.trim()).to_owned();
+        let text = command::unescape(self.editor.text().trim()).to_owned();
+        let client_turn_id = format!("c-{}", self.turns_sent + 1);
+        let frame = ClientFrame::SendTurn {
+            session_id: session,
+            text,
+            client_turn_id: client_turn_id.clone(),
+        };
+        let size = serde_json::to_vec(&frame).map_or(usize::MAX, |v| v.len());
+        if size > types::MAX_FRAME_BYTES {
+            self.push(Entry::error(too_long(size)));
+            return Vec::new();
+        }
+        let ClientFrame::SendTurn { text, .. } = &frame else {
+            return Vec::new();
+        };
+        self.editor.take();
         self.turns_sent += 1;
-        let client_turn_id = format!("c-{}", self.turns_sent);
-        self.pending_turn = Some(client_turn_id.clone());
+        self.pending_turn = Some(client_turn_id);
         self.turn = TurnState::Sending;
         self.scroll = 0;
         self.push(Entry::User(text.clone()));
-        vec![ClientFrame::SendTurn {
-            session_id: session,
-            text,
-            client_turn_id,
-        }]
+        vec![frame]
     }
 
     /// Ctrl+Z: undo the latest memory change that can be, once connected.
@@ -228,6 +237,16 @@ impl App {
             session_id: session,
         }]
     }
+}
+
+/// Why a message of `size` bytes (as a frame) is not sent.
+fn too_long(size: usize) -> String {
+    let limit_kib = types::MAX_FRAME_BYTES / 1024;
+    format!(
+        "Not sent: this message is {} KiB, and the agent takes at most {limit_kib} KiB per message. \
+         It is still in the box: shorten it, or send it in parts.",
+        size.div_ceil(1024)
+    )
 }
 
 fn help_text() -> String {

@@ -90,3 +90,15 @@ pub async fn until(
         resume.send_replace(app.resume());
     }
 }
+
+/// The real `oxydra-tui` in tmux (100×30) on `gw` as alice; once it exits, the shell prints
+/// "oxydra-tui exited with STATUS" on the normal screen.
+pub fn client_in_tmux(name: &str, gw: &RunningGateway, token_file: &Path) -> test_support::Tmux {
+    let command = format!(
+        "{} --url {} --user alice --token-file {}; echo \"oxydra-tui exited with $?\"; sleep 60",
+        env!("CARGO_BIN_EXE_oxydra-tui"),
+        gw.url(),
+        token_file.display()
+    );
+    test_support::Tmux::start(name, 100, 30, &command)
+}
