@@ -123,6 +123,19 @@ impl MemoryError {
         }
     }
 
+    /// A libSQL server ended the write transaction this failed in and rolled it back (its
+    /// transaction timeout, or its statement interrupted): nothing of it was written.
+    pub(crate) fn is_ended_by_server(&self) -> bool {
+        let MemoryError::Database { source, .. } = self else {
+            return false;
+        };
+        let text = format!("{source} {source:?}").to_ascii_lowercase();
+        text.contains("transaction timed out")
+            || text.contains("transaction_timeout")
+            || text.contains("sqlite_interrupt")
+            || text.contains("interrupted")
+    }
+
     pub(crate) fn db(context: &'static str) -> impl FnOnce(libsql::Error) -> MemoryError {
         move |source| MemoryError::Database { context, source }
     }
