@@ -173,3 +173,41 @@ impl From<EmbedError> for MemoryError {
         MemoryError::Embedding { source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(source: libsql::Error) -> MemoryError {
+        MemoryError::Database {
+            context: "keying a note",
+            source,
+        }
+    }
+
+    #[test]
+    fn only_a_transaction_the_server_ended_counts_as_ended_by_server() {
+        let hrana = |text: &str| libsql::Error::Hrana(text.to_owned().into());
+        for ended in [
+            failed(hrana(
+                "stream error: Transaction timed out (TRANSACTION_TIMEOUT)",
+            )),
+            failed(hrana("SQLite error: interrupted")),
+            failed(libsql::Error::RemoteSqliteFailure(
+                9,
+                9,
+                "interrupted".into(),
+            )),
+        ] {
+            assert!(ended.is_ended_by_server(), "{ended:?}");
+        }
+        for other in [
+            failed(hrana("UNIQUE constraint failed: notes.note_id")),
+            failed(hrana("status=401 Unauthorized")),
+            failed(libsql::Error::SqliteFailure(5, "database is locked".into())),
+            MemoryError::InvalidInput("interrupted".into()),
+        ] {
+            assert!(!other.is_ended_by_server(), "{other:?}");
+        }
+    }
+}
