@@ -124,7 +124,8 @@ impl MemoryError {
     }
 
     /// A libSQL server ended the write transaction this failed in and rolled it back (its
-    /// transaction timeout, or its statement interrupted): nothing of it was written.
+    /// transaction timeout, its statement interrupted, or its stream expired after idle
+    /// seconds): nothing of it was written.
     pub(crate) fn is_ended_by_server(&self) -> bool {
         let MemoryError::Database { source, .. } = self else {
             return false;
@@ -134,6 +135,7 @@ impl MemoryError {
             || text.contains("transaction_timeout")
             || text.contains("sqlite_interrupt")
             || text.contains("interrupted")
+            || text.contains("stream_expired")
     }
 
     pub(crate) fn db(context: &'static str) -> impl FnOnce(libsql::Error) -> MemoryError {
@@ -193,6 +195,9 @@ mod tests {
                 "stream error: Transaction timed out (TRANSACTION_TIMEOUT)",
             )),
             failed(hrana("SQLite error: interrupted")),
+            failed(hrana(
+                r#"status=400 Bad Request, body={"message":"The stream has expired due to inactivity","code":"STREAM_EXPIRED"}"#,
+            )),
             failed(libsql::Error::RemoteSqliteFailure(
                 9,
                 9,

@@ -97,7 +97,9 @@ impl Db {
     /// A libSQL server ends a write transaction held open past its transaction timeout (5 s by
     /// default) once another connection waits for the write lock, and rolls it back: the job's
     /// next statement fails with `Transaction timed out`, or the statement running then with
-    /// `interrupted`. Nothing of the job was written, so the job runs again, on a new stream,
+    /// `interrupted`; a stream left idle too long between two statements expires
+    /// (`STREAM_EXPIRED`) and its transaction with it. Nothing of the job was written, so the job
+    /// runs again, on a new stream,
     /// up to [`SERVER_ENDED_ATTEMPTS`] times; a slow machine or network then costs time, not
     /// the write.
     pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
