@@ -123,6 +123,21 @@ impl MemoryError {
         }
     }
 
+    /// A libSQL server ended the write transaction this failed in and rolled it back (its
+    /// transaction timeout, its statement interrupted, or its stream expired after idle
+    /// seconds): nothing of it was written.
+    pub(crate) fn is_ended_by_server(&self) -> bool {
+        let MemoryError::Database { source, .. } = self else {
+            return false;
+        };
+        let text = format!("{source} {source:?}").to_ascii_lowercase();
+        text.contains("transaction timed out")
+            || text.contains("transaction_timeout")
+            || text.contains("sqlite_interrupt")
+            || text.contains("interrupted")
+            || text.contains("stream_expired")
+    }
+
     pub(crate) fn db(context: &'static str) -> impl FnOnce(libsql::Error) -> MemoryError {
         move |source| MemoryError::Database { context, source }
     }
@@ -158,5 +173,46 @@ fn unreadable_text(with_key: bool) -> &'static str {
 impl From<EmbedError> for MemoryError {
     fn from(source: EmbedError) -> Self {
         MemoryError::Embedding { source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(source: libsql::Error) -> MemoryError {
+        MemoryError::Database {
+            context: "keying a note",
+            source,
+        }
+    }
+
+    #[test]
+    fn only_a_transaction_the_server_ended_counts_as_ended_by_server() {
+        let hrana = |text: &str| libsql::Error::Hrana(text.to_owned().into());
+        for ended in [
+            failed(hrana(
+                "stream error: Transaction timed out (TRANSACTION_TIMEOUT)",
+            )),
+            failed(hrana("SQLite error: interrupted")),
+            failed(hrana(
+                r#"status=400 Bad Request, body={"message":"The stream has expired due to inactivity","code":"STREAM_EXPIRED"}"#,
+            )),
+            failed(libsql::Error::RemoteSqliteFailure(
+                9,
+                9,
+                "interrupted".into(),
+            )),
+        ] {
+            assert!(ended.is_ended_by_server(), "{ended:?}");
+        }
+        for other in [
+            failed(hrana("UNIQUE constraint failed: notes.note_id")),
+            failed(hrana("status=401 Unauthorized")),
+            failed(libsql::Error::SqliteFailure(5, "database is locked".into())),
+            MemoryError::InvalidInput("interrupted".into()),
+        ] {
+            assert!(!other.is_ended_by_server(), "{other:?}");
+        }
     }
 }

@@ -236,7 +236,7 @@ impl MemoryStore {
     /// Runs a job on the writer thread (every write goes through here, one at a time).
     pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(Connection) -> Fut + Send + 'static,
+        F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
         Fut: Future<Output = Result<T, MemoryError>> + 'static,
         T: Send + 'static,
     {

@@ -2,7 +2,8 @@
 //! real `sqld`: a save is one, an update or a delete two (a read, then one transactional batch) —
 //! and an update whose note changes between its read and its batch changes nothing of its own:
 //! the proxy holds the batch while another client rewrites the note, and the update then fails
-//! its version check with the other client's text intact, as it would had it read after.
+//! its version check with the other client's text intact, as it would had it read after. A
+//! write whose transaction the server ended (held past its timeout) runs again and lands once.
 
 #![allow(
     clippy::unwrap_used,
@@ -521,4 +522,98 @@ async fn a_delete_after_a_rewrite_leaves_nothing_behind() {
         .await
         .unwrap();
     assert_eq!(back.content, "The spare key is in the shed.");
+}
+
+/// Alice's keyed put through the proxied store, started and held by the proxy inside its open
+/// transaction (at its `UPDATE notes SET mem_namespace`) until [`Proxy::release`].
+async fn held_put(
+    clients: &Clients,
+    alice: &types::UserId,
+) -> tokio::task::JoinHandle<Result<memory::KeyedWrite, memory::MemoryError>> {
+    let held = clients.proxy.hold("UPDATE notes SET mem_namespace");
+    let (store, who) = (clients.store.clone(), alice.clone());
+    let put = tokio::spawn(async move {
+        store
+            .keys()
+            .put_keyed(
+                &who,
+                None,
+                "prefs",
+                "colour",
+                "Alice likes green",
+                NoteMetadata::default(),
+            )
+            .await
+    });
+    held.await;
+    put
+}
+
+/// sqld expires a Hrana stream left idle for some seconds, and the transaction open on it: a
+/// keyed put whose statement the proxy holds for 20 s finds its stream gone (`STREAM_EXPIRED`,
+/// measured at 18 s). Nothing of it was written; the store runs it again and it lands once.
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_write_whose_stream_expired_runs_again() {
+    need(Need::Sqld);
+    let clients = Clients::start().await;
+    let alice = user("alice");
+    let put = held_put(&clients, &alice).await;
+    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    clients.proxy.release();
+    let written = put.await.unwrap().unwrap();
+    assert!(written.created, "{written:?}");
+    let notes = clients.other.list_notes(&alice).await.unwrap();
+    let texts: Vec<&str> = notes.iter().map(|n| n.content.as_str()).collect();
+    assert_eq!(texts, ["Alice likes green"], "written once");
+}
+
+/// sqld ends a write transaction held open past its transaction timeout (5 s) once another
+/// connection waits for the write lock, and rolls it back. A keyed put still goes statement by
+/// statement in an open transaction: the proxy holds its statement past the limit while another
+/// client writes, so the server ends the put's transaction under it. The put is not lost and does
+/// not fail: the store runs it again, and both clients' notes are there.
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_write_whose_transaction_the_server_ended_runs_again() {
+    need(Need::Sqld);
+    let clients = Clients::start().await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    let put = held_put(&clients, &alice).await;
+    // Waits for the write lock until the server takes it from the held put (its timeout).
+    clients
+        .other
+        .keys()
+        .put_keyed(
+            &bob,
+            None,
+            "prefs",
+            "colour",
+            "Bob likes red",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    clients.proxy.release();
+    let written = put.await.unwrap().unwrap();
+    assert!(written.created, "{written:?}");
+    let query = memory::KeyQuery {
+        namespace: "prefs".into(),
+        prefix: None,
+        limit: 50,
+        cursor: None,
+    };
+    for (who, text) in [(&alice, "Alice likes green"), (&bob, "Bob likes red")] {
+        let keys = clients
+            .store
+            .keys()
+            .list_keys(who, &query)
+            .await
+            .unwrap()
+            .keys;
+        assert_eq!(keys, ["colour"], "{who}");
+        let notes = clients.other.list_notes(who).await.unwrap();
+        let texts: Vec<&str> = notes.iter().map(|n| n.content.as_str()).collect();
+        assert_eq!(texts, [text], "{who}: written once");
+    }
 }

@@ -67,6 +67,7 @@ pub(crate) fn validate(content: &str) -> Result<&str, MemoryError> {
 }
 
 /// Everything needed to write one note's rows.
+#[derive(Clone)]
 pub(crate) struct NoteWrite {
     pub(crate) note_id: NoteId,
     pub(crate) content: String,

@@ -20,6 +20,9 @@ use inline_read::InlineReader;
 use migrations::migrate;
 use worker::{DbThread, Target};
 
+/// How many times a write runs when the server keeps ending its transaction (see [`Db::write`]).
+const SERVER_ENDED_ATTEMPTS: u32 = 3;
+
 /// Reader threads for a local file (WAL lets them read while the writer writes).
 const LOCAL_READERS: usize = 2;
 
@@ -90,13 +93,36 @@ impl Db {
     }
 
     /// Runs a job on the writer thread (every write goes through here, one at a time).
+    ///
+    /// A libSQL server ends a write transaction held open past its transaction timeout (5 s by
+    /// default) once another connection waits for the write lock, and rolls it back: the job's
+    /// next statement fails with `Transaction timed out`, or the statement running then with
+    /// `interrupted`; a stream left idle too long between two statements expires
+    /// (`STREAM_EXPIRED`) and its transaction with it. Nothing of the job was written, so the job
+    /// runs again, on a new stream,
+    /// up to [`SERVER_ENDED_ATTEMPTS`] times; a slow machine or network then costs time, not
+    /// the write.
     pub(crate) async fn write<T, F, Fut>(&self, job: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(Connection) -> Fut + Send + 'static,
+        F: FnOnce(Connection) -> Fut + Clone + Send + 'static,
         Fut: Future<Output = Result<T, MemoryError>> + 'static,
         T: Send + 'static,
     {
-        let outcome = self.writer.run(job).await;
+        let mut attempt = 1;
+        let outcome = loop {
+            let outcome = self.writer.run(job.clone()).await;
+            match outcome {
+                Err(e)
+                    if self.target.has_server()
+                        && e.is_ended_by_server()
+                        && attempt < SERVER_ENDED_ATTEMPTS =>
+                {
+                    tracing::warn!(error = %e, attempt, "the memory server ended a write transaction; running the write again");
+                    attempt += 1;
+                }
+                outcome => break outcome,
+            }
+        };
         // A server that went away (or revoked the token) is named as such, not as a failed
         // statement; nothing was committed.
         match self.target.has_server() {
