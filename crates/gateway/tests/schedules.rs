@@ -188,11 +188,13 @@ async fn runs_due_while_down_run_once_at_start_late_and_wait_unread() {
         let store = open_store(dir.path(), "alice").await;
         let ago = Utc::now() - chrono::Duration::minutes(10);
         store
-            .create_schedule(&alice, due_at("once", ago, None), 10, None)
+            .schedules()
+            .create(&alice, due_at("once", ago, None), 10, None)
             .await
             .unwrap();
         store
-            .create_schedule(&alice, due_at("often", ago, Some("* * * * *")), 10, None)
+            .schedules()
+            .create(&alice, due_at("often", ago, Some("* * * * *")), 10, None)
             .await
             .unwrap();
     }
@@ -203,14 +205,21 @@ async fn runs_due_while_down_run_once_at_start_late_and_wait_unread() {
     ]);
     let (gw, store) = gateway(dir.path(), &server, ProviderKind::Openai).await;
     let deadline = std::time::Instant::now() + WAIT;
-    while store.unread_notifications(&alice, 10).await.unwrap().len() < 2 {
+    while store
+        .schedules()
+        .unread_notifications(&alice, 10)
+        .await
+        .unwrap()
+        .len()
+        < 2
+    {
         assert!(std::time::Instant::now() < deadline, "runs never ended");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Once each: the recurrence's ten missed minutes did not pile up.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(server.requests().len(), 2);
-    let left = store.schedules(&alice).await.unwrap();
+    let left = store.schedules().list(&alice).await.unwrap();
     assert_eq!(left.len(), 1);
     assert!(left[0].next_run.unwrap() > Utc::now());
     // The next connect is shown both, unread and late; then they are read.
@@ -227,6 +236,7 @@ async fn runs_due_while_down_run_once_at_start_late_and_wait_unread() {
     // Marked read once sent.
     let deadline = std::time::Instant::now() + WAIT;
     while !store
+        .schedules()
         .unread_notifications(&alice, 10)
         .await
         .unwrap()
@@ -337,7 +347,8 @@ async fn a_failing_run_is_retried_with_doubling_waits_then_reported() {
     let alice = UserId::parse("alice").unwrap();
     let ws = WorkspacePaths::new(dir.path().join("alice"));
     let made = store
-        .create_schedule(
+        .schedules()
+        .create(
             &alice,
             due_at("report", t("2026-11-28T08:01:00Z"), None),
             10,
@@ -364,7 +375,7 @@ async fn a_failing_run_is_retried_with_doubling_waits_then_reported() {
     for (now, ran, attempts, next) in steps {
         clock.set(t(now));
         assert_eq!(scheduler.run_due(&host).await, ran, "at {now}");
-        let s = &store.schedules(&alice).await.unwrap()[0];
+        let s = &store.schedules().list(&alice).await.unwrap()[0];
         assert_eq!(
             (s.attempts, s.next_run),
             (attempts, Some(t(next))),
@@ -375,7 +386,7 @@ async fn a_failing_run_is_retried_with_doubling_waits_then_reported() {
     clock.set(t("2026-11-28T08:02:30Z"));
     assert_eq!(scheduler.run_due(&host).await, 1);
     assert!(
-        store.schedules(&alice).await.unwrap().is_empty(),
+        store.schedules().list(&alice).await.unwrap().is_empty(),
         "given up: done"
     );
     let notices = host.notices.lock().unwrap().clone();
@@ -403,7 +414,8 @@ async fn many_schedules_due_at_once_each_run_once() {
     for i in 0..300 {
         let recurrence = (i % 2 == 0).then_some("0 9 * * *");
         store
-            .create_schedule(
+            .schedules()
+            .create(
                 &alice,
                 due_at(&format!("s{i}"), t("2026-11-28T08:00:00Z"), recurrence),
                 1000,
@@ -431,7 +443,7 @@ async fn many_schedules_due_at_once_each_run_once() {
     }
     assert_eq!(ran, 300);
     assert_eq!(host.notices.lock().unwrap().len(), 300);
-    let left = store.schedules(&alice).await.unwrap();
+    let left = store.schedules().list(&alice).await.unwrap();
     assert_eq!(left.len(), 150);
     // 09:00 Paris is 08:00 UTC: the recurrences' next run is tomorrow's.
     assert!(

@@ -68,6 +68,6 @@ pub use notes::summary::SummaryState;
 pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use notes::usage::{CallPlace, ModelUsage, UsageScope};
 pub use retrieval::MemoryRetrieval;
-pub use rooms::{Audit, Files, Keys, Sessions, Upkeep, UsageLog};
+pub use rooms::{Audit, Files, Keys, Schedules, Sessions, Upkeep, UsageLog};
 pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use store::placement::LegacyDir;

@@ -1,6 +1,6 @@
 //! The store's rooms: views of one [`MemoryStore`] for what is not a note operation — the
 //! `/memories` files, keyed notes, sessions (with their summaries), the audit log, token usage and
-//! upkeep. Each is a borrowed handle (`store.files().read_file(..)`); the note operations
+//! upkeep, schedules. Each is a borrowed handle (`store.files().read_file(..)`); the note operations
 //! themselves are the store's own verbs.
 
 use std::ops::Deref;
@@ -60,4 +60,9 @@ room!(
     /// settings they apply.
     Upkeep,
     upkeep
+);
+room!(
+    /// Schedules and their runs' notifications (`notes/schedules.rs`, `notes/schedule_runs.rs`).
+    Schedules,
+    schedules
 );

@@ -44,12 +44,14 @@ async fn schedules_belong_to_their_user(backend: Backend) {
     let (alice, bob) = (user("alice"), user("bob"));
     let once = f
         .store
-        .create_schedule(&alice, new("stretch", at(5), None), 10, None)
+        .schedules()
+        .create(&alice, new("stretch", at(5), None), 10, None)
         .await
         .unwrap();
     let daily = f
         .store
-        .create_schedule(&alice, new("summary", at(1), Some("0 9 * * *")), 10, None)
+        .schedules()
+        .create(&alice, new("summary", at(1), Some("0 9 * * *")), 10, None)
         .await
         .unwrap();
     assert_eq!(once.state, ScheduleState::Active);
@@ -57,7 +59,8 @@ async fn schedules_belong_to_their_user(backend: Backend) {
     assert_eq!(once.provenance.session_id.as_deref(), Some("s1"));
     let listed: Vec<String> = f
         .store
-        .schedules(&alice)
+        .schedules()
+        .list(&alice)
         .await
         .unwrap()
         .into_iter()
@@ -65,28 +68,31 @@ async fn schedules_belong_to_their_user(backend: Backend) {
         .collect();
     assert_eq!(listed, vec![daily.id.clone(), once.id.clone()]);
     // Bob sees none of them, finds none due, and cannot change one.
-    assert!(f.store.schedules(&bob).await.unwrap().is_empty());
+    assert!(f.store.schedules().list(&bob).await.unwrap().is_empty());
     assert!(
         f.store
-            .due_schedules(&bob, at(59), 10)
+            .schedules()
+            .due(&bob, at(59), 10)
             .await
             .unwrap()
             .is_empty()
     );
-    assert_eq!(f.store.next_schedule_due(&bob).await.unwrap(), None);
+    assert_eq!(f.store.schedules().next_due(&bob).await.unwrap(), None);
     let refused = f
         .store
-        .change_schedule(&bob, &once.id, ScheduleChange::Cancel, None, None)
+        .schedules()
+        .change(&bob, &once.id, ScheduleChange::Cancel, None, None)
         .await;
     assert!(matches!(refused, Err(MemoryError::InvalidInput(m)) if m.contains("not found")));
     // Due by time, earliest first.
     assert_eq!(
-        f.store.next_schedule_due(&alice).await.unwrap(),
+        f.store.schedules().next_due(&alice).await.unwrap(),
         Some(at(1))
     );
     let due: Vec<String> = f
         .store
-        .due_schedules(&alice, at(3), 10)
+        .schedules()
+        .due(&alice, at(3), 10)
         .await
         .unwrap()
         .into_iter()
@@ -96,39 +102,45 @@ async fn schedules_belong_to_their_user(backend: Backend) {
     // Paused: not due; resumed: due again; cancelled: gone from the list and not due.
     let paused = f
         .store
-        .change_schedule(&alice, &daily.id, ScheduleChange::Pause, None, None)
+        .schedules()
+        .change(&alice, &daily.id, ScheduleChange::Pause, None, None)
         .await
         .unwrap();
     assert_eq!(paused.state, ScheduleState::Paused);
     assert!(
         f.store
-            .due_schedules(&alice, at(3), 10)
+            .schedules()
+            .due(&alice, at(3), 10)
             .await
             .unwrap()
             .is_empty()
     );
     f.store
-        .change_schedule(&alice, &daily.id, ScheduleChange::Resume, Some(at(2)), None)
+        .schedules()
+        .change(&alice, &daily.id, ScheduleChange::Resume, Some(at(2)), None)
         .await
         .unwrap();
     assert_eq!(
         f.store
-            .due_schedules(&alice, at(3), 10)
+            .schedules()
+            .due(&alice, at(3), 10)
             .await
             .unwrap()
             .len(),
         1
     );
     f.store
-        .change_schedule(&alice, &daily.id, ScheduleChange::Cancel, None, None)
+        .schedules()
+        .change(&alice, &daily.id, ScheduleChange::Cancel, None, None)
         .await
         .unwrap();
     let again = f
         .store
-        .change_schedule(&alice, &daily.id, ScheduleChange::Cancel, None, None)
+        .schedules()
+        .change(&alice, &daily.id, ScheduleChange::Cancel, None, None)
         .await;
     assert!(matches!(again, Err(MemoryError::InvalidInput(m)) if m.contains("cancelled already")));
-    assert_eq!(f.store.schedules(&alice).await.unwrap().len(), 1);
+    assert_eq!(f.store.schedules().list(&alice).await.unwrap().len(), 1);
 }
 
 async fn a_run_moves_its_schedule_on_once(backend: Backend) {
@@ -136,13 +148,15 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
     let alice = user("alice");
     let daily = f
         .store
-        .create_schedule(&alice, new("summary", at(0), Some("0 9 * * *")), 10, None)
+        .schedules()
+        .create(&alice, new("summary", at(0), Some("0 9 * * *")), 10, None)
         .await
         .unwrap();
     let tomorrow = at(0) + Duration::days(1);
     let moved = f
         .store
-        .finish_schedule_run(
+        .schedules()
+        .finish_run(
             &alice,
             &daily.id,
             at(0),
@@ -156,7 +170,8 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
     // A second end of the same run (a duplicate) moves nothing but cannot lose the schedule.
     let twice = f
         .store
-        .finish_schedule_run(&alice, &daily.id, at(0), RunNext::Done, None)
+        .schedules()
+        .finish_run(&alice, &daily.id, at(0), RunNext::Done, None)
         .await
         .unwrap();
     assert_eq!(
@@ -166,12 +181,13 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
             notification: None
         }
     );
-    let now = f.store.schedules(&alice).await.unwrap();
+    let now = f.store.schedules().list(&alice).await.unwrap();
     assert_eq!(now[0].next_run, Some(tomorrow));
     assert_eq!(now[0].last_outcome.as_deref(), Some("ok"));
     // A failed try keeps it due later with its count.
     f.store
-        .finish_schedule_run(
+        .schedules()
+        .finish_run(
             &alice,
             &daily.id,
             tomorrow,
@@ -183,7 +199,7 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
         )
         .await
         .unwrap();
-    let retried = &f.store.schedules(&alice).await.unwrap()[0];
+    let retried = &f.store.schedules().list(&alice).await.unwrap()[0];
     assert_eq!(
         (retried.attempts, retried.last_outcome.as_deref()),
         (1, Some("failed"))
@@ -191,11 +207,13 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
     // A one-off is done after its run.
     let once = f
         .store
-        .create_schedule(&alice, new("stretch", at(5), None), 10, None)
+        .schedules()
+        .create(&alice, new("stretch", at(5), None), 10, None)
         .await
         .unwrap();
     f.store
-        .finish_schedule_run(
+        .schedules()
+        .finish_run(
             &alice,
             &once.id,
             at(5),
@@ -204,26 +222,34 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
         )
         .await
         .unwrap();
-    assert_eq!(f.store.schedules(&alice).await.unwrap().len(), 1);
+    assert_eq!(f.store.schedules().list(&alice).await.unwrap().len(), 1);
     // Notifications: unread (only to their user) until marked read.
     assert!(
         f.store
+            .schedules()
             .unread_notifications(&user("bob"), 10)
             .await
             .unwrap()
             .is_empty()
     );
-    let unread = f.store.unread_notifications(&alice, 10).await.unwrap();
+    let unread = f
+        .store
+        .schedules()
+        .unread_notifications(&alice, 10)
+        .await
+        .unwrap();
     let texts: Vec<&str> = unread.iter().map(|n| n.text.as_str()).collect();
     assert_eq!(texts, vec!["done", "stretched"]);
     assert_eq!(unread[1].due_at, at(5));
     let ids: Vec<i64> = unread.iter().map(|n| n.id).collect();
     f.store
-        .mark_notifications_read(&user("bob"), &ids)
+        .schedules()
+        .mark_read(&user("bob"), &ids)
         .await
         .unwrap();
     assert_eq!(
         f.store
+            .schedules()
             .unread_notifications(&alice, 10)
             .await
             .unwrap()
@@ -231,10 +257,16 @@ async fn a_run_moves_its_schedule_on_once(backend: Backend) {
         2
     );
     f.store
-        .mark_notifications_read(&alice, &ids[..1])
+        .schedules()
+        .mark_read(&alice, &ids[..1])
         .await
         .unwrap();
-    let left = f.store.unread_notifications(&alice, 10).await.unwrap();
+    let left = f
+        .store
+        .schedules()
+        .unread_notifications(&alice, 10)
+        .await
+        .unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].text, "stretched");
 }
@@ -244,26 +276,36 @@ async fn the_active_cap_and_bad_input_change_nothing(backend: Backend) {
     let alice = user("alice");
     for i in 0..2 {
         f.store
-            .create_schedule(&alice, new(&format!("s{i}"), at(i), None), 2, None)
+            .schedules()
+            .create(&alice, new(&format!("s{i}"), at(i), None), 2, None)
             .await
             .unwrap();
     }
     let over = f
         .store
-        .create_schedule(&alice, new("s3", at(3), None), 2, None)
+        .schedules()
+        .create(&alice, new("s3", at(3), None), 2, None)
         .await;
     assert!(matches!(over, Err(MemoryError::InvalidInput(m)) if m.contains("max_active")));
     // Another user has a cap of their own.
     f.store
-        .create_schedule(&user("bob"), new("b", at(3), None), 2, None)
+        .schedules()
+        .create(&user("bob"), new("b", at(3), None), 2, None)
         .await
         .unwrap();
     let mut empty = new("e", at(3), None);
     empty.instruction = "  ".to_owned();
-    let refused = f.store.create_schedule(&user("bob"), empty, 2, None).await;
+    let refused = f
+        .store
+        .schedules()
+        .create(&user("bob"), empty, 2, None)
+        .await;
     assert!(matches!(refused, Err(MemoryError::InvalidInput(m)) if m.contains("instruction")));
-    assert_eq!(f.store.schedules(&alice).await.unwrap().len(), 2);
-    assert_eq!(f.store.schedules(&user("bob")).await.unwrap().len(), 1);
+    assert_eq!(f.store.schedules().list(&alice).await.unwrap().len(), 2);
+    assert_eq!(
+        f.store.schedules().list(&user("bob")).await.unwrap().len(),
+        1
+    );
 }
 
 on_both_backends!(

@@ -117,7 +117,8 @@ impl Scheduler {
         };
         let store = &self.schedules.store;
         let end = match store
-            .finish_schedule_run(&self.user, &schedule.id, due, next, notice)
+            .schedules()
+            .finish_run(&self.user, &schedule.id, due, next, notice)
             .await
         {
             Ok(end) => end,
@@ -134,7 +135,11 @@ impl Scheduler {
     /// Shows notification `id` to the user's clients; marked read once one was there.
     async fn deliver(&self, id: i64, tz: tools::Tz, host: &dyn RunHost) {
         let store = &self.schedules.store;
-        let unread = match store.unread_notifications(&self.user, 1000).await {
+        let unread = match store
+            .schedules()
+            .unread_notifications(&self.user, 1000)
+            .await
+        {
             Ok(unread) => unread,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read notifications");
@@ -147,7 +152,7 @@ impl Scheduler {
         let mut view = notification_view(n, tz);
         view.unread = false;
         if host.notify(view).await
-            && let Err(e) = store.mark_notifications_read(&self.user, &[id]).await
+            && let Err(e) = store.schedules().mark_read(&self.user, &[id]).await
         {
             tracing::warn!(error = %e, "could not mark a notification read");
         }
@@ -161,6 +166,7 @@ impl Scheduler {
         let unread = self
             .schedules
             .store
+            .schedules()
             .unread_notifications(&self.user, limit)
             .await
             .map_err(|source| RuntimeError::Memory {
@@ -174,7 +180,8 @@ impl Scheduler {
     pub async fn mark_read(&self, ids: &[i64]) -> Result<(), RuntimeError> {
         self.schedules
             .store
-            .mark_notifications_read(&self.user, ids)
+            .schedules()
+            .mark_read(&self.user, ids)
             .await
             .map_err(|source| RuntimeError::Memory {
                 context: "marking notifications read",

@@ -75,7 +75,8 @@ impl Scheduler {
         let due = match self
             .schedules
             .store
-            .due_schedules(&self.user, now, BATCH)
+            .schedules()
+            .due(&self.user, now, BATCH)
             .await
         {
             Ok(due) => due,
@@ -113,7 +114,7 @@ impl Scheduler {
 
     /// How long until the next schedule is due (capped at [`MAX_SLEEP`]).
     pub async fn until_next(&self) -> Duration {
-        let next = match self.schedules.store.next_schedule_due(&self.user).await {
+        let next = match self.schedules.store.schedules().next_due(&self.user).await {
             Ok(next) => next,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the next schedule");

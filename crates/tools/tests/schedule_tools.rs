@@ -160,7 +160,8 @@ async fn another_user_can_never_see_or_cancel_a_schedule() {
     }
     let alice = env
         .store
-        .schedules(&types::UserId::parse("alice").unwrap())
+        .schedules()
+        .list(&types::UserId::parse("alice").unwrap())
         .await
         .unwrap();
     assert_eq!(alice[0].state, memory::ScheduleState::Active);

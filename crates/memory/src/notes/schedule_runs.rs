@@ -9,8 +9,8 @@ use libsql::Value;
 use types::UserId;
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::schedules::{COLUMNS, Schedule, schedule_from_row};
+use crate::rooms::Schedules;
 use crate::store::{begin, finish};
 use crate::time::{now_text, parse, to_text};
 
@@ -59,9 +59,9 @@ pub struct Notification {
     pub read: bool,
 }
 
-impl MemoryStore {
+impl Schedules<'_> {
     /// `user`'s active schedules due at `now`, earliest first, at most `limit`.
-    pub async fn due_schedules(
+    pub async fn due(
         &self,
         user: &UserId,
         now: DateTime<Utc>,
@@ -91,10 +91,7 @@ impl MemoryStore {
     }
 
     /// When `user`'s next active schedule is due (`None`: none is).
-    pub async fn next_schedule_due(
-        &self,
-        user: &UserId,
-    ) -> Result<Option<DateTime<Utc>>, MemoryError> {
+    pub async fn next_due(&self, user: &UserId) -> Result<Option<DateTime<Utc>>, MemoryError> {
         let user = user.as_str().to_owned();
         self.read_small(move |conn| async move {
             let ctx = "reading the next schedule";
@@ -117,7 +114,7 @@ impl MemoryStore {
 
     /// Ends the run of `user`'s schedule `id` that was due at `due`: moves the schedule on as
     /// `next` says (only if it is still active and still due at `due`) and stores `notice`.
-    pub async fn finish_schedule_run(
+    pub async fn finish_run(
         &self,
         user: &UserId,
         id: &str,
@@ -238,11 +235,7 @@ impl MemoryStore {
     }
 
     /// Marks `user`'s notifications `ids` as shown (another user's are left alone).
-    pub async fn mark_notifications_read(
-        &self,
-        user: &UserId,
-        ids: &[i64],
-    ) -> Result<(), MemoryError> {
+    pub async fn mark_read(&self, user: &UserId, ids: &[i64]) -> Result<(), MemoryError> {
         if ids.is_empty() {
             return Ok(());
         }

@@ -10,9 +10,9 @@ use libsql::{Connection, Row, Value};
 use types::{AuditTag, UserId};
 
 use crate::error::MemoryError;
-use crate::memory_store::MemoryStore;
 use crate::notes::audit::record_write;
 use crate::notes::provenance::Provenance;
+use crate::rooms::Schedules;
 use crate::store::{begin, finish};
 use crate::time::{now_text, parse, to_text};
 
@@ -171,10 +171,10 @@ fn check(new: &NewSchedule) -> Result<(), MemoryError> {
     Ok(())
 }
 
-impl MemoryStore {
+impl Schedules<'_> {
     /// Stores a new active schedule of `user`, unless `user` already has `max_active` active or
     /// paused ones; the governed call's audit row (`audit`) is written in the same transaction.
-    pub async fn create_schedule(
+    pub async fn create(
         &self,
         user: &UserId,
         new: NewSchedule,
@@ -240,7 +240,7 @@ impl MemoryStore {
     }
 
     /// `user`'s active and paused schedules, next run first (paused ones last).
-    pub async fn schedules(&self, user: &UserId) -> Result<Vec<Schedule>, MemoryError> {
+    pub async fn list(&self, user: &UserId) -> Result<Vec<Schedule>, MemoryError> {
         let user = user.as_str().to_owned();
         self.read_small(move |conn| async move {
             let ctx = "listing schedules";
@@ -267,7 +267,7 @@ impl MemoryStore {
     /// Cancels, pauses or resumes `user`'s schedule `id` (another user's is not found), with the
     /// audit row in the same transaction; the schedule as it now is. `resume_at` is the next run
     /// of a resumed schedule (the caller works it out from the recurrence).
-    pub async fn change_schedule(
+    pub async fn change(
         &self,
         user: &UserId,
         id: &str,

@@ -66,7 +66,8 @@ impl Tool for ScheduleCancel {
         let id = id_arg(args)?;
         let done = s
             .store
-            .change_schedule(
+            .schedules()
+            .change(
                 &ctx.user_id,
                 id,
                 ScheduleChange::Cancel,

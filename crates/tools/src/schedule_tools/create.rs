@@ -114,7 +114,8 @@ impl Tool for ScheduleCreate {
         };
         let created = s
             .store
-            .create_schedule(&ctx.user_id, new, s.config.max_active, ctx.audit.clone())
+            .schedules()
+            .create(&ctx.user_id, new, s.config.max_active, ctx.audit.clone())
             .await
             .map_err(schedule_error)?;
         s.wake.notify_one();

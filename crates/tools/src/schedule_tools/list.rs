@@ -58,7 +58,8 @@ impl Tool for ScheduleList {
         let s = &self.schedules;
         let all = s
             .store
-            .schedules(&ctx.user_id)
+            .schedules()
+            .list(&ctx.user_id)
             .await
             .map_err(schedule_error)?;
         let items: Vec<serde_json::Value> =

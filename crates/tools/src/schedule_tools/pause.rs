@@ -78,7 +78,8 @@ impl Tool for SchedulePause {
                 let now = s.now();
                 let current = s
                     .store
-                    .schedules(&ctx.user_id)
+                    .schedules()
+                    .list(&ctx.user_id)
                     .await
                     .map_err(schedule_error)?;
                 let next = current.iter().find(|x| x.id == id).and_then(|x| {
@@ -90,7 +91,8 @@ impl Tool for SchedulePause {
         };
         let done = s
             .store
-            .change_schedule(&ctx.user_id, id, change, resume_at, ctx.audit.clone())
+            .schedules()
+            .change(&ctx.user_id, id, change, resume_at, ctx.audit.clone())
             .await
             .map_err(schedule_error)?;
         s.wake.notify_one();
