@@ -35,3 +35,4 @@ mod session_titles;
 mod turns;
 mod web;
 mod web_browser;
+mod web_timing;

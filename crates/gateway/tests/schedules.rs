@@ -81,7 +81,7 @@ async fn agent(root: &Path, user: &str, p: Arc<dyn Provider>) -> (UserAgent, Mem
     (agent, store)
 }
 
-async fn gateway(
+pub(crate) async fn gateway(
     root: &Path,
     server: &ScriptedLlm,
     kind: ProviderKind,
@@ -167,7 +167,7 @@ async fn a_reminder_made_in_a_turn_notifies_every_client_of_its_user_on_time() {
     }
 }
 
-fn due_at(title: &str, at: DateTime<Utc>, recurrence: Option<&str>) -> NewSchedule {
+pub(crate) fn due_at(title: &str, at: DateTime<Utc>, recurrence: Option<&str>) -> NewSchedule {
     NewSchedule {
         title: title.into(),
         instruction: format!("Say {title}."),

@@ -3,7 +3,9 @@
 //! script/HTML injection that must not run (no dialog, no request to another origin, no CSP
 //! violation or script error), a memory change of the turn and an edit in the memory panel undone,
 //! an approval answered deliberately, a 390×844 screenshot kept under `target/`, sign-out and
-//! sign-in with a pasted token; and the page resuming after the agent restarts mid-reply.
+//! sign-in with a pasted token; the page resuming after the agent restarts mid-reply; and
+//! schedules' notifications (one missed while away, one made in a turn) shown as text, with
+//! injected markup in their title and text not run.
 
 #![allow(
     clippy::unwrap_used,
@@ -29,7 +31,7 @@ const INJECTION: &str = "# Trip notes\n\nHere is **bold**, `code` and a table:\n
 ```rust\nfn main() { println!(\"hi\"); }\n```\n\nEND-OF-REPLY";
 
 /// Signs the browser in with a one-time link from `POST /auth/link` and waits until online.
-async fn sign_in_by_link(browser: &mut Browser, gw: &RunningGateway, token: &str) {
+pub(crate) async fn sign_in_by_link(browser: &mut Browser, gw: &RunningGateway, token: &str) {
     let issued = crate::web::http(
         gw.local_addr(),
         "POST",
@@ -48,7 +50,7 @@ async fn sign_in_by_link(browser: &mut Browser, gw: &RunningGateway, token: &str
     browser.wait_for("the page online", ONLINE).await;
 }
 
-async fn send(browser: &mut Browser, text: &str) {
+pub(crate) async fn send(browser: &mut Browser, text: &str) {
     browser.fill("#input", text).await;
     browser.key("Enter").await;
 }
@@ -312,6 +314,101 @@ async fn the_page_resumes_after_the_agent_restarts_mid_reply() {
         .eval("(document.getElementById('transcript').textContent.match(/word1 /g) || []).length")
         .await;
     assert!(words.as_u64().unwrap() <= 1, "no text shown twice: {words}");
+    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn a_schedules_notification_is_shown_as_text_and_runs_nothing() {
+    test_support::need(Need::Chromium);
+    let dir = tempfile::tempdir().unwrap();
+    let alice = types::UserId::parse("alice").unwrap();
+    {
+        // Due while the agent was down: it runs at start, late, and waits unread.
+        let store = crate::common::open_store(dir.path(), "alice").await;
+        let ago = chrono::Utc::now() - chrono::Duration::minutes(10);
+        let missed = crate::schedules::due_at("missed", ago, None);
+        store
+            .create_schedule(&alice, missed, 10, None)
+            .await
+            .unwrap();
+    }
+    let server = ScriptedLlm::start().await;
+    server.push(ScriptedReply::text("done while you were away"));
+    let args = json!({
+        "when": "in 2 seconds",
+        "title": "Stretch <img src=x onerror=\"alert('title')\">",
+        "instruction": "Remind the user to stretch.",
+    });
+    server.push_all([
+        ScriptedReply::tool_call("schedule_create", args),
+        ScriptedReply::text("I will remind you."),
+        ScriptedReply::text("Time to stretch! <img src=x onerror=\"alert('text')\">"),
+    ]);
+    let (gw, store) =
+        crate::schedules::gateway(dir.path(), &server, types::ProviderKind::Openai).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while store
+        .unread_notifications(&alice, 10)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the missed run never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = token_of(dir.path(), "alice");
+    let mut browser = Browser::launch().await;
+    sign_in_by_link(&mut browser, &gw, &token).await;
+    browser
+        .wait_for(
+            "the missed notification",
+            "document.querySelectorAll('#notifications li.notification').length === 1",
+        )
+        .await;
+    let missed = browser
+        .eval("document.querySelector('#notifications li.notification').textContent")
+        .await;
+    assert!(
+        missed
+            .as_str()
+            .unwrap()
+            .starts_with("⏰ missed (late, while you were away): done while you were away"),
+        "{missed}"
+    );
+    send(&mut browser, "remind me in 2 seconds to stretch").await;
+    browser
+        .wait_for(
+            "the notification",
+            "document.querySelectorAll('#notifications li.notification').length === 2",
+        )
+        .await;
+    let shown = browser
+        .eval(
+            "(() => { const n = document.querySelectorAll('#notifications li.notification')[1]; return {
+                title: n.querySelector('.notification-title').textContent,
+                text: n.querySelector('.notification-text').textContent,
+                marks: (n.querySelector('.notification-marks') || {}).textContent || '',
+                elements: document.querySelectorAll('#notifications img, #notifications script').length,
+            }; })()",
+        )
+        .await;
+    assert_eq!(
+        shown["title"], "Stretch <img src=x onerror=\"alert('title')\">",
+        "{shown}"
+    );
+    assert_eq!(
+        shown["text"], "Time to stretch! <img src=x onerror=\"alert('text')\">",
+        "{shown}"
+    );
+    assert_eq!(shown["marks"], "", "on time and seen live: {shown}");
+    assert_eq!(shown["elements"], 0, "{shown}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    browser.eval("1").await;
     assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
     gw.shutdown().await;
 }

@@ -116,10 +116,31 @@ function onFrame(f) {
       state.chat.event(f);
       loadSessions();
       return;
+    case "notification":
+      notify(f);
+      return;
     default:
       if (typeof f.seq === "number") state.chat.event(f);
       // Frames this page does not know (newer gateways add some) are ignored.
   }
+}
+
+// A schedule's result: a line above the transcript (kept across session switches) with its
+// title, text and marks, a link to its session and a dismiss button. Text nodes only: the
+// notification's title and text are model output.
+function notify(n) {
+  const marks = [];
+  if (n.status && n.status !== "ok") marks.push("failed");
+  if (n.late) marks.push("late");
+  if (n.unread) marks.push("while you were away");
+  const item = el("li", { class: n.status === "ok" ? "notification" : "notification failed", "data-id": n.id },
+    "⏰ ", el("strong", { class: "notification-title" }, String(n.title || "")),
+    marks.length ? el("span", { class: "notification-marks" }, ` (${marks.join(", ")})`) : null,
+    ": ", el("span", { class: "notification-text" }, String(n.text || "")),
+    " ",
+    n.session_id ? el("button", { type: "button", class: "link", onclick: () => switchTo(n.session_id) }, "open") : null,
+    el("button", { type: "button", class: "link", "aria-label": "Dismiss", onclick: () => item.remove() }, "×"));
+  $("notifications").append(item);
 }
 
 function setTitle(session) {
