@@ -330,7 +330,8 @@ async fn a_schedules_notification_is_shown_as_text_and_runs_nothing() {
         let ago = chrono::Utc::now() - chrono::Duration::minutes(10);
         let missed = crate::schedules::due_at("missed", ago, None);
         store
-            .create_schedule(&alice, missed, 10, None)
+            .schedules()
+            .create(&alice, missed, 10, None)
             .await
             .unwrap();
     }
@@ -350,6 +351,7 @@ async fn a_schedules_notification_is_shown_as_text_and_runs_nothing() {
         crate::schedules::gateway(dir.path(), &server, types::ProviderKind::Openai).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while store
+        .schedules()
         .unread_notifications(&alice, 10)
         .await
         .unwrap()
