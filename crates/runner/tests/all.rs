@@ -34,6 +34,7 @@ mod remote_memory;
 mod restart_heals;
 mod run_script;
 mod runner_cli;
+mod schedules_cli;
 mod schedules_e2e;
 mod separation;
 mod shell_attacks;

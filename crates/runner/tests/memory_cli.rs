@@ -7,21 +7,12 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::{err_line, ok_json};
 
 fn runner(root: &Path, user: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("memory")
-        .arg("--root")
-        .arg(root)
-        .arg("--user")
-        .arg(user)
-        .args(args)
-        .env_remove("OXYDRA_LOG")
-        .output()
-        .expect("runner starts")
+    crate::common::runner_as("memory", root, user, args)
 }
 
 #[test]

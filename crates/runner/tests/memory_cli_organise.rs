@@ -14,6 +14,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+use crate::common::ok_text;
+
 fn runner(root: &Path, user: &str, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
         .arg("memory")
@@ -32,15 +34,6 @@ fn runner(root: &Path, user: &str, args: &[&str], stdin: Option<&str>) -> Output
     input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
     drop(input);
     child.wait_with_output().unwrap()
-}
-
-fn ok_text(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn ok_json(out: Output) -> Value {

@@ -104,6 +104,8 @@ pub enum Command {
     },
     /// Read and change a user's memory directly (the same store the memory tools use).
     Memory(MemoryArgs),
+    /// List, cancel, pause or resume a user's schedules (`--user` required).
+    Schedule(ScheduleArgs),
     /// Serve the --user's memory tools over MCP on stdin/stdout (for Claude Desktop / Claude
     /// Code and other MCP clients that start a command).
     Mcp {
@@ -197,6 +199,35 @@ impl LogRole {
             LogRole::ShellVm => "shell-vm",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// The workspace root holding one directory per user (default: runner.toml's workspace_root).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// agent.toml to read [memory], [user] timezone and [governance] from (default: the user's).
+    #[arg(long = "agent-config")]
+    pub agent_config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub action: ScheduleAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleAction {
+    /// The user's active and paused schedules: id, state, next run (the user's time zone),
+    /// recurrence, title.
+    List {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel one of the user's schedules (it never runs again).
+    Cancel { id: String },
+    /// Pause one of the user's schedules (kept, not run until resumed).
+    Pause { id: String },
+    /// Resume a paused schedule of the user's.
+    Resume { id: String },
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! `runner`: the operator's command. It provisions users' workspaces and starts, supervises and
 //! stops their agents (`init`, `start`, `stop`, `status`, `logs`, `restart`; the process tier),
-//! manages a user's memory (`runner memory ...`, `runner memory rekey`), forgets a user
+//! manages a user's memory (`runner memory ...`, `runner memory rekey`) and schedules
+//! (`runner schedule ...`, in `schedule_cmd`), forgets a user
 //! (`runner forget`, in `keys_cmd`) and prints the tool catalogue (`runner tools`).
 //!
 //! Modules: `cli` (clap surface), `init_cmd` (with `init_provider`: the model it asks for), `start_cmd` (foreground), `detach` (`--detach`),
@@ -29,6 +30,7 @@ mod memory_tree;
 mod open_cmd;
 mod out;
 mod running;
+mod schedule_cmd;
 mod start_cmd;
 mod status_cmd;
 mod stop_cmd;
@@ -141,6 +143,7 @@ fn main() -> ExitCode {
                 start_cmd::run(&global, mode).await
             }
             args::Command::Memory(args) => memory_cmd::run(args, &global).await,
+            args::Command::Schedule(args) => schedule_cmd::run(args, &global).await,
             args::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
             args::Command::Mcp { root, agent_config } => {
                 mcp_cmd::run(&global, root, agent_config).await

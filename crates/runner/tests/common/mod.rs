@@ -406,16 +406,31 @@ pub fn ok_json(out: std::process::Output) -> serde_json::Value {
 
 /// `runner memory --root ROOT --user alice ARGS` as a child process.
 pub fn memory_alice(root: &Path, args: &[&str]) -> std::process::Output {
+    runner_as("memory", root, "alice", args)
+}
+
+/// `runner COMMAND --root ROOT --user USER ARGS` as a child process.
+pub fn runner_as(command: &str, root: &Path, user: &str, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("memory")
+        .arg(command)
         .arg("--root")
         .arg(root)
         .arg("--user")
-        .arg("alice")
+        .arg(user)
         .args(args)
         .env_remove("OXYDRA_LOG")
         .output()
         .expect("runner starts")
+}
+
+/// The stdout of a command that succeeded (stderr shown when it failed).
+pub fn ok_text(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
 }
 
 /// The one-line error of a command that failed.
