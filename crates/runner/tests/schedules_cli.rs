@@ -47,7 +47,8 @@ async fn create(store: &MemoryStore, user: &str, title: &str, recurrence: Option
     };
     let user = UserId::parse(user).unwrap();
     store
-        .create_schedule(&user, new, 100, None)
+        .schedules()
+        .create(&user, new, 100, None)
         .await
         .unwrap()
         .id
@@ -56,7 +57,7 @@ async fn create(store: &MemoryStore, user: &str, title: &str, recurrence: Option
 /// `(id, state)` of each of `user`'s live schedules, as the store has them.
 async fn states(store: &MemoryStore, user: &str) -> Vec<(String, ScheduleState)> {
     let user = UserId::parse(user).unwrap();
-    let all = store.schedules(&user).await.unwrap();
+    let all = store.schedules().list(&user).await.unwrap();
     all.into_iter().map(|s| (s.id, s.state)).collect()
 }
 

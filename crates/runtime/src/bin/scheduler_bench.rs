@@ -108,7 +108,8 @@ async fn bench(dir: &std::path::Path) -> Result<String, BoxError> {
     for n in 0..DUE_RUNS {
         let at = start + chrono::Duration::milliseconds(100 * n as i64);
         store
-            .create_schedule(&user, new_schedule(n, at), u32::MAX, None)
+            .schedules()
+            .create(&user, new_schedule(n, at), u32::MAX, None)
             .await?;
         due.insert(n, at);
     }
@@ -157,7 +158,8 @@ async fn bench(dir: &std::path::Path) -> Result<String, BoxError> {
     for n in 0..MANY {
         let at = far + chrono::Duration::seconds(n as i64);
         store
-            .create_schedule(&user, new_schedule(n, at), u32::MAX, None)
+            .schedules()
+            .create(&user, new_schedule(n, at), u32::MAX, None)
             .await?;
     }
     let made = made.elapsed();
