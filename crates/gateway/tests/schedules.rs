@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use gateway::{Gateway, GatewayToken, RunningGateway, UserAgent};
 use memory::{MemoryStore, NewSchedule, Origin, Provenance};
 use provider::Provider;
-use runtime::{AgentRuntime, RunHost, Scheduler};
+use runtime::{AgentRuntime, MAX_SLEEP, RunHost, Scheduler};
 use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
 use tools::{ManualWallClock, Schedules, ToolRegistry, Tz};
@@ -450,4 +450,75 @@ async fn many_schedules_due_at_once_each_run_once() {
         left.iter()
             .all(|s| s.next_run == Some(t("2026-11-29T08:00:00Z")))
     );
+}
+
+/// The wall clock jumps (a suspended laptop wakes, NTP steps the clock, the operator sets the
+/// date): forward three days, a daily schedule runs once, marked late, and its next run is the
+/// next 09:00 local after the new now; back two days, nothing runs again and the next run stays
+/// where it was; either way the loop looks again within `MAX_SLEEP`, so a jump is noticed.
+#[tokio::test]
+async fn a_clock_that_jumps_runs_a_daily_schedule_once_and_never_again_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path(), "alice").await;
+    let clock = Arc::new(ManualWallClock::new(t("2026-11-28T07:00:00Z")));
+    let schedules = schedules_over(&store, Some(clock.clone()));
+    let alice = UserId::parse("alice").unwrap();
+    // 09:00 Paris (08:00 UTC) every day, first due in an hour.
+    store
+        .schedules()
+        .create(
+            &alice,
+            due_at("daily", t("2026-11-28T08:00:00Z"), Some("0 9 * * *")),
+            10,
+            None,
+        )
+        .await
+        .unwrap();
+    let host = Host {
+        runtime: None,
+        notices: Mutex::default(),
+    };
+    let scheduler = Scheduler::new(
+        schedules,
+        alice.clone(),
+        WorkspacePaths::new(dir.path().join("alice")),
+    );
+    let next_run = || async {
+        store.schedules().list(&alice).await.unwrap()[0]
+            .next_run
+            .unwrap()
+    };
+    // An hour away: the loop sleeps no longer than MAX_SLEEP, so a jump is seen within it.
+    assert_eq!(scheduler.until_next().await, MAX_SLEEP);
+    assert_eq!(scheduler.run_due(&host).await, 0);
+
+    // Forward three days: one run (the three missed 09:00s do not pile up), marked late.
+    clock.set(t("2026-12-01T12:00:00Z"));
+    assert_eq!(scheduler.until_next().await, Duration::ZERO);
+    assert_eq!(scheduler.run_due(&host).await, 1);
+    assert_eq!(scheduler.run_due(&host).await, 0, "ran twice");
+    {
+        let notices = host.notices.lock().unwrap();
+        assert_eq!(notices.len(), 1);
+        assert!(
+            notices[0].late && notices[0].status == "ok",
+            "{:?}",
+            notices[0]
+        );
+    }
+    assert_eq!(next_run().await, t("2026-12-02T08:00:00Z"));
+
+    // Back two days: the run that happened does not happen again, the next run does not move.
+    clock.set(t("2026-11-29T08:00:30Z"));
+    assert_eq!(scheduler.run_due(&host).await, 0);
+    assert_eq!(scheduler.until_next().await, MAX_SLEEP);
+    assert_eq!(next_run().await, t("2026-12-02T08:00:00Z"));
+    assert_eq!(host.notices.lock().unwrap().len(), 1);
+
+    // Time then catches up to the next 09:00 and it runs, on time.
+    clock.set(t("2026-12-02T08:00:00Z"));
+    assert_eq!(scheduler.run_due(&host).await, 1);
+    let notices = host.notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 2);
+    assert!(!notices[1].late, "{:?}", notices[1]);
 }
