@@ -78,19 +78,13 @@ landlock_abi() {
   fi
 }
 landlock_abi || missing+=(landlock)
-# sqld: $OXYDRA_SQLD, or shared/tools/sqld/sqld in a directory above the repository.
+# sqld: $OXYDRA_SQLD, or ../shared/tools/sqld/sqld beside the repository (where CI puts it).
 find_sqld() {
   if [ -n "${OXYDRA_SQLD:-}" ]; then
     [ -f "$OXYDRA_SQLD" ]
     return
   fi
-  local dir
-  dir=$(pwd)
-  while :; do
-    [ -f "$dir/shared/tools/sqld/sqld" ] && return 0
-    [ "$dir" = / ] && return 1
-    dir=$(dirname "$dir")
-  done
+  [ -f ../shared/tools/sqld/sqld ]
 }
 find_sqld && command -v openssl >/dev/null 2>&1 || missing+=(sqld)
 include=(--include-ignored)

@@ -100,7 +100,7 @@ fn meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
 }
 
 /// Elements that are not a page's content.
-const SKIPPED: [&str; 14] = [
+const DROPPED_TAGS: [&str; 14] = [
     "head", "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
     "svg", "iframe", "button", "select",
 ];
@@ -122,7 +122,7 @@ pub fn title(html: &str) -> Option<String> {
 /// whole body, without its navigation, scripts, styles and forms.
 pub fn html_to_markdown(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(SKIPPED.to_vec())
+        .skip_tags(DROPPED_TAGS.to_vec())
         .build();
     let content = main_part(html).unwrap_or(html);
     match converter.convert(content) {
