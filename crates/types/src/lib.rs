@@ -38,6 +38,7 @@ pub use config::{
     SchedulesConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
     ToolsConfig, UserConfig, tool_classes,
 };
+pub use config::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{
     AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,

@@ -4,6 +4,7 @@
 
 mod gateway;
 mod governance;
+mod mcp;
 mod memory;
 pub mod memory_ops;
 mod pricing;
@@ -18,6 +19,7 @@ pub use governance::{
     GovernanceConfig, Operation, OperationRule, OperationRules, PiiAction, RateLimit,
     RateLimitsConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
 };
+pub use mcp::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use memory_ops::tool_classes;
 pub use pricing::{ModelPrice, PricingConfig};
@@ -63,6 +65,8 @@ pub struct AgentConfig {
     pub user: UserConfig,
     /// `[schedules]`: what the agent does on its own at a time.
     pub schedules: SchedulesConfig,
+    /// `[mcp.servers.<name>]`: the user's own MCP servers.
+    pub mcp: McpConfig,
 }
 
 impl AgentConfig {
@@ -76,6 +80,7 @@ impl AgentConfig {
         self.governance.validate()?;
         self.tools.web.validate()?;
         self.schedules.validate()?;
+        self.mcp.validate()?;
         pricing::validate(&self.pricing)
     }
 }
