@@ -23,6 +23,7 @@ use crate::user::{SessionLookup, UserAgent};
 use crate::web_auth::WebSession;
 
 mod history;
+mod models;
 
 /// Longest `client_turn_id` and session title accepted, in bytes.
 const MAX_LABEL_BYTES: usize = 200;
@@ -206,6 +207,9 @@ impl Conn {
             | ClientFrame::RestoreNote { .. }
             | ClientFrame::ConfirmNote { .. }) => self.notes(note).await,
             s @ (ListSchedules | ChangeSchedule { .. }) => self.schedules(s).await,
+            m @ (ClientFrame::ListModels { .. }
+            | ClientFrame::SetModel { .. }
+            | ClientFrame::GetUsage { .. }) => self.models(m).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

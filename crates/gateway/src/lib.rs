@@ -30,7 +30,7 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
-//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules` its note and schedule examples
+//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules`, `schema_models`, `schema_turns` its note, schedule, model/usage and turn examples
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
@@ -54,8 +54,10 @@ mod outbound;
 mod scheduled;
 mod schedules;
 mod schema;
+mod schema_models;
 mod schema_notes;
 mod schema_schedules;
+mod schema_turns;
 mod server;
 mod session;
 mod shared;

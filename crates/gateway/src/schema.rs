@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role,
-    ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, Usage, UserId,
+    ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -158,6 +158,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
     ];
     frames.extend(crate::schema_notes::client_examples());
     frames.extend(crate::schema_schedules::client_examples());
+    frames.extend(crate::schema_models::client_examples());
     for (frame, _) in &frames {
         client_covered(frame);
     }
@@ -186,7 +187,10 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::RestoreNote { .. }
         | ClientFrame::ConfirmNote { .. }
         | ClientFrame::ListSchedules
-        | ClientFrame::ChangeSchedule { .. } => {}
+        | ClientFrame::ChangeSchedule { .. }
+        | ClientFrame::ListModels { .. }
+        | ClientFrame::SetModel { .. }
+        | ClientFrame::GetUsage { .. } => {}
     }
 }
 
@@ -217,7 +221,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         hello(full.clone(), Some("gpt-4o-mini")),
         hello(bare.clone(), None),
     )];
-    frames.extend(turn_examples(&session, &turn));
+    frames.extend(crate::schema_turns::turn_examples(&session, &turn));
     frames.extend([
         (error(Some("c-43")), error(None)),
         (
@@ -253,6 +257,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     ]);
     frames.extend(crate::schema_notes::server_examples());
     frames.extend(crate::schema_schedules::server_examples());
+    frames.extend(crate::schema_models::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
     }
@@ -290,86 +295,6 @@ fn history_examples(session: &SessionId) -> (ServerFrame, ServerFrame) {
     )
 }
 
-/// The frames of a turn: `turn_started` and one [`ServerFrame::Turn`] per [`TurnEvent`] kind.
-fn turn_examples(session: &SessionId, turn: &TurnId) -> Vec<(ServerFrame, ServerFrame)> {
-    let (s, t) = (|| session.clone(), || turn.clone());
-    let usage = Usage {
-        prompt_tokens: 812,
-        completion_tokens: 23,
-    };
-    let turn = |seq, event| {
-        both(ServerFrame::Turn {
-            seq,
-            session_id: s(),
-            turn_id: t(),
-            event,
-        })
-    };
-    vec![
-        both(ServerFrame::TurnStarted {
-            seq: 13,
-            session_id: s(),
-            turn_id: t(),
-            client_turn_id: "c-42".into(),
-        }),
-        turn(
-            14,
-            TurnEvent::AssistantDelta {
-                text: "You said".into(),
-            },
-        ),
-        turn(
-            15,
-            TurnEvent::ToolStarted {
-                call_id: "call_1".into(),
-                name: "memory_search".into(),
-                arguments: r#"{"query":"Lisbon"}"#.into(),
-            },
-        ),
-        turn(
-            16,
-            TurnEvent::ToolFinished {
-                call_id: "call_1".into(),
-                name: "memory_search".into(),
-                ok: true,
-                summary: "1 result".into(),
-                duration_ms: 4,
-            },
-        ),
-        turn(
-            17,
-            TurnEvent::ApprovalRequested {
-                call_id: "call_2".into(),
-                name: "shell_exec".into(),
-                arguments: r#"{"command":"ls"}"#.into(),
-            },
-        ),
-        turn(
-            18,
-            TurnEvent::ModelRetry {
-                attempt: 2,
-                max_attempts: 4,
-                wait_ms: 1200,
-                reason: "timed out".into(),
-            },
-        ),
-        turn(
-            18,
-            TurnEvent::TurnCompleted {
-                message: "You said you loved the trams in Lisbon.".into(),
-                usage,
-            },
-        ),
-        turn(18, TurnEvent::TurnCancelled { usage }),
-        turn(
-            18,
-            TurnEvent::TurnFailed {
-                reason: "the model call failed: check the provider settings".into(),
-            },
-        ),
-    ]
-}
-
 fn server_covered(frame: &ServerFrame) {
     match frame {
         ServerFrame::Turn { event, .. } => match event {
@@ -401,6 +326,9 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::NoteRestored { .. }
         | ServerFrame::NoteConfirmed { .. }
         | ServerFrame::Schedules { .. }
+        | ServerFrame::Models { .. }
+        | ServerFrame::ModelSet { .. }
+        | ServerFrame::Usage { .. }
         | ServerFrame::Notification { .. } => {}
     }
 }

@@ -24,6 +24,7 @@ mod limits;
 mod mcp_bounds;
 mod memory_files;
 mod metrics;
+mod models;
 mod no_memory;
 mod note_lifecycle;
 mod notes;

@@ -108,10 +108,8 @@ export class Chat {
       }
       case "tool_finished": {
         const tool = this.tools.get(frame.call_id);
-        if (tool) {
-          tool.line.setDone(frame.ok, frame.summary, frame.duration_ms);
-          if (frame.ok) this.memoryChange(tool, frame.summary);
-        }
+        if (tool) tool.line.setDone(frame.ok, frame.summary, frame.duration_ms);
+        this.memoryChanges(frame.changes || []);
         break;
       }
       case "approval_requested":
@@ -177,20 +175,20 @@ export class Chat {
     this.onTurnState(false);
   }
 
-  /** A memory tool call that succeeded becomes a change with its undo. */
-  memoryChange(tool, summary) {
-    let args = {};
-    try { args = JSON.parse(tool.arguments || "{}") || {}; } catch { args = {}; }
-    const noteId = String(summary || "").match(/note-[0-9a-fA-F-]{8,}/);
-    let change = null;
-    if (tool.name === "memory_save" && noteId && /Saved/.test(summary)) {
-      change = { line: `saved “${excerpt(args.content)}”`, undo: { kind: "delete", noteId: noteId[0] } };
-    } else if (tool.name === "memory_update" && args.note_id) {
-      change = { line: `updated “${excerpt(args.content)}”`, undo: { kind: "previous", noteId: args.note_id, text: String(args.content || "").trim() } };
-    } else if (tool.name === "memory_delete" && args.note_id) {
-      change = { line: `deleted ${shortId(args.note_id)}`, undo: { kind: "restore", noteId: args.note_id } };
+  /** What a tool call changed in memory (any memory tool, any dialect), each with its undo. */
+  memoryChanges(changes) {
+    for (const c of changes) {
+      const what = c.path || `“${excerpt(c.text)}”`;
+      let change = null;
+      if (c.change === "saved") {
+        change = { line: `saved ${what}`, undo: { kind: "delete", noteId: c.note_id } };
+      } else if (c.change === "updated") {
+        change = { line: `updated ${what}`, undo: { kind: "previous", noteId: c.note_id, text: String(c.text || "").trim() } };
+      } else if (c.change === "deleted") {
+        change = { line: `deleted ${c.path || shortId(c.note_id)}`, undo: { kind: "restore", noteId: c.note_id } };
+      }
+      if (change && this.turn) this.turn.changes.push(this.memory.record(change));
     }
-    if (change && this.turn) this.turn.changes.push(this.memory.record(change));
   }
 
   scroll(force) {

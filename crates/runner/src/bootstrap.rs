@@ -83,6 +83,10 @@ pub struct VmBootstrap {
     /// The key the user's local memory file (or replica) is encrypted with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_key: Option<SecretText>,
+    /// The model new sessions start on (`runner.toml`'s `model` for the user); `None`: the
+    /// agent's `[provider]` model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
 }
 
 /// A secret in the bootstrap: serialised as its text, never shown by `Debug`.
@@ -108,6 +112,7 @@ impl VmBootstrap {
             shell_socket: None,
             gateway_port: 0,
             memory_key: None,
+            default_model: None,
         }
     }
 

@@ -47,6 +47,8 @@ struct RawUser {
     gateway_port: Option<u16>,
     agent_config: Option<PathBuf>,
     shell_network: Option<ShellNetwork>,
+    /// The model the user's sessions start on (a `[models.<name>]` of their agent.toml).
+    model: Option<String>,
 }
 
 /// What happens when a guest exits on its own.
@@ -151,11 +153,20 @@ impl RawUser {
             Some(p) => Some(p),
             None => default_agent.cloned(),
         };
+        if let Some(model) = self.model.as_deref()
+            && !types::valid_model_name(model)
+        {
+            return Err(format!(
+                "[users.{name}] model {model:?} is not a model name: name a [models.<name>] \
+                 entry of the user's agent.toml, e.g. model = \"fast\""
+            ));
+        }
         Ok(UserEntry {
             id,
             gateway_port: self.gateway_port.unwrap_or(0),
             agent_config,
             shell_network: self.shell_network.unwrap_or(container.shell_network),
+            model: self.model,
         })
     }
 }
@@ -169,6 +180,8 @@ pub struct UserEntry {
     pub agent_config: Option<PathBuf>,
     /// The network of the user's `shell-vm` container (container tier only).
     pub shell_network: ShellNetwork,
+    /// The model the user's sessions start on (`model = "<name>"`); `None`: `[provider]`'s.
+    pub model: Option<String>,
 }
 
 /// `runner.toml`, resolved.

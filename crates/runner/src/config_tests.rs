@@ -172,3 +172,14 @@ fn backoff_doubles_up_to_the_cap() {
     let waits: Vec<u64> = (1..=7).map(|n| s.backoff(n).as_millis() as u64).collect();
     assert_eq!(waits, vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
 }
+
+#[test]
+fn a_user_names_the_model_their_sessions_start_on() {
+    let c = parse("[users.alice]\nmodel = \"fast\"\n[users.bob]\n").unwrap();
+    assert_eq!(c.users[0].model.as_deref(), Some("fast"));
+    assert_eq!(c.users[1].model, None);
+    let err = parse("[users.alice]\nmodel = \"two words\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not a model name"), "{err}");
+}

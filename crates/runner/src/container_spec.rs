@@ -166,6 +166,7 @@ fn oxydra_vm_launch(
     // The mounts confine it; Landlock is added inside when the engine lets it.
     boot.sandbox = SandboxMode::BestEffort;
     boot.gateway_port = spec.user.gateway_port;
+    boot.default_model.clone_from(&spec.user.model);
     boot.memory_key = spec
         .memory_key
         .map(|k| crate::SecretText(k.expose().to_owned()));
@@ -265,6 +266,7 @@ mod tests {
             gateway_port: 0,
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: network,
+            model: None,
         };
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let settings = ContainerSettings::default();

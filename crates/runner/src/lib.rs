@@ -1,6 +1,7 @@
 //! The runner's shared pieces: what the `runner` and `oxydra-vm` binaries both need to agree on.
 //!
 //! - `agent` — [`compose`]: one user's agent (store, tool registry, runtime), built in one place
+//! - `models` — [`model_options`]: the models the user's sessions may switch to (`[models.<name>]`)
 //! - `config` — `runner.toml`: raw file struct, then the resolved [`RunnerConfig`]
 //! - `provision` — [`provision`]: a user's `<root>/<user>/{.oxydra,shared,tmp,vault,logs,ipc}`
 //! - `bootstrap` — [`VmBootstrap`]: what the runner hands an `oxydra-vm` at start
@@ -42,6 +43,7 @@ mod heal;
 pub mod images;
 mod marker;
 mod memory_key;
+mod models;
 mod operator_dir;
 mod ownership;
 mod privilege;
@@ -79,6 +81,7 @@ pub use memory_key::{
     is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
     store_key, stored_key, user_key,
 };
+pub use models::model_options;
 pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
 pub use ownership::own_workspace;
 pub use privilege::{

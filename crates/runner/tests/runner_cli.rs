@@ -212,6 +212,17 @@ async fn mistakes_are_reported_before_anything_starts() {
         setup.runner(&["--insecure", "start"]).await,
         "unknown field `modle`",
     );
+    // A user started on a model their agent.toml does not offer: refused before anything starts.
+    std::fs::write(&agent, &agent_text).unwrap();
+    std::fs::write(
+        &setup.config,
+        text.replacen("[users.alice]", "[users.alice]\nmodel = \"smart\"", 1),
+    )
+    .unwrap();
+    check(
+        setup.runner(&["--insecure", "start"]).await,
+        "the model \"smart\", which their agent.toml does not offer: add [models.smart]",
+    );
     assert!(!runner::runner_marker_path(&setup.ws("alice")).exists());
 }
 

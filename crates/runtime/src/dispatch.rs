@@ -20,7 +20,10 @@
 use std::time::{Duration, Instant};
 
 use tools::ToolOutcome;
-use types::{ApprovalPolicy, Message, SafetyTier, ToolCall, ToolExecutionContext, UntrustedInput};
+use types::{
+    ApprovalPolicy, Message, NoteChange, NoteChanges, SafetyTier, ToolCall, ToolExecutionContext,
+    UntrustedInput,
+};
 
 use crate::RuntimeError;
 use crate::approval::{ApprovalDecision, ApprovalRequest};
@@ -56,8 +59,13 @@ impl Turn<'_> {
         while i < calls.len() {
             if self.ctx.cancellation.is_cancelled() {
                 for call in &calls[i..] {
-                    self.finish_call(call, false, CANCELLED_BEFORE.to_owned(), Duration::ZERO)
-                        .await?;
+                    self.finish_call(
+                        call,
+                        (false, CANCELLED_BEFORE.to_owned()),
+                        Duration::ZERO,
+                        Vec::new(),
+                    )
+                    .await?;
                 }
                 return Ok(Dispatch::Cancelled);
             }
@@ -103,15 +111,14 @@ impl Turn<'_> {
         let (tools, ctx) = (&self.rt.tools, self.ctx);
         let runs = calls.iter().zip(marks).map(|(call, untrusted)| async move {
             let start = Instant::now();
-            let outcome = tools
-                .execute(&call.name, &call.arguments, &for_call(ctx, call, untrusted))
-                .await;
-            (outcome, start.elapsed())
+            let call_ctx = for_call(ctx, call, untrusted);
+            let outcome = tools.execute(&call.name, &call.arguments, &call_ctx).await;
+            (outcome, start.elapsed(), call_ctx.changes.take())
         });
         let results = futures::future::join_all(runs).await;
-        for (call, (outcome, took)) in calls.iter().zip(results) {
+        for (call, (outcome, took, changes)) in calls.iter().zip(results) {
             let (ok, text) = result_text(&outcome);
-            self.finish_call(call, ok, text, took).await?;
+            self.finish_call(call, (ok, text), took, changes).await?;
         }
         Ok(())
     }
@@ -126,12 +133,17 @@ impl Turn<'_> {
                 Gate::Run => {}
                 Gate::Refuse(why) => {
                     return self
-                        .finish_call(call, false, why.to_owned(), Duration::ZERO)
+                        .finish_call(call, (false, why.to_owned()), Duration::ZERO, Vec::new())
                         .await;
                 }
                 Gate::Cancelled => {
                     return self
-                        .finish_call(call, false, CANCELLED_BEFORE.to_owned(), Duration::ZERO)
+                        .finish_call(
+                            call,
+                            (false, CANCELLED_BEFORE.to_owned()),
+                            Duration::ZERO,
+                            Vec::new(),
+                        )
                         .await;
                 }
             }
@@ -139,17 +151,16 @@ impl Turn<'_> {
         self.started(call).await;
         let start = Instant::now();
         let untrusted = self.mark_for(call);
+        let call_ctx = for_call(self.ctx, call, untrusted);
         let outcome = self
             .rt
             .tools
-            .execute(
-                &call.name,
-                &call.arguments,
-                &for_call(self.ctx, call, untrusted),
-            )
+            .execute(&call.name, &call.arguments, &call_ctx)
             .await;
         let (ok, text) = result_text(&outcome);
-        self.finish_call(call, ok, text, start.elapsed()).await
+        let changes = call_ctx.changes.take();
+        self.finish_call(call, (ok, text), start.elapsed(), changes)
+            .await
     }
 
     /// The approval policy for a privileged call.
@@ -208,13 +219,13 @@ impl Turn<'_> {
             .await;
     }
 
-    /// Stores the call's result and reports it.
+    /// Stores the call's result and reports it, with what it changed in memory.
     async fn finish_call(
         &mut self,
         call: &ToolCall,
-        ok: bool,
-        text: String,
+        (ok, text): (bool, String),
         took: Duration,
+        changes: Vec<NoteChange>,
     ) -> Result<(), RuntimeError> {
         let summary = summary_line(&text);
         self.record(Message::tool_result(call.id.clone(), text))
@@ -226,6 +237,7 @@ impl Turn<'_> {
                 ok,
                 summary,
                 duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                changes,
             })
             .await;
         Ok(())
@@ -243,6 +255,7 @@ fn for_call(
     ToolExecutionContext {
         call_id: Some(call.id.clone()),
         untrusted_input: untrusted_input.or(ctx.untrusted_input),
+        changes: NoteChanges::default(),
         ..ctx.clone()
     }
 }

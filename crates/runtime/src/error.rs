@@ -60,6 +60,10 @@ pub enum RuntimeError {
     /// governance); the text is the tool's own, safe to show.
     #[error("{0}")]
     ScheduleRefused(String),
+
+    /// No model goes by this name (`[models.<name>]` in `agent.toml`, or `default`).
+    #[error("there is no model named {0:?}: /model lists the ones you can use")]
+    UnknownModel(String),
 }
 
 impl RuntimeError {
@@ -74,7 +78,8 @@ impl RuntimeError {
             | RuntimeError::NoteNotFound(_)
             | RuntimeError::NoteVersionMismatch(_)
             | RuntimeError::InvalidNoteRequest(_)
-            | RuntimeError::ScheduleRefused(_) => false,
+            | RuntimeError::ScheduleRefused(_)
+            | RuntimeError::UnknownModel(_) => false,
             RuntimeError::NoteRefused { kind, .. } => *kind == "rate_limited",
         }
     }

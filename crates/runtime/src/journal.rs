@@ -36,6 +36,7 @@ pub(crate) struct EphemeralSession {
     title: Option<String>,
     created_at: DateTime<Utc>,
     summary: Option<SummaryState>,
+    model: Option<String>,
 }
 
 impl EphemeralSession {
@@ -47,6 +48,7 @@ impl EphemeralSession {
             title: None,
             created_at: Utc::now(),
             summary: None,
+            model: None,
         }
     }
 
@@ -59,6 +61,7 @@ impl EphemeralSession {
             created_at: self.created_at,
             last_active_at: self.times.last().copied().unwrap_or(self.created_at),
             messages: self.entries.len() as u64,
+            model: self.model.clone(),
         }
     }
 }
@@ -74,6 +77,7 @@ pub(crate) struct SessionRecord {
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) last_active_at: DateTime<Utc>,
     pub(crate) messages: u64,
+    pub(crate) model: Option<String>,
 }
 
 impl From<SessionInfo> for SessionRecord {
@@ -86,6 +90,7 @@ impl From<SessionInfo> for SessionRecord {
             created_at: info.created_at,
             last_active_at: info.last_active_at,
             messages: info.events,
+            model: info.model,
         }
     }
 }
@@ -321,6 +326,46 @@ impl Journal {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Sets the model an existing session uses (`None`: the default).
+    pub(crate) async fn set_model(
+        &self,
+        session: &SessionId,
+        model: Option<&str>,
+    ) -> Result<(), RuntimeError> {
+        match self {
+            Journal::Durable(store) => store
+                .sessions()
+                .set_session_model(session, model)
+                .await
+                .map_err(RuntimeError::memory("setting a session's model")),
+            Journal::Ephemeral(sessions) => {
+                if let Some(log) = lock(sessions).get_mut(session) {
+                    log.model = model.map(str::to_owned);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `user`'s token usage in `session`, per model id (none kept without a store).
+    pub(crate) async fn usage_by_model(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+    ) -> Result<Vec<(String, types::Usage)>, RuntimeError> {
+        match self {
+            Journal::Durable(store) => Ok(store
+                .usage()
+                .usage_by_model(user, memory::UsageScope::Session(session))
+                .await
+                .map_err(RuntimeError::memory("reading token usage"))?
+                .into_iter()
+                .map(|m| (m.model, m.usage))
+                .collect()),
+            Journal::Ephemeral(_) => Ok(Vec::new()),
         }
     }
 

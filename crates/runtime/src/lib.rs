@@ -42,6 +42,7 @@ mod error;
 mod events;
 mod history;
 mod journal;
+mod models;
 mod note_lifecycle;
 mod notes;
 mod prompt;
@@ -62,6 +63,7 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
+pub use models::{ModelInfo, ModelOption, Spend};
 pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};
 pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};

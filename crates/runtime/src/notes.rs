@@ -236,6 +236,21 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<(), RuntimeError> {
         self.stored(&ctx.user_id, note_id).await?;
+        if self.tools.get(MEMORY_DELETE_TOOL_NAME).is_none() {
+            // The agent's dialect has no `memory_delete` (categorized, files): the same delete,
+            // governed as one, without the tool (nothing to screen in an id).
+            let store = self.notes_store()?;
+            let access = tools::MemoryAccess::notes_delete().with_key(Some(note_id.as_str()));
+            return self
+                .govern(ctx, types::memory_ops::DELETE, access, |call| async move {
+                    store
+                        .delete(&ctx.user_id, call.as_ref(), note_id)
+                        .await
+                        .map(|_| ())
+                        .map_err(note_error("deleting a note"))
+                })
+                .await;
+        }
         let args = json!({ "note_id": note_id.as_str() });
         let outcome = self.governed(MEMORY_DELETE_TOOL_NAME, &args, ctx).await?;
         match (outcome.ok, outcome.error_kind) {

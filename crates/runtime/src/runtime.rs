@@ -38,6 +38,9 @@ pub struct AgentRuntime {
     /// Tools the user allowed for the rest of a session.
     pub(crate) grants: SessionGrants,
     pub(crate) system_prompt: String,
+    /// The models a session may switch to, and which one a session starts on.
+    pub(crate) models: Vec<crate::models::ModelOption>,
+    pub(crate) default_model: usize,
 }
 
 impl AgentRuntime {
@@ -69,6 +72,11 @@ impl AgentRuntime {
                 prompt
             }
         };
+        let models = vec![crate::models::ModelOption {
+            name: types::DEFAULT_MODEL_NAME.to_owned(),
+            provider: Arc::clone(&provider),
+            price: None,
+        }];
         Self {
             provider,
             tools,
@@ -81,6 +89,8 @@ impl AgentRuntime {
             approver: None,
             grants: SessionGrants::default(),
             system_prompt,
+            models,
+            default_model: 0,
         }
     }
 
@@ -141,7 +151,14 @@ impl AgentRuntime {
         );
         async {
             let mut turn = Turn::new(self, ctx, Emitter::new(events, &ctx.cancellation));
-            let result = turn.run(user_message).await;
+            // The session's own model, when it chose one (`/model`).
+            let result = match self.option_for(&ctx.user_id, &ctx.session_id).await {
+                Ok(option) => {
+                    turn.provider = Arc::clone(&option.provider);
+                    turn.run(user_message).await
+                }
+                Err(e) => Err(e),
+            };
             if let Err(e) = &result {
                 tracing::warn!(error = %e, "turn failed");
                 turn.emitter

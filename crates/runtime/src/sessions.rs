@@ -19,6 +19,8 @@ pub struct Conversation {
     pub last_active_at: DateTime<Utc>,
     /// Messages stored so far.
     pub messages: u64,
+    /// The model the session chose (`/model`), by name; `None`: the default.
+    pub model: Option<String>,
 }
 
 /// One stored message of a conversation.
@@ -38,6 +40,7 @@ impl From<SessionRecord> for Conversation {
             created_at: r.created_at,
             last_active_at: r.last_active_at,
             messages: r.messages,
+            model: r.model,
         }
     }
 }

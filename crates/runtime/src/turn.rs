@@ -4,7 +4,9 @@
 //! then each tool result), so a crash loses nothing already acknowledged.
 
 use memory::SummaryState;
-use provider::ChatRequest;
+use std::sync::Arc;
+
+use provider::{ChatRequest, Provider};
 use types::{Message, Role, ToolExecutionContext, Usage};
 
 use crate::budget::{estimate_message, estimate_text, fraction_of};
@@ -32,6 +34,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) rt: &'a AgentRuntime,
     pub(crate) ctx: &'a ToolExecutionContext,
     pub(crate) emitter: Emitter<'a>,
+    /// The model this turn calls: the session's (see [`AgentRuntime::session_model`]).
+    pub(crate) provider: Arc<dyn Provider>,
     /// The session's entries after the summary, oldest first (including this turn's).
     entries: Vec<Entry>,
     summary: Option<SummaryState>,
@@ -52,6 +56,7 @@ impl<'a> Turn<'a> {
             rt,
             ctx,
             emitter,
+            provider: Arc::clone(&rt.provider),
             entries: Vec::new(),
             summary: None,
             notes: Vec::new(),
@@ -81,13 +86,8 @@ impl<'a> Turn<'a> {
             }
             let request = self.request();
             let cancel = &self.ctx.cancellation;
-            let reply = stream_reply(
-                self.rt.provider.as_ref(),
-                &request,
-                &mut self.emitter,
-                cancel,
-            )
-            .await;
+            let reply =
+                stream_reply(self.provider.as_ref(), &request, &mut self.emitter, cancel).await;
             let response = match reply {
                 Reply::Complete(response) => response,
                 Reply::Cancelled { partial } => return self.cancelled(partial).await,
@@ -114,7 +114,7 @@ impl<'a> Turn<'a> {
                     session: &ctx.session_id,
                     turn: &ctx.turn_id,
                 };
-                let model = self.rt.provider.model();
+                let model = self.provider.model();
                 self.rt.journal.record_usage(place, model, usage).await;
             }
             let mut message = response.message;
@@ -248,7 +248,7 @@ impl<'a> Turn<'a> {
         };
         let previous = self.summary.as_ref().map(|s| s.summary.as_str());
         let made = summarize(
-            rt.provider.as_ref(),
+            self.provider.as_ref(),
             previous,
             &self.entries[..cut],
             &rt.config,
@@ -268,7 +268,7 @@ impl<'a> Turn<'a> {
                 turn: &ctx.turn_id,
             };
             rt.journal
-                .record_usage(place, rt.provider.model(), usage)
+                .record_usage(place, self.provider.model(), usage)
                 .await;
         }
         let upto = self.entries[cut - 1].seq;

@@ -80,6 +80,10 @@ async fn run_loop(
             // Fails only once the network task has ended (sign-in refused): nothing to do.
             let _ = out_tx.send(frame).await;
         }
+        if let Some(file) = app.take_export() {
+            let written = write_new(&file.path, &file.text);
+            app.exported(&file, written);
+        }
         let resume = app.resume();
         resume_tx.send_if_modified(|current| {
             let changed = *current != resume;
@@ -110,4 +114,23 @@ fn draw(terminal: &mut Terminal<CrosstermBackend<Stdout>>, app: &mut App) -> Res
         app.set_layout(drawn.page, drawn.max_scroll);
     }
     Ok(())
+}
+
+/// Writes `text` to a new file at `path` (readable by its owner only: it is a conversation); an
+/// existing file is left alone.
+fn write_new(path: &std::path::Path, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                "a file is already there: give another path (/export md <path>)".to_owned()
+            }
+            _ => e.to_string(),
+        })?;
+    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
 }

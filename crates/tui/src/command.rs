@@ -1,5 +1,5 @@
 //! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/continue`, `/history`,
-//! `/cancel`, `/memory`, `/undo`, `/help`, `/quit`.
+//! `/cancel`, `/memory`, `/undo`, `/model`, `/usage`, `/export`, `/help`, `/quit`.
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,15 @@ pub enum Command {
     Schedules(crate::model::SchedulesCommand),
     /// `/undo [n]`: take back memory change `n` (the latest without it).
     Undo { n: Option<usize> },
+    /// `/export [md|jsonl] [path]`: write this conversation to a file.
+    Export {
+        format: types::ExportFormat,
+        path: Option<String>,
+    },
+    /// `/model [name]`: list the models, or switch this session to one.
+    Model { name: Option<String> },
+    /// `/usage`: the session's tokens and cost, and the last turn's.
+    Usage,
     /// `/help`
     Help,
     /// `/quit` (or `/exit`)
@@ -54,7 +63,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 20] = [
+pub const COMMANDS: [(&str, &str); 23] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -90,6 +99,18 @@ pub const COMMANDS: [(&str, &str); 20] = [
     (
         "/schedules [cancel|pause|resume <n>]",
         "your schedules, or change one",
+    ),
+    (
+        "/model [name]",
+        "list the models, or switch this session to one",
+    ),
+    (
+        "/usage",
+        "tokens and cost of this session and of the last turn",
+    ),
+    (
+        "/export [md|jsonl] [path]",
+        "write this conversation to a file (Markdown by default)",
     ),
     ("/help", "keys and commands"),
     ("/quit", "leave (also Ctrl+D on an empty line)"),
@@ -135,6 +156,11 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "memory" | "mem" => memory(arg).map(Command::Memory),
         "undo" if arg.is_empty() => Ok(Command::Undo { n: None }),
         "undo" => number(arg, "/undo").map(|n| Command::Undo { n: Some(n) }),
+        "export" => export(arg),
+        "model" | "models" => Ok(Command::Model {
+            name: (!arg.is_empty()).then(|| arg.to_owned()),
+        }),
+        "usage" | "cost" => no_arg(Command::Usage),
         "help" | "?" => no_arg(Command::Help),
         "quit" | "exit" | "q" => no_arg(Command::Quit),
         _ => Err(CommandError(format!(
@@ -195,6 +221,22 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
                 .into(),
         )),
     }
+}
+
+/// `/export [md|jsonl] [path]`: a format word first if any, then the path (the rest).
+fn export(arg: &str) -> Result<Command, CommandError> {
+    let (first, rest) = match arg.split_once(char::is_whitespace) {
+        Some((first, rest)) => (first, rest.trim()),
+        None => (arg, ""),
+    };
+    let (format, path) = match types::ExportFormat::parse(first) {
+        Some(format) => (format, rest),
+        None => (types::ExportFormat::Markdown, arg),
+    };
+    Ok(Command::Export {
+        format,
+        path: (!path.is_empty()).then(|| path.to_owned()),
+    })
 }
 
 fn number(arg: &str, command: &str) -> Result<usize, CommandError> {

@@ -32,5 +32,7 @@ pub use args::{Args, Target};
 pub use command::Command;
 pub use editor::Editor;
 pub use error::TuiError;
-pub use model::{App, ConnEvent, ConnState, Entry, MemoryChange, Resume, TurnState, Undo};
+pub use model::{
+    App, ConnEvent, ConnState, Entry, ExportFile, MemoryChange, Resume, TurnState, Undo,
+};
 pub use view::draw;

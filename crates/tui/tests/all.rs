@@ -6,6 +6,8 @@ mod common;
 
 mod approval_tmux;
 mod e2e_tmux;
+mod export_tmux;
+mod memory_dialects_tmux;
 mod memory_tmux;
 mod moved_gateway;
 mod paste_tmux;

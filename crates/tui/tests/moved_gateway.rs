@@ -126,3 +126,110 @@ async fn the_client_follows_a_restarted_agent_to_its_new_port() {
         .unwrap();
     second.shutdown().await;
 }
+
+/// A fresh client's empty session, across agent restarts: the client says it reconnected and
+/// which session it is on, and the user's sessions never list two empty untitled ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_session_across_restarts_is_said_and_does_not_pile_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("alice");
+    let llm = ScriptedLlm::start().await;
+    let (mut gw, _) = common::gateway(dir.path(), "alice", &llm).await;
+    write_marker(&workspace, &gw.url());
+    let target = Args::try_parse_from([
+        "oxydra-tui",
+        "--user",
+        "alice",
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ])
+    .unwrap()
+    .resolve()
+    .unwrap();
+    let mut app = App::new(target.user.clone(), None, None);
+    let (resume_tx, resume_rx) = watch::channel(app.resume());
+    let (out_tx, out_rx) = mpsc::channel(64);
+    let (event_tx, mut events) = mpsc::channel(1024);
+    let mut config = NetConfig::new(target.url, target.user, target.token);
+    config.source = target.source;
+    config.backoff = Duration::from_millis(20);
+    config.max_backoff = Duration::from_millis(200);
+    let net = net::spawn(config, resume_rx, out_rx, event_tx);
+    let online = |app: &App| app.conn == ConnState::Online;
+    until(&mut app, &mut events, &out_tx, &resume_tx, "online", online).await;
+
+    for round in 0..2 {
+        // The agent restarts (a new port, its marker rewritten) with nothing typed yet.
+        gw.shutdown().await;
+        let offline = |app: &App| matches!(app.conn, ConnState::Offline { .. });
+        until(
+            &mut app,
+            &mut events,
+            &out_tx,
+            &resume_tx,
+            "offline",
+            offline,
+        )
+        .await;
+        (gw, _) = common::gateway(dir.path(), "alice", &llm).await;
+        write_marker(&workspace, &gw.url());
+        until(&mut app, &mut events, &out_tx, &resume_tx, "online", online).await;
+        let now = app.session.as_ref().unwrap().session_id.clone();
+        let said: Vec<String> = app
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Notice { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            said.iter()
+                .any(|t| t.starts_with("Reconnected") && t.contains(now.as_str())),
+            "round {round}: a line says the client reconnected, naming the session: {said:?}"
+        );
+    }
+
+    // `/sessions`: one empty untitled session at most.
+    for c in "/sessions".chars() {
+        app.on_key(KeyEvent::from(KeyCode::Char(c)));
+    }
+    for frame in app.on_key(KeyEvent::from(KeyCode::Enter)) {
+        out_tx.send(frame).await.unwrap();
+    }
+    let listed = |app: &App| {
+        app.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Notice { text, .. } if text.contains("untitled session")))
+    };
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "the list",
+        listed,
+    )
+    .await;
+    let list = app
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Notice { text, .. } if text.contains("untitled session") => Some(text.clone()),
+            _ => None,
+        })
+        .next_back()
+        .unwrap();
+    assert_eq!(
+        list.matches("untitled session · 0 messages").count(),
+        1,
+        "{list}"
+    );
+
+    drop(out_tx);
+    tokio::time::timeout(Duration::from_secs(5), net)
+        .await
+        .expect("the client stops when the app does")
+        .unwrap();
+    gw.shutdown().await;
+}

@@ -19,7 +19,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
 use types::{
-    ClientFrame, NoteView, ServerFrame, SessionId, SessionSummary, TurnEvent, TurnId, Usage, UserId,
+    ClientFrame, NoteChange, NoteView, ServerFrame, SessionId, SessionSummary, TurnEvent, TurnId,
+    Usage, UserId,
 };
 
 pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {
@@ -112,9 +113,9 @@ fn conversation(app: &mut App, finish: bool) {
             client_turn_id: "c-1".into(),
         },
         ServerFrame::Turn { seq: 2, session_id: s(), turn_id: t(), event: TurnEvent::ToolStarted { call_id: "call_1".into(), name: "memory_search".into(), arguments: r#"{"query":"Lisbon trip"}"#.into() } },
-        ServerFrame::Turn { seq: 3, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_1".into(), name: "memory_search".into(), ok: true, summary: r#"[{"note_id":"note-1","text":"loves the trams"},{"note_id":"note-2","text":"May"}]"#.into(), duration_ms: 4 } },
+        ServerFrame::Turn { seq: 3, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_1".into(), name: "memory_search".into(), ok: true, summary: r#"[{"note_id":"note-1","text":"loves the trams"},{"note_id":"note-2","text":"May"}]"#.into(), duration_ms: 4, changes: Vec::new() } },
         ServerFrame::Turn { seq: 4, session_id: s(), turn_id: t(), event: TurnEvent::ToolStarted { call_id: "call_2".into(), name: "memory_save".into(), arguments: r#"{"content":"Asked about the Lisbon trip"}"#.into() } },
-        ServerFrame::Turn { seq: 5, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_2".into(), name: "memory_save".into(), ok: true, summary: r#"{"message":"Saved. Use this note_id with memory_update or memory_delete to change or remove it.","note_id":"note-9a8b7c6d-…"#.into(), duration_ms: 7 } },
+        ServerFrame::Turn { seq: 5, session_id: s(), turn_id: t(), event: TurnEvent::ToolFinished { call_id: "call_2".into(), name: "memory_save".into(), ok: true, summary: r#"{"message":"Saved. Use this note_id with memory_update or memory_delete to change or remove it.","note_id":"note-9a8b7c6d-…"#.into(), duration_ms: 7, changes: Vec::new() } },
     ];
     let reply = [
         "## Your Lisbon trip\n\nYou told me you **love** the ",
@@ -376,7 +377,7 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
     type_text(&mut app, "I moved to Porto");
     key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     let (s, t) = (sid, tid);
-    let call = |seq: u64, id: &str, name: &str, args: &str, summary: &str| {
+    let call = |seq: u64, (id, name, args): (&str, &str, &str), summary: &str, changes| {
         [
             ServerFrame::Turn {
                 seq,
@@ -398,6 +399,7 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
                     ok: true,
                     summary: summary.into(),
                     duration_ms: 5,
+                    changes,
                 },
             },
         ]
@@ -410,17 +412,26 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
     }];
     frames.extend(call(
         2,
-        "call_1",
-        "memory_save",
-        r#"{"content":"Lives in Porto"}"#,
+        ("call_1", "memory_save", r#"{"content":"Lives in Porto"}"#),
         &format!("{NOTE_A}: Saved. Use this note_id with memory_update or memory_delete."),
+        vec![NoteChange::Saved {
+            note_id: NOTE_A.into(),
+            text: "Lives in Porto".into(),
+            path: None,
+        }],
     ));
     frames.extend(call(
         4,
-        "call_2",
-        "memory_delete",
-        &format!(r#"{{"note_id":"{NOTE_B}"}}"#),
+        (
+            "call_2",
+            "memory_delete",
+            &format!(r#"{{"note_id":"{NOTE_B}"}}"#),
+        ),
         &format!("{NOTE_B}: Deleted."),
+        vec![NoteChange::Deleted {
+            note_id: NOTE_B.into(),
+            path: None,
+        }],
     ));
     frames.push(ServerFrame::Turn {
         seq: 6,

@@ -43,6 +43,7 @@ fn control_sequences_from_outside_are_shown_not_sent() {
                 ok: true,
                 summary: format!("exit 0\n{OSC52}{CLEAR}\u{9b}31mred\rover \u{202e}txt.exe"),
                 duration_ms: 3,
+                changes: Vec::new(),
             },
         },
         ServerFrame::Turn {

@@ -13,15 +13,19 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui::App;
 use types::{
-    ClientFrame, DeletedNoteView, NoteVersionView, ProvenanceView, ServerFrame, TurnEvent, Usage,
+    ClientFrame, DeletedNoteView, NoteChange, NoteVersionView, ProvenanceView, ServerFrame,
+    TurnEvent, Usage,
 };
 
 use crate::screens::{
     NOTE_A, NOTE_B, check, command, key, note, online, screen, sid, tid, type_text,
 };
 
-/// A turn in which the agent makes the memory `calls` (name, arguments, result summary).
-fn agent_turn(app: &mut App, message: &str, calls: &[(&str, String, String)]) {
+/// A memory tool call: name, arguments, result summary, and what the server reports it changed.
+type Call = (&'static str, String, String, Vec<NoteChange>);
+
+/// A turn in which the agent makes the memory `calls`.
+fn agent_turn(app: &mut App, message: &str, calls: &[Call]) {
     type_text(app, message);
     key(app, KeyCode::Enter, KeyModifiers::NONE);
     let mut frames = vec![ServerFrame::TurnStarted {
@@ -31,7 +35,7 @@ fn agent_turn(app: &mut App, message: &str, calls: &[(&str, String, String)]) {
         client_turn_id: "c-1".into(),
     }];
     let mut seq = 2;
-    for (i, (name, arguments, summary)) in calls.iter().enumerate() {
+    for (i, (name, arguments, summary, changes)) in calls.iter().enumerate() {
         let call_id = format!("call_{i}");
         frames.push(ServerFrame::Turn {
             seq,
@@ -53,6 +57,7 @@ fn agent_turn(app: &mut App, message: &str, calls: &[(&str, String, String)]) {
                 ok: true,
                 summary: summary.clone(),
                 duration_ms: 4,
+                changes: changes.clone(),
             },
         });
         seq += 2;
@@ -93,11 +98,16 @@ fn version(n: u32, text: &str, origin: &str, confirmed: bool) -> NoteVersionView
 }
 
 /// The agent's `memory_update` of note A to "Lives in Porto".
-fn update_to_porto() -> (&'static str, String, String) {
+fn update_to_porto() -> Call {
     (
         "memory_update",
         format!(r#"{{"note_id":"{NOTE_A}","content":"Lives in Porto","version":"v-15"}}"#),
         format!("{NOTE_A}: Updated."),
+        vec![NoteChange::Updated {
+            note_id: NOTE_A.into(),
+            text: "Lives in Porto".into(),
+            path: None,
+        }],
     )
 }
 
@@ -132,6 +142,10 @@ fn the_agents_update_and_delete_are_undone() {
                 "memory_delete",
                 format!(r#"{{"note_id":"{NOTE_B}"}}"#),
                 format!("{NOTE_B}: Deleted."),
+                vec![NoteChange::Deleted {
+                    note_id: NOTE_B.into(),
+                    path: None,
+                }],
             ),
         ],
     );

@@ -1,6 +1,6 @@
 //! The per-call context handed to every tool.
 
-use crate::{CancellationToken, SessionId, TurnId, UserId, WorkspacePaths};
+use crate::{CancellationToken, NoteChanges, SessionId, TurnId, UserId, WorkspacePaths};
 
 /// Who is asking, in which session and turn, where their files live, and whether the turn was
 /// cancelled. Built fresh for each turn by the gateway or CLI and passed by reference to every tool
@@ -33,6 +33,9 @@ pub struct ToolExecutionContext {
     /// a caller that may not read it, and a search leaves out what it may not read. Everything
     /// outside a governed call.
     pub reads: ReadGrant,
+    /// Where the memory tools record what the call changed (the runtime gives each call its own
+    /// and reports them with the call's `tool_finished`, for the client's undo lines).
+    pub changes: NoteChanges,
 }
 
 /// The namespaces a caller may read.
@@ -110,6 +113,7 @@ impl ToolExecutionContext {
             audit: None,
             untrusted_input: None,
             reads: ReadGrant::default(),
+            changes: NoteChanges::default(),
         }
     }
 }

@@ -16,8 +16,11 @@
 mod cancel;
 mod config;
 mod context;
+mod conversation_export;
 mod ids;
 mod message;
+mod model_views;
+mod note_changes;
 mod note_views;
 mod protocol;
 mod schedule_views;
@@ -38,14 +41,22 @@ pub use config::{
     SchedulesConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
     ToolsConfig, UserConfig, tool_classes,
 };
+pub use config::{
+    DEFAULT_MODEL_NAME, MAX_MODEL_NAME, ModelEntry, ModelsConfig, model_choices, valid_model_name,
+};
 pub use config::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{
     AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,
     namespace_matches,
 };
+pub use conversation_export::{
+    ExportFormat, ExportHeader, export_conversation, to_jsonl, to_markdown,
+};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
+pub use model_views::{ModelView, UsageView};
+pub use note_changes::{NoteChange, NoteChanges};
 pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
 pub use protocol::MAX_FRAME_BYTES;
 pub use protocol::{

@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    DeletedNoteView, Message, NoteVersionView, NoteView, NotificationView, ScheduleAction,
-    ScheduleView, SessionId, TurnEvent, TurnId, UserId,
+    DeletedNoteView, Message, ModelView, NoteVersionView, NoteView, NotificationView,
+    ScheduleAction, ScheduleView, SessionId, TurnEvent, TurnId, UsageView, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -123,6 +123,13 @@ pub enum ClientFrame {
         schedule_id: String,
         action: ScheduleAction,
     },
+    /// The models the session can use; answered with `models`.
+    ListModels { session_id: SessionId },
+    /// Switches the session to the model `name` (remembered with the session); answered with
+    /// `model_set`.
+    SetModel { session_id: SessionId, name: String },
+    /// What the session has spent; answered with `usage`.
+    GetUsage { session_id: SessionId },
 }
 
 /// How far an approval reaches.
@@ -181,6 +188,24 @@ pub enum ServerFrame {
         next_before: Option<u64>,
     },
     Pong,
+    /// Answers `list_models`: every model, and the one the session runs on (`current`).
+    Models {
+        session_id: SessionId,
+        models: Vec<ModelView>,
+        current: String,
+    },
+    /// Answers `set_model`: the session now runs on `model`.
+    ModelSet {
+        session_id: SessionId,
+        model: ModelView,
+    },
+    /// Answers `get_usage`: the session's tokens and cost so far, and its model (whose price
+    /// gives a turn's cost from the `usage` its end reports).
+    Usage {
+        session_id: SessionId,
+        model: ModelView,
+        session: UsageView,
+    },
     /// The user's active and paused schedules (times in `timezone`).
     Schedules {
         schedules: Vec<ScheduleView>,

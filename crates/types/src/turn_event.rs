@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Usage;
+use crate::{NoteChange, Usage};
 
 /// One thing that happened during a turn, in order. A turn ends with exactly one of
 /// `TurnCompleted`, `TurnFailed` or `TurnCancelled`.
@@ -28,6 +28,9 @@ pub enum TurnEvent {
         ok: bool,
         summary: String,
         duration_ms: u64,
+        /// What the call changed in the user's memory, one entry per note (absent when nothing).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<NoteChange>,
     },
     /// A privileged call waits for the user's answer (on the gateway, `approve {call_id,
     /// approved}`).

@@ -46,6 +46,8 @@ pub struct SessionInfo {
     pub last_active_at: DateTime<Utc>,
     /// Events currently stored (deleted notes no longer count).
     pub events: u64,
+    /// The model chosen for the session (a `[models.<name>]` name); `None`: the default.
+    pub model: Option<String>,
 }
 
 /// One stored message with its place in the session.
@@ -69,7 +71,7 @@ async fn query_sessions(
 ) -> Result<Vec<SessionInfo>, MemoryError> {
     let sql = format!(
         "SELECT s.session_id, s.user_id, s.kind, s.title, s.created_at, s.last_active_at,
-                (SELECT count(*) FROM events e WHERE e.session_id = s.session_id)
+                (SELECT count(*) FROM events e WHERE e.session_id = s.session_id), s.model
          FROM sessions s WHERE {condition}"
     );
     let ctx = "listing sessions";
@@ -93,6 +95,7 @@ async fn query_sessions(
             created_at: time::parse(&text(4)?)?,
             last_active_at: time::parse(&text(5)?)?,
             events: u64::try_from(row.get::<i64>(6).map_err(MemoryError::db(ctx))?).unwrap_or(0),
+            model: row.get::<Option<String>>(7).map_err(MemoryError::db(ctx))?,
         });
     }
     Ok(out)
@@ -350,22 +353,49 @@ impl Sessions<'_> {
         self.session_info(session).await
     }
 
+    /// Sets the model the session uses (`None`: the default again).
+    pub async fn set_session_model(
+        &self,
+        session: &SessionId,
+        model: Option<&str>,
+    ) -> Result<(), MemoryError> {
+        let model = model.map(str::to_owned);
+        self.set_column(session, SessionColumn::Model, model).await
+    }
+
     /// Sets the session's title (an empty title clears it).
     pub async fn set_session_title(
         &self,
         session: &SessionId,
         title: &str,
     ) -> Result<(), MemoryError> {
-        let session = session.clone();
         let title = Some(title.trim().to_owned()).filter(|t| !t.is_empty());
+        self.set_column(session, SessionColumn::Title, title).await
+    }
+
+    /// Sets one of the session's own settings; the session must exist.
+    async fn set_column(
+        &self,
+        session: &SessionId,
+        column: SessionColumn,
+        value: Option<String>,
+    ) -> Result<(), MemoryError> {
+        let session = session.clone();
+        let (sql, ctx) = match column {
+            SessionColumn::Title => (
+                "UPDATE sessions SET title = ?2 WHERE session_id = ?1",
+                "setting a session title",
+            ),
+            SessionColumn::Model => (
+                "UPDATE sessions SET model = ?2 WHERE session_id = ?1",
+                "setting a session's model",
+            ),
+        };
         self.write(move |conn| async move {
             let changed = conn
-                .execute(
-                    "UPDATE sessions SET title = ?2 WHERE session_id = ?1",
-                    libsql::params![session.as_str(), title],
-                )
+                .execute(sql, libsql::params![session.as_str(), value])
                 .await
-                .map_err(MemoryError::db("setting a session title"))?;
+                .map_err(MemoryError::db(ctx))?;
             if changed == 0 {
                 return Err(MemoryError::SessionNotFound(session));
             }
@@ -373,4 +403,11 @@ impl Sessions<'_> {
         })
         .await
     }
+}
+
+/// A setting of a session stored in its own column.
+#[derive(Debug, Clone, Copy)]
+enum SessionColumn {
+    Title,
+    Model,
 }

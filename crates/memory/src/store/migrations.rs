@@ -365,6 +365,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         )",
         "CREATE INDEX schedule_notifications_unread ON schedule_notifications (user_id, read_at)",
     ],
+}, Migration {
+    version: 14,
+    name: "the model a session uses",
+    // The name of the `[models.<name>]` entry a user chose for the session (`/model <name>`);
+    // NULL: the agent's default.
+    statements: &["ALTER TABLE sessions ADD COLUMN model TEXT"],
 }];
 
 /// Brings the schema up to date. Returns how many migrations were applied (0 when current).

@@ -304,6 +304,17 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
             user.id
         );
     }
+    if let Some(model) = &user.model
+        && model != types::DEFAULT_MODEL_NAME
+        && !agent.models.contains_key(model)
+    {
+        bail!(
+            "{}: runner.toml starts this user's sessions on the model {model:?}, which their \
+             agent.toml does not offer: add [models.{model}] there, or remove model — settings \
+             from {where_}",
+            user.id
+        );
+    }
     let legacy = PathBuf::from(".oxydra/memory.db");
     let auto = agent.memory.db_path == DbPath::Auto;
     if auto

@@ -296,6 +296,7 @@ impl Supervisor {
                 boot.sandbox = SandboxMode::BestEffort;
                 boot.agent_config = p.user.agent_config.clone();
                 boot.gateway_port = p.user.gateway_port;
+                boot.default_model.clone_from(&p.user.model);
                 boot.memory_key = p
                     .memory_key
                     .as_ref()

@@ -9,6 +9,8 @@
 //! `tracing` span `tool.memory.{command}` recording command, path, outcome and duration.
 
 mod path;
+mod record;
+mod search_paths;
 mod text;
 
 use std::time::{Duration, Instant};
@@ -17,13 +19,16 @@ use async_trait::async_trait;
 use memory::{MEMORIES_ROOT, MemoryStore, PathExpect, PathMove, PathPut};
 use serde_json::Value;
 use tracing::Instrument;
-use types::{SafetyTier, ToolExecutionContext};
+use types::{NoteChange, SafetyTier, ToolExecutionContext};
 
 pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical, canonical_new};
 pub use text::human_size;
 
+pub(crate) use search_paths::with_paths;
+
 use crate::memory_tools::{MemoryHandle, map_error};
 use crate::{Interruption, Tool, ToolError};
+use record::{written, wrote};
 
 /// The name of the tool, as Anthropic's models know it.
 pub const MEMORY_FILES_TOOL_NAME: &str = types::memory_ops::FILES;
@@ -64,12 +69,6 @@ impl MemoryFiles {
                 )
             })
     }
-}
-
-/// The provenance of text this call writes to a file: as a `memory_save` of the model's would
-/// have (unconfirmed after untrusted input, the surface's origin otherwise).
-fn written(ctx: &ToolExecutionContext) -> Option<memory::Provenance> {
-    Some(crate::memory_tools::provenance(ctx, memory::Origin::Model))
 }
 
 fn arg<'a>(args: &'a Value, field: &str, command: &str) -> Result<&'a str, ToolError> {
@@ -326,7 +325,10 @@ impl MemoryFiles {
                     .await
                     .map_err(db)?
                 {
-                    PathPut::Written(_) => Ok(format!("File created successfully at: {shown}")),
+                    PathPut::Written(file) => {
+                        wrote(ctx, &file, true);
+                        Ok(format!("File created successfully at: {shown}"))
+                    }
                     PathPut::UnderFile(file) => Err(under_file(shown, &file)),
                     _ => Err(fail(format!("File {shown} already exists"))),
                 }
@@ -346,7 +348,10 @@ impl MemoryFiles {
                     .await
                     .map_err(db)?
                 {
-                    PathPut::Written(_) => Ok(format!("The file {shown} has been updated.")),
+                    PathPut::Written(file) => {
+                        wrote(ctx, &file, false);
+                        Ok(format!("The file {shown} has been updated."))
+                    }
                     _ => Err(fail(text::not_found(shown))),
                 }
             }
@@ -391,7 +396,12 @@ impl MemoryFiles {
                     .await
                     .map_err(db)?
                 {
-                    PathPut::Written(_) => Ok(reply),
+                    PathPut::Written(written) => {
+                        if written.content != file.content {
+                            wrote(ctx, &written, false);
+                        }
+                        Ok(reply)
+                    }
                     PathPut::Changed => Err(fail(format!(
                         "No change was made: {shown} was changed by another edit while this one \
                          ran. View it again and retry on its current text."
@@ -403,6 +413,8 @@ impl MemoryFiles {
                 if path == MEMORIES_ROOT {
                     return Err(fail("Cannot delete the /memories directory itself".into()));
                 }
+                // The files about to go, for the call's undo lines (each restorable by its id).
+                let doomed = store.files().file_tree(user, &path).await.map_err(db)?;
                 match store
                     .files()
                     .delete_path(user, &path, ctx.audit.as_ref())
@@ -410,7 +422,15 @@ impl MemoryFiles {
                     .map_err(db)?
                 {
                     0 => Err(fail(text::not_found(shown))),
-                    _ => Ok(format!("Successfully deleted {shown}")),
+                    _ => {
+                        for entry in doomed {
+                            ctx.changes.record(NoteChange::Deleted {
+                                note_id: entry.note_id.to_string(),
+                                path: Some(entry.path),
+                            });
+                        }
+                        Ok(format!("Successfully deleted {shown}"))
+                    }
                 }
             }
             other => Err(ToolError::invalid(
@@ -448,47 +468,6 @@ impl MemoryFiles {
             PathMove::UnderFile(file) => Err(under_file(new, &file)),
         }
     }
-}
-
-/// Search results (`{"results": [{"note_id": ...}]}`) with the `path` of each note that is a
-/// file of the `/memories` tree. Left as they are when paths cannot be read.
-pub(crate) async fn with_paths(
-    memory: &dyn memory::MemoryRetrieval,
-    user: &types::UserId,
-    results: String,
-) -> String {
-    let Some(store) = memory.files() else {
-        return results;
-    };
-    let Ok(mut doc) = serde_json::from_str::<Value>(&results) else {
-        return results;
-    };
-    let Some(items) = doc.get_mut("results").and_then(Value::as_array_mut) else {
-        return results;
-    };
-    let ids: Vec<types::NoteId> = items
-        .iter()
-        .filter_map(|h| h.get("note_id")?.as_str())
-        .filter_map(|id| types::NoteId::parse(id).ok())
-        .collect();
-    let paths = match store.files().paths_of(user, &ids).await {
-        Ok(paths) if !paths.is_empty() => paths,
-        Ok(_) => return results,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the paths of memory files");
-            return results;
-        }
-    };
-    for item in items.iter_mut() {
-        let id = item
-            .get("note_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if let Some((_, path)) = paths.iter().find(|(n, _)| n.as_str() == id) {
-            item["path"] = Value::String(path.clone());
-        }
-    }
-    doc.to_string()
 }
 
 fn under_file(path: &str, file: &str) -> ToolError {

@@ -187,6 +187,13 @@ impl Tool for StoreMemory {
                 }
                 memory::SaveOutcome::Saved(receipt) => {
                     op.note(&receipt.note_id);
+                    super::common::record_change(ctx, &receipt, |note_id| {
+                        types::NoteChange::Saved {
+                            note_id,
+                            text: content.trim().to_owned(),
+                            path: None,
+                        }
+                    });
                     Ok(format!("Stored {category} memory: {}", content.trim()))
                 }
                 memory::SaveOutcome::Similar(_) => {

@@ -10,7 +10,7 @@ use memory::{
     CallKey, MemoryError, MemoryRetrieval, NoteMetadata, Origin, Provenance, SaveOutcome,
     SearchHit, Similar, WriteReceipt,
 };
-use types::{NoteId, Surface, ToolExecutionContext, UntrustedInput};
+use types::{NoteChange, NoteId, Surface, ToolExecutionContext, UntrustedInput};
 
 use crate::governance::NOTES_NAMESPACE;
 
@@ -254,6 +254,18 @@ pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
         out["version"] = serde_json::json!(version);
     }
     out.to_string()
+}
+
+/// Records what a write for this call changed (see [`types::NoteChanges`]): a replayed receipt
+/// changed nothing now. `change` builds the entry from the note's id.
+pub(crate) fn record_change(
+    ctx: &ToolExecutionContext,
+    receipt: &WriteReceipt,
+    change: impl FnOnce(String) -> NoteChange,
+) {
+    if !receipt.replayed {
+        ctx.changes.record(change(receipt.note_id.to_string()));
+    }
 }
 
 /// Whether `text` leaves a note with nothing in it (no letter or digit): an update or edit to such

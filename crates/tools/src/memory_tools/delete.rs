@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use types::{SafetyTier, ToolExecutionContext};
+use types::{NoteChange, SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_DELETE_TOOL_NAME;
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, map_error, note_id_arg, receipt_message, settle, store,
+    MemoryHandle, OpSpan, audited_call_key, map_error, note_id_arg, receipt_message, record_change,
+    settle, store,
 };
 use crate::{Interruption, OutputFormat, Tool, ToolError};
 
@@ -87,6 +88,10 @@ impl Tool for MemoryDelete {
                 .delete_note_once(&ctx.user_id, key.as_ref(), &note_id)
                 .await
                 .map_err(|e| map_error(e, Some(&note_id)))?;
+            record_change(ctx, &receipt, |note_id| NoteChange::Deleted {
+                note_id,
+                path: None,
+            });
             Ok(receipt_message(
                 &receipt,
                 "Deleted. The note is gone from memory.",

@@ -5,12 +5,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory::{Origin, SaveOutcome, Similar};
 use serde_json::{Value, json};
-use types::{SafetyTier, ToolExecutionContext};
+use types::{NoteChange, SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_SAVE_TOOL_NAME;
 use super::common::{
     MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, map_error, provenance,
-    receipt_message, settle, store,
+    receipt_message, record_change, settle, store,
 };
 use super::meta_args::{add_organising_properties, save_metadata, ttl_arg};
 use crate::{Interruption, OutputFormat, Tool, ToolError};
@@ -120,6 +120,11 @@ impl Tool for MemorySave {
             Ok(match outcome {
                 SaveOutcome::Saved(receipt) => {
                     op.note(&receipt.note_id);
+                    record_change(ctx, &receipt, |note_id| NoteChange::Saved {
+                        note_id,
+                        text: content.trim().to_owned(),
+                        path: None,
+                    });
                     receipt_message(
                         &receipt,
                         "Saved. Use this note_id with memory_update (with this version) or \

@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use types::{SafetyTier, ToolExecutionContext};
+use types::{NoteChange, SafetyTier, ToolExecutionContext};
 
 use super::MEMORY_UPDATE_TOOL_NAME;
 use super::common::{
     MemoryHandle, OpSpan, audited_call_key, content_arg, is_blank, map_error, note_id_arg,
-    provenance, receipt_message, settle, store, string_arg,
+    provenance, receipt_message, record_change, settle, store, string_arg,
 };
 use super::meta_args::{add_organising_properties, ttl_arg, update_patch};
 use super::render::SEARCH_BUDGET;
@@ -147,6 +147,11 @@ impl Tool for MemoryUpdate {
                 }
                 Err(e) => return Err(map_error(e, Some(&note_id))),
             };
+            record_change(ctx, &receipt, |note_id| NoteChange::Updated {
+                note_id,
+                text: content.trim().to_owned(),
+                path: None,
+            });
             Ok(receipt_message(
                 &receipt,
                 "Updated. The note keeps the same note_id; use the new version for a next update.",

@@ -68,11 +68,17 @@ impl App {
                 load
             }
             ServerFrame::SessionList { sessions } => self.list(sessions),
+            m @ (ServerFrame::Models { .. }
+            | ServerFrame::ModelSet { .. }
+            | ServerFrame::Usage { .. }) => self.on_model_frame(m),
             ServerFrame::History {
                 session_id,
                 events,
                 next_before,
             } => {
+                if let Some(more) = self.export_page(&session_id, &events, next_before) {
+                    return more;
+                }
                 self.history_page(&session_id, &events, next_before);
                 Vec::new()
             }
@@ -120,7 +126,11 @@ impl App {
                 ok,
                 summary,
                 duration_ms,
-            } => self.tool_finished(call_id, name, ok, summary, duration_ms),
+                changes,
+            } => {
+                self.note_changes(changes);
+                self.tool_finished(call_id, name, ok, summary, duration_ms);
+            }
             TurnEvent::ApprovalRequested {
                 call_id,
                 name,
@@ -161,9 +171,6 @@ impl App {
         summary: String,
         duration_ms: u64,
     ) {
-        if ok {
-            self.note_tool_call(&call_id, &name, &summary);
-        }
         let finished = ToolState::Finished {
             ok,
             summary,
@@ -207,12 +214,13 @@ impl App {
             self.append_text(turn_id, message);
         }
         self.end_turn(Some(usage));
-        // A session gets its title with its first message: learn it quietly.
+        // What the session has spent now, and (with its first message) its title: quietly.
+        let mut ask: Vec<ClientFrame> = self.ask_usage().into_iter().collect();
         if self.session.as_ref().is_some_and(|s| s.title.is_none()) && !self.title_refresh {
             self.title_refresh = true;
-            return vec![ClientFrame::ListSessions];
+            ask.push(ClientFrame::ListSessions);
         }
-        Vec::new()
+        ask
     }
 
     /// This client fell behind on `session_id`: resync the current session from the last event
@@ -259,12 +267,28 @@ impl App {
                 self.user
             )));
         }
+        if let Some((lost, empty)) = self.lost_session.take() {
+            let now = self.current_session_id().map(ToString::to_string);
+            let now = now.unwrap_or_default();
+            self.push(match empty {
+                // An empty session is not stored, so a restart forgets it: nothing was lost.
+                true => Entry::info(format!(
+                    "Reconnected (the agent restarted): you are on session {now}; the empty one \
+                     before it was not kept."
+                )),
+                false => Entry::error(format!(
+                    "Reconnected, but session {lost} is gone: you are on a new session, {now}. \
+                     /sessions lists yours."
+                )),
+            });
+        }
         if fresh {
             self.push(Entry::info(WELCOME));
         }
         if std::mem::take(&mut self.continue_last) {
             load.push(self.find_latest(super::Finding::AtStart));
         }
+        load.extend(self.ask_usage());
         load
     }
 
@@ -327,14 +351,16 @@ impl App {
             }
             ErrorCode::SessionNotFound if self.conn != ConnState::Online => {
                 // The resume failed: start afresh on the next attempt.
-                let lost = self.session.take().map(|s| s.session_id);
+                let empty = !self.has_user_messages();
+                let lost = self
+                    .session
+                    .take()
+                    .map(|s| (s.session_id, s.messages == 0 && empty));
                 let wanted = self.wanted_session.take();
                 self.last_seq = 0;
+                // Said once the new session is there (attaching clears the transcript).
                 match (lost, wanted) {
-                    (Some(id), _) => self.push(Entry::error(format!(
-                        "Session {id} is gone, so a new one will be started."
-                    ))),
-                    // Said once the new session is there (attaching clears the transcript).
+                    (Some(lost), _) => self.lost_session = Some(lost),
                     (None, Some(id)) => self.missing_session = Some(id),
                     (None, None) => {}
                 }

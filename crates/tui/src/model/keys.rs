@@ -215,6 +215,9 @@ impl App {
             Command::Memory(command) => self.memory_command(command),
             Command::Schedules(command) => self.schedules_command(command),
             Command::Undo { n } => self.undo(n),
+            Command::Export { format, path } => self.export(format, path),
+            Command::Model { name } => self.model_command(name),
+            Command::Usage => self.usage_command(),
             Command::Help | Command::Quit | Command::Details | Command::Cancel => Vec::new(),
         }
     }

@@ -12,7 +12,7 @@
 //!   current text is still the one that change wrote, makes the version before it current again
 //!   (a new version: history is never rewritten); otherwise it says the note changed since.
 
-use types::{ClientFrame, DeletedNoteView, NoteVersionView, NoteView, ServerFrame};
+use types::{ClientFrame, DeletedNoteView, NoteChange, NoteVersionView, NoteView, ServerFrame};
 
 use super::{App, Entry};
 use crate::command::MemoryCommand;
@@ -306,46 +306,38 @@ impl App {
         self.memory.shown = notes;
     }
 
-    /// Notes a memory tool call of the running turn that succeeded (its arguments come from its
-    /// `tool_started`).
-    pub(super) fn note_tool_call(&mut self, call_id: &str, name: &str, summary: &str) {
-        let arguments = self.entries.iter().rev().find_map(|e| match e {
-            Entry::Tool {
-                call_id: id,
-                arguments,
-                ..
-            } if id == call_id => Some(arguments.as_str()),
-            _ => None,
-        });
-        let args: serde_json::Value = arguments
-            .and_then(|a| serde_json::from_str(a).ok())
-            .unwrap_or_default();
-        let arg = |key: &str| args.get(key).and_then(|v| v.as_str()).unwrap_or("");
-        let (line, undo) = match name {
-            "memory_save" => {
-                let Some(note_id) = saved_note(summary) else {
-                    return;
-                };
-                let line = format!("saved \"{}\"", excerpt(arg("content")));
-                (line, Undo::Delete { note_id })
-            }
-            "memory_update" => (
-                format!("updated \"{}\"", excerpt(arg("content"))),
-                Undo::PreviousVersion {
-                    note_id: arg("note_id").to_owned(),
-                    text: arg("content").trim().to_owned(),
-                },
-            ),
-            "memory_delete" => (
-                format!("deleted {}", short_id(arg("note_id"))),
-                Undo::Restore {
-                    note_id: arg("note_id").to_owned(),
-                },
-            ),
-            _ => return,
-        };
-        self.record(line, undo);
-        self.memory.turn_changes += 1;
+    /// Notes what a tool call of the running turn changed in memory (the `changes` of its
+    /// `tool_finished`, whichever memory tool or dialect made them): one line each after the turn.
+    pub(super) fn note_changes(&mut self, changes: Vec<NoteChange>) {
+        for change in changes {
+            let (line, undo) = match change {
+                NoteChange::Saved {
+                    note_id,
+                    text,
+                    path,
+                } => (
+                    format!("saved {}", what(&text, path.as_deref())),
+                    Undo::Delete { note_id },
+                ),
+                NoteChange::Updated {
+                    note_id,
+                    text,
+                    path,
+                } => (
+                    format!("updated {}", what(&text, path.as_deref())),
+                    Undo::PreviousVersion {
+                        note_id,
+                        text: text.trim().to_owned(),
+                    },
+                ),
+                NoteChange::Deleted { note_id, path } => (
+                    format!("deleted {}", path.unwrap_or_else(|| short_id(&note_id))),
+                    Undo::Restore { note_id },
+                ),
+            };
+            self.record(line, undo);
+            self.memory.turn_changes += 1;
+        }
     }
 
     pub(super) fn record(&mut self, line: String, undo: Undo) {
@@ -379,13 +371,12 @@ impl App {
     }
 }
 
-/// The id of the note a save created, from its summary (`note-…: Saved. …`). Anything else (a
-/// save that stored nothing new, say) is not a change to undo by deleting.
-fn saved_note(summary: &str) -> Option<String> {
-    let (id, message) = summary.split_once(':')?;
-    let id = id.trim();
-    let created = message.trim_start().starts_with("Saved.");
-    (created && types::NoteId::parse(id).is_ok()).then(|| id.to_owned())
+/// A changed note in a line: its file's path (files dialect), or an excerpt of its text.
+fn what(text: &str, path: Option<&str>) -> String {
+    match path {
+        Some(path) => path.to_owned(),
+        None => format!("\"{}\"", excerpt(text)),
+    }
 }
 
 /// `note-0a1b2c3d…`: enough to tell notes apart in a line.
@@ -437,18 +428,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_created_note_is_undone_by_deleting_it() {
-        let id = "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f";
-        let check = |summary: &str, expected: Option<&str>| {
-            assert_eq!(saved_note(summary).as_deref(), expected, "{summary}");
+    fn a_change_names_its_file_or_an_excerpt_of_its_text() {
+        let check = |text: &str, path: Option<&str>, expected: &str| {
+            assert_eq!(what(text, path), expected, "{text:?} {path:?}");
         };
-        check(&format!("{id}: Saved. Use this note_id …"), Some(id));
-        check(
-            &format!("{id}: Already saved as this note; nothing stored"),
-            None,
-        );
-        check("note-1: Saved.", None);
-        check(r#"{"note_id":"x","message":"Saved."}"#, None);
-        check("1 result", None);
+        check("Lives in Porto", None, "\"Lives in Porto\"");
+        check("Lives in Porto\nsince 2020", None, "\"Lives in Porto…\"");
+        check("anything", Some("/memories/home.md"), "/memories/home.md");
     }
 }

@@ -11,12 +11,14 @@
 //! - `memory_history` — versions, deleted notes, revert, restore, confirm, and `/undo`
 
 mod approval;
+mod export;
 mod frames;
 mod keys;
 mod memory;
 mod memory_history;
 mod schedules;
 mod sessions;
+mod spend;
 pub mod tool_line;
 pub mod transcript;
 
@@ -33,8 +35,11 @@ use types::{ClientFrame, ServerFrame, SessionId, SessionSummary, TurnId, Usage, 
 
 use crate::editor::Editor;
 pub use approval::{ARM_DELAY, ApprovalChoice, PendingApproval};
+pub use export::ExportFile;
 pub use memory::{MemoryChange, Undo};
 pub use schedules::{SchedulesCommand, notification_line, parse_schedules};
+pub(crate) use spend::status as spend_status;
+pub use spend::{Spend, money};
 pub use tool_line::ToolState;
 pub use transcript::{Entry, Level};
 
@@ -149,6 +154,16 @@ pub struct App {
     title_refresh: bool,
     /// A `--session` the gateway did not know, to mention once the new session is attached.
     missing_session: Option<SessionId>,
+    /// The session a reconnect could not resume (the agent restarted without it) and whether
+    /// it was still empty, to mention once the new session is attached.
+    lost_session: Option<(SessionId, bool)>,
+    /// An `/export` fetching the conversation, and the file it made, for the app loop to write.
+    exporting: Option<export::Exporting>,
+    export_file: Option<ExportFile>,
+    /// The session's model and what it has spent, as the gateway last said (`get_usage`).
+    pub spend: Option<Spend>,
+    /// `/usage` was typed: show the next `usage` answer.
+    usage_asked: bool,
     /// Continue the most recent conversation once signed in (`--continue`).
     pub continue_last: bool,
     /// A quiet `list_sessions` is on its way to find the most recent conversation.
@@ -187,6 +202,11 @@ impl App {
             sessions: Vec::new(),
             title_refresh: false,
             missing_session: None,
+            lost_session: None,
+            exporting: None,
+            export_file: None,
+            spend: None,
+            usage_asked: false,
             continue_last: false,
             finding_latest: None,
             title_asked: false,

@@ -106,7 +106,7 @@ impl App {
         vec![ClientFrame::NewSession { title }]
     }
 
-    fn has_user_messages(&self) -> bool {
+    pub(super) fn has_user_messages(&self) -> bool {
         self.entries.iter().any(|e| matches!(e, Entry::User(_)))
     }
 

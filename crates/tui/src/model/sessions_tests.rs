@@ -88,7 +88,16 @@ fn continue_switches_to_the_most_recent_conversation() {
     let mut app = App::new(UserId::parse("alice").expect("user"), None, None);
     app.continue_last = true;
     let sent = hello_on(&mut app, summary("s-new", 0, 0));
-    assert_eq!(sent, vec![ClientFrame::ListSessions]);
+    // The latest conversation is looked for; the new session's model and spend asked quietly.
+    assert_eq!(
+        sent,
+        vec![
+            ClientFrame::ListSessions,
+            ClientFrame::GetUsage {
+                session_id: sid("s-new")
+            }
+        ]
+    );
     let sent = app.on_frame(ServerFrame::SessionList {
         sessions: vec![
             summary("s-new", 0, 0),

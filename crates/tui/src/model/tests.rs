@@ -201,6 +201,7 @@ fn tool_activity_becomes_lines() {
             ok: true,
             summary: r#"[{"text":"trams"}]"#.into(),
             duration_ms: 4,
+            changes: Vec::new(),
         },
     });
     let lines: Vec<String> = app

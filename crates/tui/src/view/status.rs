@@ -78,9 +78,9 @@ fn session_label(app: &App) -> String {
 
 fn turn_label(app: &App) -> String {
     match &app.turn {
-        TurnState::Idle => match &app.last_usage {
-            Some(u) if u.total() > 0 => format!("ready · {} tokens", u.total()),
-            _ => "ready".into(),
+        TurnState::Idle => match crate::model::spend_status(app) {
+            Some(spend) => format!("ready · {spend}"),
+            None => "ready".into(),
         },
         TurnState::Sending => "sending…".into(),
         TurnState::Thinking => "thinking…".into(),

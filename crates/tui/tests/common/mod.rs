@@ -24,6 +24,16 @@ use types::{RetrievalConfig, RuntimeConfig, UserId, WorkspacePaths};
 
 /// A running gateway serving `user` under `root`, and the path of that user's token file.
 pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGateway, PathBuf) {
+    gateway_for(root, user, llm, types::MemoryDialect::Notes.into()).await
+}
+
+/// [`gateway`] with the memory tools of `dialects` (`[tools] memory` in `agent.toml`).
+pub async fn gateway_for(
+    root: &Path,
+    user: &str,
+    llm: &ScriptedLlm,
+    dialects: types::MemoryDialects,
+) -> (RunningGateway, PathBuf) {
     let ws = WorkspacePaths::new(root.join(user));
     for dir in types::WorkspaceDir::ALL {
         std::fs::create_dir_all(ws.dir(dir)).unwrap();
@@ -47,7 +57,7 @@ pub async fn gateway(root: &Path, user: &str, llm: &ScriptedLlm) -> (RunningGate
     // Composed as `oxydra-vm` does (`runner::compose`): every built-in tool over this one store.
     let retrieval = RetrievalConfig::default();
     let mut registry = tools::ToolRegistry::default();
-    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+    for tool in tools::builtin_tools_for(dialects, Some(Arc::new(store.clone())), &retrieval) {
         registry.register(tool).unwrap();
     }
     let limits = ModelLimits {

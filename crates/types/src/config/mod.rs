@@ -7,6 +7,7 @@ mod governance;
 mod mcp;
 mod memory;
 pub mod memory_ops;
+mod models;
 mod pricing;
 mod provider;
 mod runtime;
@@ -22,6 +23,9 @@ pub use governance::{
 pub use mcp::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use memory_ops::tool_classes;
+pub use models::{
+    DEFAULT_MODEL_NAME, MAX_MODEL_NAME, ModelEntry, ModelsConfig, model_choices, valid_model_name,
+};
 pub use pricing::{ModelPrice, PricingConfig};
 pub use provider::{MEMORY_TOOL_BETA, ProviderConfig, ProviderKind};
 pub use runtime::{ApprovalPolicy, RuntimeConfig};
@@ -67,6 +71,8 @@ pub struct AgentConfig {
     pub schedules: SchedulesConfig,
     /// `[mcp.servers.<name>]`: the user's own MCP servers.
     pub mcp: McpConfig,
+    /// `[models.<name>]`: the models a session can switch to (`/model <name>`).
+    pub models: ModelsConfig,
 }
 
 impl AgentConfig {
@@ -81,6 +87,7 @@ impl AgentConfig {
         self.tools.web.validate()?;
         self.schedules.validate()?;
         self.mcp.validate()?;
+        models::validate(&self.provider, &self.models)?;
         pricing::validate(&self.pricing)
     }
 }

@@ -37,7 +37,22 @@ pub async fn run(
         ..OpenOptions::default()
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
+    let models = runner::model_options(&config, &provider);
     let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    // Sessions start on the user's model from runner.toml, else `[provider]`'s.
+    let default_model = boot
+        .default_model
+        .clone()
+        .unwrap_or_else(|| types::DEFAULT_MODEL_NAME.to_owned());
+    let runtime = agent
+        .runtime
+        .with_models(models, &default_model)
+        .with_context(|| {
+            format!(
+                "runner.toml starts this user's sessions on the model {default_model:?}: add \
+                 [models.{default_model}] to their agent.toml (or set its key's variable)"
+            )
+        })?;
     let memory = agent.memory;
     let metrics = agent.metrics;
     let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
@@ -48,7 +63,7 @@ pub async fn run(
         idle: Duration::from_secs(limits.mcp_idle_secs),
         ..mcp::McpLimits::default()
     };
-    let mut user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), agent.runtime)
+    let mut user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), runtime)
         .with_metrics(move || metrics.render())
         .with_mcp(mcp, mcp_limits);
     if let Some(schedules) = agent.schedules {
