@@ -407,6 +407,8 @@ fn infer(full: &Value, bare: &Value, closed: bool) -> Value {
         }
         Value::String(_) => json!({ "type": "string" }),
         Value::Bool(_) => json!({ "type": "boolean" }),
+        // Prices and costs are fractions; counts, ids and times are whole.
+        Value::Number(n) if n.is_f64() => json!({ "type": "number", "minimum": 0 }),
         Value::Number(_) => json!({ "type": "integer", "minimum": 0 }),
         Value::Null => json!({}),
     }

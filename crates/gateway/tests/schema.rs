@@ -78,6 +78,7 @@ fn validate(schema: &Value, value: &Value, path: &str) {
         Some("string") => assert!(value.is_string(), "{path}"),
         Some("boolean") => assert!(value.is_boolean(), "{path}"),
         Some("integer") => assert!(value.is_u64(), "{path}"),
+        Some("number") => assert!(value.as_f64().is_some_and(|n| n >= 0.0), "{path}"),
         _ => {}
     }
 }
