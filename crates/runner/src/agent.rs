@@ -1,5 +1,5 @@
 //! One user's agent, composed in one place: the store `[memory]` asks for (none at all when
-//! `enabled = false`), the tool registry from [`tools::builtin_tools`] over that same store, and
+//! `enabled = false`), the tool registry from [`tools::ToolSet::for_agent`] over that same store, and
 //! the runtime that keeps history and recalls notes in it. `oxydra-vm` serves what [`compose`]
 //! builds (with the schedule tools and the user's schedules when `[schedules]` is on); nothing
 //! else in the product composes an agent, so a registry and a runtime can never
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use memory::{MemoryError, MemoryRetrieval, MemoryStore, OpenOptions};
 use provider::Provider;
 use runtime::{AgentRuntime, ModelLimits};
-use tools::{Governance, MemoryMetrics, ToolError, ToolRegistry};
+use tools::{Governance, MemoryMetrics, ToolError, ToolRegistry, ToolSet};
 use types::AgentConfig;
 
 /// Where the agent's memory is, as the health file reports it.
@@ -120,11 +120,15 @@ pub async fn compose(
         }
         _ => None,
     };
-    let mut registry = registry(store.as_ref(), config).map_err(ComposeError::Tools)?;
-    for tool in schedules.iter().flat_map(tools::schedule_tools) {
-        registry.register(tool).map_err(ComposeError::Tools)?;
+    let memory_tools = store.as_ref().map(retrieval_of);
+    let mut tool_set = ToolSet::for_agent(config, memory_tools);
+    if let Some(schedules) = &schedules {
+        tool_set = tool_set.schedules(schedules);
     }
-    let registry = registry.with_governance(Arc::clone(&governance));
+    let registry = tool_set
+        .registry()
+        .map_err(ComposeError::Tools)?
+        .with_governance(Arc::clone(&governance));
     let mcp_tools =
         Arc::new(mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
@@ -162,43 +166,14 @@ pub fn mcp_registry(
     config: &AgentConfig,
     governance: Arc<Governance>,
 ) -> Result<ToolRegistry, ToolError> {
-    let mut registry = ToolRegistry::default();
-    let Some(store) = store else {
-        return Ok(registry);
-    };
-    let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
-    let dialect_tools =
-        tools::memory_tools_of(config.tools.memory, memory.clone(), &config.retrieval);
-    for tool in dialect_tools
-        .into_iter()
-        .chain(tools::peer_mcp_tools(memory, &config.pricing))
-    {
-        registry.register(tool)?;
-    }
+    let registry = ToolSet::for_mcp(config, store.map(retrieval_of)).registry()?;
     // MCP calls are governed by `[governance]` (their surface is `mcp`), audited in the store.
     Ok(registry.with_governance(governance))
 }
 
-/// Every built-in tool over `store`; without a store the memory tools are left out (rather than
-/// offered only to answer that memory is off). The web tools join when `[tools.web]` enables them.
-fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolRegistry, ToolError> {
-    let memory = store.map(|s| Arc::new(s.clone()) as Arc<dyn MemoryRetrieval>);
-    let dialects = config.tools.memory;
-    let memory_tool_names: Vec<String> = tools::memory_tools_of(dialects, None, &config.retrieval)
-        .iter()
-        .map(|t| t.name().to_owned())
-        .collect();
-    let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools_for(dialects, memory.clone(), &config.retrieval) {
-        if memory.is_none() && memory_tool_names.iter().any(|n| n == tool.name()) {
-            continue;
-        }
-        registry.register(tool)?;
-    }
-    for tool in tools::web_tools(&config.tools.web)? {
-        registry.register(tool)?;
-    }
-    Ok(registry)
+/// `store` as the tools reach it.
+fn retrieval_of(store: &MemoryStore) -> Arc<dyn MemoryRetrieval> {
+    Arc::new(store.clone())
 }
 
 #[cfg(test)]

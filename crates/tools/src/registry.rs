@@ -20,7 +20,7 @@ use crate::scrub::Scrubber;
 use crate::tool::{Interruption, OutputFormat};
 use crate::truncate::{DEFAULT_OUTPUT_LIMIT, fit_output, truncate_output};
 use crate::validate::validate_args;
-use crate::{Tool, ToolError, file_tools};
+use crate::{Tool, ToolError};
 
 /// Error messages are capped shorter than outputs.
 const ERROR_LIMIT: usize = 2 * 1024;
@@ -67,18 +67,6 @@ impl fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// A registry holding the file tools ([`file_tools`]); add the memory tools with
-    /// [`crate::register_memory_tools`].
-    pub fn with_file_tools() -> Self {
-        let mut registry = Self::default();
-        for tool in file_tools() {
-            if let Err(e) = registry.register(tool) {
-                tracing::error!(error = %e, "built-in tool not registered");
-            }
-        }
-        registry
-    }
-
     /// Caps every output at `bytes` (default 16 KiB).
     pub fn with_output_limit(mut self, bytes: usize) -> Self {
         self.output_limit = bytes;

@@ -53,12 +53,12 @@ impl CliMemory {
         let audit: Arc<dyn AuditSink> = Arc::new(store.clone());
         let governance = Governance::new(config.governance.clone()).with_audit(audit);
         let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
-        let mut registry = ToolRegistry::default()
+        let registry = tools::ToolSet::new(memory)
+            .retrieval(&config.retrieval)
+            .memory_tools(types::MemoryDialect::Notes)
+            .registry()?
             .with_output_limit(usize::MAX)
             .with_governance(Arc::new(governance));
-        for tool in tools::memory_tools(memory, &config.retrieval) {
-            registry.register(tool)?;
-        }
         let ctx = ToolExecutionContext {
             surface: CallSurface::new(Surface::Cli).with_client(CLIENT),
             ..ToolExecutionContext::new(

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use types::{MemoryDialect, MemoryDialects, RetrievalConfig, SafetyTier};
+use types::{MemoryDialect, MemoryDialects, SafetyTier};
 
 /// `memory` (`notes`, `categorized`, `files`, or several joined by commas) wins over `[tools] memory` of `agent_config`.
 pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
@@ -22,10 +22,11 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
         None if let Some(agent) = &agent => agent.tools.memory,
         None => MemoryDialect::Notes.into(),
     };
-    let mut tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
+    let mut set = tools::ToolSet::new(None).builtin(dialect);
     if let Some(agent) = &agent {
-        tools.extend(tools::web_tools(&agent.tools.web)?);
+        set = set.web(&agent.tools.web);
     }
+    let tools = set.tools()?;
     let mut out = std::io::stdout().lock();
     if json {
         let rows: Vec<serde_json::Value> = tools

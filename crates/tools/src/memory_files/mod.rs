@@ -145,7 +145,7 @@ impl Tool for MemoryFiles {
     }
 
     fn interruption(&self) -> Interruption {
-        crate::memory_tools::settle("view the path to see whether the change was made")
+        crate::spec::settle("view the path to see whether the change was made")
     }
 
     /// Governed like every memory tool: `view` reads, every other command writes (its free text
@@ -311,43 +311,28 @@ impl MemoryFiles {
                     _ => Ok(text::directory_view(shown, &path, &files)),
                 }
             }
-            "create" => {
+            "create" | "update" => {
+                let create = command == "create";
+                let expect = match create {
+                    true => PathExpect::Absent,
+                    false => PathExpect::Present,
+                };
                 let body = arg(args, "file_text", command)?;
-                match store
+                let put = store
                     .files()
-                    .put_file(
-                        user,
-                        &path,
-                        body,
-                        PathExpect::Absent,
-                        ctx.audit.as_ref(),
-                        written(ctx),
-                    )
+                    .put_file(user, &path, body, expect, ctx.audit.as_ref(), written(ctx))
                     .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(_) => Ok(format!("File created successfully at: {shown}")),
-                    PathPut::UnderFile(file) => Err(under_file(shown, &file)),
-                    _ => Err(fail(format!("File {shown} already exists"))),
-                }
-            }
-            "update" => {
-                let body = arg(args, "file_text", command)?;
-                match store
-                    .files()
-                    .put_file(
-                        user,
-                        &path,
-                        body,
-                        PathExpect::Present,
-                        ctx.audit.as_ref(),
-                        written(ctx),
-                    )
-                    .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(_) => Ok(format!("The file {shown} has been updated.")),
-                    _ => Err(fail(text::not_found(shown))),
+                    .map_err(db)?;
+                match (put, create) {
+                    (PathPut::Written(_), true) => {
+                        Ok(format!("File created successfully at: {shown}"))
+                    }
+                    (PathPut::Written(_), false) => {
+                        Ok(format!("The file {shown} has been updated."))
+                    }
+                    (PathPut::UnderFile(file), true) => Err(under_file(shown, &file)),
+                    (_, true) => Err(fail(format!("File {shown} already exists"))),
+                    (_, false) => Err(fail(text::not_found(shown))),
                 }
             }
             "str_replace" | "insert" => {

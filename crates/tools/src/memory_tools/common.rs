@@ -1,20 +1,17 @@
 //! What the four memory tools share: the store handle, argument checks, error mapping, spans.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use tracing::Instrument;
 
 use memory::{
     CallKey, MemoryError, MemoryRetrieval, NoteMetadata, Origin, Provenance, SaveOutcome,
     SearchHit, Similar, WriteReceipt,
 };
-use types::{NoteId, Surface, ToolExecutionContext, UntrustedInput};
+use types::{
+    NoteId, PricingConfig, RetrievalConfig, Surface, ToolExecutionContext, UntrustedInput,
+};
 
+use crate::ToolError;
 use crate::governance::NOTES_NAMESPACE;
-
-use crate::{Interruption, ToolError};
 
 /// Largest note the tools accept, in bytes of UTF-8 (8 KiB).
 pub const MAX_CONTENT_BYTES: usize = 8 * 1024;
@@ -24,13 +21,25 @@ pub const MAX_SEARCH_TOP_K: usize = 20;
 /// The store behind the tools, or `None` when memory is not configured.
 pub(crate) type MemoryHandle = Option<Arc<dyn MemoryRetrieval>>;
 
-pub(crate) fn store(handle: &MemoryHandle) -> Result<&dyn MemoryRetrieval, ToolError> {
-    handle.as_deref().ok_or_else(|| ToolError::Execution {
-        message: "memory is not configured for this agent ([memory] is disabled or failed to \
-                  open), so nothing can be searched or saved"
-            .into(),
-        source: None,
-    })
+/// What the memory tools run over: the user's store (or none), the retrieval settings searches
+/// rank with, and the prices `getContext` counts usage in.
+#[derive(Clone, Default)]
+pub(crate) struct MemoryState {
+    pub memory: MemoryHandle,
+    pub retrieval: RetrievalConfig,
+    pub pricing: PricingConfig,
+}
+
+impl MemoryState {
+    /// The store, or the error saying memory is not configured.
+    pub(crate) fn store(&self) -> Result<&dyn MemoryRetrieval, ToolError> {
+        self.memory.as_deref().ok_or_else(|| ToolError::Execution {
+            message: "memory is not configured for this agent ([memory] is disabled or failed \
+                      to open), so nothing can be searched or saved"
+                .into(),
+            source: None,
+        })
+    }
 }
 
 /// The `content` argument: present, not blank, within [`MAX_CONTENT_BYTES`].
@@ -117,77 +126,6 @@ pub(crate) fn map_error(error: MemoryError, note_id: Option<&NoteId>) -> ToolErr
                 source: Some(Box::new(other)),
             }
         }
-    }
-}
-
-/// A span for one memory operation; `finish` records the outcome and duration.
-pub(crate) struct OpSpan {
-    span: tracing::Span,
-    started: Instant,
-}
-
-impl OpSpan {
-    pub(crate) fn start(tool: &'static str, ctx: &ToolExecutionContext) -> Self {
-        let span = tracing::info_span!(
-            "memory_tool",
-            tool,
-            user = %ctx.user_id,
-            session = %ctx.session_id,
-            turn = %ctx.turn_id,
-            note_id = tracing::field::Empty,
-            results = tracing::field::Empty,
-        );
-        Self {
-            span,
-            started: Instant::now(),
-        }
-    }
-
-    pub(crate) fn note(&self, id: &NoteId) {
-        self.span.record("note_id", tracing::field::display(id));
-    }
-
-    pub(crate) fn results(&self, n: usize) {
-        self.span.record("results", n);
-    }
-
-    /// Runs one operation inside the span, then logs its outcome (never the note text) and time.
-    pub(crate) async fn run(
-        &self,
-        operation: impl Future<Output = Result<String, ToolError>>,
-    ) -> Result<String, ToolError> {
-        let result = operation.instrument(self.span.clone()).await;
-        self.finish(&result);
-        result
-    }
-
-    fn finish<T>(&self, result: &Result<T, ToolError>) {
-        let micros = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let _entered = self.span.enter();
-        match result {
-            Ok(_) => tracing::info!(duration_us = micros, "memory operation done"),
-            // Info, as the registry's "tool failed": the caller gets the error itself.
-            // Its message may quote the note or key: only the kind at info.
-            Err(e) => {
-                tracing::info!(
-                    duration_us = micros,
-                    kind = e.kind(),
-                    "memory operation failed"
-                );
-                tracing::debug!(error = %e, "memory operation failure");
-            }
-        }
-    }
-}
-
-/// How long a stopped write is still waited for: a write that commits meanwhile reports success.
-const SETTLE: Duration = Duration::from_secs(10);
-
-/// A memory write stopped by a timeout or a cancellation settles (see [`Interruption::Settle`]).
-pub(crate) fn settle(check: &'static str) -> Interruption {
-    Interruption::Settle {
-        grace: SETTLE,
-        check,
     }
 }
 
