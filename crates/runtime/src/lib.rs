@@ -28,7 +28,7 @@
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
-//! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
+//! - `notes` — the user's own view of their notes: list, search, read, edit, delete (the protocol's one note shape, `types::NoteView`)
 //! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
 //! - `scheduler` — [`Scheduler`]: one user's due schedules run as turns of their own ([`RunHost`])
 //! - `scheduled_run` — one scheduled run: its context, input, retries and notification
@@ -62,8 +62,8 @@ pub use approval::{
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
-pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};
-pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
+pub use note_lifecycle::NoteTimeline;
+pub use notes::{MAX_NOTES_PAGE, NoteListing, rfc3339};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use scheduled_run::{notification_view, schedule_session};

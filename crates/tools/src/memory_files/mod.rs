@@ -8,6 +8,7 @@
 //! concurrent edits the second sees the first's result or fails cleanly. Each command runs in a
 //! `tracing` span `tool.memory.{command}` recording command, path, outcome and duration.
 
+mod commands;
 mod path;
 mod text;
 
@@ -247,17 +248,7 @@ impl MemoryFiles {
         args: &Value,
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
-        // Every command on a path tells whether the path exists (an edit, what the file says):
-        // a caller that may write but not read gets one answer, whatever is stored.
-        if !ctx.reads.permits(crate::governance::NOTES_NAMESPACE) {
-            return Err(ToolError::governed(
-                crate::governance::PERMISSION_DENIED,
-                "This client may write memory but not read it, and every `memory` command on a \
-                 path shows whether the path exists; use memory_save to add a note"
-                    .to_owned(),
-                serde_json::json!({"namespace": crate::governance::NOTES_NAMESPACE, "operation": "read"}),
-            ));
-        }
+        may_read(ctx)?;
         let user = &ctx.user_id;
         if command == "rename" {
             let (old, new) = (
@@ -276,41 +267,7 @@ impl MemoryFiles {
         let store = self.store()?;
         let db = |e| map_error(e, None);
         match command {
-            "view" => {
-                let files = store.files().file_tree(user, &path).await.map_err(db)?;
-                match files.as_slice() {
-                    [file] if file.path == path => {
-                        let Some(file) = store.files().read_file(user, &path).await.map_err(db)?
-                        else {
-                            return Err(fail(text::not_found(shown)));
-                        };
-                        let lines = file.content.lines().count();
-                        let (start, end) = match args.get("view_range") {
-                            None | Some(Value::Null) => (1, lines),
-                            Some(range) => {
-                                let range: Vec<i64> = range
-                                    .as_array()
-                                    .map(|a| a.iter().filter_map(Value::as_i64).collect())
-                                    .unwrap_or_default();
-                                text::view_range(&range, lines).map_err(fail)?
-                            }
-                        };
-                        let view = text::file_view(shown, &file.content, start, end);
-                        // A file the user has not confirmed is said to be one: the model is
-                        // told, and the runtime marks what it writes while this is in context.
-                        let unconfirmed = match store.get(user, &file.note_id).await {
-                            Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
-                            Err(_) => true,
-                        };
-                        Ok(match unconfirmed {
-                            true => format!("{UNCONFIRMED_FILE}\n{view}"),
-                            false => view,
-                        })
-                    }
-                    [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
-                    _ => Ok(text::directory_view(shown, &path, &files)),
-                }
-            }
+            "view" => commands::view(store, ctx, args, shown, &path).await,
             "create" | "update" => {
                 let create = command == "create";
                 let expect = match create {
@@ -336,53 +293,7 @@ impl MemoryFiles {
                 }
             }
             "str_replace" | "insert" => {
-                let Some(file) = store.files().read_file(user, &path).await.map_err(db)? else {
-                    return Err(fail(text::not_found(shown)));
-                };
-                let (edited, reply) = if command == "str_replace" {
-                    let old = arg(args, "old_str", command)?;
-                    if old.is_empty() {
-                        return Err(ToolError::invalid("old_str", "a non-empty text to replace"));
-                    }
-                    let new = args
-                        .get("new_str")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    text::str_replace(shown, &file.content, old, new).map_err(fail)?
-                } else {
-                    let line = int_arg(args, "insert_line", command)?;
-                    let insert = arg(args, "insert_text", command)?;
-                    let edited = text::insert(&file.content, line, insert).map_err(fail)?;
-                    (edited, format!("The file {shown} has been edited."))
-                };
-                // Emptying a file removes what it said: that is the `delete` command's (a delete,
-                // governed as one), never an edit's.
-                if crate::memory_tools::is_blank(&edited) {
-                    return Err(fail(format!(
-                        "No change was made: the edit would leave {shown} with no text; to \
-                         remove the file, use the delete command"
-                    )));
-                }
-                // What is stored is what is screened: the edited file, not the fragments.
-                let mut edited = edited;
-                let mut tag = ctx.audit.clone();
-                let redacted =
-                    crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
-                let reply = crate::governance::tell_redacted(reply, &redacted);
-                let expect = PathExpect::Version(file.version);
-                match store
-                    .files()
-                    .put_file(user, &path, &edited, expect, tag.as_ref(), written(ctx))
-                    .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(_) => Ok(reply),
-                    PathPut::Changed => Err(fail(format!(
-                        "No change was made: {shown} was changed by another edit while this one \
-                         ran. View it again and retry on its current text."
-                    ))),
-                    _ => Err(fail(text::not_found(shown))),
-                }
+                commands::edit(store, ctx, args, command, shown, &path).await
             }
             "delete" => {
                 if path == MEMORIES_ROOT {
@@ -433,6 +344,21 @@ impl MemoryFiles {
             PathMove::UnderFile(file) => Err(under_file(new, &file)),
         }
     }
+}
+
+/// Every command on a path tells whether the path exists (an edit, what the file says): a
+/// caller that may write but not read gets one answer, whatever is stored.
+fn may_read(ctx: &ToolExecutionContext) -> Result<(), ToolError> {
+    if ctx.reads.permits(crate::governance::NOTES_NAMESPACE) {
+        return Ok(());
+    }
+    Err(ToolError::governed(
+        crate::governance::PERMISSION_DENIED,
+        "This client may write memory but not read it, and every `memory` command on a path \
+         shows whether the path exists; use memory_save to add a note"
+            .to_owned(),
+        serde_json::json!({"namespace": crate::governance::NOTES_NAMESPACE, "operation": "read"}),
+    ))
 }
 
 /// Search results (`{"results": [{"note_id": ...}]}`) with the `path` of each note that is a

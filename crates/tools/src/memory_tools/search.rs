@@ -16,8 +16,8 @@ use crate::memory_tools::MemoryState;
 use crate::spec::{Call, OpFuture, ToolSpec, boxed};
 use serde_json::Value;
 
-/// Longest query accepted, in bytes.
-const MAX_QUERY_BYTES: usize = 2048;
+/// Longest query accepted, in bytes (the one cap of every surface).
+const MAX_QUERY_BYTES: usize = HybridQuery::MAX_TEXT_BYTES;
 
 pub(crate) static SPEC: ToolSpec<MemoryState> = ToolSpec::new(
     MEMORY_SEARCH_TOOL_NAME,
