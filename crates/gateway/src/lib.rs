@@ -1,7 +1,8 @@
 //! The WebSocket gateway: how clients reach a user's agent.
 //!
 //! A [`Gateway`] serves a fixed set of users ([`UserAgent`]: token, workspace and the user's own
-//! [`runtime::AgentRuntime`], composed by `oxydra-vm`) on `127.0.0.1`. A client's first frame is
+//! [`runtime::AgentRuntime`], composed by `oxydra-vm`) on `127.0.0.1` (or the configured address,
+//! with TLS if given). A client's first frame is
 //! `hello` with the user's [`GatewayToken`]; then it sends turns, cancels them, creates, lists and
 //! switches sessions, pages history, answers approvals, and lists, searches, edits and deletes
 //! the user's saved notes (protocol v1, [`types::ClientFrame`] /
@@ -34,6 +35,8 @@
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
+//! - `tls` — [`TlsIdentity`] (a certificate and key checked to belong together) and the listener
+//!   that serves plain or TLS connections
 //! - `web_routes` — the web client: its page on `GET /`, sign-in (one-time link, pasted token),
 //!   sign-out, the `Origin` check on upgrades; `web_auth` its codes, sessions and failure limit;
 //!   `web_assets` its compiled-in files and every response's security headers
@@ -60,6 +63,7 @@ mod server;
 mod session;
 mod shared;
 mod title;
+mod tls;
 mod token;
 mod trim;
 mod turn;
@@ -75,6 +79,7 @@ pub use frames::CLIENT_FRAME_TYPES;
 pub use limits::{ConnectionStats, RESERVED_FDS};
 pub use schema::{example_client_frames, example_server_frames, protocol_schema};
 pub use server::{Gateway, RunningGateway};
+pub use tls::{TlsError, TlsIdentity, exposure_warning};
 pub use token::GatewayToken;
 pub use user::UserAgent;
 pub use web_assets::{ASSETS, CONTENT_SECURITY_POLICY, web_client_bytes};

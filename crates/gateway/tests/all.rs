@@ -32,6 +32,7 @@ mod notices;
 mod schedules;
 mod schema;
 mod session_titles;
+mod tls;
 mod turns;
 mod web;
 mod web_browser;
