@@ -169,6 +169,8 @@ fn oxydra_vm_launch(
     boot.memory_key = spec
         .memory_key
         .map(|k| crate::SecretText(k.expose().to_owned()));
+    // The files are the host's: their text goes in the bootstrap, over stdin like the memory key.
+    boot.tls = crate::TlsPem::read(&spec.agent.gateway)?;
     if let Some(agent_toml) = &spec.user.agent_config {
         mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
         boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));

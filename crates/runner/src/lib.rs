@@ -53,7 +53,7 @@ mod toml_error;
 pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
 pub use beneath::{Entry, Found, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
-pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
+pub use bootstrap::{SandboxMode, SecretText, Tier, TlsPem, VmBootstrap};
 pub use cgroup::{Placement, Tracking, UserCgroup};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,

@@ -27,6 +27,7 @@ mod memory_dialects;
 mod memory_disabled;
 mod memory_keys;
 mod memory_longevity;
+mod open_tls;
 mod operator_paths;
 mod owners;
 mod process_tier;

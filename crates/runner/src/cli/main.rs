@@ -154,7 +154,7 @@ fn main() -> ExitCode {
                 memory,
                 agent_config,
             } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
-            args::Command::Open { no_browser } => open_cmd::run(&global, no_browser),
+            args::Command::Open { no_browser } => open_cmd::run(&global, no_browser).await,
         }
     });
     match result {

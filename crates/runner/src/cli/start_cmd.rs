@@ -285,7 +285,16 @@ fn is_ready(ws: &WorkspacePaths) -> bool {
         .is_some_and(|m| m.pid == std::process::id() && !m.children.is_empty())
 }
 
-/// Checks the user's agent.toml and provider key before anything starts (so a typo is one clear
+/// The loud warning for a gateway set to listen beyond this machine without TLS, if it is.
+pub fn exposure(agent: &AgentConfig) -> Option<String> {
+    let bind = agent
+        .gateway
+        .bind
+        .unwrap_or(gateway::GatewayConfig::default().bind);
+    gateway::exposure_warning(bind, agent.gateway.tls_cert.is_some())
+}
+
+/// Checks the user's agent.toml, its TLS certificate and key, and the provider key before anything starts (so a typo is one clear
 /// error, not a crash loop), and moves a legacy `./.oxydra/memory.db` into the workspace once.
 /// Returns the user's agent settings.
 async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<AgentConfig> {
@@ -294,6 +303,11 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
         |p| p.display().to_string(),
     );
     let agent = runner::load_agent_config(user.agent_config.as_deref())?;
+    runner::TlsPem::read(&agent.gateway)
+        .with_context(|| format!("{}: the gateway's TLS (settings from {where_})", user.id))?;
+    if let Some(warning) = exposure(&agent) {
+        say(format!("{}: WARNING: {warning}", user.id));
+    }
     if let Some(var) = &agent.provider.api_key_env
         && std::env::var(var).map_or(true, |v| v.trim().is_empty())
     {

@@ -100,6 +100,10 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             duration(age(&m.started_at)),
             m.tier
         ));
+        let agent = runner::load_agent_config(user.agent_config.as_deref()).ok();
+        if let Some(warning) = agent.as_ref().and_then(crate::start_cmd::exposure) {
+            say(format!("  WARNING: {warning}"));
+        }
         for (role, c) in &m.children {
             let alive = match states.get(role) {
                 Some(state) => state == "running",

@@ -300,6 +300,8 @@ impl Supervisor {
                     .memory_key
                     .as_ref()
                     .map(|k| runner::SecretText(k.expose().to_owned()));
+                // Read at each launch: a renewed certificate is served from the next restart.
+                boot.tls = runner::TlsPem::read(&p.agent.gateway)?;
                 serde_json::to_string(&boot)?
             }
         };

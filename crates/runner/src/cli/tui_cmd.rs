@@ -28,6 +28,18 @@ pub fn run(global: &Global) -> Result<()> {
             user.id
         );
     }
+    let tls = runner::read_json::<runner::GatewayMarker>(&ws.endpoint())
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.tls());
+    if tls {
+        bail!(
+            "{}'s gateway serves TLS ([gateway] tls_cert), which the TUI does not speak yet: use \
+             the web client (`runner --user {} open`)",
+            user.id,
+            user.id
+        );
+    }
     let tui = runner::guest_binary("oxydra-tui")?;
     // `exec` only returns on failure.
     let error = Command::new(&tui)

@@ -25,6 +25,7 @@ pub async fn run(
     config: AgentConfig,
     token: GatewayToken,
     sandbox: &'static str,
+    tls: Option<gateway::TlsIdentity>,
 ) -> anyhow::Result<()> {
     // From here on SIGTERM/SIGINT are a stop seen once the markers are written (and then removed),
     // never the default action killing this process half-way through writing one.
@@ -63,6 +64,7 @@ pub async fn run(
         body_timeout: Duration::from_secs(limits.body_timeout_secs),
         bind: limits.bind.unwrap_or(GatewayConfig::default().bind),
         secure_cookie: limits.secure_cookie,
+        tls,
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;
