@@ -36,4 +36,5 @@ mod tls;
 mod turns;
 mod web;
 mod web_browser;
+mod web_js;
 mod web_timing;
