@@ -17,20 +17,29 @@ pub fn render(result: &Value) -> (String, bool) {
         .flatten()
         .filter_map(block)
         .collect();
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-        let json = structured.to_string();
-        // Servers often repeat their structured content as text: say it once.
-        let repeated = parts
-            .iter()
-            .any(|p| serde_json::from_str::<Value>(p).is_ok_and(|parsed| &parsed == structured));
-        if !repeated {
-            parts.push(json);
-        }
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
+        && !repeats(&parts, structured)
+    {
+        parts.push(structured.to_string());
     }
     if parts.is_empty() {
         parts.push("(the tool returned nothing)".to_owned());
     }
     (parts.join("\n"), is_error)
+}
+
+/// Whether the text `parts` already say `structured`: servers send structured content as text too
+/// (the spec asks them to), and the Python SDK wraps a plain result as `{"result": …}`.
+fn repeats(parts: &[String], structured: &Value) -> bool {
+    let wrapped = structured
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("result"));
+    parts.iter().any(|p| {
+        let parsed = serde_json::from_str::<Value>(p).ok();
+        parsed.as_ref() == Some(structured)
+            || wrapped.is_some_and(|w| w.as_str() == Some(p.as_str()) || parsed.as_ref() == Some(w))
+    })
 }
 
 fn block(block: &Value) -> Option<String> {
