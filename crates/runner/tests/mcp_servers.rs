@@ -168,3 +168,37 @@ fn runner_mcp_servers_says_which_server_is_up_and_what_is_wrong() {
     );
     assert!(stderr.contains("1 MCP server(s) not up"), "{stderr}");
 }
+
+/// `runner status` names the MCP servers that are not up (from the health file `oxydra-vm`
+/// refreshes with each server's status line).
+#[test]
+fn the_status_line_names_mcp_servers_that_are_down() {
+    let health = |servers: &[&str]| runner::Health {
+        status: "ok".into(),
+        user_id: "alice".into(),
+        memory: "open".into(),
+        provider: "openai/m".into(),
+        shell: "connected".into(),
+        sandbox: "process".into(),
+        updated_at: "now".into(),
+        mcp_servers: servers.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    let plain = "ok (memory open, provider openai/m, shell connected, sandbox process)";
+    assert_eq!(health(&[]).summary(), plain);
+    assert_eq!(health(&["files (stdio): up, 3 tools"]).summary(), plain);
+    assert_eq!(
+        health(&[
+            "files (stdio): up, 3 tools",
+            "search (http): down (restarting): it stopped"
+        ])
+        .summary(),
+        format!("{plain}; MCP server search (http): down (restarting): it stopped")
+    );
+    // An old health file without the field still reads.
+    let old: runner::Health = serde_json::from_value(json!({
+        "status": "ok", "user_id": "alice", "memory": "open", "provider": "openai/m",
+        "shell": "connected", "sandbox": "process", "updated_at": "now"
+    }))
+    .unwrap();
+    assert_eq!(old.summary(), plain);
+}
