@@ -26,7 +26,9 @@ use mcp::client::{DirectLauncher, McpClients};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tools::{ToolRegistry, ToolSet};
-use types::{McpConfig, McpServerConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
+use types::{
+    McpConfig, McpServerConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+};
 
 const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/demo.py");
 
@@ -94,7 +96,12 @@ async fn clients(dir: &std::path::Path, servers: &[(&str, McpServerConfig)]) -> 
     clients
 }
 
-async fn through_client(registry: &ToolRegistry, ctx: &ToolExecutionContext, tool: &str, calls: usize) -> Vec<Duration> {
+async fn through_client(
+    registry: &ToolRegistry,
+    ctx: &ToolExecutionContext,
+    tool: &str,
+    calls: usize,
+) -> Vec<Duration> {
     let mut out = Vec::with_capacity(calls);
     for i in 0..calls + 20 {
         let args = json!({"text": format!("hello {i}")}).to_string();
@@ -131,7 +138,10 @@ async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    stdin.write_all(format!("{INIT}\n{INITIALIZED}\n").as_bytes()).await.unwrap();
+    stdin
+        .write_all(format!("{INIT}\n{INITIALIZED}\n").as_bytes())
+        .await
+        .unwrap();
     lines.next_line().await.unwrap().unwrap();
     let mut out = Vec::with_capacity(calls);
     for i in 1..=calls + 20 {
@@ -164,13 +174,26 @@ async fn bare_http(url: &str, calls: usize) -> Vec<Duration> {
         req.send()
     };
     let init = post(INIT.to_owned(), None).await.unwrap();
-    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     init.text().await.unwrap();
-    post(INITIALIZED.to_owned(), Some(session.clone())).await.unwrap().text().await.unwrap();
+    post(INITIALIZED.to_owned(), Some(session.clone()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let mut out = Vec::with_capacity(calls);
     for i in 1..=calls + 20 {
         let began = Instant::now();
-        let answer = post(call_line(i), Some(session.clone())).await.unwrap().text().await.unwrap();
+        let answer = post(call_line(i), Some(session.clone()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         let took = began.elapsed();
         assert!(answer.contains("echo: hello"), "{answer}");
         if i > 20 {
@@ -181,7 +204,11 @@ async fn bare_http(url: &str, calls: usize) -> Vec<Duration> {
 }
 
 async fn http_server(dir: &std::path::Path) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let child = tokio::process::Command::new(python())
         .args([SERVER, "http", &port.to_string()])
         .current_dir(dir)
@@ -190,7 +217,10 @@ async fn http_server(dir: &std::path::Path) -> (tokio::process::Child, String) {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     (child, format!("http://127.0.0.1:{port}/mcp"))
@@ -226,8 +256,10 @@ async fn main() {
         for _ in 0..5 {
             let servers: Vec<(String, McpServerConfig)> =
                 (0..n).map(|i| (format!("s{i}"), stdio())).collect();
-            let refs: Vec<(&str, McpServerConfig)> =
-                servers.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
+            let refs: Vec<(&str, McpServerConfig)> = servers
+                .iter()
+                .map(|(n, s)| (n.as_str(), s.clone()))
+                .collect();
             let began = Instant::now();
             let c = clients(dir.path(), &refs).await;
             samples.push(began.elapsed());
@@ -236,6 +268,10 @@ async fn main() {
         }
         let p50 = pct(&mut samples, 0.5);
         let max = samples.iter().max().copied().unwrap_or_default();
-        println!("start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms", ms(p50), ms(max));
+        println!(
+            "start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms",
+            ms(p50),
+            ms(max)
+        );
     }
 }

@@ -123,7 +123,10 @@ pub(crate) async fn connect(
         Arc::new(DirectLauncher::new(ws.shared())),
         &reserved,
     ));
-    assert!(clients.ready(Duration::from_secs(60)).await, "servers settle");
+    assert!(
+        clients.ready(Duration::from_secs(60)).await,
+        "servers settle"
+    );
     let registry = ToolRegistry::default().with_tool_set(Arc::clone(&clients) as Arc<dyn ToolSet>);
     (clients, registry)
 }
@@ -187,7 +190,13 @@ async fn stdio_and_http_servers_offer_their_tools_and_answer_calls() {
         let out = call(&registry, &ws, &echo, json!({"text": "hi"})).await;
         assert_eq!(ok(&out), "echo: hi");
         // Structured content is said once (the SDK repeats it as text).
-        let out = call(&registry, &ws, &format!("{server}__add"), json!({"a": 2, "b": 3})).await;
+        let out = call(
+            &registry,
+            &ws,
+            &format!("{server}__add"),
+            json!({"a": 2, "b": 3}),
+        )
+        .await;
         let sum: Value = serde_json::from_str(ok(&out)).unwrap();
         assert_eq!(sum, json!({"sum": 5}));
         // Images are a short note, not base64.
@@ -218,14 +227,18 @@ async fn a_crashed_server_is_restarted_and_its_tools_say_it_is_down_meanwhile() 
     assert!(!out.ok, "{}", out.output);
     assert!(out.output.contains("MCP server `demo`"), "{}", out.output);
     // Until it is back, its tools answer that it is down, and why.
-    until(&clients, "demo", |s| matches!(s.state, ServerState::Down { .. })).await;
+    until(&clients, "demo", |s| {
+        matches!(s.state, ServerState::Down { .. })
+    })
+    .await;
     let now = status(&clients, "demo");
     assert!(now.to_string().contains("down (restarting)"), "{now}");
     assert!(now.to_string().contains("crashing on purpose"), "{now}");
     let out = call(&registry, &ws, "demo__echo", json!({"text": "hi"})).await;
     assert!(!out.ok);
     assert!(
-        out.output.starts_with("MCP server `demo` is down (restarting): "),
+        out.output
+            .starts_with("MCP server `demo` is down (restarting): "),
         "{}",
         out.output
     );
@@ -266,7 +279,11 @@ async fn a_flood_is_bounded_by_the_output_budget() {
     // ~7 MB from the server.
     let out = call(&registry, &ws, "demo__flood", json!({"lines": 100_000})).await;
     let text = ok(&out);
-    assert!(text.len() <= tools::DEFAULT_OUTPUT_LIMIT + 200, "{} bytes", text.len());
+    assert!(
+        text.len() <= tools::DEFAULT_OUTPUT_LIMIT + 200,
+        "{} bytes",
+        text.len()
+    );
     assert!(text.starts_with("line 0 "), "{}", &text[..40]);
 }
 
@@ -290,7 +307,11 @@ async fn a_lying_schema_is_refused_and_bad_arguments_never_reach_the_server() {
     // Arguments that do not match the schema are refused before the server sees them.
     let out = call(&registry, &ws, "demo__add", json!({"a": "two", "b": 3})).await;
     assert_eq!(out.error_kind, Some("invalid_arguments"), "{}", out.output);
-    assert!(out.output.contains("`a` must be an integer"), "{}", out.output);
+    assert!(
+        out.output.contains("`a` must be an integer"),
+        "{}",
+        out.output
+    );
 }
 
 #[tokio::test]
@@ -377,7 +398,8 @@ async fn a_server_that_cannot_start_is_down_with_the_reason() {
     );
     let now = status(&clients, "far");
     assert!(
-        now.to_string().starts_with("far (http): down (restarting): "),
+        now.to_string()
+            .starts_with("far (http): down (restarting): "),
         "{now}"
     );
     assert!(registry.names().is_empty());

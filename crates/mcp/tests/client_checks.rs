@@ -47,7 +47,10 @@ fn schemas_the_registry_cannot_check_are_refused() {
         json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["y"]}),
         Err("requires `y`"),
     );
-    check(json!({"type": "object", "properties": []}), Err("`properties`"));
+    check(
+        json!({"type": "object", "properties": []}),
+        Err("`properties`"),
+    );
     check(
         json!({"type": "object", "properties": {"x": {"type": "array", "items": 3}}}),
         Err("not a JSON Schema object"),
@@ -83,7 +86,11 @@ fn tiers_come_from_the_config_then_trusted_annotations_else_approval() {
 #[test]
 fn results_become_text_images_a_note_resources_links() {
     let check = |result: Value, text: &str, is_error: bool| {
-        assert_eq!(render_result(&result), (text.to_owned(), is_error), "{result}");
+        assert_eq!(
+            render_result(&result),
+            (text.to_owned(), is_error),
+            "{result}"
+        );
     };
     check(
         json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),

@@ -23,10 +23,7 @@ use types::{
     ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
-const SERVER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../mcp/tests/servers/demo.py"
-);
+const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
 
 fn demo() -> McpServerConfig {
     McpServerConfig {

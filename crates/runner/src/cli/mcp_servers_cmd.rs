@@ -26,7 +26,10 @@ pub async fn run(
     let ws = types::WorkspacePaths::for_user(&root, &user);
     let mut out = std::io::stdout().lock();
     if config.mcp.servers.is_empty() {
-        writeln!(out, "no MCP servers configured ([mcp.servers.<name>] in agent.toml)")?;
+        writeln!(
+            out,
+            "no MCP servers configured ([mcp.servers.<name>] in agent.toml)"
+        )?;
         return Ok(());
     }
     let clients = start(&config, &ws.shared()).await;
