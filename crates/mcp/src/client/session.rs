@@ -78,6 +78,11 @@ impl StderrTail {
         }
     }
 
+    /// Forgets what an earlier run of the server wrote.
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     /// The kept text, if any.
     pub fn text(&self) -> Option<String> {
         let tail = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -19,9 +19,14 @@ pub enum ServerState {
     Starting,
     /// Connected; its tools are offered.
     Up,
-    /// Not connected: why, and how many times it has been restarted. Its tools (as last listed)
-    /// answer that it is down while it restarts.
-    Down { reason: String, restarts: u32 },
+    /// Not connected: why, the end of its stderr (for the operator only: it may hold a stack
+    /// trace, so the model is told `reason` alone), and how many times it has been restarted. Its
+    /// tools (as last listed) answer that it is down while it restarts.
+    Down {
+        reason: String,
+        stderr: Option<String>,
+        restarts: u32,
+    },
 }
 
 /// A tool a server lists that is not offered, and why.
@@ -51,11 +56,17 @@ impl fmt::Display for ServerStatus {
         match &self.state {
             ServerState::Starting => write!(f, "{} ({}): starting", self.name, self.transport),
             ServerState::Up => write!(f, "{} ({}): up, {n} {tools}", self.name, self.transport),
-            ServerState::Down { reason, .. } => write!(
-                f,
-                "{} ({}): down (restarting): {reason}",
-                self.name, self.transport
-            ),
+            ServerState::Down { reason, stderr, .. } => {
+                write!(
+                    f,
+                    "{} ({}): down (restarting): {reason}",
+                    self.name, self.transport
+                )?;
+                match stderr {
+                    Some(stderr) => write!(f, " (stderr: {stderr})"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -144,8 +155,13 @@ impl Slot {
 
     /// Marks the server down (its tools stay, answering that it is down).
     pub(crate) fn down(&self, reason: String, restarts: u32) {
+        let stderr = self.stderr.text();
         let mut inner = self.write();
-        inner.state = ServerState::Down { reason, restarts };
+        inner.state = ServerState::Down {
+            reason,
+            stderr,
+            restarts,
+        };
         inner.peer = None;
     }
 

@@ -35,6 +35,7 @@ pub(crate) async fn supervise(
     let mut backoff = FIRST_BACKOFF;
     loop {
         while events.try_recv().is_ok() {}
+        slot.stderr.clear();
         let began = Instant::now();
         let reason = match connect(
             &slot.name,
@@ -58,10 +59,6 @@ pub(crate) async fn supervise(
                     }
                 }
             }
-        };
-        let reason = match slot.stderr.text() {
-            Some(stderr) if !reason.contains(&stderr) => format!("{reason} (stderr: {stderr})"),
-            _ => reason,
         };
         tracing::warn!(server = %slot.name, %reason, restarts, "MCP server down");
         slot.down(reason, restarts);
