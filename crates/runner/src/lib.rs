@@ -50,7 +50,9 @@ mod provision;
 mod shell_secret;
 mod toml_error;
 
-pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
+pub use agent::{
+    Agent, ComposeError, MCP_READY_WAIT, MemoryState, compose, compose_with, mcp_registry,
+};
 pub use beneath::{Entry, Found, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
 pub use bootstrap::{SandboxMode, SecretText, Tier, TlsPem, VmBootstrap};

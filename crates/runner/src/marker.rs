@@ -129,15 +129,30 @@ pub struct Health {
     pub shell: String,
     pub sandbox: String,
     pub updated_at: String,
+    /// Each of the user's MCP servers' status line (`name (stdio): up, 3 tools`, or `down
+    /// (restarting): why`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 impl Health {
-    /// One line for `runner status`.
+    /// One line for `runner status` (naming the MCP servers that are not up, if any).
     pub fn summary(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} (memory {}, provider {}, shell {}, sandbox {})",
             self.status, self.memory, self.provider, self.shell, self.sandbox
-        )
+        );
+        let not_up: Vec<&str> = self
+            .mcp_servers
+            .iter()
+            .filter(|s| !s.contains("): up"))
+            .map(String::as_str)
+            .collect();
+        if !not_up.is_empty() {
+            line.push_str("; MCP server ");
+            line.push_str(&not_up.join("; "));
+        }
+        line
     }
 }
 

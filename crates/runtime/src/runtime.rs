@@ -8,11 +8,11 @@ use provider::Provider;
 use tokio::sync::mpsc;
 use tools::ToolRegistry;
 use tracing::Instrument;
-use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, ToolSchema};
+use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext};
 
 use crate::RuntimeError;
 use crate::approval::{Approver, SessionGrants};
-use crate::budget::{ModelLimits, estimate_tools};
+use crate::budget::ModelLimits;
 use crate::events::{Emitter, TurnOutcome};
 use crate::journal::Journal;
 use crate::prompt::{
@@ -28,8 +28,6 @@ use types::TurnEvent;
 pub struct AgentRuntime {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) tools: Arc<ToolRegistry>,
-    pub(crate) tool_schemas: Vec<ToolSchema>,
-    pub(crate) tool_tokens: u32,
     pub(crate) journal: Journal,
     pub(crate) config: RuntimeConfig,
     pub(crate) retrieval: RetrievalConfig,
@@ -49,8 +47,6 @@ impl AgentRuntime {
         config: RuntimeConfig,
         limits: ModelLimits,
     ) -> Self {
-        let tool_schemas = tools.schemas();
-        let tool_tokens = estimate_tools(&tool_schemas);
         let system_prompt = match &config.system_prompt {
             Some(prompt) => prompt.clone(),
             None => {
@@ -72,8 +68,6 @@ impl AgentRuntime {
         Self {
             provider,
             tools,
-            tool_schemas,
-            tool_tokens,
             journal: Journal::ephemeral(),
             config,
             retrieval: RetrievalConfig::default(),

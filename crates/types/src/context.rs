@@ -88,6 +88,8 @@ pub enum UntrustedInput {
     Note,
     /// What an MCP client sends, on a surface not configured `trusted`: another program's text.
     Client,
+    /// What one of the user's MCP servers returned from a tool call.
+    Mcp,
 }
 
 impl ToolExecutionContext {

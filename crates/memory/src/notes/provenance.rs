@@ -39,7 +39,7 @@ pub enum Origin {
     Web,
     /// Imported from a file (`runner memory import`).
     Import,
-    /// Written by an MCP client.
+    /// Written by an MCP client, or saved in a turn that had read an MCP server's tool result.
     Mcp,
     /// Written by the operator with `runner memory`.
     Cli,

@@ -118,6 +118,17 @@ pub enum Command {
         #[arg(long = "agent-config")]
         agent_config: Option<PathBuf>,
     },
+    /// Check the --user's MCP servers (`[mcp.servers]`): start each, list its tools, say what
+    /// is wrong.
+    McpServers {
+        /// The workspace root holding one directory per user (default: runner.toml's
+        /// workspace_root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// agent.toml to read [mcp.servers] from (default: the user's).
+        #[arg(long = "agent-config")]
+        agent_config: Option<PathBuf>,
+    },
     /// The container tier's guest images (`oxydra-vm`, `shell-vm`).
     #[command(subcommand)]
     Images(ImagesCommand),
@@ -129,7 +140,8 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// List every built-in tool the model can be offered.
+    /// List every built-in tool the model can be offered (and, with --agent-config, its MCP
+    /// servers' tools and their state: the servers are started to list them).
     Tools {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
         #[arg(long)]

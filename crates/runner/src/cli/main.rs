@@ -22,6 +22,7 @@ mod keys_cmd;
 mod log_file;
 mod logs_cmd;
 mod mcp_cmd;
+mod mcp_servers_cmd;
 mod memory_audit;
 mod memory_cmd;
 mod memory_governed;
@@ -148,12 +149,15 @@ fn main() -> ExitCode {
             args::Command::Mcp { root, agent_config } => {
                 mcp_cmd::run(&global, root, agent_config).await
             }
+            args::Command::McpServers { root, agent_config } => {
+                mcp_servers_cmd::run(&global, root, agent_config).await
+            }
             args::Command::Images(command) => images_cmd::run(&global, command).await,
             args::Command::Tools {
                 json,
                 memory,
                 agent_config,
-            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
+            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()).await,
             args::Command::Open { no_browser } => open_cmd::run(&global, no_browser).await,
         }
     });

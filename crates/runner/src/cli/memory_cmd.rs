@@ -64,28 +64,7 @@ async fn open_or_rekey(
     agent_config: Option<PathBuf>,
     rekey: bool,
 ) -> Result<Option<UserStore>> {
-    let Some(name) = global.user.as_deref() else {
-        bail!("which user? pass --user NAME");
-    };
-    let user = UserId::parse(name).context("invalid --user")?;
-    let (root, agent_config, encryption) = match root {
-        Some(root) => {
-            let agent_config = match agent_config {
-                Some(path) => Some(path),
-                None => users_agent_toml(global, &root, &user),
-            };
-            (root, agent_config, runner::MemoryEncryption::default())
-        }
-        None => {
-            let config = global.runner_config()?;
-            let entry = config.select(Some(name))?.remove(0);
-            (
-                config.workspace_root,
-                agent_config.or(entry.agent_config),
-                config.memory_encryption,
-            )
-        }
-    };
+    let (user, root, agent_config, encryption) = user_setup(global, root, agent_config)?;
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
     if rekey {
         let ws = types::WorkspacePaths::new(root.join(user.as_str()));
@@ -122,6 +101,38 @@ async fn open_or_rekey(
         user_root,
         store,
     }))
+}
+
+/// The --user, the workspace root, their agent.toml (when any) and the memory encryption, as
+/// every command about one user finds them.
+pub(crate) fn user_setup(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+) -> Result<(UserId, PathBuf, Option<PathBuf>, runner::MemoryEncryption)> {
+    let Some(name) = global.user.as_deref() else {
+        bail!("which user? pass --user NAME");
+    };
+    let user = UserId::parse(name).context("invalid --user")?;
+    let (root, agent_config, encryption) = match root {
+        Some(root) => {
+            let agent_config = match agent_config {
+                Some(path) => Some(path),
+                None => users_agent_toml(global, &root, &user),
+            };
+            (root, agent_config, runner::MemoryEncryption::default())
+        }
+        None => {
+            let config = global.runner_config()?;
+            let entry = config.select(Some(name))?.remove(0);
+            (
+                config.workspace_root,
+                agent_config.or(entry.agent_config),
+                config.memory_encryption,
+            )
+        }
+    };
+    Ok((user, root, agent_config, encryption))
 }
 
 /// The agent.toml of `user` under `root` when `--agent-config` is not given, so that the user's

@@ -224,6 +224,7 @@ pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenan
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
+        (Some(UntrustedInput::Mcp), _) => Origin::Mcp,
         (_, Surface::Mcp) => Origin::Mcp,
         // The operator's command runs outside any conversation.
         (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),

@@ -38,7 +38,11 @@ pub async fn run(
         ..OpenOptions::default()
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    // The user's stdio MCP servers: children of this process in `shared/` for now (the shell
+    // daemon's confinement plugs in here).
+    let launcher = std::sync::Arc::new(mcp::client::DirectLauncher::new(ws.shared()));
+    let agent = runner::compose_with(&config, &ws.root, provider, options, launcher).await?;
+    let mcp_clients = agent.mcp_clients.clone();
     let memory = agent.memory;
     let metrics = agent.metrics;
     let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
@@ -82,6 +86,7 @@ pub async fn run(
         config: &config,
         memory,
         sandbox,
+        mcp: mcp_clients,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
     let mut healthy = probe.write().await;
