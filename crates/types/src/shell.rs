@@ -68,6 +68,12 @@ pub fn shell_socket_path(ws: &WorkspacePaths) -> PathBuf {
     ws.ipc().join(SHELL_SOCKET_NAME)
 }
 
+/// `<workspace>/ipc/mcp-<server>.sock`: where the `shell-vm` in an MCP server's own container
+/// (the container tier, `image` set) listens for that server's [`McpSpawnRequest`].
+pub fn mcp_server_socket(ws: &WorkspacePaths, server: &str) -> PathBuf {
+    ws.ipc().join(format!("mcp-{server}.sock"))
+}
+
 /// `<workspace>/.oxydra/shell.secret`: the secret `oxydra-vm` proves to the shell daemon.
 pub fn shell_secret_path(ws: &WorkspacePaths) -> PathBuf {
     ws.internal().join(SHELL_SECRET_FILE)
