@@ -18,6 +18,7 @@ mod images;
 mod init_provider;
 mod lifecycle;
 mod mcp_clients;
+mod mcp_confinement;
 mod memory_cli;
 mod memory_cli_governed;
 mod memory_cli_governed_reads;
