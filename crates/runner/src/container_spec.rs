@@ -64,6 +64,10 @@ pub struct GuestSpec<'a> {
     /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
     /// the shell's container, never the create request).
     pub memory_key: Option<&'a memory::EncryptionKey>,
+    /// The checked `read_paths` of the MCP servers that run through the shell
+    /// ([`crate::McpPlan::shell_read_paths`]): mounted read-only at the same place in `shell-vm`'s
+    /// container and granted by its Landlock rules.
+    pub shell_read_paths: &'a [PathBuf],
 }
 
 /// One guest's container: the create request, and what the runner writes to the container's
@@ -112,7 +116,10 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerErro
     };
     let launch = match spec.role {
         Role::OxydraVm => oxydra_vm_launch(spec, &inner, &mut mounts, &mut env)?,
-        Role::ShellVm => shell_vm_launch(spec, &inner)?,
+        Role::ShellVm => {
+            mounts.extend(crate::read_path_mounts(spec.shell_read_paths));
+            shell_vm_launch(spec, &inner)?
+        }
     };
     let labels = HashMap::from([
         (LABEL_MANAGED.to_owned(), "true".to_owned()),
@@ -195,6 +202,7 @@ fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launc
     let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
     boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
     boot.agent_uid = spec.agent_uid;
+    boot.extra_read_paths = spec.shell_read_paths.to_vec();
     Ok(Launch {
         image: spec.settings.shell_vm_image.clone(),
         cmd: vec![
@@ -210,7 +218,7 @@ fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launc
 
 /// The confinement of either guest: no capabilities, no new privileges, a read-only root with a
 /// small `/tmp`, its resource limits, bounded engine logs.
-fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfig {
+pub(crate) fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfig {
     HostConfig {
         mounts: Some(mounts),
         network_mode: Some(network),
@@ -240,7 +248,7 @@ fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfi
     }
 }
 
-fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
+pub(crate) fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
     Mount {
         source: Some(source.display().to_string()),
         target: Some(target.display().to_string()),
@@ -250,7 +258,7 @@ fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<String, RunnerError> {
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> Result<String, RunnerError> {
     serde_json::to_string(value)
         .map_err(|e| RunnerError::Bootstrap(format!("cannot encode the bootstrap: {e}")))
 }
@@ -282,6 +290,7 @@ mod tests {
             shell_verifier: "ab",
             agent_uid: None,
             memory_key: Some(&test_key()),
+            shell_read_paths: &[],
         })
         .unwrap()
     }

@@ -17,6 +17,9 @@
 //!   workspace ([`own_workspace`])
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
+//! - `mcp_guest` — the user's stdio MCP servers confined as the shell: their `read_paths`
+//!   checked ([`plan_mcp`]), and in the container tier a server's own container
+//!   ([`mcp_container_body`])
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -41,6 +44,7 @@ mod guest_ids;
 mod heal;
 pub mod images;
 mod marker;
+mod mcp_guest;
 mod memory_key;
 mod operator_dir;
 mod ownership;
@@ -75,6 +79,11 @@ pub use marker::{
     ChildInfo, GatewayMarker, HEALTH_FILE, Health, RUNNER_DIR, RUNNER_MARKER, RunnerMarker,
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
     runner_log_dir, runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
+};
+pub use mcp_guest::{
+    LABEL_MCP_SERVER, MCP_SHELL_VM, McpContainer, McpContainerSpec, McpPlan, ReadPathRules,
+    check_read_path, mcp_container_body, mcp_container_name, mcp_socket, plan_mcp,
+    read_path_mounts,
 };
 pub use memory_key::{
     MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, database_files, destroy_key,

@@ -18,6 +18,7 @@ mod images;
 mod init_provider;
 mod lifecycle;
 mod mcp_clients;
+mod mcp_confinement;
 mod mcp_servers;
 mod memory_cli;
 mod memory_cli_governed;

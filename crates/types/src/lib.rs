@@ -54,9 +54,10 @@ pub use protocol::{
 };
 pub use schedule_views::{NotificationView, ScheduleAction, ScheduleView};
 pub use shell::{
-    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
-    MAX_SHELL_TIMEOUT_MS, SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap,
-    ShellBootstrapError, ShellRequest, ShellResponse, encode_line, shell_secret_path,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_MCP_SERVERS, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES, MAX_SHELL_TIMEOUT_MS, McpSpawn, McpSpawnRequest,
+    SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap, ShellBootstrapError,
+    ShellRequest, ShellResponse, encode_line, mcp_server_socket, shell_secret_path,
     shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};

@@ -59,10 +59,24 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
     if !runner::runs_as_root() && !container && mode != Mode::Supervisor {
         say(format!("note: {}", runner::SHARED_UID_NOTICE));
     }
+    let rules = runner::ReadPathRules {
+        workspace_root: config.workspace_root.clone(),
+        runner_state: runner_state(global),
+    };
     let mut plans = Vec::new();
     for user in users {
         let ws = provision_healed(&config.workspace_root, &user.id)?;
         let agent = preflight(&user, &ws, config.tier).await?;
+        let mcp = runner::plan_mcp(&agent, config.tier, &rules)
+            .with_context(|| format!("{}: cannot confine its MCP servers", user.id))?;
+        // An MCP server's own container runs our shell-vm from the host, mounted read-only.
+        let shell_bin = match &docker {
+            Some(docker) if !mcp.containers.is_empty() => {
+                runner::images::require_mcp_images(docker, &mcp).await?;
+                guest_binary("shell-vm")?
+            }
+            _ => shell_bin.clone(),
+        };
         // Before the workspace is handed to the guest uid: an unencrypted file is encrypted now.
         let place = runner::MemoryPlace::of(&agent, &ws);
         let memory_key = runner::key_for_agent(
@@ -92,8 +106,9 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             config: config.clone(),
             user,
             ws,
-            shell_bin: shell_bin.clone(),
+            shell_bin,
             vm_bin: vm_bin.clone(),
+            mcp,
             unconfined,
             agent,
             docker: docker.clone(),
@@ -297,6 +312,21 @@ pub fn exposure(agent: &AgentConfig) -> Option<String> {
 /// Checks the user's agent.toml, its TLS certificate and key, and the provider key before anything starts (so a typo is one clear
 /// error, not a crash loop), and moves a legacy `./.oxydra/memory.db` into the workspace once.
 /// Returns the user's agent settings.
+/// The runner's own state, which no MCP server may read: its configuration's directory and the
+/// guest-id record's.
+fn runner_state(global: &Global) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = runner::RunnerConfig::locate(global.config.as_deref())
+        .ok()
+        .and_then(|p| std::path::absolute(p).ok())
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .into_iter()
+        .collect();
+    if let Some(ids) = std::path::Path::new(runner::HOST_GUEST_IDS).parent() {
+        dirs.push(ids.to_owned());
+    }
+    dirs
+}
+
 async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<AgentConfig> {
     let where_ = user.agent_config.as_ref().map_or_else(
         || "the defaults (no agent.toml)".to_owned(),

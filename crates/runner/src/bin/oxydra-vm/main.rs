@@ -130,6 +130,7 @@ fn confine(boot: &VmBootstrap, ws: &types::WorkspacePaths) -> anyhow::Result<&'s
         container: boot.tier == runner::Tier::Container,
         unenforced,
     };
-    let confined = confine_guest(Role::OxydraVm, ws, policy).context("cannot confine oxydra-vm")?;
+    let confined =
+        confine_guest(Role::OxydraVm, ws, &[], policy).context("cannot confine oxydra-vm")?;
     Ok(confined.as_str())
 }
