@@ -23,6 +23,8 @@
 //! - `events` — [`TurnOutcome`], the delivery rules for [`TurnEvent`]s (declared in `types`)
 //! - `history` — provider-safe history: repair, fitting the budget
 //! - `summary` — the rolling summary (model-written or extractive)
+//! - `capture` — after a turn, the background call that proposes what to remember
+//!   (`record_memories`), applied through the governed pipeline or kept for the user
 //! - `recall` — saved notes recalled for the message
 //! - `prompt` — the built-in system prompt and memory guide
 //! - `budget` — [`ModelLimits`] and token estimates
@@ -37,6 +39,7 @@
 
 mod approval;
 mod budget;
+mod capture;
 mod dispatch;
 mod error;
 mod events;
@@ -60,6 +63,7 @@ pub use approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,
 };
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
+pub use capture::UserReport;
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
 pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};

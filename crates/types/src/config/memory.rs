@@ -73,6 +73,8 @@ pub struct MemoryConfig {
     /// Cosine similarity (0.5..=1.0) at or above which a new note counts as a near-duplicate of
     /// a stored one: the save is refused (listing the similar notes) unless the model insists.
     pub duplicate_similarity: f32,
+    /// `[memory.capture]`: what the background capture call does after a turn.
+    pub capture: super::CaptureConfig,
 }
 
 impl Default for MemoryConfig {
@@ -86,6 +88,7 @@ impl Default for MemoryConfig {
             embedding: EmbeddingConfig::default(),
             tombstone_retention_days: 30,
             duplicate_similarity: 0.9,
+            capture: super::CaptureConfig::default(),
         }
     }
 }
@@ -124,6 +127,7 @@ impl MemoryConfig {
                 "must be between 0.5 and 1.0",
             ));
         }
+        self.capture.validate()?;
         self.embedding.validate()
     }
 }
