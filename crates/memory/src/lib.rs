@@ -70,5 +70,6 @@ pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use notes::usage::{CallPlace, ModelUsage, UsageScope};
 pub use retrieval::MemoryRetrieval;
 pub use rooms::{Audit, Captures, Files, Keys, Schedules, Sessions, Upkeep, UsageLog};
+pub use search::conversations::{ConversationContext, NearbyTurn};
 pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use store::placement::LegacyDir;

@@ -4,7 +4,12 @@
 //! bounded per hour, counted in usage, refused whole when malformed, kept pending in `suggest`
 //! mode — in both wire formats of the scripted model.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -450,5 +455,67 @@ async fn found_in_a_new_session(kind: ProviderKind) {
 async fn what_was_said_in_one_session_is_recalled_in_the_next_through_capture() {
     for kind in KINDS {
         found_in_a_new_session(kind).await;
+    }
+}
+
+async fn past_conversations(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Off)).await;
+    f.server
+        .push(ScriptedReply::text("What a lovely name for a dog."));
+    turn(
+        &f,
+        "chat-a",
+        "t1",
+        "We adopted a dog last week, we named him Biscuit",
+    )
+    .await;
+    // Another user of the same store says something alike: it never reaches alice.
+    f.server.push(ScriptedReply::text("Rex is a classic."));
+    let bob = ctx(&f.root, "bob", "chat-bob", "t2");
+    assert_eq!(
+        run(&f.rt, &bob, "Our dog is named Rex")
+            .await
+            .0
+            .unwrap()
+            .status,
+        TurnStatus::Completed
+    );
+    // A new session of alice's: the model searches her past conversations.
+    let search = |scope: &str| {
+        ScriptedToolCall::new(
+            "memory_search",
+            json!({"query": "what is the dog named", "scope": scope}),
+        )
+        .with_id(scope)
+    };
+    f.server.push_all([
+        ScriptedReply::tool_calls(vec![search("conversations"), search("all")]),
+        ScriptedReply::text("Biscuit."),
+    ]);
+    turn(&f, "chat-b", "t3", "Remind me what our dog is called?").await;
+    let last = f.server.last_request().unwrap();
+    for scope in ["conversations", "all"] {
+        let out: Value = serde_json::from_str(&common::tool_result(&last, scope).unwrap()).unwrap();
+        let results = out["results"].as_array().unwrap();
+        let hit = results
+            .iter()
+            .find(|r| r["text"].as_str().unwrap_or_default().contains("Biscuit"))
+            .unwrap_or_else(|| panic!("{scope}: {out}"));
+        assert_eq!(hit["source"], "conversation", "{out}");
+        assert_eq!(hit["session_id"], "chat-a", "{out}");
+        assert_eq!(hit["speaker"], "user", "{out}");
+        assert!(hit["date"].as_str().is_some(), "{out}");
+        assert_eq!(hit["context"][0]["speaker"], "assistant", "{out}");
+        assert!(
+            !out.to_string().contains("Rex"),
+            "another user's conversation: {out}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_new_session_finds_what_the_user_said_in_an_earlier_one() {
+    for kind in KINDS {
+        past_conversations(kind).await;
     }
 }

@@ -36,17 +36,45 @@ pub enum Command {
 /// history); `/memory deleted`, `/memory restore <n>` (`n` from the last deleted list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryCommand {
-    List { category: Option<String> },
+    List {
+        category: Option<String>,
+    },
     More,
-    Search { query: String },
-    Show { n: usize },
-    Edit { n: usize, text: String },
-    Delete { n: usize },
-    History { n: usize },
-    Revert { version: u32 },
+    Search {
+        query: String,
+    },
+    Show {
+        n: usize,
+    },
+    Edit {
+        n: usize,
+        text: String,
+    },
+    Delete {
+        n: usize,
+    },
+    History {
+        n: usize,
+    },
+    Revert {
+        version: u32,
+    },
     Deleted,
-    Restore { n: usize },
-    Confirm { n: usize },
+    Restore {
+        n: usize,
+    },
+    Confirm {
+        n: usize,
+    },
+    /// `/memory pending`: what capture proposes (mode `suggest`).
+    Pending,
+    /// `/memory accept <n>` / `/memory reject <n>`: decide on pending proposal `n`.
+    Accept {
+        n: usize,
+    },
+    Reject {
+        n: usize,
+    },
 }
 
 /// What went wrong with a slash command, in words for the transcript.
@@ -54,7 +82,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 20] = [
+pub const COMMANDS: [(&str, &str); 21] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -85,6 +113,10 @@ pub const COMMANDS: [(&str, &str); 20] = [
     (
         "/memory confirm <n>",
         "vouch for a note saved after untrusted tool output",
+    ),
+    (
+        "/memory pending",
+        "what capture proposes to remember (/memory accept|reject <n>)",
     ),
     ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
     (
@@ -166,6 +198,9 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
         "history" => number(rest, "/memory history").map(|n| MemoryCommand::History { n }),
         "confirm" => number(rest, "/memory confirm").map(|n| MemoryCommand::Confirm { n }),
         "deleted" if rest.is_empty() => Ok(MemoryCommand::Deleted),
+        "pending" if rest.is_empty() => Ok(MemoryCommand::Pending),
+        "accept" => number(rest, "/memory accept").map(|n| MemoryCommand::Accept { n }),
+        "reject" => number(rest, "/memory reject").map(|n| MemoryCommand::Reject { n }),
         "restore" => number(rest, "/memory restore").map(|n| MemoryCommand::Restore { n }),
         "revert" => number(rest, "/memory revert")
             .and_then(|v| {
@@ -307,6 +342,9 @@ mod tests {
         check("/memory deleted", mem(MemoryCommand::Deleted));
         check("/memory restore 1", mem(MemoryCommand::Restore { n: 1 }));
         check("/memory confirm 4", mem(MemoryCommand::Confirm { n: 4 }));
+        check("/memory pending", mem(MemoryCommand::Pending));
+        check("/memory accept 2", mem(MemoryCommand::Accept { n: 2 }));
+        check("/memory reject 1", mem(MemoryCommand::Reject { n: 1 }));
         check(
             "/memory history",
             Some(Err("/memory history needs a number from the list")),
