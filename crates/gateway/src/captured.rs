@@ -2,7 +2,8 @@
 //! the proposals it keeps) is pushed to every connected client of that user as
 //! `memory_captured`; `list_pending_memories`, `accept_memory` and `reject_memory` let the user
 //! decide on the proposals of `mode = "suggest"`. The user is the connection's; a frame never
-//! names it, and another user's proposals do not exist here.
+//! names it, and another user's proposals do not exist here. `search_conversations` searches the
+//! user's past conversations (a governed read).
 
 use std::sync::Arc;
 
@@ -50,6 +51,7 @@ impl Conn {
         let kind = match &frame {
             ClientFrame::AcceptMemory { .. } => "accept_memory",
             ClientFrame::RejectMemory { .. } => "reject_memory",
+            ClientFrame::SearchConversations { .. } => "search_conversations",
             _ => "list_pending_memories",
         };
         let reference = Some(kind.to_owned());
@@ -88,6 +90,14 @@ async fn answer(
             runtime.reject_memory(ctx, id).await.map_err(refusal)?;
             ServerFrame::MemoryRejected { id }
         }
+        ClientFrame::SearchConversations { query, limit } => {
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            let hits = runtime
+                .search_conversations(ctx, &query, limit)
+                .await
+                .map_err(refusal)?;
+            ServerFrame::ConversationResults { query, hits }
+        }
         _ => ServerFrame::PendingMemories {
             memories: runtime.pending_memories(ctx).await.map_err(refusal)?,
         },
@@ -105,7 +115,7 @@ fn refusal(e: RuntimeError) -> Refusal {
             tracing::warn!(error = %e, "a capture request failed");
             (
                 ErrorCode::Internal,
-                "could not reach your pending memories; try again".to_owned(),
+                "could not reach your memory; try again".to_owned(),
             )
         }
     }

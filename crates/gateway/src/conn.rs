@@ -208,7 +208,8 @@ impl Conn {
             s @ (ListSchedules | ChangeSchedule { .. }) => self.schedules(s).await,
             c @ (ClientFrame::ListPendingMemories
             | ClientFrame::AcceptMemory { .. }
-            | ClientFrame::RejectMemory { .. }) => self.pending_memories(c).await,
+            | ClientFrame::RejectMemory { .. }
+            | ClientFrame::SearchConversations { .. }) => self.pending_memories(c).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

@@ -190,7 +190,8 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::ChangeSchedule { .. }
         | ClientFrame::ListPendingMemories
         | ClientFrame::AcceptMemory { .. }
-        | ClientFrame::RejectMemory { .. } => {}
+        | ClientFrame::RejectMemory { .. }
+        | ClientFrame::SearchConversations { .. } => {}
     }
 }
 
@@ -410,7 +411,8 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::MemoryCaptured { .. }
         | ServerFrame::PendingMemories { .. }
         | ServerFrame::MemoryAccepted { .. }
-        | ServerFrame::MemoryRejected { .. } => {}
+        | ServerFrame::MemoryRejected { .. }
+        | ServerFrame::ConversationResults { .. } => {}
     }
 }
 

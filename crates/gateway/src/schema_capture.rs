@@ -1,6 +1,9 @@
 //! Example capture frames for the protocol schema (see `schema`).
 
-use types::{CaptureReport, CapturedChange, ClientFrame, PendingMemory, ServerFrame};
+use types::{
+    CaptureReport, CapturedChange, ClientFrame, ConversationHitView, NearbyTurnView, PendingMemory,
+    ServerFrame,
+};
 
 use crate::schema::both;
 
@@ -26,11 +29,34 @@ fn pending(full: bool) -> PendingMemory {
     }
 }
 
+fn hit(full: bool) -> ConversationHitView {
+    ConversationHitView {
+        session_id: "s-0b1c".into(),
+        title: full.then(|| "Weekend plans".to_owned()),
+        seq: 12,
+        speaker: "user".into(),
+        text: "We adopted a dog last week, we named him Biscuit".into(),
+        date: "2026-11-21T18:04:00.000Z".into(),
+        context: if full {
+            vec![NearbyTurnView {
+                speaker: "assistant".into(),
+                text: "What a lovely name.".into(),
+            }]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
 pub(crate) fn client_examples() -> Vec<(ClientFrame, ClientFrame)> {
     vec![
         both(ClientFrame::ListPendingMemories),
         both(ClientFrame::AcceptMemory { id: 7 }),
         both(ClientFrame::RejectMemory { id: 7 }),
+        both(ClientFrame::SearchConversations {
+            query: "dog's name".into(),
+            limit: 10,
+        }),
     ]
 }
 
@@ -73,5 +99,15 @@ pub(crate) fn server_examples() -> Vec<(ServerFrame, ServerFrame)> {
             },
         ),
         both(ServerFrame::MemoryRejected { id: 7 }),
+        (
+            ServerFrame::ConversationResults {
+                query: "dog's name".into(),
+                hits: vec![hit(true)],
+            },
+            ServerFrame::ConversationResults {
+                query: "dog's name".into(),
+                hits: vec![hit(false)],
+            },
+        ),
     ]
 }

@@ -30,6 +30,7 @@
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
+//! - `conversation_search` — the user's search of their past conversations
 //! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
 //! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
 //! - `scheduler` — [`Scheduler`]: one user's due schedules run as turns of their own ([`RunHost`])
@@ -40,6 +41,7 @@
 mod approval;
 mod budget;
 mod capture;
+mod conversation_search;
 mod dispatch;
 mod error;
 mod events;
@@ -64,6 +66,7 @@ pub use approval::{
 };
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
 pub use capture::UserReport;
+pub use conversation_search::MAX_CONVERSATION_HITS;
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
 pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};

@@ -510,7 +510,26 @@ async fn past_conversations(kind: ProviderKind) {
             !out.to_string().contains("Rex"),
             "another user's conversation: {out}"
         );
-    }
+    } // The user's own search (the gateway's search_conversations, the TUI's /search).
+    let mine =
+        f.rt.search_conversations(&ctx(&f.root, "alice", "chat-c", "t4"), "dog named", 5)
+            .await
+            .unwrap();
+    let first = mine.iter().find(|h| h.text.contains("Biscuit")).unwrap();
+    assert_eq!(
+        (first.session_id.as_str(), first.speaker.as_str()),
+        ("chat-a", "user")
+    );
+    assert!(mine.iter().all(|h| !h.text.contains("Rex")), "{mine:?}");
+    let theirs =
+        f.rt.search_conversations(&bob, "dog named", 5)
+            .await
+            .unwrap();
+    assert!(
+        theirs.iter().all(|h| !h.text.contains("Biscuit")),
+        "{theirs:?}"
+    );
+    assert!(theirs.iter().any(|h| h.text.contains("Rex")), "{theirs:?}");
 }
 
 #[tokio::test]

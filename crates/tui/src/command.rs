@@ -1,15 +1,19 @@
 //! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/continue`, `/history`,
-//! `/cancel`, `/memory`, `/undo`, `/help`, `/quit`.
+//! `/cancel`, `/memory`, `/search`, `/undo`, `/help`, `/quit`.
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `/new [title]`
-    New { title: Option<String> },
+    New {
+        title: Option<String>,
+    },
     /// `/sessions`
     Sessions,
     /// `/switch <id | number from /sessions | id prefix>`
-    Switch { target: String },
+    Switch {
+        target: String,
+    },
     /// `/continue` (or `/last`): open the most recent other conversation.
     Continue,
     /// `/history`: an earlier page of the conversation.
@@ -20,10 +24,20 @@ pub enum Command {
     Details,
     /// `/memory …`: the user's saved notes.
     Memory(MemoryCommand),
+    /// `/search <words>`: the user's past conversations; `/search open <n>` opens hit `n`'s
+    /// session.
+    Search {
+        query: String,
+    },
+    SearchOpen {
+        n: usize,
+    },
     /// `/schedules [cancel|pause|resume <n>]`: the user's schedules.
     Schedules(crate::model::SchedulesCommand),
     /// `/undo [n]`: take back memory change `n` (the latest without it).
-    Undo { n: Option<usize> },
+    Undo {
+        n: Option<usize>,
+    },
     /// `/help`
     Help,
     /// `/quit` (or `/exit`)
@@ -82,7 +96,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 21] = [
+pub const COMMANDS: [(&str, &str); 22] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -117,6 +131,10 @@ pub const COMMANDS: [(&str, &str); 21] = [
     (
         "/memory pending",
         "what capture proposes to remember (/memory accept|reject <n>)",
+    ),
+    (
+        "/search <words>",
+        "your past conversations (/search open <n>: go to one)",
     ),
     ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
     (
@@ -165,6 +183,15 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "cancel" => no_arg(Command::Cancel),
         "details" => no_arg(Command::Details),
         "memory" | "mem" => memory(arg).map(Command::Memory),
+        "search" if arg.is_empty() => Err(CommandError(
+            "/search needs words to look for in your past conversations".into(),
+        )),
+        "search" => match arg.strip_prefix("open ") {
+            Some(n) => number(n.trim(), "/search open").map(|n| Command::SearchOpen { n }),
+            None => Ok(Command::Search {
+                query: arg.to_owned(),
+            }),
+        },
         "undo" if arg.is_empty() => Ok(Command::Undo { n: None }),
         "undo" => number(arg, "/undo").map(|n| Command::Undo { n: Some(n) }),
         "help" | "?" => no_arg(Command::Help),
@@ -343,6 +370,13 @@ mod tests {
         check("/memory restore 1", mem(MemoryCommand::Restore { n: 1 }));
         check("/memory confirm 4", mem(MemoryCommand::Confirm { n: 4 }));
         check("/memory pending", mem(MemoryCommand::Pending));
+        check(
+            "/search dog name",
+            Ok(Command::Search {
+                query: "dog name".into(),
+            }),
+        );
+        check("/search open 2", Ok(Command::SearchOpen { n: 2 }));
         check("/memory accept 2", mem(MemoryCommand::Accept { n: 2 }));
         check("/memory reject 1", mem(MemoryCommand::Reject { n: 1 }));
         check(

@@ -1,6 +1,7 @@
 //! What capture did or proposes, as the runtime reports it and the gateway protocol shows it: a
 //! change it made ([`CapturedChange`]), a proposal waiting for the user ([`PendingMemory`]), and
-//! the report of one capture call ([`CaptureReport`]). Times are RFC 3339 UTC.
+//! the report of one capture call ([`CaptureReport`]); and a message of a past conversation found
+//! by a search ([`ConversationHitView`]). Times are RFC 3339 UTC.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,4 +46,28 @@ pub struct CaptureReport {
     pub changes: Vec<CapturedChange>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingMemory>,
+}
+
+/// A message of a past conversation found by `search_conversations`, best first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationHitView {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The message's number in its session (`get_history` with `before` = `seq + 1` shows it).
+    pub seq: u64,
+    /// `user` or `assistant`.
+    pub speaker: String,
+    pub text: String,
+    pub date: String,
+    /// The user and assistant messages around it, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<NearbyTurnView>,
+}
+
+/// A message next to a conversation hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NearbyTurnView {
+    pub speaker: String,
+    pub text: String,
 }

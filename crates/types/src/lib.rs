@@ -29,7 +29,9 @@ mod turn_event;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
-pub use capture_views::{CaptureReport, CapturedChange, PendingMemory};
+pub use capture_views::{
+    CaptureReport, CapturedChange, ConversationHitView, NearbyTurnView, PendingMemory,
+};
 /// The one table of governed memory operation names.
 pub use config::memory_ops;
 pub use config::{

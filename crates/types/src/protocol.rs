@@ -9,9 +9,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    CaptureReport, CapturedChange, DeletedNoteView, Message, NoteVersionView, NoteView,
-    NotificationView, PendingMemory, ScheduleAction, ScheduleView, SessionId, TurnEvent, TurnId,
-    UserId,
+    CaptureReport, CapturedChange, ConversationHitView, DeletedNoteView, Message, NoteVersionView,
+    NoteView, NotificationView, PendingMemory, ScheduleAction, ScheduleView, SessionId, TurnEvent,
+    TurnId, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -132,6 +132,9 @@ pub enum ClientFrame {
     AcceptMemory { id: i64 },
     /// Drops pending proposal `id`, writing nothing; answered with `memory_rejected`.
     RejectMemory { id: i64 },
+    /// Searches every past conversation of the user (1 to 50 hits); answered with
+    /// `conversation_results`.
+    SearchConversations { query: String, limit: u32 },
 }
 
 /// How far an approval reaches.
@@ -221,6 +224,11 @@ pub enum ServerFrame {
     /// Answers `reject_memory`.
     MemoryRejected {
         id: i64,
+    },
+    /// Answers `search_conversations`: messages of the user's past conversations, best first.
+    ConversationResults {
+        query: String,
+        hits: Vec<ConversationHitView>,
     },
     /// This client fell behind on `session_id` and was unsubscribed from it. `last_seq` is the
     /// last event queued for it; send `resync` with the last `seq` actually received.

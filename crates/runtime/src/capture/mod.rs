@@ -208,9 +208,34 @@ impl Capture {
         }
         let shown = self.similar_notes(ctx, &said.join("\n")).await;
         let request = proposal::request(&shown, &exchange, CAPTURE_MAX_TOKENS);
+        let response = self.ask(ctx, &request).await?;
+        let proposals = match proposal::parse(&response.message, &shown) {
+            Ok(proposals) => proposals,
+            Err(reason) => {
+                tracing::warn!(%reason, session = %ctx.session_id, "capture answer refused; nothing changed");
+                return Ok(None);
+            }
+        };
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange);
+        let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
+        self.store
+            .captures()
+            .set_captured_upto(&ctx.user_id, &ctx.session_id, last)
+            .await
+            .map_err(RuntimeError::memory("recording capture state"))?;
+        let _ = self.reports.send((ctx.user_id.clone(), report.clone()));
+        Ok(Some(report))
+    }
+
+    /// The capture call, its usage recorded with the session and turn.
+    async fn ask(
+        &self,
+        ctx: &ToolExecutionContext,
+        request: &provider::ChatRequest,
+    ) -> Result<provider::ChatResponse, RuntimeError> {
         let response =
             self.provider
-                .complete(&request)
+                .complete(request)
                 .await
                 .map_err(|e| RuntimeError::Provider {
                     attempts: 1,
@@ -231,22 +256,7 @@ impl Capture {
                 tracing::warn!(error = %e, "capture usage not recorded");
             }
         }
-        let proposals = match proposal::parse(&response.message, &shown) {
-            Ok(proposals) => proposals,
-            Err(reason) => {
-                tracing::warn!(%reason, session = %ctx.session_id, "capture answer refused; nothing changed");
-                return Ok(None);
-            }
-        };
-        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange);
-        let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
-        self.store
-            .captures()
-            .set_captured_upto(&ctx.user_id, &ctx.session_id, last)
-            .await
-            .map_err(RuntimeError::memory("recording capture state"))?;
-        let _ = self.reports.send((ctx.user_id.clone(), report.clone()));
-        Ok(Some(report))
+        Ok(response)
     }
 
     /// Applies the proposals (`auto`) or keeps them for the user (`suggest`).

@@ -1,8 +1,10 @@
 //! Capture in the transcript: the changes capture made after a turn are listed like the agent's
 //! own, one line each with the `/undo <n>` that takes it back; what it proposes (mode
 //! `suggest`) is listed with `/memory accept|reject <n>`; `/memory pending` lists it again.
+//! `/search <words>` lists what the user said in past conversations; `/search open <n>` goes to
+//! one.
 
-use types::{CapturedChange, ClientFrame, PendingMemory, ServerFrame};
+use types::{CapturedChange, ClientFrame, ConversationHitView, PendingMemory, ServerFrame};
 
 use super::memory::{Undo, excerpt, short_id};
 use super::{App, Entry};
@@ -37,9 +39,66 @@ impl App {
                 self.memory.pending.retain(|p| p.id != id);
                 self.push(Entry::info("Rejected: nothing was saved."));
             }
+            ServerFrame::ConversationResults { query, hits } => self.show_found(&query, hits),
             _ => {}
         }
         Vec::new()
+    }
+
+    fn show_found(&mut self, query: &str, hits: Vec<ConversationHitView>) {
+        if hits.is_empty() {
+            self.push(Entry::info(format!(
+                "Nothing in your past conversations matches \"{}\".",
+                excerpt(query)
+            )));
+        }
+        let mut text = format!("In your past conversations (\"{}\"):", excerpt(query));
+        for (i, hit) in hits.iter().enumerate() {
+            let date = hit.date.get(..10).unwrap_or(&hit.date);
+            let title = hit.title.as_deref().unwrap_or(&hit.session_id);
+            text.push_str(&format!(
+                "\n  {}. {date} · {} · {}: \"{}\"",
+                i + 1,
+                excerpt(title),
+                hit.speaker,
+                excerpt(&hit.text)
+            ));
+        }
+        if !hits.is_empty() {
+            text.push_str("\n/search open <n> goes to that conversation.");
+            self.push(Entry::info(text));
+        }
+        self.memory.found = hits;
+    }
+
+    /// `/search open <n>`: switches to the session of hit `n`.
+    pub(super) fn open_found(&mut self, n: usize) -> Vec<ClientFrame> {
+        let hit = n
+            .checked_sub(1)
+            .and_then(|i| self.memory.found.get(i))
+            .cloned();
+        let session = hit
+            .as_ref()
+            .and_then(|h| types::SessionId::parse(&h.session_id).ok());
+        match (hit, session) {
+            (Some(hit), Some(session_id)) => {
+                self.push(Entry::info(format!(
+                    "Opening the conversation of \"{}\" (message {}).",
+                    excerpt(&hit.text),
+                    hit.seq
+                )));
+                vec![ClientFrame::SwitchSession {
+                    session_id,
+                    last_seq: None,
+                }]
+            }
+            _ => {
+                self.push(Entry::error(format!(
+                    "There is no result {n}: /search <words> lists them."
+                )));
+                Vec::new()
+            }
+        }
     }
 
     /// `/memory accept|reject <n>`.

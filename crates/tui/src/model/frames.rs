@@ -93,7 +93,8 @@ impl App {
             c @ (ServerFrame::MemoryCaptured { .. }
             | ServerFrame::PendingMemories { .. }
             | ServerFrame::MemoryAccepted { .. }
-            | ServerFrame::MemoryRejected { .. }) => self.on_capture_frame(c),
+            | ServerFrame::MemoryRejected { .. }
+            | ServerFrame::ConversationResults { .. }) => self.on_capture_frame(c),
         }
     }
 

@@ -83,6 +83,8 @@ pub(super) struct MemoryView {
     pub(super) restoring: Option<(String, Option<String>)>,
     /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`.
     pub(super) pending: Vec<types::PendingMemory>,
+    /// The past-conversation hits last listed, numbered from 1 for `/search open <n>`.
+    pub(super) found: Vec<types::ConversationHitView>,
 }
 
 impl App {
