@@ -20,6 +20,7 @@
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
 //! - `notes` — the user's notes: list, search, get, edit, delete
+//! - `captured` — capture's reports pushed to the user's clients; pending proposals accepted or rejected
 //! - `notify` — notifications of scheduled runs to every client of the user, unread ones on connect
 //! - `scheduled` — the host of a user's scheduler: runs as turns on hubs, notifications out
 //! - `schedules` — the user's schedules from a client: list, cancel, pause, resume
@@ -31,7 +32,7 @@
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
-//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules` its note and schedule examples
+//! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules`, `schema_capture` its note, schedule and capture examples
 //! - `metrics` — `GET /metrics`: a user's Prometheus metrics, bearer token required
 //! - `limits` — connection caps, the handshake deadline, the open-file limit ([`ConnectionStats`])
 //! - `trim` — returning memory to the system after a flood of connections
@@ -43,6 +44,7 @@
 //! - `config` — [`GatewayConfig`]
 //! - `error` — [`GatewayError`]
 
+mod captured;
 mod config;
 mod conn;
 mod error;
@@ -57,6 +59,7 @@ mod outbound;
 mod scheduled;
 mod schedules;
 mod schema;
+mod schema_capture;
 mod schema_notes;
 mod schema_schedules;
 mod server;

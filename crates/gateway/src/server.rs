@@ -103,6 +103,7 @@ impl Gateway {
         let app = app.with_state(Arc::clone(&shared));
         for user in shared.users.values() {
             crate::scheduled::start(user, &shared);
+            crate::captured::start(user, &shared);
         }
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {

@@ -18,6 +18,7 @@ mod approvals;
     reason = "test fixtures fail loudly"
 )]
 mod browser;
+mod capture;
 mod handshake;
 mod isolation;
 mod limits;

@@ -169,7 +169,9 @@ pub async fn compose_with(
         .as_ref()
         .map(|s| s.upkeep().spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
-        runtime = runtime.with_memory(store);
+        runtime = runtime
+            .with_memory(store)
+            .with_capture(config.memory.capture.clone(), capture_provider(config));
     }
     Ok(Agent {
         runtime,
@@ -200,6 +202,20 @@ async fn mcp_clients(
         tracing::info!(%status, "MCP server");
     }
     Some(clients)
+}
+
+/// The provider capture asks when `[memory.capture] model` names another model than the
+/// agent's (same endpoint and key); `None`: the agent's own. A provider that cannot be built is
+/// logged and capture uses the agent's.
+fn capture_provider(config: &AgentConfig) -> Option<Arc<dyn Provider>> {
+    let model = config.memory.capture.model.as_ref()?;
+    let provider = types::ProviderConfig {
+        model: model.clone(),
+        ..config.provider.clone()
+    };
+    provider::from_config(&provider)
+        .inspect_err(|e| tracing::warn!(error = %e, "capture model unusable; using the agent's"))
+        .ok()
 }
 
 /// The tools MCP clients get: the memory tools of the user's dialect and the peer's

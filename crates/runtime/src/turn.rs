@@ -223,6 +223,7 @@ impl<'a> Turn<'a> {
             messages: window,
             tools,
             max_output_tokens: self.rt.limits.max_output_tokens,
+            force_tool: None,
         }
     }
 
@@ -248,6 +249,10 @@ impl<'a> Turn<'a> {
         let Some(cut) = plan_cut(&self.entries, keep, newest_user) else {
             return Ok(());
         };
+        // What is folded away is captured first (in the background: the turn does not wait).
+        if let Some(capture) = &rt.capture {
+            capture.before_summary(self.ctx);
+        }
         let previous = self.summary.as_ref().map(|s| s.summary.as_str());
         let made = summarize(
             rt.provider.as_ref(),

@@ -128,10 +128,18 @@ pub enum Surface {
     Cli,
     /// The user's own gateway frames (TUI, WebSocket clients).
     Gateway,
+    /// The runtime's background capture call, proposing what to remember after a turn.
+    Capture,
 }
 
 impl Surface {
-    pub const ALL: [Surface; 4] = [Surface::Agent, Surface::Mcp, Surface::Cli, Surface::Gateway];
+    pub const ALL: [Surface; 5] = [
+        Surface::Agent,
+        Surface::Mcp,
+        Surface::Cli,
+        Surface::Gateway,
+        Surface::Capture,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -139,6 +147,7 @@ impl Surface {
             Surface::Mcp => "mcp",
             Surface::Cli => "cli",
             Surface::Gateway => "gateway",
+            Surface::Capture => "capture",
         }
     }
 }

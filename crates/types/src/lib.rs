@@ -14,6 +14,7 @@
 //! without pulling an executor into the vocabulary.
 
 mod cancel;
+mod capture_views;
 mod config;
 mod context;
 mod ids;
@@ -28,6 +29,9 @@ mod turn_event;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
+pub use capture_views::{
+    CaptureReport, CapturedChange, ConversationHitView, NearbyTurnView, PendingMemory,
+};
 /// The one table of governed memory operation names.
 pub use config::memory_ops;
 pub use config::{
@@ -38,6 +42,7 @@ pub use config::{
     SchedulesConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
     ToolsConfig, UserConfig, tool_classes,
 };
+pub use config::{CaptureConfig, CaptureMode, MAX_CAPTURE_CALLS_PER_HOUR, MAX_CAPTURE_IDLE_SECS};
 pub use config::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{

@@ -43,6 +43,8 @@ pub enum Origin {
     Mcp,
     /// Written by the operator with `runner memory`.
     Cli,
+    /// Proposed by the runtime's capture call from what was said in a conversation.
+    Captured,
 }
 
 impl Origin {
@@ -56,6 +58,7 @@ impl Origin {
             Origin::Import => "import",
             Origin::Mcp => "mcp",
             Origin::Cli => "cli",
+            Origin::Captured => "captured",
         }
     }
 

@@ -221,6 +221,8 @@ pub fn audited_call_key(
 /// the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
     let origin = match (ctx.untrusted_input, ctx.surface.kind) {
+        // Capture records its own origin; untrusted input still leaves the note unconfirmed.
+        (_, Surface::Capture) => Origin::Captured,
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,

@@ -75,6 +75,8 @@ pub struct MemoryConfig {
     /// negation, person or word in place) is a near-duplicate: the save is refused (listing the
     /// similar notes) unless the model insists.
     pub duplicate_similarity: f32,
+    /// `[memory.capture]`: what the background capture call does after a turn.
+    pub capture: super::CaptureConfig,
 }
 
 impl Default for MemoryConfig {
@@ -88,6 +90,7 @@ impl Default for MemoryConfig {
             embedding: EmbeddingConfig::default(),
             tombstone_retention_days: 30,
             duplicate_similarity: 0.85,
+            capture: super::CaptureConfig::default(),
         }
     }
 }
@@ -126,6 +129,7 @@ impl MemoryConfig {
                 "must be between 0.5 and 1.0",
             ));
         }
+        self.capture.validate()?;
         self.embedding.validate()
     }
 }
