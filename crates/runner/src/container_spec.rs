@@ -270,6 +270,14 @@ mod tests {
     use types::UserId;
 
     fn spec_body(role: Role, network: ShellNetwork) -> GuestContainer {
+        spec_body_with(role, network, &AgentConfig::default()).unwrap()
+    }
+
+    fn spec_body_with(
+        role: Role,
+        network: ShellNetwork,
+        agent: &AgentConfig,
+    ) -> Result<GuestContainer, RunnerError> {
         let user = UserEntry {
             id: UserId::parse("alice").unwrap(),
             gateway_port: 0,
@@ -278,13 +286,12 @@ mod tests {
         };
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let settings = ContainerSettings::default();
-        let agent = AgentConfig::default();
         container_body(&GuestSpec {
             role,
             user: &user,
             ws: &ws,
             settings: &settings,
-            agent: &agent,
+            agent,
             uid: 1000,
             gid: 100,
             shell_verifier: "ab",
@@ -292,7 +299,6 @@ mod tests {
             memory_key: Some(&test_key()),
             shell_read_paths: &[],
         })
-        .unwrap()
     }
 
     fn test_key() -> memory::EncryptionKey {
@@ -322,6 +328,37 @@ mod tests {
             assert!(sent.contains("/workspace/alice"), "the check can fail");
         }
         assert!(stdin.0.contains(key.expose()), "the check can fail");
+    }
+
+    /// The gateway's certificate and key (host files the container does not see) reach
+    /// `oxydra-vm` as text in its stdin bootstrap, and the key is in no create request.
+    #[test]
+    fn the_tls_certificate_and_key_go_to_oxydra_vm_stdin_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = test_support::self_signed_cert(dir.path(), "gw");
+        let mut agent = AgentConfig::default();
+        agent.gateway.tls_cert = Some(cert.clone());
+        agent.gateway.tls_key = Some(key.clone());
+        let vm = spec_body_with(Role::OxydraVm, ShellNetwork::None, &agent).unwrap();
+        let boot = VmBootstrap::from_json(&vm.stdin_bootstrap.unwrap().0).unwrap();
+        let pem = boot.tls.unwrap();
+        assert_eq!(pem.cert, std::fs::read_to_string(&cert).unwrap());
+        let key_text = std::fs::read_to_string(&key).unwrap();
+        assert_eq!(pem.key.0, key_text);
+        assert!(pem.identity().is_ok());
+        let sent = serde_json::to_string(&vm.body).unwrap();
+        let key_line = key_text.lines().nth(1).unwrap();
+        assert!(!sent.contains(key_line), "{sent}");
+        assert!(!sent.contains(key.to_str().unwrap()), "{sent}");
+
+        agent.gateway.tls_key = Some(dir.path().join("gone.pem"));
+        let Err(e) = spec_body_with(Role::OxydraVm, ShellNetwork::None, &agent) else {
+            panic!("a missing key was accepted");
+        };
+        assert!(
+            e.to_string().starts_with("cannot read gateway.tls_key"),
+            "{e}"
+        );
     }
 
     fn mounts(body: &ContainerCreateBody) -> Vec<(String, String, bool)> {
