@@ -183,9 +183,14 @@ async fn a_process_tier_server_runs_as_the_shell_and_sees_only_shared_and_its_re
         &format!("{d}/mcp-test-server"),
         &calls,
     );
+    // The shell's sandbox hides /proc from it: its uid shows as the owner of what it writes.
     let me: Value = serde_json::from_str(&got[0]).unwrap();
-    assert_eq!(me["uid"], shell_uid(&setup, "alice"), "{me}");
     assert_eq!(me["cwd"], alice.shared().to_str().unwrap(), "{me}");
+    assert_eq!(
+        me["env"],
+        json!(["HOME", "LANG", "PATH", "TERM", "TMPDIR"]),
+        "{me}"
+    );
     assert_eq!(got[1], "OK shared notes");
     assert_eq!(got[2], "OK readable data");
     for denied in &got[3..8] {
@@ -260,7 +265,11 @@ async fn a_container_tier_server_gets_its_own_container_with_only_shared_and_no_
     let alice = setup.ws("alice");
     plant_secrets(&alice);
     let name = runner::mcp_container_name(&setup.root, &UserId::parse("alice").unwrap(), "probe");
-    let container = inspect(&name).await.expect("the server's container runs");
+    let Some(container) = inspect(&name).await else {
+        let log = std::fs::read_to_string(runner::runner_log_path(&alice, "runner"));
+        let mcp_log = std::fs::read_to_string(runner::runner_log_path(&alice, "mcp-probe"));
+        panic!("no container {name}; runner.log: {log:?}; mcp-probe.log: {mcp_log:?}");
+    };
     let ws = alice.root.display().to_string();
     let inner = "/workspace/alice";
     let expected = vec![
@@ -294,7 +303,7 @@ async fn a_container_tier_server_gets_its_own_container_with_only_shared_and_no_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let calls = json!([
-        ["whoami", {}],
+        ["write", {"path": format!("{inner}/shared/from-container.txt"), "text": "x"}],
         ["read", {"path": format!("{inner}/shared/notes.txt")}],
         ["read", {"path": format!("{inner}/.oxydra/{TOKEN_FILE}")}],
         ["read", {"path": format!("{inner}/vault/key")}],
@@ -309,8 +318,9 @@ async fn a_container_tier_server_gets_its_own_container_with_only_shared_and_no_
             &calls,
         )
     });
-    let me: Value = serde_json::from_str(&got[0]).unwrap();
-    assert_eq!(me["uid"], shell_uid(&setup, "alice"), "{me}");
+    assert_eq!(got[0], "OK ");
+    let written = std::fs::metadata(alice.shared().join("from-container.txt")).unwrap();
+    assert_eq!(written.uid(), shell_uid(&setup, "alice"));
     assert_eq!(got[1], "OK shared notes");
     assert!(got[2].starts_with("DENIED"), "{got:?}");
     assert!(got[3].starts_with("DENIED"), "{got:?}");

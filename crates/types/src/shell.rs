@@ -207,8 +207,12 @@ pub struct ShellBootstrap {
     /// checked by the runner. Absolute, and never the workspace root, inside it or above it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_read_paths: Vec<PathBuf>,
-    /// MCP servers running at once ([`McpSpawnRequest`]); more are refused.
-    #[serde(default = "default_mcp_servers")]
+    /// MCP servers running at once ([`McpSpawnRequest`]); more are refused. Left out of the JSON
+    /// at its default, so a bootstrap without MCP reads the same as before it existed.
+    #[serde(
+        default = "default_mcp_servers",
+        skip_serializing_if = "is_default_mcp_servers"
+    )]
     pub max_mcp_servers: usize,
 }
 
@@ -223,6 +227,9 @@ fn default_concurrency() -> usize {
 }
 fn default_mcp_servers() -> usize {
     DEFAULT_MAX_MCP_SERVERS
+}
+fn is_default_mcp_servers(n: &usize) -> bool {
+    *n == DEFAULT_MAX_MCP_SERVERS
 }
 
 /// Why a [`ShellBootstrap`] was rejected.
@@ -390,6 +397,13 @@ mod tests {
         .unwrap();
         assert_eq!(boot.socket(), PathBuf::from("/srv/ws/alice/ipc/shell.sock"));
         assert_eq!(boot.validate(), Ok(()));
+        // Without MCP settings the bootstrap's JSON holds no MCP field (an older shell-vm,
+        // which refuses unknown fields, still reads it).
+        let json = serde_json::to_string(&boot).unwrap();
+        assert!(
+            !json.contains("mcp") && !json.contains("extra_read"),
+            "{json}"
+        );
         for verifier in [None, Some("AB".repeat(32)), Some("ab".repeat(31))] {
             let bad = ShellBootstrap {
                 secret_sha256: verifier,

@@ -112,12 +112,13 @@ impl Supervisor {
         self.write_marker()?;
         self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
+        // The MCP servers' own containers first, so they serve once the agent is ready.
+        self.mcp = mcp_containers::start(&self.plan, &self.verifier).await?;
         let started = self.start_both(stop).await;
         let Some(endpoint) = started.with_context(|| format!("cannot start {user}'s agent"))?
         else {
             return Ok(());
         };
-        self.mcp = mcp_containers::start(&self.plan, &self.verifier).await?;
         let token = self
             .plan
             .ws

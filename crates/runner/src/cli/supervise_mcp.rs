@@ -1,5 +1,5 @@
 //! The user's MCP servers that have containers of their own (container tier, `image` set):
-//! started once both guests serve and stopped with them (see `runner::mcp_container_body` for
+//! started just before both guests and stopped with them (see `runner::mcp_container_body` for
 //! what each container may see). A server's container that ends is not restarted here: the
 //! agent's MCP client reports the server down until the user's agent is restarted.
 

@@ -1,7 +1,7 @@
 //! `mcp-test-server`: a stdio MCP server written with `rmcp`'s server side, for the container
 //! tier's tests (it runs in an image built from scratch, where no Python is). Its tools report
 //! what the sandbox lets it do: `read {path}` (`OK <text>` or `DENIED <reason>`), `write {path,
-//! text}`, `whoami` (uid, gid, working directory, environment names) and `connect {addr}` (a TCP
+//! text}`, `whoami` (uid when `/proc` is readable, working directory, environment names) and `connect {addr}` (a TCP
 //! connection to `host:port` within 3 s: `OK` or `DENIED <reason>`).
 
 use std::sync::Arc;
