@@ -1,6 +1,7 @@
 //! What is read back by meaning: hybrid search over the in-memory indexes of `memory-index`
 //! (`hybrid`), what a query asks and returns (`query`), keeping those indexes fresh against other
-//! writers' commits (`freshness`), and re-embedding when the model changes (`reindex`).
+//! writers' commits (`freshness`), re-embedding when the model changes (`reindex`), and the indexes kept on disk for a fast open
+//! (`snapshot`).
 
 pub(crate) mod freshness;
 pub(crate) mod hybrid;
@@ -8,3 +9,5 @@ pub(crate) mod hybrid;
 pub(crate) mod legs_alone;
 pub(crate) mod query;
 pub(crate) mod reindex;
+pub(crate) mod snapshot;
+pub(crate) mod snapshot_file;
