@@ -210,11 +210,20 @@ static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
 });
 
 /// The secret a pattern's match holds: group `v` (or `v2`, `v3`) or the whole match. An
-/// unquoted word of letters after a colon is prose (`pwd: Permission denied`), not a password.
+/// unquoted word of letters after a colon is prose (`pwd: Permission denied`), not a password;
+/// nor is the shell's working directory (`PWD=/workspace/shared`, `OLDPWD=~/x`).
 fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
     let whole = caps.get(0)?;
     let value = ["v", "v2", "v3"].iter().find_map(|g| caps.name(g));
     if value.is_some_and(|v| v.as_str().starts_with(REDACTED_PREFIX)) {
+        return None;
+    }
+    if let (Some(sep), Some(v)) = (caps.name("sep"), value)
+        && is_directory_variable(
+            whole.as_str().get(..sep.start() - whole.start())?,
+            v.as_str(),
+        )
+    {
         return None;
     }
     match value {
@@ -226,6 +235,15 @@ fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
         }
         Some(v) => Some(v.range()),
     }
+}
+
+/// True for the shell's `PWD` or `OLDPWD` (as `env` or `set` print them: the directory the
+/// shell is in, which `pwd` prints anyway; relative once the workspace root was cut), or a
+/// lower-case `pwd` holding a path. `pwd=hunter22` stays a password.
+fn is_directory_variable(name: &str, value: &str) -> bool {
+    let name = name.trim_end_matches([' ', '\t', '"']);
+    matches!(name, "PWD" | "OLDPWD")
+        || (name.eq_ignore_ascii_case("pwd") && value.starts_with(['/', '~', '.', '<']))
 }
 
 /// Each secret in `text` (byte range) with what replaces it, in order, never overlapping.
@@ -477,6 +495,21 @@ mod tests {
         ] {
             check(text, text);
         }
+    }
+
+    #[test]
+    fn the_shells_environment_keeps_its_directories_and_loses_its_secrets() {
+        check(
+            "PWD=/srv/oxydra/alice/shared\nOLDPWD=/srv/oxydra/alice\nHOME=/srv/oxydra/alice/shared\n\
+             SHLVL=1\nPWD=~/x\npwd=./here\nDB_PASSWORD=hunter22\nOPENAI_API_KEY=sk-proj-abcdEFGH1234ijklMNOP5678",
+            "PWD=shared\nOLDPWD=<workspace>\nHOME=shared\nSHLVL=1\nPWD=~/x\npwd=./here\n\
+             DB_PASSWORD=[REDACTED]\nOPENAI_API_KEY=[REDACTED]",
+        );
+        check("PWD=/home/bob/project", "PWD=<host path>");
+        check(
+            "pwd=hunter22, Pwd=s3cret!",
+            "pwd=[REDACTED], Pwd=[REDACTED]",
+        );
     }
 
     #[test]
