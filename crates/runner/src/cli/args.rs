@@ -239,6 +239,9 @@ pub struct MemoryArgs {
     /// when --root is not given; defaults otherwise).
     #[arg(long = "agent-config")]
     pub agent_config: Option<PathBuf>,
+    /// After `runner forget`: start the user's memory afresh (empty) instead of refusing.
+    #[arg(long)]
+    pub fresh: bool,
     #[command(subcommand)]
     pub action: MemoryAction,
 }

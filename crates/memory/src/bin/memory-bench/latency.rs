@@ -188,7 +188,7 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
             });
         }
         store
-            .import(&user, None, notes, memory::Similar::Unchecked)
+            .import(&user, None, notes, memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)?;
         done += batch;
