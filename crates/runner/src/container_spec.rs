@@ -262,6 +262,7 @@ mod tests {
     fn spec_body(role: Role, network: ShellNetwork) -> GuestContainer {
         let user = UserEntry {
             id: UserId::parse("alice").unwrap(),
+            tier: Tier::Container,
             gateway_port: 0,
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: network,

@@ -46,7 +46,8 @@ pub enum Command {
         /// Where users' workspaces go (default ./workspaces, next to runner.toml).
         #[arg(long = "workspace-root")]
         workspace_root: Option<PathBuf>,
-        /// Where the agents will run (default: container).
+        /// Where the agents will run (default: container). On an existing runner.toml: where
+        /// the added user's agent runs (`tier` in their table; the others keep theirs).
         #[arg(long, value_enum)]
         tier: Option<TierArg>,
         /// The LLM provider of a new agent.toml (no questions asked).
@@ -156,6 +157,15 @@ pub enum Command {
 pub enum TierArg {
     Container,
     Process,
+}
+
+impl From<TierArg> for runner::Tier {
+    fn from(tier: TierArg) -> Self {
+        match tier {
+            TierArg::Container => Self::Container,
+            TierArg::Process => Self::Process,
+        }
+    }
 }
 
 /// `runner images ...`.

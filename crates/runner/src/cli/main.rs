@@ -60,17 +60,25 @@ impl Global {
         Ok(RunnerConfig::load(&path)?)
     }
 
-    /// The config, checked to name a tier this build can run with the flags given.
-    pub fn launchable_config(&self) -> Result<RunnerConfig> {
+    /// The config and the users selected by `--user`, checked to name tiers this build can run
+    /// with the flags given (a user of the process tier needs `--insecure`).
+    pub fn launchable_users(&self) -> Result<(RunnerConfig, Vec<runner::UserEntry>)> {
         let config = self.runner_config()?;
-        match config.tier {
-            Tier::Container => Ok(config),
-            Tier::Process if !self.insecure => bail!(
-                "the process tier runs each agent and its shell as host processes confined only \
-                 by Landlock; pass --insecure to accept that (e.g. `runner --insecure start`)"
-            ),
-            Tier::Process => Ok(config),
+        let users = config.select(self.user.as_deref())?;
+        let process: Vec<&str> = users
+            .iter()
+            .filter(|u| u.tier == Tier::Process)
+            .map(|u| u.id.as_str())
+            .collect();
+        if !process.is_empty() && !self.insecure {
+            bail!(
+                "the process tier ({} in runner.toml) runs each agent and its shell as host \
+                 processes confined only by Landlock; pass --insecure to accept that (e.g. \
+                 `runner --insecure start`)",
+                process.join(", ")
+            );
         }
+        Ok((config, users))
     }
 }
 
