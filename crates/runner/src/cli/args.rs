@@ -107,6 +107,10 @@ pub enum Command {
     Memory(MemoryArgs),
     /// List, cancel, pause or resume a user's schedules (`--user` required).
     Schedule(ScheduleArgs),
+    /// Tokens the --user's agent used per model, and their cost at `[pricing]`'s prices.
+    Usage(crate::usage_cmd::UsageArgs),
+    /// List the --user's conversations, or export one as Markdown or JSON Lines.
+    Sessions(crate::sessions_cmd::SessionsArgs),
     /// Serve the --user's memory tools over MCP on stdin/stdout (for Claude Desktop / Claude
     /// Code and other MCP clients that start a command).
     Mcp {
