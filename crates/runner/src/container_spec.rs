@@ -280,6 +280,7 @@ mod tests {
     ) -> Result<GuestContainer, RunnerError> {
         let user = UserEntry {
             id: UserId::parse("alice").unwrap(),
+            tier: Tier::Container,
             gateway_port: 0,
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: network,

@@ -86,9 +86,9 @@ pub use mcp_guest::{
     read_path_mounts,
 };
 pub use memory_key::{
-    MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, database_files, destroy_key,
-    is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
-    store_key, stored_key, user_key,
+    MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, clear_forgotten, database_files,
+    destroy_key, forgotten_at, is_plaintext_db, key_for_agent, key_for_cli, mark_forgotten,
+    memory_key_path, new_key, remove_database_files, store_key, stored_key, user_key,
 };
 pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};
 pub use ownership::own_workspace;

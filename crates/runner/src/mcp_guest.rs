@@ -398,6 +398,7 @@ mod tests {
             gateway_port: 0,
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: ShellNetwork::None,
+            tier: Tier::Container,
         };
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let mut server = McpContainer {

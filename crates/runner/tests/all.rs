@@ -45,4 +45,6 @@ mod shell_namespaces;
 mod terminal_output;
 mod tools_cli;
 mod tui_via_runner;
+mod usage_sessions_cli;
+mod user_tiers;
 mod web_open;

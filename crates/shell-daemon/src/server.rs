@@ -130,11 +130,9 @@ pub async fn serve(
                     Ok(cred) if cred.uid() == me || Some(cred.uid()) == config.agent_uid => {
                         connections.spawn(connection(stream, Arc::clone(&config), permits.clone()));
                     }
-                    Ok(cred) => tracing::warn!(
-                        peer_uid = cred.uid(),
-                        peer_pid = ?cred.pid(),
-                        "connection refused: the peer runs as another uid"
-                    ),
+                    Ok(cred) => {
+                        connections.spawn(refuse(stream, cred.uid(), cred.pid()));
+                    }
                     Err(e) => tracing::warn!(error = %e, "connection refused: no peer credentials"),
                 }
             }
@@ -143,6 +141,28 @@ pub async fn serve(
     tracing::info!("shutting down; killing running commands");
     connections.shutdown().await;
     Ok(())
+}
+
+/// How long a refused root peer is given to show whether it only probed the socket.
+const PROBE_GRACE: Duration = Duration::from_secs(2);
+
+/// Refuses a peer of another uid (nothing is read from it, nothing is answered) and says so. A
+/// root peer that closes without sending a byte is the runner checking that the socket accepts
+/// (its readiness probe): logged at debug, not as a warning; one that sends anything is warned.
+async fn refuse(mut stream: UnixStream, uid: u32, pid: Option<i32>) {
+    if uid == 0 {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(PROBE_GRACE, stream.read(&mut byte)).await;
+        if matches!(read, Ok(Ok(0))) {
+            tracing::debug!(peer_pid = ?pid, "a root peer closed without a request (a readiness probe)");
+            return;
+        }
+    }
+    tracing::warn!(
+        peer_uid = uid,
+        peer_pid = ?pid,
+        "connection refused: the peer runs as another uid"
+    );
 }
 
 /// What may run at once, across all connections.

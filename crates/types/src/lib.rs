@@ -5,8 +5,9 @@
 //! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with
 //! the runtime's [`TurnEvent`]s they carry, the shell protocol between `shell_exec` and the shell
 //! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
-//! the configuration structs with their defaults and validation, and [`terminal`]: outside text
-//! made safe to print on a terminal.
+//! the configuration structs with their defaults and validation, [`terminal`]: outside text
+//! made safe to print on a terminal, and [`export`]: a conversation written as Markdown or JSON
+//! Lines.
 //!
 //! This crate is pure data: it depends on serde, serde_json and thiserror only (the architecture
 //! test checks the list), performs no I/O, spawns nothing and owns no async runtime.
@@ -17,6 +18,7 @@ mod cancel;
 mod capture_views;
 mod config;
 mod context;
+pub mod export;
 mod ids;
 mod message;
 mod note_views;

@@ -402,7 +402,7 @@ impl Supervisor {
         let marker = RunnerMarker {
             pid: std::process::id(),
             started_at: self.started_at.clone(),
-            tier: self.plan.config.tier.name().to_owned(),
+            tier: self.plan.user.tier.name().to_owned(),
             children,
             config_digest: Some(self.plan.config_digest.clone()),
             repairs: self.repairs.clone(),

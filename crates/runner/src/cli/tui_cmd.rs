@@ -17,7 +17,7 @@ pub fn run(global: &Global) -> Result<()> {
     };
     let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
     if !ws.endpoint().is_file() {
-        let insecure = match config.tier {
+        let insecure = match user.tier {
             runner::Tier::Process => "--insecure ",
             runner::Tier::Container => "",
         };

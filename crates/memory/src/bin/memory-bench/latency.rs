@@ -381,7 +381,7 @@ pub(crate) async fn load_notes(
             });
         }
         store
-            .import(user, None, notes, memory::Similar::Unchecked)
+            .import(user, None, notes, memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)?;
         done += batch;
