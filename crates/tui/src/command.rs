@@ -372,11 +372,11 @@ mod tests {
         check("/memory pending", mem(MemoryCommand::Pending));
         check(
             "/search dog name",
-            Ok(Command::Search {
+            Some(Ok(Command::Search {
                 query: "dog name".into(),
-            }),
+            })),
         );
-        check("/search open 2", Ok(Command::SearchOpen { n: 2 }));
+        check("/search open 2", Some(Ok(Command::SearchOpen { n: 2 })));
         check("/memory accept 2", mem(MemoryCommand::Accept { n: 2 }));
         check("/memory reject 1", mem(MemoryCommand::Reject { n: 1 }));
         check(
