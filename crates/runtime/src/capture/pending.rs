@@ -39,11 +39,17 @@ pub(super) async fn keep(
         .add_proposals(place, texts)
         .await
         .map_err(RuntimeError::memory("storing capture proposals"))?;
-    let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    Ok(ids
-        .into_iter()
-        .zip(proposals)
-        .map(|(id, p)| view(id, p, place.session.as_str(), &created_at))
+    // As stored (with the store's own times), so the report and a later list agree.
+    let stored = store
+        .captures()
+        .pending_proposals(place.user)
+        .await
+        .map_err(RuntimeError::memory("reading capture proposals"))?;
+    Ok(stored
+        .iter()
+        .filter(|row| ids.contains(&row.id))
+        .filter_map(pending_view)
+        .map(|(view, _)| view)
         .collect())
 }
 
