@@ -206,6 +206,10 @@ impl Conn {
             | ClientFrame::RestoreNote { .. }
             | ClientFrame::ConfirmNote { .. }) => self.notes(note).await,
             s @ (ListSchedules | ChangeSchedule { .. }) => self.schedules(s).await,
+            c @ (ClientFrame::ListPendingMemories
+            | ClientFrame::AcceptMemory { .. }
+            | ClientFrame::RejectMemory { .. }
+            | ClientFrame::SearchConversations { .. }) => self.pending_memories(c).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

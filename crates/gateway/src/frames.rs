@@ -9,7 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame};
 use crate::GatewayConfig;
 
 /// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 21] = [
+pub const CLIENT_FRAME_TYPES: [&str; 25] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -31,6 +31,10 @@ pub const CLIENT_FRAME_TYPES: [&str; 21] = [
     "confirm_note",
     "list_schedules",
     "change_schedule",
+    "list_pending_memories",
+    "accept_memory",
+    "reject_memory",
+    "search_conversations",
 ];
 
 /// One read from the client.

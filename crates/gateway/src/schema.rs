@@ -158,6 +158,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
     ];
     frames.extend(crate::schema_notes::client_examples());
     frames.extend(crate::schema_schedules::client_examples());
+    frames.extend(crate::schema_capture::client_examples());
     for (frame, _) in &frames {
         client_covered(frame);
     }
@@ -186,7 +187,11 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::RestoreNote { .. }
         | ClientFrame::ConfirmNote { .. }
         | ClientFrame::ListSchedules
-        | ClientFrame::ChangeSchedule { .. } => {}
+        | ClientFrame::ChangeSchedule { .. }
+        | ClientFrame::ListPendingMemories
+        | ClientFrame::AcceptMemory { .. }
+        | ClientFrame::RejectMemory { .. }
+        | ClientFrame::SearchConversations { .. } => {}
     }
 }
 
@@ -253,6 +258,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     ]);
     frames.extend(crate::schema_notes::server_examples());
     frames.extend(crate::schema_schedules::server_examples());
+    frames.extend(crate::schema_capture::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
     }
@@ -401,7 +407,12 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::NoteRestored { .. }
         | ServerFrame::NoteConfirmed { .. }
         | ServerFrame::Schedules { .. }
-        | ServerFrame::Notification { .. } => {}
+        | ServerFrame::Notification { .. }
+        | ServerFrame::MemoryCaptured { .. }
+        | ServerFrame::PendingMemories { .. }
+        | ServerFrame::MemoryAccepted { .. }
+        | ServerFrame::MemoryRejected { .. }
+        | ServerFrame::ConversationResults { .. } => {}
     }
 }
 

@@ -83,7 +83,7 @@ async fn main() {
         })
         .collect();
     store
-        .import(&user, None, batch, memory::Similar::Unchecked)
+        .import(&user, None, batch, memory::Similar::Unchecked, None)
         .await
         .map(|report| report.imported)
         .unwrap();

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use mcp::client::{DirectLauncher, Launcher, McpClients};
 use memory::{MemoryError, MemoryRetrieval, MemoryStore, OpenOptions};
 use provider::Provider;
 use runtime::{AgentRuntime, ModelLimits};
@@ -52,7 +53,14 @@ pub struct Agent {
     /// The user's schedules (`[schedules] enabled` with a store): the schedule tools are in the
     /// registry over them; give them to a `runtime::Scheduler` served by the gateway.
     pub schedules: Option<tools::Schedules>,
+    /// The user's own MCP servers (`[mcp.servers]`), kept connected while this lives; their
+    /// tools are in the registry. `None` when none is configured.
+    pub mcp_clients: Option<Arc<McpClients>>,
 }
+
+/// How long composing waits for the MCP servers' first connection (a slow one joins later: the
+/// registry offers its tools once it is up).
+pub const MCP_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
 pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
@@ -70,12 +78,27 @@ pub enum ComposeError {
 }
 
 /// Composes the agent of the user whose workspace root is `user_root`: opens the store (unless
-/// memory is disabled), builds the registry over it and the runtime that uses it.
+/// memory is disabled), builds the registry over it and the runtime that uses it. Stdio MCP
+/// servers run as the agent's own children in the workspace's `shared/` ([`DirectLauncher`]):
+/// [`compose_with`] takes the launcher that confines them.
 pub async fn compose(
     config: &AgentConfig,
     user_root: &Path,
     provider: Arc<dyn Provider>,
     options: OpenOptions,
+) -> Result<Agent, ComposeError> {
+    let shared = types::WorkspacePaths::new(user_root).shared();
+    let launcher = Arc::new(DirectLauncher::new(shared));
+    compose_with(config, user_root, provider, options, launcher).await
+}
+
+/// [`compose`], starting stdio MCP servers through `launcher`.
+pub async fn compose_with(
+    config: &AgentConfig,
+    user_root: &Path,
+    provider: Arc<dyn Provider>,
+    options: OpenOptions,
+    launcher: Arc<dyn Launcher>,
 ) -> Result<Agent, ComposeError> {
     let (store, memory) = if !config.memory.enabled {
         tracing::info!("memory is disabled: no store, no memory tools, no recall");
@@ -125,10 +148,14 @@ pub async fn compose(
     if let Some(schedules) = &schedules {
         tool_set = tool_set.schedules(schedules);
     }
-    let registry = tool_set
+    let mut registry = tool_set
         .registry()
         .map_err(ComposeError::Tools)?
         .with_governance(Arc::clone(&governance));
+    let mcp_clients = mcp_clients(config, &registry, launcher).await;
+    if let Some(clients) = &mcp_clients {
+        registry = registry.with_dynamic_tools(Arc::clone(clients) as Arc<dyn tools::DynamicTools>);
+    }
     let mcp_tools =
         Arc::new(mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
@@ -146,7 +173,9 @@ pub async fn compose(
         .as_ref()
         .map(|s| s.upkeep().spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
-        runtime = runtime.with_memory(store);
+        runtime = runtime
+            .with_memory(store)
+            .with_capture(config.memory.capture.clone(), capture_provider(config));
     }
     Ok(Agent {
         runtime,
@@ -155,7 +184,42 @@ pub async fn compose(
         metrics,
         mcp_tools,
         schedules,
+        mcp_clients,
     })
+}
+
+/// The clients of the user's MCP servers (none configured: `None`), their first connections
+/// waited for up to [`MCP_READY_WAIT`]; a tool named like one of `registry`'s is refused.
+async fn mcp_clients(
+    config: &AgentConfig,
+    registry: &ToolRegistry,
+    launcher: Arc<dyn Launcher>,
+) -> Option<Arc<McpClients>> {
+    if !config.mcp.servers.values().any(|s| s.enabled) {
+        return None;
+    }
+    let clients = Arc::new(McpClients::start(&config.mcp, launcher, &registry.names()));
+    if !clients.ready(MCP_READY_WAIT).await {
+        tracing::warn!("some MCP servers are still starting; their tools join when they are up");
+    }
+    for status in clients.status() {
+        tracing::info!(%status, "MCP server");
+    }
+    Some(clients)
+}
+
+/// The provider capture asks when `[memory.capture] model` names another model than the
+/// agent's (same endpoint and key); `None`: the agent's own. A provider that cannot be built is
+/// logged and capture uses the agent's.
+fn capture_provider(config: &AgentConfig) -> Option<Arc<dyn Provider>> {
+    let model = config.memory.capture.model.as_ref()?;
+    let provider = types::ProviderConfig {
+        model: model.clone(),
+        ..config.provider.clone()
+    };
+    provider::from_config(&provider)
+        .inspect_err(|e| tracing::warn!(error = %e, "capture model unusable; using the agent's"))
+        .ok()
 }
 
 /// The tools MCP clients get: the memory tools of the user's dialect and the peer's

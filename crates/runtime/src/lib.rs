@@ -23,11 +23,14 @@
 //! - `events` — [`TurnOutcome`], the delivery rules for [`TurnEvent`]s (declared in `types`)
 //! - `history` — provider-safe history: repair, fitting the budget
 //! - `summary` — the rolling summary (model-written or extractive)
+//! - `capture` — after a turn, the background call that proposes what to remember
+//!   (`record_memories`), applied through the governed pipeline or kept for the user
 //! - `recall` — saved notes recalled for the message
 //! - `prompt` — the built-in system prompt and memory guide
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
+//! - `conversation_search` — the user's search of their past conversations
 //! - `notes` — the user's own view of their notes: list, search, read, edit, delete (the protocol's one note shape, `types::NoteView`)
 //! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
 //! - `scheduler` — [`Scheduler`]: one user's due schedules run as turns of their own ([`RunHost`])
@@ -37,6 +40,8 @@
 
 mod approval;
 mod budget;
+mod capture;
+mod conversation_search;
 mod dispatch;
 mod error;
 mod events;
@@ -60,6 +65,8 @@ pub use approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,
 };
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
+pub use capture::UserReport;
+pub use conversation_search::MAX_CONVERSATION_HITS;
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
 pub use note_lifecycle::NoteTimeline;

@@ -154,14 +154,31 @@ impl AgentRuntime {
         F: FnOnce(Option<CallKey>) -> Fut,
         Fut: Future<Output = Result<T, RuntimeError>>,
     {
-        let args = json!({ "note_id": access.key });
-        self.tools
-            .governance()
-            .govern(name, &access, args, ctx, |_, governed| {
-                op(governed.audit.map(CallKey::audit_only))
-            })
-            .await
+        govern_on(&self.tools, ctx, name, access, op).await
     }
+}
+
+/// [`AgentRuntime::govern`] through `tools`' governance, for callers that hold the registry
+/// rather than the runtime (capture's background task).
+pub(crate) async fn govern_on<T, F, Fut>(
+    tools: &tools::ToolRegistry,
+    ctx: &ToolExecutionContext,
+    name: &str,
+    access: MemoryAccess,
+    op: F,
+) -> Result<T, RuntimeError>
+where
+    T: Answer,
+    F: FnOnce(Option<CallKey>) -> Fut,
+    Fut: Future<Output = Result<T, RuntimeError>>,
+{
+    let args = json!({ "note_id": access.key });
+    tools
+        .governance()
+        .govern(name, &access, args, ctx, |_, governed| {
+            op(governed.audit.map(CallKey::audit_only))
+        })
+        .await
 }
 
 fn version_entry(v: NoteVersion) -> NoteVersionView {

@@ -13,7 +13,8 @@
 //! these is a row of a table (`spec.rs`) run by one shim, and [`ToolSet`] is the one way to
 //! assemble the tools of an agent or a surface. `shell_exec`
 //! ([`ShellExec`]) is a client of the user's sandboxed shell daemon at `ipc/shell.sock`; it never
-//! runs a command on the host itself. The schedule tools (`schedule_create`, `schedule_list`,
+//! runs a command on the host itself; [`spawn_mcp_server`] asks that daemon to start one of the
+//! user's stdio MCP servers in the shell's confinement and pipes its stdio back. The schedule tools (`schedule_create`, `schedule_list`,
 //! `schedule_cancel`, `schedule_pause`) keep the user's schedules in their store ([`Schedules`]).
 //!
 //! Every memory call is also governed ([`governance`]): permissions, rate limits, PII and secret
@@ -59,7 +60,7 @@ pub use memory_tools::{
 };
 /// A search's hits as its caller may read them (what the CLI's search shares with the tools).
 pub use memory_tools::{fetch_k as search_fetch_k, readable as readable_hits};
-pub use registry::{ToolOutcome, ToolRegistry};
+pub use registry::{DynamicTools, ToolOutcome, ToolRegistry};
 pub use schedule_tools::{
     ManualWallClock, SCHEDULE_CANCEL_TOOL_NAME, SCHEDULE_CREATE_TOOL_NAME, SCHEDULE_LIST_TOOL_NAME,
     SCHEDULE_PAUSE_TOOL_NAME, SCHEDULES_NAMESPACE, Schedules, SystemWallClock, WallClock, When,
@@ -67,9 +68,9 @@ pub use schedule_tools::{
 };
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{
-    DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS,
-    SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun, read_secret,
-    render as render_shell_run, run_command,
+    DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS, McpPipe,
+    McpServerGuard, McpSpawnError, SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun,
+    read_secret, render as render_shell_run, run_command, spawn_mcp_server,
 };
 pub use tool::{Interruption, OutputFormat, Tool};
 pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};

@@ -200,7 +200,7 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
         })
         .collect::<Result<_, types::IdError>>()?;
     store
-        .import(&user, None, notes, memory::Similar::Unchecked)
+        .import(&user, None, notes, memory::Similar::Unchecked, None)
         .await
         .map(|report| report.imported)?;
 

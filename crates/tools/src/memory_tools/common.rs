@@ -159,9 +159,12 @@ pub fn audited_call_key(
 /// the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
     let origin = match (ctx.untrusted_input, ctx.surface.kind) {
+        // Capture records its own origin; untrusted input still leaves the note unconfirmed.
+        (_, Surface::Capture) => Origin::Captured,
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
+        (Some(UntrustedInput::Mcp), _) => Origin::Mcp,
         (_, Surface::Mcp) => Origin::Mcp,
         // The operator's command runs outside any conversation.
         (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),

@@ -13,6 +13,7 @@ mod meta_args;
 mod peer_mcp;
 mod render;
 mod save;
+mod scope;
 mod search;
 mod update;
 

@@ -10,6 +10,7 @@ use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{MAX_SEARCH_TOP_K, fetch_k, map_error, readable, string_arg};
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
 use super::render::{SEARCH_BUDGET, render};
+use super::scope::{Scope, annotate, scope_arg, scope_schema};
 use crate::MemoryAccess;
 use crate::ToolError;
 use crate::memory_tools::MemoryState;
@@ -33,7 +34,10 @@ const DESCRIPTION: &str = "Search your persistent memory for relevant informatio
      user preferences, past decisions, stored facts, or anything previously saved. Results are \
      ranked by relevance using semantic similarity and keyword matching. By default searches \
      only your saved notes; set include_conversation to true to also search the current \
-     conversation history. Returns {\"results\": [...]}: each saved note comes whole, with the \
+     conversation history, or scope to \"conversations\" (every past conversation with the \
+     user, each hit with its session_id, title, date, speaker and surrounding turns) or \
+     \"all\" (notes and past conversations ranked together). Returns {\"results\": [...]}: \
+     each saved note comes whole, with the \
      version memory_update needs, unless it is too long to fit with the other results; then it \
      is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
      again more narrowly, e.g. top_k 1, to see it whole). \"omitted\" counts results left out \
@@ -71,6 +75,7 @@ fn search_parameters() -> Value {
         .and_then(serde_json::Value::as_object_mut)
     {
         props.insert("category".into(), category_schema());
+        props.insert("scope".into(), scope_schema());
         props.insert(
             "tags".into(),
             tags_schema("Optional: only notes carrying at least one of these tags."),
@@ -104,6 +109,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 .clamp(1, MAX_SEARCH_TOP_K),
             None => state.default_top_k(),
         };
+        let scope = scope_arg(args)?;
         let include_conversation = args
             .get("include_conversation")
             .and_then(serde_json::Value::as_bool)
@@ -117,7 +123,16 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
 
         let notes = SessionId::user_memory(&ctx.user_id);
         let mut skipped = None;
-        let hits = if include_conversation && ctx.session_id != notes {
+        let hits = if scope != Scope::Notes {
+            let sessions = super::scope::sessions(memory, ctx, scope)
+                .await
+                .map_err(|e| map_error(e, None))?;
+            let all = state.query(sessions, text, fetch_k(ctx, top_k), &filters);
+            memory
+                .hybrid_query(&all)
+                .await
+                .map_err(|e| map_error(e, None))?
+        } else if include_conversation && ctx.session_id != notes {
             // One query over both sessions puts notes and messages on one score scale.
             let both = state.query(
                 vec![notes.clone(), ctx.session_id.clone()],
@@ -149,7 +164,19 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         };
         let hits = readable(ctx, dedup(hits), top_k);
         op.results(hits.len());
-        let out = render(&hits, SEARCH_BUDGET, skipped);
+        let out = match scope {
+            Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
+            // Half the room for where each message was said.
+            _ => {
+                annotate(
+                    memory,
+                    ctx,
+                    render(&hits, SEARCH_BUDGET / 2, skipped),
+                    &hits,
+                )
+                .await
+            }
+        };
         Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
     })
 }

@@ -25,6 +25,7 @@ pub async fn run(
     config: AgentConfig,
     token: GatewayToken,
     sandbox: &'static str,
+    tls: Option<gateway::TlsIdentity>,
 ) -> anyhow::Result<()> {
     // From here on SIGTERM/SIGINT are a stop seen once the markers are written (and then removed),
     // never the default action killing this process half-way through writing one.
@@ -37,7 +38,11 @@ pub async fn run(
         ..OpenOptions::default()
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    // The user's stdio MCP servers: children of this process in `shared/` for now (the shell
+    // daemon's confinement plugs in here).
+    let launcher = std::sync::Arc::new(mcp::client::DirectLauncher::new(ws.shared()));
+    let agent = runner::compose_with(&config, &ws.root, provider, options, launcher).await?;
+    let mcp_clients = agent.mcp_clients.clone();
     let memory = agent.memory;
     let metrics = agent.metrics;
     let mcp = mcp::McpServer::new(agent.mcp_tools, boot.user_id.clone(), ws.clone())
@@ -63,6 +68,7 @@ pub async fn run(
         body_timeout: Duration::from_secs(limits.body_timeout_secs),
         bind: limits.bind.unwrap_or(GatewayConfig::default().bind),
         secure_cookie: limits.secure_cookie,
+        tls,
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;
@@ -80,6 +86,7 @@ pub async fn run(
         config: &config,
         memory,
         sandbox,
+        mcp: mcp_clients,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
     let mut healthy = probe.write().await;
