@@ -8,7 +8,8 @@
 # images are built locally from scratch, nothing is pulled). Without a Docker engine the process
 # tier (host processes confined with Landlock) is used only when you choose it: --process, or "y"
 # to the question asked on a terminal. The first run writes runner.toml with that tier; switch by
-# editing `tier` there. A user not yet in runner.toml is added (`runner --user NAME init`). The
+# editing `tier` there (or `tier` in [users.NAME] for one user). A user not yet in runner.toml is
+# added (`runner --user NAME init`), in the process tier with --process, else the file's. The
 # model is set in ./agent.toml [provider]: yours when you wrote it first (from agent.toml.example
 # or with `runner init`'s questions), else written on the first run from agent.toml.example
 # (OpenAI); OpenRouter, Ollama or Anthropic examples are in README.md. Before the build, the key
@@ -26,17 +27,20 @@ user="${1:-alice}"
 . scripts/lib/host.sh
 # Before the build: a missing or refused key, like a missing engine, is said in seconds.
 check_provider_key "$user" || exit 1
-if [ -f runner.toml ]; then
-  # Refused before anything changes: no user added, no workspace, no build.
-  tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
-  if [ "$process" = yes ] && [ "${tier:-container}" = container ]; then
-    echo "error: runner.toml says tier = \"container\"; to use the process tier set tier = \"process\" there" >&2
+# The user's tier: theirs in runner.toml; for a user not yet there, --process or the file's default.
+tier=$(user_tier "$user")
+if [ -n "$tier" ]; then
+  # Refused before anything changes: no workspace, no build.
+  if [ "$process" = yes ] && [ "$tier" = container ]; then
+    echo "error: runner.toml runs $user in the container tier; to use the process tier set tier = \"process\" in [users.$user] there" >&2
     exit 1
   fi
-fi
-if [ ! -f runner.toml ]; then
+elif [ -f runner.toml ]; then
+  # Added below: in the process tier with --process, else in the file's default tier.
+  tier=default
+elif ! tier=$(choose_first_tier "$user" "$process"); then
   # Before the build: a missing engine is a question for the user, not a 10-minute surprise.
-  tier=$(choose_first_tier "$user" "$process")
+  exit 1
 fi
 build_release
 bin="$PWD/target/release"
@@ -45,7 +49,10 @@ bin="$PWD/target/release"
 if [ ! -f runner.toml ]; then
   echo "==> first run: writing runner.toml ($tier tier), provisioning ./workspaces/$user"
   "$bin/runner" --user "$user" init --tier "$tier" </dev/null | sed '/^next/,$d'
-elif ! out=$("$bin/runner" --user "$user" init </dev/null 2>&1); then
+elif [ -n "$(user_tier "$user")" ]; then
+  :
+elif ! out=$("$bin/runner" --user "$user" init $([ "$process" = yes ] && echo --tier process) \
+    </dev/null 2>&1); then
   case "$out" in
     *"already exists in"*) ;;
     *) echo "$out" >&2; exit 1 ;;
@@ -53,20 +60,19 @@ elif ! out=$("$bin/runner" --user "$user" init </dev/null 2>&1); then
 else
   echo "$out" | sed '/^next/,$d; s/^/==> /'
 fi
-tier=$(sed -n 's/^tier *= *"\([a-z]*\)".*/\1/p' runner.toml | head -n 1)
-tier="${tier:-container}"
+tier=$(user_tier "$user")
 
 flags=()
 if [ "$tier" = container ]; then
   echo "==> building the guest images (only what changed)"
   if ! ./scripts/build-guest-images.sh; then
     echo "==> no container images without a Docker engine: start Docker and re-run, or set" >&2
-    echo "    tier = \"process\" in runner.toml and re-run with --process" >&2
+    echo "    tier = \"process\" in [users.$user] of runner.toml and re-run with --process" >&2
     exit 1
   fi
 else
   echo "==> process tier (runner.toml: tier = \"process\"): host processes confined by Landlock;"
-  echo "    to use Docker containers instead, set tier = \"container\" there"
+  echo "    to use Docker containers instead, set tier = \"container\" there (in [users.$user] for $user alone)"
   flags=(--insecure)
 fi
 

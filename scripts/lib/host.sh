@@ -81,6 +81,34 @@ processes confined only by Landlock; written to runner.toml)? [y/N] " >&2
   return 1
 }
 
+# user_tier USER — the tier ./runner.toml runs USER in, on stdout: `tier` in their [users.USER]
+# table, else the file's top-level `tier`, else "container". Nothing when USER has no table.
+user_tier() {
+  [ -f runner.toml ] || return 0
+  awk -v user="$1" '
+    /^[ \t]*\[/ {
+      section = $0
+      sub(/^[ \t]*\[/, "", section); sub(/\][ \t]*(#.*)?$/, "", section); gsub(/[ \t]/, "", section)
+      in_user = (section == "users." user || section == "users.\"" user "\"")
+      if (in_user) found = 1
+      tables = 1
+      next
+    }
+    /^[ \t]*tier[ \t]*=/ {
+      value = $0
+      sub(/^[^=]*=[ \t]*"/, "", value); sub(/".*/, "", value)
+      if (!tables) global = value
+      else if (in_user) own = value
+    }
+    END {
+      if (!found) exit
+      if (own != "") print own
+      else if (global != "") print global
+      else print "container"
+    }
+  ' runner.toml
+}
+
 # provider_setting KEY — "set:VALUE" for KEY under [provider] in ./agent.toml (quotes removed),
 # nothing when the file or the key is absent (the default applies).
 provider_setting() {

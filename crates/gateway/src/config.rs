@@ -1,13 +1,16 @@
-//! [`GatewayConfig`]: the gateway's limits and timeouts, with defaults.
+//! [`GatewayConfig`]: where the gateway listens (address, port, TLS), its limits and timeouts,
+//! with defaults.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
+use crate::TlsIdentity;
+
 /// How the gateway listens and how much it buffers. The defaults suit one user's agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayConfig {
-    /// The address to listen on: `127.0.0.1` by default. Anything not loopback is warned about
-    /// loudly at start: without TLS in front, tokens and cookies cross the network in clear.
+    /// The address to listen on: `127.0.0.1` by default. Anything not loopback without `tls` is
+    /// warned about loudly at start: tokens and cookies would cross the network in clear.
     pub bind: IpAddr,
     /// Port; 0 picks a free one (see [`crate::RunningGateway::local_addr`]).
     pub port: u16,
@@ -39,8 +42,11 @@ pub struct GatewayConfig {
     /// How long a one-time web sign-in link can be used (it is dead after its first use anyway).
     pub signin_code_lifetime: Duration,
     /// Mark the web session cookie `Secure`: set when browsers reach the gateway over HTTPS
-    /// (a TLS reverse proxy in front).
+    /// (a TLS reverse proxy in front). Always on with `tls`.
     pub secure_cookie: bool,
+    /// Serve HTTPS and WSS only, with this certificate and key: cookies `Secure`, HSTS, the
+    /// `Origin` of a browser's request must be `https://`.
+    pub tls: Option<TlsIdentity>,
 }
 
 impl GatewayConfig {
@@ -65,6 +71,7 @@ impl Default for GatewayConfig {
             body_timeout: Duration::from_secs(10),
             signin_code_lifetime: Duration::from_secs(60),
             secure_cookie: false,
+            tls: None,
         }
     }
 }

@@ -210,6 +210,10 @@ impl Conn {
             m @ (ClientFrame::ListModels { .. }
             | ClientFrame::SetModel { .. }
             | ClientFrame::GetUsage { .. }) => self.models(m).await,
+            c @ (ClientFrame::ListPendingMemories
+            | ClientFrame::AcceptMemory { .. }
+            | ClientFrame::RejectMemory { .. }
+            | ClientFrame::SearchConversations { .. }) => self.pending_memories(c).await,
         };
         match result {
             Ok(Some(frame)) => self.outbox.send(frame).await,

@@ -7,8 +7,9 @@ use types::UserId;
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     /// The listening socket could not be bound.
-    #[error("could not listen on 127.0.0.1:{port}: {source}")]
+    #[error("could not listen on {}: {source}", std::net::SocketAddr::new(*bind, *port))]
     Bind {
+        bind: std::net::IpAddr,
         port: u16,
         #[source]
         source: std::io::Error,

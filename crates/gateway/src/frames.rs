@@ -9,7 +9,7 @@ use types::{ClientFrame, ErrorCode, ServerFrame};
 use crate::GatewayConfig;
 
 /// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 24] = [
+pub const CLIENT_FRAME_TYPES: [&str; 28] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -34,6 +34,10 @@ pub const CLIENT_FRAME_TYPES: [&str; 24] = [
     "list_models",
     "set_model",
     "get_usage",
+    "list_pending_memories",
+    "accept_memory",
+    "reject_memory",
+    "search_conversations",
 ];
 
 /// One read from the client.

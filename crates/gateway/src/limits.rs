@@ -22,8 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::{IncomingStream, Listener};
+use axum::serve::Listener;
 use futures::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -332,12 +331,12 @@ impl Admission {
     }
 }
 
-impl Connected<IncomingStream<'_, LimitedListener>> for Admission {
-    fn connect_info(stream: IncomingStream<'_, LimitedListener>) -> Self {
-        let io = stream.io();
-        Self {
-            ticket: Arc::clone(&io.ticket),
-            limits: Arc::clone(&io.limits),
+impl Guarded {
+    /// What the connection's handlers learn about it (`tls` serves it as connect info).
+    pub(crate) fn admission(&self) -> Admission {
+        Admission {
+            ticket: Arc::clone(&self.ticket),
+            limits: Arc::clone(&self.limits),
         }
     }
 }

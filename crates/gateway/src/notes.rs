@@ -4,12 +4,8 @@
 //! Bad ids, limits and versions are refused with a message saying what to fix, before anything
 //! is read or changed.
 
-use crate::user::rfc3339;
-use runtime::{AgentRuntime, MAX_NOTES_PAGE, NoteEntry, NoteVersionEntry, RuntimeError};
-use types::{
-    ClientFrame, DeletedNoteView, ErrorCode, NoteId, NoteVersionView, NoteView, ServerFrame,
-    ToolExecutionContext,
-};
+use runtime::{AgentRuntime, MAX_NOTES_PAGE, RuntimeError};
+use types::{ClientFrame, ErrorCode, NoteId, ServerFrame, ToolExecutionContext};
 
 /// A note request, as the connection received it.
 #[derive(Debug)]
@@ -118,7 +114,7 @@ pub(crate) async fn answer(
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::NoteList {
-                notes: listing.notes.into_iter().map(view).collect(),
+                notes: listing.notes,
                 total: listing.total,
                 next_cursor: listing.next_cursor,
             })
@@ -128,17 +124,14 @@ pub(crate) async fn answer(
                 .search_notes(ctx, &query, page(limit)?)
                 .await
                 .map_err(refusal)?;
-            Ok(ServerFrame::NoteResults {
-                query,
-                notes: notes.into_iter().map(view).collect(),
-            })
+            Ok(ServerFrame::NoteResults { query, notes })
         }
         NoteRequest::Get { note_id } => {
             let note = runtime
                 .note(ctx, &note_id_of(&note_id)?)
                 .await
                 .map_err(refusal)?;
-            Ok(ServerFrame::Note { note: view(note) })
+            Ok(ServerFrame::Note { note })
         }
         NoteRequest::Edit {
             note_id,
@@ -156,7 +149,7 @@ pub(crate) async fn answer(
                 .edit_note(ctx, &id, &content, &version)
                 .await
                 .map_err(refusal)?;
-            Ok(ServerFrame::NoteEdited { note: view(note) })
+            Ok(ServerFrame::NoteEdited { note })
         }
         NoteRequest::Delete { note_id } => {
             let id = note_id_of(&note_id)?;
@@ -168,29 +161,17 @@ pub(crate) async fn answer(
         NoteRequest::History { note_id } => {
             let id = note_id_of(&note_id)?;
             let history = runtime.note_history(ctx, &id).await.map_err(refusal)?;
-            let (deleted_at, purge_after) = match history.deleted {
-                Some((deleted, purge)) => (Some(rfc3339(deleted)), Some(rfc3339(purge))),
-                None => (None, None),
-            };
+            let (deleted_at, purge_after) = history.deleted.unzip();
             Ok(ServerFrame::NoteVersions {
                 note_id: history.note_id.to_string(),
-                versions: history.versions.into_iter().map(version_view).collect(),
+                versions: history.versions,
                 deleted_at,
                 purge_after,
             })
         }
         NoteRequest::Deleted => {
             let deleted = runtime.deleted_notes(ctx).await.map_err(refusal)?;
-            Ok(ServerFrame::DeletedNotes {
-                notes: deleted
-                    .into_iter()
-                    .map(|d| DeletedNoteView {
-                        note: view(d.note),
-                        deleted_at: rfc3339(d.deleted_at),
-                        purge_after: rfc3339(d.purge_after),
-                    })
-                    .collect(),
-            })
+            Ok(ServerFrame::DeletedNotes { notes: deleted })
         }
         NoteRequest::Restore { note_id, version } => {
             let id = note_id_of(&note_id)?;
@@ -204,12 +185,12 @@ pub(crate) async fn answer(
                 .restore_note(ctx, &id, version)
                 .await
                 .map_err(refusal)?;
-            Ok(ServerFrame::NoteRestored { note: view(note) })
+            Ok(ServerFrame::NoteRestored { note })
         }
         NoteRequest::Confirm { note_id } => {
             let id = note_id_of(&note_id)?;
             let note = runtime.confirm_note(ctx, &id).await.map_err(refusal)?;
-            Ok(ServerFrame::NoteConfirmed { note: view(note) })
+            Ok(ServerFrame::NoteConfirmed { note })
         }
     }
 }
@@ -231,32 +212,6 @@ fn note_id_of(text: &str) -> Result<NoteId, Refusal> {
             "note_id must look like note-<uuid>: list_notes shows your notes' ids".into(),
         )
     })
-}
-
-fn view(note: NoteEntry) -> NoteView {
-    NoteView {
-        note_id: note.note_id.to_string(),
-        text: note.text,
-        version: note.version,
-        category: note.category,
-        tags: note.tags,
-        created_at: rfc3339(note.created_at),
-        updated_at: rfc3339(note.updated_at),
-        provenance: note.provenance.map(Box::new),
-    }
-}
-
-fn version_view(v: NoteVersionEntry) -> NoteVersionView {
-    NoteVersionView {
-        version: v.version,
-        text: v.text,
-        edit_token: v.edit_token,
-        category: v.category,
-        tags: v.tags,
-        saved_at: rfc3339(v.saved_at),
-        replaced_at: v.replaced_at.map(rfc3339),
-        provenance: v.provenance,
-    }
 }
 
 fn refusal(e: RuntimeError) -> Refusal {

@@ -24,13 +24,17 @@ impl Clients {
 
     /// Offers `notice` to every client; whether one took it.
     pub(crate) fn push(&self, notice: &NotificationView) -> bool {
+        self.offer(&ServerFrame::Notification {
+            notification: notice.clone(),
+        })
+    }
+
+    /// Offers `frame` to every client; whether one took it.
+    pub(crate) fn offer(&self, frame: &ServerFrame) -> bool {
         let clients: Vec<Outbox> = self.list().clone();
         let mut shown = false;
         for client in clients {
-            let frame = ServerFrame::Notification {
-                notification: notice.clone(),
-            };
-            shown |= client.offer(Outbound::Frame(frame)).is_ok();
+            shown |= client.offer(Outbound::Frame(frame.clone())).is_ok();
         }
         shown
     }

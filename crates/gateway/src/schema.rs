@@ -159,6 +159,7 @@ pub fn example_client_frames() -> Vec<(ClientFrame, ClientFrame)> {
     frames.extend(crate::schema_notes::client_examples());
     frames.extend(crate::schema_schedules::client_examples());
     frames.extend(crate::schema_models::client_examples());
+    frames.extend(crate::schema_capture::client_examples());
     for (frame, _) in &frames {
         client_covered(frame);
     }
@@ -190,7 +191,11 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::ChangeSchedule { .. }
         | ClientFrame::ListModels { .. }
         | ClientFrame::SetModel { .. }
-        | ClientFrame::GetUsage { .. } => {}
+        | ClientFrame::GetUsage { .. }
+        | ClientFrame::ListPendingMemories
+        | ClientFrame::AcceptMemory { .. }
+        | ClientFrame::RejectMemory { .. }
+        | ClientFrame::SearchConversations { .. } => {}
     }
 }
 
@@ -258,6 +263,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
     frames.extend(crate::schema_notes::server_examples());
     frames.extend(crate::schema_schedules::server_examples());
     frames.extend(crate::schema_models::server_examples());
+    frames.extend(crate::schema_capture::server_examples());
     for (frame, _) in &frames {
         server_covered(frame);
     }
@@ -329,7 +335,12 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::Models { .. }
         | ServerFrame::ModelSet { .. }
         | ServerFrame::Usage { .. }
-        | ServerFrame::Notification { .. } => {}
+        | ServerFrame::Notification { .. }
+        | ServerFrame::MemoryCaptured { .. }
+        | ServerFrame::PendingMemories { .. }
+        | ServerFrame::MemoryAccepted { .. }
+        | ServerFrame::MemoryRejected { .. }
+        | ServerFrame::ConversationResults { .. } => {}
     }
 }
 

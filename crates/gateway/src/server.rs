@@ -1,7 +1,7 @@
 //! [`Gateway`]: the users served and the listener; [`RunningGateway`]: the bound server.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -15,6 +15,7 @@ use types::{CancellationToken, UserId};
 
 use crate::limits::{Admission, Caps, LimitedListener, Limits, raise_fd_limit};
 use crate::shared::Shared;
+use crate::tls::GatewayListener;
 use crate::user::UserAgent;
 use crate::web_auth::{WebAuth, WebSession};
 use crate::web_routes;
@@ -45,8 +46,9 @@ impl Gateway {
         Ok(())
     }
 
-    /// Binds `<bind>:<port>` (`127.0.0.1` by default; a loud warning when not loopback) and serves
-    /// WebSocket clients on `/` (and `/ws`), the web client's page on a plain `GET /` with its
+    /// Binds `<bind>:<port>` (`127.0.0.1` by default; a loud warning when not loopback and without
+    /// TLS), with TLS when configured (then HTTPS and WSS only, with HSTS), and serves WebSocket
+    /// clients on `/` (and `/ws`), the web client's page on a plain `GET /` with its
     /// sign-in routes (`web_routes`), each user's metrics on `/metrics` (bearer token), until
     /// [`RunningGateway::shutdown`]. Raises the process's soft open-file limit to its hard limit
     /// and derives the connection caps the configuration leaves open from it.
@@ -54,20 +56,24 @@ impl Gateway {
         if self.users.is_empty() {
             return Err(GatewayError::NoUsers);
         }
-        let port = self.config.port;
-        let bind = |source| GatewayError::Bind { port, source };
-        let listener = tokio::net::TcpListener::bind((self.config.bind, port))
+        let (ip, port) = (self.config.bind, self.config.port);
+        let bind = |source| GatewayError::Bind {
+            bind: ip,
+            port,
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind((ip, port))
             .await
             .map_err(bind)?;
         let addr = listener.local_addr().map_err(bind)?;
-        if !addr.ip().is_loopback() {
-            tracing::warn!(
-                %addr,
-                "THE GATEWAY LISTENS BEYOND THIS MACHINE WITHOUT TLS: tokens, sign-in codes and                  session cookies cross the network in clear. Put it behind a TLS reverse proxy                  (see the guidebook's web chapter) or bind it to 127.0.0.1"
-            );
+        let tls = self.config.tls.is_some();
+        if let Some(warning) = crate::exposure_warning(addr.ip(), tls) {
+            tracing::warn!(%addr, "{warning}");
         }
         let caps = Caps::resolve(&self.config, raise_fd_limit());
         let limits = Limits::new(caps, self.config.auth_timeout);
+        let listener = LimitedListener::new(listener, Arc::clone(&limits));
+        let listener = GatewayListener::new(listener, self.config.tls.as_ref()).map_err(bind)?;
         let sessions = sessions_files(&self.users);
         let shared = Arc::new(Shared {
             users: self.users,
@@ -78,8 +84,7 @@ impl Gateway {
             cookie_name: format!("oxydra_session_{}", addr.port()),
             config: self.config,
         });
-        let listener = LimitedListener::new(listener, limits);
-        let app = Router::new()
+        let mut app = Router::new()
             .route("/", get(web_routes::root))
             .route("/ws", get(web_routes::ws_only))
             .route("/assets/{name}", get(crate::web_assets::asset))
@@ -91,10 +96,14 @@ impl Gateway {
             .route("/auth/signout", post(web_routes::sign_out))
             .route("/metrics", get(crate::metrics::serve))
             .route("/mcp", any(crate::mcp_route::handle))
-            .layer(axum::middleware::from_fn(crate::web_assets::secure_headers))
-            .with_state(Arc::clone(&shared));
+            .layer(axum::middleware::from_fn(crate::web_assets::secure_headers));
+        if tls {
+            app = app.layer(axum::middleware::map_response(crate::web_assets::hsts));
+        }
+        let app = app.with_state(Arc::clone(&shared));
         for user in shared.users.values() {
             crate::scheduled::start(user, &shared);
+            crate::captured::start(user, &shared);
         }
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {
@@ -106,6 +115,7 @@ impl Gateway {
         });
         tracing::info!(
             %addr,
+            tls,
             users = shared.users.len(),
             max_connections = caps.total,
             max_unauthenticated = caps.unauthenticated,
@@ -160,14 +170,30 @@ impl RunningGateway {
         self.addr
     }
 
-    /// `ws://127.0.0.1:PORT/`.
+    /// `ws://127.0.0.1:PORT/` (`wss://` with TLS): the address this machine's clients use (the
+    /// loopback one when listening on every interface).
     pub fn url(&self) -> String {
-        format!("ws://{}/", self.addr)
+        let scheme = if self.tls() { "wss" } else { "ws" };
+        format!("{scheme}://{}/", self.reachable_addr())
     }
 
-    /// `http://127.0.0.1:PORT/`: the web client's page.
+    /// `http://127.0.0.1:PORT/` (`https://` with TLS): the web client's page.
     pub fn web_url(&self) -> String {
-        format!("http://{}/", self.addr)
+        let scheme = if self.tls() { "https" } else { "http" };
+        format!("{scheme}://{}/", self.reachable_addr())
+    }
+
+    /// Whether it serves TLS.
+    pub fn tls(&self) -> bool {
+        self.shared.config.tls.is_some()
+    }
+
+    fn reachable_addr(&self) -> SocketAddr {
+        match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, self.addr.port()).into(),
+            IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, self.addr.port()).into(),
+            _ => self.addr,
+        }
     }
 
     /// The connection counters, updated as connections come and go.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use runtime::{AgentRuntime, Conversation, PendingApprovals, RuntimeError};
 use types::{SessionId, SessionSummary, UserId, WorkspacePaths};
 
@@ -314,6 +314,5 @@ impl UserAgent {
     }
 }
 
-pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+/// Times as the protocol writes them (one formatter, the runtime's).
+pub(crate) use runtime::rfc3339;

@@ -71,6 +71,15 @@ pub(crate) async fn no_icon() -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
+/// With TLS: browsers keep to HTTPS for this host for a year (`Strict-Transport-Security`).
+pub(crate) async fn hsts(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::STRICT_TRANSPORT_SECURITY,
+        HeaderValue::from_static("max-age=31536000"),
+    );
+    response
+}
+
 /// Adds the security headers to every response.
 pub(crate) async fn secure_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;

@@ -54,7 +54,7 @@ fn upgrade(
     headers: &HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let web = match origin_check(headers) {
+    let web = match origin_check(shared, headers) {
         OriginCheck::Foreign => {
             tracing::info!("WebSocket upgrade from another origin refused");
             return (StatusCode::FORBIDDEN, "cross-origin WebSocket refused\n").into_response();
@@ -125,7 +125,7 @@ pub(crate) async fn sign_in_with_token(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = browser_post_refusal(&headers) {
+    if let Some(refused) = browser_post_refusal(&shared, &headers) {
         return refused;
     }
     if let Err(refused) = shared.web.admit_attempt() {
@@ -172,7 +172,7 @@ pub(crate) async fn me(State(shared): State<Arc<Shared>>, headers: HeaderMap) ->
 /// `POST /auth/signout` (same origin): ends the session server-side (its WebSocket connections
 /// close) and clears the cookie.
 pub(crate) async fn sign_out(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    if let Some(refused) = browser_post_refusal(&headers) {
+    if let Some(refused) = browser_post_refusal(&shared, &headers) {
         return refused;
     }
     if let Some(id) = cookie(&shared, &headers)
@@ -197,16 +197,20 @@ enum OriginCheck {
     Foreign,
 }
 
-/// Whether the request's `Origin` is the gateway's own (`http://` or `https://` + its `Host`).
-fn origin_check(headers: &HeaderMap) -> OriginCheck {
+/// Whether the request's `Origin` is the gateway's own: `https://` + its `Host` with TLS; without,
+/// `http://` or `https://` (a TLS reverse proxy in front).
+fn origin_check(shared: &Shared, headers: &HeaderMap) -> OriginCheck {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return OriginCheck::Absent;
     };
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     let same = match (origin.to_str().ok(), host) {
         (Some(origin), Some(host)) => origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
+            .strip_prefix("https://")
+            .or_else(|| {
+                let plain_allowed = shared.config.tls.is_none();
+                origin.strip_prefix("http://").filter(|_| plain_allowed)
+            })
             .is_some_and(|rest| rest.eq_ignore_ascii_case(host)),
         _ => false,
     };
@@ -218,8 +222,8 @@ fn origin_check(headers: &HeaderMap) -> OriginCheck {
 }
 
 /// A browser's state-changing request must be JSON-or-empty from the gateway's own origin.
-fn browser_post_refusal(headers: &HeaderMap) -> Option<Response> {
-    match origin_check(headers) {
+fn browser_post_refusal(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
+    match origin_check(shared, headers) {
         OriginCheck::Same => None,
         _ => Some(
             (
@@ -248,7 +252,7 @@ fn session_of(shared: &Shared, headers: &HeaderMap) -> Option<WebSession> {
 }
 
 fn set_cookie(shared: &Shared, response: &mut Response, session: &str) {
-    let secure = if shared.config.secure_cookie {
+    let secure = if shared.config.secure_cookie || shared.config.tls.is_some() {
         "; Secure"
     } else {
         ""

@@ -18,6 +18,7 @@ mod approvals;
     reason = "test fixtures fail loudly"
 )]
 mod browser;
+mod capture;
 mod handshake;
 mod isolation;
 mod limits;
@@ -33,7 +34,9 @@ mod notices;
 mod schedules;
 mod schema;
 mod session_titles;
+mod tls;
 mod turns;
 mod web;
 mod web_browser;
+mod web_js;
 mod web_timing;

@@ -27,6 +27,11 @@ pub struct Browser {
 impl Browser {
     /// Starts Chromium headless on a blank page and attaches to it.
     pub async fn launch() -> Self {
+        Self::launch_with(&[]).await
+    }
+
+    /// [`Browser::launch`] with more command-line switches.
+    pub async fn launch_with(extra: &[&str]) -> Self {
         let profile = tempfile::tempdir().unwrap();
         let mut child = tokio::process::Command::new("chromium")
             .args([
@@ -39,6 +44,7 @@ impl Browser {
                 "--remote-debugging-port=0",
                 "--window-size=390,844",
             ])
+            .args(extra)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdout(Stdio::null())

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use test_support::ScriptedLlm;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use types::{RetrievalConfig, UserId, WorkspacePaths};
+use types::{UserId, WorkspacePaths};
 
 use crate::common::{open_store, provider, token_of, user_agent};
 
@@ -33,22 +33,12 @@ async fn gateway(
     let agent = user_agent(dir, "alice", provider(&server)).await;
     let store = open_store(dir, "alice").await;
     let memory: Arc<dyn memory::MemoryRetrieval> = Arc::new(store.clone());
-    let retrieval = RetrievalConfig::default();
-    let mut registry = tools::ToolRegistry::default();
-    let dialects = tools::memory_tools(Some(memory.clone()), &retrieval)
-        .into_iter()
-        .chain(tools::peer_mcp_tools(
-            Some(memory.clone()),
-            &types::PricingConfig::new(),
-        ))
-        .chain(tools::memory_tools_for(
-            types::MemoryDialect::Files,
-            Some(memory),
-            &retrieval,
-        ));
-    for tool in dialects {
-        registry.register(tool).unwrap();
-    }
+    let dialects = [types::MemoryDialect::Notes, types::MemoryDialect::Files];
+    let mut agent_config = types::AgentConfig::default();
+    agent_config.tools.memory = types::MemoryDialects::of(&dialects).unwrap();
+    let registry = tools::ToolSet::for_mcp(&agent_config, Some(memory))
+        .registry()
+        .unwrap();
     let metrics = tools::MemoryMetrics::new().unwrap();
     let governance = tools::Governance::new(types::GovernanceConfig::default())
         .with_audit(Arc::new(store))

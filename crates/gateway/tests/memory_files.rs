@@ -18,10 +18,8 @@ use provider::ProviderOptions;
 use runtime::AgentRuntime;
 use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
-use tools::ToolRegistry;
 use types::{
-    MemoryDialect, ProviderKind, RetrievalConfig, RuntimeConfig, ServerFrame, TurnEvent, UserId,
-    WorkspacePaths,
+    MemoryDialect, ProviderKind, RuntimeConfig, ServerFrame, TurnEvent, UserId, WorkspacePaths,
 };
 
 use crate::common::{self, Client, test_config, text_of};
@@ -42,14 +40,10 @@ async fn start(
     )
     .unwrap();
     let store = common::open_store(root, "alice").await;
-    let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools_for(
-        MemoryDialect::Files,
-        Some(Arc::new(store.clone())),
-        &RetrievalConfig::default(),
-    ) {
-        registry.register(tool).unwrap();
-    }
+    let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
+        .builtin(MemoryDialect::Files)
+        .registry()
+        .unwrap();
     let runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),

@@ -479,7 +479,12 @@ pub(crate) async fn governed_gateway_with(
         governance = governance.with_metrics(Arc::clone(metrics));
     }
     let mut registry = tools::ToolRegistry::default().with_governance(Arc::new(governance));
-    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
+    let builtin = tools::ToolSet::new(Some(Arc::new(store.clone()))).retrieval(&retrieval);
+    for tool in builtin
+        .builtin(types::MemoryDialect::Notes)
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     let runtime = runtime::AgentRuntime::new(

@@ -24,10 +24,10 @@ use provider::Provider;
 use runtime::{AgentRuntime, MAX_SLEEP, RunHost, Scheduler};
 use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply};
-use tools::{ManualWallClock, Schedules, ToolRegistry, Tz};
+use tools::{ManualWallClock, Schedules, Tz};
 use types::{
-    ClientFrame, NotificationView, ProviderKind, RetrievalConfig, RuntimeConfig, ScheduleAction,
-    SchedulesConfig, ServerFrame, ToolExecutionContext, UserId, WorkspacePaths,
+    ClientFrame, NotificationView, ProviderKind, RuntimeConfig, ScheduleAction, SchedulesConfig,
+    ServerFrame, ToolExecutionContext, UserId, WorkspacePaths,
 };
 
 use crate::common::{Client, WAIT, limits, open_store, test_config};
@@ -53,15 +53,12 @@ fn schedules_over(store: &MemoryStore, clock: Option<Arc<ManualWallClock>>) -> S
 /// The agent as `oxydra-vm` composes it with schedules on: every built-in tool and the
 /// schedule tools over one store, and the user's scheduler.
 fn runtime_with(store: &MemoryStore, schedules: &Schedules, p: Arc<dyn Provider>) -> AgentRuntime {
-    let retrieval = RetrievalConfig::default();
-    let mut registry = ToolRegistry::default();
     let memory = Some(Arc::new(store.clone()) as Arc<dyn memory::MemoryRetrieval>);
-    for tool in tools::builtin_tools(memory, &retrieval)
-        .into_iter()
-        .chain(tools::schedule_tools(schedules))
-    {
-        registry.register(tool).unwrap();
-    }
+    let registry = tools::ToolSet::new(memory)
+        .builtin(types::MemoryDialect::Notes)
+        .schedules(schedules)
+        .registry()
+        .unwrap();
     AgentRuntime::new(p, Arc::new(registry), RuntimeConfig::default(), limits())
         .with_memory(store.clone())
 }

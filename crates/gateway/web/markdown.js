@@ -230,11 +230,6 @@ function link(label, href, plainLabel) {
   return node;
 }
 
-function nextLine(text, from) {
-  const end = text.indexOf("\n", from);
-  return text.slice(from, end < 0 ? text.length : end);
-}
-
 /**
  * A message rendered as it streams: the text up to the last blank line outside a code fence is
  * rendered once; only the open block after it is rendered again on each update.
@@ -290,8 +285,12 @@ export class StreamingMarkdown {
         if (line.trimStart().startsWith(this.inFence)) this.inFence = null;
       } else if (fence) {
         this.inFence = fence[1];
-      } else if (line.trim() === "" && !ITEM.test(nextLine(text, nl + 1))) {
-        boundary = nl + 1;
+      } else if (line.trim() === "") {
+        // A list item after the blank line continues the list: decide once that line is whole
+        // (until then the blank line is looked at again).
+        const after = text.indexOf("\n", nl + 1);
+        if (after < 0) break;
+        if (!ITEM.test(text.slice(nl + 1, after))) boundary = nl + 1;
       }
       pos = nl + 1;
     }

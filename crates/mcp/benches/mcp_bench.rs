@@ -18,8 +18,8 @@ use axum::extract::Request;
 use axum::routing::any;
 use memory::{ExportedNote, HashEmbedder, MemoryRetrieval, MemoryStore, NoteMetadata};
 use serde_json::{Value, json};
-use tools::ToolRegistry;
-use types::{NoteId, RetrievalConfig, UserId, WorkspacePaths};
+use tools::ToolSet;
+use types::{NoteId, UserId, WorkspacePaths};
 
 const WORDS: &[&str] = &[
     "tea", "coffee", "lisbon", "porto", "rust", "python", "garden", "bicycle", "piano", "sailing",
@@ -83,21 +83,17 @@ async fn main() {
         })
         .collect();
     store
-        .import(&user, None, batch, memory::Similar::Unchecked)
+        .import(&user, None, batch, memory::Similar::Unchecked, None)
         .await
         .map(|report| report.imported)
         .unwrap();
     println!("loaded {notes} notes in {:.1?}", started.elapsed());
 
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
-    let mut registry = ToolRegistry::default();
-    let tools = tools::memory_tools(Some(memory.clone()), &RetrievalConfig::default());
-    for tool in tools.into_iter().chain(tools::peer_mcp_tools(
-        Some(memory),
-        &types::PricingConfig::new(),
-    )) {
-        registry.register(tool).unwrap();
-    }
+    // What the agent serves over MCP (`runner::compose`), with the default settings.
+    let mut registry = ToolSet::for_mcp(&types::AgentConfig::default(), Some(memory))
+        .registry()
+        .unwrap();
     // As the agent composes it (`--audit 1`, the default): audit rows in the store (a read gets
     // a row of its own) and metrics; `--audit 0` leaves the default policy alone.
     let audited = arg("--audit", 1) == 1;

@@ -8,15 +8,21 @@
 //! Transports: [`http_service`] (streamable HTTP, a tower service the gateway mounts behind its
 //! token check) and [`serve_stdio`].
 //!
+//! The [`client`] is the other direction: the user's own MCP servers offered to the agent as
+//! tools ([`client::McpClients`], a `tools::DynamicTools`), stdio servers started through a
+//! [`client::Launcher`] the composition chooses.
+//!
 //! It does not authenticate HTTP callers (the gateway does), compose registries (the runner
 //! does), or open stores.
 //!
 //! Modules:
+//! - `client` — the MCP client of the user's servers
 //! - `server` — [`McpServer`]: tools/list and tools/call over the registry
 //! - `transport` — [`http_service`], [`serve_stdio`]
 //! - `sessions` — [`McpLimits`]: the cap and idle time of HTTP sessions
 //! - `error` — [`McpError`]
 
+pub mod client;
 mod error;
 mod server;
 mod sessions;

@@ -61,7 +61,7 @@ impl McpServer {
         self.registry
             .names()
             .into_iter()
-            .filter_map(|name| self.registry.get(name))
+            .filter_map(|name| self.registry.get(&name))
             .map(|tool| {
                 let mut listed = McpTool::new(
                     tool.name().to_owned(),

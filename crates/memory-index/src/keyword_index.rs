@@ -159,6 +159,40 @@ impl SessionPostings {
             .map_or((0, 0), |d| (d.chunk_id, d.len))
     }
 
+    /// Every live chunk's terms, as [`Self::upsert`] took them: `(chunk id, bag)` in slot order.
+    pub fn bags(&self) -> Vec<(i64, TermBag)> {
+        let mut names: Vec<&str> = vec![""; self.postings.len()];
+        for (term, &id) in &self.dictionary {
+            if let Some(name) = names.get_mut(id as usize) {
+                *name = term;
+            }
+        }
+        let mut out = Vec::with_capacity(self.slot_of.len());
+        for (slot, doc) in self.docs.iter().enumerate() {
+            let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+            if self.slot_of.get(&doc.chunk_id) != Some(&slot) {
+                continue;
+            }
+            let terms = doc
+                .terms
+                .iter()
+                .filter_map(|&id| {
+                    let list = self.postings.get(id as usize)?;
+                    let at = list.slots.binary_search(&slot).ok()?;
+                    Some((names[id as usize].to_owned(), list.counts[at]))
+                })
+                .collect();
+            out.push((
+                doc.chunk_id,
+                TermBag {
+                    len: doc.len,
+                    terms,
+                },
+            ));
+        }
+        out
+    }
+
     /// Whether some chunk expires at or before `now` (stored text, compared as text).
     fn any_expired(&self, now: &str) -> bool {
         self.expiries

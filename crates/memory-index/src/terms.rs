@@ -71,7 +71,7 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The term of one lowercased word.
-fn term(lower: &str) -> String {
+pub(crate) fn term(lower: &str) -> String {
     let folded: Cow<'_, str> = if lower.is_ascii() {
         Cow::Borrowed(lower)
     } else {

@@ -487,6 +487,9 @@ impl VectorIndex {
 mod codes_upkeep;
 #[path = "first_pass.rs"]
 mod first_pass;
+#[path = "index_rows.rs"]
+mod index_rows;
+pub use index_rows::IndexRow;
 #[path = "recall_probe.rs"]
 mod recall_probe;
 

@@ -42,6 +42,7 @@ mod time;
 pub use notes::audit::{
     AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS,
 };
+pub use notes::capture::{PendingProposal, ProposalPlace};
 pub use notes::duplicates::{DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote, normalize};
 pub use notes::erase::Erased;
 pub use store::encryption::{EncryptionKey, change_key, is_plaintext};
@@ -68,6 +69,7 @@ pub use notes::summary::SummaryState;
 pub use notes::transfer::{ImportReport, ImportSimilar, ImportSkip};
 pub use notes::usage::{CallPlace, ModelUsage, UsageScope};
 pub use retrieval::MemoryRetrieval;
-pub use rooms::{Audit, Files, Keys, Schedules, Sessions, Upkeep, UsageLog};
+pub use rooms::{Audit, Captures, Files, Keys, Schedules, Sessions, Upkeep, UsageLog};
+pub use search::conversations::{ConversationContext, NearbyTurn};
 pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
 pub use store::placement::LegacyDir;

@@ -105,6 +105,8 @@ pub(crate) struct Inner {
     pub(crate) tombstone_retention_days: u32,
     /// Cosine at or above which a new note is a near-duplicate (`[memory] duplicate_similarity`).
     pub(crate) duplicate_similarity: f32,
+    /// Where the index snapshot lives (plain local stores only: see `search/snapshot.rs`).
+    pub(crate) snapshot: Option<std::path::PathBuf>,
 }
 
 /// The note-lifecycle settings of `[memory]`.
@@ -191,6 +193,12 @@ impl MemoryStore {
         leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
+        let snapshot = match &target {
+            DbTarget::Local { path, key: None } => {
+                Some(crate::search::snapshot_file::path_for(path))
+            }
+            _ => None,
+        };
         let db = Db::open(target).await?;
         db.write(|conn| async move { fill_missing_hashes(&conn).await })
             .await?;
@@ -209,11 +217,12 @@ impl MemoryStore {
                 batch_size: batch_size.max(1),
                 tombstone_retention_days: policy.tombstone_retention_days,
                 duplicate_similarity: policy.duplicate_similarity,
+                snapshot,
             }),
         };
         let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));
         store.reindex_scope(Scope::Stale, &mut *progress).await?;
-        store.reload_index().await?;
+        store.load_index().await?;
         Ok(store)
     }
 

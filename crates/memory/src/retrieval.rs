@@ -71,6 +71,23 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError>;
+    /// `user`'s conversation sessions (see [`MemoryStore::conversation_sessions`]). A store
+    /// without conversations has none.
+    async fn conversation_sessions(&self, user: &UserId) -> Result<Vec<SessionId>, MemoryError> {
+        let _ = user;
+        Ok(Vec::new())
+    }
+    /// The context of a message hit (see [`MemoryStore::conversation_context`]).
+    async fn conversation_context(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+        seq: u64,
+        radius: usize,
+    ) -> Result<crate::ConversationContext, MemoryError> {
+        let _ = (user, seq, radius);
+        Err(MemoryError::SessionNotFound(session.clone()))
+    }
     /// Saves unless `user` already has the note (see [`MemoryStore::save`]). A
     /// store without duplicate checks just saves.
     async fn store_note_checked(
@@ -191,6 +208,20 @@ impl MemoryRetrieval for MemoryStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, MemoryError> {
         self.sessions().history(session, None, limit).await
+    }
+
+    async fn conversation_sessions(&self, user: &UserId) -> Result<Vec<SessionId>, MemoryError> {
+        MemoryStore::conversation_sessions(self, user).await
+    }
+
+    async fn conversation_context(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+        seq: u64,
+        radius: usize,
+    ) -> Result<crate::ConversationContext, MemoryError> {
+        MemoryStore::conversation_context(self, user, session, seq, radius).await
     }
 
     async fn usage_by_model(

@@ -66,3 +66,8 @@ room!(
     Schedules,
     schedules
 );
+room!(
+    /// Capture's progress per session and the proposals waiting for the user (`notes/capture.rs`).
+    Captures,
+    captures
+);

@@ -26,4 +26,5 @@ mod round_trips;
 mod schedules;
 mod search;
 mod sessions;
+mod snapshot;
 mod store;

@@ -159,10 +159,16 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
         created_at: now,
         updated_at: now,
     };
-    cli.import(&alice, None, vec![imported], memory::Similar::Unchecked)
-        .await
-        .map(|report| report.imported)
-        .unwrap();
+    cli.import(
+        &alice,
+        None,
+        vec![imported],
+        memory::Similar::Unchecked,
+        None,
+    )
+    .await
+    .map(|report| report.imported)
+    .unwrap();
     let found = by_vector(agent, "peanuts cashews allergy").await;
     assert_eq!(
         by_keyword(agent, "peanuts cashews allergy").await,

@@ -526,6 +526,19 @@ async fn duplicates_are_found_by_normalised_text_and_near_duplicates_by_cosine()
         }
         other => panic!("expected a near-duplicate, got {other:?}"),
     }
+    // Close in vector but another fact: another drink, a negation, someone else (issue 38).
+    for other_fact in [
+        "Alice drinks coffee every morning",
+        "Alice no longer drinks green tea every morning",
+        "Alice's son drinks green tea every morning",
+        "Alice drinks green tea every evening",
+    ] {
+        assert_eq!(
+            check(alice.clone(), other_fact).await,
+            DuplicateCheck::Unique,
+            "{other_fact}"
+        );
+    }
     assert_eq!(
         check(alice.clone(), "The flight to Oslo leaves at nine").await,
         DuplicateCheck::Unique

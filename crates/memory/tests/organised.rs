@@ -464,7 +464,13 @@ async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
     let exported = f.store.export_notes(&alice).await.unwrap();
     assert_eq!(
         f.store
-            .import(&bob, None, exported.clone(), memory::Similar::Unchecked)
+            .import(
+                &bob,
+                None,
+                exported.clone(),
+                memory::Similar::Unchecked,
+                None
+            )
             .await
             .map(|report| report.imported)
             .unwrap(),
@@ -474,7 +480,13 @@ async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
     let f2 = fixture().await;
     assert_eq!(
         f2.store
-            .import(&bob, None, exported.clone(), memory::Similar::Unchecked)
+            .import(
+                &bob,
+                None,
+                exported.clone(),
+                memory::Similar::Unchecked,
+                None
+            )
             .await
             .map(|report| report.imported)
             .unwrap(),
@@ -494,7 +506,7 @@ async fn import_keeps_metadata_and_refuses_invalid_metadata_before_writing() {
     bad[0].metadata.confidence = Some(2.0);
     assert!(
         f2.store
-            .import(&bob, None, bad, memory::Similar::Unchecked)
+            .import(&bob, None, bad, memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)
             .is_err()

@@ -65,7 +65,8 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
                 &alice,
                 None,
                 exported[..1].to_vec(),
-                memory::Similar::Unchecked
+                memory::Similar::Unchecked,
+                None
             )
             .await
             .map(|report| report.imported)
@@ -75,7 +76,13 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     assert_eq!(
         other
             .store
-            .import(&alice, None, exported.clone(), memory::Similar::Unchecked)
+            .import(
+                &alice,
+                None,
+                exported.clone(),
+                memory::Similar::Unchecked,
+                None
+            )
             .await
             .map(|report| report.imported)
             .unwrap(),
@@ -84,7 +91,13 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
     assert_eq!(
         other
             .store
-            .import(&alice, None, exported.clone(), memory::Similar::Unchecked)
+            .import(
+                &alice,
+                None,
+                exported.clone(),
+                memory::Similar::Unchecked,
+                None
+            )
             .await
             .map(|report| report.imported)
             .unwrap(),
@@ -126,6 +139,7 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
                 .as_ref(),
             exported.clone(),
             memory::Similar::Allow,
+            None,
         )
         .await
         .unwrap();

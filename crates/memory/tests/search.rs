@@ -482,7 +482,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
         })
         .collect();
     f.store
-        .import(&bob, None, crowd, memory::Similar::Unchecked)
+        .import(&bob, None, crowd, memory::Similar::Unchecked, None)
         .await
         .map(|report| report.imported)
         .unwrap();

@@ -14,6 +14,9 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSchema>,
     pub max_output_tokens: u32,
+    /// The one tool the model must call (`tool_choice` forcing that function on OpenAI-compatible
+    /// servers, `{"type": "tool"}` on Anthropic); `None` lets the model choose.
+    pub force_tool: Option<String>,
 }
 
 /// Why the model stopped.

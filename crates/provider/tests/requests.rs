@@ -35,6 +35,7 @@ fn conversation() -> ChatRequest {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }],
         max_output_tokens: 300,
+        force_tool: None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! One user's agent, composed in one place: the store `[memory]` asks for (none at all when
-//! `enabled = false`), the tool registry from [`tools::builtin_tools`] over that same store, and
+//! `enabled = false`), the tool registry from [`tools::ToolSet::for_agent`] over that same store, and
 //! the runtime that keeps history and recalls notes in it. `oxydra-vm` serves what [`compose`]
 //! builds (with the schedule tools and the user's schedules when `[schedules]` is on); nothing
 //! else in the product composes an agent, so a registry and a runtime can never
@@ -8,10 +8,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use mcp::client::{DirectLauncher, Launcher, McpClients};
 use memory::{MemoryError, MemoryRetrieval, MemoryStore, OpenOptions};
 use provider::Provider;
 use runtime::{AgentRuntime, ModelLimits};
-use tools::{Governance, MemoryMetrics, ToolError, ToolRegistry};
+use tools::{Governance, MemoryMetrics, ToolError, ToolRegistry, ToolSet};
 use types::AgentConfig;
 
 /// Where the agent's memory is, as the health file reports it.
@@ -52,7 +53,14 @@ pub struct Agent {
     /// The user's schedules (`[schedules] enabled` with a store): the schedule tools are in the
     /// registry over them; give them to a `runtime::Scheduler` served by the gateway.
     pub schedules: Option<tools::Schedules>,
+    /// The user's own MCP servers (`[mcp.servers]`), kept connected while this lives; their
+    /// tools are in the registry. `None` when none is configured.
+    pub mcp_clients: Option<Arc<McpClients>>,
 }
+
+/// How long composing waits for the MCP servers' first connection (a slow one joins later: the
+/// registry offers its tools once it is up).
+pub const MCP_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
 pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
@@ -70,12 +78,27 @@ pub enum ComposeError {
 }
 
 /// Composes the agent of the user whose workspace root is `user_root`: opens the store (unless
-/// memory is disabled), builds the registry over it and the runtime that uses it.
+/// memory is disabled), builds the registry over it and the runtime that uses it. Stdio MCP
+/// servers run as the agent's own children in the workspace's `shared/` ([`DirectLauncher`]):
+/// [`compose_with`] takes the launcher that confines them.
 pub async fn compose(
     config: &AgentConfig,
     user_root: &Path,
     provider: Arc<dyn Provider>,
     options: OpenOptions,
+) -> Result<Agent, ComposeError> {
+    let shared = types::WorkspacePaths::new(user_root).shared();
+    let launcher = Arc::new(DirectLauncher::new(shared));
+    compose_with(config, user_root, provider, options, launcher).await
+}
+
+/// [`compose`], starting stdio MCP servers through `launcher`.
+pub async fn compose_with(
+    config: &AgentConfig,
+    user_root: &Path,
+    provider: Arc<dyn Provider>,
+    options: OpenOptions,
+    launcher: Arc<dyn Launcher>,
 ) -> Result<Agent, ComposeError> {
     let (store, memory) = if !config.memory.enabled {
         tracing::info!("memory is disabled: no store, no memory tools, no recall");
@@ -120,11 +143,19 @@ pub async fn compose(
         }
         _ => None,
     };
-    let mut registry = registry(store.as_ref(), config).map_err(ComposeError::Tools)?;
-    for tool in schedules.iter().flat_map(tools::schedule_tools) {
-        registry.register(tool).map_err(ComposeError::Tools)?;
+    let memory_tools = store.as_ref().map(retrieval_of);
+    let mut tool_set = ToolSet::for_agent(config, memory_tools);
+    if let Some(schedules) = &schedules {
+        tool_set = tool_set.schedules(schedules);
     }
-    let registry = registry.with_governance(Arc::clone(&governance));
+    let mut registry = tool_set
+        .registry()
+        .map_err(ComposeError::Tools)?
+        .with_governance(Arc::clone(&governance));
+    let mcp_clients = mcp_clients(config, &registry, launcher).await;
+    if let Some(clients) = &mcp_clients {
+        registry = registry.with_dynamic_tools(Arc::clone(clients) as Arc<dyn tools::DynamicTools>);
+    }
     let mcp_tools =
         Arc::new(mcp_registry(store.as_ref(), config, governance).map_err(ComposeError::Tools)?);
     let mut runtime = AgentRuntime::new(
@@ -142,7 +173,9 @@ pub async fn compose(
         .as_ref()
         .map(|s| s.upkeep().spawn_sweeper(SWEEP_EVERY, audit_retention));
     if let Some(store) = store {
-        runtime = runtime.with_memory(store);
+        runtime = runtime
+            .with_memory(store)
+            .with_capture(config.memory.capture.clone(), capture_provider(config));
     }
     Ok(Agent {
         runtime,
@@ -151,7 +184,42 @@ pub async fn compose(
         metrics,
         mcp_tools,
         schedules,
+        mcp_clients,
     })
+}
+
+/// The clients of the user's MCP servers (none configured: `None`), their first connections
+/// waited for up to [`MCP_READY_WAIT`]; a tool named like one of `registry`'s is refused.
+async fn mcp_clients(
+    config: &AgentConfig,
+    registry: &ToolRegistry,
+    launcher: Arc<dyn Launcher>,
+) -> Option<Arc<McpClients>> {
+    if !config.mcp.servers.values().any(|s| s.enabled) {
+        return None;
+    }
+    let clients = Arc::new(McpClients::start(&config.mcp, launcher, &registry.names()));
+    if !clients.ready(MCP_READY_WAIT).await {
+        tracing::warn!("some MCP servers are still starting; their tools join when they are up");
+    }
+    for status in clients.status() {
+        tracing::info!(%status, "MCP server");
+    }
+    Some(clients)
+}
+
+/// The provider capture asks when `[memory.capture] model` names another model than the
+/// agent's (same endpoint and key); `None`: the agent's own. A provider that cannot be built is
+/// logged and capture uses the agent's.
+fn capture_provider(config: &AgentConfig) -> Option<Arc<dyn Provider>> {
+    let model = config.memory.capture.model.as_ref()?;
+    let provider = types::ProviderConfig {
+        model: model.clone(),
+        ..config.provider.clone()
+    };
+    provider::from_config(&provider)
+        .inspect_err(|e| tracing::warn!(error = %e, "capture model unusable; using the agent's"))
+        .ok()
 }
 
 /// The tools MCP clients get: the memory tools of the user's dialect and the peer's
@@ -162,43 +230,14 @@ pub fn mcp_registry(
     config: &AgentConfig,
     governance: Arc<Governance>,
 ) -> Result<ToolRegistry, ToolError> {
-    let mut registry = ToolRegistry::default();
-    let Some(store) = store else {
-        return Ok(registry);
-    };
-    let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
-    let dialect_tools =
-        tools::memory_tools_of(config.tools.memory, memory.clone(), &config.retrieval);
-    for tool in dialect_tools
-        .into_iter()
-        .chain(tools::peer_mcp_tools(memory, &config.pricing))
-    {
-        registry.register(tool)?;
-    }
+    let registry = ToolSet::for_mcp(config, store.map(retrieval_of)).registry()?;
     // MCP calls are governed by `[governance]` (their surface is `mcp`), audited in the store.
     Ok(registry.with_governance(governance))
 }
 
-/// Every built-in tool over `store`; without a store the memory tools are left out (rather than
-/// offered only to answer that memory is off). The web tools join when `[tools.web]` enables them.
-fn registry(store: Option<&MemoryStore>, config: &AgentConfig) -> Result<ToolRegistry, ToolError> {
-    let memory = store.map(|s| Arc::new(s.clone()) as Arc<dyn MemoryRetrieval>);
-    let dialects = config.tools.memory;
-    let memory_tool_names: Vec<String> = tools::memory_tools_of(dialects, None, &config.retrieval)
-        .iter()
-        .map(|t| t.name().to_owned())
-        .collect();
-    let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools_for(dialects, memory.clone(), &config.retrieval) {
-        if memory.is_none() && memory_tool_names.iter().any(|n| n == tool.name()) {
-            continue;
-        }
-        registry.register(tool)?;
-    }
-    for tool in tools::web_tools(&config.tools.web)? {
-        registry.register(tool)?;
-    }
-    Ok(registry)
+/// `store` as the tools reach it.
+fn retrieval_of(store: &MemoryStore) -> Arc<dyn MemoryRetrieval> {
+    Arc::new(store.clone())
 }
 
 #[cfg(test)]

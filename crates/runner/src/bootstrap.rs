@@ -87,6 +87,48 @@ pub struct VmBootstrap {
     /// agent's `[provider]` model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// The gateway's TLS certificate chain and key (PEM), read by the runner from
+    /// `[gateway] tls_cert` / `tls_key` (the guest may not be able to read them there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsPem>,
+}
+
+/// A TLS certificate chain and its private key, as PEM text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsPem {
+    pub cert: String,
+    pub key: SecretText,
+}
+
+impl TlsPem {
+    /// Reads `[gateway] tls_cert` and `tls_key` (none when unset) and checks they can be served:
+    /// a missing file, bad PEM or a key that is not the certificate's is an error saying so.
+    pub fn read(gateway: &types::GatewayLimitsConfig) -> Result<Option<Self>, RunnerError> {
+        let (Some(cert), Some(key)) = (&gateway.tls_cert, &gateway.tls_key) else {
+            return Ok(None);
+        };
+        let read = |setting: &str, path: &std::path::Path| {
+            std::fs::read_to_string(path).map_err(|e| {
+                RunnerError::Tls(format!(
+                    "cannot read gateway.{setting} {}: {e}",
+                    path.display()
+                ))
+            })
+        };
+        let pem = Self {
+            cert: read("tls_cert", cert)?,
+            key: SecretText(read("tls_key", key)?),
+        };
+        pem.identity()?;
+        Ok(Some(pem))
+    }
+
+    /// The identity the gateway serves.
+    pub fn identity(&self) -> Result<gateway::TlsIdentity, RunnerError> {
+        gateway::TlsIdentity::from_pem(self.cert.as_bytes(), self.key.0.as_bytes())
+            .map_err(|e| RunnerError::Tls(e.to_string()))
+    }
 }
 
 /// A secret in the bootstrap: serialised as its text, never shown by `Debug`.
@@ -113,6 +155,7 @@ impl VmBootstrap {
             gateway_port: 0,
             memory_key: None,
             default_model: None,
+            tls: None,
         }
     }
 

@@ -44,6 +44,7 @@ struct RawSupervision {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawUser {
+    tier: Option<Tier>,
     gateway_port: Option<u16>,
     agent_config: Option<PathBuf>,
     shell_network: Option<ShellNetwork>,
@@ -133,15 +134,16 @@ impl RawSupervision {
 }
 
 impl RawUser {
-    /// The entry of `[users.<name>]`: its agent config (an existing file, a relative path taken
+    /// The entry of `[users.<name>]`: its tier (else the file's), its agent config (an existing file, a relative path taken
     /// from runner.toml's folder by `abs`; else `default_agent`), port and shell network.
     fn resolve(
         self,
         name: &str,
         abs: &impl Fn(&Path) -> PathBuf,
         default_agent: Option<&PathBuf>,
-        container: &ContainerSettings,
+        defaults: (Tier, &ContainerSettings),
     ) -> Result<UserEntry, String> {
+        let (default_tier, container) = defaults;
         let id = UserId::parse(name).map_err(|e| format!("[users.{name}]: {e}"))?;
         let agent_config = match self.agent_config.as_deref().map(abs) {
             Some(p) if !p.is_file() => {
@@ -163,6 +165,7 @@ impl RawUser {
         }
         Ok(UserEntry {
             id,
+            tier: self.tier.unwrap_or(default_tier),
             gateway_port: self.gateway_port.unwrap_or(0),
             agent_config,
             shell_network: self.shell_network.unwrap_or(container.shell_network),
@@ -175,6 +178,8 @@ impl RawUser {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserEntry {
     pub id: UserId,
+    /// Where this user's agent runs: `[users.<id>] tier`, else the file's `tier`.
+    pub tier: Tier,
     pub gateway_port: u16,
     /// The user's `agent.toml` (absolute), if one exists.
     pub agent_config: Option<PathBuf>,
@@ -190,6 +195,7 @@ pub struct RunnerConfig {
     /// The file it was read from (absolute).
     pub path: PathBuf,
     pub workspace_root: PathBuf,
+    /// The default tier of users whose entry names none (see [`UserEntry::tier`]).
     pub tier: Tier,
     pub supervision: Supervision,
     pub container: ContainerSettings,
@@ -265,10 +271,13 @@ impl RunnerConfig {
             next.is_file().then_some(next)
         });
         let container = raw.container.unwrap_or_default().resolve(&problem)?;
+        let tier = raw.tier.unwrap_or_default();
         let users = raw
             .users
             .into_iter()
-            .map(|(name, user)| user.resolve(&name, &abs, default_agent.as_ref(), &container))
+            .map(|(name, user)| {
+                user.resolve(&name, &abs, default_agent.as_ref(), (tier, &container))
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(problem)?;
         let supervision = raw
@@ -295,7 +304,7 @@ impl RunnerConfig {
             path: path.to_owned(),
             memory_encryption,
             workspace_root,
-            tier: raw.tier.unwrap_or_default(),
+            tier,
             supervision,
             container,
             guest_uid_base: raw.guest_uid_base.unwrap_or(crate::DEFAULT_GUEST_UID_BASE),

@@ -25,6 +25,22 @@ fn defaults_resolve_against_the_file() {
 }
 
 #[test]
+fn a_user_may_run_in_another_tier_than_the_default() {
+    let c =
+        parse("tier = \"process\"\n[users.alice]\n[users.bob]\ntier = \"container\"\n").unwrap();
+    let tiers: Vec<(&str, Tier)> = c.users.iter().map(|u| (u.id.as_str(), u.tier)).collect();
+    assert_eq!(
+        tiers,
+        vec![("alice", Tier::Process), ("bob", Tier::Container)]
+    );
+    assert_eq!(c.tier, Tier::Process);
+    let c = parse("[users.carol]\ntier = \"process\"\n").unwrap();
+    assert_eq!((c.tier, c.users[0].tier), (Tier::Container, Tier::Process));
+    let err = parse("[users.dan]\ntier = \"vm\"\n").unwrap_err();
+    assert!(err.contains("unknown variant `vm`"), "{err}");
+}
+
+#[test]
 fn mistakes_say_what_to_fix() {
     let check = |text: &str, needle: &str| {
         let err = parse(text).unwrap_err();

@@ -64,6 +64,10 @@ pub struct GuestSpec<'a> {
     /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
     /// the shell's container, never the create request).
     pub memory_key: Option<&'a memory::EncryptionKey>,
+    /// The checked `read_paths` of the MCP servers that run through the shell
+    /// ([`crate::McpPlan::shell_read_paths`]): mounted read-only at the same place in `shell-vm`'s
+    /// container and granted by its Landlock rules.
+    pub shell_read_paths: &'a [PathBuf],
 }
 
 /// One guest's container: the create request, and what the runner writes to the container's
@@ -112,7 +116,10 @@ pub fn container_body(spec: &GuestSpec<'_>) -> Result<GuestContainer, RunnerErro
     };
     let launch = match spec.role {
         Role::OxydraVm => oxydra_vm_launch(spec, &inner, &mut mounts, &mut env)?,
-        Role::ShellVm => shell_vm_launch(spec, &inner)?,
+        Role::ShellVm => {
+            mounts.extend(crate::read_path_mounts(spec.shell_read_paths));
+            shell_vm_launch(spec, &inner)?
+        }
     };
     let labels = HashMap::from([
         (LABEL_MANAGED.to_owned(), "true".to_owned()),
@@ -170,6 +177,8 @@ fn oxydra_vm_launch(
     boot.memory_key = spec
         .memory_key
         .map(|k| crate::SecretText(k.expose().to_owned()));
+    // The files are the host's: their text goes in the bootstrap, over stdin like the memory key.
+    boot.tls = crate::TlsPem::read(&spec.agent.gateway)?;
     if let Some(agent_toml) = &spec.user.agent_config {
         mounts.push(bind(agent_toml, Path::new(CONTAINER_AGENT_CONFIG), true));
         boot.agent_config = Some(PathBuf::from(CONTAINER_AGENT_CONFIG));
@@ -194,6 +203,7 @@ fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launc
     let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
     boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
     boot.agent_uid = spec.agent_uid;
+    boot.extra_read_paths = spec.shell_read_paths.to_vec();
     Ok(Launch {
         image: spec.settings.shell_vm_image.clone(),
         cmd: vec![
@@ -209,7 +219,7 @@ fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launc
 
 /// The confinement of either guest: no capabilities, no new privileges, a read-only root with a
 /// small `/tmp`, its resource limits, bounded engine logs.
-fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfig {
+pub(crate) fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfig {
     HostConfig {
         mounts: Some(mounts),
         network_mode: Some(network),
@@ -239,7 +249,7 @@ fn host_config(mounts: Vec<Mount>, network: String, limits: Limits) -> HostConfi
     }
 }
 
-fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
+pub(crate) fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
     Mount {
         source: Some(source.display().to_string()),
         target: Some(target.display().to_string()),
@@ -249,7 +259,7 @@ fn bind(source: &Path, target: &Path, read_only: bool) -> Mount {
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<String, RunnerError> {
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> Result<String, RunnerError> {
     serde_json::to_string(value)
         .map_err(|e| RunnerError::Bootstrap(format!("cannot encode the bootstrap: {e}")))
 }
@@ -261,8 +271,17 @@ mod tests {
     use types::UserId;
 
     fn spec_body(role: Role, network: ShellNetwork) -> GuestContainer {
+        spec_body_with(role, network, &AgentConfig::default()).unwrap()
+    }
+
+    fn spec_body_with(
+        role: Role,
+        network: ShellNetwork,
+        agent: &AgentConfig,
+    ) -> Result<GuestContainer, RunnerError> {
         let user = UserEntry {
             id: UserId::parse("alice").unwrap(),
+            tier: Tier::Container,
             gateway_port: 0,
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: network,
@@ -270,20 +289,19 @@ mod tests {
         };
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let settings = ContainerSettings::default();
-        let agent = AgentConfig::default();
         container_body(&GuestSpec {
             role,
             user: &user,
             ws: &ws,
             settings: &settings,
-            agent: &agent,
+            agent,
             uid: 1000,
             gid: 100,
             shell_verifier: "ab",
             agent_uid: None,
             memory_key: Some(&test_key()),
+            shell_read_paths: &[],
         })
-        .unwrap()
     }
 
     fn test_key() -> memory::EncryptionKey {
@@ -313,6 +331,37 @@ mod tests {
             assert!(sent.contains("/workspace/alice"), "the check can fail");
         }
         assert!(stdin.0.contains(key.expose()), "the check can fail");
+    }
+
+    /// The gateway's certificate and key (host files the container does not see) reach
+    /// `oxydra-vm` as text in its stdin bootstrap, and the key is in no create request.
+    #[test]
+    fn the_tls_certificate_and_key_go_to_oxydra_vm_stdin_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = test_support::self_signed_cert(dir.path(), "gw");
+        let mut agent = AgentConfig::default();
+        agent.gateway.tls_cert = Some(cert.clone());
+        agent.gateway.tls_key = Some(key.clone());
+        let vm = spec_body_with(Role::OxydraVm, ShellNetwork::None, &agent).unwrap();
+        let boot = VmBootstrap::from_json(&vm.stdin_bootstrap.unwrap().0).unwrap();
+        let pem = boot.tls.unwrap();
+        assert_eq!(pem.cert, std::fs::read_to_string(&cert).unwrap());
+        let key_text = std::fs::read_to_string(&key).unwrap();
+        assert_eq!(pem.key.0, key_text);
+        assert!(pem.identity().is_ok());
+        let sent = serde_json::to_string(&vm.body).unwrap();
+        let key_line = key_text.lines().nth(1).unwrap();
+        assert!(!sent.contains(key_line), "{sent}");
+        assert!(!sent.contains(key.to_str().unwrap()), "{sent}");
+
+        agent.gateway.tls_key = Some(dir.path().join("gone.pem"));
+        let Err(e) = spec_body_with(Role::OxydraVm, ShellNetwork::None, &agent) else {
+            panic!("a missing key was accepted");
+        };
+        assert!(
+            e.to_string().starts_with("cannot read gateway.tls_key"),
+            "{e}"
+        );
     }
 
     fn mounts(body: &ContainerCreateBody) -> Vec<(String, String, bool)> {

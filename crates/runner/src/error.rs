@@ -18,6 +18,9 @@ pub enum RunnerError {
     Refused { path: PathBuf, problem: String },
     #[error("invalid bootstrap: {0}")]
     Bootstrap(String),
+    /// The gateway's TLS certificate or key cannot be read or served.
+    #[error("{0}")]
+    Tls(String),
     #[error("invalid user id `{user}`")]
     User {
         user: String,

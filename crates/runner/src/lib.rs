@@ -18,6 +18,9 @@
 //!   workspace ([`own_workspace`])
 //! - `memory_key` — per-user memory encryption keys (`[memory_encryption]`), kept outside every
 //!   workspace and handed to `oxydra-vm` in its bootstrap
+//! - `mcp_guest` — the user's stdio MCP servers confined as the shell: their `read_paths`
+//!   checked ([`plan_mcp`]), and in the container tier a server's own container
+//!   ([`mcp_container_body`])
 //! - `shell_secret` — the per-user secret `oxydra-vm` proves to the shell daemon
 //! - `images` — the container tier's guest images, built `FROM scratch` from local binaries
 //! - `bins` — where the guest binaries (`oxydra-vm`, `shell-vm`) are found
@@ -42,6 +45,7 @@ mod guest_ids;
 mod heal;
 pub mod images;
 mod marker;
+mod mcp_guest;
 mod memory_key;
 mod models;
 mod operator_dir;
@@ -52,10 +56,12 @@ mod provision;
 mod shell_secret;
 mod toml_error;
 
-pub use agent::{Agent, ComposeError, MemoryState, compose, mcp_registry};
+pub use agent::{
+    Agent, ComposeError, MCP_READY_WAIT, MemoryState, compose, compose_with, mcp_registry,
+};
 pub use beneath::{Entry, Found, SafeDir, remove_beneath, write_beneath};
 pub use bins::{BIN_DIR_ENV, guest_binary};
-pub use bootstrap::{SandboxMode, SecretText, Tier, VmBootstrap};
+pub use bootstrap::{SandboxMode, SecretText, Tier, TlsPem, VmBootstrap};
 pub use cgroup::{Placement, Tracking, UserCgroup};
 pub use config::{
     CONFIG_FILE_NAME, RestartPolicy, RunnerConfig, Supervision, UserEntry, load_agent_config,
@@ -76,10 +82,15 @@ pub use marker::{
     health_path, oxydra_vm_files, read_json, remove_if_exists, remove_run_files, run_files,
     runner_log_dir, runner_log_path, runner_logs, runner_marker_path, write_json_atomic,
 };
+pub use mcp_guest::{
+    LABEL_MCP_SERVER, MCP_SHELL_VM, McpContainer, McpContainerSpec, McpPlan, ReadPathRules,
+    check_read_path, mcp_container_body, mcp_container_name, mcp_socket, plan_mcp,
+    read_path_mounts,
+};
 pub use memory_key::{
-    MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, database_files, destroy_key,
-    is_plaintext_db, key_for_agent, key_for_cli, memory_key_path, new_key, remove_database_files,
-    store_key, stored_key, user_key,
+    MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, clear_forgotten, database_files,
+    destroy_key, forgotten_at, is_plaintext_db, key_for_agent, key_for_cli, mark_forgotten,
+    memory_key_path, new_key, remove_database_files, store_key, stored_key, user_key,
 };
 pub use models::model_options;
 pub use operator_dir::{TargetPolicy, Want, open_operator_dir, open_operator_file};

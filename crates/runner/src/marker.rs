@@ -92,7 +92,8 @@ pub fn run_files(ws: &WorkspacePaths) -> [PathBuf; 5] {
 /// Where a user's gateway listens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayMarker {
-    /// `ws://127.0.0.1:PORT/`.
+    /// `ws://127.0.0.1:PORT/`, `wss://` when the gateway serves TLS (the loopback address when
+    /// it listens on every interface).
     pub url: String,
     /// The `oxydra-vm` process.
     pub pid: u32,
@@ -104,10 +105,16 @@ impl GatewayMarker {
     /// `127.0.0.1:PORT` from the url.
     pub fn socket_addr(&self) -> Option<std::net::SocketAddr> {
         self.url
-            .strip_prefix("ws://")?
+            .strip_prefix("ws://")
+            .or_else(|| self.url.strip_prefix("wss://"))?
             .trim_end_matches('/')
             .parse()
             .ok()
+    }
+
+    /// Whether the gateway serves TLS (`wss://`).
+    pub fn tls(&self) -> bool {
+        self.url.starts_with("wss://")
     }
 }
 
@@ -122,15 +129,30 @@ pub struct Health {
     pub shell: String,
     pub sandbox: String,
     pub updated_at: String,
+    /// Each of the user's MCP servers' status line (`name (stdio): up, 3 tools`, or `down
+    /// (restarting): why`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 impl Health {
-    /// One line for `runner status`.
+    /// One line for `runner status` (naming the MCP servers that are not up, if any).
     pub fn summary(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} (memory {}, provider {}, shell {}, sandbox {})",
             self.status, self.memory, self.provider, self.shell, self.sandbox
-        )
+        );
+        let not_up: Vec<&str> = self
+            .mcp_servers
+            .iter()
+            .filter(|s| !s.contains("): up"))
+            .map(String::as_str)
+            .collect();
+        if !not_up.is_empty() {
+            line.push_str("; MCP server ");
+            line.push_str(&not_up.join("; "));
+        }
+        line
     }
 }
 
@@ -255,6 +277,13 @@ mod tests {
             marker.socket_addr(),
             Some("127.0.0.1:4242".parse().unwrap())
         );
+        assert!(!marker.tls());
+        let tls = GatewayMarker {
+            url: "wss://[::1]:4243/".into(),
+            ..marker.clone()
+        };
+        assert_eq!(tls.socket_addr(), Some("[::1]:4243".parse().unwrap()));
+        assert!(tls.tls());
         remove_if_exists(&path).unwrap();
         remove_if_exists(&path).unwrap();
         assert!(!path.exists());

@@ -158,6 +158,36 @@ pub fn destroy_key(workspace_root: &Path, user: &UserId) -> Result<bool, RunnerE
     Ok(true)
 }
 
+/// The mark `runner forget` leaves: `<workspace_root>/.runner/<user>/forgotten`, holding when.
+const FORGOTTEN_FILE: &str = "forgotten";
+
+/// Records that `user`'s memory was forgotten (now), so that a memory command does not quietly
+/// make a new, empty store in its place.
+pub fn mark_forgotten(workspace_root: &Path, user: &UserId) -> Result<(), RunnerError> {
+    let dir = SafeDir::create(workspace_root, &key_dir(user), 0o700)?;
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    dir.write_private(FORGOTTEN_FILE, now.as_bytes())
+}
+
+/// When `user`'s memory was forgotten, if it was and nothing started it afresh since.
+pub fn forgotten_at(workspace_root: &Path, user: &UserId) -> Option<String> {
+    let path = workspace_root.join(key_dir(user)).join(FORGOTTEN_FILE);
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|t| t.trim().to_owned())
+}
+
+/// Clears the mark of [`mark_forgotten`]: the user's memory starts afresh.
+pub fn clear_forgotten(workspace_root: &Path, user: &UserId) -> Result<(), RunnerError> {
+    match SafeDir::open(workspace_root, &key_dir(user)) {
+        Ok(dir) => dir.remove(FORGOTTEN_FILE),
+        Err(RunnerError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Where the user's memory lives, as far as keys are concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryPlace {

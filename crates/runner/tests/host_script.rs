@@ -117,3 +117,41 @@ async fn on_a_terminal_the_user_is_asked_and_only_yes_means_the_process_tier() {
         }
     }
 }
+
+#[test]
+fn a_users_tier_is_theirs_else_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = fake_bin(true);
+    let tier = |file: &str, user: &str| {
+        std::fs::write(dir.path().join("runner.toml"), file).unwrap();
+        let out = host(
+            bin.path(),
+            &format!("cd '{}' && user_tier '{user}'", dir.path().display()),
+        );
+        assert!(out.status.success(), "{:?}", text(&out));
+        text(&out).0.trim().to_owned()
+    };
+    let file = "tier = \"container\"  # the default\n[supervision]\nmax_restarts = 2\n\
+                [users.alice]\ngateway_port = 0\n[users.\"bob.x\"]\ntier = \"process\"\n\
+                [users.carol]\n";
+    let found: Vec<(&str, String)> = ["alice", "bob.x", "carol", "dan"]
+        .into_iter()
+        .map(|u| (u, tier(file, u)))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            ("alice", "container".to_owned()),
+            ("bob.x", "process".to_owned()),
+            ("carol", "container".to_owned()),
+            ("dan", String::new()),
+        ]
+    );
+    // A user table's `tier` is not the file's: without a top-level one, the default applies.
+    let file = "[users.bob]\ntier = \"process\"\n[users.alice]\n";
+    assert_eq!(tier(file, "alice"), "container");
+    assert_eq!(
+        tier("tier = \"process\"\n[users.alice]\n", "alice"),
+        "process"
+    );
+}

@@ -26,6 +26,14 @@ fn note_lifecycle_through_the_cli() {
     ));
     let id = saved["note_id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("note-"));
+    // Said to the operator in commands, not in the model's tool names.
+    assert_eq!(
+        saved["message"],
+        format!(
+            "Saved as {id}. Change it with `runner memory --user alice update {id} TEXT`, \
+             remove it with `runner memory --user alice delete {id}`."
+        )
+    );
     assert!(root.join("alice/.oxydra/memory.db").exists());
 
     let hits = ok_json(runner(root, "alice", &["search", "Shantanu", "--json"]));
@@ -53,7 +61,14 @@ fn note_lifecycle_through_the_cli() {
     let bob = ok_json(runner(root, "bob", &["search", "SG", "--json"]));
     assert_eq!(bob, serde_json::json!([]));
 
-    ok_json(runner(root, "alice", &["delete", &id]));
+    let deleted = ok_json(runner(root, "alice", &["delete", &id]));
+    assert_eq!(
+        deleted["message"],
+        format!(
+            "Deleted. It can be restored for 30 days with `runner memory --user alice restore \
+             {id}` (`runner memory --user alice deleted` lists what can be)."
+        )
+    );
     let err = err_line(runner(root, "alice", &["get", &id]));
     assert!(err.contains("not found"), "{err}");
 }
@@ -75,9 +90,37 @@ fn export_then_import_keeps_ids() {
     for id in [&a["note_id"], &b["note_id"]] {
         ok_json(runner(root, "carol", &["get", id.as_str().unwrap()]));
     }
-    // Importing the same file again adds nothing.
+    // Importing the same file again adds nothing, and says what it left out and why.
     let again = ok_json(runner(root, "carol", &["import", file.to_str().unwrap()]));
     assert_eq!(again["imported"], 0);
+    let mut present: Vec<&str> = again["already_present"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    present.sort_unstable();
+    let mut ids = vec![
+        a["note_id"].as_str().unwrap(),
+        b["note_id"].as_str().unwrap(),
+    ];
+    ids.sort_unstable();
+    assert_eq!(present, ids);
+    assert_eq!(
+        again["message"],
+        "imported 0; left out 2: 2 already in memory (same id: imported before) (their ids in \
+         already_present, duplicates, similar)"
+    );
+    // carol's copies say where they came from, and nothing of alice's conversations.
+    let got = ok_json(runner(
+        root,
+        "carol",
+        &["get", a["note_id"].as_str().unwrap()],
+    ));
+    assert_eq!(
+        got["metadata"]["provenance"],
+        serde_json::json!({"origin": "import", "confirmed": true, "imported_from": "notes.jsonl"})
+    );
     let stats = ok_json(runner(root, "carol", &["stats"]));
     assert_eq!(stats["notes"], 2);
 }

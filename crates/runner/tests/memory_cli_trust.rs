@@ -112,7 +112,8 @@ fn save_and_import_leave_out_what_the_user_already_has() {
         line(
             "note-00000000-0000-4000-8000-000000000003",
             "Server password rotation is on Fridays",
-            json!({"origin": "shell", "confirmed": false}),
+            json!({"origin": "shell", "confirmed": false, "session_id": "alices-chat",
+                   "turn_id": "alices-turn"}),
         ),
         line(
             "note-00000000-0000-4000-8000-000000000004",
@@ -139,23 +140,60 @@ fn save_and_import_leave_out_what_the_user_already_has() {
         tea["note_id"]
     );
 
-    // The imported note says where it came from, and stays unconfirmed until confirmed.
+    assert_eq!(
+        report["message"],
+        "imported 1; left out 3: 2 with the same text as a note in memory or earlier in the \
+         file, 1 too similar to notes in memory (--allow-similar imports them) (their ids in \
+         already_present, duplicates, similar)"
+    );
+
+    // The imported note says which file it came from (not the other store's session and turn),
+    // and stays unconfirmed until confirmed.
     let id = "note-00000000-0000-4000-8000-000000000003";
     let got = ok_json(runner(root, &["get", id]));
     assert_eq!(
         got["metadata"]["provenance"],
-        json!({"origin": "import", "confirmed": false})
+        json!({"origin": "import", "confirmed": false, "imported_from": "in.jsonl"})
     );
+    let confirms = |root: &Path| {
+        ok_json(runner(root, &["audit", "--json", "--limit", "10000"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["tool"] == "memory_confirm")
+            .count()
+    };
     let confirmed = ok_json(runner(root, &["confirm", id]));
     assert_eq!(
         confirmed["metadata"]["provenance"],
-        json!({"origin": "import", "confirmed": true})
+        json!({"origin": "import", "confirmed": true, "imported_from": "in.jsonl"})
     );
+    assert_eq!(confirms(root), 1);
+    // Confirming it again says so, claims no change and writes no audit row.
+    let again = ok_json(runner(root, &["confirm", id]));
+    assert_eq!(
+        again,
+        json!({"note_id": id, "changed": false,
+               "message": "Already confirmed (or trusted from the start): nothing changed."})
+    );
+    assert_eq!(confirms(root), 1);
 
     let forced = ok_json(runner(
         root,
         &["import", file.to_str().unwrap(), "--allow-similar"],
     ));
     assert_eq!(forced["imported"], 1, "{forced}");
+    // What the first import added is listed as already there, and the message says why.
+    assert_eq!(
+        forced["already_present"],
+        json!(["note-00000000-0000-4000-8000-000000000003"])
+    );
+    assert!(
+        forced["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 already in memory (same id: imported before)"),
+        "{forced}"
+    );
     assert_eq!(ok_json(runner(root, &["stats"]))["notes"], 3);
 }

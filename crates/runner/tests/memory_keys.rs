@@ -154,7 +154,21 @@ async fn rekey_encrypts_changes_the_key_and_decrypts_and_forget_destroys() {
     for file in runner::database_files(&db) {
         assert!(!file.exists(), "{} left", file.display());
     }
-    // The user starts again with an empty memory.
+    // A memory command says the memory was forgotten, and makes no new, empty store.
+    let out = setup.runner(&["--user", "alice", "memory", "export"]).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("alice's memory was forgotten") && err.contains("runner --user alice start"),
+        "{err}"
+    );
+    for file in runner::database_files(&db) {
+        assert!(!file.exists(), "{} made again", file.display());
+    }
+    // --fresh (or the agent's next start) starts the user again with an empty memory.
+    setup
+        .runner_ok(&["--user", "alice", "memory", "--fresh", "stats"])
+        .await;
     assert!(notes(&setup).await.is_empty());
 }
 

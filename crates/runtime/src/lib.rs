@@ -23,12 +23,15 @@
 //! - `events` — [`TurnOutcome`], the delivery rules for [`TurnEvent`]s (declared in `types`)
 //! - `history` — provider-safe history: repair, fitting the budget
 //! - `summary` — the rolling summary (model-written or extractive)
+//! - `capture` — after a turn, the background call that proposes what to remember
+//!   (`record_memories`), applied through the governed pipeline or kept for the user
 //! - `recall` — saved notes recalled for the message
 //! - `prompt` — the built-in system prompt and memory guide
 //! - `budget` — [`ModelLimits`] and token estimates
 //! - `journal` — where history lives (the memory store, or process memory)
 //! - `sessions` — session and history reads for callers ([`Conversation`], [`HistoryEntry`])
-//! - `notes` — the user's own view of their notes: list, search, read, edit, delete ([`NoteEntry`])
+//! - `conversation_search` — the user's search of their past conversations
+//! - `notes` — the user's own view of their notes: list, search, read, edit, delete (the protocol's one note shape, `types::NoteView`)
 //! - `note_lifecycle` — history, deleted notes, restore, confirm, governed as the caller's surface
 //! - `scheduler` — [`Scheduler`]: one user's due schedules run as turns of their own ([`RunHost`])
 //! - `scheduled_run` — one scheduled run: its context, input, retries and notification
@@ -37,6 +40,8 @@
 
 mod approval;
 mod budget;
+mod capture;
+mod conversation_search;
 mod dispatch;
 mod error;
 mod events;
@@ -61,11 +66,13 @@ pub use approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, PendingApprovals, SessionGrants,
 };
 pub use budget::{ModelLimits, estimate_message, estimate_text, estimate_tools};
+pub use capture::UserReport;
+pub use conversation_search::MAX_CONVERSATION_HITS;
 pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
 pub use models::{ModelInfo, ModelOption, Spend};
-pub use note_lifecycle::{DeletedEntry, NoteTimeline, NoteVersionEntry};
-pub use notes::{MAX_NOTES_PAGE, NoteEntry, NoteListing};
+pub use note_lifecycle::NoteTimeline;
+pub use notes::{MAX_NOTES_PAGE, NoteListing, rfc3339};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use scheduled_run::{notification_view, schedule_session};

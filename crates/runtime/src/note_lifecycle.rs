@@ -7,46 +7,27 @@
 //! confirm), rate limit, the write with its audit row in its own transaction (reads get their
 //! own row), metrics. The user is the caller's authenticated one, never an argument.
 
-use chrono::{DateTime, Utc};
 use memory::{CallKey, NoteState, NoteVersion, Provenance};
 use serde_json::json;
 use tools::MemoryAccess;
 use tools::governance::Answer;
-use types::{NoteId, ProvenanceView, ToolExecutionContext, memory_ops};
+use types::{
+    DeletedNoteView, NoteId, NoteVersionView, NoteView, ProvenanceView, ToolExecutionContext,
+    memory_ops,
+};
 
 use crate::RuntimeError;
-use crate::notes::{NoteEntry, note_error};
+use crate::notes::{note_error, note_view, rfc3339};
 use crate::runtime::AgentRuntime;
-
-/// One text a note has had, numbered from 1.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NoteVersionEntry {
-    pub version: u32,
-    pub text: String,
-    /// The note's edit version while this text is current (see [`NoteEntry::version`]).
-    pub edit_token: String,
-    pub category: Option<String>,
-    pub tags: Vec<String>,
-    pub saved_at: DateTime<Utc>,
-    pub replaced_at: Option<DateTime<Utc>>,
-    pub provenance: Option<ProvenanceView>,
-}
 
 /// Every version of a note, oldest first; `deleted` holds when it was deleted and when it will
 /// be purged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoteTimeline {
     pub note_id: NoteId,
-    pub versions: Vec<NoteVersionEntry>,
-    pub deleted: Option<(DateTime<Utc>, DateTime<Utc>)>,
-}
-
-/// A deleted note that can still be restored until `purge_after`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeletedEntry {
-    pub note: NoteEntry,
-    pub deleted_at: DateTime<Utc>,
-    pub purge_after: DateTime<Utc>,
+    pub versions: Vec<NoteVersionView>,
+    /// When it was deleted and when it will be purged (RFC 3339), for a deleted note.
+    pub deleted: Option<(String, String)>,
 }
 
 impl AgentRuntime {
@@ -78,7 +59,7 @@ impl AgentRuntime {
                 NoteState::Deleted {
                     deleted_at,
                     purge_after,
-                } => Some((deleted_at, purge_after)),
+                } => Some((rfc3339(deleted_at), rfc3339(purge_after))),
             },
         })
     }
@@ -87,7 +68,7 @@ impl AgentRuntime {
     pub async fn deleted_notes(
         &self,
         ctx: &ToolExecutionContext,
-    ) -> Result<Vec<DeletedEntry>, RuntimeError> {
+    ) -> Result<Vec<DeletedNoteView>, RuntimeError> {
         let store = self.notes_store()?;
         let access = MemoryAccess::notes_read();
         let deleted = self
@@ -100,10 +81,10 @@ impl AgentRuntime {
             .await?;
         Ok(deleted
             .into_iter()
-            .map(|d| DeletedEntry {
-                note: d.note.into(),
-                deleted_at: d.deleted_at,
-                purge_after: d.purge_after,
+            .map(|d| DeletedNoteView {
+                note: note_view(d.note),
+                deleted_at: rfc3339(d.deleted_at),
+                purge_after: rfc3339(d.purge_after),
             })
             .collect())
     }
@@ -116,7 +97,7 @@ impl AgentRuntime {
         ctx: &ToolExecutionContext,
         note_id: &NoteId,
         version: Option<u32>,
-    ) -> Result<NoteEntry, RuntimeError> {
+    ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
         let note = self
             .govern(
@@ -131,7 +112,7 @@ impl AgentRuntime {
                 },
             )
             .await?;
-        Ok(note.into())
+        Ok(note_view(note))
     }
 
     /// Marks the caller's note `note_id` as confirmed, so automatic recall may use it.
@@ -139,7 +120,7 @@ impl AgentRuntime {
         &self,
         ctx: &ToolExecutionContext,
         note_id: &NoteId,
-    ) -> Result<NoteEntry, RuntimeError> {
+    ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
         let note = self
             .govern(
@@ -154,7 +135,7 @@ impl AgentRuntime {
                 },
             )
             .await?;
-        Ok(note.into())
+        Ok(note_view(note))
     }
 
     /// Runs `op` through the one governance pipeline as `ctx`'s surface (permission and rate
@@ -173,25 +154,42 @@ impl AgentRuntime {
         F: FnOnce(Option<CallKey>) -> Fut,
         Fut: Future<Output = Result<T, RuntimeError>>,
     {
-        let args = json!({ "note_id": access.key });
-        self.tools
-            .governance()
-            .govern(name, &access, args, ctx, |_, governed| {
-                op(governed.audit.map(CallKey::audit_only))
-            })
-            .await
+        govern_on(&self.tools, ctx, name, access, op).await
     }
 }
 
-fn version_entry(v: NoteVersion) -> NoteVersionEntry {
-    NoteVersionEntry {
+/// [`AgentRuntime::govern`] through `tools`' governance, for callers that hold the registry
+/// rather than the runtime (capture's background task).
+pub(crate) async fn govern_on<T, F, Fut>(
+    tools: &tools::ToolRegistry,
+    ctx: &ToolExecutionContext,
+    name: &str,
+    access: MemoryAccess,
+    op: F,
+) -> Result<T, RuntimeError>
+where
+    T: Answer,
+    F: FnOnce(Option<CallKey>) -> Fut,
+    Fut: Future<Output = Result<T, RuntimeError>>,
+{
+    let args = json!({ "note_id": access.key });
+    tools
+        .governance()
+        .govern(name, &access, args, ctx, |_, governed| {
+            op(governed.audit.map(CallKey::audit_only))
+        })
+        .await
+}
+
+fn version_entry(v: NoteVersion) -> NoteVersionView {
+    NoteVersionView {
         version: v.version,
         edit_token: memory::note_version(&v.content),
         text: v.content,
         category: v.metadata.category.map(|c| c.as_str().to_owned()),
         tags: v.metadata.tags,
-        saved_at: v.saved_at,
-        replaced_at: v.replaced_at,
+        saved_at: rfc3339(v.saved_at),
+        replaced_at: v.replaced_at.map(rfc3339),
         provenance: v.metadata.provenance.map(provenance_view),
     }
 }

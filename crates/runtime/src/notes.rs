@@ -10,56 +10,43 @@
 //! `surface`, e.g. `gateway`): the same validation, permissions, rate limits, PII and secret
 //! screening, audit row and scrubbing as the model's own calls. A stale version changes nothing.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
-use types::{NoteId, ProvenanceView, SessionId, ToolExecutionContext, UserId, memory_ops};
+use types::{NoteId, NoteView, SessionId, ToolExecutionContext, UserId, memory_ops};
 
 use crate::RuntimeError;
 use crate::note_lifecycle::provenance_view;
 use crate::runtime::AgentRuntime;
 
-/// Longest search text accepted, in bytes.
-pub const MAX_NOTE_QUERY_BYTES: usize = 1024;
-
 /// Most notes one list or search returns.
 pub const MAX_NOTES_PAGE: usize = memory::MAX_PAGE;
 
-/// One saved note as shown to its user.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NoteEntry {
-    pub note_id: NoteId,
-    pub text: String,
-    /// Changes whenever the text does; an edit must name the current one.
-    pub version: String,
-    pub category: Option<String>,
-    pub tags: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    /// Where the text came from, and whether the user vouched for it.
-    pub provenance: Option<ProvenanceView>,
+/// `note` as its user is shown it: the one note shape, the gateway protocol's [`NoteView`].
+/// `version` changes whenever the text does; an edit must name the current one.
+pub(crate) fn note_view(note: Note) -> NoteView {
+    NoteView {
+        version: memory::note_version(&note.content),
+        note_id: note.note_id.to_string(),
+        text: note.content,
+        category: note.metadata.category.map(|c| c.as_str().to_owned()),
+        tags: note.metadata.tags,
+        created_at: rfc3339(note.created_at),
+        updated_at: rfc3339(note.updated_at),
+        provenance: note.metadata.provenance.map(provenance_view).map(Box::new),
+    }
 }
 
-impl From<Note> for NoteEntry {
-    fn from(note: Note) -> Self {
-        Self {
-            version: memory::note_version(&note.content),
-            note_id: note.note_id,
-            text: note.content,
-            category: note.metadata.category.map(|c| c.as_str().to_owned()),
-            tags: note.metadata.tags,
-            created_at: note.created_at,
-            updated_at: note.updated_at,
-            provenance: note.metadata.provenance.map(provenance_view),
-        }
-    }
+/// A time as the protocol writes it: RFC 3339 UTC with milliseconds.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// A page of notes, newest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoteListing {
-    pub notes: Vec<NoteEntry>,
+    pub notes: Vec<NoteView>,
     /// Notes matching the filter, over all pages.
     pub total: u64,
     /// Passed back as `cursor` for the next page.
@@ -113,7 +100,7 @@ impl AgentRuntime {
             )
             .await?;
         Ok(NoteListing {
-            notes: page.notes.into_iter().map(NoteEntry::from).collect(),
+            notes: page.notes.into_iter().map(note_view).collect(),
             total: page.total,
             next_cursor: page.next_cursor,
         })
@@ -125,7 +112,7 @@ impl AgentRuntime {
         ctx: &ToolExecutionContext,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<NoteEntry>, RuntimeError> {
+    ) -> Result<Vec<NoteView>, RuntimeError> {
         check_limit(limit)?;
         let query = query.trim();
         if query.is_empty() {
@@ -133,9 +120,10 @@ impl AgentRuntime {
                 "the search is empty: give a few words to look for".into(),
             ));
         }
-        if query.len() > MAX_NOTE_QUERY_BYTES {
+        if query.len() > HybridQuery::MAX_TEXT_BYTES {
             return Err(RuntimeError::InvalidNoteRequest(format!(
-                "the search is too long (at most {MAX_NOTE_QUERY_BYTES} bytes): use a few words"
+                "the search is too long (at most {} bytes): use a few words",
+                HybridQuery::MAX_TEXT_BYTES
             )));
         }
         let store = self.notes_store()?;
@@ -172,7 +160,7 @@ impl AgentRuntime {
                 |call| async { search(call).await.map_err(note_error("searching notes")) },
             )
             .await?;
-        Ok(notes.into_iter().map(NoteEntry::from).collect())
+        Ok(notes.into_iter().map(note_view).collect())
     }
 
     /// One of `user`'s notes, whole.
@@ -180,7 +168,7 @@ impl AgentRuntime {
         &self,
         ctx: &ToolExecutionContext,
         note_id: &NoteId,
-    ) -> Result<NoteEntry, RuntimeError> {
+    ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
         let access = MemoryAccess::note_read(note_id);
         let note = self
@@ -191,7 +179,7 @@ impl AgentRuntime {
                     .map_err(note_error("reading a note"))
             })
             .await?;
-        Ok(note.into())
+        Ok(note_view(note))
     }
 
     /// Replaces the text of the caller's note `note_id` if its current version is `version`; the
@@ -204,7 +192,7 @@ impl AgentRuntime {
         note_id: &NoteId,
         content: &str,
         version: &str,
-    ) -> Result<NoteEntry, RuntimeError> {
+    ) -> Result<NoteView, RuntimeError> {
         let content = content.trim();
         if content.is_empty() {
             return Err(RuntimeError::InvalidNoteRequest(
@@ -262,13 +250,13 @@ impl AgentRuntime {
 
     /// The note an edit or delete is about, read as part of that governed call (its own audit
     /// row is the write's).
-    async fn stored(&self, user: &UserId, note_id: &NoteId) -> Result<NoteEntry, RuntimeError> {
+    async fn stored(&self, user: &UserId, note_id: &NoteId) -> Result<NoteView, RuntimeError> {
         let note = self
             .notes_store()?
             .get(user, note_id)
             .await
             .map_err(note_error("reading a note"))?;
-        Ok(note.into())
+        Ok(note_view(note))
     }
 
     /// `note_id` when it exists and is at `version`.

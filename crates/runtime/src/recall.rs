@@ -51,8 +51,8 @@ impl AgentRuntime {
     }
 }
 
-/// Longest query text sent to the search, in bytes (long messages are cut).
-const MAX_QUERY_BYTES: usize = 2000;
+/// Longest query text sent to the search, in bytes (long messages are cut): the one cap.
+const MAX_QUERY_BYTES: usize = HybridQuery::MAX_TEXT_BYTES;
 
 /// A saved note recalled for this turn.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

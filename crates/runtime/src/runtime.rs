@@ -5,14 +5,18 @@ use std::sync::Arc;
 
 use memory::MemoryStore;
 use provider::Provider;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tools::ToolRegistry;
 use tracing::Instrument;
-use types::{Message, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, ToolSchema};
+use types::{
+    CaptureConfig, CaptureReport, Message, RetrievalConfig, RuntimeConfig, SessionId,
+    ToolExecutionContext,
+};
 
 use crate::RuntimeError;
 use crate::approval::{Approver, SessionGrants};
-use crate::budget::{ModelLimits, estimate_tools};
+use crate::budget::ModelLimits;
+use crate::capture::{Capture, UserReport};
 use crate::events::{Emitter, TurnOutcome};
 use crate::journal::Journal;
 use crate::prompt::{
@@ -28,8 +32,6 @@ use types::TurnEvent;
 pub struct AgentRuntime {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) tools: Arc<ToolRegistry>,
-    pub(crate) tool_schemas: Vec<ToolSchema>,
-    pub(crate) tool_tokens: u32,
     pub(crate) journal: Journal,
     pub(crate) config: RuntimeConfig,
     pub(crate) retrieval: RetrievalConfig,
@@ -41,6 +43,8 @@ pub struct AgentRuntime {
     /// The models a session may switch to, and which one a session starts on.
     pub(crate) models: Vec<crate::models::ModelOption>,
     pub(crate) default_model: usize,
+    /// The background capture of what to remember after a turn (`with_capture`).
+    pub(crate) capture: Option<Arc<Capture>>,
 }
 
 impl AgentRuntime {
@@ -52,8 +56,6 @@ impl AgentRuntime {
         config: RuntimeConfig,
         limits: ModelLimits,
     ) -> Self {
-        let tool_schemas = tools.schemas();
-        let tool_tokens = estimate_tools(&tool_schemas);
         let system_prompt = match &config.system_prompt {
             Some(prompt) => prompt.clone(),
             None => {
@@ -80,8 +82,6 @@ impl AgentRuntime {
         Self {
             provider,
             tools,
-            tool_schemas,
-            tool_tokens,
             journal: Journal::ephemeral(),
             config,
             retrieval: RetrievalConfig::default(),
@@ -91,6 +91,46 @@ impl AgentRuntime {
             system_prompt,
             models,
             default_model: 0,
+            capture: None,
+        }
+    }
+
+    /// Captures what to remember after each turn, as `[memory.capture]` says, asking `provider`
+    /// (`None`: the agent's own model). Call after [`AgentRuntime::with_memory`]: without a
+    /// store, or with `mode = "off"`, nothing is captured.
+    pub fn with_capture(
+        mut self,
+        config: CaptureConfig,
+        provider: Option<Arc<dyn Provider>>,
+    ) -> Self {
+        let provider = provider.unwrap_or_else(|| Arc::clone(&self.provider));
+        self.capture = Capture::new(
+            config,
+            provider,
+            &self.journal,
+            Arc::clone(&self.tools),
+            &self.retrieval,
+            self.config.history_events,
+        );
+        self
+    }
+
+    /// Every capture's report (changes made, proposals kept), with its user; `None` when
+    /// capture is off.
+    pub fn capture_reports(&self) -> Option<broadcast::Receiver<UserReport>> {
+        self.capture.as_ref().map(|c| c.subscribe())
+    }
+
+    /// Captures the session of `ctx` now, waiting for it (what the idle timer does in the
+    /// background). `None` when capture is off, there was nothing new, the hourly bound was
+    /// reached, or the model's answer was refused.
+    pub async fn capture_now(
+        &self,
+        ctx: &ToolExecutionContext,
+    ) -> Result<Option<CaptureReport>, RuntimeError> {
+        match &self.capture {
+            Some(capture) => capture.run(&crate::capture::capture_ctx(ctx)).await,
+            None => Ok(None),
         }
     }
 
@@ -168,6 +208,11 @@ impl AgentRuntime {
                     .await;
             }
             turn.emitter.close();
+            if result.is_ok()
+                && let Some(capture) = &self.capture
+            {
+                capture.after_turn(ctx);
+            }
             result
         }
         .instrument(span)

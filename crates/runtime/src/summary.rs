@@ -88,6 +88,7 @@ pub(crate) async fn summarize(
         messages: vec![Message::user(input)],
         tools: Vec::new(),
         max_output_tokens: max_tokens,
+        force_tool: None,
     };
     let result = tokio::select! {
         biased;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use provider::{ChatRequest, Provider};
 use types::{Message, Role, ToolExecutionContext, Usage};
 
-use crate::budget::{estimate_message, estimate_text, fraction_of};
+use crate::budget::{estimate_message, estimate_text, estimate_tools, fraction_of};
 use crate::dispatch::Dispatch;
 use crate::events::{Emitter, TurnOutcome, TurnStatus};
 use crate::history::{fit, repair};
@@ -201,11 +201,13 @@ impl<'a> Turn<'a> {
             .iter()
             .rposition(|m| m.role == Role::User)
             .unwrap_or(0);
+        // The tools offered now (an MCP server's list may have changed since the last turn).
+        let tools = self.rt.tools.schemas();
         let budget = self
             .rt
             .limits
             .prompt_budget()
-            .saturating_sub(self.rt.tool_tokens)
+            .saturating_sub(estimate_tools(&tools))
             .saturating_sub(estimate_text(&system))
             .saturating_sub(notes_cost);
         let mut window = fit(&messages, budget, must_keep).to_vec();
@@ -219,8 +221,9 @@ impl<'a> Turn<'a> {
         ChatRequest {
             system: Some(system),
             messages: window,
-            tools: self.rt.tool_schemas.clone(),
+            tools,
             max_output_tokens: self.rt.limits.max_output_tokens,
+            force_tool: None,
         }
     }
 
@@ -234,7 +237,7 @@ impl<'a> Turn<'a> {
             .map(|e| estimate_message(&e.message))
             .fold(0, u32::saturating_add);
         let total = estimate_text(&self.system())
-            .saturating_add(rt.tool_tokens)
+            .saturating_add(estimate_tools(&rt.tools.schemas()))
             .saturating_add(history);
         if total <= fraction_of(window, rt.config.summary_trigger) {
             return Ok(());
@@ -246,6 +249,10 @@ impl<'a> Turn<'a> {
         let Some(cut) = plan_cut(&self.entries, keep, newest_user) else {
             return Ok(());
         };
+        // What is folded away is captured first (in the background: the turn does not wait).
+        if let Some(capture) = &rt.capture {
+            capture.before_summary(self.ctx);
+        }
         let previous = self.summary.as_ref().map(|s| s.summary.as_str());
         let made = summarize(
             self.provider.as_ref(),

@@ -11,6 +11,7 @@
 mod common;
 
 mod approval_grants;
+mod capture;
 mod dispatch;
 mod lifecycle;
 mod memory;

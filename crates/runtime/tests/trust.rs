@@ -42,7 +42,7 @@ async fn poisoning(kind: ProviderKind) {
     let server = ScriptedLlm::start().await;
     let rt = runtime(
         provider(&server, kind),
-        memory_registry(&store, tools::file_tools()),
+        memory_registry(&store, tools::ToolSet::new(None).files().tools().unwrap()),
         RuntimeConfig::default(),
     )
     .with_memory(store.clone());
@@ -260,7 +260,7 @@ async fn a_note_saved_after_a_web_fetch_is_unconfirmed_web_text() {
     };
     let rt = runtime(
         provider(&server, ProviderKind::Openai),
-        memory_registry(&store, tools::web_tools(&web).unwrap()),
+        memory_registry(&store, tools::ToolSet::new(None).web(&web).tools().unwrap()),
         RuntimeConfig::default(),
     )
     .with_memory(store.clone());

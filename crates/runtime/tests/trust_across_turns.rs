@@ -49,7 +49,7 @@ async fn a_file_read_in_one_turn_marks_the_saves_of_the_next() {
     let server = ScriptedLlm::start().await;
     let rt = runtime(
         provider(&server, ProviderKind::Openai),
-        memory_registry(&store, tools::file_tools()),
+        memory_registry(&store, tools::ToolSet::new(None).files().tools().unwrap()),
         RuntimeConfig::default(),
     )
     .with_memory(store.clone());
@@ -166,11 +166,10 @@ async fn an_unconfirmed_file_viewed_marks_the_save_that_copies_it() {
     let root = dir.path();
     let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
     let server = ScriptedLlm::start().await;
-    let files = tools::memory_tools_for(
-        types::MemoryDialect::Files,
-        Some(std::sync::Arc::new(store.clone())),
-        &types::RetrievalConfig::default(),
-    );
+    let files = tools::ToolSet::new(Some(std::sync::Arc::new(store.clone())))
+        .memory_tools(types::MemoryDialect::Files)
+        .tools()
+        .unwrap();
     let rt = runtime(
         provider(&server, ProviderKind::Openai),
         memory_registry(&store, files),
@@ -267,7 +266,7 @@ async fn the_mark_ends_once_the_summary_has_replaced_the_untrusted_text() {
     .await;
     let rt = runtime::AgentRuntime::new(
         provider(&server, ProviderKind::Openai),
-        memory_registry(&store, tools::file_tools()),
+        memory_registry(&store, tools::ToolSet::new(None).files().tools().unwrap()),
         RuntimeConfig::default(),
         runtime::ModelLimits {
             context_window: 12_000,

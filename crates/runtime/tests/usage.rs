@@ -13,8 +13,14 @@ use memory::MemoryRetrieval;
 use runtime::TurnStatus;
 use serde_json::{Value, json};
 use test_support::{SCRIPTED_MODEL, ScriptedLlm, ScriptedReply, ScriptedToolCall};
-use tools::{ToolRegistry, peer_mcp_tools};
+use tools::{ToolRegistry, ToolSet};
 use types::{ModelPrice, PricingConfig, ProviderKind, RuntimeConfig};
+
+/// The MCP peer's tools over `memory`, pricing usage with `pricing`.
+fn peer(memory: Arc<dyn MemoryRetrieval>, pricing: &PricingConfig) -> Vec<Arc<dyn tools::Tool>> {
+    let set = ToolSet::new(Some(memory)).pricing(pricing).peer_mcp();
+    set.tools().unwrap()
+}
 
 fn priced() -> PricingConfig {
     let price = ModelPrice {
@@ -33,7 +39,7 @@ async fn usage_reaches_get_context(kind: ProviderKind) {
     let root = dir.path();
     let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
-    let registry = memory_registry(&store, peer_mcp_tools(Some(memory.clone()), &priced()));
+    let registry = memory_registry(&store, peer(memory.clone(), &priced()));
     let server = ScriptedLlm::start().await;
     let rt = runtime(
         provider(&server, kind),
@@ -83,7 +89,7 @@ async fn usage_reaches_get_context(kind: ProviderKind) {
     assert_eq!(all["agent_memory_usage"]["tokens_used"], 4770, "{all}");
 
     // Without a price the tokens are still counted, and the note says why no money is.
-    let unpriced = memory_registry(&store, peer_mcp_tools(Some(memory), &PricingConfig::new()));
+    let unpriced = memory_registry(&store, peer(memory, &PricingConfig::new()));
     let session = call(&unpriced, "session").await;
     assert_eq!(
         session["memory_usage"],

@@ -121,14 +121,16 @@ impl Confined {
     }
 }
 
-/// Confines the calling (still single) thread as `role` and decides, by `policy`, whether the
-/// guest may run with what the kernel enforced. Call it before any async runtime starts.
+/// Confines the calling (still single) thread as `role` (plus `extra_read_only` paths, read and
+/// execute) and decides, by `policy`, whether the guest may run with what the kernel enforced.
+/// Call it before any async runtime starts.
 pub fn confine_guest(
     role: Role,
     ws: &WorkspacePaths,
+    extra_read_only: &[PathBuf],
     policy: GuestPolicy,
 ) -> Result<Confined, SandboxError> {
-    let confinement = confine(role, ws, &[])?;
+    let confinement = confine(role, ws, extra_read_only)?;
     let confined = decide(role, confinement.enforcement, policy)?;
     match confined {
         Confined::Landlock | Confined::ContainerLandlock => {}

@@ -6,6 +6,10 @@
 //! (protocol and framing: [`types::ShellRequest`]'s module docs). When the command's shell exits,
 //! when it times out, or when the client hangs up, the whole group is killed with `SIGKILL`.
 //!
+//! A connection may instead ask for one of the user's stdio MCP servers ([`types::McpSpawn`]):
+//! [`mcp`] starts it the same way (its own process group, a cleared environment, `shared/`, the
+//! daemon's confinement and uid) and pipes the connection's bytes to and from it.
+//!
 //! Only the user's own `oxydra-vm` is served: a connection must come from the daemon's uid and
 //! prove the user's shell secret before anything runs ([`auth`]).
 //!
@@ -17,6 +21,7 @@ pub mod auth;
 mod error;
 pub mod exec;
 mod group;
+pub mod mcp;
 mod server;
 mod utf8;
 

@@ -61,7 +61,9 @@ fn main() -> anyhow::Result<()> {
             Unenforced::Refuse
         },
     };
-    confine_guest(Role::ShellVm, &ws, policy).context("cannot confine the shell")?;
+    // The read_paths of the user's stdio MCP servers join the shell's grants, read-only.
+    confine_guest(Role::ShellVm, &ws, &boot.extra_read_paths, policy)
+        .context("cannot confine the shell")?;
     // After Landlock (which set no_new_privs), before any thread or command: no new namespaces,
     // no SysV or POSIX message-queue IPC for the shell and everything it runs.
     match sandbox::refuse_syscalls() {

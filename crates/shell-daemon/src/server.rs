@@ -1,6 +1,7 @@
 //! The socket: binding it safely, accepting connections from our own uid (or the agent's, see
 //! [`DaemonConfig::agent_uid`]) that prove the user's shell secret ([`crate::auth`]), reading
-//! request lines, running requests concurrently, and writing response frames.
+//! request lines, running requests concurrently, and writing response frames — or, when the first
+//! request is an [`McpSpawnRequest`], handing the connection to [`crate::mcp`].
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -15,8 +16,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use types::{
-    CancellationToken, MAX_REQUEST_BYTES, MAX_SHELL_TIMEOUT_MS, ShellBootstrap, ShellRequest,
-    ShellResponse, WorkspacePaths, encode_line,
+    CancellationToken, MAX_REQUEST_BYTES, MAX_SHELL_TIMEOUT_MS, McpSpawnRequest, ShellBootstrap,
+    ShellRequest, ShellResponse, WorkspacePaths, encode_line,
 };
 
 use crate::DaemonError;
@@ -35,6 +36,8 @@ pub struct DaemonConfig {
     /// The agent's uid when it is not the daemon's own: it may connect too (see
     /// [`ShellBootstrap::agent_uid`]).
     pub agent_uid: Option<u32>,
+    /// MCP servers running at once across all connections; more are refused.
+    pub max_mcp_servers: usize,
 }
 
 impl DaemonConfig {
@@ -55,6 +58,7 @@ impl DaemonConfig {
             max_concurrent: boot.max_concurrent,
             verifier,
             agent_uid: boot.agent_uid,
+            max_mcp_servers: boot.max_mcp_servers,
         })
     }
 
@@ -108,7 +112,10 @@ pub async fn serve(
 ) -> Result<(), DaemonError> {
     let listener = tokio::net::UnixListener::from_std(listener).map_err(DaemonError::Accept)?;
     let config = Arc::new(config);
-    let permits = Arc::new(Semaphore::new(config.max_concurrent));
+    let permits = Permits {
+        commands: Arc::new(Semaphore::new(config.max_concurrent)),
+        mcp_servers: Arc::new(Semaphore::new(config.max_mcp_servers)),
+    };
     let me = rustix::process::getuid().as_raw();
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
@@ -121,13 +128,11 @@ pub async fn serve(
                 let (stream, _) = accepted.map_err(DaemonError::Accept)?;
                 match stream.peer_cred() {
                     Ok(cred) if cred.uid() == me || Some(cred.uid()) == config.agent_uid => {
-                        connections.spawn(connection(stream, Arc::clone(&config), Arc::clone(&permits)));
+                        connections.spawn(connection(stream, Arc::clone(&config), permits.clone()));
                     }
-                    Ok(cred) => tracing::warn!(
-                        peer_uid = cred.uid(),
-                        peer_pid = ?cred.pid(),
-                        "connection refused: the peer runs as another uid"
-                    ),
+                    Ok(cred) => {
+                        connections.spawn(refuse(stream, cred.uid(), cred.pid()));
+                    }
                     Err(e) => tracing::warn!(error = %e, "connection refused: no peer credentials"),
                 }
             }
@@ -138,21 +143,64 @@ pub async fn serve(
     Ok(())
 }
 
-async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Arc<Semaphore>) {
-    let (read, write) = stream.into_split();
+/// How long a refused root peer is given to show whether it only probed the socket.
+const PROBE_GRACE: Duration = Duration::from_secs(2);
+
+/// Refuses a peer of another uid (nothing is read from it, nothing is answered) and says so. A
+/// root peer that closes without sending a byte is the runner checking that the socket accepts
+/// (its readiness probe): logged at debug, not as a warning; one that sends anything is warned.
+async fn refuse(mut stream: UnixStream, uid: u32, pid: Option<i32>) {
+    if uid == 0 {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(PROBE_GRACE, stream.read(&mut byte)).await;
+        if matches!(read, Ok(Ok(0))) {
+            tracing::debug!(peer_pid = ?pid, "a root peer closed without a request (a readiness probe)");
+            return;
+        }
+    }
+    tracing::warn!(
+        peer_uid = uid,
+        peer_pid = ?pid,
+        "connection refused: the peer runs as another uid"
+    );
+}
+
+/// What may run at once, across all connections.
+#[derive(Clone)]
+struct Permits {
+    commands: Arc<Semaphore>,
+    mcp_servers: Arc<Semaphore>,
+}
+
+async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Permits) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    if !authenticate(&mut reader, &mut write, &config).await {
+        return;
+    }
+    let first = read_line(&mut reader).await;
+    if let Line::Text(text) = &first
+        && let Ok(request) = serde_json::from_str::<McpSpawnRequest>(text)
+    {
+        let limit = (&permits.mcp_servers, config.max_mcp_servers);
+        crate::mcp::serve(request.mcp_spawn, reader, write, &config.workspace, limit).await;
+        return;
+    }
     let (tx, rx) = mpsc::channel::<ShellResponse>(64);
     let hangup = CancellationToken::default();
     let writer = tokio::spawn(write_frames(write, rx, hangup.clone()));
-    let mut reader = BufReader::new(read);
-    if !authenticate(&mut reader, &tx, &config).await {
-        drop(tx);
-        let _ = writer.await;
-        return;
-    }
-    run_requests(&mut reader, &tx, &hangup, &config, &permits).await;
+    run_requests(first, &mut reader, &tx, &hangup, &config, &permits.commands).await;
     drop(tx);
     let _ = writer.await;
     tracing::debug!("connection closed");
+}
+
+/// Writes one frame straight to the connection (before or instead of the frame writer task).
+pub(crate) async fn write_frame(write: &mut OwnedWriteHalf, frame: &ShellResponse) -> bool {
+    match encode_line(frame) {
+        Ok(line) => write.write_all(line.as_bytes()).await.is_ok(),
+        Err(_) => false,
+    }
 }
 
 /// Writes each frame as a line; a failed write hangs the connection up.
@@ -176,7 +224,7 @@ async fn write_frames(
 /// (unless it hung up) and `false` is returned.
 async fn authenticate(
     reader: &mut BufReader<OwnedReadHalf>,
-    tx: &mpsc::Sender<ShellResponse>,
+    write: &mut OwnedWriteHalf,
     config: &DaemonConfig,
 ) -> bool {
     let first = tokio::time::timeout(AUTH_DEADLINE, read_line(reader)).await;
@@ -194,14 +242,15 @@ async fn authenticate(
     } else {
         tracing::warn!(reason = verdict.reason(), "connection refused");
         let message = message.to_owned();
-        let _ = tx.send(ShellResponse::Error { id: None, message }).await;
+        write_frame(write, &ShellResponse::Error { id: None, message }).await;
     }
     false
 }
 
-/// Runs the requests of an authenticated client until it hangs up or breaks the protocol; then
-/// everything it started is killed.
+/// Runs the requests of an authenticated client (`first` already read) until it hangs up or
+/// breaks the protocol; then everything it started is killed.
 async fn run_requests(
+    first: Line,
     reader: &mut BufReader<OwnedReadHalf>,
     tx: &mpsc::Sender<ShellResponse>,
     hangup: &CancellationToken,
@@ -212,10 +261,14 @@ async fn run_requests(
         let _ = tx.send(ShellResponse::Error { id, message }).await;
     };
     let mut commands = JoinSet::new();
+    let mut pending = Some(first);
     loop {
-        let line = tokio::select! {
-            line = read_line(reader) => line,
-            () = hangup.cancelled() => break,
+        let line = match pending.take() {
+            Some(line) => line,
+            None => tokio::select! {
+                line = read_line(reader) => line,
+                () = hangup.cancelled() => break,
+            },
         };
         let request = match line {
             Line::End => break,

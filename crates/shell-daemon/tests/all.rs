@@ -11,5 +11,6 @@
 mod common;
 
 mod daemon;
+mod mcp_pipe;
 mod namespaces;
 mod shell_exec_tool;

@@ -15,10 +15,12 @@
 //! - `need` — [`need`]: what a test needs from the machine (Docker, Landlock, tmux, sqld), never
 //!   skipped silently
 //! - `sqld` — [`Sqld`]: a real libSQL server on a free loopback port, with JWTs on demand
+//! - `tls` — [`self_signed_cert`]: a server certificate and key for `127.0.0.1` (`openssl`)
 
 mod llm;
 mod need;
 mod sqld;
+mod tls;
 mod tmux;
 
 pub use llm::{
@@ -27,4 +29,5 @@ pub use llm::{
 };
 pub use need::{Need, mcp_python, need, sqld_binary};
 pub use sqld::Sqld;
+pub use tls::self_signed_cert;
 pub use tmux::Tmux;

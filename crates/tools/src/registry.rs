@@ -20,7 +20,7 @@ use crate::scrub::Scrubber;
 use crate::tool::{Interruption, OutputFormat};
 use crate::truncate::{DEFAULT_OUTPUT_LIMIT, fit_output, truncate_output};
 use crate::validate::validate_args;
-use crate::{Tool, ToolError, file_tools};
+use crate::{Tool, ToolError};
 
 /// Error messages are capped shorter than outputs.
 const ERROR_LIMIT: usize = 2 * 1024;
@@ -35,9 +35,22 @@ pub struct ToolOutcome {
     pub error_kind: Option<&'static str>,
 }
 
+/// Tools that come and go while a registry serves them (the user's MCP servers' tools, listed
+/// again when a server says its list changed). The registry asks for them at each lookup; its own
+/// registered tools win a name they share.
+pub trait DynamicTools: Send + Sync {
+    /// The tools offered now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// The tool offered now under `name`.
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
+}
+
 /// Named tools, in name order.
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Tools offered besides `tools`, whose lists change while the registry serves.
+    sets: Vec<Arc<dyn DynamicTools>>,
     output_limit: usize,
     /// One scrubber per workspace root: building one canonicalises the root and compiles a regex,
     /// which would otherwise dominate the cost of a call.
@@ -50,6 +63,7 @@ impl Default for ToolRegistry {
     fn default() -> Self {
         Self {
             tools: BTreeMap::new(),
+            sets: Vec::new(),
             output_limit: DEFAULT_OUTPUT_LIMIT,
             scrubbers: Mutex::default(),
             governance: Arc::new(Governance::default()),
@@ -67,18 +81,6 @@ impl fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// A registry holding the file tools ([`file_tools`]); add the memory tools with
-    /// [`crate::register_memory_tools`].
-    pub fn with_file_tools() -> Self {
-        let mut registry = Self::default();
-        for tool in file_tools() {
-            if let Err(e) = registry.register(tool) {
-                tracing::error!(error = %e, "built-in tool not registered");
-            }
-        }
-        registry
-    }
-
     /// Caps every output at `bytes` (default 16 KiB).
     pub fn with_output_limit(mut self, bytes: usize) -> Self {
         self.output_limit = bytes;
@@ -105,17 +107,36 @@ impl ToolRegistry {
         Ok(())
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    /// Also offers the tools of `set` (after the registered ones, which win a shared name).
+    pub fn with_dynamic_tools(mut self, set: Arc<dyn DynamicTools>) -> Self {
+        self.sets.push(set);
+        self
     }
 
-    /// Registered names, in order.
-    pub fn names(&self) -> Vec<&str> {
-        self.tools.keys().map(String::as_str).collect()
+    /// The tool offered under `name`: a registered one, else one of a tool set's.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        match self.tools.get(name) {
+            Some(tool) => Some(Arc::clone(tool)),
+            None => self.sets.iter().find_map(|set| set.get(name)),
+        }
+    }
+
+    /// Every tool offered now, in name order (a registered tool wins a shared name).
+    fn offered(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for tool in self.sets.iter().flat_map(|set| set.tools()) {
+            all.entry(tool.name().to_owned()).or_insert(tool);
+        }
+        all
+    }
+
+    /// The names offered now, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.offered().into_keys().collect()
     }
 
     pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools.values().map(|t| t.schema()).collect()
+        self.offered().values().map(|t| t.schema()).collect()
     }
 
     /// The `tools` array of an OpenAI Chat Completions request.
@@ -155,11 +176,8 @@ impl ToolRegistry {
         ctx: &ToolExecutionContext,
     ) -> ToolOutcome {
         // A name the caller chose is not logged: only a registered one.
-        let known = if self.tools.contains_key(name) {
-            name
-        } else {
-            "unknown"
-        };
+        let tool = self.get(name);
+        let known = if tool.is_some() { name } else { "unknown" };
         let span = tracing::info_span!(
             "tool",
             tool = known,
@@ -168,14 +186,13 @@ impl ToolRegistry {
             turn = %ctx.turn_id,
         );
         async {
-            let result = self.run(name, raw_args, ctx).await;
+            let result = self.run(tool.as_ref(), name, raw_args, ctx).await;
             let scrubber = self.scrubber(&ctx.workspace.root);
             match result {
                 Ok(output) => {
                     tracing::debug!(bytes = output.len(), "tool succeeded");
-                    let format = self
-                        .tools
-                        .get(name)
+                    let format = tool
+                        .as_ref()
                         .map_or(OutputFormat::Text, |t| t.output_format());
                     let output = fit_output(&scrubber.scrub(&output), self.output_limit, format);
                     ToolOutcome {
@@ -204,11 +221,12 @@ impl ToolRegistry {
 
     async fn run(
         &self,
+        tool: Option<&Arc<dyn Tool>>,
         name: &str,
         raw_args: &str,
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
-        let Some(tool) = self.tools.get(name) else {
+        let Some(tool) = tool else {
             return Err(ToolError::UnknownTool {
                 name: name.chars().take(64).collect(),
                 available: self.names().join(", "),

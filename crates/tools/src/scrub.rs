@@ -210,11 +210,20 @@ static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
 });
 
 /// The secret a pattern's match holds: group `v` (or `v2`, `v3`) or the whole match. An
-/// unquoted word of letters after a colon is prose (`pwd: Permission denied`), not a password.
+/// unquoted word of letters after a colon is prose (`pwd: Permission denied`), not a password;
+/// nor is the shell's working directory (`PWD=/workspace/shared`, `OLDPWD=~/x`).
 fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
     let whole = caps.get(0)?;
     let value = ["v", "v2", "v3"].iter().find_map(|g| caps.name(g));
     if value.is_some_and(|v| v.as_str().starts_with(REDACTED_PREFIX)) {
+        return None;
+    }
+    if let (Some(sep), Some(v)) = (caps.name("sep"), value)
+        && is_directory_variable(
+            whole.as_str().get(..sep.start() - whole.start())?,
+            v.as_str(),
+        )
+    {
         return None;
     }
     match value {
@@ -226,6 +235,15 @@ fn secret_span(caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
         }
         Some(v) => Some(v.range()),
     }
+}
+
+/// True for the shell's `PWD` or `OLDPWD` (as `env` or `set` print them: the directory the
+/// shell is in, which `pwd` prints anyway; relative once the workspace root was cut), or a
+/// lower-case `pwd` holding a path. `pwd=hunter22` stays a password.
+fn is_directory_variable(name: &str, value: &str) -> bool {
+    let name = name.trim_end_matches([' ', '\t', '"']);
+    matches!(name, "PWD" | "OLDPWD")
+        || (name.eq_ignore_ascii_case("pwd") && value.starts_with(['/', '~', '.', '<']))
 }
 
 /// Each secret in `text` (byte range) with what replaces it, in order, never overlapping.
@@ -408,92 +426,5 @@ fn looks_random(token: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(input: &str, expected: &str) {
-        let scrubber = Scrubber::new(Path::new("/srv/oxydra/alice"));
-        assert_eq!(scrubber.scrub(input), expected, "input {input:?}");
-    }
-
-    #[test]
-    fn all_secret_patterns_compile() {
-        assert_eq!(SECRETS.patterns.len(), secret_patterns().len());
-        assert!(SECRETS.needles.is_some());
-        assert!(HIGH_ENTROPY.is_some());
-        assert!(
-            Scrubber::new(Path::new("/srv/oxydra/alice"))
-                .host_paths
-                .is_some()
-        );
-    }
-
-    #[test]
-    fn secrets() {
-        check("key sk-proj-abcdEFGH1234ijklMNOP5678", "key [REDACTED]");
-        check(
-            "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv done",
-            "[REDACTED] done",
-        );
-        check(
-            "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-            "token [REDACTED]",
-        );
-        check("xoxb-1234567890-abcdefghij", "[REDACTED]");
-        check("aws AKIAIOSFODNN7EXAMPLE.", "aws [REDACTED].");
-        check(
-            "Authorization: Bearer abc.def-ghi_jkl.mnopqrst",
-            "Authorization: Bearer [REDACTED]",
-        );
-        check(
-            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-            "jwt [REDACTED]",
-        );
-        check("db password=hunter22 ok", "db password=[REDACTED] ok");
-        check(
-            r#"{"api_key": "abc123xyz"}"#,
-            r#"{"api_key": "[REDACTED]"}"#,
-        );
-        check(
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\nafter",
-            "[REDACTED PRIVATE KEY]\nafter",
-        );
-        check(
-            "secret Zk3q9XvB2mLp7RtY4wNc8HdJ6sFa1GuE end",
-            "secret [REDACTED] end",
-        );
-    }
-
-    #[test]
-    fn ordinary_text_is_kept() {
-        for text in [
-            "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f",
-            "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
-            "ThisIsAVeryLongIdentifierNameForTests",
-            "the basic understanding of a bearer bond",
-            "GET /api/v1/users and /usr/bin/python3 and /etc/hosts",
-            "see https://example.com/home/page",
-            "max tokens: 4096",
-        ] {
-            check(text, text);
-        }
-    }
-
-    #[test]
-    fn host_paths() {
-        check("/srv/oxydra/alice/shared/notes.md", "shared/notes.md");
-        check(
-            "open '/srv/oxydra/alice/vault/key': denied",
-            "open 'vault/key': denied",
-        );
-        check("root is /srv/oxydra/alice", "root is <workspace>");
-        check("root is /srv/oxydra/alice.", "root is <workspace>.");
-        check("other /srv/oxydra/alice2/shared/x", "other <host path>");
-        check(
-            "user dir /home/bob/project/main.rs:12",
-            "user dir <host path>:12",
-        );
-        check("(/tmp/build-1234/out.txt)", "(<host path>)");
-        check("mac /Users/carol/x", "mac <host path>");
-    }
-}
+#[path = "scrub_tests.rs"]
+mod tests;

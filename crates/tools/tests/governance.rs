@@ -16,10 +16,10 @@ use std::time::Duration;
 use memory::{AuditRecord, MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
 use tools::governance::{ManualClock, pii};
-use tools::{Governance, MemoryMetrics, ToolOutcome, ToolRegistry, memory_tools_for};
+use tools::{Governance, MemoryMetrics, ToolOutcome, ToolRegistry, ToolSet};
 use types::{
-    CallSurface, GovernanceConfig, MemoryDialect, RetrievalConfig, SessionId, Surface,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    CallSurface, GovernanceConfig, MemoryDialect, SessionId, Surface, ToolExecutionContext, TurnId,
+    UserId, WorkspacePaths,
 };
 
 use crate::common::memory_env::alice_store;
@@ -51,11 +51,16 @@ pub(crate) async fn env(config: Value) -> Env {
         MemoryDialect::Categorized,
         MemoryDialect::Files,
     ] {
-        for tool in memory_tools_for(dialect, Some(memory.clone()), &RetrievalConfig::default()) {
+        let set = ToolSet::new(Some(memory.clone())).memory_tools(dialect);
+        for tool in set.tools().unwrap() {
             registry.register(tool).unwrap();
         }
     }
-    for tool in tools::peer_mcp_tools(Some(memory.clone()), &Default::default()) {
+    for tool in ToolSet::new(Some(memory.clone()))
+        .peer_mcp()
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     let root = dir.path().join("ws");

@@ -18,9 +18,9 @@ use memory::{
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use tools::{DEFAULT_OUTPUT_LIMIT, ToolOutcome, ToolRegistry, memory_tools};
+use tools::{DEFAULT_OUTPUT_LIMIT, ToolOutcome, ToolRegistry, ToolSet};
 use types::{
-    NoteId, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    MemoryDialect, NoteId, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 use crate::common::memory_env::alice_store;
@@ -44,7 +44,11 @@ async fn env() -> Env {
 
 fn registry(memory: Arc<dyn MemoryRetrieval>) -> ToolRegistry {
     let mut registry = ToolRegistry::default();
-    for tool in memory_tools(Some(memory), &RetrievalConfig::default()) {
+    for tool in ToolSet::new(Some(memory))
+        .memory_tools(MemoryDialect::Notes)
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     registry

@@ -14,10 +14,8 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use memory::{Category, MemoryRetrieval, MemoryStore, NoteMetadata};
 use serde_json::{Value, json};
-use tools::{ToolOutcome, ToolRegistry, memory_tools_for};
-use types::{
-    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
-};
+use tools::{ToolOutcome, ToolRegistry, ToolSet};
+use types::{MemoryDialect, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
 use crate::common::memory_env::alice_store;
 
@@ -35,7 +33,8 @@ async fn env() -> Env {
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     for dialect in [MemoryDialect::Notes, MemoryDialect::Categorized] {
-        for tool in memory_tools_for(dialect, Some(memory.clone()), &RetrievalConfig::default()) {
+        let set = ToolSet::new(Some(memory.clone())).memory_tools(dialect);
+        for tool in set.tools().unwrap() {
             registry.register(tool).unwrap();
         }
     }
@@ -128,11 +127,10 @@ fn peer_tools() -> Value {
 
 #[test]
 fn the_categorized_dialect_offers_exactly_the_peer_schemas() {
-    let tools = memory_tools_for(
-        MemoryDialect::Categorized,
-        None,
-        &RetrievalConfig::default(),
-    );
+    let tools = ToolSet::new(None)
+        .memory_tools(MemoryDialect::Categorized)
+        .tools()
+        .unwrap();
     let offered: Vec<Value> = tools
         .iter()
         .map(|t| json!({ "name": t.name(), "description": t.description(), "parameters": t.parameters() }))

@@ -13,10 +13,9 @@ use std::sync::Arc;
 
 use memory::{MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
-use tools::{MEMORY_FILES_TOOL_NAME, ToolOutcome, ToolRegistry, memory_tools_of};
+use tools::{MEMORY_FILES_TOOL_NAME, ToolOutcome, ToolRegistry, ToolSet};
 use types::{
-    MemoryDialect, MemoryDialects, RetrievalConfig, SessionId, ToolExecutionContext, TurnId,
-    UserId, WorkspacePaths,
+    MemoryDialect, MemoryDialects, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 use crate::common::memory_env::alice_store;
@@ -33,7 +32,11 @@ async fn env() -> Env {
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let dialects = MemoryDialects::of(&[MemoryDialect::Notes, MemoryDialect::Files]).unwrap();
     let mut registry = ToolRegistry::default();
-    for tool in memory_tools_of(dialects, Some(memory), &RetrievalConfig::default()) {
+    for tool in ToolSet::new(Some(memory))
+        .memory_tools(dialects)
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     Env {

@@ -12,14 +12,17 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tools::{ToolOutcome, ToolRegistry, memory_tools, register_memory_tools};
-use types::{NoteId, RetrievalConfig, SafetyTier, UserId};
+use tools::{ToolOutcome, ToolSet};
+use types::{AgentConfig, MemoryDialect, NoteId, SafetyTier, UserId};
 
 use crate::common::memory_env::{ctx, env, registry_over, texts};
 
 #[tokio::test]
 async fn schemas_tiers_timeouts_and_descriptions_follow_the_plan() {
-    let tools = memory_tools(None, &RetrievalConfig::default());
+    let tools = ToolSet::new(None)
+        .memory_tools(MemoryDialect::Notes)
+        .tools()
+        .unwrap();
     type Row<'a> = (String, SafetyTier, u64, Vec<&'a str>, Vec<&'a str>);
     let table: Vec<Row> = vec![
         (
@@ -284,12 +287,14 @@ async fn tools_without_memory_say_memory_is_not_configured() {
             out.output
         );
     }
-    let mut empty = ToolRegistry::default();
-    assert_eq!(
-        register_memory_tools(&mut empty, None, &RetrievalConfig::default()).unwrap(),
-        0
+    // The agent's own set has no memory tools at all without a store.
+    let agent = ToolSet::for_agent(&AgentConfig::default(), None);
+    let empty = agent.registry().unwrap();
+    assert!(
+        !empty.names().iter().any(|n| n.starts_with("memory")),
+        "{:?}",
+        empty.names()
     );
-    assert!(empty.names().is_empty());
 }
 
 #[tokio::test]

@@ -13,10 +13,9 @@ use std::sync::Arc;
 
 use memory::{MemoryStore, Origin, Provenance};
 use serde_json::{Value, json};
-use tools::{ToolRegistry, memory_tools_for};
+use tools::{ToolRegistry, ToolSet};
 use types::{
-    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UntrustedInput,
-    UserId, WorkspacePaths,
+    MemoryDialect, SessionId, ToolExecutionContext, TurnId, UntrustedInput, UserId, WorkspacePaths,
 };
 
 use crate::common::memory_env::alice_store;
@@ -34,11 +33,8 @@ async fn env() -> Env {
     let store = alice_store(dir.path()).await;
     let registry = |dialect| {
         let mut registry = ToolRegistry::default();
-        for tool in memory_tools_for(
-            dialect,
-            Some(Arc::new(store.clone())),
-            &RetrievalConfig::default(),
-        ) {
+        let tools = ToolSet::new(Some(Arc::new(store.clone()))).memory_tools(dialect);
+        for tool in tools.tools().unwrap() {
             registry.register(tool).unwrap();
         }
         registry

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use memory::{HashEmbedder, KeyQuery, MemoryRetrieval, MemoryStore, NoteMetadata};
 use serde_json::{Value, json};
-use tools::{ToolRegistry, memory_tools, peer_mcp_tools};
+use tools::{ToolRegistry, ToolSet};
 use types::{
-    Message, ModelPrice, PricingConfig, RetrievalConfig, SessionId, ToolCall, TurnId, Usage, UserId,
+    MemoryDialect, Message, ModelPrice, PricingConfig, SessionId, ToolCall, TurnId, Usage, UserId,
 };
 
 use crate::common::context;
@@ -38,15 +38,17 @@ async fn env() -> Env {
     .unwrap();
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
-    let tools = memory_tools(Some(memory.clone()), &RetrievalConfig::default());
     let price = ModelPrice {
         input_per_mtok: 2.0,
         output_per_mtok: 10.0,
     };
     let pricing = PricingConfig::from([("priced-model".to_owned(), price)]);
-    for tool in tools
-        .into_iter()
-        .chain(peer_mcp_tools(Some(memory), &pricing))
+    let set = ToolSet::new(Some(memory)).pricing(&pricing);
+    for tool in set
+        .memory_tools(MemoryDialect::Notes)
+        .peer_mcp()
+        .tools()
+        .unwrap()
     {
         registry.register(tool).unwrap();
     }

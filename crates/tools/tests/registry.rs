@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use tools::{Tool, ToolError, ToolOutcome, ToolRegistry, builtin_tools};
+use tools::{Tool, ToolError, ToolOutcome, ToolRegistry, ToolSet};
 use types::{SafetyTier, ToolExecutionContext};
 
 /// A tool whose behaviour is chosen by the test.
@@ -254,7 +254,10 @@ async fn identity_comes_from_each_calls_context() {
 
 #[test]
 fn every_builtin_tool_is_well_formed() {
-    let tools = builtin_tools(None, &types::RetrievalConfig::default());
+    let tools = ToolSet::new(None)
+        .builtin(types::MemoryDialect::Notes)
+        .tools()
+        .unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     names.sort_unstable();
     assert_eq!(

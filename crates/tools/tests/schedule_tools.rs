@@ -10,9 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memory::MemoryStore;
 use serde_json::{Value, json};
-use tools::{
-    Governance, ManualWallClock, Schedules, ToolOutcome, ToolRegistry, Tz, schedule_tools,
-};
+use tools::{Governance, ManualWallClock, Schedules, ToolOutcome, ToolRegistry, ToolSet, Tz};
 use types::{GovernanceConfig, SchedulesConfig, ToolExecutionContext};
 
 use crate::common::memory_env::{alice_store, ctx};
@@ -44,7 +42,7 @@ async fn env(governance: Value, max_active: u32) -> Env {
     )
     .with_clock(Arc::new(ManualWallClock::new(now())));
     let mut registry = ToolRegistry::default().with_governance(Arc::new(governance));
-    for tool in schedule_tools(&schedules) {
+    for tool in ToolSet::new(None).schedules(&schedules).tools().unwrap() {
         registry.register(tool).unwrap();
     }
     Env {

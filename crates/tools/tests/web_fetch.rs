@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tools::{ToolOutcome, ToolRegistry, web_tools, web_tools_with};
+use tools::{ToolOutcome, ToolRegistry, ToolSet};
 use types::{UntrustedInput, WebConfig};
 
 use crate::common;
@@ -31,7 +31,11 @@ fn config(allow: &[&str]) -> WebConfig {
 
 fn registry(config: &WebConfig, dns: Arc<ScriptedDns>) -> ToolRegistry {
     let mut registry = ToolRegistry::default().with_output_limit(1 << 20);
-    for tool in web_tools_with(config, dns).unwrap() {
+    for tool in ToolSet::new(None)
+        .web_resolving(config, dns)
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     registry
@@ -187,7 +191,7 @@ async fn private_destinations_are_refused_before_any_connection() {
     // real system resolver's answer for `localhost` is checked like any other.
     let registry = {
         let mut registry = ToolRegistry::default();
-        for tool in web_tools(&config(&[])).unwrap() {
+        for tool in ToolSet::new(None).web(&config(&[])).tools().unwrap() {
             registry.register(tool).unwrap();
         }
         registry
@@ -206,7 +210,11 @@ async fn private_destinations_are_refused_before_any_connection() {
     }
     assert!(server.requests().is_empty(), "{:?}", server.requests());
     assert!(
-        web_tools(&WebConfig::default()).unwrap().is_empty(),
+        ToolSet::new(None)
+            .web(&WebConfig::default())
+            .tools()
+            .unwrap()
+            .is_empty(),
         "on by default"
     );
 }
@@ -363,7 +371,11 @@ async fn huge_pages_are_cut_to_max_chars_and_the_output_budget() {
     // Without max_chars the configured default applies, and the registry's own bound holds.
     let small = {
         let mut registry = ToolRegistry::default().with_output_limit(4096);
-        for tool in web_tools_with(&config(&["site.test"]), site_dns()).unwrap() {
+        for tool in ToolSet::new(None)
+            .web_resolving(&config(&["site.test"]), site_dns())
+            .tools()
+            .unwrap()
+        {
             registry.register(tool).unwrap();
         }
         registry

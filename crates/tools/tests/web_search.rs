@@ -7,7 +7,7 @@
 )]
 
 use serde_json::{Value, json};
-use tools::{ToolOutcome, ToolRegistry, web_tools};
+use tools::{ToolOutcome, ToolRegistry, ToolSet};
 use types::{SearchBackend, UntrustedInput, WebConfig, WebSearchConfig};
 
 use crate::common;
@@ -41,7 +41,7 @@ fn registry(search: WebSearchConfig) -> ToolRegistry {
         ..WebConfig::default()
     };
     let mut registry = ToolRegistry::default();
-    for tool in web_tools(&config).unwrap() {
+    for tool in ToolSet::new(None).web(&config).tools().unwrap() {
         registry.register(tool).unwrap();
     }
     registry

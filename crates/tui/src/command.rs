@@ -1,15 +1,19 @@
 //! Slash commands typed in the input: `/new`, `/sessions`, `/switch`, `/continue`, `/history`,
-//! `/cancel`, `/memory`, `/undo`, `/model`, `/usage`, `/export`, `/help`, `/quit`.
+//! `/cancel`, `/memory`, `/search`, `/undo`, `/model`, `/usage`, `/export`, `/help`, `/quit`.
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `/new [title]`
-    New { title: Option<String> },
+    New {
+        title: Option<String>,
+    },
     /// `/sessions`
     Sessions,
     /// `/switch <id | number from /sessions | id prefix>`
-    Switch { target: String },
+    Switch {
+        target: String,
+    },
     /// `/continue` (or `/last`): open the most recent other conversation.
     Continue,
     /// `/history`: an earlier page of the conversation.
@@ -20,6 +24,14 @@ pub enum Command {
     Details,
     /// `/memory …`: the user's saved notes.
     Memory(MemoryCommand),
+    /// `/search <words>`: the user's past conversations; `/search open <n>` opens hit `n`'s
+    /// session.
+    Search {
+        query: String,
+    },
+    SearchOpen {
+        n: usize,
+    },
     /// `/schedules [cancel|pause|resume <n>]`: the user's schedules.
     Schedules(crate::model::SchedulesCommand),
     /// `/undo [n]`: take back memory change `n` (the latest without it).
@@ -45,17 +57,45 @@ pub enum Command {
 /// history); `/memory deleted`, `/memory restore <n>` (`n` from the last deleted list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryCommand {
-    List { category: Option<String> },
+    List {
+        category: Option<String>,
+    },
     More,
-    Search { query: String },
-    Show { n: usize },
-    Edit { n: usize, text: String },
-    Delete { n: usize },
-    History { n: usize },
-    Revert { version: u32 },
+    Search {
+        query: String,
+    },
+    Show {
+        n: usize,
+    },
+    Edit {
+        n: usize,
+        text: String,
+    },
+    Delete {
+        n: usize,
+    },
+    History {
+        n: usize,
+    },
+    Revert {
+        version: u32,
+    },
     Deleted,
-    Restore { n: usize },
-    Confirm { n: usize },
+    Restore {
+        n: usize,
+    },
+    Confirm {
+        n: usize,
+    },
+    /// `/memory pending`: what capture proposes (mode `suggest`).
+    Pending,
+    /// `/memory accept <n>` / `/memory reject <n>`: decide on pending proposal `n`.
+    Accept {
+        n: usize,
+    },
+    Reject {
+        n: usize,
+    },
 }
 
 /// What went wrong with a slash command, in words for the transcript.
@@ -63,7 +103,7 @@ pub enum MemoryCommand {
 pub struct CommandError(pub String);
 
 /// The commands with a one-line description each, for `/help`.
-pub const COMMANDS: [(&str, &str); 23] = [
+pub const COMMANDS: [(&str, &str); 25] = [
     ("/new [title]", "start a new session"),
     ("/sessions", "list your sessions"),
     (
@@ -94,6 +134,14 @@ pub const COMMANDS: [(&str, &str); 23] = [
     (
         "/memory confirm <n>",
         "vouch for a note saved after untrusted tool output",
+    ),
+    (
+        "/memory pending",
+        "what capture proposes to remember (/memory accept|reject <n>)",
+    ),
+    (
+        "/search <words>",
+        "your past conversations (/search open <n>: go to one)",
     ),
     ("/undo [n]", "undo memory change n (the latest: Ctrl+Z)"),
     (
@@ -154,6 +202,15 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "cancel" => no_arg(Command::Cancel),
         "details" => no_arg(Command::Details),
         "memory" | "mem" => memory(arg).map(Command::Memory),
+        "search" if arg.is_empty() => Err(CommandError(
+            "/search needs words to look for in your past conversations".into(),
+        )),
+        "search" => match arg.strip_prefix("open ") {
+            Some(n) => number(n.trim(), "/search open").map(|n| Command::SearchOpen { n }),
+            None => Ok(Command::Search {
+                query: arg.to_owned(),
+            }),
+        },
         "undo" if arg.is_empty() => Ok(Command::Undo { n: None }),
         "undo" => number(arg, "/undo").map(|n| Command::Undo { n: Some(n) }),
         "export" => export(arg),
@@ -192,6 +249,9 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
         "history" => number(rest, "/memory history").map(|n| MemoryCommand::History { n }),
         "confirm" => number(rest, "/memory confirm").map(|n| MemoryCommand::Confirm { n }),
         "deleted" if rest.is_empty() => Ok(MemoryCommand::Deleted),
+        "pending" if rest.is_empty() => Ok(MemoryCommand::Pending),
+        "accept" => number(rest, "/memory accept").map(|n| MemoryCommand::Accept { n }),
+        "reject" => number(rest, "/memory reject").map(|n| MemoryCommand::Reject { n }),
         "restore" => number(rest, "/memory restore").map(|n| MemoryCommand::Restore { n }),
         "revert" => number(rest, "/memory revert")
             .and_then(|v| {
@@ -349,6 +409,16 @@ mod tests {
         check("/memory deleted", mem(MemoryCommand::Deleted));
         check("/memory restore 1", mem(MemoryCommand::Restore { n: 1 }));
         check("/memory confirm 4", mem(MemoryCommand::Confirm { n: 4 }));
+        check("/memory pending", mem(MemoryCommand::Pending));
+        check(
+            "/search dog name",
+            Some(Ok(Command::Search {
+                query: "dog name".into(),
+            })),
+        );
+        check("/search open 2", Some(Ok(Command::SearchOpen { n: 2 })));
+        check("/memory accept 2", mem(MemoryCommand::Accept { n: 2 }));
+        check("/memory reject 1", mem(MemoryCommand::Reject { n: 1 }));
         check(
             "/memory history",
             Some(Err("/memory history needs a number from the list")),

@@ -91,6 +91,8 @@ pub enum UntrustedInput {
     Note,
     /// What an MCP client sends, on a surface not configured `trusted`: another program's text.
     Client,
+    /// What one of the user's MCP servers returned from a tool call.
+    Mcp,
 }
 
 impl ToolExecutionContext {
@@ -130,10 +132,18 @@ pub enum Surface {
     Cli,
     /// The user's own gateway frames (TUI, WebSocket clients).
     Gateway,
+    /// The runtime's background capture call, proposing what to remember after a turn.
+    Capture,
 }
 
 impl Surface {
-    pub const ALL: [Surface; 4] = [Surface::Agent, Surface::Mcp, Surface::Cli, Surface::Gateway];
+    pub const ALL: [Surface; 5] = [
+        Surface::Agent,
+        Surface::Mcp,
+        Surface::Cli,
+        Surface::Gateway,
+        Surface::Capture,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -141,6 +151,7 @@ impl Surface {
             Surface::Mcp => "mcp",
             Surface::Cli => "cli",
             Surface::Gateway => "gateway",
+            Surface::Capture => "capture",
         }
     }
 }

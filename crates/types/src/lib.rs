@@ -5,8 +5,9 @@
 //! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with
 //! the runtime's [`TurnEvent`]s they carry, the shell protocol between `shell_exec` and the shell
 //! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
-//! the configuration structs with their defaults and validation, and [`terminal`]: outside text
-//! made safe to print on a terminal.
+//! the configuration structs with their defaults and validation, [`terminal`]: outside text
+//! made safe to print on a terminal, and [`export`]: a conversation written as Markdown or JSON
+//! Lines.
 //!
 //! This crate is pure data: it depends on serde, serde_json and thiserror only (the architecture
 //! test checks the list), performs no I/O, spawns nothing and owns no async runtime.
@@ -14,8 +15,10 @@
 //! without pulling an executor into the vocabulary.
 
 mod cancel;
+mod capture_views;
 mod config;
 mod context;
+pub mod export;
 mod conversation_export;
 mod ids;
 mod message;
@@ -31,6 +34,9 @@ mod turn_event;
 mod workspace;
 
 pub use cancel::{CancellationToken, Cancelled};
+pub use capture_views::{
+    CaptureReport, CapturedChange, ConversationHitView, NearbyTurnView, PendingMemory,
+};
 /// The one table of governed memory operation names.
 pub use config::memory_ops;
 pub use config::{
@@ -41,6 +47,7 @@ pub use config::{
     SchedulesConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
     ToolsConfig, UserConfig, tool_classes,
 };
+pub use config::{CaptureConfig, CaptureMode, MAX_CAPTURE_CALLS_PER_HOUR, MAX_CAPTURE_IDLE_SECS};
 pub use config::{
     DEFAULT_MODEL_NAME, MAX_MODEL_NAME, ModelEntry, ModelsConfig, model_choices, valid_model_name,
 };
@@ -65,9 +72,10 @@ pub use protocol::{
 };
 pub use schedule_views::{NotificationView, ScheduleAction, ScheduleView};
 pub use shell::{
-    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES,
-    MAX_SHELL_TIMEOUT_MS, SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap,
-    ShellBootstrapError, ShellRequest, ShellResponse, encode_line, shell_secret_path,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_MCP_SERVERS, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_SHELL_TIMEOUT_MS, MAX_REQUEST_BYTES, MAX_SHELL_TIMEOUT_MS, McpSpawn, McpSpawnRequest,
+    SHELL_SECRET_FILE, SHELL_SOCKET_NAME, ShellAuth, ShellBootstrap, ShellBootstrapError,
+    ShellRequest, ShellResponse, encode_line, mcp_server_socket, shell_secret_path,
     shell_socket_path,
 };
 pub use tool::{SafetyTier, ToolSchema};

@@ -9,8 +9,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    DeletedNoteView, Message, ModelView, NoteVersionView, NoteView, NotificationView,
-    ScheduleAction, ScheduleView, SessionId, TurnEvent, TurnId, UsageView, UserId,
+    CaptureReport, CapturedChange, ConversationHitView, DeletedNoteView, Message, ModelView,
+    NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction, ScheduleView,
+    SessionId, TurnEvent, TurnId, UsageView, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -130,6 +131,17 @@ pub enum ClientFrame {
     SetModel { session_id: SessionId, name: String },
     /// What the session has spent; answered with `usage`.
     GetUsage { session_id: SessionId },
+    /// Capture's proposals waiting for the user (`[memory.capture] mode = "suggest"`);
+    /// answered with `pending_memories`.
+    ListPendingMemories,
+    /// Applies pending proposal `id` (through the memory pipeline, as the `capture` surface);
+    /// answered with `memory_accepted`.
+    AcceptMemory { id: i64 },
+    /// Drops pending proposal `id`, writing nothing; answered with `memory_rejected`.
+    RejectMemory { id: i64 },
+    /// Searches every past conversation of the user (1 to 50 hits); answered with
+    /// `conversation_results`.
+    SearchConversations { query: String, limit: u32 },
 }
 
 /// How far an approval reaches.
@@ -216,6 +228,32 @@ pub enum ServerFrame {
     Notification {
         #[serde(flatten)]
         notification: NotificationView,
+    },
+    /// What one capture call did (changes made in mode `auto`, proposals kept in `suggest`),
+    /// pushed to every connected client of the user; each change can be undone like the
+    /// agent's own.
+    MemoryCaptured {
+        #[serde(flatten)]
+        report: CaptureReport,
+    },
+    /// Answers `list_pending_memories`: oldest first.
+    PendingMemories {
+        memories: Vec<PendingMemory>,
+    },
+    /// Answers `accept_memory`: the change made (absent when the note already said it).
+    MemoryAccepted {
+        id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<CapturedChange>,
+    },
+    /// Answers `reject_memory`.
+    MemoryRejected {
+        id: i64,
+    },
+    /// Answers `search_conversations`: messages of the user's past conversations, best first.
+    ConversationResults {
+        query: String,
+        hits: Vec<ConversationHitView>,
     },
     /// This client fell behind on `session_id` and was unsubscribed from it. `last_seq` is the
     /// last event queued for it; send `resync` with the last `seq` actually received.

@@ -21,6 +21,16 @@
 //! stderr together reach the cap, further output is dropped and `exit.truncated` is true.
 //! Closing the connection kills every command it started (the whole process group).
 //!
+//! **An MCP server's pipe.** Instead of requests, an authenticated client may send one
+//! [`McpSpawnRequest`] (`{"mcp_spawn":{…}}`) as its second line: the daemon starts that program
+//! in `shared/` (its own process group, a cleared environment plus the request's `env`, the
+//! daemon's confinement and uid), answers one [`ShellResponse::Piped`] line (or an
+//! [`ShellResponse::Error`], and closes), and from then on the connection is a raw byte pipe:
+//! what the client writes is the program's stdin, the program's stdout is what it reads; its
+//! stderr goes to the shell's log (bounded). Closing the connection kills the program's process
+//! group; the program's end closes the connection. At most
+//! [`ShellBootstrap::max_mcp_servers`] run at once.
+//!
 //! ```text
 //! → {"auth":"9f86d081884c7d65…"}
 //! → {"id":1,"command":"echo hi; echo oops >&2; exit 3","timeout_ms":5000}
@@ -29,7 +39,8 @@
 //! ← {"type":"exit","id":1,"code":3,"timed_out":false,"truncated":false}
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,10 +60,18 @@ pub const MAX_SHELL_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// Default cap on commands running at once in one daemon.
 pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+/// Default cap on MCP servers running at once in one daemon.
+pub const DEFAULT_MAX_MCP_SERVERS: usize = 8;
 
 /// `<workspace>/ipc/shell.sock`: where a user's shell daemon listens.
 pub fn shell_socket_path(ws: &WorkspacePaths) -> PathBuf {
     ws.ipc().join(SHELL_SOCKET_NAME)
+}
+
+/// `<workspace>/ipc/mcp-<server>.sock`: where the `shell-vm` in an MCP server's own container
+/// (the container tier, `image` set) listens for that server's [`McpSpawnRequest`].
+pub fn mcp_server_socket(ws: &WorkspacePaths, server: &str) -> PathBuf {
+    ws.ipc().join(format!("mcp-{server}.sock"))
 }
 
 /// `<workspace>/.oxydra/shell.secret`: the secret `oxydra-vm` proves to the shell daemon.
@@ -89,6 +108,26 @@ pub struct ShellRequest {
     pub stdin: Option<String>,
 }
 
+/// The request that turns a connection into an MCP server's stdio (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpawnRequest {
+    pub mcp_spawn: McpSpawn,
+}
+
+/// The program of a stdio MCP server: what `[mcp.servers.<name>]` names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpawn {
+    /// The program (a name looked up in the shell's `PATH`, or a path).
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Its environment besides the shell's minimal one (nothing of the agent's is passed on).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
 /// A frame from the daemon.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -110,6 +149,8 @@ pub enum ShellResponse {
     },
     /// The request could not be run. `id` is `None` when the request line itself was unreadable.
     Error { id: Option<u64>, message: String },
+    /// An [`McpSpawnRequest`]'s program runs: from the next byte on, the connection is its stdio.
+    Piped,
 }
 
 impl ShellResponse {
@@ -118,12 +159,13 @@ impl ShellResponse {
         match self {
             Self::Stdout { id, .. } | Self::Stderr { id, .. } | Self::Exit { id, .. } => Some(*id),
             Self::Error { id, .. } => *id,
+            Self::Piped => None,
         }
     }
 
     /// True for the last frame of a request (`exit` or `error`).
     pub fn is_final(&self) -> bool {
-        matches!(self, Self::Exit { .. } | Self::Error { .. })
+        matches!(self, Self::Exit { .. } | Self::Error { .. } | Self::Piped)
     }
 }
 
@@ -160,6 +202,18 @@ pub struct ShellBootstrap {
     /// made group-accessible (mode 0660; the agent has the daemon's group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_uid: Option<u32>,
+    /// Paths the daemon (and so every command and MCP server it runs) may read and execute
+    /// besides its workspace directories: the `read_paths` of the user's stdio MCP servers,
+    /// checked by the runner. Absolute, and never the workspace root, inside it or above it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_read_paths: Vec<PathBuf>,
+    /// MCP servers running at once ([`McpSpawnRequest`]); more are refused. Left out of the JSON
+    /// at its default, so a bootstrap without MCP reads the same as before it existed.
+    #[serde(
+        default = "default_mcp_servers",
+        skip_serializing_if = "is_default_mcp_servers"
+    )]
+    pub max_mcp_servers: usize,
 }
 
 fn default_max_output() -> u64 {
@@ -171,6 +225,12 @@ fn default_timeout() -> u64 {
 fn default_concurrency() -> usize {
     DEFAULT_MAX_CONCURRENT
 }
+fn default_mcp_servers() -> usize {
+    DEFAULT_MAX_MCP_SERVERS
+}
+fn is_default_mcp_servers(n: &usize) -> bool {
+    *n == DEFAULT_MAX_MCP_SERVERS
+}
 
 /// Why a [`ShellBootstrap`] was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -181,6 +241,10 @@ pub enum ShellBootstrapError {
     SocketOutsideIpc,
     #[error("secret_sha256 is missing or not 64 lowercase hex digits")]
     BadSecretVerifier,
+    #[error(
+        "extra_read_paths entry {0:?} must be an absolute path without `..`, outside the workspace root"
+    )]
+    BadReadPath(PathBuf),
     #[error("{field} must be between {min} and {max}")]
     OutOfRange {
         field: &'static str,
@@ -201,6 +265,8 @@ impl ShellBootstrap {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             secret_sha256: None,
             agent_uid: None,
+            extra_read_paths: Vec::new(),
+            max_mcp_servers: DEFAULT_MAX_MCP_SERVERS,
         }
     }
 
@@ -242,6 +308,14 @@ impl ShellBootstrap {
             MAX_SHELL_TIMEOUT_MS,
         )?;
         range("max_concurrent", self.max_concurrent as u64, 1, 1024)?;
+        range("max_mcp_servers", self.max_mcp_servers as u64, 1, 64)?;
+        if let Some(bad) = self
+            .extra_read_paths
+            .iter()
+            .find(|p| !plain_read_path(p, &self.workspace_root))
+        {
+            return Err(ShellBootstrapError::BadReadPath(bad.clone()));
+        }
         let hex = |v: &String| {
             v.len() == 64
                 && v.bytes()
@@ -252,6 +326,17 @@ impl ShellBootstrap {
         }
         Ok(())
     }
+}
+
+/// An absolute path without `.`/`..` that neither lies in `root` nor holds it (a grant on `/`
+/// or on a parent of the workspaces would open every `.oxydra/`).
+fn plain_read_path(path: &Path, root: &Path) -> bool {
+    path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && !path.starts_with(root)
+        && !root.starts_with(path)
 }
 
 #[cfg(test)]
@@ -312,6 +397,13 @@ mod tests {
         .unwrap();
         assert_eq!(boot.socket(), PathBuf::from("/srv/ws/alice/ipc/shell.sock"));
         assert_eq!(boot.validate(), Ok(()));
+        // Without MCP settings the bootstrap's JSON holds no MCP field (an older shell-vm,
+        // which refuses unknown fields, still reads it).
+        let json = serde_json::to_string(&boot).unwrap();
+        assert!(
+            !json.contains("mcp") && !json.contains("extra_read"),
+            "{json}"
+        );
         for verifier in [None, Some("AB".repeat(32)), Some("ab".repeat(31))] {
             let bad = ShellBootstrap {
                 secret_sha256: verifier,
@@ -341,5 +433,52 @@ mod tests {
         }
         let relative = ShellBootstrap::new(boot.user_id.clone(), "ws");
         assert_eq!(relative.validate(), Err(ShellBootstrapError::RelativeRoot));
+    }
+
+    #[test]
+    fn read_paths_stay_outside_every_workspace() {
+        let mut boot = ShellBootstrap::new(UserId::parse("alice").unwrap(), "/srv/ws");
+        boot.secret_sha256 = Some("ab".repeat(32));
+        let with = |path: &str| ShellBootstrap {
+            extra_read_paths: vec![PathBuf::from(path)],
+            ..boot.clone()
+        };
+        assert_eq!(with("/opt/data").validate(), Ok(()));
+        assert_eq!(with("/srv/wsdata").validate(), Ok(()));
+        for bad in [
+            "data",
+            "/",
+            "/srv",
+            "/srv/ws",
+            "/srv/ws/bob/shared",
+            "/srv/ws/alice/.oxydra",
+            "/opt/../srv/ws",
+        ] {
+            assert_eq!(
+                with(bad).validate(),
+                Err(ShellBootstrapError::BadReadPath(bad.into())),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_mcp_spawn_request_and_its_answer() {
+        let line = r#"{"mcp_spawn":{"command":"python3","args":["-m","srv"],"env":{"K":"v"}}}"#;
+        let request: McpSpawnRequest = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            request.mcp_spawn,
+            McpSpawn {
+                command: "python3".into(),
+                args: vec!["-m".into(), "srv".into()],
+                env: BTreeMap::from([("K".into(), "v".into())]),
+            }
+        );
+        assert_eq!(encode_line(&request).unwrap(), format!("{line}\n"));
+        // A shell request is no spawn request, and the other way round.
+        assert!(serde_json::from_str::<McpSpawnRequest>(r#"{"id":1,"command":"ls"}"#).is_err());
+        assert!(serde_json::from_str::<ShellRequest>(line).is_err());
+        check_frame(ShellResponse::Piped, r#"{"type":"piped"}"#);
+        assert!(ShellResponse::Piped.is_final());
     }
 }

@@ -40,10 +40,10 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use tools::ToolRegistry;
+use tools::ToolSet;
 use types::{
-    ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    ClientFrame, MemoryDialect, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame,
+    SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 #[derive(Debug)]
@@ -74,11 +74,9 @@ impl Provider for InstantProvider {
 /// The standard agent over `store`, composed as `oxydra-vm` does (`runner::compose`): every
 /// built-in tool over this one store, history and recall in it.
 fn compose(store: &MemoryStore, provider: Arc<dyn Provider>) -> anyhow::Result<AgentRuntime> {
-    let retrieval = RetrievalConfig::default();
-    let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
-        registry.register(tool)?;
-    }
+    let registry = ToolSet::new(Some(Arc::new(store.clone())))
+        .builtin(MemoryDialect::Notes)
+        .registry()?;
     let limits = ModelLimits {
         context_window: 128_000,
         max_output_tokens: 1024,
@@ -89,7 +87,7 @@ fn compose(store: &MemoryStore, provider: Arc<dyn Provider>) -> anyhow::Result<A
         RuntimeConfig::default(),
         limits,
     )
-    .with_retrieval(retrieval)
+    .with_retrieval(RetrievalConfig::default())
     .with_memory(store.clone()))
 }
 

@@ -15,7 +15,7 @@ use gateway::{Gateway, GatewayConfig, GatewayToken, UserAgent};
 use memory::{HashEmbedder, MemoryStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use types::{RetrievalConfig, UserId, WorkspacePaths};
+use types::{UserId, WorkspacePaths};
 
 use crate::{InstantProvider, compose, rss_kib};
 
@@ -75,17 +75,9 @@ pub async fn run(sessions: usize, cap: usize, idle: Duration) -> anyhow::Result<
     let token = GatewayToken::load_or_create(&ws.internal())?;
     // The MCP registry as `oxydra-vm` composes it for the notes dialect.
     let memory: Arc<dyn memory::MemoryRetrieval> = Arc::new(store.clone());
-    let retrieval = RetrievalConfig::default();
-    let mut registry = tools::ToolRegistry::default();
-    for tool in tools::memory_tools(Some(memory.clone()), &retrieval)
-        .into_iter()
-        .chain(tools::peer_mcp_tools(
-            Some(memory),
-            &types::PricingConfig::new(),
-        ))
-    {
-        registry.register(tool)?;
-    }
+    // What the agent serves over MCP (`runner::compose`), with the default settings.
+    let registry =
+        tools::ToolSet::for_mcp(&types::AgentConfig::default(), Some(memory)).registry()?;
     let server = mcp::McpServer::new(Arc::new(registry), user.clone(), ws.clone())?;
     let limits = mcp::McpLimits {
         max_sessions: cap,

@@ -19,7 +19,6 @@ use test_support::ScriptedLlm;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use tools::ToolRegistry;
 use types::{
     ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId,
     TurnEvent, UserId, WorkspacePaths,
@@ -49,18 +48,17 @@ pub fn limits() -> ModelLimits {
 /// The standard agent over `store`, composed as `oxydra-vm` does (`runner::compose`): every
 /// built-in tool over this one store, history and recall in it.
 pub fn runtime(store: &MemoryStore, provider: Arc<dyn Provider>) -> AgentRuntime {
-    let retrieval = RetrievalConfig::default();
-    let mut registry = ToolRegistry::default();
-    for tool in tools::builtin_tools(Some(Arc::new(store.clone())), &retrieval) {
-        registry.register(tool).expect("unique tool names");
-    }
+    let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
+        .builtin(types::MemoryDialect::Notes)
+        .registry()
+        .expect("unique tool names");
     AgentRuntime::new(
         provider,
         Arc::new(registry),
         RuntimeConfig::default(),
         limits(),
     )
-    .with_retrieval(retrieval)
+    .with_retrieval(RetrievalConfig::default())
     .with_memory(store.clone())
 }
 
@@ -102,7 +100,10 @@ pub fn user_agent_without_memory(
         std::fs::create_dir_all(ws.dir(dir)).expect("workspace dir");
     }
     let token = GatewayToken::load_or_create(&ws.internal()).expect("token");
-    let registry = ToolRegistry::with_file_tools();
+    let registry = tools::ToolSet::new(None)
+        .files()
+        .registry()
+        .expect("file tools");
     let runtime = AgentRuntime::new(
         provider,
         Arc::new(registry),

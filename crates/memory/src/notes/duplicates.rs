@@ -6,8 +6,10 @@
 //!    nothing;
 //! 2. the cosine of the new text's vector against the in-memory index of the user's notes — notes
 //!    at or above the store's similarity threshold (`[memory] duplicate_similarity`, measured on a
-//!    corpus: see `docs/guidebook/memory.md`) are near-duplicates: the caller shows them so the
-//!    model updates one of them instead, and saves anyway only when told to.
+//!    corpus: see `docs/guidebook/memory.md`) that also state the same fact
+//!    ([`memory_index::fact_difference`] finds no other number, name, negation, person or word in
+//!    place) are near-duplicates: the caller shows them so the model updates one of them
+//!    instead, and saves anyway only when told to.
 //!
 //! Deleted notes and old versions are not compared (they have no index entries).
 
@@ -24,8 +26,7 @@ use crate::notes::receipts::{CallKey, WriteReceipt, note_version, replay};
 use crate::rooms::Upkeep;
 use crate::time::now_text;
 
-/// Cosine at or above which two notes are near-duplicates with the builtin model (measured).
-pub const DEFAULT_DUPLICATE_SIMILARITY: f32 = 0.9;
+pub use memory_index::facts::DEFAULT_DUPLICATE_SIMILARITY;
 /// At most this many near-duplicates are reported.
 const MAX_SIMILAR: usize = 5;
 /// Characters of each near-duplicate's text shown.
@@ -247,8 +248,9 @@ impl MemoryStore {
         if found.is_empty() {
             return Ok(DuplicateCheck::Unique);
         }
+        let text = content.to_owned();
         let notes = self
-            .read(move |conn| async move { notes_of_chunks(&conn, &session, &found).await })
+            .read(move |conn| async move { notes_of_chunks(&conn, &session, &found, &text).await })
             .await?;
         Ok(match notes.is_empty() {
             true => DuplicateCheck::Unique,
@@ -284,11 +286,14 @@ async fn same_text(
     }
 }
 
-/// The live notes owning `chunks` (chunk id, cosine), one entry per note with its best cosine.
+/// The live notes owning `chunks` (chunk id, cosine), one entry per note with its best cosine,
+/// that restate `text` (no [`memory_index::fact_difference`]: a note with another number, name,
+/// negation, person or word in place is a different fact however close its vector).
 async fn notes_of_chunks(
     conn: &Connection,
     session: &SessionId,
     chunks: &[(i64, f32)],
+    text: &str,
 ) -> Result<Vec<SimilarNote>, MemoryError> {
     let ctx = "looking for similar notes";
     let now = now_text();
@@ -312,6 +317,10 @@ async fn notes_of_chunks(
             continue;
         }
         let content: String = row.get(1).map_err(MemoryError::db(ctx))?;
+        if let Some(difference) = memory_index::fact_difference(text, &content) {
+            tracing::debug!(?difference, "a close note states a different fact");
+            continue;
+        }
         notes.push(SimilarNote {
             note_id,
             preview: content.chars().take(SIMILAR_PREVIEW_CHARS).collect(),

@@ -39,10 +39,12 @@ pub enum Origin {
     Web,
     /// Imported from a file (`runner memory import`).
     Import,
-    /// Written by an MCP client.
+    /// Written by an MCP client, or saved in a turn that had read an MCP server's tool result.
     Mcp,
     /// Written by the operator with `runner memory`.
     Cli,
+    /// Proposed by the runtime's capture call from what was said in a conversation.
+    Captured,
 }
 
 impl Origin {
@@ -56,6 +58,7 @@ impl Origin {
             Origin::Import => "import",
             Origin::Mcp => "mcp",
             Origin::Cli => "cli",
+            Origin::Captured => "captured",
         }
     }
 
@@ -81,6 +84,9 @@ pub struct Provenance {
     /// The turn the note was written in, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// The file an imported note came from (its name only, never a host path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
     /// `false` for a note written after untrusted tool output was read in the same turn: it is
     /// kept out of automatic recall until the user confirms it.
     #[serde(default = "confirmed_by_default")]
@@ -98,6 +104,7 @@ impl Provenance {
             origin,
             session_id: None,
             turn_id: None,
+            imported_from: None,
             confirmed: !origin.is_untrusted(),
         }
     }
@@ -108,6 +115,7 @@ impl Provenance {
             origin,
             session_id: Some(session_id.to_owned()),
             turn_id: Some(turn_id.to_owned()),
+            imported_from: None,
             confirmed: !origin.is_untrusted(),
         }
     }
@@ -120,6 +128,9 @@ impl Provenance {
         }
         if let Some(turn) = &self.turn_id {
             text.push_str(&format!(" turn {turn}"));
+        }
+        if let Some(file) = &self.imported_from {
+            text.push_str(&format!(" from {file}"));
         }
         if !self.confirmed {
             text.push_str(", unconfirmed");
@@ -172,9 +183,9 @@ impl MemoryStore {
 
 impl MemoryStore {
     /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
-    /// never unconfirmed is returned unchanged. With an audited `call` (a governed call) its audit
-    /// row is written in the confirmation's own transaction (also when the note was already
-    /// confirmed).
+    /// never unconfirmed (or is confirmed already) is returned unchanged and nothing is written.
+    /// With an audited `call` (a governed call) a confirmation writes its audit row in its own
+    /// transaction; one that changed nothing writes none.
     pub async fn confirm(
         &self,
         user: &UserId,
@@ -204,8 +215,10 @@ impl MemoryStore {
                     .await
                     .map_err(MemoryError::db("confirming a note"))?;
                     tracing::info!(user = %user, note_id = %note_id, "confirmed note");
+                    // Only a change is a write worth an audit row: confirming a confirmed (or
+                    // trusted) note changes nothing and records nothing.
+                    record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 }
-                record_write(&tx, &user, audit.as_ref(), Some(&note_id)).await?;
                 Ok(stored.note)
             }
             .await;

@@ -115,13 +115,16 @@ impl MemoryStore {
     /// unless `similar` is [`Similar::Allow`]; both are reported. Every imported note's
     /// provenance says `import` (a note the file marks unconfirmed stays unconfirmed). With
     /// an audited `call` (a governed import) each imported note records its audit row in the
-    /// transaction that adds it.
+    /// transaction that adds it. A note whose id the store already has is left out and listed
+    /// (`already_present`). What the file said of the note's session and turn is dropped (they
+    /// are another store's); `from` (a file name) is kept as `imported_from`.
     pub async fn import(
         &self,
         user: &UserId,
         call: Option<&CallKey>,
         notes: Vec<ExportedNote>,
         similar: Similar,
+        from: Option<&str>,
     ) -> Result<ImportReport, MemoryError> {
         let audit = call.and_then(CallKey::audit);
         if similar == Similar::Unchecked {
@@ -134,8 +137,14 @@ impl MemoryStore {
         let mut report = ImportReport::default();
         let mut keep = Vec::with_capacity(notes.len());
         let mut seen = HashSet::new();
+        let ids: Vec<NoteId> = notes.iter().map(|n| n.note_id.clone()).collect();
+        let present = self.present_ids(ids).await?;
         for mut note in notes {
             validate(&note.content)?;
+            if present.contains(&note.note_id) {
+                report.already_present.push(note.note_id);
+                continue;
+            }
             if !seen.insert(normalize(&note.content)) {
                 report.duplicates.push(ImportSkip {
                     note_id: note.note_id,
@@ -169,6 +178,7 @@ impl MemoryStore {
                 .is_none_or(|p| p.confirmed);
             note.metadata.provenance = Some(Provenance {
                 confirmed,
+                imported_from: from.map(str::to_owned),
                 ..Provenance::outside_turn(Origin::Import)
             });
             keep.push(note);
@@ -178,11 +188,46 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// Those of `ids` the store holds (live or deleted: an id is never reused).
+    async fn present_ids(&self, ids: Vec<NoteId>) -> Result<HashSet<NoteId>, MemoryError> {
+        if ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        self.read(move |conn| async move {
+            let mut present = HashSet::new();
+            for chunk in ids.chunks(500) {
+                let marks = vec!["?"; chunk.len()].join(", ");
+                let sql = format!("SELECT note_id FROM notes WHERE note_id IN ({marks})");
+                let params: Vec<libsql::Value> = chunk
+                    .iter()
+                    .map(|id| libsql::Value::Text(id.to_string()))
+                    .collect();
+                let ctx = "reading which notes exist";
+                let mut rows = conn
+                    .query(&sql, params)
+                    .await
+                    .map_err(MemoryError::db(ctx))?;
+                while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+                    let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+                    if let Ok(id) = NoteId::parse(&id) {
+                        present.insert(id);
+                    }
+                }
+            }
+            Ok(present)
+        })
+        .await
+    }
+}
+
 /// What a checked import did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ImportReport {
     /// Notes added.
     pub imported: usize,
+    /// Notes left out: the store has a note with their id already (the file imported before).
+    pub already_present: Vec<NoteId>,
     /// Notes left out: the user (or an earlier line) already has the same text.
     pub duplicates: Vec<ImportSkip>,
     /// Notes left out as near-duplicates of these stored notes.

@@ -3,11 +3,12 @@
 //! model (of one session, or of every session of the user), so that a price per model can turn
 //! them into money (`getContext`'s `memory_usage`).
 
+use chrono::{DateTime, Utc};
 use types::{SessionId, TurnId, Usage, UserId};
 
 use crate::error::MemoryError;
 use crate::rooms::UsageLog;
-use crate::time::now_text;
+use crate::time::{now_text, to_text};
 
 /// The tokens one model used, summed over calls.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,11 +17,13 @@ pub struct ModelUsage {
     pub usage: Usage,
 }
 
-/// Whose usage to sum: one session's, or every session's of the user.
+/// Whose usage to sum: one session's, every session's of the user, or every session's since an
+/// instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageScope<'a> {
     Session(&'a SessionId),
     AllSessions,
+    Since(DateTime<Utc>),
 }
 
 /// Where one model call happened.
@@ -79,9 +82,10 @@ impl UsageLog<'_> {
         scope: UsageScope<'_>,
     ) -> Result<Vec<ModelUsage>, MemoryError> {
         let user = user.as_str().to_owned();
-        let session = match scope {
-            UsageScope::Session(s) => Some(s.as_str().to_owned()),
-            UsageScope::AllSessions => None,
+        let (session, since) = match scope {
+            UsageScope::Session(s) => (Some(s.as_str().to_owned()), None),
+            UsageScope::AllSessions => (None, None),
+            UsageScope::Since(at) => (None, Some(to_text(at))),
         };
         self.read(move |conn| async move {
             let ctx = "reading token usage";
@@ -89,8 +93,9 @@ impl UsageLog<'_> {
                 .query(
                     "SELECT model, sum(prompt_tokens), sum(completion_tokens) FROM model_usage
                      WHERE user_id = ?1 AND (?2 IS NULL OR session_id = ?2)
+                       AND (?3 IS NULL OR at >= ?3)
                      GROUP BY model ORDER BY model",
-                    libsql::params![user, session],
+                    libsql::params![user, session, since],
                 )
                 .await
                 .map_err(MemoryError::db(ctx))?;

@@ -1,10 +1,15 @@
 //! What is read back by meaning: hybrid search over the in-memory indexes of `memory-index`
 //! (`hybrid`), what a query asks and returns (`query`), keeping those indexes fresh against other
-//! writers' commits (`freshness`), and re-embedding when the model changes (`reindex`).
+//! writers' commits (`freshness`), re-embedding when the model changes (`reindex`), the indexes
+//! kept on disk for a fast open (`snapshot`), and past conversations as a scope with the context
+//! of a message hit (`conversations`).
 
+pub(crate) mod conversations;
 pub(crate) mod freshness;
 pub(crate) mod hybrid;
 #[cfg(feature = "bench")]
 pub(crate) mod legs_alone;
 pub(crate) mod query;
 pub(crate) mod reindex;
+pub(crate) mod snapshot;
+pub(crate) mod snapshot_file;

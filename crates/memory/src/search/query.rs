@@ -23,6 +23,9 @@ pub struct HybridQuery {
 
 impl HybridQuery {
     pub const MAX_TOP_K: usize = 100;
+    /// Longest search text, in bytes, on every surface: the memory tools, the gateway's and the
+    /// CLI's note searches refuse longer text (saying so), and recall cuts a message to it.
+    pub const MAX_TEXT_BYTES: usize = 1024;
 
     /// A query with default weights, no filters and default fusion.
     pub fn new(sessions: Vec<SessionId>, text: impl Into<String>, top_k: usize) -> Self {

@@ -276,6 +276,7 @@ impl Upkeep<'_> {
     ) -> Result<usize, MemoryError> {
         let done = self.reindex_scope(Scope::All, &mut progress).await?;
         self.reload_index().await?;
+        self.write_snapshot().await;
         Ok(done)
     }
 }

@@ -367,6 +367,19 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     ],
 }, Migration {
     version: 14,
+    name: "capture: how far each session was captured, and proposals waiting for the user",
+    // `capture.rs`: one row per conversation session capture has read up to a message; one row
+    // per proposal of `[memory.capture] mode = "suggest"` until the user accepts or rejects it.
+    statements: &[
+        "CREATE TABLE capture_state (session_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,
+            upto_seq INTEGER NOT NULL, updated_at TEXT NOT NULL)",
+        "CREATE TABLE capture_proposals (id INTEGER PRIMARY KEY, user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL, turn_id TEXT NOT NULL, proposal_json TEXT NOT NULL,
+            untrusted TEXT, created_at TEXT NOT NULL)",
+        "CREATE INDEX capture_proposals_by_user ON capture_proposals (user_id, id)",
+    ],
+}, Migration {
+    version: 15,
     name: "the model a session uses",
     // The name of the `[models.<name>]` entry a user chose for the session (`/model <name>`);
     // NULL: the agent's default.

@@ -58,6 +58,9 @@ pub(crate) fn body(req: &ChatRequest, model: &str, stream: bool, native_memory: 
             })
             .collect();
     }
+    if let Some(name) = &req.force_tool {
+        body["tool_choice"] = json!({"type": "tool", "name": name});
+    }
     body
 }
 
@@ -126,6 +129,7 @@ mod tests {
             ],
             tools: Vec::new(),
             max_output_tokens: 50,
+            force_tool: None,
         };
         assert_eq!(
             body(&req, "claude", false, /*native_memory*/ true),
@@ -148,6 +152,23 @@ mod tests {
                     {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
                 ],
             })
+        );
+    }
+
+    #[test]
+    fn a_forced_tool_is_the_tool_choice() {
+        let req = ChatRequest {
+            force_tool: Some("record_memories".into()),
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            body(&req, "claude", false, false)["tool_choice"],
+            json!({"type": "tool", "name": "record_memories"})
+        );
+        assert!(
+            body(&ChatRequest::default(), "claude", false, false)
+                .get("tool_choice")
+                .is_none()
         );
     }
 

@@ -45,6 +45,9 @@ pub(crate) fn body(req: &ChatRequest, model: &str, token_field: TokenField, stre
     if !req.tools.is_empty() {
         body["tools"] = req.tools.iter().map(|t| t.to_openai()).collect();
     }
+    if let Some(name) = &req.force_tool {
+        body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+    }
     if stream {
         body["stream_options"] = json!({"include_usage": true});
     }
@@ -99,6 +102,7 @@ mod tests {
                 parameters: json!({}),
             }],
             max_output_tokens: 99,
+            force_tool: None,
         };
         assert_eq!(
             body(&req, "m", TokenField::MaxTokens, true),
@@ -117,6 +121,23 @@ mod tests {
                 "stream_options": {"include_usage": true},
                 "tools": [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}],
             })
+        );
+    }
+
+    #[test]
+    fn a_forced_tool_is_the_tool_choice() {
+        let req = ChatRequest {
+            force_tool: Some("record_memories".into()),
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            body(&req, "m", TokenField::MaxTokens, false)["tool_choice"],
+            json!({"type": "function", "function": {"name": "record_memories"}})
+        );
+        assert!(
+            body(&ChatRequest::default(), "m", TokenField::MaxTokens, false)
+                .get("tool_choice")
+                .is_none()
         );
     }
 

@@ -36,6 +36,7 @@ pub fn ask(text: &str) -> ChatRequest {
         messages: vec![Message::user(text)],
         tools: Vec::new(),
         max_output_tokens: 256,
+        force_tool: None,
     }
 }
 

@@ -46,7 +46,8 @@ pub enum Command {
         /// Where users' workspaces go (default ./workspaces, next to runner.toml).
         #[arg(long = "workspace-root")]
         workspace_root: Option<PathBuf>,
-        /// Where the agents will run (default: container).
+        /// Where the agents will run (default: container). On an existing runner.toml: where
+        /// the added user's agent runs (`tier` in their table; the others keep theirs).
         #[arg(long, value_enum)]
         tier: Option<TierArg>,
         /// The LLM provider of a new agent.toml (no questions asked).
@@ -106,6 +107,10 @@ pub enum Command {
     Memory(MemoryArgs),
     /// List, cancel, pause or resume a user's schedules (`--user` required).
     Schedule(ScheduleArgs),
+    /// Tokens the --user's agent used per model, and their cost at `[pricing]`'s prices.
+    Usage(crate::usage_cmd::UsageArgs),
+    /// List the --user's conversations, or export one as Markdown or JSON Lines.
+    Sessions(crate::sessions_cmd::SessionsArgs),
     /// Serve the --user's memory tools over MCP on stdin/stdout (for Claude Desktop / Claude
     /// Code and other MCP clients that start a command).
     Mcp {
@@ -115,6 +120,17 @@ pub enum Command {
         root: Option<PathBuf>,
         /// agent.toml to read [memory], [retrieval] and [tools] from (default: the user's from
         /// runner.toml when --root is not given; defaults otherwise).
+        #[arg(long = "agent-config")]
+        agent_config: Option<PathBuf>,
+    },
+    /// Check the --user's MCP servers (`[mcp.servers]`): start each, list its tools, say what
+    /// is wrong.
+    McpServers {
+        /// The workspace root holding one directory per user (default: runner.toml's
+        /// workspace_root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// agent.toml to read [mcp.servers] from (default: the user's).
         #[arg(long = "agent-config")]
         agent_config: Option<PathBuf>,
     },
@@ -129,7 +145,8 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// List every built-in tool the model can be offered.
+    /// List every built-in tool the model can be offered (and, with --agent-config, its MCP
+    /// servers' tools and their state: the servers are started to list them).
     Tools {
         /// Print JSON (name, description, parameters schema, safety tier, timeout) for scripts.
         #[arg(long)]
@@ -156,6 +173,15 @@ pub enum Command {
 pub enum TierArg {
     Container,
     Process,
+}
+
+impl From<TierArg> for runner::Tier {
+    fn from(tier: TierArg) -> Self {
+        match tier {
+            TierArg::Container => Self::Container,
+            TierArg::Process => Self::Process,
+        }
+    }
 }
 
 /// `runner images ...`.
@@ -239,6 +265,9 @@ pub struct MemoryArgs {
     /// when --root is not given; defaults otherwise).
     #[arg(long = "agent-config")]
     pub agent_config: Option<PathBuf>,
+    /// After `runner forget`: start the user's memory afresh (empty) instead of refusing.
+    #[arg(long)]
+    pub fresh: bool,
     #[command(subcommand)]
     pub action: MemoryAction,
 }

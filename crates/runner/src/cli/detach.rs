@@ -34,7 +34,7 @@ pub async fn detach_all(
             .arg(&config.path)
             .arg("--user")
             .arg(user.as_str());
-        if config.tier == Tier::Process {
+        if plan.user.tier == Tier::Process {
             cmd.arg("--insecure");
         }
         if global.verbose {

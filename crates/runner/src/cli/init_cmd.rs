@@ -39,11 +39,14 @@ pub async fn run(
                 config_path.display()
             );
         }
-        return add_user(
-            global,
-            &config_path,
-            workspace_root.is_some() || tier.is_some(),
-        );
+        if workspace_root.is_some() {
+            bail!(
+                "{} already exists: --workspace-root only shapes a new file; edit \
+                 `workspace_root` in it instead",
+                config_path.display()
+            );
+        }
+        return add_user(global, &config_path, tier);
     }
     let dir = config_path
         .parent()
@@ -125,16 +128,10 @@ fn report_written(config_path: &Path, agent_path: &Path, kept: bool, choice: Opt
     }
 }
 
-/// Adds `--user` to the existing `runner.toml` at `path`: appends `[users.<id>]` (the rest of the
-/// file is kept byte for byte) and provisions the workspace.
-fn add_user(global: &Global, path: &Path, new_file_options: bool) -> Result<()> {
-    if new_file_options {
-        bail!(
-            "{} already exists: --tier and --workspace-root only shape a new file; edit `tier` or \
-             `workspace_root` in it instead",
-            path.display()
-        );
-    }
+/// Adds `--user` to the existing `runner.toml` at `path`: appends `[users.<id>]` (with `tier`
+/// when one was asked for; the rest of the file is kept byte for byte) and provisions the
+/// workspace.
+fn add_user(global: &Global, path: &Path, tier: Option<TierArg>) -> Result<()> {
     let Some(name) = global.user.as_deref() else {
         bail!(
             "{} already exists; add a user with `runner --user NAME init`, or edit it",
@@ -156,7 +153,15 @@ fn add_user(global: &Global, path: &Path, new_file_options: bool) -> Result<()> 
     } else {
         "\n"
     };
-    let updated = format!("{text}{separator}\n{}\n", user_table(&user));
+    let table = match tier {
+        Some(tier) => format!(
+            "{}\ntier = \"{}\"",
+            user_table(&user),
+            Tier::from(tier).name()
+        ),
+        None => user_table(&user),
+    };
+    let updated = format!("{text}{separator}\n{table}\n");
     // The file must still parse and now name the user (e.g. not when `users` is an inline table).
     let check = RunnerConfig::parse(&updated, &config.path);
     if !check.is_ok_and(|c| c.users.iter().any(|u| u.id == user)) {
@@ -168,6 +173,7 @@ fn add_user(global: &Global, path: &Path, new_file_options: bool) -> Result<()> 
     }
     write_atomic(path, &updated)?;
     let ws = provision(&config.workspace_root, &user)?;
+    let config = RunnerConfig::load(path)?;
     say(format!("added {user} to {}", path.display()));
     say(format!("provisioned {}", ws.root.display()));
     next_steps(&config, &user);
@@ -175,7 +181,12 @@ fn add_user(global: &Global, path: &Path, new_file_options: bool) -> Result<()> 
 }
 
 fn next_steps(config: &RunnerConfig, user: &UserId) {
-    match config.tier {
+    let tier = config
+        .users
+        .iter()
+        .find(|u| &u.id == user)
+        .map_or(config.tier, |u| u.tier);
+    match tier {
         Tier::Container => {
             say("  scripts/build-guest-images.sh      (once: builds the container images)");
             say(format!("  runner --user {user} start"));

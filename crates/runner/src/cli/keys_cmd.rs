@@ -224,6 +224,8 @@ pub async fn forget(global: &Global, yes: bool) -> Result<()> {
                 say(format!("  could not remove {}: {e}", file.display()));
             }
         }
+        // A later memory command says so instead of making a new, empty store.
+        runner::mark_forgotten(root, &user)?;
         say(format!("{user}: memory forgotten"));
     }
     if runner::runs_as_root() && runner::release_identity(root, &user)? {

@@ -1,7 +1,9 @@
 //! `runner`: the operator's command. It provisions users' workspaces and starts, supervises and
 //! stops their agents (`init`, `start`, `stop`, `status`, `logs`, `restart`; the process tier),
 //! manages a user's memory (`runner memory ...`, `runner memory rekey`) and schedules
-//! (`runner schedule ...`, in `schedule_cmd`), forgets a user
+//! (`runner schedule ...`, in `schedule_cmd`), reports token usage and cost (`runner usage`, in
+//! `usage_cmd`), lists and exports conversations (`runner sessions ...`, in `sessions_cmd`),
+//! forgets a user
 //! (`runner forget`, in `keys_cmd`) and prints the tool catalogue (`runner tools`).
 //!
 //! Modules: `cli` (clap surface), `init_cmd` (with `init_provider`: the model it asks for), `start_cmd` (foreground), `detach` (`--detach`),
@@ -22,6 +24,7 @@ mod keys_cmd;
 mod log_file;
 mod logs_cmd;
 mod mcp_cmd;
+mod mcp_servers_cmd;
 mod memory_audit;
 mod memory_cmd;
 mod memory_governed;
@@ -31,12 +34,14 @@ mod open_cmd;
 mod out;
 mod running;
 mod schedule_cmd;
+mod sessions_cmd;
 mod start_cmd;
 mod status_cmd;
 mod stop_cmd;
 mod supervise;
 mod tools_cmd;
 mod tui_cmd;
+mod usage_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,17 +65,25 @@ impl Global {
         Ok(RunnerConfig::load(&path)?)
     }
 
-    /// The config, checked to name a tier this build can run with the flags given.
-    pub fn launchable_config(&self) -> Result<RunnerConfig> {
+    /// The config and the users selected by `--user`, checked to name tiers this build can run
+    /// with the flags given (a user of the process tier needs `--insecure`).
+    pub fn launchable_users(&self) -> Result<(RunnerConfig, Vec<runner::UserEntry>)> {
         let config = self.runner_config()?;
-        match config.tier {
-            Tier::Container => Ok(config),
-            Tier::Process if !self.insecure => bail!(
-                "the process tier runs each agent and its shell as host processes confined only \
-                 by Landlock; pass --insecure to accept that (e.g. `runner --insecure start`)"
-            ),
-            Tier::Process => Ok(config),
+        let users = config.select(self.user.as_deref())?;
+        let process: Vec<&str> = users
+            .iter()
+            .filter(|u| u.tier == Tier::Process)
+            .map(|u| u.id.as_str())
+            .collect();
+        if !process.is_empty() && !self.insecure {
+            bail!(
+                "the process tier ({} in runner.toml) runs each agent and its shell as host \
+                 processes confined only by Landlock; pass --insecure to accept that (e.g. \
+                 `runner --insecure start`)",
+                process.join(", ")
+            );
         }
+        Ok((config, users))
     }
 }
 
@@ -144,17 +157,22 @@ fn main() -> ExitCode {
             }
             args::Command::Memory(args) => memory_cmd::run(args, &global).await,
             args::Command::Schedule(args) => schedule_cmd::run(args, &global).await,
+            args::Command::Usage(args) => usage_cmd::run(args, &global).await,
+            args::Command::Sessions(args) => sessions_cmd::run(args, &global).await,
             args::Command::Forget { yes } => keys_cmd::forget(&global, yes).await,
             args::Command::Mcp { root, agent_config } => {
                 mcp_cmd::run(&global, root, agent_config).await
+            }
+            args::Command::McpServers { root, agent_config } => {
+                mcp_servers_cmd::run(&global, root, agent_config).await
             }
             args::Command::Images(command) => images_cmd::run(&global, command).await,
             args::Command::Tools {
                 json,
                 memory,
                 agent_config,
-            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()),
-            args::Command::Open { no_browser } => open_cmd::run(&global, no_browser),
+            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()).await,
+            args::Command::Open { no_browser } => open_cmd::run(&global, no_browser).await,
         }
     });
     match result {

@@ -11,7 +11,7 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::args::{MemoryAction, MemoryArgs, TargetArgs};
 use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_organise, memory_tree};
+use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -39,6 +39,13 @@ pub(crate) fn give_back(root: Option<PathBuf>, global: &Global) {
     }
 }
 
+/// Whether a memory command may start a forgotten user's memory afresh (`--fresh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fresh {
+    Yes,
+    No,
+}
+
 /// The --user's store, opened as the CLI opens it (the primary, never a second replica).
 pub(crate) struct UserStore {
     pub(crate) user: UserId,
@@ -52,7 +59,7 @@ pub(crate) async fn open_user_store(
     root: Option<PathBuf>,
     agent_config: Option<PathBuf>,
 ) -> Result<UserStore> {
-    open_or_rekey(global, root, agent_config, false)
+    open_or_rekey(global, root, agent_config, false, Fresh::No)
         .await?
         .context("the store was not opened")
 }
@@ -63,29 +70,18 @@ async fn open_or_rekey(
     root: Option<PathBuf>,
     agent_config: Option<PathBuf>,
     rekey: bool,
+    fresh: Fresh,
 ) -> Result<Option<UserStore>> {
-    let Some(name) = global.user.as_deref() else {
-        bail!("which user? pass --user NAME");
-    };
-    let user = UserId::parse(name).context("invalid --user")?;
-    let (root, agent_config, encryption) = match root {
-        Some(root) => {
-            let agent_config = match agent_config {
-                Some(path) => Some(path),
-                None => users_agent_toml(global, &root, &user),
-            };
-            (root, agent_config, runner::MemoryEncryption::default())
-        }
-        None => {
-            let config = global.runner_config()?;
-            let entry = config.select(Some(name))?.remove(0);
-            (
-                config.workspace_root,
-                agent_config.or(entry.agent_config),
-                config.memory_encryption,
-            )
-        }
-    };
+    let (user, root, agent_config, encryption) = user_setup(global, root, agent_config)?;
+    match (runner::forgotten_at(&root, &user), fresh) {
+        (Some(when), Fresh::No) => bail!(
+            "{user}'s memory was forgotten ({when}, `runner forget`): nothing to read or change, \
+             and nothing was created; `runner --user {user} start` starts them afresh with an \
+             empty memory (or `runner memory --user {user} --fresh ...`)"
+        ),
+        (Some(_), Fresh::Yes) => runner::clear_forgotten(&root, &user)?,
+        (None, _) => {}
+    }
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
     if rekey {
         let ws = types::WorkspacePaths::new(root.join(user.as_str()));
@@ -122,6 +118,38 @@ async fn open_or_rekey(
         user_root,
         store,
     }))
+}
+
+/// The --user, the workspace root, their agent.toml (when any) and the memory encryption, as
+/// every command about one user finds them.
+pub(crate) fn user_setup(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+) -> Result<(UserId, PathBuf, Option<PathBuf>, runner::MemoryEncryption)> {
+    let Some(name) = global.user.as_deref() else {
+        bail!("which user? pass --user NAME");
+    };
+    let user = UserId::parse(name).context("invalid --user")?;
+    let (root, agent_config, encryption) = match root {
+        Some(root) => {
+            let agent_config = match agent_config {
+                Some(path) => Some(path),
+                None => users_agent_toml(global, &root, &user),
+            };
+            (root, agent_config, runner::MemoryEncryption::default())
+        }
+        None => {
+            let config = global.runner_config()?;
+            let entry = config.select(Some(name))?.remove(0);
+            (
+                config.workspace_root,
+                agent_config.or(entry.agent_config),
+                config.memory_encryption,
+            )
+        }
+    };
+    Ok((user, root, agent_config, encryption))
 }
 
 /// The agent.toml of `user` under `root` when `--agent-config` is not given, so that the user's
@@ -162,7 +190,14 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
         config,
         store,
         user_root,
-    }) = open_or_rekey(global, args.root, args.agent_config, rekey).await?
+    }) = open_or_rekey(
+        global,
+        args.root,
+        args.agent_config,
+        rekey,
+        if args.fresh { Fresh::Yes } else { Fresh::No },
+    )
+    .await?
     else {
         return Ok(());
     };
@@ -195,7 +230,7 @@ async fn act(
                 args["tags"] = serde_json::json!(organise.tags);
             }
             let report = governed.call(tools::MEMORY_SAVE_TOOL_NAME, args).await?;
-            print_json(&mut out, &report)?;
+            print_json(&mut out, &saved_for_the_operator(report, user))?;
         }
         MemoryAction::Search {
             query,
@@ -232,8 +267,14 @@ async fn act(
             print_json(&mut out, &report)?;
         }
         MemoryAction::Delete { note_id } => {
-            let args = serde_json::json!({"note_id": parse_note_id(&note_id)?});
-            let report = governed.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
+            let id = parse_note_id(&note_id)?;
+            let args = serde_json::json!({"note_id": id});
+            let mut report = governed.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
+            report["message"] = serde_json::json!(format!(
+                "Deleted. It can be restored for {} days with `runner memory --user {user} \
+                 restore {id}` (`runner memory --user {user} deleted` lists what can be).",
+                config.memory.tombstone_retention_days
+            ));
             print_json(&mut out, &report)?;
         }
         MemoryAction::History { note_id } => {
@@ -245,8 +286,18 @@ async fn act(
             print_json(&mut out, &note)?;
         }
         MemoryAction::Confirm { note_id } => {
-            let note = governed.confirm(&parse_note_id(&note_id)?).await?;
-            print_json(&mut out, &note)?;
+            let id = parse_note_id(&note_id)?;
+            match governed.confirm(&id).await? {
+                (note, memory_governed::Changed::Yes) => print_json(&mut out, &note)?,
+                (note, memory_governed::Changed::No) => print_json(
+                    &mut out,
+                    &serde_json::json!({
+                        "note_id": note.note_id,
+                        "changed": false,
+                        "message": "Already confirmed (or trusted from the start): nothing changed.",
+                    }),
+                )?,
+            }
         }
         MemoryAction::Deleted => print_json(&mut out, &governed.deleted().await?)?,
         MemoryAction::Stats => print_json(&mut out, &store.upkeep().stats().await?)?,
@@ -305,14 +356,21 @@ async fn act(
             allow_similar,
             target,
         } => {
-            let notes = match file {
+            let notes = match &file {
                 Some(path) => {
-                    let f = runner::open_operator_file(&path, &policy(target, user_root))?;
+                    let f = runner::open_operator_file(path, &policy(target, user_root))?;
                     read_jsonl(std::io::BufReader::new(f))?
                 }
                 None => read_jsonl(std::io::stdin().lock())?,
             };
-            let report = governed.import(notes, similar(allow_similar)).await?;
+            // The file's name only: notes are shown to the model, host paths never are.
+            let from = file
+                .as_deref()
+                .and_then(std::path::Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned());
+            let report = governed
+                .import(notes, similar(allow_similar), from.as_deref())
+                .await?;
             print_json(&mut out, &report)?;
         }
         MemoryAction::ExportTree { dir, target } => {
@@ -334,6 +392,27 @@ async fn act(
         }
     }
     Ok(())
+}
+
+/// A save's report in the operator's words: the model-facing advice (which names tools) becomes
+/// the commands that do the same.
+fn saved_for_the_operator(mut report: serde_json::Value, user: &UserId) -> serde_json::Value {
+    let id = report["note_id"].as_str().unwrap_or("NOTE_ID").to_owned();
+    let message = if report["similar"].is_array() {
+        "Not saved: similar notes exist. If one says the same thing, change it with `runner \
+         memory update NOTE_ID TEXT`; if this is a different fact, save again with \
+         --allow-similar."
+            .to_owned()
+    } else if report["saved"] == serde_json::json!(false) {
+        format!("Not saved again: {id} already says it.")
+    } else {
+        format!(
+            "Saved as {id}. Change it with `runner memory --user {user} update {id} TEXT`, \
+             remove it with `runner memory --user {user} delete {id}`."
+        )
+    };
+    report["message"] = serde_json::json!(message);
+    report
 }
 
 /// The operator's `--allow-shell-writable`, with every user's shell areas under this workspace

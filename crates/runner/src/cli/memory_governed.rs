@@ -53,12 +53,12 @@ impl CliMemory {
         let audit: Arc<dyn AuditSink> = Arc::new(store.clone());
         let governance = Governance::new(config.governance.clone()).with_audit(audit);
         let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
-        let mut registry = ToolRegistry::default()
+        let registry = tools::ToolSet::new(memory)
+            .retrieval(&config.retrieval)
+            .memory_tools(types::MemoryDialect::Notes)
+            .registry()?
             .with_output_limit(usize::MAX)
             .with_governance(Arc::new(governance));
-        for tool in tools::memory_tools(memory, &config.retrieval) {
-            registry.register(tool)?;
-        }
         let ctx = ToolExecutionContext {
             surface: CallSurface::new(Surface::Cli).with_client(CLIENT),
             ..ToolExecutionContext::new(
@@ -113,26 +113,52 @@ impl CliMemory {
         .await
     }
 
-    pub(crate) async fn confirm(&self, id: &NoteId) -> Result<Note> {
+    /// `confirm`: the note, and whether it changed (a note confirmed already, or trusted from
+    /// the start, is left as it is: no write, no audit row).
+    pub(crate) async fn confirm(&self, id: &NoteId) -> Result<(Note, Changed)> {
         let args = json!({"note_id": id});
-        self.govern(
-            memory_ops::CONFIRM,
-            &MemoryAccess::note_change(id),
-            args,
-            |_, ctx| async move {
-                self.store
-                    .confirm(&ctx.user_id, audit_call(&ctx).as_ref(), id)
-                    .await
-                    .map_err(store_error)
-            },
-        )
-        .await
+        let flag = std::sync::atomic::AtomicBool::new(false);
+        let changed = &flag;
+        let note = self
+            .govern(
+                memory_ops::CONFIRM,
+                &MemoryAccess::note_change(id),
+                args,
+                |_, ctx| async move {
+                    let before = self
+                        .store
+                        .get_note(&ctx.user_id, id)
+                        .await
+                        .map_err(store_error)?;
+                    let unconfirmed = before
+                        .metadata
+                        .provenance
+                        .as_ref()
+                        .is_some_and(|p| !p.confirmed);
+                    changed.store(unconfirmed, std::sync::atomic::Ordering::Relaxed);
+                    self.store
+                        .confirm(&ctx.user_id, audit_call(&ctx).as_ref(), id)
+                        .await
+                        .map_err(store_error)
+                },
+            )
+            .await?;
+        let changed = match flag.into_inner() {
+            true => Changed::Yes,
+            false => Changed::No,
+        };
+        Ok((note, changed))
     }
 
     /// `import`: one governed call for the whole file (one rate-limit token); the free text of
     /// every note (content, tags, context, extra fields) is screened as a save's is, and each
     /// imported note records its own audit row.
-    pub(crate) async fn import(&self, notes: Vec<ExportedNote>, similar: Similar) -> Result<Value> {
+    pub(crate) async fn import(
+        &self,
+        notes: Vec<ExportedNote>,
+        similar: Similar,
+        from: Option<&str>,
+    ) -> Result<Value> {
         let texts: Vec<Value> = notes
             .iter()
             .map(|n| {
@@ -148,10 +174,18 @@ impl CliMemory {
             let notes = screened_notes(notes, &args)?;
             let report = self
                 .store
-                .import(&ctx.user_id, audit_call(&ctx).as_ref(), notes, similar)
+                .import(
+                    &ctx.user_id,
+                    audit_call(&ctx).as_ref(),
+                    notes,
+                    similar,
+                    from,
+                )
                 .await
                 .map_err(store_error)?;
-            Ok(json!(report))
+            let mut answer = json!(report);
+            answer["message"] = json!(import_summary(&report));
+            Ok(answer)
         })
         .await
     }
@@ -283,6 +317,45 @@ impl CliMemory {
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))
     }
+}
+
+/// `imported 2; left out 3: 1 already in memory (imported before), ...`: what the report's
+/// lists hold, in words.
+fn import_summary(report: &memory::ImportReport) -> String {
+    let mut left_out = Vec::new();
+    let mut add = |n: usize, why: &str| {
+        if n > 0 {
+            left_out.push(format!("{n} {why}"));
+        }
+    };
+    add(
+        report.already_present.len(),
+        "already in memory (same id: imported before)",
+    );
+    add(
+        report.duplicates.len(),
+        "with the same text as a note in memory or earlier in the file",
+    );
+    add(
+        report.similar.len(),
+        "too similar to notes in memory (--allow-similar imports them)",
+    );
+    let skipped = report.already_present.len() + report.duplicates.len() + report.similar.len();
+    match skipped {
+        0 => format!("imported {}", report.imported),
+        _ => format!(
+            "imported {}; left out {skipped}: {} (their ids in already_present, duplicates, similar)",
+            report.imported,
+            left_out.join(", ")
+        ),
+    }
+}
+
+/// Whether a command changed what it was asked to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Changed {
+    Yes,
+    No,
 }
 
 /// One hit of `search`, as the command prints it.

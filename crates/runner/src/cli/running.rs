@@ -66,8 +66,8 @@ pub fn config_digest(config: &RunnerConfig, user: &UserEntry) -> String {
     }
     hash.update(
         format!(
-            "{:?} {:?} {:?} {:?}",
-            config.tier, config.workspace_root, config.container, user
+            "{:?} {:?} {:?}",
+            config.workspace_root, config.container, user
         )
         .as_bytes(),
     );

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use tools::Governance;
 use tools::governance::AuditSink;
-use tools::{Governance, ToolRegistry};
 use types::{CallSurface, SessionId, Surface, ToolExecutionContext, TurnId, WorkspacePaths};
 
 use crate::args::{ScheduleAction, ScheduleArgs};
@@ -38,12 +38,11 @@ async fn act(action: ScheduleAction, us: &UserStore) -> Result<()> {
     let schedules = tools::Schedules::new(us.store.clone(), us.config.schedules.clone(), zone);
     let audit: Arc<dyn AuditSink> = Arc::new(us.store.clone());
     let governance = Governance::new(us.config.governance.clone()).with_audit(audit);
-    let mut registry = ToolRegistry::default()
+    let registry = tools::ToolSet::new(None)
+        .schedules(&schedules)
+        .registry()?
         .with_output_limit(usize::MAX)
         .with_governance(Arc::new(governance));
-    for tool in tools::schedule_tools(&schedules) {
-        registry.register(tool)?;
-    }
     let ctx = ToolExecutionContext {
         surface: CallSurface::new(Surface::Cli).with_client("runner"),
         ..ToolExecutionContext::new(

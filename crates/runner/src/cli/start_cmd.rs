@@ -33,14 +33,16 @@ pub enum Mode {
 }
 
 pub async fn run(global: &Global, mode: Mode) -> Result<()> {
-    let config = global.launchable_config()?;
-    let users = config.select(global.user.as_deref())?;
-    let container = config.tier == Tier::Container;
-    let (docker, shell_bin, vm_bin, unconfined) = if container {
+    let (config, users) = global.launchable_users()?;
+    let docker = if users.iter().any(|u| u.tier == Tier::Container) {
         let docker = runner::connect_docker().await?;
         runner::images::require_images(&docker, &config.container).await?;
-        (Some(docker), PathBuf::new(), PathBuf::new(), false)
+        Some(docker)
     } else {
+        None
+    };
+    let process = users.iter().any(|u| u.tier == Tier::Process);
+    let (shell_bin, vm_bin, unconfined) = if process {
         let unconfined = !sandbox::landlock_available();
         if unconfined {
             tracing::error!(
@@ -50,19 +52,36 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             say("WARNING: Landlock is not available on this kernel; guests run unconfined");
         }
         (
-            None,
             guest_binary("shell-vm")?,
             guest_binary("oxydra-vm")?,
             unconfined,
         )
+    } else {
+        (PathBuf::new(), PathBuf::new(), false)
     };
-    if !runner::runs_as_root() && !container && mode != Mode::Supervisor {
+    if !runner::runs_as_root() && process && mode != Mode::Supervisor {
         say(format!("note: {}", runner::SHARED_UID_NOTICE));
     }
+    let rules = runner::ReadPathRules {
+        workspace_root: config.workspace_root.clone(),
+        runner_state: runner_state(global),
+    };
     let mut plans = Vec::new();
     for user in users {
         let ws = provision_healed(&config.workspace_root, &user.id)?;
-        let agent = preflight(&user, &ws, config.tier).await?;
+        let agent = preflight(&user, &ws).await?;
+        // A user forgotten before starts afresh: their memory commands work again.
+        runner::clear_forgotten(&config.workspace_root, &user.id)?;
+        let mcp = runner::plan_mcp(&agent, user.tier, &rules)
+            .with_context(|| format!("{}: cannot confine its MCP servers", user.id))?;
+        // An MCP server's own container runs our shell-vm from the host, mounted read-only.
+        let shell_bin = match &docker {
+            Some(docker) if !mcp.containers.is_empty() => {
+                runner::images::require_mcp_images(docker, &mcp).await?;
+                guest_binary("shell-vm")?
+            }
+            _ => shell_bin.clone(),
+        };
         // Before the workspace is handed to the guest uid: an unencrypted file is encrypted now.
         let place = runner::MemoryPlace::of(&agent, &ws);
         let memory_key = runner::key_for_agent(
@@ -77,6 +96,7 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             runner::separation(&config.workspace_root, config.guest_uid_base, &user.id)?;
         let digest = config_digest(&config, &user);
         let mut user = user;
+        let container = user.tier == Tier::Container;
         if let Some(ids) = separation.identity() {
             runner::check_reachable(&config.workspace_root)?;
             // Ownership is (re)applied with the rest of the workspace before each launch (see
@@ -92,11 +112,12 @@ pub async fn run(global: &Global, mode: Mode) -> Result<()> {
             config: config.clone(),
             user,
             ws,
-            shell_bin: shell_bin.clone(),
+            shell_bin,
             vm_bin: vm_bin.clone(),
+            mcp,
             unconfined,
             agent,
-            docker: docker.clone(),
+            docker: docker.clone().filter(|_| container),
             memory_key,
         });
     }
@@ -186,6 +207,11 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
             return Ok(false);
         }
     }
+    // Containers a runner that died left, also when the user has since moved to the process tier.
+    let docker = match &plan.docker {
+        None if crate::stop_cmd::ran_in_containers(ws) => Some(runner::connect_docker().await?),
+        given => given.clone(),
+    };
     if let Some(marker) = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
         .ok()
         .flatten()
@@ -208,7 +234,7 @@ async fn claim(plan: &Plan, named: bool) -> Result<bool> {
         }
     }
     runner::remove_run_files(ws)?;
-    if let Some(docker) = &plan.docker {
+    if let Some(docker) = &docker {
         for name in remove_workspace_containers(docker, &ws.root).await? {
             tracing::warn!(%user, "removed the stale container {name}");
         }
@@ -285,15 +311,44 @@ fn is_ready(ws: &WorkspacePaths) -> bool {
         .is_some_and(|m| m.pid == std::process::id() && !m.children.is_empty())
 }
 
-/// Checks the user's agent.toml and provider key before anything starts (so a typo is one clear
+/// The loud warning for a gateway set to listen beyond this machine without TLS, if it is.
+pub fn exposure(agent: &AgentConfig) -> Option<String> {
+    let bind = agent
+        .gateway
+        .bind
+        .unwrap_or(gateway::GatewayConfig::default().bind);
+    gateway::exposure_warning(bind, agent.gateway.tls_cert.is_some())
+}
+
+/// The runner's own state, which no MCP server may read: its configuration's directory and the
+/// guest-id record's.
+fn runner_state(global: &Global) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = runner::RunnerConfig::locate(global.config.as_deref())
+        .ok()
+        .and_then(|p| std::path::absolute(p).ok())
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .into_iter()
+        .collect();
+    if let Some(ids) = std::path::Path::new(runner::HOST_GUEST_IDS).parent() {
+        dirs.push(ids.to_owned());
+    }
+    dirs
+}
+
+/// Checks the user's agent.toml, its TLS certificate and key, and the provider key before anything starts (so a typo is one clear
 /// error, not a crash loop), and moves a legacy `./.oxydra/memory.db` into the workspace once.
 /// Returns the user's agent settings.
-async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<AgentConfig> {
+async fn preflight(user: &UserEntry, ws: &WorkspacePaths) -> Result<AgentConfig> {
     let where_ = user.agent_config.as_ref().map_or_else(
         || "the defaults (no agent.toml)".to_owned(),
         |p| p.display().to_string(),
     );
     let agent = runner::load_agent_config(user.agent_config.as_deref())?;
+    runner::TlsPem::read(&agent.gateway)
+        .with_context(|| format!("{}: the gateway's TLS (settings from {where_})", user.id))?;
+    if let Some(warning) = exposure(&agent) {
+        say(format!("{}: WARNING: {warning}", user.id));
+    }
     if let Some(var) = &agent.provider.api_key_env
         && std::env::var(var).map_or(true, |v| v.trim().is_empty())
     {
@@ -338,7 +393,7 @@ async fn preflight(user: &UserEntry, ws: &WorkspacePaths, tier: Tier) -> Result<
         .await
         .context("cannot move the legacy memory database")?;
     }
-    if tier == Tier::Container && agent.memory.remote_url.is_none() {
+    if user.tier == Tier::Container && agent.memory.remote_url.is_none() {
         let db = agent.memory.db_path.resolve(&ws.root);
         if !db.starts_with(ws.internal()) {
             bail!(

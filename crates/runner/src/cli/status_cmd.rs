@@ -18,9 +18,18 @@ use crate::out::{age, duration, say};
 pub async fn run(global: &Global, as_json: bool) -> Result<()> {
     let config = global.runner_config()?;
     let users = config.select(global.user.as_deref())?;
-    let docker = match config.tier {
-        Tier::Container => runner::connect_docker().await.ok(),
-        Tier::Process => None,
+    // What runs is read from each workspace's marker, not from the config: a user whose tier was
+    // switched since their agent started still shows their containers.
+    let docker = if users.iter().any(|u| {
+        u.tier == Tier::Container
+            || crate::stop_cmd::ran_in_containers(&WorkspacePaths::for_user(
+                &config.workspace_root,
+                &u.id,
+            ))
+    }) {
+        runner::connect_docker().await.ok()
+    } else {
+        None
     };
     let mut rows = Vec::new();
     for user in users {
@@ -47,7 +56,13 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             (Some(docker), None) => orphaned(docker, &ws).await,
             _ => Vec::new(),
         };
-        let tracking = match config.tier {
+        // The tier the agent runs in (its marker), else the one it will start in.
+        let tier = match &marker {
+            Some(_) if in_containers => Tier::Container,
+            Some(_) => Tier::Process,
+            None => user.tier,
+        };
+        let tracking = match tier {
             Tier::Process => runner::Tracking::of(&ws),
             Tier::Container => runner::Tracking::Untracked("container tier"),
         };
@@ -62,6 +77,7 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
         if as_json {
             rows.push(json!({
                 "user": user.id,
+                "tier": tier.name(),
                 "running": marker.is_some(),
                 "runner": marker,
                 "containers": states,
@@ -100,6 +116,10 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             duration(age(&m.started_at)),
             m.tier
         ));
+        let agent = runner::load_agent_config(user.agent_config.as_deref()).ok();
+        if let Some(warning) = agent.as_ref().and_then(crate::start_cmd::exposure) {
+            say(format!("  WARNING: {warning}"));
+        }
         for (role, c) in &m.children {
             let alive = match states.get(role) {
                 Some(state) => state == "running",
@@ -125,7 +145,7 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             }
         }
         if let runner::Tracking::Untracked(why) = &tracking
-            && config.tier == Tier::Process
+            && tier == Tier::Process
         {
             say(format!(
                 "  processes  not tracked ({why}): a command that leaves its session can outlive \

@@ -17,13 +17,17 @@ use crate::out::say;
 pub async fn run(global: &Global) -> Result<()> {
     let config = global.runner_config()?;
     let users = config.select(global.user.as_deref())?;
-    let docker = match config.tier {
-        Tier::Container => Some(runner::connect_docker().await?),
-        Tier::Process => None,
+    // No engine is an error only for a user whose runner ran in containers (see `stop_one`):
+    // the others stop all the same.
+    let docker = if users.iter().any(|u| u.tier == Tier::Container) {
+        runner::connect_docker().await.ok()
+    } else {
+        None
     };
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
-        let line = stop_one(&config, docker.as_ref(), &ws).await?;
+        let docker = docker.as_ref().filter(|_| user.tier == Tier::Container);
+        let line = stop_one(&config, docker, &ws).await?;
         say(format!("{}: {line}", user.id));
     }
     Ok(())
@@ -41,7 +45,8 @@ pub fn any_detached(global: &Global) -> Result<bool> {
 }
 
 /// Stops one user (the workspace `ws`): its runner, any guest or container left, its run files.
-/// One line saying what was done.
+/// One line saying what was done. `docker` is given for a user of the container tier; a user
+/// whose runner ran in containers before a switch of tier gets its own connection here.
 pub async fn stop_one(
     config: &RunnerConfig,
     docker: Option<&bollard::Docker>,
@@ -57,6 +62,14 @@ pub async fn stop_one(
             Err(e) => tracing::warn!("could not repair the workspace: {e:#}"),
         }
     }
+    let own;
+    let docker = match docker {
+        None if ran_in_containers(ws) => {
+            own = runner::connect_docker().await?;
+            Some(&own)
+        }
+        given => given,
+    };
     let budget = crate::supervise::stop_budget(config);
     let mut line = stop_user(ws, budget).await?;
     for what in repaired {
@@ -87,13 +100,20 @@ pub async fn stop_one(
     Ok(line)
 }
 
+/// True when the runner marker in `ws` (live or left by a runner that died) says its guests
+/// ran in containers.
+pub fn ran_in_containers(ws: &WorkspacePaths) -> bool {
+    read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.tier == Tier::Container.name())
+}
+
 async fn stop_user(ws: &WorkspacePaths, budget: Duration) -> Result<String> {
     let marker = read_json::<RunnerMarker>(&runner::runner_marker_path(ws))
         .ok()
         .flatten();
-    let in_containers = marker
-        .as_ref()
-        .is_some_and(|m| m.tier == Tier::Container.name());
+    let in_containers = ran_in_containers(ws);
     // Every process that may serve this user: the runner, its guests, a gateway it lost track of.
     let mut guests: Vec<(String, u32)> = marker
         .iter()

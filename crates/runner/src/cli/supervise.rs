@@ -21,6 +21,8 @@ use crate::guest::{self, Guest};
 
 #[path = "supervise_healing.rs"]
 mod healing;
+#[path = "supervise_mcp.rs"]
+mod mcp_containers;
 use crate::out::say;
 
 /// Everything one user's supervisor needs.
@@ -43,6 +45,8 @@ pub struct Plan {
     pub separation: Separation,
     /// The user's memory encryption key, handed to `oxydra-vm` in its bootstrap only.
     pub memory_key: Option<memory::EncryptionKey>,
+    /// The user's stdio MCP servers: read paths for the shell, containers of their own.
+    pub mcp: runner::McpPlan,
 }
 
 struct Supervisor {
@@ -59,6 +63,8 @@ struct Supervisor {
     repairs: Vec<String>,
     /// Why the last healing could not finish, if it could not.
     unrepaired: Option<String>,
+    /// The containers of the user's MCP servers that have their own (container tier).
+    mcp: Vec<crate::container_guest::ContainerGuest>,
 }
 
 /// How often the workspace is healed while both guests run (see `healing`).
@@ -84,6 +90,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
         tracking: runner::Tracking::Untracked("container tier"),
         repairs: Vec::new(),
         unrepaired: None,
+        mcp: Vec::new(),
     };
     if sup.plan.docker.is_none() {
         sup.tracking = runner::Tracking::of(&sup.plan.ws);
@@ -105,6 +112,8 @@ impl Supervisor {
         self.write_marker()?;
         self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
+        // The MCP servers' own containers first, so they serve once the agent is ready.
+        self.mcp = mcp_containers::start(&self.plan, &self.verifier).await?;
         let started = self.start_both(stop).await;
         let Some(endpoint) = started.with_context(|| format!("cannot start {user}'s agent"))?
         else {
@@ -255,6 +264,7 @@ impl Supervisor {
                     shell_verifier: &self.verifier,
                     agent_uid: p.separation.guest(Role::OxydraVm).map(|id| id.uid),
                     memory_key: p.memory_key.as_ref(),
+                    shell_read_paths: &p.mcp.shell_read_paths,
                 })?;
                 let name =
                     runner::container_name(&p.config.workspace_root, &p.user.id, role.name());
@@ -286,6 +296,7 @@ impl Supervisor {
                     ShellBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
                 boot.secret_sha256 = Some(self.verifier.clone());
                 boot.agent_uid = p.separation.guest(Role::OxydraVm).map(|id| id.uid);
+                boot.extra_read_paths = p.mcp.shell_read_paths.clone();
                 serde_json::to_string(&boot)?
             }
             Role::OxydraVm => {
@@ -301,6 +312,8 @@ impl Supervisor {
                     .memory_key
                     .as_ref()
                     .map(|k| runner::SecretText(k.expose().to_owned()));
+                // Read at each launch: a renewed certificate is served from the next restart.
+                boot.tls = runner::TlsPem::read(&p.agent.gateway)?;
                 serde_json::to_string(&boot)?
             }
         };
@@ -390,7 +403,7 @@ impl Supervisor {
         let marker = RunnerMarker {
             pid: std::process::id(),
             started_at: self.started_at.clone(),
-            tier: self.plan.config.tier.name().to_owned(),
+            tier: self.plan.user.tier.name().to_owned(),
             children,
             config_digest: Some(self.plan.config_digest.clone()),
             repairs: self.repairs.clone(),
@@ -406,6 +419,7 @@ impl Supervisor {
     /// and the socket.
     async fn stop_all(&mut self) {
         let grace = self.plan.config.supervision.stop_timeout;
+        mcp_containers::stop(&mut self.mcp, grace).await;
         for role in [Role::OxydraVm, Role::ShellVm] {
             if let Some(mut g) = self.guests.remove(role.name()) {
                 let how = g.stop(grace).await.map(guest::describe);

@@ -1,15 +1,17 @@
 //! `runner tools [--json]`: the catalogue of built-in tools, exactly as the model is offered them
-//! (with `--agent-config`, the web tools too when its `[tools.web]` turns them on).
+//! (with `--agent-config`, the web tools too when its `[tools.web]` turns them on, and its MCP
+//! servers' tools: the servers are started in a scratch directory to list them, and their state
+//! is printed after the tools).
 
 use std::io::Write;
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use types::{MemoryDialect, MemoryDialects, RetrievalConfig, SafetyTier};
+use types::{MemoryDialect, MemoryDialects, SafetyTier};
 
 /// `memory` (`notes`, `categorized`, `files`, or several joined by commas) wins over `[tools] memory` of `agent_config`.
-pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
+pub async fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
     let agent = agent_config
         .map(|path| runner::load_agent_config(Some(path)))
         .transpose()?;
@@ -22,10 +24,20 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
         None if let Some(agent) = &agent => agent.tools.memory,
         None => MemoryDialect::Notes.into(),
     };
-    let mut tools = tools::builtin_tools_for(dialect, None, &RetrievalConfig::default());
+    let mut set = tools::ToolSet::new(None).builtin(dialect);
+    let mut extra = Vec::new();
+    let mut servers = Vec::new();
+    // Kept while the servers run (their working directory).
+    let scratch = tempfile::tempdir()?;
     if let Some(agent) = &agent {
-        tools.extend(tools::web_tools(&agent.tools.web)?);
+        set = set.web(&agent.tools.web);
+        if !agent.mcp.servers.is_empty() {
+            let clients = crate::mcp_servers_cmd::start(agent, scratch.path()).await;
+            extra = crate::mcp_servers_cmd::tool_rows(&clients);
+            servers = clients.status();
+        }
     }
+    let tools = set.with_extra(extra).tools()?;
     let mut out = std::io::stdout().lock();
     if json {
         let rows: Vec<serde_json::Value> = tools
@@ -40,7 +52,16 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
                 })
             })
             .collect();
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        let servers: Vec<serde_json::Value> = servers
+            .iter()
+            .map(|s| serde_json::json!({"server": s.name, "status": s.to_string()}))
+            .collect();
+        if servers.is_empty() {
+            serde_json::to_writer_pretty(&mut out, &rows)?;
+        } else {
+            let both = serde_json::json!({"tools": rows, "mcp_servers": servers});
+            serde_json::to_writer_pretty(&mut out, &both)?;
+        }
         writeln!(out)?;
         return Ok(());
     }
@@ -65,6 +86,12 @@ pub fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Res
             t.timeout().as_secs(),
             names.join(", ")
         )?;
+    }
+    for status in &servers {
+        writeln!(out, "mcp server {status}")?;
+        for refused in &status.refused {
+            writeln!(out, "  not offered: {}: {}", refused.tool, refused.reason)?;
+        }
     }
     Ok(())
 }

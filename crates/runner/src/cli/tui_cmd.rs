@@ -17,13 +17,25 @@ pub fn run(global: &Global) -> Result<()> {
     };
     let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
     if !ws.endpoint().is_file() {
-        let insecure = match config.tier {
+        let insecure = match user.tier {
             runner::Tier::Process => "--insecure ",
             runner::Tier::Container => "",
         };
         bail!(
             "{} is not running: start the agent first with `runner {insecure}--user {} start \
              --detach`",
+            user.id,
+            user.id
+        );
+    }
+    let tls = runner::read_json::<runner::GatewayMarker>(&ws.endpoint())
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.tls());
+    if tls {
+        bail!(
+            "{}'s gateway serves TLS ([gateway] tls_cert), which the TUI does not speak yet: use \
+             the web client (`runner --user {} open`)",
             user.id,
             user.id
         );

@@ -199,6 +199,20 @@ pub async fn require_images(
     Ok(())
 }
 
+/// Fails unless every MCP server's own image (container tier, `image` set) is on this machine:
+/// images are built locally, never pulled.
+pub async fn require_mcp_images(docker: &Docker, plan: &crate::McpPlan) -> Result<(), RunnerError> {
+    for server in &plan.containers {
+        if build::inspect(docker, &server.image).await?.is_none() {
+            return Err(RunnerError::Docker(format!(
+                "[mcp.servers.{}] image {} is not on this machine; build it locally (images are                  never pulled), or remove `image` to run the server through the user's shell",
+                server.name, server.image
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Each image: present or missing, its size, and whether it matches the binaries in `sources`.
 pub async fn image_status(
     docker: &Docker,

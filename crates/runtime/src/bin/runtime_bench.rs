@@ -21,9 +21,9 @@ use provider::{
 };
 use runtime::{AgentRuntime, ModelLimits, TurnEvent};
 use tokio::sync::mpsc;
-use tools::{ToolRegistry, register_memory_tools};
+use tools::ToolSet;
 use types::{
-    Message, NoteId, RetrievalConfig, Role, RuntimeConfig, SessionId, ToolExecutionContext, TurnId,
+    MemoryDialect, Message, NoteId, Role, RuntimeConfig, SessionId, ToolExecutionContext, TurnId,
     UserId, WorkspacePaths,
 };
 
@@ -200,7 +200,7 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
         })
         .collect::<Result<_, types::IdError>>()?;
     store
-        .import(&user, None, notes, memory::Similar::Unchecked)
+        .import(&user, None, notes, memory::Similar::Unchecked, None)
         .await
         .map(|report| report.imported)?;
 
@@ -218,12 +218,9 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
     }
     let setup = setup.elapsed();
 
-    let mut registry = ToolRegistry::default();
-    register_memory_tools(
-        &mut registry,
-        Some(Arc::new(store.clone())),
-        &RetrievalConfig::default(),
-    )?;
+    let registry = ToolSet::new(Some(Arc::new(store.clone())))
+        .memory_tools(MemoryDialect::Notes)
+        .registry()?;
     let registry = Arc::new(registry);
     let limits = ModelLimits {
         context_window: 128_000,

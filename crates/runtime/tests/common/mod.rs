@@ -17,9 +17,9 @@ use runtime::{AgentRuntime, ModelLimits, RuntimeError, TurnEvent, TurnOutcome};
 use serde_json::Value;
 use test_support::{RecordedRequest, ScriptedLlm};
 use tokio::sync::mpsc;
-use tools::{Tool, ToolError, ToolRegistry, register_memory_tools};
+use tools::{Tool, ToolError, ToolRegistry, ToolSet};
 use types::{
-    ProviderKind, RetrievalConfig, RuntimeConfig, SafetyTier, SessionId, ToolExecutionContext,
+    MemoryDialect, ProviderKind, RuntimeConfig, SafetyTier, SessionId, ToolExecutionContext,
     TurnId, UserId, WorkspacePaths,
 };
 
@@ -47,16 +47,11 @@ pub async fn open_store(path: &Path) -> MemoryStore {
 
 /// The four memory tools over `store`, plus `extra`.
 pub fn memory_registry(store: &MemoryStore, extra: Vec<Arc<dyn Tool>>) -> Arc<ToolRegistry> {
-    let mut registry = ToolRegistry::default();
-    register_memory_tools(
-        &mut registry,
-        Some(Arc::new(store.clone())),
-        &RetrievalConfig::default(),
-    )
-    .expect("memory tools register");
-    for tool in extra {
-        registry.register(tool).expect("tool registers");
-    }
+    let registry = ToolSet::new(Some(Arc::new(store.clone())))
+        .memory_tools(MemoryDialect::Notes)
+        .with_extra(extra)
+        .registry()
+        .expect("tools register");
     Arc::new(registry)
 }
 

@@ -10,10 +10,8 @@ use std::time::{Duration, Instant};
 
 use memory::{HashEmbedder, MemoryRetrieval, MemoryStore};
 use serde_json::json;
-use tools::{MEMORY_FILES_TOOL_NAME, ToolRegistry, memory_tools_for};
-use types::{
-    MemoryDialect, RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
-};
+use tools::{MEMORY_FILES_TOOL_NAME, ToolRegistry, ToolSet};
+use types::{MemoryDialect, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -57,11 +55,10 @@ async fn main() -> BenchResult<()> {
     .await?;
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store);
     let mut registry = ToolRegistry::default();
-    for tool in memory_tools_for(
-        MemoryDialect::Files,
-        Some(memory),
-        &RetrievalConfig::default(),
-    ) {
+    for tool in ToolSet::new(Some(memory))
+        .memory_tools(MemoryDialect::Files)
+        .tools()?
+    {
         registry.register(tool)?;
     }
     let user = UserId::parse("bench")?;

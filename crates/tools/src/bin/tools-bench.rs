@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use memory::{HybridQuery, MemoryStore, NoteMetadata};
 use serde_json::json;
-use tools::{Tool, ToolError, ToolRegistry, register_memory_tools};
+use tools::{Tool, ToolError, ToolRegistry, ToolSet};
 use types::{
-    RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    MemoryDialect, SafetyTier, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 /// A tool that does nothing, so a registry call measures the pipeline alone.
@@ -369,12 +369,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         memory::OpenOptions::with_embedder(memory::embedding::from_config(&Default::default())?),
     )
     .await?;
-    let mut registry = ToolRegistry::default();
-    register_memory_tools(
-        &mut registry,
-        Some(Arc::new(store.clone())),
-        &RetrievalConfig::default(),
-    )?;
+    let registry = ToolSet::new(Some(Arc::new(store.clone())))
+        .memory_tools(MemoryDialect::Notes)
+        .registry()?;
     let n = 1000;
     let note = |i: usize| {
         format!(

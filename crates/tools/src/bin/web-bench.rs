@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tools::{ToolRegistry, web_tools};
+use tools::{ToolRegistry, ToolSet};
 use types::{SessionId, ToolExecutionContext, TurnId, UserId, WebConfig, WorkspacePaths};
 
 /// An article-like page of about `bytes`: headings, paragraphs with links, lists, a table, and
@@ -87,7 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..WebConfig::default()
     };
     let mut registry = ToolRegistry::default();
-    for tool in web_tools(&config)? {
+    for tool in ToolSet::new(None).web(&config).tools()? {
         registry.register(tool)?;
     }
     let dir = std::env::temp_dir();

@@ -8,9 +8,9 @@
 //! concurrent edits the second sees the first's result or fails cleanly. Each command runs in a
 //! `tracing` span `tool.memory.{command}` recording command, path, outcome and duration.
 
+mod commands;
 mod path;
 mod record;
-mod search_paths;
 mod text;
 
 use std::time::{Duration, Instant};
@@ -19,12 +19,10 @@ use async_trait::async_trait;
 use memory::{MEMORIES_ROOT, MemoryStore, PathExpect, PathMove, PathPut};
 use serde_json::Value;
 use tracing::Instrument;
-use types::{NoteChange, SafetyTier, ToolExecutionContext};
+use types::{SafetyTier, ToolExecutionContext};
 
 pub use path::{MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, canonical, canonical_new};
 pub use text::human_size;
-
-pub(crate) use search_paths::with_paths;
 
 use crate::memory_tools::{MemoryHandle, map_error};
 use crate::{Interruption, Tool, ToolError};
@@ -144,7 +142,7 @@ impl Tool for MemoryFiles {
     }
 
     fn interruption(&self) -> Interruption {
-        crate::memory_tools::settle("view the path to see whether the change was made")
+        crate::spec::settle("view the path to see whether the change was made")
     }
 
     /// Governed like every memory tool: `view` reads, every other command writes (its free text
@@ -246,17 +244,7 @@ impl MemoryFiles {
         args: &Value,
         ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
-        // Every command on a path tells whether the path exists (an edit, what the file says):
-        // a caller that may write but not read gets one answer, whatever is stored.
-        if !ctx.reads.permits(crate::governance::NOTES_NAMESPACE) {
-            return Err(ToolError::governed(
-                crate::governance::PERMISSION_DENIED,
-                "This client may write memory but not read it, and every `memory` command on a \
-                 path shows whether the path exists; use memory_save to add a note"
-                    .to_owned(),
-                serde_json::json!({"namespace": crate::governance::NOTES_NAMESPACE, "operation": "read"}),
-            ));
-        }
+        may_read(ctx)?;
         let user = &ctx.user_id;
         if command == "rename" {
             let (old, new) = (
@@ -275,139 +263,35 @@ impl MemoryFiles {
         let store = self.store()?;
         let db = |e| map_error(e, None);
         match command {
-            "view" => {
-                let files = store.files().file_tree(user, &path).await.map_err(db)?;
-                match files.as_slice() {
-                    [file] if file.path == path => {
-                        let Some(file) = store.files().read_file(user, &path).await.map_err(db)?
-                        else {
-                            return Err(fail(text::not_found(shown)));
-                        };
-                        let lines = file.content.lines().count();
-                        let (start, end) = match args.get("view_range") {
-                            None | Some(Value::Null) => (1, lines),
-                            Some(range) => {
-                                let range: Vec<i64> = range
-                                    .as_array()
-                                    .map(|a| a.iter().filter_map(Value::as_i64).collect())
-                                    .unwrap_or_default();
-                                text::view_range(&range, lines).map_err(fail)?
-                            }
-                        };
-                        let view = text::file_view(shown, &file.content, start, end);
-                        // A file the user has not confirmed is said to be one: the model is
-                        // told, and the runtime marks what it writes while this is in context.
-                        let unconfirmed = match store.get(user, &file.note_id).await {
-                            Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
-                            Err(_) => true,
-                        };
-                        Ok(match unconfirmed {
-                            true => format!("{UNCONFIRMED_FILE}\n{view}"),
-                            false => view,
-                        })
-                    }
-                    [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),
-                    _ => Ok(text::directory_view(shown, &path, &files)),
-                }
-            }
-            "create" => {
+            "view" => commands::view(store, ctx, args, shown, &path).await,
+            "create" | "update" => {
+                let create = command == "create";
+                let expect = match create {
+                    true => PathExpect::Absent,
+                    false => PathExpect::Present,
+                };
                 let body = arg(args, "file_text", command)?;
-                match store
+                let put = store
                     .files()
-                    .put_file(
-                        user,
-                        &path,
-                        body,
-                        PathExpect::Absent,
-                        ctx.audit.as_ref(),
-                        written(ctx),
-                    )
+                    .put_file(user, &path, body, expect, ctx.audit.as_ref(), written(ctx))
                     .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(file) => {
+                    .map_err(db)?;
+                match (put, create) {
+                    (PathPut::Written(file), true) => {
                         wrote(ctx, &file, true);
                         Ok(format!("File created successfully at: {shown}"))
                     }
-                    PathPut::UnderFile(file) => Err(under_file(shown, &file)),
-                    _ => Err(fail(format!("File {shown} already exists"))),
-                }
-            }
-            "update" => {
-                let body = arg(args, "file_text", command)?;
-                match store
-                    .files()
-                    .put_file(
-                        user,
-                        &path,
-                        body,
-                        PathExpect::Present,
-                        ctx.audit.as_ref(),
-                        written(ctx),
-                    )
-                    .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(file) => {
+                    (PathPut::Written(file), false) => {
                         wrote(ctx, &file, false);
                         Ok(format!("The file {shown} has been updated."))
                     }
-                    _ => Err(fail(text::not_found(shown))),
+                    (PathPut::UnderFile(file), true) => Err(under_file(shown, &file)),
+                    (_, true) => Err(fail(format!("File {shown} already exists"))),
+                    (_, false) => Err(fail(text::not_found(shown))),
                 }
             }
             "str_replace" | "insert" => {
-                let Some(file) = store.files().read_file(user, &path).await.map_err(db)? else {
-                    return Err(fail(text::not_found(shown)));
-                };
-                let (edited, reply) = if command == "str_replace" {
-                    let old = arg(args, "old_str", command)?;
-                    if old.is_empty() {
-                        return Err(ToolError::invalid("old_str", "a non-empty text to replace"));
-                    }
-                    let new = args
-                        .get("new_str")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    text::str_replace(shown, &file.content, old, new).map_err(fail)?
-                } else {
-                    let line = int_arg(args, "insert_line", command)?;
-                    let insert = arg(args, "insert_text", command)?;
-                    let edited = text::insert(&file.content, line, insert).map_err(fail)?;
-                    (edited, format!("The file {shown} has been edited."))
-                };
-                // Emptying a file removes what it said: that is the `delete` command's (a delete,
-                // governed as one), never an edit's.
-                if crate::memory_tools::is_blank(&edited) {
-                    return Err(fail(format!(
-                        "No change was made: the edit would leave {shown} with no text; to \
-                         remove the file, use the delete command"
-                    )));
-                }
-                // What is stored is what is screened: the edited file, not the fragments.
-                let mut edited = edited;
-                let mut tag = ctx.audit.clone();
-                let redacted =
-                    crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
-                let reply = crate::governance::tell_redacted(reply, &redacted);
-                let expect = PathExpect::Version(file.version);
-                match store
-                    .files()
-                    .put_file(user, &path, &edited, expect, tag.as_ref(), written(ctx))
-                    .await
-                    .map_err(db)?
-                {
-                    PathPut::Written(written) => {
-                        if written.content != file.content {
-                            wrote(ctx, &written, false);
-                        }
-                        Ok(reply)
-                    }
-                    PathPut::Changed => Err(fail(format!(
-                        "No change was made: {shown} was changed by another edit while this one \
-                         ran. View it again and retry on its current text."
-                    ))),
-                    _ => Err(fail(text::not_found(shown))),
-                }
+                commands::edit(store, ctx, args, command, shown, &path).await
             }
             "delete" => {
                 if path == MEMORIES_ROOT {
@@ -424,7 +308,7 @@ impl MemoryFiles {
                     0 => Err(fail(text::not_found(shown))),
                     _ => {
                         for entry in doomed {
-                            ctx.changes.record(NoteChange::Deleted {
+                            ctx.changes.record(types::NoteChange::Deleted {
                                 note_id: entry.note_id.to_string(),
                                 path: Some(entry.path),
                             });
@@ -468,6 +352,62 @@ impl MemoryFiles {
             PathMove::UnderFile(file) => Err(under_file(new, &file)),
         }
     }
+}
+
+/// Every command on a path tells whether the path exists (an edit, what the file says): a
+/// caller that may write but not read gets one answer, whatever is stored.
+fn may_read(ctx: &ToolExecutionContext) -> Result<(), ToolError> {
+    if ctx.reads.permits(crate::governance::NOTES_NAMESPACE) {
+        return Ok(());
+    }
+    Err(ToolError::governed(
+        crate::governance::PERMISSION_DENIED,
+        "This client may write memory but not read it, and every `memory` command on a path \
+         shows whether the path exists; use memory_save to add a note"
+            .to_owned(),
+        serde_json::json!({"namespace": crate::governance::NOTES_NAMESPACE, "operation": "read"}),
+    ))
+}
+
+/// Search results (`{"results": [{"note_id": ...}]}`) with the `path` of each note that is a
+/// file of the `/memories` tree. Left as they are when paths cannot be read.
+pub(crate) async fn with_paths(
+    memory: &dyn memory::MemoryRetrieval,
+    user: &types::UserId,
+    results: String,
+) -> String {
+    let Some(store) = memory.files() else {
+        return results;
+    };
+    let Ok(mut doc) = serde_json::from_str::<Value>(&results) else {
+        return results;
+    };
+    let Some(items) = doc.get_mut("results").and_then(Value::as_array_mut) else {
+        return results;
+    };
+    let ids: Vec<types::NoteId> = items
+        .iter()
+        .filter_map(|h| h.get("note_id")?.as_str())
+        .filter_map(|id| types::NoteId::parse(id).ok())
+        .collect();
+    let paths = match store.files().paths_of(user, &ids).await {
+        Ok(paths) if !paths.is_empty() => paths,
+        Ok(_) => return results,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the paths of memory files");
+            return results;
+        }
+    };
+    for item in items.iter_mut() {
+        let id = item
+            .get("note_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some((_, path)) = paths.iter().find(|(n, _)| n.as_str() == id) {
+            item["path"] = Value::String(path.clone());
+        }
+    }
+    doc.to_string()
 }
 
 fn under_file(path: &str, file: &str) -> ToolError {

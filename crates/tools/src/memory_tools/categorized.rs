@@ -7,24 +7,29 @@
 //! copy without it (see [`Tool::argument_schema`]), so that a bad category gets the peer's own
 //! answer, `Failed to store memory: Invalid category '<value>'`.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use memory::{Category, HybridQuery, ListQuery, MemoryError, NoteMetadata, Weights};
 use serde_json::{Value, json};
-use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
+use types::SessionId;
 
 use super::common::{
-    MemoryHandle, OpSpan, audited_call_key, checked_save, content_arg, fetch_k, map_error,
-    provenance, readable, settle, store, string_arg,
+    audited_call_key, checked_save, content_arg, fetch_k, map_error, provenance, readable,
+    string_arg,
 };
-use crate::{Interruption, Tool, ToolError};
+use crate::MemoryAccess;
+use crate::ToolError;
+use crate::memory_tools::MemoryState;
+use crate::spec::{Call, OpFuture, ToolSpec, boxed};
 
 pub const STORE_MEMORY_TOOL_NAME: &str = types::memory_ops::STORE_MEMORY;
 pub const SEARCH_MEMORIES_TOOL_NAME: &str = types::memory_ops::SEARCH_MEMORIES;
 pub const LIST_MEMORIES_TOOL_NAME: &str = types::memory_ops::LIST_MEMORIES;
 
 const CATEGORIES: [&str; 4] = ["fact", "pattern", "preference", "capability"];
+
+/// The peer's `category` property, described as `description`.
+fn category_property(description: &str) -> Value {
+    json!({"type": "string", "enum": CATEGORIES, "description": description})
+}
 
 /// The peer's schema with the `category` enum removed, for the registry's validation.
 fn without_category_enum(mut schema: Value) -> Value {
@@ -72,329 +77,252 @@ fn limit_arg(args: &Value, default: u64, max: u64) -> usize {
     usize::try_from(n).unwrap_or(1)
 }
 
-#[derive(Debug, Clone)]
-pub struct StoreMemory {
-    memory: MemoryHandle,
-}
+pub(crate) static STORE: ToolSpec<MemoryState> = ToolSpec::new(
+    STORE_MEMORY_TOOL_NAME,
+    STORE_DESCRIPTION,
+    store_memory_parameters,
+    store_memory_access,
+    store_memory,
+)
+.validated_by(without_category_enum)
+.writes("call search_memories for the memory's text to see whether it was stored before storing it again")
+.text();
 
-impl StoreMemory {
-    pub(crate) fn new(memory: MemoryHandle) -> Self {
-        Self { memory }
-    }
-}
+const STORE_DESCRIPTION: &str = "Store important information in my long-term memory for future use.\nUse this tool to remember:\n- Facts: Concrete information about APIs, data formats, configurations, etc.\n- Patterns: Recurring behaviors or trends I've observed\n- Preferences: User preferences or system settings I've learned\n- Capabilities: My own abilities or limitations I've discovered\n\nThis memory persists across conversations and helps me improve over time.";
 
-#[async_trait]
-impl Tool for StoreMemory {
-    fn name(&self) -> &str {
-        STORE_MEMORY_TOOL_NAME
-    }
-
-    fn description(&self) -> &str {
-        "Store important information in my long-term memory for future use.\nUse this tool to remember:\n- Facts: Concrete information about APIs, data formats, configurations, etc.\n- Patterns: Recurring behaviors or trends I've observed\n- Preferences: User preferences or system settings I've learned\n- Capabilities: My own abilities or limitations I've discovered\n\nThis memory persists across conversations and helps me improve over time."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "category": {
-                    "type": "string",
-                    "enum": CATEGORIES,
-                    "description": "Type of memory: fact (concrete info), pattern (observed behavior), preference (learned preference), capability (my ability/limitation)"
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The information to remember. Be specific and concise."
-                },
-                "context": {
-                    "type": "string",
-                    "description": "Optional context about when/why this is important"
-                },
-                "confidence": {
-                    "type": "number",
-                    "minimum": 0.0,
-                    "maximum": 1.0,
-                    "default": 1.0,
-                    "description": "Confidence level in this memory (0.0 to 1.0)"
-                }
+fn store_memory_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "category": category_property(
+                "Type of memory: fact (concrete info), pattern (observed behavior), preference (learned preference), capability (my ability/limitation)"
+            ),
+            "content": {
+                "type": "string",
+                "description": "The information to remember. Be specific and concise."
             },
-            "required": ["category", "content"]
-        })
-    }
-
-    fn argument_schema(&self) -> Value {
-        without_category_enum(self.parameters())
-    }
-
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::SideEffecting
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-
-    fn interruption(&self) -> Interruption {
-        settle(
-            "call search_memories for the memory's text to see whether it was stored before storing it again",
-        )
-    }
-
-    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(crate::MemoryAccess::notes_write(&["content", "context"]))
-    }
-
-    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
-        let op = OpSpan::start(STORE_MEMORY_TOOL_NAME, ctx);
-        op.run(async {
-            const FAILED: &str = "Failed to store memory";
-            let category = category_of(args, FAILED)?;
-            let memory = store(&self.memory)?;
-            let content = content_arg(args)?;
-            let metadata = NoteMetadata {
-                category: Some(category),
-                context: args
-                    .get("context")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                confidence: Some(
-                    args.get("confidence")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(1.0),
-                ),
-                provenance: Some(provenance(ctx, memory::Origin::Model)),
-                ..NoteMetadata::default()
-            };
-            let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
-            // The peer dialect has no way to insist, so only exact duplicates are refused here.
-            let outcome = checked_save(
-                memory,
-                ctx,
-                key.as_ref(),
-                content,
-                metadata,
-                memory::Similar::Allow,
-            )
-            .await
-            .map_err(|e| failed(FAILED, e))?;
-            match outcome {
-                memory::SaveOutcome::Duplicate { note_id, .. } => {
-                    op.note(&note_id);
-                    Ok(format!(
-                        "Already stored as {note_id}: {} (not stored again)",
-                        content.trim()
-                    ))
-                }
-                memory::SaveOutcome::Saved(receipt) => {
-                    op.note(&receipt.note_id);
-                    super::common::record_change(ctx, &receipt, |note_id| {
-                        types::NoteChange::Saved {
-                            note_id,
-                            text: content.trim().to_owned(),
-                            path: None,
-                        }
-                    });
-                    Ok(format!("Stored {category} memory: {}", content.trim()))
-                }
-                memory::SaveOutcome::Similar(_) => {
-                    Ok(format!("Stored {category} memory: {}", content.trim()))
-                }
+            "context": {
+                "type": "string",
+                "description": "Optional context about when/why this is important"
+            },
+            "confidence": {
+                "type": "number",
+                "minimum": 0.0,
+                "maximum": 1.0,
+                "default": 1.0,
+                "description": "Confidence level in this memory (0.0 to 1.0)"
             }
-        })
+        },
+        "required": ["category", "content"]
+    })
+}
+
+fn store_memory_access(_args: &Value) -> MemoryAccess {
+    crate::MemoryAccess::notes_write(&["content", "context"])
+}
+
+fn store_memory(call: Call<'_, MemoryState>) -> OpFuture<'_> {
+    let (state, args, ctx, op) = (call.state, call.args, call.ctx, call.span);
+    boxed(async move {
+        const FAILED: &str = "Failed to store memory";
+        let category = category_of(args, FAILED)?;
+        let memory = state.store()?;
+        let content = content_arg(args)?;
+        let metadata = NoteMetadata {
+            category: Some(category),
+            context: args
+                .get("context")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            confidence: Some(
+                args.get("confidence")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(1.0),
+            ),
+            provenance: Some(provenance(ctx, memory::Origin::Model)),
+            ..NoteMetadata::default()
+        };
+        let key = audited_call_key(ctx, STORE_MEMORY_TOOL_NAME, args);
+        // The peer dialect has no way to insist, so only exact duplicates are refused here.
+        let outcome = checked_save(
+            memory,
+            ctx,
+            key.as_ref(),
+            content,
+            metadata,
+            memory::Similar::Allow,
+        )
         .await
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct SearchMemories {
-    memory: MemoryHandle,
-    retrieval: RetrievalConfig,
-}
-
-impl SearchMemories {
-    pub(crate) fn new(memory: MemoryHandle, retrieval: RetrievalConfig) -> Self {
-        Self { memory, retrieval }
-    }
+        .map_err(|e| failed(FAILED, e))?;
+        match outcome {
+            memory::SaveOutcome::Duplicate { note_id, .. } => {
+                op.note(&note_id);
+                Ok(format!(
+                    "Already stored as {note_id}: {} (not stored again)",
+                    content.trim()
+                ))
+            }
+            memory::SaveOutcome::Saved(receipt) => {
+                op.note(&receipt.note_id);
+                super::common::record_change(ctx, &receipt, |note_id| types::NoteChange::Saved {
+                    note_id,
+                    text: content.trim().to_owned(),
+                    path: None,
+                });
+                Ok(format!("Stored {category} memory: {}", content.trim()))
+            }
+            memory::SaveOutcome::Similar(_) => {
+                Ok(format!("Stored {category} memory: {}", content.trim()))
+            }
+        }
+    })
 }
 
 /// How `search_memories` marks a note the user has not confirmed.
 const UNCONFIRMED: &str = "[unconfirmed] ";
 
-#[async_trait]
-impl Tool for SearchMemories {
-    fn name(&self) -> &str {
-        SEARCH_MEMORIES_TOOL_NAME
-    }
+pub(crate) static SEARCH: ToolSpec<MemoryState> = ToolSpec::new(
+    SEARCH_MEMORIES_TOOL_NAME,
+    SEARCH_DESCRIPTION,
+    search_memories_parameters,
+    search_memories_access,
+    search_memories,
+)
+.timeout_secs(15)
+.text()
+.marks_untrusted(search_memories_untrusted);
 
-    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
-        output
-            .contains(UNCONFIRMED)
-            .then_some(types::UntrustedInput::Note)
-    }
+const SEARCH_DESCRIPTION: &str = "Search my long-term memory for information relevant to the current conversation.\nUse this tool when you need to recall:\n- Previous facts you've learned\n- Patterns you've observed\n- User preferences you've discovered\n- Your own capabilities or limitations\n\nThe search looks through all your stored memories to find relevant information.";
 
-    fn description(&self) -> &str {
-        "Search my long-term memory for information relevant to the current conversation.\nUse this tool when you need to recall:\n- Previous facts you've learned\n- Patterns you've observed\n- User preferences you've discovered\n- Your own capabilities or limitations\n\nThe search looks through all your stored memories to find relevant information."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "Search query to find relevant memories. Use keywords related to what you're looking for."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 20,
-                    "default": 10,
-                    "description": "Maximum number of memories to retrieve"
-                }
+fn search_memories_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "Search query to find relevant memories. Use keywords related to what you're looking for."
             },
-            "required": ["query"]
-        })
-    }
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "default": 10,
+                "description": "Maximum number of memories to retrieve"
+            }
+        },
+        "required": ["query"]
+    })
+}
 
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::ReadOnly
-    }
+fn search_memories_untrusted(output: &str) -> Option<types::UntrustedInput> {
+    output
+        .contains(UNCONFIRMED)
+        .then_some(types::UntrustedInput::Note)
+}
 
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(15)
-    }
+fn search_memories_access(_args: &Value) -> MemoryAccess {
+    crate::MemoryAccess::notes_read()
+}
 
-    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(crate::MemoryAccess::notes_read())
-    }
+fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
+    let (state, args, ctx, op) = (call.state, call.args, call.ctx, call.span);
+    boxed(async move {
+        let memory = state.store()?;
+        let text = string_arg(args, "query")?;
+        let limit = limit_arg(args, 10, 20);
+        let mut query = HybridQuery::new(
+            vec![SessionId::user_memory(&ctx.user_id)],
+            text,
+            fetch_k(ctx, limit),
+        );
+        query.weights = Weights::from(&state.retrieval);
+        let hits = memory
+            .hybrid_query(&query)
+            .await
+            .map_err(|e| failed("Failed to search memories", e))?;
+        let hits = readable(ctx, hits, limit);
+        op.results(hits.len());
+        let text = text.trim();
+        if hits.is_empty() {
+            return Ok(format!("No memories found for '{text}'."));
+        }
+        let noun = if hits.len() == 1 {
+            "memory"
+        } else {
+            "memories"
+        };
+        let mut out = format!("Found {} {noun} for '{text}':", hits.len());
+        for hit in &hits {
+            let body = hit.note_text.as_deref().unwrap_or(&hit.text);
+            let body = match hit.unconfirmed {
+                true => format!("{UNCONFIRMED}{body}"),
+                false => body.to_owned(),
+            };
+            item(&mut out, Some(hit.category), &body, hit.context.as_deref());
+        }
+        Ok(out)
+    })
+}
 
-    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
-        let op = OpSpan::start(SEARCH_MEMORIES_TOOL_NAME, ctx);
-        op.run(async {
-            let memory = store(&self.memory)?;
-            let text = string_arg(args, "query")?;
-            let limit = limit_arg(args, 10, 20);
-            let mut query = HybridQuery::new(
-                vec![SessionId::user_memory(&ctx.user_id)],
-                text,
-                fetch_k(ctx, limit),
+pub(crate) static LIST: ToolSpec<MemoryState> = ToolSpec::new(
+    LIST_MEMORIES_TOOL_NAME,
+    LIST_DESCRIPTION,
+    list_memories_parameters,
+    list_memories_access,
+    list_memories,
+)
+.validated_by(without_category_enum)
+.timeout_secs(15)
+.text();
+
+const LIST_DESCRIPTION: &str = "List my memories organized by category.\nUse this tool to browse what you've learned in different areas:\n- Facts: Concrete information you've stored\n- Patterns: Behavioral patterns you've observed\n- Preferences: User or system preferences you've learned\n- Capabilities: Your own abilities or limitations you've discovered\n\nThis helps you understand what knowledge you have available.";
+
+fn list_memories_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "category": category_property("Category of memories to list"),
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 50,
+                "default": 20,
+                "description": "Maximum number of memories to retrieve"
+            }
+        },
+        "required": ["category"]
+    })
+}
+
+fn list_memories_access(_args: &Value) -> MemoryAccess {
+    crate::MemoryAccess::notes_read()
+}
+
+fn list_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
+    let (state, args, ctx, op) = (call.state, call.args, call.ctx, call.span);
+    boxed(async move {
+        const FAILED: &str = "Failed to list memories";
+        let category = category_of(args, FAILED)?;
+        let memory = state.store()?;
+        let query = ListQuery {
+            category: Some(category),
+            limit: limit_arg(args, 20, 50),
+            ..ListQuery::default()
+        };
+        let page = memory
+            .list_notes_page(&ctx.user_id, &query)
+            .await
+            .map_err(|e| failed(FAILED, e))?;
+        op.results(page.notes.len());
+        let mut out = format!("My {category} memories ({} total):", page.total);
+        for note in &page.notes {
+            item(
+                &mut out,
+                None,
+                &note.content,
+                note.metadata.context.as_deref(),
             );
-            query.weights = Weights::from(&self.retrieval);
-            let hits = memory
-                .hybrid_query(&query)
-                .await
-                .map_err(|e| failed("Failed to search memories", e))?;
-            let hits = readable(ctx, hits, limit);
-            op.results(hits.len());
-            let text = text.trim();
-            if hits.is_empty() {
-                return Ok(format!("No memories found for '{text}'."));
-            }
-            let noun = if hits.len() == 1 {
-                "memory"
-            } else {
-                "memories"
-            };
-            let mut out = format!("Found {} {noun} for '{text}':", hits.len());
-            for hit in &hits {
-                let body = hit.note_text.as_deref().unwrap_or(&hit.text);
-                let body = match hit.unconfirmed {
-                    true => format!("{UNCONFIRMED}{body}"),
-                    false => body.to_owned(),
-                };
-                item(&mut out, Some(hit.category), &body, hit.context.as_deref());
-            }
-            Ok(out)
-        })
-        .await
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct ListMemories {
-    memory: MemoryHandle,
-}
-
-impl ListMemories {
-    pub(crate) fn new(memory: MemoryHandle) -> Self {
-        Self { memory }
-    }
-}
-
-#[async_trait]
-impl Tool for ListMemories {
-    fn name(&self) -> &str {
-        LIST_MEMORIES_TOOL_NAME
-    }
-
-    fn description(&self) -> &str {
-        "List my memories organized by category.\nUse this tool to browse what you've learned in different areas:\n- Facts: Concrete information you've stored\n- Patterns: Behavioral patterns you've observed\n- Preferences: User or system preferences you've learned\n- Capabilities: Your own abilities or limitations you've discovered\n\nThis helps you understand what knowledge you have available."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "category": {
-                    "type": "string",
-                    "enum": CATEGORIES,
-                    "description": "Category of memories to list"
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 50,
-                    "default": 20,
-                    "description": "Maximum number of memories to retrieve"
-                }
-            },
-            "required": ["category"]
-        })
-    }
-
-    fn argument_schema(&self) -> Value {
-        without_category_enum(self.parameters())
-    }
-
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::ReadOnly
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(15)
-    }
-
-    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(crate::MemoryAccess::notes_read())
-    }
-
-    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
-        let op = OpSpan::start(LIST_MEMORIES_TOOL_NAME, ctx);
-        op.run(async {
-            const FAILED: &str = "Failed to list memories";
-            let category = category_of(args, FAILED)?;
-            let memory = store(&self.memory)?;
-            let query = ListQuery {
-                category: Some(category),
-                limit: limit_arg(args, 20, 50),
-                ..ListQuery::default()
-            };
-            let page = memory
-                .list_notes_page(&ctx.user_id, &query)
-                .await
-                .map_err(|e| failed(FAILED, e))?;
-            op.results(page.notes.len());
-            let mut out = format!("My {category} memories ({} total):", page.total);
-            for note in &page.notes {
-                item(
-                    &mut out,
-                    None,
-                    &note.content,
-                    note.metadata.context.as_deref(),
-                );
-            }
-            Ok(out)
-        })
-        .await
-    }
+        }
+        Ok(out)
+    })
 }

@@ -1,20 +1,17 @@
 //! What the four memory tools share: the store handle, argument checks, error mapping, spans.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use tracing::Instrument;
 
 use memory::{
     CallKey, MemoryError, MemoryRetrieval, NoteMetadata, Origin, Provenance, SaveOutcome,
     SearchHit, Similar, WriteReceipt,
 };
-use types::{NoteChange, NoteId, Surface, ToolExecutionContext, UntrustedInput};
+use types::{
+    NoteId, PricingConfig, RetrievalConfig, Surface, ToolExecutionContext, UntrustedInput,
+};
 
+use crate::ToolError;
 use crate::governance::NOTES_NAMESPACE;
-
-use crate::{Interruption, ToolError};
 
 /// Largest note the tools accept, in bytes of UTF-8 (8 KiB).
 pub const MAX_CONTENT_BYTES: usize = 8 * 1024;
@@ -24,13 +21,25 @@ pub const MAX_SEARCH_TOP_K: usize = 20;
 /// The store behind the tools, or `None` when memory is not configured.
 pub(crate) type MemoryHandle = Option<Arc<dyn MemoryRetrieval>>;
 
-pub(crate) fn store(handle: &MemoryHandle) -> Result<&dyn MemoryRetrieval, ToolError> {
-    handle.as_deref().ok_or_else(|| ToolError::Execution {
-        message: "memory is not configured for this agent ([memory] is disabled or failed to \
-                  open), so nothing can be searched or saved"
-            .into(),
-        source: None,
-    })
+/// What the memory tools run over: the user's store (or none), the retrieval settings searches
+/// rank with, and the prices `getContext` counts usage in.
+#[derive(Clone, Default)]
+pub(crate) struct MemoryState {
+    pub memory: MemoryHandle,
+    pub retrieval: RetrievalConfig,
+    pub pricing: PricingConfig,
+}
+
+impl MemoryState {
+    /// The store, or the error saying memory is not configured.
+    pub(crate) fn store(&self) -> Result<&dyn MemoryRetrieval, ToolError> {
+        self.memory.as_deref().ok_or_else(|| ToolError::Execution {
+            message: "memory is not configured for this agent ([memory] is disabled or failed \
+                      to open), so nothing can be searched or saved"
+                .into(),
+            source: None,
+        })
+    }
 }
 
 /// The `content` argument: present, not blank, within [`MAX_CONTENT_BYTES`].
@@ -120,77 +129,6 @@ pub(crate) fn map_error(error: MemoryError, note_id: Option<&NoteId>) -> ToolErr
     }
 }
 
-/// A span for one memory operation; `finish` records the outcome and duration.
-pub(crate) struct OpSpan {
-    span: tracing::Span,
-    started: Instant,
-}
-
-impl OpSpan {
-    pub(crate) fn start(tool: &'static str, ctx: &ToolExecutionContext) -> Self {
-        let span = tracing::info_span!(
-            "memory_tool",
-            tool,
-            user = %ctx.user_id,
-            session = %ctx.session_id,
-            turn = %ctx.turn_id,
-            note_id = tracing::field::Empty,
-            results = tracing::field::Empty,
-        );
-        Self {
-            span,
-            started: Instant::now(),
-        }
-    }
-
-    pub(crate) fn note(&self, id: &NoteId) {
-        self.span.record("note_id", tracing::field::display(id));
-    }
-
-    pub(crate) fn results(&self, n: usize) {
-        self.span.record("results", n);
-    }
-
-    /// Runs one operation inside the span, then logs its outcome (never the note text) and time.
-    pub(crate) async fn run(
-        &self,
-        operation: impl Future<Output = Result<String, ToolError>>,
-    ) -> Result<String, ToolError> {
-        let result = operation.instrument(self.span.clone()).await;
-        self.finish(&result);
-        result
-    }
-
-    fn finish<T>(&self, result: &Result<T, ToolError>) {
-        let micros = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let _entered = self.span.enter();
-        match result {
-            Ok(_) => tracing::info!(duration_us = micros, "memory operation done"),
-            // Info, as the registry's "tool failed": the caller gets the error itself.
-            // Its message may quote the note or key: only the kind at info.
-            Err(e) => {
-                tracing::info!(
-                    duration_us = micros,
-                    kind = e.kind(),
-                    "memory operation failed"
-                );
-                tracing::debug!(error = %e, "memory operation failure");
-            }
-        }
-    }
-}
-
-/// How long a stopped write is still waited for: a write that commits meanwhile reports success.
-const SETTLE: Duration = Duration::from_secs(10);
-
-/// A memory write stopped by a timeout or a cancellation settles (see [`Interruption::Settle`]).
-pub(crate) fn settle(check: &'static str) -> Interruption {
-    Interruption::Settle {
-        grace: SETTLE,
-        check,
-    }
-}
-
 /// The key of this call's write: its session, the model's call id, the tool and its arguments,
 /// carrying the call's audit tag when the registry governed it (the store then records the audit
 /// row inside the write's transaction). `None` when the caller has neither a call id nor an audit
@@ -221,9 +159,12 @@ pub fn audited_call_key(
 /// the model's arguments alone.
 pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenance {
     let origin = match (ctx.untrusted_input, ctx.surface.kind) {
+        // Capture records its own origin; untrusted input still leaves the note unconfirmed.
+        (_, Surface::Capture) => Origin::Captured,
         (Some(UntrustedInput::File), _) => Origin::File,
         (Some(UntrustedInput::Shell), _) => Origin::Shell,
         (Some(UntrustedInput::Web), _) => Origin::Web,
+        (Some(UntrustedInput::Mcp), _) => Origin::Mcp,
         (_, Surface::Mcp) => Origin::Mcp,
         // The operator's command runs outside any conversation.
         (None, Surface::Cli) => return Provenance::outside_turn(Origin::Cli),
@@ -241,6 +182,18 @@ pub(crate) fn provenance(ctx: &ToolExecutionContext, origin: Origin) -> Provenan
 
 /// What a write returns to the model: the note id, the note's version after it (for a later
 /// update), and what happened, saying so when an earlier attempt of this call already did it.
+/// Records what a write for this call changed (see [`types::NoteChanges`]): a replayed receipt
+/// changed nothing now. `change` builds the entry from the note's id.
+pub(crate) fn record_change(
+    ctx: &ToolExecutionContext,
+    receipt: &WriteReceipt,
+    change: impl FnOnce(String) -> types::NoteChange,
+) {
+    if !receipt.replayed {
+        ctx.changes.record(change(receipt.note_id.to_string()));
+    }
+}
+
 pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
     let message = if receipt.replayed {
         format!(
@@ -254,18 +207,6 @@ pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
         out["version"] = serde_json::json!(version);
     }
     out.to_string()
-}
-
-/// Records what a write for this call changed (see [`types::NoteChanges`]): a replayed receipt
-/// changed nothing now. `change` builds the entry from the note's id.
-pub(crate) fn record_change(
-    ctx: &ToolExecutionContext,
-    receipt: &WriteReceipt,
-    change: impl FnOnce(String) -> NoteChange,
-) {
-    if !receipt.replayed {
-        ctx.changes.record(change(receipt.note_id.to_string()));
-    }
 }
 
 /// Whether `text` leaves a note with nothing in it (no letter or digit): an update or edit to such

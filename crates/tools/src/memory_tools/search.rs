@@ -2,34 +2,186 @@
 //! current conversation.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
-use async_trait::async_trait;
 use memory::{HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
-use types::{RetrievalConfig, SafetyTier, SessionId, ToolExecutionContext};
+use types::SessionId;
 
 use super::MEMORY_SEARCH_TOOL_NAME;
-use super::common::{
-    MAX_SEARCH_TOP_K, MemoryHandle, OpSpan, fetch_k, map_error, readable, store, string_arg,
-};
+use super::common::{MAX_SEARCH_TOP_K, fetch_k, map_error, readable, string_arg};
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
 use super::render::{SEARCH_BUDGET, render};
-use crate::{OutputFormat, Tool, ToolError};
+use super::scope::{Scope, annotate, scope_arg, scope_schema};
+use crate::MemoryAccess;
+use crate::ToolError;
+use crate::memory_tools::MemoryState;
+use crate::spec::{Call, OpFuture, ToolSpec, boxed};
+use serde_json::Value;
 
-/// Longest query accepted, in bytes.
-const MAX_QUERY_BYTES: usize = 2048;
+/// Longest query accepted, in bytes (the one cap of every surface).
+const MAX_QUERY_BYTES: usize = HybridQuery::MAX_TEXT_BYTES;
 
-#[derive(Debug, Clone)]
-pub struct MemorySearch {
-    memory: MemoryHandle,
-    retrieval: RetrievalConfig,
+pub(crate) static SPEC: ToolSpec<MemoryState> = ToolSpec::new(
+    MEMORY_SEARCH_TOOL_NAME,
+    DESCRIPTION,
+    search_parameters,
+    search_access,
+    search,
+)
+.timeout_secs(15)
+.marks_untrusted(search_untrusted);
+
+const DESCRIPTION: &str = "Search your persistent memory for relevant information. Use this when you need to recall \
+     user preferences, past decisions, stored facts, or anything previously saved. Results are \
+     ranked by relevance using semantic similarity and keyword matching. By default searches \
+     only your saved notes; set include_conversation to true to also search the current \
+     conversation history, or scope to \"conversations\" (every past conversation with the \
+     user, each hit with its session_id, title, date, speaker and surrounding turns) or \
+     \"all\" (notes and past conversations ranked together). Returns {\"results\": [...]}: \
+     each saved note comes whole, with the \
+     version memory_update needs, unless it is too long to fit with the other results; then it \
+     is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
+     again more narrowly, e.g. top_k 1, to see it whole). \"omitted\" counts results left out \
+     to fit. Results from the conversation have source \"conversation\" and no note_id: they \
+     cannot be updated or deleted with memory tools. Give category or tags to search only \
+     notes of that kind or carrying one of those tags; results show each note's category and \
+     tags when set.";
+
+fn search_parameters() -> Value {
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_QUERY_BYTES,
+                "description": "Natural language search query, e.g. \"the user's preferred name\"."
+            },
+            "top_k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_TOP_K,
+                "description": "Max results to return (default: 5, max: 20)."
+            },
+            "include_conversation": {
+                "type": "boolean",
+                "description": "Also search the current conversation session (default: false)."
+            }
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    });
+    if let Some(props) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        props.insert("category".into(), category_schema());
+        props.insert("scope".into(), scope_schema());
+        props.insert(
+            "tags".into(),
+            tags_schema("Optional: only notes carrying at least one of these tags."),
+        );
+    }
+    schema
 }
 
-impl MemorySearch {
-    pub(crate) fn new(memory: MemoryHandle, retrieval: RetrievalConfig) -> Self {
-        Self { memory, retrieval }
-    }
+fn search_untrusted(output: &str) -> Option<types::UntrustedInput> {
+    super::render::shows_unconfirmed(output).then_some(types::UntrustedInput::Note)
+}
 
+fn search_access(_args: &Value) -> MemoryAccess {
+    crate::MemoryAccess::notes_read()
+}
+
+fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
+    let (state, args, ctx, op) = (call.state, call.args, call.ctx, call.span);
+    boxed(async move {
+        let memory = state.store()?;
+        let text = string_arg(args, "query")?;
+        if text.len() > MAX_QUERY_BYTES {
+            return Err(ToolError::InvalidArguments {
+                field: "query".into(),
+                expected: format!("at most {MAX_QUERY_BYTES} bytes: search with a few key words"),
+            });
+        }
+        let top_k = match args.get("top_k").and_then(serde_json::Value::as_u64) {
+            Some(k) => usize::try_from(k)
+                .unwrap_or(MAX_SEARCH_TOP_K)
+                .clamp(1, MAX_SEARCH_TOP_K),
+            None => state.default_top_k(),
+        };
+        let scope = scope_arg(args)?;
+        let include_conversation = args
+            .get("include_conversation")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let filters = QueryFilters {
+            category: category_arg(args)?,
+            tags_any: tags_arg(args)?.unwrap_or_default(),
+            ..QueryFilters::default()
+        };
+        tracing::debug!(query = text, top_k, include_conversation, "memory search");
+
+        let notes = SessionId::user_memory(&ctx.user_id);
+        let mut skipped = None;
+        let hits = if scope != Scope::Notes {
+            let sessions = super::scope::sessions(memory, ctx, scope)
+                .await
+                .map_err(|e| map_error(e, None))?;
+            let all = state.query(sessions, text, fetch_k(ctx, top_k), &filters);
+            memory
+                .hybrid_query(&all)
+                .await
+                .map_err(|e| map_error(e, None))?
+        } else if include_conversation && ctx.session_id != notes {
+            // One query over both sessions puts notes and messages on one score scale.
+            let both = state.query(
+                vec![notes.clone(), ctx.session_id.clone()],
+                text,
+                fetch_k(ctx, top_k),
+                &filters,
+            );
+            match memory.hybrid_query(&both).await {
+                Ok(hits) => hits,
+                Err(e) => {
+                    tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
+                    skipped = Some(
+                        "Searching the current conversation failed, so it was skipped; \
+                         these results come from saved notes only.",
+                    );
+                    let only_notes = state.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
+                    memory
+                        .hybrid_query(&only_notes)
+                        .await
+                        .map_err(|e| map_error(e, None))?
+                }
+            }
+        } else {
+            let only_notes = state.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
+            memory
+                .hybrid_query(&only_notes)
+                .await
+                .map_err(|e| map_error(e, None))?
+        };
+        let hits = readable(ctx, dedup(hits), top_k);
+        op.results(hits.len());
+        let out = match scope {
+            Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
+            // Half the room for where each message was said.
+            _ => {
+                annotate(
+                    memory,
+                    ctx,
+                    render(&hits, SEARCH_BUDGET / 2, skipped),
+                    &hits,
+                )
+                .await
+            }
+        };
+        Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
+    })
+}
+
+impl MemoryState {
     fn default_top_k(&self) -> usize {
         self.retrieval.top_k.clamp(1, MAX_SEARCH_TOP_K)
     }
@@ -45,142 +197,6 @@ impl MemorySearch {
         q.weights = Weights::from(&self.retrieval);
         q.filters = filters.clone();
         q
-    }
-}
-
-#[async_trait]
-impl Tool for MemorySearch {
-    fn name(&self) -> &str {
-        MEMORY_SEARCH_TOOL_NAME
-    }
-
-    fn description(&self) -> &str {
-        "Search your persistent memory for relevant information. Use this when you need to recall \
-         user preferences, past decisions, stored facts, or anything previously saved. Results are \
-         ranked by relevance using semantic similarity and keyword matching. By default searches \
-         only your saved notes; set include_conversation to true to also search the current \
-         conversation history. Returns {\"results\": [...]}: each saved note comes whole, with the \
-         version memory_update needs, unless it is too long to fit with the other results; then it \
-         is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
-         again more narrowly, e.g. top_k 1, to see it whole). \"omitted\" counts results left out \
-         to fit. Results from the conversation have source \"conversation\" and no note_id: they \
-         cannot be updated or deleted with memory tools. Give category or tags to search only \
-         notes of that kind or carrying one of those tags; results show each note's category and \
-         tags when set."
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        let mut schema = serde_json::json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_QUERY_BYTES,
-                    "description": "Natural language search query, e.g. \"the user's preferred name\"."
-                },
-                "top_k": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_SEARCH_TOP_K,
-                    "description": "Max results to return (default: 5, max: 20)."
-                },
-                "include_conversation": {
-                    "type": "boolean",
-                    "description": "Also search the current conversation session (default: false)."
-                }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        });
-        if let Some(props) = schema
-            .get_mut("properties")
-            .and_then(serde_json::Value::as_object_mut)
-        {
-            props.insert("category".into(), category_schema());
-            props.insert(
-                "tags".into(),
-                tags_schema("Optional: only notes carrying at least one of these tags."),
-            );
-        }
-        schema
-    }
-
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::ReadOnly
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(15)
-    }
-
-    fn output_format(&self) -> OutputFormat {
-        OutputFormat::Json
-    }
-
-    fn untrusted_in(&self, output: &str) -> Option<types::UntrustedInput> {
-        super::render::shows_unconfirmed(output).then_some(types::UntrustedInput::Note)
-    }
-
-    fn memory_access(&self, _args: &serde_json::Value) -> Option<crate::MemoryAccess> {
-        Some(crate::MemoryAccess::notes_read())
-    }
-
-    async fn execute(
-        &self,
-        args: &serde_json::Value,
-        ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
-        let op = OpSpan::start(MEMORY_SEARCH_TOOL_NAME, ctx);
-        op.run(async {
-            let memory = store(&self.memory)?;
-            let text = string_arg(args, "query")?;
-            if text.len() > MAX_QUERY_BYTES {
-                return Err(ToolError::InvalidArguments {
-                    field: "query".into(),
-                    expected: format!("at most {MAX_QUERY_BYTES} bytes: search with a few key words"),
-                });
-            }
-            let top_k = match args.get("top_k").and_then(serde_json::Value::as_u64) {
-                Some(k) => usize::try_from(k).unwrap_or(MAX_SEARCH_TOP_K).clamp(1, MAX_SEARCH_TOP_K),
-                None => self.default_top_k(),
-            };
-            let include_conversation =
-                args.get("include_conversation").and_then(serde_json::Value::as_bool).unwrap_or(false);
-            let filters = QueryFilters {
-                category: category_arg(args)?,
-                tags_any: tags_arg(args)?.unwrap_or_default(),
-                ..QueryFilters::default()
-            };
-            tracing::debug!(query = text, top_k, include_conversation, "memory search");
-
-            let notes = SessionId::user_memory(&ctx.user_id);
-            let mut skipped = None;
-            let hits = if include_conversation && ctx.session_id != notes {
-                // One query over both sessions puts notes and messages on one score scale.
-                let both = self.query(vec![notes.clone(), ctx.session_id.clone()], text, fetch_k(ctx, top_k), &filters);
-                match memory.hybrid_query(&both).await {
-                    Ok(hits) => hits,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
-                        skipped = Some(
-                            "Searching the current conversation failed, so it was skipped; \
-                             these results come from saved notes only.",
-                        );
-                        let only_notes = self.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
-                        memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
-                    }
-                }
-            } else {
-                let only_notes = self.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
-                memory.hybrid_query(&only_notes).await.map_err(|e| map_error(e, None))?
-            };
-            let hits = readable(ctx, dedup(hits), top_k);
-            op.results(hits.len());
-            let out = render(&hits, SEARCH_BUDGET, skipped);
-            Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
-        })
-        .await
     }
 }
 

@@ -1,28 +1,16 @@
 //! `schedule_create {when, instruction, title?}`: the agent will run `instruction` as a turn of
 //! its own at `when` (once, or on a recurrence), and notify the user of the result.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use memory::{NewSchedule, Origin};
-use types::{Operation, SafetyTier, ToolExecutionContext};
+use types::Operation;
 
 use super::{
     SCHEDULE_CREATE_TOOL_NAME, Schedules, access, parse_when, schedule_error, schedule_json,
 };
 use crate::memory_tools::provenance;
-use crate::{MemoryAccess, OutputFormat, Tool, ToolError};
-
-#[derive(Debug, Clone)]
-pub struct ScheduleCreate {
-    schedules: Schedules,
-}
-
-impl ScheduleCreate {
-    pub fn new(schedules: Schedules) -> Self {
-        Self { schedules }
-    }
-}
+use crate::spec::{Call, OpFuture, ToolSpec, boxed};
+use crate::{MemoryAccess, ToolError};
+use serde_json::Value;
 
 /// A title from the instruction's first words.
 fn title_of(instruction: &str) -> String {
@@ -34,56 +22,43 @@ fn title_of(instruction: &str) -> String {
     }
 }
 
-#[async_trait]
-impl Tool for ScheduleCreate {
-    fn name(&self) -> &str {
-        SCHEDULE_CREATE_TOOL_NAME
-    }
+pub(crate) static SPEC: ToolSpec<Schedules> = ToolSpec::new(
+    SCHEDULE_CREATE_TOOL_NAME,
+    DESCRIPTION,
+    create_parameters,
+    create_access,
+    create,
+)
+.side_effecting();
 
-    fn description(&self) -> &str {
-        "Schedule something for later: at `when` the agent runs `instruction` as a turn of its \
-         own and notifies the user of the result (a reminder, a recurring summary, a check). \
-         `when` is an RFC 3339 time, a local time like 2026-12-04 09:00, a delay like `in 20 \
-         minutes`, or a recurrence: `every day at 09:00`, `every weekday at 7:30`, `every monday \
-         at 8:00`, `every 30 minutes`, or a cron expression like `0 9 * * 1-5`; local times are \
-         in the user's time zone. Write the instruction as what to do then (\"Remind the user to \
-         stretch.\"), not as the user's request."
-    }
+const DESCRIPTION: &str = "Schedule something for later: at `when` the agent runs `instruction` as a turn of its \
+     own and notifies the user of the result (a reminder, a recurring summary, a check). \
+     `when` is an RFC 3339 time, a local time like 2026-12-04 09:00, a delay like `in 20 \
+     minutes`, or a recurrence: `every day at 09:00`, `every weekday at 7:30`, `every monday \
+     at 8:00`, `every 30 minutes`, or a cron expression like `0 9 * * 1-5`; local times are \
+     in the user's time zone. Write the instruction as what to do then (\"Remind the user to \
+     stretch.\"), not as the user's request.";
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "when": {"type": "string", "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
-                "instruction": {"type": "string", "description": "What the agent should do when it runs."},
-                "title": {"type": "string", "description": "A short name for the schedule (optional)."}
-            },
-            "required": ["when", "instruction"],
-            "additionalProperties": false
-        })
-    }
+fn create_parameters() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "when": {"type": "string", "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
+            "instruction": {"type": "string", "description": "What the agent should do when it runs."},
+            "title": {"type": "string", "description": "A short name for the schedule (optional)."}
+        },
+        "required": ["when", "instruction"],
+        "additionalProperties": false
+    })
+}
 
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::SideEffecting
-    }
+fn create_access(args: &Value) -> MemoryAccess {
+    access(Operation::Write, args)
+}
 
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-
-    fn output_format(&self) -> OutputFormat {
-        OutputFormat::Json
-    }
-
-    fn memory_access(&self, args: &serde_json::Value) -> Option<MemoryAccess> {
-        Some(access(Operation::Write, args))
-    }
-
-    async fn execute(
-        &self,
-        args: &serde_json::Value,
-        ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
+fn create(call: Call<'_, Schedules>) -> OpFuture<'_> {
+    let (state, args, ctx) = (call.state, call.args, call.ctx);
+    boxed(async move {
         let text = |name: &str| args.get(name).and_then(serde_json::Value::as_str);
         let when_text = text("when").unwrap_or_default().trim();
         let instruction = text("instruction").unwrap_or_default().trim();
@@ -93,7 +68,7 @@ impl Tool for ScheduleCreate {
                 "a time, a delay or a recurrence",
             ));
         }
-        let s = &self.schedules;
+        let s = state;
         let min_interval = chrono::Duration::seconds(
             i64::try_from(s.config.min_interval_secs).unwrap_or(i64::MAX / 2_000),
         );
@@ -124,5 +99,5 @@ impl Tool for ScheduleCreate {
             "message": "Scheduled. The user will be notified of each run's result.",
         })
         .to_string())
-    }
+    })
 }

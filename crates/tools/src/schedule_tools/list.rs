@@ -1,61 +1,35 @@
 //! `schedule_list`: the user's active and paused schedules, next run first.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
-use types::{Operation, SafetyTier, ToolExecutionContext};
+use types::Operation;
 
 use super::{SCHEDULE_LIST_TOOL_NAME, Schedules, access, schedule_error, schedule_json};
-use crate::{MemoryAccess, OutputFormat, Tool, ToolError};
+use crate::MemoryAccess;
+use crate::spec::{Call, OpFuture, ToolSpec, boxed};
+use serde_json::Value;
 
-#[derive(Debug, Clone)]
-pub struct ScheduleList {
-    schedules: Schedules,
+pub(crate) static SPEC: ToolSpec<Schedules> = ToolSpec::new(
+    SCHEDULE_LIST_TOOL_NAME,
+    DESCRIPTION,
+    list_parameters,
+    list_access,
+    list,
+);
+
+const DESCRIPTION: &str = "List the user's schedules (active and paused): id, title, instruction, when, next run \
+     in the user's time zone, state. Use it to find the id to cancel or pause.";
+
+fn list_parameters() -> Value {
+    serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-impl ScheduleList {
-    pub fn new(schedules: Schedules) -> Self {
-        Self { schedules }
-    }
+fn list_access(args: &Value) -> MemoryAccess {
+    access(Operation::Read, args)
 }
 
-#[async_trait]
-impl Tool for ScheduleList {
-    fn name(&self) -> &str {
-        SCHEDULE_LIST_TOOL_NAME
-    }
-
-    fn description(&self) -> &str {
-        "List the user's schedules (active and paused): id, title, instruction, when, next run \
-         in the user's time zone, state. Use it to find the id to cancel or pause."
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
-    }
-
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::ReadOnly
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-
-    fn output_format(&self) -> OutputFormat {
-        OutputFormat::Json
-    }
-
-    fn memory_access(&self, args: &serde_json::Value) -> Option<MemoryAccess> {
-        Some(access(Operation::Read, args))
-    }
-
-    async fn execute(
-        &self,
-        _args: &serde_json::Value,
-        ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
-        let s = &self.schedules;
+fn list(call: Call<'_, Schedules>) -> OpFuture<'_> {
+    let (state, ctx) = (call.state, call.ctx);
+    boxed(async move {
+        let s = state;
         let all = s
             .store
             .schedules()
@@ -65,5 +39,5 @@ impl Tool for ScheduleList {
         let items: Vec<serde_json::Value> =
             all.iter().map(|x| schedule_json(x, s.timezone)).collect();
         Ok(serde_json::json!({"schedules": items, "timezone": s.timezone.name()}).to_string())
-    }
+    })
 }

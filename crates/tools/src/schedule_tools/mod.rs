@@ -16,10 +16,6 @@ mod pause;
 mod view;
 mod when;
 
-pub use cancel::ScheduleCancel;
-pub use create::ScheduleCreate;
-pub use list::ScheduleList;
-pub use pause::SchedulePause;
 pub use view::{schedule_json, schedule_view};
 pub use when::{When, next_run, parse_when, resolve_timezone};
 
@@ -32,7 +28,8 @@ use memory::{MemoryError, MemoryStore};
 use tokio::sync::Notify;
 use types::SchedulesConfig;
 
-use crate::{MemoryAccess, Tool, ToolError};
+use crate::spec::ToolSpec;
+use crate::{MemoryAccess, ToolError};
 
 pub const SCHEDULE_CREATE_TOOL_NAME: &str = "schedule_create";
 pub const SCHEDULE_LIST_TOOL_NAME: &str = "schedule_list";
@@ -117,15 +114,9 @@ impl Schedules {
     }
 }
 
-/// The four schedule tools over `schedules`.
-pub fn schedule_tools(schedules: &Schedules) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(ScheduleCreate::new(schedules.clone())),
-        Arc::new(ScheduleList::new(schedules.clone())),
-        Arc::new(ScheduleCancel::new(schedules.clone())),
-        Arc::new(SchedulePause::new(schedules.clone())),
-    ]
-}
+/// The four schedule tools, as table rows.
+pub(crate) static SCHEDULE_TOOLS: [&ToolSpec<Schedules>; 4] =
+    [&create::SPEC, &list::SPEC, &cancel::SPEC, &pause::SPEC];
 
 /// What a schedule call does, for governance.
 fn access(operation: types::Operation, args: &serde_json::Value) -> MemoryAccess {

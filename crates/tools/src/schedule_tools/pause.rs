@@ -2,74 +2,49 @@
 //! resumed recurrence runs next at its next time from now, a resumed one-off whose time passed
 //! runs at once.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use memory::ScheduleChange;
-use types::{Operation, SafetyTier, ToolExecutionContext};
+use types::Operation;
 
 use super::{
     SCHEDULE_PAUSE_TOOL_NAME, Schedules, access, id_arg, id_schema, next_run, schedule_error,
     schedule_json,
 };
-use crate::{MemoryAccess, OutputFormat, Tool, ToolError};
+use crate::MemoryAccess;
+use crate::spec::{Call, OpFuture, ToolSpec, boxed};
+use serde_json::Value;
 
-#[derive(Debug, Clone)]
-pub struct SchedulePause {
-    schedules: Schedules,
+pub(crate) static SPEC: ToolSpec<Schedules> = ToolSpec::new(
+    SCHEDULE_PAUSE_TOOL_NAME,
+    DESCRIPTION,
+    pause_parameters,
+    pause_access,
+    pause,
+)
+.side_effecting();
+
+const DESCRIPTION: &str = "Pause one of the user's schedules (it is kept but does not run), or resume a paused one \
+     with resume: true. Find its id with schedule_list first.";
+
+fn pause_parameters() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "id": id_schema("pause or resume"),
+            "resume": {"type": "boolean", "description": "true to resume a paused schedule (default: pause)."}
+        },
+        "required": ["id"],
+        "additionalProperties": false
+    })
 }
 
-impl SchedulePause {
-    pub fn new(schedules: Schedules) -> Self {
-        Self { schedules }
-    }
+fn pause_access(args: &Value) -> MemoryAccess {
+    access(Operation::Write, args)
 }
 
-#[async_trait]
-impl Tool for SchedulePause {
-    fn name(&self) -> &str {
-        SCHEDULE_PAUSE_TOOL_NAME
-    }
-
-    fn description(&self) -> &str {
-        "Pause one of the user's schedules (it is kept but does not run), or resume a paused one \
-         with resume: true. Find its id with schedule_list first."
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "id": id_schema("pause or resume"),
-                "resume": {"type": "boolean", "description": "true to resume a paused schedule (default: pause)."}
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        })
-    }
-
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::SideEffecting
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-
-    fn output_format(&self) -> OutputFormat {
-        OutputFormat::Json
-    }
-
-    fn memory_access(&self, args: &serde_json::Value) -> Option<MemoryAccess> {
-        Some(access(Operation::Write, args))
-    }
-
-    async fn execute(
-        &self,
-        args: &serde_json::Value,
-        ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
-        let s = &self.schedules;
+fn pause(call: Call<'_, Schedules>) -> OpFuture<'_> {
+    let (state, args, ctx) = (call.state, call.args, call.ctx);
+    boxed(async move {
+        let s = state;
         let id = id_arg(args)?;
         let resume = args.get("resume").and_then(serde_json::Value::as_bool) == Some(true);
         let (change, resume_at) = match resume {
@@ -101,5 +76,5 @@ impl Tool for SchedulePause {
             false => "paused",
         };
         Ok(serde_json::json!({key: schedule_json(&done, s.timezone)}).to_string())
-    }
+    })
 }

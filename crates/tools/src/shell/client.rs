@@ -114,6 +114,9 @@ async fn exchange(
                     "the shell refused the command: {message}"
                 )));
             }
+            ShellResponse::Piped => {
+                return Err(ToolError::execution("the shell sent an unexpected reply"));
+            }
         }
     }
 }

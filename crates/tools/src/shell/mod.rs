@@ -1,8 +1,10 @@
 //! `shell_exec`: runs a command in the user's shell daemon (`shell-vm`) and reports its exit code
 //! and output. The daemon runs the command sandboxed, in `shared/`; this tool is only its client
-//! and never runs anything on the host itself.
+//! and never runs anything on the host itself. [`spawn_mcp_server`] is the same daemon's other
+//! door: a stdio MCP server started in the shell's confinement, its stdio piped back.
 
 mod client;
+mod mcp_spawn;
 mod report;
 
 use std::time::Duration;
@@ -15,6 +17,7 @@ use crate::files::parse;
 use crate::{Tool, ToolError};
 
 pub use client::{SHELL_NOT_RUNNING, read_secret, run_command};
+pub use mcp_spawn::{McpPipe, McpServerGuard, McpSpawnError, spawn_mcp_server};
 pub use report::{ShellRun, render};
 
 pub const SHELL_EXEC_TOOL_NAME: &str = "shell_exec";

@@ -21,14 +21,9 @@ pub use convert::html_to_markdown;
 pub use fetch::{MAX_REDIRECTS, WEB_FETCH_TOOL_NAME, WebFetch};
 pub use search::{MAX_SEARCH_RESULTS, WEB_SEARCH_TOOL_NAME, WebSearch};
 
-/// The web tools `config` turns on: none when it is disabled, `web_fetch` when enabled, and
-/// `web_search` too when a search backend is configured.
-pub fn web_tools(config: &WebConfig) -> Result<Vec<Arc<dyn Tool>>, ToolError> {
-    web_tools_with(config, Arc::new(guard::SystemLookup))
-}
-
-/// [`web_tools`] resolving host names with `lookup` (tests script the answers).
-pub fn web_tools_with(
+/// The web tools `config` turns on, resolving host names with `lookup`: none when it is
+/// disabled, `web_fetch` when enabled, and `web_search` too when a search backend is configured.
+pub(crate) fn web_tools(
     config: &WebConfig,
     lookup: Arc<dyn guard::Lookup>,
 ) -> Result<Vec<Arc<dyn Tool>>, ToolError> {

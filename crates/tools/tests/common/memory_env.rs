@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use memory::{HashEmbedder, MemoryRetrieval, MemoryStore};
 use serde_json::{Value, json};
-use tools::{ToolOutcome, ToolRegistry, memory_tools};
-use types::{RetrievalConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
+use tools::{ToolOutcome, ToolRegistry, ToolSet};
+use types::{MemoryDialect, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
 /// Alice's store in the workspace root `<dir>/ws`: `<dir>/ws/alice/.oxydra/memory.db`, a real
 /// libSQL file, with the hash embedder (256 dimensions).
@@ -47,7 +47,11 @@ pub async fn env() -> Env {
 
 pub fn registry_over(memory: Option<Arc<dyn MemoryRetrieval>>) -> ToolRegistry {
     let mut registry = ToolRegistry::default();
-    for tool in memory_tools(memory, &RetrievalConfig::default()) {
+    for tool in ToolSet::new(memory)
+        .memory_tools(MemoryDialect::Notes)
+        .tools()
+        .unwrap()
+    {
         registry.register(tool).unwrap();
     }
     registry

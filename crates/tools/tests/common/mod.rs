@@ -65,7 +65,7 @@ impl Fixture {
             dir,
             root,
             outside,
-            registry: ToolRegistry::with_file_tools(),
+            registry: tools::ToolSet::new(None).files().registry().unwrap(),
         }
     }
 

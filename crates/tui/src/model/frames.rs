@@ -96,6 +96,11 @@ impl App {
             s @ (ServerFrame::Notification { .. } | ServerFrame::Schedules { .. }) => {
                 self.on_schedule_frame(s)
             }
+            c @ (ServerFrame::MemoryCaptured { .. }
+            | ServerFrame::PendingMemories { .. }
+            | ServerFrame::MemoryAccepted { .. }
+            | ServerFrame::MemoryRejected { .. }
+            | ServerFrame::ConversationResults { .. }) => self.on_capture_frame(c),
         }
     }
 

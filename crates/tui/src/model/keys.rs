@@ -213,6 +213,10 @@ impl App {
             Command::Continue => vec![self.find_latest(super::Finding::Asked)],
             Command::History => self.older_history(),
             Command::Memory(command) => self.memory_command(command),
+            Command::Search { query } => {
+                vec![ClientFrame::SearchConversations { query, limit: 10 }]
+            }
+            Command::SearchOpen { n } => self.open_found(n),
             Command::Schedules(command) => self.schedules_command(command),
             Command::Undo { n } => self.undo(n),
             Command::Export { format, path } => self.export(format, path),

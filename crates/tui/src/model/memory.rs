@@ -81,6 +81,10 @@ pub(super) struct MemoryView {
     /// A restore asked for here (not an undo): the note's text before it, `None` for a deleted
     /// note.
     pub(super) restoring: Option<(String, Option<String>)>,
+    /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`.
+    pub(super) pending: Vec<types::PendingMemory>,
+    /// The past-conversation hits last listed, numbered from 1 for `/search open <n>`.
+    pub(super) found: Vec<types::ConversationHitView>,
 }
 
 impl App {
@@ -146,6 +150,9 @@ impl App {
             MemoryCommand::Restore { n } => self.restore_deleted(n),
             MemoryCommand::Revert { version } => self.revert_to(version),
             MemoryCommand::Confirm { n } => self.confirm(n),
+            MemoryCommand::Pending => vec![ClientFrame::ListPendingMemories],
+            MemoryCommand::Accept { n } => self.decide(n, true),
+            MemoryCommand::Reject { n } => self.decide(n, false),
         }
     }
 

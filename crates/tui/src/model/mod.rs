@@ -9,9 +9,11 @@
 //! - `approval` — the focused approval prompt ([`ApprovalChoice`])
 //! - `memory` — `/memory` (browse, search, edit, delete notes), memory changes
 //! - `memory_history` — versions, deleted notes, revert, restore, confirm, and `/undo`
+//! - `captured` — what capture changed (undoable like the agent's changes) and proposes
 
 mod approval;
 mod export;
+mod captured;
 mod frames;
 mod keys;
 mod memory;

@@ -55,11 +55,10 @@ pub async fn gateway_for(
     )
     .unwrap();
     // Composed as `oxydra-vm` does (`runner::compose`): every built-in tool over this one store.
-    let retrieval = RetrievalConfig::default();
-    let mut registry = tools::ToolRegistry::default();
-    for tool in tools::builtin_tools_for(dialects, Some(Arc::new(store.clone())), &retrieval) {
-        registry.register(tool).unwrap();
-    }
+    let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
+        .builtin(dialects)
+        .registry()
+        .unwrap();
     let limits = ModelLimits {
         context_window: 128_000,
         max_output_tokens: 1024,
@@ -70,7 +69,7 @@ pub async fn gateway_for(
         RuntimeConfig::default(),
         limits,
     )
-    .with_retrieval(retrieval)
+    .with_retrieval(RetrievalConfig::default())
     .with_memory(store);
     let agent = UserAgent::new(UserId::parse(user).unwrap(), token, ws.clone(), runtime);
     let mut gw = Gateway::new(GatewayConfig::default());

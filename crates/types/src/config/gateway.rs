@@ -1,6 +1,9 @@
 //! `[gateway]`: how many connections the user's gateway holds and how long a connection may stay
 //! unauthenticated, how long a request body may take, and how many MCP sessions it holds for how
-//! long. Unset connection caps are derived from the open-file limit at start.
+//! long; where it listens, and its TLS certificate and key (both or neither). Unset connection
+//! caps are derived from the open-file limit at start.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,12 +27,17 @@ pub struct GatewayLimitsConfig {
     pub mcp_max_sessions: u32,
     /// Seconds an MCP session may go without a request before it is closed.
     pub mcp_idle_secs: u64,
-    /// The address the gateway listens on (unset: 127.0.0.1). Anything else is warned about
-    /// loudly at start unless browsers reach it through a TLS reverse proxy.
+    /// The address the gateway listens on (unset: 127.0.0.1). Anything else without `tls_cert`
+    /// is warned about loudly at start (fine only behind a TLS reverse proxy).
     pub bind: Option<std::net::IpAddr>,
     /// Mark the web client's session cookie `Secure` (browsers reach the gateway over HTTPS,
-    /// through a TLS reverse proxy).
+    /// through a TLS reverse proxy). Always on with `tls_cert`.
     pub secure_cookie: bool,
+    /// The gateway's TLS certificate chain (PEM, the server's certificate first): the gateway
+    /// then serves only HTTPS and WSS. Set with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `tls_cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for GatewayLimitsConfig {
@@ -43,6 +51,8 @@ impl Default for GatewayLimitsConfig {
             mcp_idle_secs: 120,
             bind: None,
             secure_cookie: false,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 }
@@ -72,6 +82,21 @@ impl GatewayLimitsConfig {
                 "gateway.mcp_idle_secs",
                 "must be between 5 and 86400",
             ));
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "gateway.tls_key",
+                    "is missing: tls_cert needs the key that goes with it (or remove tls_cert)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "gateway.tls_cert",
+                    "is missing: tls_key needs the certificate that goes with it (or remove tls_key)",
+                ));
+            }
+            _ => {}
         }
         if self.max_connections.is_some_and(|n| n < 2) {
             return Err(ConfigError::new(
@@ -136,5 +161,13 @@ mod tests {
             },
             Some("gateway.body_timeout_secs"),
         );
+        let tls = |cert: Option<&str>, key: Option<&str>| GatewayLimitsConfig {
+            tls_cert: cert.map(PathBuf::from),
+            tls_key: key.map(PathBuf::from),
+            ..GatewayLimitsConfig::default()
+        };
+        check(tls(Some("c.pem"), Some("k.pem")), None);
+        check(tls(Some("c.pem"), None), Some("gateway.tls_key"));
+        check(tls(None, Some("k.pem")), Some("gateway.tls_cert"));
     }
 }

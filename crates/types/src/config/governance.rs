@@ -201,6 +201,8 @@ pub struct SurfacesConfig {
     pub mcp: SurfaceConfig,
     pub cli: SurfaceConfig,
     pub gateway: SurfaceConfig,
+    /// The runtime's capture of what the user said (`[memory.capture]`).
+    pub capture: SurfaceConfig,
 }
 
 /// A surface's settings with its defaults applied.
@@ -231,6 +233,7 @@ impl SurfacesConfig {
             Surface::Mcp => (&self.mcp, PiiAction::Redact),
             Surface::Cli => (&self.cli, PiiAction::Allow),
             Surface::Gateway => (&self.gateway, PiiAction::Allow),
+            Surface::Capture => (&self.capture, PiiAction::Allow),
         };
         let read_only = raw.read_only.unwrap_or(false);
         let classes = Operation::ALL.map(|class| {

@@ -70,9 +70,13 @@ pub struct MemoryConfig {
     pub embedding: EmbeddingConfig,
     /// Days a deleted note stays restorable before the sweeper purges it (0..=3650).
     pub tombstone_retention_days: u32,
-    /// Cosine similarity (0.5..=1.0) at or above which a new note counts as a near-duplicate of
-    /// a stored one: the save is refused (listing the similar notes) unless the model insists.
+    /// Cosine similarity (0.5..=1.0) at or above which a new note is compared with a stored one
+    /// as a possible restatement; one that states the same fact (no other number, name,
+    /// negation, person or word in place) is a near-duplicate: the save is refused (listing the
+    /// similar notes) unless the model insists.
     pub duplicate_similarity: f32,
+    /// `[memory.capture]`: what the background capture call does after a turn.
+    pub capture: super::CaptureConfig,
 }
 
 impl Default for MemoryConfig {
@@ -85,7 +89,8 @@ impl Default for MemoryConfig {
             replica: false,
             embedding: EmbeddingConfig::default(),
             tombstone_retention_days: 30,
-            duplicate_similarity: 0.9,
+            duplicate_similarity: 0.85,
+            capture: super::CaptureConfig::default(),
         }
     }
 }
@@ -124,6 +129,7 @@ impl MemoryConfig {
                 "must be between 0.5 and 1.0",
             ));
         }
+        self.capture.validate()?;
         self.embedding.validate()
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Unknown keys are rejected so that a typo is an error, not a silently ignored setting.
 
+mod capture;
 mod gateway;
 mod governance;
 mod mcp;
@@ -15,6 +16,7 @@ mod schedules;
 mod tools;
 mod web;
 
+pub use capture::{CaptureConfig, CaptureMode, MAX_CAPTURE_CALLS_PER_HOUR, MAX_CAPTURE_IDLE_SECS};
 pub use gateway::GatewayLimitsConfig;
 pub use governance::{
     GovernanceConfig, Operation, OperationRule, OperationRules, PiiAction, RateLimit,

@@ -177,6 +177,7 @@ async fn load(store: &MemoryStore, user: &UserId, turns: &[String], n: usize) ->
                     None,
                     std::mem::take(&mut batch),
                     memory::Similar::Unchecked,
+                    None,
                 )
                 .await
                 .map(|report| report.imported)?;

@@ -22,229 +22,17 @@ use crate::corpus::Corpus;
 use crate::stats::{Rng, TempDir, percentile};
 use crate::{BenchResult, EmbedderKind};
 
-/// Pairs that say the same thing.
-const SAME: &[(&str, &str)] = &[
-    ("The user's cat is called Mia", "User has a cat named Mia"),
-    (
-        "Alice drinks green tea every morning",
-        "Every morning Alice has a cup of green tea",
-    ),
-    (
-        "The user prefers dark mode in all editors",
-        "User likes dark mode in every editor",
-    ),
-    (
-        "User is allergic to peanuts",
-        "The user has a peanut allergy",
-    ),
-    (
-        "The user's birthday is on 3 May",
-        "User was born on May 3rd",
-    ),
-    (
-        "The user works as a nurse at the city hospital",
-        "User is a nurse at the city hospital",
-    ),
-    (
-        "User lives in Lisbon, Portugal",
-        "The user's home is in Lisbon, Portugal",
-    ),
-    (
-        "The user wants replies in British English",
-        "Reply to the user in British English",
-    ),
-    (
-        "User's favourite programming language is Rust",
-        "The user likes Rust best among programming languages",
-    ),
-    (
-        "The user's daughter is named Sofia",
-        "User has a daughter called Sofia",
-    ),
-    (
-        "User runs 5 km every Saturday morning",
-        "Every Saturday morning the user goes for a 5 km run",
-    ),
-    (
-        "The user's manager is Priya Nair",
-        "Priya Nair is the user's manager",
-    ),
-    (
-        "User prefers aisle seats on flights",
-        "On flights the user likes an aisle seat",
-    ),
-    (
-        "The project deadline is 14 March",
-        "Project is due on 14 March",
-    ),
-    (
-        "The user speaks Portuguese and Spanish",
-        "User speaks Spanish and Portuguese",
-    ),
-    (
-        "The staging server runs on port 8443",
-        "Staging server uses port 8443",
-    ),
-    ("The user is vegetarian", "User follows a vegetarian diet"),
-    (
-        "User's car is a blue Toyota Corolla",
-        "The user drives a blue Toyota Corolla",
-    ),
-    (
-        "The user takes the 7:40 train to work",
-        "User commutes on the 7:40 train",
-    ),
-    (
-        "The user does not like meetings before 10am",
-        "User dislikes meetings earlier than 10am",
-    ),
-    (
-        "The user's dentist is Dr. Rui Costa",
-        "Dr. Rui Costa is the user's dentist",
-    ),
-    (
-        "User plays the cello in an amateur orchestra",
-        "The user is a cellist in an amateur orchestra",
-    ),
-    (
-        "The user's wifi network is called Casa5G",
-        "User's home wifi is named Casa5G",
-    ),
-    (
-        "The user wants code examples in Python",
-        "Give the user code examples in Python",
-    ),
-    ("User is learning Japanese", "The user is studying Japanese"),
-    (
-        "The user's partner is called Tomás",
-        "User's partner's name is Tomás",
-    ),
-    ("The user has two kids", "User has two children"),
-    (
-        "The user uses Neovim as their editor",
-        "User's editor is Neovim",
-    ),
-    (
-        "Backups run every night at 2am",
-        "Nightly backups run at 2am",
-    ),
-    (
-        "User prefers metric units",
-        "The user wants measurements in metric units",
-    ),
-];
-
-/// Pairs about the same topic that say different things.
-const DIFFERENT: &[(&str, &str)] = &[
-    (
-        "The user's cat is called Mia",
-        "The user's dog is called Mia",
-    ),
-    (
-        "Alice drinks green tea every morning",
-        "Alice drinks coffee every morning",
-    ),
-    (
-        "The user prefers dark mode in all editors",
-        "The user prefers light mode in all editors",
-    ),
-    (
-        "User is allergic to peanuts",
-        "User is allergic to penicillin",
-    ),
-    (
-        "The user's birthday is on 3 May",
-        "The user's wedding anniversary is on 3 May",
-    ),
-    (
-        "The user works as a nurse at the city hospital",
-        "The user's sister works as a nurse at the city hospital",
-    ),
-    (
-        "User lives in Lisbon, Portugal",
-        "User used to live in Porto, Portugal",
-    ),
-    (
-        "The user wants replies in British English",
-        "The user wants replies in Portuguese",
-    ),
-    (
-        "User's favourite programming language is Rust",
-        "User's least favourite programming language is Rust",
-    ),
-    (
-        "The user's daughter is named Sofia",
-        "The user's niece is named Sofia",
-    ),
-    (
-        "User runs 5 km every Saturday morning",
-        "User swims 2 km every Sunday evening",
-    ),
-    (
-        "The user's manager is Priya Nair",
-        "The user's manager is Daniel Okafor",
-    ),
-    (
-        "User prefers aisle seats on flights",
-        "User prefers window seats on trains",
-    ),
-    (
-        "The project deadline is 14 March",
-        "The project kickoff is 2 February",
-    ),
-    (
-        "The user speaks Portuguese and Spanish",
-        "The user is learning German",
-    ),
-    (
-        "The staging server runs on port 8443",
-        "The production server runs on port 443",
-    ),
-    ("The user is vegetarian", "The user's son is vegan"),
-    (
-        "User's car is a blue Toyota Corolla",
-        "User's bike is a red Trek",
-    ),
-    (
-        "The user takes the 7:40 train to work",
-        "The user takes the bus home at 18:10",
-    ),
-    (
-        "The user does not like meetings before 10am",
-        "The user has a standing meeting at 10am on Mondays",
-    ),
-    (
-        "The user's dentist is Dr. Rui Costa",
-        "The user's doctor is Dr. Ana Lima",
-    ),
-    (
-        "User plays the cello in an amateur orchestra",
-        "User's son plays the violin at school",
-    ),
-    (
-        "The user's wifi network is called Casa5G",
-        "The user's office wifi password is stored in the vault",
-    ),
-    (
-        "The user wants code examples in Python",
-        "The user writes production code in Go",
-    ),
-    ("User is learning Japanese", "User is teaching English"),
-    (
-        "The user's partner is called Tomás",
-        "The user's brother is called Tomás",
-    ),
-    ("The user has two kids", "The user has two cats"),
-    (
-        "The user uses Neovim as their editor",
-        "The user uses VS Code at work",
-    ),
-    (
-        "Backups run every night at 2am",
-        "Log rotation runs every Sunday at 3am",
-    ),
-    ("User prefers metric units", "User prefers 24-hour time"),
-];
+/// The labelled pairs (`crates/memory-index/data/fact_pairs.tsv`): restatement?, first, second.
+fn labelled_pairs() -> Vec<(bool, &'static str, &'static str)> {
+    include_str!("../../../../memory-index/data/fact_pairs.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.len() == 4).then(|| (f[0] == "same", f[2], f[3]))
+        })
+        .collect()
+}
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
@@ -269,35 +57,41 @@ async fn pair_scores(
 
 pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()> {
     let embedder = kind.build()?;
-    let same = pair_scores(embedder.as_ref(), SAME).await?;
-    let different = pair_scores(embedder.as_ref(), DIFFERENT).await?;
+    let pairs = labelled_pairs();
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|(_, a, b)| (*a, *b)).collect();
+    let scores = pair_scores(embedder.as_ref(), &texts).await?;
+    let restates: Vec<bool> = texts
+        .iter()
+        .map(|(a, b)| memory_index::restates(a, b))
+        .collect();
+    let same = pairs.iter().filter(|p| p.0).count();
+    let different = pairs.len() - same;
     println!(
-        "\nthreshold on {} same-fact and {} different-fact pairs ({})\n",
-        same.len(),
-        different.len(),
+        "\nthreshold on {same} restatement and {different} different-fact pairs ({})\n",
         kind.as_str()
     );
     println!(
-        "| threshold | recall (same caught) | precision | different flagged |\n|---|---|---|---|"
+        "| threshold | cosine alone: restatements caught / different facts refused | cosine + fact check: caught / refused |\n|---|---|---|"
     );
-    for step in 0..=14 {
-        let t = 0.70 + 0.02 * f32::from(u8::try_from(step).unwrap_or(0));
-        let caught = same.iter().filter(|s| **s >= t).count();
-        let wrong = different.iter().filter(|s| **s >= t).count();
-        let precision = match caught + wrong {
-            0 => 1.0,
-            all => caught as f64 / all as f64,
+    for step in 0..=15 {
+        let t = 0.80 + 0.01 * f32::from(u8::try_from(step).unwrap_or(0));
+        let count = |label: bool, checked: bool| {
+            pairs
+                .iter()
+                .zip(&scores)
+                .zip(&restates)
+                .filter(|(((l, _, _), s), r)| *l == label && **s >= t && (!checked || **r))
+                .count()
         };
+        let share = |k: usize, of: usize| 100.0 * k as f64 / of.max(1) as f64;
         println!(
-            "| {t:.2} | {:.2} | {precision:.2} | {wrong} |",
-            caught as f64 / same.len() as f64
+            "| {t:.2} | {:.1} % / {:.1} % | {:.1} % / {:.1} % |",
+            share(count(true, false), same),
+            share(count(false, false), different),
+            share(count(true, true), same),
+            share(count(false, true), different),
         );
     }
-    let max_different = different.iter().copied().fold(f32::MIN, f32::max);
-    let min_same = same.iter().copied().fold(f32::MAX, f32::min);
-    println!(
-        "\nhighest different-fact cosine {max_different:.3}, lowest same-fact cosine {min_same:.3}"
-    );
 
     // Latency of the check at n notes.
     embedder.embed(&["load the model".to_owned()]).await?;
@@ -328,7 +122,7 @@ pub async fn run(n: usize, kind: EmbedderKind, checks: usize) -> BenchResult<()>
             });
         }
         store
-            .import(&user, None, notes, memory::Similar::Unchecked)
+            .import(&user, None, notes, memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)?;
         done += batch;

@@ -45,7 +45,7 @@ pub struct Counts {
 }
 
 /// Spins `n` threads until the returned flag is set (the load generator).
-fn busy(n: usize) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+pub(crate) fn busy(n: usize) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for i in 0..n {
         let stop = std::sync::Arc::clone(&stop);
@@ -170,33 +170,8 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     let corpus = Corpus::default();
 
     // Bulk load.
-    let mut rng = Rng::new(42);
     let started = Instant::now();
-    let base = Utc::now() - Duration::days(365);
-    let mut done = 0;
-    while done < n {
-        let batch = LOAD_BATCH.min(n - done);
-        let mut notes = Vec::with_capacity(batch);
-        for i in done..done + batch {
-            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
-            notes.push(ExportedNote {
-                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
-                content: corpus.note(&mut rng),
-                metadata: NoteMetadata::default(),
-                created_at: at,
-                updated_at: at,
-            });
-        }
-        store
-            .import(&user, None, notes, memory::Similar::Unchecked)
-            .await
-            .map(|report| report.imported)?;
-        done += batch;
-        eprintln!(
-            "  {n}: loaded {done} notes in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let mut rng = load_notes(&store, &user, n, &corpus).await?;
     let load_secs = started.elapsed().as_secs_f64();
     let rss_loaded = rss_bytes();
     let rss_peak_load = peak_rss_bytes();
@@ -378,6 +353,44 @@ async fn measure(n: usize, kind: EmbedderKind, counts: Counts) -> BenchResult<Si
     };
     println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
     Ok(result)
+}
+
+/// Imports `n` synthetic notes in batches (one a minute over the past year); returns the
+/// generator, for more notes of the same kind.
+pub(crate) async fn load_notes(
+    store: &MemoryStore,
+    user: &UserId,
+    n: usize,
+    corpus: &Corpus,
+) -> BenchResult<Rng> {
+    let mut rng = Rng::new(42);
+    let started = Instant::now();
+    let base = Utc::now() - Duration::days(365);
+    let mut done = 0;
+    while done < n {
+        let batch = LOAD_BATCH.min(n - done);
+        let mut notes = Vec::with_capacity(batch);
+        for i in done..done + batch {
+            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
+            notes.push(ExportedNote {
+                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
+                content: corpus.note(&mut rng),
+                metadata: NoteMetadata::default(),
+                created_at: at,
+                updated_at: at,
+            });
+        }
+        store
+            .import(user, None, notes, memory::Similar::Unchecked, None)
+            .await
+            .map(|report| report.imported)?;
+        done += batch;
+        eprintln!(
+            "  {n}: loaded {done} notes in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(rng)
 }
 
 pub(crate) fn ms(t: Instant) -> f64 {

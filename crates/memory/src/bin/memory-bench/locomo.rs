@@ -455,7 +455,7 @@ async fn load_turns(
                 });
             }
             let added = store
-                .import(user, None, notes, memory::Similar::Unchecked)
+                .import(user, None, notes, memory::Similar::Unchecked, None)
                 .await
                 .map(|report| report.imported)?;
             if added != turns.len() {

@@ -8,6 +8,8 @@
 //! memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
 //! memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash]
 //! memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]
+//! memory-bench open --dir DIR [--notes 1000000] [--reopens 3] [--queries 300] [--busy-cores N]
+//! memory-bench kernels [--rows 1000000] [--passes 50] [--busy-cores N]
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
@@ -17,6 +19,7 @@ mod corpus;
 mod duplicates;
 mod latency;
 mod locomo;
+mod open;
 mod organised;
 mod probe;
 mod stats;
@@ -39,7 +42,9 @@ const USAGE: &str = "usage:
   memory-bench duplicates [--notes 10000] [--checks 300] [--embedder builtin|hash]
   memory-bench organised [--notes 100000] [--queries 200] [--embedder builtin|hash]
   memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]
-  memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]";
+  memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]
+  memory-bench open --dir DIR [--notes 1000000] [--reopens 3] [--queries 300] [--busy-cores N] [--embedder builtin|hash]
+  memory-bench kernels [--rows 1000000] [--passes 50] [--busy-cores N]";
 
 /// Which embedding backend a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +218,32 @@ fn main() -> BenchResult<()> {
                 out.as_ref(),
                 args.embedder()?,
             ))
+        }
+        "open" => {
+            args.check_known(&[
+                "embedder",
+                "dir",
+                "notes",
+                "reopens",
+                "queries",
+                "busy-cores",
+            ])?;
+            let dir = args.flag("dir").ok_or(USAGE)?;
+            let run = open::OpenRun {
+                notes: args.flag("notes").map_or(Ok(1_000_000), str::parse)?,
+                reopens: args.flag("reopens").map_or(Ok(3), str::parse)?,
+                queries: args.flag("queries").map_or(Ok(300), str::parse)?,
+                busy_cores: args.flag("busy-cores").map_or(Ok(0), str::parse)?,
+            };
+            runtime.block_on(open::run(dir.as_ref(), args.embedder()?, run))
+        }
+        "kernels" => {
+            args.check_known(&["rows", "passes", "busy-cores"])?;
+            open::kernels(
+                args.flag("rows").map_or(Ok(1_000_000), str::parse)?,
+                args.flag("passes").map_or(Ok(50), str::parse)?,
+                args.flag("busy-cores").map_or(Ok(0), str::parse)?,
+            )
         }
         "probe" => {
             args.check_known(&["embedder"])?;

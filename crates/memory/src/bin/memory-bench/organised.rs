@@ -69,7 +69,7 @@ pub async fn run(n: usize, kind: EmbedderKind, queries: usize) -> BenchResult<()
             });
         }
         store
-            .import(&user, None, notes, memory::Similar::Unchecked)
+            .import(&user, None, notes, memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)?;
         done += batch;

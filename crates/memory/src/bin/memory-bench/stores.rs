@@ -296,7 +296,7 @@ async fn load(store: &MemoryStore, n: usize) -> BenchResult<f64> {
         // docs/benchmarks.md): the batch rolled back, so it is sent again (ids make it idempotent).
         let mut tries = 0;
         while let Err(e) = store
-            .import(&user, None, notes.clone(), memory::Similar::Unchecked)
+            .import(&user, None, notes.clone(), memory::Similar::Unchecked, None)
             .await
             .map(|report| report.imported)
         {

@@ -15,6 +15,8 @@ pub struct HealthProbe<'a> {
     pub config: &'a AgentConfig,
     pub memory: MemoryState,
     pub sandbox: &'static str,
+    /// The user's MCP servers, whose status the file carries.
+    pub mcp: Option<std::sync::Arc<mcp::client::McpClients>>,
 }
 
 impl HealthProbe<'_> {
@@ -38,6 +40,12 @@ impl HealthProbe<'_> {
             shell: shell.into(),
             sandbox: self.sandbox.into(),
             updated_at: crate::serve::now(),
+            mcp_servers: self
+                .mcp
+                .iter()
+                .flat_map(|c| c.status())
+                .map(|s| s.to_string())
+                .collect(),
         };
         if let Err(e) =
             runner::write_json_atomic(&self.ws.root, &runner::health_path(self.ws), &health)

@@ -6,11 +6,11 @@
 //! ```
 //!
 //! Order matters: read and validate the bootstrap and the user's `agent.toml`, load the gateway
-//! token, confine this single thread with Landlock as `oxydra-vm`, and only then start tokio — so
+//! token and the TLS certificate (if any), confine this single thread with Landlock as `oxydra-vm`, and only then start tokio — so
 //! every worker thread, database thread and child inherits the sandbox. Then compose the agent
 //! ([`runner::compose`]: the store unless `[memory] enabled = false`, the tools, the runtime) with
-//! its provider, start the gateway on 127.0.0.1, write the endpoint (`.oxydra/gateway.json`, with a
-//! public copy in `ipc/`) and `.oxydra/health.json`, and serve until SIGTERM or SIGINT (which
+//! its provider, start the gateway (on `[gateway] bind`, 127.0.0.1 by default), write the
+//! endpoint (`.oxydra/gateway.json`, with a public copy in `ipc/`) and `.oxydra/health.json`, and serve until SIGTERM or SIGINT (which
 //! removes them). Every file it writes goes through `runner::SafeDir` (never through a link). The
 //! steps it shares with `shell-vm` (logging, bootstrap, confinement decision, signal wait) are
 //! `sandbox::guest`.
@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Parser;
 use gateway::GatewayToken;
-use runner::{SandboxMode, VmBootstrap, load_agent_config, provision};
+use runner::{SandboxMode, TlsPem, VmBootstrap, load_agent_config, provision};
 use sandbox::Role;
 use sandbox::guest::{BootstrapArgs, GuestPolicy, Unenforced, confine_guest};
 
@@ -55,17 +55,24 @@ fn run() -> anyhow::Result<()> {
     sandbox::guest::init_logging();
     let cli = Cli::parse();
     let mut boot = VmBootstrap::from_json(&cli.bootstrap.read()?)?;
-    if cli.bootstrap.bootstrap_json.is_some() && boot.memory_key.is_some() {
+    if cli.bootstrap.bootstrap_json.is_some() && (boot.memory_key.is_some() || boot.tls.is_some()) {
         // Every host user can read a command line (`ps`, /proc/*/cmdline).
         bail!(
-            "the bootstrap holds the memory key: pass it on stdin or in a --bootstrap file, \
-             never with --bootstrap-json"
+            "the bootstrap holds a secret (the memory key or the TLS key): pass it on stdin or in \
+             a --bootstrap file, never with --bootstrap-json"
         );
     }
     if cli.insecure && boot.sandbox == SandboxMode::Required {
         boot.sandbox = SandboxMode::BestEffort;
     }
     let config = load_agent_config(boot.agent_config.as_deref())?;
+    // The runner hands the certificate and key over; run by hand, the files are read here,
+    // before the sandbox hides them.
+    let tls = match &boot.tls {
+        Some(pem) => Some(pem.clone()),
+        None => TlsPem::read(&config.gateway)?,
+    };
+    let tls = tls.map(|pem| pem.identity()).transpose()?;
     let ws = provision(&boot.workspace_root, &boot.user_id)?;
     let token_path = boot.token_path();
     let token_dir = token_path.parent().map(PathBuf::from).unwrap_or_default();
@@ -101,7 +108,7 @@ fn run() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(serve::run(boot, ws, config, token, sandbox));
+    let result = runtime.block_on(serve::run(boot, ws, config, token, sandbox, tls));
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result
 }
@@ -123,6 +130,7 @@ fn confine(boot: &VmBootstrap, ws: &types::WorkspacePaths) -> anyhow::Result<&'s
         container: boot.tier == runner::Tier::Container,
         unenforced,
     };
-    let confined = confine_guest(Role::OxydraVm, ws, policy).context("cannot confine oxydra-vm")?;
+    let confined =
+        confine_guest(Role::OxydraVm, ws, &[], policy).context("cannot confine oxydra-vm")?;
     Ok(confined.as_str())
 }

@@ -25,6 +25,7 @@ pub async fn run(
     config: AgentConfig,
     token: GatewayToken,
     sandbox: &'static str,
+    tls: Option<gateway::TlsIdentity>,
 ) -> anyhow::Result<()> {
     // From here on SIGTERM/SIGINT are a stop seen once the markers are written (and then removed),
     // never the default action killing this process half-way through writing one.
@@ -38,7 +39,11 @@ pub async fn run(
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
     let models = runner::model_options(&config, &provider);
-    let agent = runner::compose(&config, &ws.root, provider, options).await?;
+    // The user's stdio MCP servers run in the shell's confinement, never as this process's
+    // children: the shell daemon (or a server's own container) starts them and pipes their stdio.
+    let launcher = std::sync::Arc::new(runner::ShellLauncher::new(ws.clone(), boot.tier));
+    let agent = runner::compose_with(&config, &ws.root, provider, options, launcher).await?;
+    let mcp_clients = agent.mcp_clients.clone();
     // Sessions start on the user's model from runner.toml, else `[provider]`'s.
     let default_model = boot
         .default_model
@@ -78,6 +83,7 @@ pub async fn run(
         body_timeout: Duration::from_secs(limits.body_timeout_secs),
         bind: limits.bind.unwrap_or(GatewayConfig::default().bind),
         secure_cookie: limits.secure_cookie,
+        tls,
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;
@@ -95,6 +101,7 @@ pub async fn run(
         config: &config,
         memory,
         sandbox,
+        mcp: mcp_clients,
     };
     // Health first, so whoever sees the endpoint also finds the health file.
     let mut healthy = probe.write().await;

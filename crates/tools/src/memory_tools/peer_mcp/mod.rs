@@ -10,32 +10,13 @@ mod context;
 mod list;
 mod put;
 
-pub use context::GetContext;
-pub use list::ListMemory;
-pub use put::PutMemory;
-
-use std::sync::Arc;
-
-use memory::MemoryRetrieval;
-use types::PricingConfig;
-
-use crate::Tool;
+pub(crate) use context::SPEC as CONTEXT;
+pub(crate) use list::SPEC as LIST;
+pub(crate) use put::SPEC as PUT;
 
 pub const LIST_MEMORY_TOOL_NAME: &str = types::memory_ops::LIST_MEMORY;
 pub const GET_CONTEXT_TOOL_NAME: &str = types::memory_ops::GET_CONTEXT;
 pub const PUT_MEMORY_TOOL_NAME: &str = types::memory_ops::PUT_MEMORY;
-
-/// The three peer tools over `memory`; `getContext` prices token usage with `pricing`.
-pub fn peer_mcp_tools(
-    memory: Option<Arc<dyn MemoryRetrieval>>,
-    pricing: &PricingConfig,
-) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(ListMemory::new(memory.clone())),
-        Arc::new(GetContext::new(memory.clone(), pricing.clone())),
-        Arc::new(PutMemory::new(memory)),
-    ]
-}
 
 /// What a keyed call touches, for governance: the `namespace` argument and the key (or prefix)
 /// in `key_field`.

@@ -1,0 +1,99 @@
+//! [`McpClients`]: every configured server, supervised, and their tools as one [`DynamicTools`].
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tools::{DynamicTools, Tool};
+use types::McpConfig;
+
+use super::launch::Launcher;
+use super::slot::{ServerStatus, Slot};
+use super::supervise::supervise;
+
+/// The user's MCP servers, kept connected while this value lives (dropping it stops them).
+pub struct McpClients {
+    slots: Vec<Arc<Slot>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl fmt::Debug for McpClients {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClients")
+            .field(
+                "servers",
+                &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl McpClients {
+    /// Starts connecting every enabled server of `config` (stdio ones through `launcher`); a
+    /// tool whose offered name is in `reserved` (the built-in tools) is refused. Must be called
+    /// within a tokio runtime. Returns at once: see [`McpClients::ready`].
+    pub fn start(config: &McpConfig, launcher: Arc<dyn Launcher>, reserved: &[String]) -> Self {
+        let reserved: Arc<BTreeSet<String>> = Arc::new(reserved.iter().cloned().collect());
+        let mut slots = Vec::new();
+        let mut tasks = Vec::new();
+        for (name, server) in config.servers.iter().filter(|(_, s)| s.enabled) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let slot = Arc::new(Slot::new(name, server.clone(), tx.clone()));
+            tasks.push(tokio::spawn(supervise(
+                Arc::clone(&slot),
+                Arc::clone(&launcher),
+                rx,
+                tx,
+                Arc::clone(&reserved),
+            )));
+            slots.push(slot);
+        }
+        Self { slots, tasks }
+    }
+
+    /// Waits until every server's first connection attempt has finished (up or down), at most
+    /// `within`; whether all did.
+    pub async fn ready(&self, within: Duration) -> bool {
+        let all = futures::future::join_all(self.slots.iter().map(|s| s.settled()));
+        tokio::time::timeout(within, all).await.is_ok()
+    }
+
+    /// Each server's state, in name order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.slots.iter().map(|s| s.status()).collect()
+    }
+
+    /// Whether no server is configured (and enabled).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+impl DynamicTools for McpClients {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.slots
+            .iter()
+            .flat_map(|s| s.tools().into_values())
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let (server, _) = name.split_once("__")?;
+        let slot = self.slots.iter().find(|s| s.name == server)?;
+        slot.tools()
+            .get(name)
+            .map(|t| Arc::clone(t) as Arc<dyn Tool>)
+    }
+}
+
+impl Drop for McpClients {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}

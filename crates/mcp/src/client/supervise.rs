@@ -1,0 +1,166 @@
+//! Keeps one server connected: connect, list its tools, list them again when it says they
+//! changed, and when the connection ends restart it with backoff (its tools answer that it is
+//! down meanwhile).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::service::{Peer, RoleClient};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::launch::Launcher;
+use super::schema::{allowed, check_schema, offered_name, tier_of};
+use super::session::{Event, Session, connect};
+use super::slot::{RefusedTool, Slot};
+use super::tool::{McpTool, Offered};
+
+/// The first wait before a restart; it doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between restarts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A connection that lasted this long starts the backoff over.
+const STABLE: Duration = Duration::from_secs(60);
+
+/// Runs until aborted.
+pub(crate) async fn supervise(
+    slot: Arc<Slot>,
+    launcher: Arc<dyn Launcher>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    events_tx: mpsc::UnboundedSender<Event>,
+    reserved: Arc<BTreeSet<String>>,
+) {
+    let mut restarts = 0u32;
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        while events.try_recv().is_ok() {}
+        slot.stderr.clear();
+        let began = Instant::now();
+        let reason = match connect(
+            &slot.name,
+            &slot.config,
+            launcher.as_ref(),
+            events_tx.clone(),
+            &slot.stderr,
+        )
+        .await
+        {
+            Err(reason) => reason,
+            Ok(session) => {
+                let peer = session.service.peer().clone();
+                match list(&slot, &peer, &reserved).await {
+                    Err(reason) => reason,
+                    Ok(()) => {
+                        slot.up(peer.clone());
+                        slot.settle();
+                        tracing::info!(server = %slot.name, "MCP server up");
+                        watch(&slot, session, peer, &mut events, &reserved).await
+                    }
+                }
+            }
+        };
+        tracing::warn!(server = %slot.name, %reason, restarts, "MCP server down");
+        slot.down(reason, restarts);
+        slot.settle();
+        if began.elapsed() >= STABLE {
+            backoff = FIRST_BACKOFF;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        restarts = restarts.saturating_add(1);
+    }
+}
+
+/// Serves list changes until the connection ends; why it ended.
+async fn watch(
+    slot: &Arc<Slot>,
+    session: Session,
+    peer: Peer<RoleClient>,
+    events: &mut mpsc::UnboundedReceiver<Event>,
+    reserved: &BTreeSet<String>,
+) -> String {
+    let Session { service, _guard } = session;
+    let ended = service.waiting();
+    tokio::pin!(ended);
+    loop {
+        tokio::select! {
+            quit = &mut ended => {
+                tracing::debug!(server = %slot.name, ?quit, "MCP connection ended");
+                return "it stopped".to_owned();
+            }
+            event = events.recv() => match event {
+                Some(Event::ListChanged) => {
+                    if let Err(reason) = list(slot, &peer, reserved).await {
+                        return reason;
+                    }
+                }
+                Some(Event::Broken(reason)) => return reason,
+                None => return "the client stopped".to_owned(),
+            },
+        }
+    }
+}
+
+/// Lists the server's tools and offers those the configuration allows and that pass the checks.
+async fn list(
+    slot: &Arc<Slot>,
+    peer: &Peer<RoleClient>,
+    reserved: &BTreeSet<String>,
+) -> Result<(), String> {
+    let timeout = Duration::from_secs(slot.config.timeout_secs);
+    let listed = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+        Ok(Ok(listed)) => listed,
+        Ok(Err(e)) => return Err(format!("listing its tools failed: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "it did not list its tools within {}s",
+                slot.config.timeout_secs
+            ));
+        }
+    };
+    let mut offered = Offered::new();
+    let mut refused = Vec::new();
+    for tool in listed {
+        let remote = tool.name.to_string();
+        if !allowed(&slot.config, &remote) {
+            continue;
+        }
+        let schema = Value::Object((*tool.input_schema).clone());
+        let checked = offered_name(&slot.name, &remote).and_then(|name| {
+            check_schema(&schema)?;
+            if reserved.contains(&name) {
+                return Err(format!("`{name}` collides with a built-in tool"));
+            }
+            if offered.contains_key(&name) {
+                return Err("the server lists it twice".to_owned());
+            }
+            Ok(name)
+        });
+        let name = match checked {
+            Ok(name) => name,
+            Err(reason) => {
+                tracing::warn!(server = %slot.name, tool = %remote, %reason, "MCP tool not offered");
+                refused.push(RefusedTool {
+                    tool: remote,
+                    reason,
+                });
+                continue;
+            }
+        };
+        let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let tool = McpTool {
+            description: McpTool::description_of(&slot.name, tool.description.as_deref()),
+            tier: tier_of(&slot.config, &remote, read_only),
+            timeout,
+            schema,
+            remote,
+            name: name.clone(),
+            slot: Arc::downgrade(slot),
+        };
+        offered.insert(name, Arc::new(tool));
+    }
+    tracing::info!(server = %slot.name, tools = offered.len(), refused = refused.len(), "MCP tools listed");
+    slot.set_tools(offered, refused);
+    Ok(())
+}

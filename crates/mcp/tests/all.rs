@@ -1,0 +1,4 @@
+//! Every integration test of `mcp`, in one binary: a module per file.
+
+mod client;
+mod client_checks;

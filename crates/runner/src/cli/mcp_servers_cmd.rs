@@ -1,0 +1,100 @@
+//! `runner mcp-servers --user U`: checks each of the user's MCP servers (`[mcp.servers]` of
+//! their agent.toml) as their agent would connect it — starts it in the workspace's `shared/`,
+//! lists its tools — and says, per server, whether it is up with which tools, or what is wrong.
+//! Also the MCP part of `runner tools` ([`start`], [`tool_rows`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use mcp::client::{DirectLauncher, McpClients, ServerState};
+use tools::DynamicTools;
+use types::AgentConfig;
+
+use crate::Global;
+use crate::memory_cmd::user_setup;
+
+pub async fn run(
+    global: &Global,
+    root: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+) -> Result<()> {
+    let (user, root, agent_config, _) = user_setup(global, root, agent_config)?;
+    let config = runner::load_agent_config(agent_config.as_deref())?;
+    let ws = types::WorkspacePaths::for_user(&root, &user);
+    let mut out = std::io::stdout().lock();
+    if config.mcp.servers.is_empty() {
+        writeln!(
+            out,
+            "no MCP servers configured ([mcp.servers.<name>] in agent.toml)"
+        )?;
+        return Ok(());
+    }
+    let clients = start(&config, &ws.shared()).await;
+    let mut down = 0;
+    for status in clients.status() {
+        writeln!(out, "{status}")?;
+        for tool in &status.tools {
+            writeln!(out, "  {tool}")?;
+        }
+        for refused in &status.refused {
+            writeln!(out, "  not offered: {}: {}", refused.tool, refused.reason)?;
+        }
+        if status.state != ServerState::Up {
+            down += 1;
+        }
+    }
+    for (name, _) in config.mcp.servers.iter().filter(|(_, s)| !s.enabled) {
+        writeln!(out, "{name}: disabled (enabled = false)")?;
+    }
+    if down > 0 {
+        bail!("{down} MCP server(s) not up: see above");
+    }
+    Ok(())
+}
+
+/// Starts the clients of `config`'s MCP servers (stdio ones in `cwd`), waiting for each first
+/// connection; a tool named like a built-in tool is refused, as in the agent.
+pub(crate) async fn start(config: &AgentConfig, cwd: &Path) -> Arc<McpClients> {
+    let mut reserved: Vec<String> = tools::ToolSet::new(None)
+        .builtin(config.tools.memory)
+        .tools()
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    reserved.extend(
+        [
+            tools::SCHEDULE_CREATE_TOOL_NAME,
+            tools::SCHEDULE_LIST_TOOL_NAME,
+            tools::SCHEDULE_CANCEL_TOOL_NAME,
+            tools::SCHEDULE_PAUSE_TOOL_NAME,
+            tools::WEB_FETCH_TOOL_NAME,
+            tools::WEB_SEARCH_TOOL_NAME,
+        ]
+        .map(str::to_owned),
+    );
+    let clients = Arc::new(McpClients::start(
+        &config.mcp,
+        Arc::new(DirectLauncher::new(cwd)),
+        &reserved,
+    ));
+    let longest = config
+        .mcp
+        .servers
+        .values()
+        .map(|s| s.timeout_secs)
+        .max()
+        .unwrap_or(1);
+    clients.ready(Duration::from_secs(longest + 5)).await;
+    clients
+}
+
+/// The MCP tools `clients` offer now, as tools.
+pub(crate) fn tool_rows(clients: &McpClients) -> Vec<Arc<dyn tools::Tool>> {
+    let mut rows = clients.tools();
+    rows.sort_by(|a, b| a.name().cmp(b.name()));
+    rows
+}

@@ -1,0 +1,201 @@
+//! The user's own MCP servers as the agent's tools, end to end: `runner::compose` with
+//! `[mcp.servers]` (the demo server of `crates/mcp/tests/servers`, written with the official
+//! Python SDK, over stdio), the scripted model calling `demo__echo` in the OpenAI and the
+//! Anthropic wire formats, and a note saved after the result recorded as unconfirmed (origin
+//! `mcp`); `runner mcp-servers --user U` says which server is up and what is wrong with the
+//! other.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use std::path::Path;
+
+use memory::{LegacyDir, OpenOptions, Origin};
+use serde_json::json;
+use test_support::{Need, ScriptedLlm, ScriptedReply, ScriptedToolCall};
+use tokio::sync::mpsc;
+use types::{
+    AgentConfig, EmbeddingBackend, McpServerConfig, ProviderConfig, SafetyTier, SessionId,
+    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+};
+
+const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
+
+fn demo() -> McpServerConfig {
+    McpServerConfig {
+        command: Some(test_support::mcp_python().unwrap().display().to_string()),
+        args: vec![SERVER.to_owned(), "stdio".to_owned()],
+        // Runs without asking (the default asks the user before every call).
+        tier: Some(SafetyTier::ReadOnly),
+        ..McpServerConfig::default()
+    }
+}
+
+fn config(provider: ProviderConfig) -> AgentConfig {
+    let mut config = AgentConfig {
+        provider,
+        ..AgentConfig::default()
+    };
+    config.memory.embedding.backend = EmbeddingBackend::Hash;
+    config.mcp.servers.insert("demo".to_owned(), demo());
+    config
+}
+
+async fn turn(agent: &runner::Agent, root: &Path, text: &str) {
+    let ctx = ToolExecutionContext::new(
+        UserId::parse("alice").unwrap(),
+        SessionId::parse("s1").unwrap(),
+        TurnId::parse("t1").unwrap(),
+        WorkspacePaths::new(root),
+    );
+    let (tx, mut rx) = mpsc::channel(64);
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    agent.runtime.run_turn(&ctx, text, &tx).await.unwrap();
+    drop(tx);
+    drain.await.unwrap();
+}
+
+fn options() -> OpenOptions {
+    OpenOptions {
+        legacy_dir: LegacyDir::Skip,
+        ..OpenOptions::default()
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs python mcp"]
+async fn the_agent_calls_an_mcp_tool_and_a_note_saved_after_it_is_unconfirmed() {
+    test_support::need(Need::McpPython);
+    let llm = ScriptedLlm::start().await;
+    for provider in [llm.openai_config(), llm.anthropic_config()] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(WorkspacePaths::new(dir.path()).shared()).unwrap();
+        let config = config(provider);
+        let model = provider::from_config(&config.provider).unwrap();
+        let agent = runner::compose(&config, dir.path(), model, options())
+            .await
+            .unwrap();
+        let clients = agent.mcp_clients.clone().unwrap();
+        assert_eq!(clients.status()[0].to_string(), "demo (stdio): up, 8 tools");
+
+        llm.push_all([
+            ScriptedReply::tool_calls(vec![
+                ScriptedToolCall::new("demo__echo", json!({"text": "the door code is 4711"}))
+                    .with_id("c1"),
+            ]),
+            ScriptedReply::tool_calls(vec![
+                ScriptedToolCall::new("memory_save", json!({"content": "door code 4711"}))
+                    .with_id("c2"),
+            ]),
+            ScriptedReply::text("done"),
+        ]);
+        turn(&agent, dir.path(), "ask the demo server").await;
+        let requests = llm.requests();
+        let first = &requests[requests.len() - 3];
+        assert!(
+            first.tool_names().contains(&"demo__echo".to_owned()),
+            "{:?}",
+            first.tool_names()
+        );
+        let second = &requests[requests.len() - 2];
+        let results = serde_json::to_string(second.messages()).unwrap();
+        assert!(results.contains("echo: the door code is 4711"), "{results}");
+
+        let store = memory::MemoryStore::open(
+            memory::Target::Config {
+                config: &config.memory,
+                user_root: dir.path(),
+            },
+            options(),
+        )
+        .await
+        .unwrap();
+        let notes = store
+            .list_notes(&UserId::parse("alice").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(notes.len(), 1);
+        let provenance = notes[0].metadata.provenance.clone().unwrap();
+        assert_eq!(provenance.origin, Origin::Mcp);
+        assert!(!provenance.confirmed, "{provenance:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs python mcp"]
+fn runner_mcp_servers_says_which_server_is_up_and_what_is_wrong() {
+    test_support::need(Need::McpPython);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("alice/shared")).unwrap();
+    let agent_toml = root.path().join("agent.toml");
+    let python = test_support::mcp_python().unwrap();
+    std::fs::write(
+        &agent_toml,
+        format!(
+            "[mcp.servers.demo]\ncommand = {:?}\nargs = [{SERVER:?}, \"stdio\"]\n\n\
+             [mcp.servers.broken]\ncommand = \"/nonexistent/server\"\n",
+            python.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--user", "alice", "mcp-servers", "--root"])
+        .arg(root.path())
+        .arg("--agent-config")
+        .arg(&agent_toml)
+        .env_remove("OXYDRA_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("broken (stdio): down (restarting): cannot start `/nonexistent/server`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("demo (stdio): up, 8 tools"), "{stdout}");
+    assert!(stdout.contains("  demo__echo\n"), "{stdout}");
+    assert!(
+        stdout.contains("  not offered: liar: its property `x` has an unknown `type` \"banana\""),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 MCP server(s) not up"), "{stderr}");
+}
+
+/// `runner status` names the MCP servers that are not up (from the health file `oxydra-vm`
+/// refreshes with each server's status line).
+#[test]
+fn the_status_line_names_mcp_servers_that_are_down() {
+    let health = |servers: &[&str]| runner::Health {
+        status: "ok".into(),
+        user_id: "alice".into(),
+        memory: "open".into(),
+        provider: "openai/m".into(),
+        shell: "connected".into(),
+        sandbox: "process".into(),
+        updated_at: "now".into(),
+        mcp_servers: servers.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    let plain = "ok (memory open, provider openai/m, shell connected, sandbox process)";
+    assert_eq!(health(&[]).summary(), plain);
+    assert_eq!(health(&["files (stdio): up, 3 tools"]).summary(), plain);
+    assert_eq!(
+        health(&[
+            "files (stdio): up, 3 tools",
+            "search (http): down (restarting): it stopped"
+        ])
+        .summary(),
+        format!("{plain}; MCP server search (http): down (restarting): it stopped")
+    );
+    // An old health file without the field still reads.
+    let old: runner::Health = serde_json::from_value(json!({
+        "status": "ok", "user_id": "alice", "memory": "open", "provider": "openai/m",
+        "shell": "connected", "sandbox": "process", "updated_at": "now"
+    }))
+    .unwrap();
+    assert_eq!(old.summary(), plain);
+}

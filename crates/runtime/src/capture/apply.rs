@@ -1,0 +1,139 @@
+//! Applying capture's proposals: each runs a notes tool (`memory_save`, `memory_update`,
+//! `memory_delete`) through the registry's one pipeline with the `capture` surface — validation,
+//! permission, rate limit, PII and secret screening, the write with its audit row, provenance
+//! `captured` with the session and turn — exactly as the model's own calls would. A save the
+//! store's duplicate check answers with similar notes becomes an update of the most similar one;
+//! an exact duplicate changes nothing. A refused or failed proposal is logged and skipped.
+
+use memory::MemoryStore;
+use serde_json::{Value, json};
+use tools::{
+    MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, ToolOutcome,
+    ToolRegistry,
+};
+use types::{CapturedChange, NoteId, ToolExecutionContext};
+
+use super::proposal::Proposal;
+
+/// One proposal; `Ok(None)` when it changed nothing (already recorded).
+pub(crate) async fn apply(
+    tools: &ToolRegistry,
+    store: &MemoryStore,
+    ctx: &ToolExecutionContext,
+    proposal: &Proposal,
+) -> Result<Option<CapturedChange>, String> {
+    let confirmed = ctx.untrusted_input.is_none();
+    match proposal {
+        Proposal::Add {
+            content,
+            category,
+            tags,
+        } => {
+            let mut args = json!({ "content": content });
+            organise(&mut args, category.as_ref(), tags);
+            let answer = run(tools, MEMORY_SAVE_TOOL_NAME, &args, ctx).await?;
+            if answer.get("saved") != Some(&Value::Bool(false)) {
+                let note_id = text_of(&answer, "note_id")?;
+                return Ok(Some(change("added", note_id, content, confirmed)));
+            }
+            // The store's duplicate check: the same text is already a note (nothing to do), or a
+            // similar note exists — the new fact replaces it, as an update.
+            let Some(similar) = answer["similar"][0]["note_id"].as_str() else {
+                return Ok(None);
+            };
+            let note_id = NoteId::parse(similar).map_err(|e| e.to_string())?;
+            let note = store
+                .get(&ctx.user_id, &note_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut args = json!({
+                "note_id": similar,
+                "content": content,
+                "version": memory::note_version(&note.content),
+            });
+            organise(&mut args, category.as_ref(), tags);
+            let call = ToolExecutionContext {
+                call_id: ctx.call_id.as_ref().map(|c| format!("{c}-update")),
+                ..ctx.clone()
+            };
+            run(tools, MEMORY_UPDATE_TOOL_NAME, &args, &call).await?;
+            Ok(Some(change(
+                "updated",
+                similar.to_owned(),
+                content,
+                confirmed,
+            )))
+        }
+        Proposal::Update {
+            note_id,
+            version,
+            content,
+            category,
+            tags,
+        } => {
+            let mut args = json!({ "note_id": note_id, "content": content, "version": version });
+            organise(&mut args, category.as_ref(), tags);
+            run(tools, MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
+            Ok(Some(change("updated", note_id.clone(), content, confirmed)))
+        }
+        Proposal::Delete { note_id } => {
+            let id = NoteId::parse(note_id).map_err(|e| e.to_string())?;
+            let text = store
+                .get(&ctx.user_id, &id)
+                .await
+                .map(|n| n.content)
+                .map_err(|e| e.to_string())?;
+            run(
+                tools,
+                MEMORY_DELETE_TOOL_NAME,
+                &json!({ "note_id": note_id }),
+                ctx,
+            )
+            .await?;
+            Ok(Some(change("deleted", note_id.clone(), &text, true)))
+        }
+    }
+}
+
+fn change(action: &str, note_id: String, text: &str, confirmed: bool) -> CapturedChange {
+    CapturedChange {
+        action: action.to_owned(),
+        note_id,
+        text: text.to_owned(),
+        confirmed,
+    }
+}
+
+fn organise(args: &mut Value, category: Option<&String>, tags: &[String]) {
+    if let Some(category) = category {
+        args["category"] = json!(category);
+    }
+    if !tags.is_empty() {
+        args["tags"] = json!(tags);
+    }
+}
+
+/// Runs one notes tool through the registry's pipeline; its JSON answer, or why it failed.
+async fn run(
+    tools: &ToolRegistry,
+    tool: &str,
+    args: &Value,
+    ctx: &ToolExecutionContext,
+) -> Result<Value, String> {
+    let ToolOutcome {
+        ok,
+        output,
+        error_kind,
+    } = tools.execute(tool, &args.to_string(), ctx).await;
+    if !ok {
+        return Err(format!("{tool}: {}", error_kind.unwrap_or("refused")));
+    }
+    Ok(serde_json::from_str(&output).unwrap_or(Value::Null))
+}
+
+fn text_of(answer: &Value, key: &str) -> Result<String, String> {
+    answer[key]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("the answer has no {key}"))
+}

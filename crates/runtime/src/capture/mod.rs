@@ -1,0 +1,387 @@
+//! Capture: after a turn, one background model call reads the session's new exchange (the
+//! messages since its last capture) with the user's most similar notes and proposes what to
+//! remember, through the one tool `record_memories` (forced where the wire format allows).
+//!
+//! - **When**: once the session has been idle `[memory.capture] idle_secs` after a turn (each
+//!   new turn restarts the wait), and at once before the rolling summary folds history away.
+//!   The call runs in a task of its own: the user never waits for it.
+//! - **Bounded**: at most `max_calls_per_hour` calls per runtime (calls past it are skipped and
+//!   the exchange waits for the next capture); one capture runs at a time. Every call's usage is
+//!   recorded with the session and turn, like every model call.
+//! - **Governed**: the similar notes are read as `memory_search` and the changes are the notes
+//!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); a turn
+//!   that read untrusted content yields unconfirmed notes. `mode = "suggest"` stores the
+//!   proposals for the user instead (`pending`).
+//! - **Safe to fail**: a failed call, or an answer that is not a well-formed `record_memories`
+//!   call naming only notes it was shown, is logged and changes nothing.
+//!
+//! Each capture is reported ([`CaptureReport`]) to subscribers of
+//! [`crate::AgentRuntime::capture_reports`] (the gateway), so clients list the changes with their
+//! undo like the model's own.
+
+mod apply;
+mod pending;
+mod proposal;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use memory::{CallPlace, HybridQuery, MemoryStore, ProposalPlace};
+use provider::Provider;
+use tokio::sync::broadcast;
+use tools::{MemoryAccess, ToolRegistry};
+use types::{
+    CancellationToken, CaptureConfig, CaptureMode, CaptureReport, Role, SessionId, Surface,
+    ToolExecutionContext, UntrustedInput, UserId, memory_ops,
+};
+
+use crate::RuntimeError;
+use crate::journal::{Entry, Journal};
+use crate::note_lifecycle::govern_on;
+use proposal::{Proposal, ShownNote};
+
+/// Existing notes shown to the capture call.
+const SHOWN_NOTES: usize = 8;
+/// Longest search text for the similar notes, in bytes.
+const QUERY_BYTES: usize = 2000;
+/// Longest capture reply, in tokens.
+const CAPTURE_MAX_TOKENS: u32 = 1500;
+/// Reports kept for slow subscribers.
+const REPORTS: usize = 64;
+
+/// A user's capture report, for the gateway to route.
+pub type UserReport = (UserId, CaptureReport);
+
+/// What capture runs with; shared by the runtime and its background tasks.
+pub(crate) struct Capture {
+    pub(crate) config: CaptureConfig,
+    provider: Arc<dyn Provider>,
+    store: MemoryStore,
+    /// The agent's registry: its governance, and which tool outputs are untrusted.
+    agent_tools: Arc<ToolRegistry>,
+    /// The notes tools over the store with the agent's governance: the one door for writes.
+    notes_tools: ToolRegistry,
+    history_events: usize,
+    /// The latest turn of each session waiting for its idle time.
+    waiting: Mutex<HashMap<SessionId, u64>>,
+    next_wait: Mutex<u64>,
+    /// When the calls of the last hour were made.
+    calls: Mutex<VecDeque<Instant>>,
+    running: tokio::sync::Mutex<()>,
+    reports: broadcast::Sender<UserReport>,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Capture {
+    /// Capture over `journal`'s store (none without a store, or with `mode = "off"`).
+    pub(crate) fn new(
+        config: CaptureConfig,
+        provider: Arc<dyn Provider>,
+        journal: &Journal,
+        agent_tools: Arc<ToolRegistry>,
+        retrieval: &types::RetrievalConfig,
+        history_events: usize,
+    ) -> Option<Arc<Self>> {
+        let store = journal.store()?.clone();
+        if config.mode == CaptureMode::Off {
+            return None;
+        }
+        let notes_tools = match tools::ToolSet::new(Some(Arc::new(store.clone())))
+            .retrieval(retrieval)
+            .memory_tools(types::MemoryDialect::Notes)
+            .registry()
+        {
+            Ok(registry) => registry.with_governance(Arc::clone(agent_tools.governance())),
+            Err(e) => {
+                tracing::warn!(error = %e, "capture: the notes tools did not register");
+                ToolRegistry::default().with_governance(Arc::clone(agent_tools.governance()))
+            }
+        };
+        Some(Arc::new(Self {
+            config,
+            provider,
+            store,
+            agent_tools,
+            notes_tools,
+            history_events,
+            waiting: Mutex::new(HashMap::new()),
+            next_wait: Mutex::new(0),
+            calls: Mutex::new(VecDeque::new()),
+            running: tokio::sync::Mutex::new(()),
+            reports: broadcast::channel(REPORTS).0,
+        }))
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<UserReport> {
+        self.reports.subscribe()
+    }
+
+    /// After a turn: capture the session once it has been idle `idle_secs` (a later turn of the
+    /// session restarts the wait).
+    pub(crate) fn after_turn(self: &Arc<Self>, ctx: &ToolExecutionContext) {
+        let ticket = {
+            let mut next = lock(&self.next_wait);
+            *next += 1;
+            *next
+        };
+        lock(&self.waiting).insert(ctx.session_id.clone(), ticket);
+        let this = Arc::clone(self);
+        let ctx = capture_ctx(ctx);
+        let idle = Duration::from_secs(self.config.idle_secs);
+        tokio::spawn(async move {
+            tokio::time::sleep(idle).await;
+            {
+                let mut waiting = lock(&this.waiting);
+                if waiting.get(&ctx.session_id) != Some(&ticket) {
+                    return;
+                }
+                waiting.remove(&ctx.session_id);
+            }
+            this.run_logged(&ctx).await;
+        });
+    }
+
+    /// Before the rolling summary folds history: capture now, in the background.
+    pub(crate) fn before_summary(self: &Arc<Self>, ctx: &ToolExecutionContext) {
+        lock(&self.waiting).remove(&ctx.session_id);
+        let this = Arc::clone(self);
+        let ctx = capture_ctx(ctx);
+        tokio::spawn(async move { this.run_logged(&ctx).await });
+    }
+
+    async fn run_logged(&self, ctx: &ToolExecutionContext) {
+        if let Err(e) = self.run(ctx).await {
+            tracing::warn!(error = %e, session = %ctx.session_id, "capture failed; nothing changed");
+        }
+    }
+
+    /// Captures the session of `ctx` now: `None` when there was nothing new to read, the call
+    /// was over the hourly bound, or its answer was refused.
+    pub(crate) async fn run(
+        &self,
+        ctx: &ToolExecutionContext,
+    ) -> Result<Option<CaptureReport>, RuntimeError> {
+        let _one_at_a_time = self.running.lock().await;
+        let sessions = self.store.sessions();
+        let upto = self
+            .store
+            .captures()
+            .captured_upto(&ctx.session_id)
+            .await
+            .map_err(RuntimeError::memory("reading capture state"))?;
+        let exchange: Vec<Entry> = sessions
+            .history(&ctx.session_id, None, self.history_events)
+            .await
+            .map_err(RuntimeError::memory("reading history"))?
+            .into_iter()
+            .filter(|e| e.seq > upto)
+            .map(|e| Entry {
+                seq: e.seq,
+                message: e.message,
+            })
+            .collect();
+        let Some(last) = exchange.last().map(|e| e.seq) else {
+            return Ok(None);
+        };
+        let said: Vec<&str> = exchange
+            .iter()
+            .filter(|e| e.message.role == Role::User)
+            .filter_map(|e| e.message.content.as_deref())
+            .collect();
+        if said.is_empty() {
+            return Ok(None);
+        }
+        if !self.take_call() {
+            tracing::info!(
+                session = %ctx.session_id,
+                "capture skipped: memory.capture.max_calls_per_hour reached"
+            );
+            return Ok(None);
+        }
+        let shown = self.similar_notes(ctx, &said.join("\n")).await;
+        let request = proposal::request(&shown, &exchange, CAPTURE_MAX_TOKENS);
+        let response = self.ask(ctx, &request).await?;
+        let proposals = match proposal::parse(&response.message, &shown) {
+            Ok(proposals) => proposals,
+            Err(reason) => {
+                tracing::warn!(%reason, session = %ctx.session_id, "capture answer refused; nothing changed");
+                return Ok(None);
+            }
+        };
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange);
+        let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
+        self.store
+            .captures()
+            .set_captured_upto(&ctx.user_id, &ctx.session_id, last)
+            .await
+            .map_err(RuntimeError::memory("recording capture state"))?;
+        let _ = self.reports.send((ctx.user_id.clone(), report.clone()));
+        Ok(Some(report))
+    }
+
+    /// The capture call, its usage recorded with the session and turn.
+    async fn ask(
+        &self,
+        ctx: &ToolExecutionContext,
+        request: &provider::ChatRequest,
+    ) -> Result<provider::ChatResponse, RuntimeError> {
+        let response =
+            self.provider
+                .complete(request)
+                .await
+                .map_err(|e| RuntimeError::Provider {
+                    attempts: 1,
+                    source: e,
+                })?;
+        if let Some(usage) = response.usage {
+            let place = CallPlace {
+                user: &ctx.user_id,
+                session: &ctx.session_id,
+                turn: &ctx.turn_id,
+            };
+            if let Err(e) = self
+                .store
+                .usage()
+                .record_usage(place, self.provider.model(), usage)
+                .await
+            {
+                tracing::warn!(error = %e, "capture usage not recorded");
+            }
+        }
+        Ok(response)
+    }
+
+    /// Applies the proposals (`auto`) or keeps them for the user (`suggest`).
+    async fn record(
+        &self,
+        ctx: &ToolExecutionContext,
+        exchange: &[Entry],
+        untrusted: Option<UntrustedInput>,
+        proposals: &[Proposal],
+    ) -> Result<CaptureReport, RuntimeError> {
+        let mut report = CaptureReport {
+            session_id: ctx.session_id.as_str().to_owned(),
+            turn_id: ctx.turn_id.as_str().to_owned(),
+            changes: Vec::new(),
+            pending: Vec::new(),
+        };
+        if self.config.mode == CaptureMode::Suggest {
+            let place = ProposalPlace {
+                user: &ctx.user_id,
+                session: &ctx.session_id,
+                turn: &ctx.turn_id,
+                untrusted: untrusted.map(pending::untrusted_name),
+            };
+            report.pending = pending::keep(&self.store, place, proposals).await?;
+            return Ok(report);
+        }
+        for (i, proposal) in proposals.iter().enumerate() {
+            // A fact that restates what the user said stays theirs, even after untrusted input.
+            let args = serde_json::to_string(proposal).unwrap_or_default();
+            let mark = untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange));
+            let ctx = ToolExecutionContext {
+                untrusted_input: mark,
+                call_id: Some(format!("capture-{}-{}", ctx.turn_id, i + 1)),
+                ..ctx.clone()
+            };
+            match apply::apply(&self.notes_tools, &self.store, &ctx, proposal).await {
+                Ok(Some(change)) => report.changes.push(change),
+                Ok(None) => {}
+                Err(reason) => {
+                    tracing::warn!(action = proposal.action(), %reason, "capture proposal not applied");
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether one more call fits the hourly bound (and counts it).
+    fn take_call(&self) -> bool {
+        let now = Instant::now();
+        let mut calls = lock(&self.calls);
+        while calls
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(3600))
+        {
+            calls.pop_front();
+        }
+        if calls.len() >= self.config.max_calls_per_hour as usize {
+            return false;
+        }
+        calls.push_back(now);
+        true
+    }
+
+    /// The user's notes most similar to what they said, with their versions, read as a governed
+    /// `memory_search` of the capture surface (refused or failed: none).
+    async fn similar_notes(&self, ctx: &ToolExecutionContext, said: &str) -> Vec<ShownNote> {
+        let mut cut = said.len().min(QUERY_BYTES);
+        while !said.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let query = HybridQuery::new(
+            vec![SessionId::user_memory(&ctx.user_id)],
+            &said[..cut],
+            SHOWN_NOTES,
+        );
+        let store = &self.store;
+        let read = |_| async move {
+            let hits = store
+                .search(&query)
+                .await
+                .map_err(RuntimeError::memory("searching notes for capture"))?;
+            let mut notes: Vec<ShownNote> = Vec::new();
+            for hit in hits {
+                let (Some(id), Some(text)) = (hit.note_id, hit.note_text) else {
+                    continue;
+                };
+                if notes.iter().all(|n| n.note_id != id.as_str()) {
+                    notes.push(ShownNote {
+                        note_id: id.as_str().to_owned(),
+                        version: memory::note_version(&text),
+                        text,
+                    });
+                }
+            }
+            Ok(notes)
+        };
+        let governed = govern_on(
+            &self.agent_tools,
+            ctx,
+            memory_ops::SEARCH,
+            MemoryAccess::notes_read(),
+            read,
+        )
+        .await;
+        governed.unwrap_or_else(|e| {
+            tracing::info!(error = %e, "capture: similar notes not read");
+            Vec::new()
+        })
+    }
+}
+
+/// The turn's context as capture uses it: the same user, session, turn and workspace, the
+/// `capture` surface, no call id, not cancelled with the turn.
+pub(crate) fn capture_ctx(ctx: &ToolExecutionContext) -> ToolExecutionContext {
+    let mut ctx = ToolExecutionContext::new(
+        ctx.user_id.clone(),
+        ctx.session_id.clone(),
+        ctx.turn_id.clone(),
+        ctx.workspace.clone(),
+    );
+    ctx.surface = types::CallSurface::new(Surface::Capture);
+    ctx.cancellation = CancellationToken::default();
+    ctx
+}

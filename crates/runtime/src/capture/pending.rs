@@ -1,0 +1,157 @@
+//! `mode = "suggest"`: capture's proposals wait in the store (per user) until the user accepts
+//! one — then it is applied exactly as `auto` would have, through the registry's pipeline as the
+//! `capture` surface, and confirmed, since the user read it — or rejects it (removed, nothing
+//! written). A proposal whose note changed since it was made is refused and stays listed.
+
+use memory::{MemoryStore, PendingProposal, ProposalPlace};
+use types::{PendingMemory, Surface, ToolExecutionContext, UntrustedInput};
+
+use super::apply;
+use super::proposal::Proposal;
+use crate::RuntimeError;
+use crate::runtime::AgentRuntime;
+use types::CapturedChange;
+
+/// How an untrusted input is stored with a proposal.
+pub(super) fn untrusted_name(input: UntrustedInput) -> &'static str {
+    match input {
+        UntrustedInput::File => "file",
+        UntrustedInput::Shell => "shell",
+        UntrustedInput::Web => "web",
+        UntrustedInput::Note => "note",
+        UntrustedInput::Client => "client",
+        UntrustedInput::Mcp => "mcp",
+    }
+}
+
+/// Stores `proposals` for the user; returns them as the user will see them.
+pub(super) async fn keep(
+    store: &MemoryStore,
+    place: ProposalPlace<'_>,
+    proposals: &[Proposal],
+) -> Result<Vec<PendingMemory>, RuntimeError> {
+    let texts: Vec<String> = proposals
+        .iter()
+        .map(|p| serde_json::to_string(p).unwrap_or_default())
+        .collect();
+    let ids = store
+        .captures()
+        .add_proposals(place, texts)
+        .await
+        .map_err(RuntimeError::memory("storing capture proposals"))?;
+    // As stored (with the store's own times), so the report and a later list agree.
+    let stored = store
+        .captures()
+        .pending_proposals(place.user)
+        .await
+        .map_err(RuntimeError::memory("reading capture proposals"))?;
+    Ok(stored
+        .iter()
+        .filter(|row| ids.contains(&row.id))
+        .filter_map(pending_view)
+        .map(|(view, _)| view)
+        .collect())
+}
+
+fn view(id: i64, p: &Proposal, session_id: &str, created_at: &str) -> PendingMemory {
+    PendingMemory {
+        id,
+        action: p.action().to_owned(),
+        note_id: p.note_id().map(str::to_owned),
+        content: p.content().map(str::to_owned),
+        session_id: session_id.to_owned(),
+        created_at: created_at.to_owned(),
+    }
+}
+
+/// A stored proposal as the user sees it (`None` for a row this version cannot read).
+pub(crate) fn pending_view(row: &PendingProposal) -> Option<(PendingMemory, Proposal)> {
+    let proposal: Proposal = serde_json::from_str(&row.proposal_json).ok()?;
+    let at = row
+        .created_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    Some((view(row.id, &proposal, &row.session_id, &at), proposal))
+}
+
+impl AgentRuntime {
+    /// The proposals of capture waiting for the user of `ctx`, oldest first.
+    pub async fn pending_memories(
+        &self,
+        ctx: &ToolExecutionContext,
+    ) -> Result<Vec<PendingMemory>, RuntimeError> {
+        let rows = self
+            .notes_store()?
+            .captures()
+            .pending_proposals(&ctx.user_id)
+            .await
+            .map_err(RuntimeError::memory("reading capture proposals"))?;
+        Ok(rows
+            .iter()
+            .filter_map(pending_view)
+            .map(|(v, _)| v)
+            .collect())
+    }
+
+    /// Applies the user's pending proposal `id` (confirmed: the user read it) and removes it.
+    pub async fn accept_memory(
+        &self,
+        ctx: &ToolExecutionContext,
+        id: i64,
+    ) -> Result<Option<CapturedChange>, RuntimeError> {
+        let store = self.notes_store()?;
+        let capture = self
+            .capture
+            .as_ref()
+            .ok_or(RuntimeError::InvalidNoteRequest(
+                "capture is off ([memory.capture] mode = \"off\")".into(),
+            ))?;
+        let row = store
+            .captures()
+            .proposal(&ctx.user_id, id)
+            .await
+            .map_err(RuntimeError::memory("reading a capture proposal"))?
+            .ok_or_else(|| no_proposal(id))?;
+        let (_, proposal) = pending_view(&row).ok_or_else(|| no_proposal(id))?;
+        let mut call = ToolExecutionContext {
+            call_id: Some(format!("capture-accept-{id}")),
+            untrusted_input: None,
+            ..ctx.clone()
+        };
+        call.surface = types::CallSurface::new(Surface::Capture);
+        let change = apply::apply(&capture.notes_tools, store, &call, &proposal)
+            .await
+            .map_err(|reason| {
+                RuntimeError::InvalidNoteRequest(format!(
+                    "proposal {id} could not be applied ({reason}): the note may have changed \
+                     since; reject it and edit the note instead"
+                ))
+            })?;
+        self.reject_memory(ctx, id).await?;
+        Ok(change)
+    }
+
+    /// Removes the user's pending proposal `id`; nothing is written.
+    pub async fn reject_memory(
+        &self,
+        ctx: &ToolExecutionContext,
+        id: i64,
+    ) -> Result<(), RuntimeError> {
+        let dropped = self
+            .notes_store()?
+            .captures()
+            .drop_proposal(&ctx.user_id, id)
+            .await
+            .map_err(RuntimeError::memory("removing a capture proposal"))?;
+        if dropped {
+            Ok(())
+        } else {
+            Err(no_proposal(id))
+        }
+    }
+}
+
+fn no_proposal(id: i64) -> RuntimeError {
+    RuntimeError::InvalidNoteRequest(format!(
+        "there is no pending proposal {id}: list them again"
+    ))
+}

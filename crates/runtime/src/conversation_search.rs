@@ -1,0 +1,88 @@
+//! The user's search of their past conversations (the gateway's `search_conversations`, the
+//! TUI's `/search`): one hybrid query over every conversation session of the user, each hit with
+//! its session, title, date, speaker and the turns around it — a governed read
+//! (`memory_search`) of the caller's surface, like the user's search of their notes.
+
+use memory::HybridQuery;
+use tools::MemoryAccess;
+use types::{ConversationHitView, NearbyTurnView, ToolExecutionContext, memory_ops};
+
+use crate::RuntimeError;
+use crate::notes::note_error;
+use crate::runtime::AgentRuntime;
+
+/// Most hits one search returns.
+pub const MAX_CONVERSATION_HITS: usize = 50;
+/// Messages shown on each side of a hit.
+const NEIGHBOURS: usize = 2;
+
+impl AgentRuntime {
+    /// Messages of the caller's past conversations best matching `query`, at most `limit`
+    /// (1 to [`MAX_CONVERSATION_HITS`]).
+    pub async fn search_conversations(
+        &self,
+        ctx: &ToolExecutionContext,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationHitView>, RuntimeError> {
+        if limit == 0 || limit > MAX_CONVERSATION_HITS {
+            return Err(RuntimeError::InvalidNoteRequest(format!(
+                "limit must be between 1 and {MAX_CONVERSATION_HITS}"
+            )));
+        }
+        let query = query.trim();
+        if query.is_empty() || query.len() > HybridQuery::MAX_TEXT_BYTES {
+            return Err(RuntimeError::InvalidNoteRequest(format!(
+                "give a few words to look for (at most {} bytes)",
+                HybridQuery::MAX_TEXT_BYTES
+            )));
+        }
+        let store = self.notes_store()?;
+        let user = &ctx.user_id;
+        let search = |_| async move {
+            let sessions = store.conversation_sessions(user).await?;
+            if sessions.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut q = HybridQuery::new(sessions, query, limit);
+            q.weights = memory::Weights::from(&self.retrieval);
+            let mut hits = Vec::new();
+            for hit in store.search(&q).await? {
+                let place = store
+                    .conversation_context(user, &hit.session_id, hit.event_seq, NEIGHBOURS)
+                    .await;
+                let Ok(place) = place else { continue };
+                hits.push(ConversationHitView {
+                    session_id: hit.session_id.as_str().to_owned(),
+                    title: place.title,
+                    seq: hit.event_seq,
+                    speaker: place.speaker,
+                    text: hit.text,
+                    date: place
+                        .at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    context: place
+                        .neighbours
+                        .into_iter()
+                        .map(|n| NearbyTurnView {
+                            speaker: n.speaker,
+                            text: n.text,
+                        })
+                        .collect(),
+                });
+            }
+            Ok(hits)
+        };
+        self.govern(
+            ctx,
+            memory_ops::SEARCH,
+            MemoryAccess::notes_read(),
+            |c| async {
+                search(c)
+                    .await
+                    .map_err(note_error("searching conversations"))
+            },
+        )
+        .await
+    }
+}

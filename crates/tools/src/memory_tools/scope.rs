@@ -1,0 +1,108 @@
+//! `memory_search`'s `scope`: the user's saved notes (`notes`, the default), every past
+//! conversation of the user (`conversations`: each of their conversation sessions, not only the
+//! current one), or both (`all`) — one query over all the sessions asked for, so notes and
+//! messages share one score scale. A message hit is shown with where it was said: its session
+//! id and title, its date, its speaker and the turns around it. Sessions are the caller's user's
+//! only (from the context, never from arguments).
+
+use memory::{HitSource, MemoryError, MemoryRetrieval, SearchHit};
+use serde_json::{Value, json};
+use types::{SessionId, ToolExecutionContext};
+
+use crate::ToolError;
+
+/// Messages shown on each side of a conversation hit.
+const NEIGHBOURS: usize = 2;
+
+/// Where `memory_search` looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Notes,
+    Conversations,
+    All,
+}
+
+/// The `scope` property of the search schema.
+pub(crate) fn scope_schema() -> Value {
+    json!({
+        "type": "string",
+        "enum": ["notes", "conversations", "all"],
+        "description": "Where to search: \"notes\" (default) your saved notes; \"conversations\" \
+            every past conversation with the user (each hit with its session, date, speaker and \
+            the turns around it); \"all\" both, ranked together."
+    })
+}
+
+pub(crate) fn scope_arg(args: &Value) -> Result<Scope, ToolError> {
+    match args.get("scope") {
+        None | Some(Value::Null) => Ok(Scope::Notes),
+        Some(Value::String(s)) if s == "notes" => Ok(Scope::Notes),
+        Some(Value::String(s)) if s == "conversations" => Ok(Scope::Conversations),
+        Some(Value::String(s)) if s == "all" => Ok(Scope::All),
+        Some(_) => Err(ToolError::InvalidArguments {
+            field: "scope".into(),
+            expected: "one of \"notes\", \"conversations\", \"all\"".into(),
+        }),
+    }
+}
+
+/// The sessions `scope` searches for the caller (`Notes` is not asked here).
+pub(crate) async fn sessions(
+    memory: &dyn MemoryRetrieval,
+    ctx: &ToolExecutionContext,
+    scope: Scope,
+) -> Result<Vec<SessionId>, MemoryError> {
+    let mut sessions = memory.conversation_sessions(&ctx.user_id).await?;
+    if scope == Scope::All {
+        sessions.push(SessionId::user_memory(&ctx.user_id));
+    }
+    Ok(sessions)
+}
+
+/// `out` (rendered results) with each conversation result told where it was said.
+pub(crate) async fn annotate(
+    memory: &dyn MemoryRetrieval,
+    ctx: &ToolExecutionContext,
+    out: String,
+    hits: &[SearchHit],
+) -> String {
+    let Ok(mut rendered) = serde_json::from_str::<Value>(&out) else {
+        return out;
+    };
+    let Some(results) = rendered["results"].as_array_mut() else {
+        return out;
+    };
+    let mut used = vec![false; hits.len()];
+    for result in results.iter_mut() {
+        if result["source"] != HitSource::Conversation.as_str() {
+            continue;
+        }
+        let text = result["text"].as_str().unwrap_or_default();
+        let found = hits.iter().enumerate().position(|(i, h)| {
+            !used[i] && h.source == HitSource::Conversation && h.text.starts_with(text)
+        });
+        let Some(i) = found else { continue };
+        used[i] = true;
+        let hit = &hits[i];
+        let place = memory
+            .conversation_context(&ctx.user_id, &hit.session_id, hit.event_seq, NEIGHBOURS)
+            .await;
+        match place {
+            Ok(place) => {
+                result["session_id"] = json!(place.session_id);
+                if let Some(title) = place.title {
+                    result["title"] = json!(title);
+                }
+                result["date"] = json!(place.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                result["speaker"] = json!(place.speaker);
+                result["context"] = place
+                    .neighbours
+                    .iter()
+                    .map(|n| json!({"speaker": n.speaker, "text": n.text}))
+                    .collect();
+            }
+            Err(e) => tracing::debug!(error = %e, "no context for a conversation hit"),
+        }
+    }
+    rendered.to_string()
+}

@@ -1,0 +1,228 @@
+//! Capture in the transcript: the changes capture made after a turn are listed like the agent's
+//! own, one line each with the `/undo <n>` that takes it back; what it proposes (mode
+//! `suggest`) is listed with `/memory accept|reject <n>`; `/memory pending` lists it again.
+//! `/search <words>` lists what the user said in past conversations; `/search open <n>` goes to
+//! one.
+
+use types::{CapturedChange, ClientFrame, ConversationHitView, PendingMemory, ServerFrame};
+
+use super::memory::{Undo, excerpt, short_id};
+use super::{App, Entry};
+
+impl App {
+    /// Applies a capture frame.
+    pub(super) fn on_capture_frame(&mut self, frame: ServerFrame) -> Vec<ClientFrame> {
+        match frame {
+            ServerFrame::MemoryCaptured { report } => {
+                for change in &report.changes {
+                    self.captured(change, "captured");
+                }
+                if !report.pending.is_empty() {
+                    self.show_pending(report.pending, "Capture proposes:");
+                }
+            }
+            ServerFrame::PendingMemories { memories } if memories.is_empty() => {
+                self.memory.pending.clear();
+                self.push(Entry::info("No proposals are waiting."));
+            }
+            ServerFrame::PendingMemories { memories } => {
+                self.show_pending(memories, "Waiting for you:");
+            }
+            ServerFrame::MemoryAccepted { id, change } => {
+                self.memory.pending.retain(|p| p.id != id);
+                match change {
+                    Some(change) => self.captured(&change, "accepted"),
+                    None => self.push(Entry::info("Accepted: your notes already said it.")),
+                }
+            }
+            ServerFrame::MemoryRejected { id } => {
+                self.memory.pending.retain(|p| p.id != id);
+                self.push(Entry::info("Rejected: nothing was saved."));
+            }
+            ServerFrame::ConversationResults { query, hits } => self.show_found(&query, hits),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn show_found(&mut self, query: &str, hits: Vec<ConversationHitView>) {
+        if hits.is_empty() {
+            self.push(Entry::info(format!(
+                "Nothing in your past conversations matches \"{}\".",
+                excerpt(query)
+            )));
+        }
+        let mut text = format!("In your past conversations (\"{}\"):", excerpt(query));
+        for (i, hit) in hits.iter().enumerate() {
+            let date = hit.date.get(..10).unwrap_or(&hit.date);
+            let title = hit.title.as_deref().unwrap_or(&hit.session_id);
+            text.push_str(&format!(
+                "\n  {}. {date} · {} · {}: \"{}\"",
+                i + 1,
+                excerpt(title),
+                hit.speaker,
+                excerpt(&hit.text)
+            ));
+        }
+        if !hits.is_empty() {
+            text.push_str("\n/search open <n> goes to that conversation.");
+            self.push(Entry::info(text));
+        }
+        self.memory.found = hits;
+    }
+
+    /// `/search open <n>`: switches to the session of hit `n`.
+    pub(super) fn open_found(&mut self, n: usize) -> Vec<ClientFrame> {
+        let hit = n
+            .checked_sub(1)
+            .and_then(|i| self.memory.found.get(i))
+            .cloned();
+        let session = hit
+            .as_ref()
+            .and_then(|h| types::SessionId::parse(&h.session_id).ok());
+        match (hit, session) {
+            (Some(hit), Some(session_id)) => {
+                self.push(Entry::info(format!(
+                    "Opening the conversation of \"{}\" (message {}).",
+                    excerpt(&hit.text),
+                    hit.seq
+                )));
+                vec![ClientFrame::SwitchSession {
+                    session_id,
+                    last_seq: None,
+                }]
+            }
+            _ => {
+                self.push(Entry::error(format!(
+                    "There is no result {n}: /search <words> lists them."
+                )));
+                Vec::new()
+            }
+        }
+    }
+
+    /// `/memory accept|reject <n>`.
+    pub(super) fn decide(&mut self, n: usize, accept: bool) -> Vec<ClientFrame> {
+        let Some(id) = n
+            .checked_sub(1)
+            .and_then(|i| self.memory.pending.get(i))
+            .map(|p| p.id)
+        else {
+            self.push(Entry::error(format!(
+                "There is no proposal {n}: /memory pending lists them."
+            )));
+            return Vec::new();
+        };
+        match accept {
+            true => vec![ClientFrame::AcceptMemory { id }],
+            false => vec![ClientFrame::RejectMemory { id }],
+        }
+    }
+
+    /// One change capture made, recorded with its undo and listed.
+    fn captured(&mut self, change: &CapturedChange, how: &str) {
+        let text = excerpt(&change.text);
+        let unconfirmed = match change.confirmed {
+            true => "",
+            false => " (unconfirmed: /memory confirm it to have it recalled)",
+        };
+        let (line, undo) = match change.action.as_str() {
+            "added" => (
+                format!("{how}: saved \"{text}\"{unconfirmed}"),
+                Undo::Delete {
+                    note_id: change.note_id.clone(),
+                },
+            ),
+            "updated" => (
+                format!("{how}: updated \"{text}\"{unconfirmed}"),
+                Undo::PreviousVersion {
+                    note_id: change.note_id.clone(),
+                    text: change.text.trim().to_owned(),
+                },
+            ),
+            _ => (
+                format!("{how}: deleted {} \"{text}\"", short_id(&change.note_id)),
+                Undo::Restore {
+                    note_id: change.note_id.clone(),
+                },
+            ),
+        };
+        self.record(line.clone(), undo);
+        let n = self.memory.changes.len();
+        self.push(Entry::info(format!(
+            "Memory {n}: {line} · /undo {n} takes it back"
+        )));
+    }
+
+    fn show_pending(&mut self, memories: Vec<PendingMemory>, title: &str) {
+        let mut text = title.to_owned();
+        for (i, p) in memories.iter().enumerate() {
+            let what = p.content.as_deref().map(excerpt).unwrap_or_default();
+            let line = match (p.action.as_str(), p.note_id.as_deref()) {
+                ("add", _) => format!("remember \"{what}\""),
+                ("update", Some(id)) => format!("change {} to \"{what}\"", short_id(id)),
+                (_, id) => format!("forget {}", short_id(id.unwrap_or_default())),
+            };
+            text.push_str(&format!("\n  {}. {line}", i + 1));
+        }
+        text.push_str("\n/memory accept <n> saves one; /memory reject <n> drops it.");
+        self.push(Entry::info(text));
+        self.memory.pending = memories;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+    use crate::command::MemoryCommand;
+    use types::CaptureReport;
+
+    fn report() -> CaptureReport {
+        CaptureReport {
+            session_id: "s-1".into(),
+            turn_id: "t-1".into(),
+            changes: vec![CapturedChange {
+                action: "added".into(),
+                note_id: "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into(),
+                text: "The user's dog is called Biscuit".into(),
+                confirmed: true,
+            }],
+            pending: vec![PendingMemory {
+                id: 9,
+                action: "add".into(),
+                note_id: None,
+                content: Some("The user plays the cello".into()),
+                session_id: "s-1".into(),
+                created_at: "2026-11-28T09:00:00.000Z".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn captured_changes_are_undoable_and_proposals_decided() {
+        let user = types::UserId::parse("alice").expect("user");
+        let mut app = App::new(user, None, None);
+        app.on_capture_frame(ServerFrame::MemoryCaptured { report: report() });
+        assert_eq!(
+            app.memory.changes.last().map(|c| &c.undo),
+            Some(&Undo::Delete {
+                note_id: "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into()
+            })
+        );
+        assert_eq!(
+            app.memory_command(MemoryCommand::Accept { n: 1 }),
+            vec![ClientFrame::AcceptMemory { id: 9 }]
+        );
+        assert_eq!(
+            app.memory_command(MemoryCommand::Reject { n: 1 }),
+            vec![ClientFrame::RejectMemory { id: 9 }]
+        );
+        assert!(
+            app.memory_command(MemoryCommand::Accept { n: 2 })
+                .is_empty()
+        );
+        app.on_capture_frame(ServerFrame::MemoryRejected { id: 9 });
+        assert!(app.memory.pending.is_empty());
+    }
+}
