@@ -38,9 +38,9 @@ pub async fn run(
         ..OpenOptions::default()
     };
     let provider = provider::from_config(&config.provider).context("cannot set up the provider")?;
-    // The user's stdio MCP servers: children of this process in `shared/` for now (the shell
-    // daemon's confinement plugs in here).
-    let launcher = std::sync::Arc::new(mcp::client::DirectLauncher::new(ws.shared()));
+    // The user's stdio MCP servers run in the shell's confinement, never as this process's
+    // children: the shell daemon (or a server's own container) starts them and pipes their stdio.
+    let launcher = std::sync::Arc::new(runner::ShellLauncher::new(ws.clone(), boot.tier));
     let agent = runner::compose_with(&config, &ws.root, provider, options, launcher).await?;
     let mcp_clients = agent.mcp_clients.clone();
     let memory = agent.memory;
