@@ -46,6 +46,7 @@ mod heal;
 pub mod images;
 mod marker;
 mod mcp_guest;
+mod mcp_launcher;
 mod memory_key;
 mod models;
 mod operator_dir;
@@ -87,6 +88,7 @@ pub use mcp_guest::{
     check_read_path, mcp_container_body, mcp_container_name, mcp_socket, plan_mcp,
     read_path_mounts,
 };
+pub use mcp_launcher::ShellLauncher;
 pub use memory_key::{
     MEMORY_KEY_FILE, MemoryEncryption, MemoryPlace, UserKey, clear_forgotten, database_files,
     destroy_key, forgotten_at, is_plaintext_db, key_for_agent, key_for_cli, mark_forgotten,

@@ -399,6 +399,7 @@ mod tests {
             agent_config: Some(PathBuf::from("/etc/agents/alice.toml")),
             shell_network: ShellNetwork::None,
             tier: Tier::Container,
+            model: None,
         };
         let ws = WorkspacePaths::new("/srv/ws/alice");
         let mut server = McpContainer {

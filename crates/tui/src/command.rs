@@ -35,14 +35,18 @@ pub enum Command {
     /// `/schedules [cancel|pause|resume <n>]`: the user's schedules.
     Schedules(crate::model::SchedulesCommand),
     /// `/undo [n]`: take back memory change `n` (the latest without it).
-    Undo { n: Option<usize> },
+    Undo {
+        n: Option<usize>,
+    },
     /// `/export [md|jsonl] [path]`: write this conversation to a file.
     Export {
         format: types::ExportFormat,
         path: Option<String>,
     },
     /// `/model [name]`: list the models, or switch this session to one.
-    Model { name: Option<String> },
+    Model {
+        name: Option<String>,
+    },
     /// `/usage`: the session's tokens and cost, and the last turn's.
     Usage,
     /// `/help`

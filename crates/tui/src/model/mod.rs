@@ -12,8 +12,8 @@
 //! - `captured` — what capture changed (undoable like the agent's changes) and proposes
 
 mod approval;
-mod export;
 mod captured;
+mod export;
 mod frames;
 mod keys;
 mod memory;
