@@ -80,10 +80,11 @@ async fn init_writes_both_files_once_and_provisions_the_user() {
             .join("conf/workspaces/eve@example.org/.oxydra")
             .is_dir()
     );
-    let out = add(&["--user", "dan", "init", "--tier", "process"]);
+    // `--tier` now gives a new user their own tier (tests/user_tiers.rs); the root stays the file's.
+    let out = add(&["--user", "dan", "init", "--workspace-root", "/elsewhere"]);
+    assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("--tier and --workspace-root only shape a new file"),
+        String::from_utf8_lossy(&out.stderr).contains("--workspace-root only shapes a new file"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

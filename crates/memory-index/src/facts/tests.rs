@@ -1,3 +1,5 @@
+//! Tests of the fact check on the labelled pairs and each kind of difference.
+
 use super::*;
 use crate::embedding::BuiltinEmbedder;
 

@@ -1,3 +1,5 @@
+//! Tests that every Hamming kernel counts the same bits as the naive count.
+
 use super::*;
 
 /// A fixed pseudo-random sequence (a linear congruential generator).
