@@ -153,6 +153,13 @@ async fn the_web_client_chats_approves_undoes_memory_and_runs_no_injected_code()
         shape["usage"].as_str().unwrap().contains("120 in, 45 out"),
         "{shape}"
     );
+    // Once the turn completes, the page asks the gateway for the session's whole spend.
+    browser
+        .wait_for(
+            "the session's usage from the gateway",
+            "document.getElementById('usage').textContent.includes('scripted-model · session: 120 in, 45 out')",
+        )
+        .await;
 
     // The agent saves a note (with injection in it): the turn lists the change, with an undo.
     send(&mut browser, "remember where I live").await;

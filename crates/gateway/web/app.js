@@ -102,6 +102,7 @@ function onFrame(f) {
       setRunning(false);
       state.chat.loadHistory(f.session.session_id);
       loadSessions();
+      refreshUsage();
       return;
     case "error":
       if (f.code === "events_expired") {
@@ -115,6 +116,7 @@ function onFrame(f) {
     case "turn_completed":
       state.chat.event(f);
       loadSessions();
+      refreshUsage();
       return;
     case "notification":
       notify(f);
@@ -163,6 +165,22 @@ function addUsage(u) {
   state.usage.prompt += u.prompt_tokens || 0;
   state.usage.completion += u.completion_tokens || 0;
   $("usage").textContent = `· tokens this session (since opened): ${state.usage.prompt} in, ${state.usage.completion} out`;
+}
+
+/** The session's whole spend from the gateway (`get_usage`): its model, tokens and cost. */
+async function refreshUsage() {
+  const sessionId = state.client.sessionId;
+  if (!sessionId) return;
+  try {
+    const r = await state.client.request({ type: "get_usage", session_id: sessionId });
+    if (r.session_id !== state.client.sessionId) return;
+    const s = r.session || {};
+    const cost = typeof s.cost_usd === "number" ? ` · $${s.cost_usd.toFixed(4)}` : "";
+    const model = r.model && r.model.model ? `${r.model.model} · ` : "";
+    $("usage").textContent = `· ${model}session: ${s.prompt_tokens || 0} in, ${s.completion_tokens || 0} out${cost}`;
+  } catch (_) {
+    // Offline or an older gateway: the running count stays.
+  }
 }
 
 async function loadSessions() {

@@ -23,6 +23,7 @@ const ANSWERS = {
   list_deleted_notes: ["deleted_notes"],
   restore_note: ["note_restored"],
   confirm_note: ["note_confirmed"],
+  get_usage: ["usage"],
 };
 
 export class Client {

@@ -113,20 +113,21 @@ fn peer_tools() -> Value {
             "category": {
               "type": "string",
               "enum": ["fact", "pattern", "preference", "capability"],
-              "description": "Category of memories to list"
+              "description": "Category of memories to list (all categories when absent)"
             },
             "limit": {
               "type": "integer", "minimum": 1, "maximum": 50, "default": 20,
               "description": "Maximum number of memories to retrieve"
             }
           },
-          "required": ["category"]
+          "required": []
         } }
     ])
 }
 
 #[test]
 fn the_categorized_dialect_offers_exactly_the_peer_schemas() {
+    // The peer's schemas, but for list_memories' category: absent lists every category (issue 35).
     let tools = ToolSet::new(None)
         .memory_tools(MemoryDialect::Categorized)
         .tools()
@@ -217,6 +218,13 @@ async fn categorized_answers_use_the_peer_texts() {
     assert_eq!(
         one,
         "My fact memories (2 total):\n- PostgreSQL default port is 5432"
+    );
+    // Without a category: every category, each memory marked with its own.
+    let all = env.ok("alice", "list_memories", json!({})).await;
+    assert!(all.starts_with("My memories ("), "{all}");
+    assert!(
+        all.contains("\n- [fact] PostgreSQL default port is 5432"),
+        "{all}"
     );
     let bad = env
         .call("alice", "list_memories", json!({ "category": "mood" }))

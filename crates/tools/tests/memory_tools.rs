@@ -29,7 +29,14 @@ async fn schemas_tiers_timeouts_and_descriptions_follow_the_plan() {
             "memory_search".into(),
             SafetyTier::ReadOnly,
             15,
-            vec!["query", "top_k", "include_conversation", "scope", "category", "tags"],
+            vec![
+                "query",
+                "top_k",
+                "include_conversation",
+                "scope",
+                "category",
+                "tags",
+            ],
             vec!["query"],
         ),
         (

@@ -281,7 +281,7 @@ fn list_memories_parameters() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "category": category_property("Category of memories to list"),
+            "category": category_property("Category of memories to list (all categories when absent)"),
             "limit": {
                 "type": "integer",
                 "minimum": 1,
@@ -290,7 +290,7 @@ fn list_memories_parameters() -> Value {
                 "description": "Maximum number of memories to retrieve"
             }
         },
-        "required": ["category"]
+        "required": []
     })
 }
 
@@ -302,10 +302,14 @@ fn list_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
     let (state, args, ctx, op) = (call.state, call.args, call.ctx, call.span);
     boxed(async move {
         const FAILED: &str = "Failed to list memories";
-        let category = category_of(args, FAILED)?;
+        // No category: every category, each memory marked with its own.
+        let category = match args.get("category") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(category_of(args, FAILED)?),
+        };
         let memory = state.store()?;
         let query = ListQuery {
-            category: Some(category),
+            category,
             limit: limit_arg(args, 20, 50),
             ..ListQuery::default()
         };
@@ -314,11 +318,14 @@ fn list_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             .await
             .map_err(|e| failed(FAILED, e))?;
         op.results(page.notes.len());
-        let mut out = format!("My {category} memories ({} total):", page.total);
+        let mut out = match category {
+            Some(category) => format!("My {category} memories ({} total):", page.total),
+            None => format!("My memories ({} total):", page.total),
+        };
         for note in &page.notes {
             item(
                 &mut out,
-                None,
+                category.is_none().then_some(note.metadata.category),
                 &note.content,
                 note.metadata.context.as_deref(),
             );
