@@ -42,10 +42,10 @@ async fn export_writes_the_conversation_as_markdown_and_json_lines_in_tmux() {
     .await;
     let text = std::fs::read_to_string(&md).unwrap();
     assert!(text.starts_with("# When do the trams stop?\n"), "{text}");
-    assert!(text.contains("## You · "), "{text}");
+    assert!(text.contains("## User · "), "{text}");
     assert!(text.contains("When do the trams stop?"), "{text}");
     assert!(
-        text.contains("## Agent · ") && text.contains("Trams run until midnight."),
+        text.contains("## Assistant · ") && text.contains("Trams run until midnight."),
         "{text}"
     );
     let mode = std::fs::metadata(&md).unwrap().permissions().mode() & 0o777;
@@ -64,12 +64,7 @@ async fn export_writes_the_conversation_as_markdown_and_json_lines_in_tmux() {
         .collect();
     let said: Vec<(&str, &str)> = lines
         .iter()
-        .map(|l| {
-            (
-                l["message"]["role"].as_str().unwrap(),
-                l["message"]["content"].as_str().unwrap(),
-            )
-        })
+        .map(|l| (l["role"].as_str().unwrap(), l["content"].as_str().unwrap()))
         .collect();
     assert_eq!(
         said,

@@ -6,6 +6,42 @@
 
 use crate::{HistoryEvent, Role, SessionId};
 
+/// The formats a conversation is exported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Markdown ([`to_markdown`]).
+    Markdown,
+    /// JSON Lines ([`to_jsonl`]).
+    JsonLines,
+}
+
+impl ExportFormat {
+    /// `md`/`markdown` or `jsonl`; anything else is `None`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "md" | "markdown" => Some(ExportFormat::Markdown),
+            "jsonl" | "json-lines" => Some(ExportFormat::JsonLines),
+            _ => None,
+        }
+    }
+
+    /// The file extension, without its dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Markdown => "md",
+            ExportFormat::JsonLines => "jsonl",
+        }
+    }
+}
+
+/// `transcript` in `format`.
+pub fn export_conversation(format: ExportFormat, transcript: &Transcript<'_>) -> String {
+    match format {
+        ExportFormat::Markdown => to_markdown(transcript),
+        ExportFormat::JsonLines => to_jsonl(transcript),
+    }
+}
+
 /// The conversation to write: its id, its title if it has one, and its messages, oldest first.
 #[derive(Debug, Clone, Copy)]
 pub struct Transcript<'a> {

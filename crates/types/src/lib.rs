@@ -18,7 +18,6 @@ mod cancel;
 mod capture_views;
 mod config;
 mod context;
-mod conversation_export;
 pub mod export;
 mod ids;
 mod message;
@@ -57,9 +56,7 @@ pub use context::{
     AuditTag, CallSurface, ReadGrant, Surface, ToolExecutionContext, UntrustedInput,
     namespace_matches,
 };
-pub use conversation_export::{
-    ExportFormat, ExportHeader, export_conversation, to_jsonl, to_markdown,
-};
+pub use export::{ExportFormat, export_conversation};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model_views::{ModelView, UsageView};

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use types::{ClientFrame, ExportFormat, ExportHeader, HistoryEvent, SessionId};
+use types::{ClientFrame, ExportFormat, HistoryEvent, SessionId};
 
 use super::{App, Entry};
 
@@ -83,13 +83,14 @@ impl App {
         let done = self.exporting.take()?;
         let events: Vec<HistoryEvent> = done.pages.into_iter().rev().flatten().collect();
         let title = self.session.as_ref().and_then(|s| s.title.clone());
-        let header = ExportHeader {
-            session_id: done.session.as_str(),
+        let transcript = types::export::Transcript {
+            session_id: &done.session,
             title: title.as_deref(),
+            events: &events,
         };
         self.export_file = Some(ExportFile {
             path: done.path,
-            text: types::export_conversation(done.format, header, &events),
+            text: types::export_conversation(done.format, &transcript),
             messages: events.len(),
         });
         Some(Vec::new())
