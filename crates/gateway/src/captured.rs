@@ -12,7 +12,6 @@ use tokio::sync::broadcast::error::RecvError;
 use types::{ClientFrame, ErrorCode, ServerFrame, ToolExecutionContext};
 
 use crate::conn::{Conn, Refusal};
-use crate::turn::new_turn_id;
 use crate::user::UserAgent;
 
 /// Forwards `user`'s capture reports to their clients until the gateway shuts down.
@@ -55,21 +54,9 @@ impl Conn {
             _ => "list_pending_memories",
         };
         let reference = Some(kind.to_owned());
-        let (session_id, turn_id) = match (&self.hub, new_turn_id()) {
-            (Some(hub), Ok(turn)) => (hub.id().clone(), turn),
-            _ => {
-                let no_session = "no session for a memory request".to_owned();
-                return (reference, Err((ErrorCode::Internal, no_session)));
-            }
-        };
-        let ctx = ToolExecutionContext {
-            surface: types::CallSurface::new(types::Surface::Gateway),
-            ..ToolExecutionContext::new(
-                self.user.user_id.clone(),
-                session_id,
-                turn_id,
-                self.user.workspace.clone(),
-            )
+        let ctx = match self.request_ctx("memory") {
+            Ok(ctx) => ctx,
+            Err(refusal) => return (reference, Err(refusal)),
         };
         let result = answer(self.user.runtime(), &ctx, frame).await;
         (reference, result.map(Some))

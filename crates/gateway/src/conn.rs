@@ -231,11 +231,22 @@ impl Conn {
             return (None, Err(internal("not a note frame")));
         };
         let kind = Some(request.kind().to_owned());
+        let ctx = match self.request_ctx("note") {
+            Ok(ctx) => ctx,
+            Err(refusal) => return (kind, Err(refusal)),
+        };
+        let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
+        (kind, result.map(Some))
+    }
+
+    /// The context of a user's own request of `what` (a note, schedule or memory frame) on this
+    /// connection: the gateway surface, the session the connection is on, a fresh turn id.
+    pub(crate) fn request_ctx(&self, what: &str) -> Result<ToolExecutionContext, Refusal> {
         let (session_id, turn_id) = match (&self.hub, new_turn_id()) {
             (Some(hub), Ok(turn)) => (hub.id().clone(), turn),
-            _ => return (kind, Err(internal("no session for a note request"))),
+            _ => return Err(internal(format!("no session for a {what} request"))),
         };
-        let ctx = ToolExecutionContext {
+        Ok(ToolExecutionContext {
             surface: types::CallSurface::new(types::Surface::Gateway),
             ..ToolExecutionContext::new(
                 self.user.user_id.clone(),
@@ -243,9 +254,7 @@ impl Conn {
                 turn_id,
                 self.user.workspace.clone(),
             )
-        };
-        let result = crate::notes::answer(self.user.runtime(), &ctx, request).await;
-        (kind, result.map(Some))
+        })
     }
 
     async fn reply_error(

@@ -7,7 +7,6 @@ use runtime::{AgentRuntime, RuntimeError};
 use types::{ClientFrame, ErrorCode, ServerFrame, ToolExecutionContext};
 
 use crate::conn::{Conn, Refusal};
-use crate::turn::new_turn_id;
 
 impl Conn {
     /// Answers `list_schedules` or `change_schedule`: (reference, result).
@@ -16,21 +15,9 @@ impl Conn {
         frame: ClientFrame,
     ) -> (Option<String>, Result<Option<ServerFrame>, Refusal>) {
         let reference = Some("schedules".to_owned());
-        let (session_id, turn_id) = match (&self.hub, new_turn_id()) {
-            (Some(hub), Ok(turn)) => (hub.id().clone(), turn),
-            _ => {
-                let no_session = "no session for a schedule request".to_owned();
-                return (reference, Err((ErrorCode::Internal, no_session)));
-            }
-        };
-        let ctx = ToolExecutionContext {
-            surface: types::CallSurface::new(types::Surface::Gateway),
-            ..ToolExecutionContext::new(
-                self.user.user_id.clone(),
-                session_id,
-                turn_id,
-                self.user.workspace.clone(),
-            )
+        let ctx = match self.request_ctx("schedule") {
+            Ok(ctx) => ctx,
+            Err(refusal) => return (reference, Err(refusal)),
         };
         let result = answer(self.user.runtime(), &ctx, frame).await;
         (reference, result.map(Some))
