@@ -94,6 +94,14 @@ impl Browser {
 
     /// One DevTools command; its `result`.
     pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        match self.try_call(method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method}: {error}"),
+        }
+    }
+
+    /// One DevTools command; its `result`, or the `error` the browser answered with.
+    async fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.next;
         self.next += 1;
         let text = json!({"id": id, "method": method, "params": params}).to_string();
@@ -107,8 +115,10 @@ impl Browser {
             let Message::Text(text) = msg else { continue };
             let value: Value = serde_json::from_str(text.as_str()).unwrap();
             if value["id"] == id {
-                assert!(value.get("error").is_none(), "{method}: {value}");
-                return value["result"].clone();
+                return match value.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(value["result"].clone()),
+                };
             }
             if value.get("method").is_some() {
                 self.events.push(value);
@@ -139,7 +149,17 @@ impl Browser {
             "(() => {{ try {{ return ({expression}); }} catch (e) {{ return null; }} }})()"
         );
         loop {
-            let value = self.eval(&guarded).await;
+            // A page being replaced (a reload, a navigation) cannot evaluate: also not yet.
+            let value = match self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": guarded, "awaitPromise": true, "returnByValue": true}),
+                )
+                .await
+            {
+                Ok(result) => result["result"]["value"].clone(),
+                Err(_) => Value::Null,
+            };
             if !(value.is_null() || value == false || value == "" || value == 0) {
                 return value;
             }
