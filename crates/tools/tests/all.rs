@@ -4,6 +4,7 @@
 
 mod common;
 
+mod categorized_search;
 mod file_tools;
 mod governance;
 mod governance_classes;

@@ -6,8 +6,16 @@
 //! The offered schemas keep the peer's `enum` for `category`; the registry validates against a
 //! copy without it (see [`Tool::argument_schema`]), so that a bad category gets the peer's own
 //! answer, `Failed to store memory: Invalid category '<value>'`.
+//!
+//! `search_memories` returns only memories with some evidence of being about the query: a
+//! memory that shares a word with it (the keyword leg found it), or one whose fused score is
+//! above [`MEANING_FLOOR`]. Without that, a one-word query such as "seat" lists every memory the
+//! store holds, unrelated ones included, because the vector leg ranks every note (see
+//! `docs/benchmarks.md`, "Score floors", for why a floor on the score alone cannot tell them apart).
 
-use memory::{Category, HybridQuery, ListQuery, MemoryError, NoteMetadata, Weights};
+use std::collections::HashSet;
+
+use memory::{Category, HybridQuery, ListQuery, MemoryError, NoteMetadata, SearchHit, Weights};
 use serde_json::{Value, json};
 use types::SessionId;
 
@@ -240,7 +248,19 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             .hybrid_query(&query)
             .await
             .map_err(|e| failed("Failed to search memories", e))?;
-        let hits = readable(ctx, hits, limit);
+        // The keyword leg alone: the memories sharing a word with the query.
+        let worded = HybridQuery {
+            weights: Weights {
+                vector: 0.0,
+                fts: 1.0,
+            },
+            ..query
+        };
+        let worded = memory
+            .hybrid_query(&worded)
+            .await
+            .map_err(|e| failed("Failed to search memories", e))?;
+        let hits = readable(ctx, about_the_query(hits, &worded), limit);
         op.results(hits.len());
         let text = text.trim();
         if hits.is_empty() {
@@ -262,6 +282,24 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         }
         Ok(out)
     })
+}
+
+/// A memory no query word matched is returned only above this fused score. With the default
+/// fusion (`RawCosine`, vector weight 0.8) a memory without a shared word scores 0.8 × its cosine,
+/// so this keeps those whose cosine is above 0.75. The memories dropped are a subset of what a
+/// floor of 0.60 on every result drops, which on LoCoMo's development half loses no relevant
+/// result (`docs/benchmarks.md`, "Score floors"); the builtin model's cosines between unrelated
+/// short texts reach 0.55–0.85, so a lower floor lets unrelated memories through.
+const MEANING_FLOOR: f64 = 0.6;
+
+/// `hits` (best first) without those that neither share a word with the query (`worded`, the
+/// keyword leg's hits) nor score above [`MEANING_FLOOR`].
+fn about_the_query(hits: Vec<SearchHit>, worded: &[SearchHit]) -> Vec<SearchHit> {
+    let key = |h: &SearchHit| (h.note_id.clone(), h.session_id.clone(), h.event_seq);
+    let worded: HashSet<_> = worded.iter().map(key).collect();
+    hits.into_iter()
+        .filter(|h| h.score > MEANING_FLOOR || worded.contains(&key(h)))
+        .collect()
 }
 
 pub(crate) static LIST: ToolSpec<MemoryState> = ToolSpec::new(
