@@ -38,5 +38,6 @@ mod tls;
 mod turns;
 mod web;
 mod web_browser;
+mod web_capture;
 mod web_js;
 mod web_timing;

@@ -20,7 +20,11 @@ use types::{
     CaptureConfig, CaptureMode, ClientFrame, ErrorCode, ServerFrame, UserId, WorkspacePaths,
 };
 
-async fn capturing_agent(root: &std::path::Path, user: &str, server: &ScriptedLlm) -> UserAgent {
+pub(crate) async fn capturing_agent(
+    root: &std::path::Path,
+    user: &str,
+    server: &ScriptedLlm,
+) -> UserAgent {
     let ws = WorkspacePaths::new(root.join(user));
     for dir in types::WorkspaceDir::ALL {
         std::fs::create_dir_all(ws.dir(dir)).unwrap();

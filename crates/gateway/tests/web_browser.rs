@@ -56,7 +56,7 @@ pub(crate) async fn send(browser: &mut Browser, text: &str) {
 }
 
 /// Dialogs, requests to anything but the gateway, script errors and CSP reports seen so far.
-fn trouble(browser: &Browser, gw: &RunningGateway) -> Vec<String> {
+pub(crate) fn trouble(browser: &Browser, gw: &RunningGateway) -> Vec<String> {
     let own = format!("http://{}/", gw.local_addr());
     let own_ws = format!("ws://{}/", gw.local_addr());
     let mut found = Vec::new();

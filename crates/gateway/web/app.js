@@ -52,7 +52,7 @@ function start(user) {
     onState: (s, detail) => onState(s, detail),
   });
   state.client = client;
-  state.memory = new Memory({ client, root: $("memory") });
+  state.memory = new Memory({ client, root: $("memory"), onOpenHit: (hit) => openHit(hit) });
   state.chat = new Chat({
     client, root: $("transcript"), memory: state.memory,
     onTurnState: (running) => setRunning(running),
@@ -121,6 +121,14 @@ function onFrame(f) {
     case "notification":
       notify(f);
       return;
+    case "memory_captured": {
+      const item = state.memory.captured(f, {
+        onReview: () => { toggle("memory-panel", true); state.memory.showPending(); },
+        onDismiss: (node) => node.remove(),
+      });
+      if (item) $("notifications").append(item);
+      return;
+    }
     default:
       if (typeof f.seq === "number") state.chat.event(f);
       // Frames this page does not know (newer gateways add some) are ignored.
@@ -198,6 +206,18 @@ async function loadSessions() {
   } catch {
     // Offline: the list is refreshed on the next connection.
   }
+}
+
+/** A past conversation's message found by a search: its session, opened at the message. */
+function openHit(hit) {
+  state.chat.revealAt = { sessionId: hit.session_id, seq: hit.seq };
+  if (hit.session_id === state.client.sessionId) {
+    state.chat.revealAt = null;
+    state.chat.reveal(hit.session_id, hit.seq);
+  } else {
+    switchTo(hit.session_id);
+  }
+  if (matchMedia("(max-width: 800px)").matches) toggle("memory-panel", false);
 }
 
 async function switchTo(id) {

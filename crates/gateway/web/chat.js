@@ -1,6 +1,7 @@
 // The conversation: stored history (paged back with get_history), the live turn's streamed
 // reply, tool activity lines (details on demand), approvals, and the memory changes a turn made
-// (each with an undo, as in the TUI).
+// (each with an undo, as in the TUI). A past conversation's message found by a search is shown
+// in its place (earlier pages loaded until it is there) and marked.
 
 import { el, clear, excerpt, shortId } from "./dom.js";
 import { StreamingMarkdown, render } from "./markdown.js";
@@ -43,32 +44,54 @@ export class Chat {
       this.historyBox.append(el("p", { class: "notice" }, "Could not load the conversation: " + e.message));
     }
     this.scroll(true);
+    const wanted = this.revealAt;
+    if (wanted && wanted.sessionId === sessionId) {
+      this.revealAt = null;
+      await this.reveal(sessionId, wanted.seq);
+    }
   }
 
   setOlder(sessionId, nextBefore) {
     clear(this.older);
+    this.nextBefore = nextBefore || null;
     if (!nextBefore) return;
     this.older.append(el("button", {
       class: "link", type: "button",
-      onclick: async () => {
-        try {
-          const page = await this.client.request({ type: "get_history", session_id: sessionId, before: nextBefore, limit: 50 });
-          this.historyBox.prepend(this.renderHistory(page.events));
-          this.setOlder(sessionId, page.next_before);
-        } catch (e) {
-          this.older.append(el("span", { class: "notice" }, e.message));
-        }
-      },
+      onclick: () => this.loadOlder(sessionId).catch((e) => this.older.append(el("span", { class: "notice" }, e.message))),
     }, "Show earlier messages"));
+  }
+
+  async loadOlder(sessionId) {
+    const page = await this.client.request({ type: "get_history", session_id: sessionId, before: this.nextBefore, limit: 50 });
+    this.historyBox.prepend(this.renderHistory(page.events));
+    this.setOlder(sessionId, page.next_before);
+  }
+
+  /** Shows message `seq` of the open session, loading earlier pages (at most 20) until it is there. */
+  async reveal(sessionId, seq) {
+    const find = () => this.historyBox.querySelector(`[data-seq="${Number(seq)}"]`);
+    try {
+      for (let pages = 0; !find() && this.nextBefore && pages < 20; pages++) await this.loadOlder(sessionId);
+    } catch (e) {
+      this.live.append(el("p", { class: "notice" }, "Could not load the conversation: " + e.message));
+    }
+    const node = find();
+    if (!node) {
+      this.live.append(el("p", { class: "notice" }, "That message is no longer in this conversation."));
+      return;
+    }
+    for (const old of this.root.querySelectorAll(".msg.found")) old.classList.remove("found");
+    node.classList.add("found");
+    node.scrollIntoView({ block: "center" });
   }
 
   renderHistory(events) {
     const frag = document.createDocumentFragment();
     const calls = new Map();
-    for (const { message } of events) {
-      if (message.role === "user") frag.append(userBubble(message.content || ""));
+    for (const { message, number } of events) {
+      if (message.role === "user") frag.append(userBubble(message.content || "", number));
       else if (message.role === "assistant") {
-        if (message.content) frag.append(assistantBubble(message.content));
+        if (message.content) frag.append(assistantBubble(message.content, number));
         for (const call of message.tool_calls || []) {
           const line = toolLine(call.name, call.arguments);
           line.setDone(true, "");
@@ -197,12 +220,12 @@ export class Chat {
   }
 }
 
-function userBubble(text) {
-  return el("div", { class: "msg user" }, text);
+function userBubble(text, seq) {
+  return el("div", { class: "msg user", "data-seq": seq }, text);
 }
 
-function assistantBubble(text) {
-  const bubble = el("div", { class: "msg assistant" });
+function assistantBubble(text, seq) {
+  const bubble = el("div", { class: "msg assistant", "data-seq": seq });
   bubble.append(render(text));
   return bubble;
 }

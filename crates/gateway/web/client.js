@@ -24,6 +24,10 @@ const ANSWERS = {
   restore_note: ["note_restored"],
   confirm_note: ["note_confirmed"],
   get_usage: ["usage"],
+  list_pending_memories: ["pending_memories"],
+  accept_memory: ["memory_accepted"],
+  reject_memory: ["memory_rejected"],
+  search_conversations: ["conversation_results"],
 };
 
 export class Client {

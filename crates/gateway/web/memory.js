@@ -1,29 +1,38 @@
 // The user's memory, through the same governed note frames as the TUI's /memory: notes listed
 // (newest first, paged), searched, filtered by category and tag; a note's history and restore,
-// edit, delete, confirm of unconfirmed notes (with where they came from), deleted notes; and the
-// memory changes of a turn (or made here), each with its undo.
+// edit, delete, confirm of unconfirmed notes (with where they came from), deleted notes; what
+// capture proposes (mode `suggest`) with accept and reject, and what it captured; past
+// conversations searched, a hit opening its session; and the memory changes of a turn (or made
+// here), each with its undo. Every text shown (notes, proposals, messages) is a text node.
 
 import { el, clear, excerpt, shortId } from "./dom.js";
 
 const CATEGORIES = ["fact", "pattern", "preference", "capability"];
 
 export class Memory {
-  constructor({ client, root }) {
+  constructor({ client, root, onOpenHit }) {
     this.client = client;
     this.root = root;
+    this.onOpenHit = onOpenHit;
     this.notes = [];
     this.cursor = null;
     this.mode = "list";
-    this.query = el("input", { type: "search", placeholder: "Search notes", "aria-label": "Search notes", id: "note-search" });
+    // Bumped by each view; an answer arriving after another view was asked for draws nothing.
+    this.view = 0;
+    this.query = el("input", { type: "search", placeholder: "Search notes or past conversations", "aria-label": "Search", id: "note-search" });
+    this.scope = el("select", { "aria-label": "Search in", id: "search-scope" },
+      el("option", { value: "notes" }, "in notes"), el("option", { value: "conversations" }, "in past conversations"));
+    this.pendingButton = el("button", { type: "button", id: "pending-memories", onclick: () => this.showPending() }, "Pending");
     this.category = el("select", { "aria-label": "Category", id: "note-category" },
       el("option", { value: "" }, "All categories"), CATEGORIES.map((c) => el("option", { value: c }, c)));
     this.tag = el("select", { "aria-label": "Tag", id: "note-tag" }, el("option", { value: "" }, "All tags"));
     this.status = el("p", { class: "notice", role: "status" });
     this.list = el("ul", { class: "notes", id: "notes" });
     this.more = el("div");
-    const form = el("form", { class: "note-filters", role: "search" }, this.query, this.category, this.tag,
+    const form = el("form", { class: "note-filters", role: "search" }, this.query, this.scope, this.category, this.tag,
       el("button", { type: "submit" }, "Search"),
-      el("button", { type: "button", onclick: () => this.showDeleted() }, "Deleted notes"));
+      el("button", { type: "button", onclick: () => this.showDeleted() }, "Deleted notes"),
+      this.pendingButton);
     form.addEventListener("submit", (e) => { e.preventDefault(); this.refresh(); });
     this.category.addEventListener("change", () => { this.query.value = ""; this.refresh(); });
     this.tag.addEventListener("change", () => this.draw());
@@ -33,13 +42,17 @@ export class Memory {
 
   /** Lists (or searches) from the start. */
   async refresh() {
+    const view = ++this.view;
     this.notes = [];
     this.cursor = null;
     const q = this.query.value.trim();
+    this.countPending();
+    if (q && this.scope.value === "conversations") return this.searchConversations(q, view);
     try {
       if (q) {
         this.mode = "search";
         const r = await this.client.request({ type: "search_notes", query: q, limit: 50 });
+        if (view !== this.view) return;
         this.notes = r.notes;
         this.status.textContent = `${r.notes.length} notes match “${excerpt(q, 40)}”.`;
       } else {
@@ -49,7 +62,7 @@ export class Memory {
     } catch (e) {
       this.status.textContent = e.message;
     }
-    this.draw();
+    if (view === this.view) this.draw();
   }
 
   async page() {
@@ -63,6 +76,7 @@ export class Memory {
   }
 
   draw() {
+    if (this.mode !== "list" && this.mode !== "search") return;
     const tags = new Set(this.notes.flatMap((n) => n.tags || []));
     const keep = this.tag.value;
     clear(this.tag).append(el("option", { value: "" }, "All tags"),
@@ -175,8 +189,10 @@ export class Memory {
   }
 
   async showDeleted() {
+    const view = ++this.view;
     try {
       const r = await this.client.request({ type: "list_deleted_notes" });
+      if (view !== this.view) return;
       this.mode = "deleted";
       this.status.textContent = `${r.notes.length} deleted notes can be restored.`;
       clear(this.more);
@@ -193,6 +209,125 @@ export class Memory {
     } catch (e) {
       this.status.textContent = e.message;
     }
+  }
+
+  /** The Pending button counts what capture proposes (quietly: an older gateway has no such frame). */
+  async countPending() {
+    try {
+      const r = await this.client.request({ type: "list_pending_memories" });
+      this.pendingButton.textContent = r.memories.length ? `Pending (${r.memories.length})` : "Pending";
+    } catch (_) {
+      this.pendingButton.textContent = "Pending";
+    }
+  }
+
+  /** What capture proposes to remember (mode `suggest`), oldest first, each to accept or reject. */
+  async showPending() {
+    const view = ++this.view;
+    try {
+      const r = await this.client.request({ type: "list_pending_memories" });
+      if (view !== this.view) return;
+      this.mode = "pending";
+      this.pendingButton.textContent = r.memories.length ? `Pending (${r.memories.length})` : "Pending";
+      this.status.textContent = r.memories.length
+        ? `${r.memories.length} memories proposed from your conversations: accept what is right.`
+        : "Nothing proposed is waiting.";
+      clear(this.more);
+      clear(this.list).append(...r.memories.map((p) => this.pendingCard(p)));
+    } catch (e) {
+      this.status.textContent = e.message;
+    }
+  }
+
+  pendingCard(p) {
+    const verb = { add: "add", update: "update", delete: "delete" }[p.action] || String(p.action);
+    const what = p.action === "delete" ? `forget note ${shortId(p.note_id)}` : String(p.content || "");
+    const item = el("li", { class: "note pending", "data-pending": p.id },
+      el("div", { class: "note-text" }, what),
+      el("p", { class: "note-meta" }, `proposed: ${verb}`,
+        p.action === "update" ? ` of note ${shortId(p.note_id)}` : "",
+        " · " + String(p.created_at || "").slice(0, 16).replace("T", " ")),
+      el("div", { class: "note-actions" },
+        el("button", { type: "button", class: "primary", onclick: () => this.decide(p, item, true) }, "Accept"),
+        el("button", { type: "button", onclick: () => this.decide(p, item, false) }, "Reject")));
+    return item;
+  }
+
+  /** Accepts (through the memory pipeline, listed with its undo) or rejects one proposal. */
+  async decide(p, item, accept) {
+    for (const b of item.querySelectorAll("button")) b.disabled = true;
+    try {
+      if (accept) {
+        const r = await this.client.request({ type: "accept_memory", id: p.id });
+        const change = r.change ? this.capturedChange(r.change) : null;
+        if (change) this.record(change, true);
+        this.status.textContent = change ? `Accepted: ${change.line}.` : "Accepted: your notes already said it.";
+      } else {
+        await this.client.request({ type: "reject_memory", id: p.id });
+        this.status.textContent = "Rejected: nothing was written.";
+      }
+      item.remove();
+      this.countPending();
+    } catch (e) {
+      for (const b of item.querySelectorAll("button")) b.disabled = false;
+      this.status.textContent = e.message;
+    }
+  }
+
+  /** A change capture made (or an accepted proposal), as a change line with its undo. */
+  capturedChange(c) {
+    const what = `“${excerpt(c.text)}”`;
+    if (c.action === "added") return { line: `captured: saved ${what}`, undo: { kind: "delete", noteId: c.note_id } };
+    if (c.action === "updated") return { line: `captured: updated ${what}`, undo: { kind: "previous", noteId: c.note_id, text: String(c.text || "").trim() } };
+    if (c.action === "deleted") return { line: `captured: deleted ${what}`, undo: { kind: "restore", noteId: c.note_id } };
+    return null;
+  }
+
+  /**
+   * `memory_captured`: its changes go to the Changes list (with their undo); the notice returned
+   * says what was captured or proposed, with Review opening the proposals.
+   */
+  captured(report, { onReview, onDismiss }) {
+    const changes = (report.changes || []).map((c) => this.capturedChange(c)).filter(Boolean);
+    for (const c of changes) this.record(c, true);
+    const pending = (report.pending || []).length;
+    if (!changes.length && !pending) return null;
+    const said = [];
+    if (changes.length) said.push(changes.length === 1 ? changes[0].line : `${changes.length} changes captured (see Changes)`);
+    if (pending) said.push(pending === 1 ? `proposed: “${excerpt(report.pending[0].content || "a change")}”` : `${pending} memories proposed`);
+    this.countPending();
+    const item = el("li", { class: "notification capture", "data-turn": report.turn_id },
+      "🧠 Memory ", el("span", { class: "notification-text" }, said.join("; ")), " ",
+      pending ? el("button", { type: "button", class: "link", onclick: () => onReview() }, "Review") : null,
+      el("button", { type: "button", class: "link", "aria-label": "Dismiss", onclick: () => onDismiss(item) }, "×"));
+    return item;
+  }
+
+  /** Messages of past conversations matching `q`, each opening its session at the message. */
+  async searchConversations(q, view) {
+    this.mode = "conversations";
+    clear(this.more);
+    try {
+      const r = await this.client.request({ type: "search_conversations", query: q, limit: 20 });
+      if (view !== this.view) return;
+      this.status.textContent = `${r.hits.length} messages of past conversations match “${excerpt(q, 40)}”.`;
+      clear(this.list).append(...r.hits.map((h) => this.hitCard(h)));
+    } catch (e) {
+      if (view !== this.view) return;
+      this.status.textContent = e.message;
+      clear(this.list);
+    }
+  }
+
+  hitCard(h) {
+    return el("li", { class: "note hit", "data-session": h.session_id, "data-seq": h.seq },
+      el("p", { class: "note-meta" }, el("strong", {}, String(h.title || "(untitled)")),
+        ` · ${String(h.date || "").slice(0, 16).replace("T", " ")} · ${h.speaker === "user" ? "you" : "the agent"}`),
+      el("div", { class: "note-text" }, String(h.text || "")),
+      (h.context || []).length ? el("ul", { class: "hit-context" }, h.context.map((c) =>
+        el("li", {}, `${c.speaker === "user" ? "you" : "agent"}: ${excerpt(c.text, 120)}`))) : null,
+      el("div", { class: "note-actions" },
+        el("button", { type: "button", onclick: () => this.onOpenHit && this.onOpenHit(h) }, "Open")));
   }
 
   replace(note) {
