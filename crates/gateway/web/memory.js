@@ -47,7 +47,7 @@ export class Memory {
     this.cursor = null;
     const q = this.query.value.trim();
     this.countPending();
-    if (q && this.scope.value === "conversations") return this.searchConversations(q, view);
+    if (q && this.scope.value === "conversations") return this.searchConversations(q);
     try {
       if (q) {
         this.mode = "search";
@@ -188,15 +188,28 @@ export class Memory {
     }
   }
 
-  async showDeleted() {
+  /** A view other than the notes: `frame`'s answer drawn by `draw` as `[status line, items]`. */
+  async show(mode, frame, draw) {
     const view = ++this.view;
+    this.mode = mode;
+    clear(this.more);
     try {
-      const r = await this.client.request({ type: "list_deleted_notes" });
+      const r = await this.client.request(frame);
       if (view !== this.view) return;
-      this.mode = "deleted";
-      this.status.textContent = `${r.notes.length} deleted notes can be restored.`;
-      clear(this.more);
-      clear(this.list).append(...r.notes.map((d) => el("li", { class: "note deleted" },
+      const [status, items] = draw(r);
+      this.status.textContent = status;
+      clear(this.list).append(...items);
+    } catch (e) {
+      if (view !== this.view) return;
+      this.status.textContent = e.message;
+      clear(this.list);
+    }
+  }
+
+  showDeleted() {
+    return this.show("deleted", { type: "list_deleted_notes" }, (r) => [
+      `${r.notes.length} deleted notes can be restored.`,
+      r.notes.map((d) => el("li", { class: "note deleted" },
         el("div", { class: "note-text" }, d.note.text),
         el("p", { class: "note-meta" }, `deleted ${String(d.deleted_at).slice(0, 10)} · purged after ${String(d.purge_after).slice(0, 10)}`),
         el("button", { type: "button", onclick: async () => {
@@ -205,38 +218,24 @@ export class Memory {
             this.record({ line: `restored “${excerpt(d.note.text)}”`, undo: { kind: "delete", noteId: d.note.note_id } }, true);
             this.showDeleted();
           } catch (e) { this.status.textContent = e.message; }
-        } }, "Restore"))));
-    } catch (e) {
-      this.status.textContent = e.message;
-    }
+        } }, "Restore"))),
+    ]);
   }
 
   /** The Pending button counts what capture proposes (quietly: an older gateway has no such frame). */
   async countPending() {
-    try {
-      const r = await this.client.request({ type: "list_pending_memories" });
-      this.pendingButton.textContent = r.memories.length ? `Pending (${r.memories.length})` : "Pending";
-    } catch (_) {
-      this.pendingButton.textContent = "Pending";
-    }
+    const n = await this.client.request({ type: "list_pending_memories" }).then((r) => r.memories.length, () => 0);
+    this.pendingButton.textContent = n ? `Pending (${n})` : "Pending";
   }
 
   /** What capture proposes to remember (mode `suggest`), oldest first, each to accept or reject. */
-  async showPending() {
-    const view = ++this.view;
-    try {
-      const r = await this.client.request({ type: "list_pending_memories" });
-      if (view !== this.view) return;
-      this.mode = "pending";
-      this.pendingButton.textContent = r.memories.length ? `Pending (${r.memories.length})` : "Pending";
-      this.status.textContent = r.memories.length
-        ? `${r.memories.length} memories proposed from your conversations: accept what is right.`
-        : "Nothing proposed is waiting.";
-      clear(this.more);
-      clear(this.list).append(...r.memories.map((p) => this.pendingCard(p)));
-    } catch (e) {
-      this.status.textContent = e.message;
-    }
+  showPending() {
+    return this.show("pending", { type: "list_pending_memories" }, (r) => {
+      const n = r.memories.length;
+      this.pendingButton.textContent = n ? `Pending (${n})` : "Pending";
+      return [n ? `${n} memories proposed from your conversations: accept what is right.` : "Nothing proposed is waiting.",
+        r.memories.map((p) => this.pendingCard(p))];
+    });
   }
 
   pendingCard(p) {
@@ -304,19 +303,11 @@ export class Memory {
   }
 
   /** Messages of past conversations matching `q`, each opening its session at the message. */
-  async searchConversations(q, view) {
-    this.mode = "conversations";
-    clear(this.more);
-    try {
-      const r = await this.client.request({ type: "search_conversations", query: q, limit: 20 });
-      if (view !== this.view) return;
-      this.status.textContent = `${r.hits.length} messages of past conversations match “${excerpt(q, 40)}”.`;
-      clear(this.list).append(...r.hits.map((h) => this.hitCard(h)));
-    } catch (e) {
-      if (view !== this.view) return;
-      this.status.textContent = e.message;
-      clear(this.list);
-    }
+  searchConversations(q) {
+    return this.show("conversations", { type: "search_conversations", query: q, limit: 20 }, (r) => [
+      `${r.hits.length} messages of past conversations match “${excerpt(q, 40)}”.`,
+      r.hits.map((h) => this.hitCard(h)),
+    ]);
   }
 
   hitCard(h) {
