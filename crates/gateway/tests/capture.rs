@@ -24,6 +24,7 @@ pub(crate) async fn capturing_agent(
     root: &std::path::Path,
     user: &str,
     server: &ScriptedLlm,
+    mode: CaptureMode,
 ) -> UserAgent {
     let ws = WorkspacePaths::new(root.join(user));
     for dir in types::WorkspaceDir::ALL {
@@ -32,7 +33,7 @@ pub(crate) async fn capturing_agent(
     let token = GatewayToken::load_or_create(&ws.internal()).unwrap();
     let store = common::open_store(root, user).await;
     let capture = CaptureConfig {
-        mode: CaptureMode::Suggest,
+        mode,
         idle_secs: 0,
         ..CaptureConfig::default()
     };
@@ -46,7 +47,7 @@ async fn proposals_reach_the_users_clients_and_are_accepted_or_rejected() {
     let root = dir.path();
     let server = ScriptedLlm::start().await;
     let mut gw = Gateway::new(test_config());
-    gw.add_user(capturing_agent(root, "alice", &server).await)
+    gw.add_user(capturing_agent(root, "alice", &server, CaptureMode::Suggest).await)
         .unwrap();
     gw.add_user(common::user_agent(root, "bob", provider(&server)).await)
         .unwrap();

@@ -5,7 +5,8 @@
 //! stays text), the user accepts one and rejects the other, and the store holds exactly the
 //! accepted one, listed in the Changes with its undo. Then, from a new session, the memory
 //! panel's search in past conversations finds the first exchange and **Open** shows that
-//! session with the message marked.
+//! session with the message marked. In mode `auto`, what capture saved is said above the chat,
+//! listed in the Changes, and its **Undo** deletes the note again.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,10 +17,10 @@
 
 use std::time::Duration;
 
-use gateway::Gateway;
+use gateway::{Gateway, RunningGateway};
 use serde_json::{Value, json};
 use test_support::{Need, ScriptedLlm, ScriptedReply, ScriptedToolCall};
-use types::{ClientFrame, ServerFrame};
+use types::{CaptureMode, ClientFrame, ServerFrame};
 
 use crate::browser::Browser;
 use crate::common::{Client, test_config, token_of};
@@ -27,6 +28,35 @@ use crate::web_browser::{send, sign_in_by_link, trouble};
 
 const CELLO: &str = "The user plays the cello";
 const CAT: &str = "The user's cat is <b>Miso</b> <img src=x onerror=\"alert('cat')\">";
+
+/// Alice's gateway with capture in `mode`, and a browser signed in to it.
+async fn capturing(
+    root: &std::path::Path,
+    server: &ScriptedLlm,
+    mode: CaptureMode,
+) -> (RunningGateway, Browser) {
+    let mut gw = Gateway::new(test_config());
+    gw.add_user(crate::capture::capturing_agent(root, "alice", server, mode).await)
+        .unwrap();
+    let gw = gw.start().await.unwrap();
+    let token = token_of(root, "alice");
+    let mut browser = Browser::launch().await;
+    sign_in_by_link(&mut browser, &gw, &token).await;
+    (gw, browser)
+}
+
+/// The scripted replies of one turn ("Lovely.") and its capture call proposing `memories`.
+fn turn_and_capture(server: &ScriptedLlm, memories: &[&str]) {
+    let memories: Vec<Value> = memories
+        .iter()
+        .map(|m| json!({"action": "add", "content": m}))
+        .collect();
+    let record = ScriptedToolCall::new("record_memories", json!({ "memories": memories }));
+    server.push_all([
+        ScriptedReply::text("Lovely."),
+        ScriptedReply::tool_calls(vec![record.with_id("rm")]),
+    ]);
+}
 
 /// The `data-pending` id of the proposal whose text is `text`.
 async fn pending_id(browser: &mut Browser, text: &str) -> Value {
@@ -45,25 +75,8 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let server = ScriptedLlm::start().await;
-    let mut gw = Gateway::new(test_config());
-    gw.add_user(crate::capture::capturing_agent(root, "alice", &server).await)
-        .unwrap();
-    let gw = gw.start().await.unwrap();
-    let token = token_of(root, "alice");
-    let mut browser = Browser::launch().await;
-    sign_in_by_link(&mut browser, &gw, &token).await;
-
-    let record = ScriptedToolCall::new(
-        "record_memories",
-        json!({"memories": [
-            {"action": "add", "content": CELLO},
-            {"action": "add", "content": CAT},
-        ]}),
-    );
-    server.push_all([
-        ScriptedReply::text("Lovely."),
-        ScriptedReply::tool_calls(vec![record.with_id("rm")]),
-    ]);
+    let (gw, mut browser) = capturing(root, &server, CaptureMode::Suggest).await;
+    turn_and_capture(&server, &[CELLO, CAT]);
     send(&mut browser, "I play the cello on Sundays; my cat is Miso").await;
 
     // The capture's notice, then its proposals, each shown as text.
@@ -162,6 +175,42 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     browser.eval("1").await;
+    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn what_capture_saved_is_said_and_can_be_undone_in_the_web_client() {
+    test_support::need(Need::Chromium);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let server = ScriptedLlm::start().await;
+    let (gw, mut browser) = capturing(root, &server, CaptureMode::Auto).await;
+    turn_and_capture(&server, &[CELLO]);
+    send(&mut browser, "I play the cello on Sundays").await;
+    browser
+        .wait_for(
+            "the capture notice",
+            "[...document.querySelectorAll('#notifications li.capture')].some(n => n.textContent.includes('captured: saved “The user plays the cello”'))",
+        )
+        .await;
+    let (mut check, _) = Client::hello(&gw, root, "alice", None, None).await;
+    assert_eq!(crate::notes::listed(&mut check).await, [CELLO]);
+    // Nothing to review in mode auto: the notice offers no Review.
+    let review = browser
+        .eval("document.querySelectorAll('#notifications li.capture button').length")
+        .await;
+    assert_eq!(review, 1, "only the dismiss button");
+
+    browser.click("#changes li.change button").await;
+    browser
+        .wait_for(
+            "the undo",
+            "document.querySelector('#changes .change-state').textContent.includes('undone')",
+        )
+        .await;
+    assert!(crate::notes::listed(&mut check).await.is_empty());
     assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
     gw.shutdown().await;
 }
