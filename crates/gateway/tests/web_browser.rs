@@ -55,8 +55,15 @@ pub(crate) async fn send(browser: &mut Browser, text: &str) {
     browser.key("Enter").await;
 }
 
+/// Lets the page settle (300 ms), then asserts it had no [`trouble`].
+pub(crate) async fn assert_no_trouble(browser: &mut Browser, gw: &RunningGateway) {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    browser.eval("1").await;
+    assert_eq!(trouble(browser, gw), Vec::<String>::new());
+}
+
 /// Dialogs, requests to anything but the gateway, script errors and CSP reports seen so far.
-pub(crate) fn trouble(browser: &Browser, gw: &RunningGateway) -> Vec<String> {
+fn trouble(browser: &Browser, gw: &RunningGateway) -> Vec<String> {
     let own = format!("http://{}/", gw.local_addr());
     let own_ws = format!("ws://{}/", gw.local_addr());
     let mut found = Vec::new();
@@ -245,9 +252,7 @@ async fn the_web_client_chats_approves_undoes_memory_and_runs_no_injected_code()
     std::fs::write(target.join("chat-390x844.png"), &png).unwrap();
 
     // Nothing injected ran or loaded, and the page had no error.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    browser.eval("1").await;
-    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    assert_no_trouble(&mut browser, &gw).await;
 
     // Sign out ends the session; a pasted token signs in again.
     browser.click("#signout").await;
@@ -416,8 +421,6 @@ async fn a_schedules_notification_is_shown_as_text_and_runs_nothing() {
     );
     assert_eq!(shown["marks"], "", "on time and seen live: {shown}");
     assert_eq!(shown["elements"], 0, "{shown}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    browser.eval("1").await;
-    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    assert_no_trouble(&mut browser, &gw).await;
     gw.shutdown().await;
 }

@@ -15,8 +15,6 @@
     reason = "tests fail loudly"
 )]
 
-use std::time::Duration;
-
 use gateway::{Gateway, RunningGateway};
 use serde_json::{Value, json};
 use test_support::{Need, ScriptedLlm, ScriptedReply, ScriptedToolCall};
@@ -24,7 +22,7 @@ use types::{CaptureMode, ClientFrame, ServerFrame};
 
 use crate::browser::Browser;
 use crate::common::{Client, test_config, token_of};
-use crate::web_browser::{send, sign_in_by_link, trouble};
+use crate::web_browser::{assert_no_trouble, send, sign_in_by_link};
 
 const CELLO: &str = "The user plays the cello";
 const CAT: &str = "The user's cat is <b>Miso</b> <img src=x onerror=\"alert('cat')\">";
@@ -173,9 +171,7 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
         )
         .await;
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    browser.eval("1").await;
-    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    assert_no_trouble(&mut browser, &gw).await;
     gw.shutdown().await;
 }
 
@@ -211,6 +207,6 @@ async fn what_capture_saved_is_said_and_can_be_undone_in_the_web_client() {
         )
         .await;
     assert!(crate::notes::listed(&mut check).await.is_empty());
-    assert_eq!(trouble(&browser, &gw), Vec::<String>::new());
+    assert_no_trouble(&mut browser, &gw).await;
     gw.shutdown().await;
 }
