@@ -487,9 +487,8 @@ impl VectorIndex {
 mod codes_upkeep;
 #[path = "first_pass.rs"]
 mod first_pass;
-#[path = "index_rows.rs"]
-mod index_rows;
-pub use index_rows::IndexRow;
+#[path = "flat_matrix.rs"]
+mod flat_matrix;
 #[path = "recall_probe.rs"]
 mod recall_probe;
 

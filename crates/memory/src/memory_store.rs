@@ -12,7 +12,6 @@ use crate::notes::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes
 use crate::notes::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::search::freshness::Freshness;
 use crate::search::hybrid::InlineEmbedder;
-use crate::search::reindex::Scope;
 use crate::store::Db;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
@@ -221,8 +220,8 @@ impl MemoryStore {
             }),
         };
         let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));
-        store.reindex_scope(Scope::Stale, &mut *progress).await?;
         store.load_index().await?;
+        store.embed_stale(&mut *progress).await?;
         Ok(store)
     }
 
