@@ -12,7 +12,7 @@
 //! altered file fails a length or a checksum.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 
 use memory_index::VectorIndex;
