@@ -2,9 +2,10 @@
 //! scales, int8 codes, facets and binary codes, written as they lie in memory and read back
 //! into the same vectors, so a load does no per-row quantizing or coding.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::{Arc, RwLock};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{SessionMatrix, VectorIndex};
 use crate::category::Category;
@@ -140,7 +141,7 @@ impl SessionMatrix {
                 expires_at: expires.get(row)?.map(str::to_owned),
             });
         }
-        let mut rows = HashMap::with_capacity(n);
+        let mut rows = FxHashMap::with_capacity_and_hasher(n, FxBuildHasher);
         for (row, &id) in ids.iter().enumerate() {
             if rows.insert(id, row).is_some() {
                 return Err(invalid("chunk listed twice"));

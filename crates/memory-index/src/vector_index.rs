@@ -55,7 +55,7 @@ struct SessionMatrix {
     scales: Vec<f32>,
     ids: Vec<i64>,
     facets: Vec<ChunkFacets>,
-    rows: HashMap<i64, usize>,
+    rows: rustc_hash::FxHashMap<i64, usize>,
     /// The binary codes, when the session is large enough (or the approximate leg is forced).
     signs: Option<SignCodes>,
 }
