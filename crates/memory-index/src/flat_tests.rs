@@ -119,7 +119,12 @@ fn answers(index: &VectorIndex, dims: usize) -> Vec<String> {
         let hits = keyword_leg(index.keywords(), &terms, &sessions, 10, &|_, _| true);
         out.push(format!("{hits:?}"));
     }
-    out.push(format!("{} {:?}", index.len(), index.needed_shares()));
+    // Per session, in no particular order.
+    let mut shares = index.needed_shares();
+    shares.sort_by(f64::total_cmp);
+    let mut coded = index.coded_rows();
+    coded.sort_unstable();
+    out.push(format!("{} {shares:?} {coded:?}", index.len()));
     out
 }
 
@@ -132,7 +137,11 @@ fn an_index_read_back_answers_as_the_one_written() {
         let back = read_back(&index, &bytes).unwrap();
         back.train();
         assert_eq!(answers(&back, dims), answers(&index, dims), "{leg:?}");
-        assert_eq!(back.coded_rows(), index.coded_rows(), "{leg:?}");
+        assert_eq!(
+            back.coded_rows().is_empty(),
+            leg == VectorLeg::Exact,
+            "{leg:?}"
+        );
         // The copy keeps following changes like the original.
         let change = [IndexChange::Remove {
             session: "alice".into(),
