@@ -254,3 +254,6 @@ impl KeywordIndex {
         *write(&self.sessions) = sessions;
     }
 }
+
+#[path = "flat_keywords.rs"]
+mod flat_keywords;

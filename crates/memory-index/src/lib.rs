@@ -18,6 +18,7 @@ pub mod embedding;
 pub mod facets;
 pub mod facts;
 mod filters;
+pub mod flat;
 pub mod fusion;
 pub mod hamming;
 mod index_change;

@@ -220,9 +220,48 @@ impl SignCodes {
     }
 
     /// Rows when the centre was taken.
-    #[cfg(test)]
     pub fn built_rows(&self) -> usize {
         self.built_rows
+    }
+
+    /// The centre subtracted before the signs are taken (one value per dimension).
+    pub fn centre(&self) -> &[f32] {
+        &self.centre
+    }
+
+    /// The share of rows that caught sampled rows' exact neighbours when the codes were built.
+    pub fn sampled_share(&self) -> f64 {
+        self.sampled
+    }
+
+    /// Codes as [`Self::build`] made them and a snapshot kept them (`bits` of `dims`-dimensional
+    /// rows around `centre`, built at `built_rows` rows, with the shares they were measured to
+    /// need); `None` when the sizes do not fit each other. What live probes saw since is not kept:
+    /// they start again from `learnt`.
+    pub fn from_parts(
+        dims: usize,
+        centre: Vec<f32>,
+        bits: Vec<u64>,
+        built_rows: usize,
+        (sampled, learnt): (f64, f64),
+    ) -> Option<Self> {
+        let words = dims.div_ceil(64);
+        if centre.len() != dims || words == 0 || !bits.len().is_multiple_of(words) {
+            return None;
+        }
+        let signs = Self {
+            words,
+            centre,
+            bits,
+            built_rows,
+            sampled,
+            learnt: AtomicU64::new(0),
+            live: Mutex::new(LiveShares::default()),
+            searches: AtomicU32::new(0),
+            probes: AtomicU32::new(0),
+        };
+        signs.raise(learnt);
+        Some(signs)
     }
 
     /// Re-codes row `row` (new when it equals the row count so far).

@@ -55,7 +55,7 @@ struct SessionMatrix {
     scales: Vec<f32>,
     ids: Vec<i64>,
     facets: Vec<ChunkFacets>,
-    rows: HashMap<i64, usize>,
+    rows: rustc_hash::FxHashMap<i64, usize>,
     /// The binary codes, when the session is large enough (or the approximate leg is forced).
     signs: Option<SignCodes>,
 }
@@ -487,9 +487,8 @@ impl VectorIndex {
 mod codes_upkeep;
 #[path = "first_pass.rs"]
 mod first_pass;
-#[path = "index_rows.rs"]
-mod index_rows;
-pub use index_rows::IndexRow;
+#[path = "flat_matrix.rs"]
+mod flat_matrix;
 #[path = "recall_probe.rs"]
 mod recall_probe;
 

@@ -12,7 +12,6 @@ use crate::notes::duplicates::{DEFAULT_DUPLICATE_SIMILARITY, fill_missing_hashes
 use crate::notes::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::search::freshness::Freshness;
 use crate::search::hybrid::InlineEmbedder;
-use crate::search::reindex::Scope;
 use crate::store::Db;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
@@ -200,7 +199,7 @@ impl MemoryStore {
             _ => None,
         };
         let db = Db::open(target).await?;
-        db.write(|conn| async move { fill_missing_hashes(&conn).await })
+        db.write(|conn| async move { fill_hashes_once(&conn).await })
             .await?;
         let index = Arc::new(VectorIndex::with_leg(
             embedder.model_id(),
@@ -221,8 +220,8 @@ impl MemoryStore {
             }),
         };
         let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));
-        store.reindex_scope(Scope::Stale, &mut *progress).await?;
         store.load_index().await?;
+        store.embed_stale(&mut *progress).await?;
         Ok(store)
     }
 
@@ -296,4 +295,28 @@ fn by_path(
         None => embedding::from_config(&Default::default())?,
     };
     Ok((place, embedder, DEFAULT_BATCH, NotePolicy::default()))
+}
+
+/// The `store_meta` key recorded once every note has its `text_hash`. Every write sets it since
+/// migration 7, so only notes written before lack one: later opens skip the scan of every note.
+const HASHES_FILLED: &str = "note_hashes_filled";
+
+async fn fill_hashes_once(conn: &libsql::Connection) -> Result<(), MemoryError> {
+    let ctx = "hashing older notes";
+    let mut rows = conn
+        .query("SELECT 1 FROM store_meta WHERE key = ?1", [HASHES_FILLED])
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    if rows.next().await.map_err(MemoryError::db(ctx))?.is_some() {
+        return Ok(());
+    }
+    drop(rows);
+    fill_missing_hashes(conn).await?;
+    conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?1, '1') ON CONFLICT (key) DO NOTHING",
+        [HASHES_FILLED],
+    )
+    .await
+    .map_err(MemoryError::db(ctx))?;
+    Ok(())
 }

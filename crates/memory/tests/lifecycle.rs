@@ -581,6 +581,14 @@ async fn hashes_of_notes_from_before_migration_7_are_filled_at_open() {
         .execute("UPDATE notes SET text_hash = NULL", ())
         .await
         .unwrap();
+    // A store from before migration 7 has not recorded its notes hashed either.
+    raw.conn
+        .execute(
+            "DELETE FROM store_meta WHERE key = 'note_hashes_filled'",
+            (),
+        )
+        .await
+        .unwrap();
     drop(raw);
     let store = f.reopen().await;
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Opening from the index snapshot (`<store>.index`): the same answers as a rebuild from every
 //! row, whatever was written after the snapshot and by whom; a damaged, truncated, replaced or
-//! unmatched snapshot is rebuilt, never trusted; an encrypted store writes none.
+//! unmatched snapshot is rebuilt, never trusted — whichever of its sections is damaged, of another
+//! version or byte order, or another store's file; an encrypted store writes none.
 
 #![allow(
     clippy::unwrap_used,
@@ -11,10 +12,14 @@
 
 use std::path::{Path, PathBuf};
 
-use memory::{Category, HybridQuery, MemoryStore, MetadataPatch, NoteMetadata, Weights};
+use memory::{
+    Category, Embedder, HashEmbedder, HybridQuery, MemoryStore, MetadataPatch, NoteMetadata,
+    Weights,
+};
+use memory_index::flat::{BYTE_ORDER, Record, SectionWriter};
 use types::{NoteId, SessionId};
 
-use crate::common::{Backend, Fixture, fixture, fixture_on, user};
+use crate::common::{Backend, DIMS, Fixture, fixture, fixture_on, user};
 
 const QUERIES: &[&str] = &[
     "tea in the morning",
@@ -235,6 +240,109 @@ async fn a_damaged_truncated_replaced_or_unmatched_snapshot_is_rebuilt() {
     let found = answers(&store).await;
     store.close().await;
     assert_eq!(found, rebuilt(&f).await);
+}
+
+/// Where each section of a snapshot starts and ends (length, payload, CRC).
+fn sections(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        out.push(at..at + 8 + len + 4);
+        at += 8 + len + 4;
+    }
+    assert_eq!(at, bytes.len());
+    out
+}
+
+/// The snapshot with its header section replaced by one of these fields (its CRC right).
+fn with_header(bytes: &[u8], magic: &str, order: u32, token: &str) -> Vec<u8> {
+    let first = sections(bytes)[0].clone();
+    let mut out = Vec::new();
+    Record::default()
+        .text(magic)
+        .u64(u64::from(order))
+        .text(HashEmbedder::new(DIMS).model_id())
+        .u64(DIMS as u64)
+        .u64(0)
+        .text(token)
+        .write(&mut SectionWriter::new(&mut out))
+        .unwrap();
+    out.extend_from_slice(&bytes[first.end..]);
+    out
+}
+
+/// Opens with `bytes` as the snapshot: it must be rebuilt (a new token), answer as `expected`,
+/// and be written again.
+async fn rebuilt_from(f: &Fixture, what: &str, bytes: &[u8], expected: &[Vec<(String, String)>]) {
+    let snapshot = snapshot_of(&f.path);
+    std::fs::write(&snapshot, bytes).unwrap();
+    let before = token(f).await;
+    let store = f.reopen().await;
+    assert_ne!(token(f).await, before, "{what}: rebuilt and written again");
+    assert_eq!(answers(&store).await, expected, "{what}");
+    store.close().await;
+    assert_ne!(
+        std::fs::read(&snapshot).unwrap(),
+        bytes,
+        "{what}: written again"
+    );
+}
+
+#[tokio::test]
+async fn a_flip_in_any_section_another_version_or_another_stores_file_is_rebuilt() {
+    let f = fixture().await;
+    written_around_a_snapshot(&f).await;
+    let expected = rebuilt(&f).await;
+    let snapshot = snapshot_of(&f.path);
+    let current = std::fs::read(&snapshot).unwrap();
+    let ranges = sections(&current);
+    assert!(ranges.len() > 20, "{} sections", ranges.len());
+    // A header rewritten with the same fields is trusted (the tests below change one field).
+    let token_now = token(&f).await.unwrap();
+    let same = with_header(&current, "OXYIDX02", BYTE_ORDER, &token_now);
+    std::fs::write(&snapshot, &same).unwrap();
+    let store = f.reopen().await;
+    assert_eq!(
+        token(&f).await.as_ref(),
+        Some(&token_now),
+        "an intact header"
+    );
+    store.close().await;
+    for (name, bytes) in [
+        (
+            "another version",
+            with_header(&current, "OXYIDX03", BYTE_ORDER, &token_now),
+        ),
+        (
+            "the other byte order",
+            with_header(&current, "OXYIDX02", BYTE_ORDER.swap_bytes(), &token_now),
+        ),
+        (
+            "the first version",
+            [b"OXYIDX01".as_slice(), &current[8..]].concat(),
+        ),
+    ] {
+        rebuilt_from(&f, name, &bytes, &expected).await;
+    }
+    // A byte flipped in each section (its length, its payload or its CRC) in turn.
+    for i in 0..ranges.len() {
+        let mut bytes = std::fs::read(&snapshot).unwrap();
+        let range = sections(&bytes)[i].clone();
+        let at = match i % 3 {
+            0 => range.start + 1,
+            1 => range.start + (range.end - range.start) / 2,
+            _ => range.end - 1,
+        };
+        bytes[at] ^= 0x04;
+        rebuilt_from(&f, &format!("section {i}, byte {at}"), &bytes, &expected).await;
+    }
+    // Another store's snapshot, current and intact, in this store's place.
+    let other = fixture().await;
+    save(&other.store, "Prefers window seats on trains").await;
+    other.store.upkeep().write_index_snapshot().await;
+    let theirs = std::fs::read(snapshot_of(&other.path)).unwrap();
+    rebuilt_from(&f, "another store's file", &theirs, &expected).await;
 }
 
 #[tokio::test]

@@ -49,8 +49,10 @@ impl MemoryStore {
                  WHERE ?1 = ?1 AND ?2 = ?2 AND {condition}"
             ),
             );
-            self.read(move |conn| async move { count(&conn, &sql, model, dims).await })
-                .await?
+            self.read(
+                move |conn| async move { count(&conn, &sql, libsql::params![model, dims]).await },
+            )
+            .await?
         };
         if total > 0 {
             tracing::info!(total, model = %model, "re-embedding memory chunks for the embedding model");
@@ -130,6 +132,27 @@ impl MemoryStore {
         Ok(done)
     }
 
+    /// At open, after the index is loaded: re-embeds the chunks without a vector of the active
+    /// model, if any. The index holds a row for each chunk with such a vector and no other, so
+    /// when it holds as many rows as there are chunks (counted from an index of `chunks`, not a
+    /// join over every vector), none is missing and nothing more is read.
+    pub(crate) async fn embed_stale(
+        &self,
+        progress: &mut (dyn FnMut(usize, usize) + Send),
+    ) -> Result<(), MemoryError> {
+        let chunks = self
+            .read(|conn| async move { count(&conn, "SELECT count(*) FROM chunks", ()).await })
+            .await?;
+        if chunks == self.inner.index.len() {
+            return Ok(());
+        }
+        if self.reindex_scope(Scope::Stale, progress).await? > 0 {
+            self.reload_index().await?;
+            self.write_snapshot().await;
+        }
+        Ok(())
+    }
+
     /// Rebuilds the in-memory index from the stored vectors of the active model. Runs on the writer
     /// thread inside one read transaction, so the vectors and the change-log head it records as
     /// applied are one snapshot, and no write of this process slips in between.
@@ -170,12 +193,11 @@ impl MemoryStore {
 async fn count(
     conn: &Connection,
     sql: &str,
-    model: String,
-    dims: i64,
+    params: impl libsql::params::IntoParams,
 ) -> Result<usize, MemoryError> {
     let ctx = "counting chunks";
     let mut rows = conn
-        .query(sql, libsql::params![model, dims])
+        .query(sql, params)
         .await
         .map_err(MemoryError::db(ctx))?;
     let n: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {

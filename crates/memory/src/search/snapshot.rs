@@ -1,12 +1,13 @@
 //! Opening fast: the in-memory indexes kept on disk beside the store and checked against the
 //! change log, instead of rebuilt from every row at each open.
 //!
-//! A plain local store keeps its index rows in `<store>.index` ([`super::snapshot_file`]): int8
-//! codes and scales, facets and keyword terms, current to a change-log entry, and named by a
-//! token also recorded in `store_meta` (`index_snapshot`). At open the file is read into a fresh
-//! index when its model, size and token match and its checksum holds; the binary codes are built
-//! from its rows, and the log's changes after its entry — this process's own earlier writes and
-//! any other process's — are applied as every catch-up applies them ([`super::freshness`]). Any
+//! A plain local store keeps its indexes in `<store>.index` ([`super::snapshot_file`]) as the
+//! flat arrays they are in memory (int8 and binary codes, scales, facets, keyword dictionary and
+//! postings), current to a change-log entry, and named by a token also recorded in `store_meta`
+//! (`index_snapshot`). At open the file is read into a fresh index when its version, model, size
+//! and token match and every section's checksum holds — array by array, with no per-row work —
+//! and the log's changes after its entry (this process's own earlier writes and any other
+//! process's) are applied as every catch-up applies them ([`super::freshness`]). Any
 //! doubt means a rebuild from the rows, never a wrong result: no file, a damaged or truncated one,
 //! another model, a token that is not the store's (a store restored from an older copy), an entry
 //! past the log's head, or one the log has already pruned. A rebuild writes a new snapshot, and
