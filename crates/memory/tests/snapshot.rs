@@ -346,6 +346,33 @@ async fn a_flip_in_any_section_another_version_or_another_stores_file_is_rebuilt
 }
 
 #[tokio::test]
+async fn a_chunk_that_lost_its_vector_is_embedded_again_at_open() {
+    let f = fixture().await;
+    written_around_a_snapshot(&f).await;
+    let expected = rebuilt(&f).await;
+    let raw = f.raw().await;
+    raw.conn
+        .execute(
+            "DELETE FROM chunk_vectors WHERE chunk_id = (SELECT max(chunk_id) FROM chunks)",
+            (),
+        )
+        .await
+        .unwrap();
+    drop(raw);
+    // The snapshot and the log agree on one row fewer than there are chunks: the open looks for
+    // the chunk without a vector, embeds it and answers as before.
+    let store = f.reopen().await;
+    let stats = store.upkeep().stats().await.unwrap();
+    assert_eq!(
+        (stats.vectors, stats.indexed_vectors),
+        (stats.chunks, stats.chunks),
+        "{stats:?}"
+    );
+    assert_eq!(answers(&store).await, expected);
+    store.close().await;
+}
+
+#[tokio::test]
 async fn an_encrypted_store_writes_no_snapshot() {
     let f = fixture_on(Backend::Encrypted).await;
     save(&f.store, "The vault code is in the blue folder").await;
