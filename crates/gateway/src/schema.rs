@@ -9,8 +9,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
-    ApprovalScope, ClientFrame, NoteRequest, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role,
-    ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, NoteRequest, PROTOCOL_VERSION,
+    Role, ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.

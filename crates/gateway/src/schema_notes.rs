@@ -1,6 +1,9 @@
 //! Example note frames for the protocol schema (see `schema`).
 
-use types::{ClientFrame, NoteRequest, DeletedNoteView, NoteVersionView, NoteView, ProvenanceView, ServerFrame};
+use types::{
+    ClientFrame, DeletedNoteView, NoteRequest, NoteVersionView, NoteView, ProvenanceView,
+    ServerFrame,
+};
 
 use crate::schema::both;
 

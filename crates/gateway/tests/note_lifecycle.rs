@@ -16,7 +16,9 @@ use crate::notes::{ask, gateway, governed_gateway, listed, seed};
 use gateway::RunningGateway;
 use memory::{NoteMetadata, Origin, Provenance};
 use test_support::ScriptedLlm;
-use types::{ClientFrame, NoteRequest, DeletedNoteView, ErrorCode, NoteVersionView, ServerFrame, UserId};
+use types::{
+    ClientFrame, DeletedNoteView, ErrorCode, NoteRequest, NoteVersionView, ServerFrame, UserId,
+};
 
 fn history(note_id: &str) -> ClientFrame {
     ClientFrame::Note(NoteRequest::NoteHistory {
@@ -127,7 +129,11 @@ async fn history_restore_and_deleted_notes_over_the_gateway() {
     assert_eq!(listed(&mut a).await, ["Alice likes Lisbon"]);
 
     // Deleted: gone from the list and from search, listed as deleted until its purge date.
-    let gone = ask(&mut a, ClientFrame::Note(NoteRequest::DeleteNote { note_id: id.into() })).await;
+    let gone = ask(
+        &mut a,
+        ClientFrame::Note(NoteRequest::DeleteNote { note_id: id.into() }),
+    )
+    .await;
     assert!(matches!(gone, ServerFrame::NoteDeleted { .. }), "{gone:?}");
     assert!(listed(&mut a).await.is_empty());
     let tombstones = deleted(&mut a).await;

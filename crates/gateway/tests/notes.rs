@@ -18,7 +18,7 @@ use common::{Client, code, provider, start, test_config, user_agent_without_memo
 use gateway::{Gateway, RunningGateway};
 use memory::{Category, NoteMetadata};
 use test_support::ScriptedLlm;
-use types::{ClientFrame, NoteRequest, ErrorCode, NoteView, ServerFrame, UserId};
+use types::{ClientFrame, ErrorCode, NoteRequest, NoteView, ServerFrame, UserId};
 
 /// Saves `notes` (text, category) for `user` through a second connection to their database, as
 /// the CLI or an earlier run of the agent would have; returns their ids.
@@ -334,11 +334,13 @@ async fn bad_note_requests_are_refused_and_change_nothing() {
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     let id = ids[0].clone();
     let version = memory::edit_token("Alice likes Lisbon");
-    let edit = |content: &str, version: &str| ClientFrame::Note(NoteRequest::EditNote {
-        note_id: id.clone(),
-        content: content.into(),
-        edit_token: version.into(),
-    });
+    let edit = |content: &str, version: &str| {
+        ClientFrame::Note(NoteRequest::EditNote {
+            note_id: id.clone(),
+            content: content.into(),
+            edit_token: version.into(),
+        })
+    };
     let cases: Vec<(ClientFrame, &str)> = vec![
         (list(0), "limit must be between 1 and 200"),
         (list(201), "limit must be between 1 and 200"),
@@ -510,11 +512,13 @@ async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
     let dir = tempfile::tempdir().unwrap();
     let ids = seed(dir.path(), "alice", &[("Alice likes Lisbon", None)]).await;
     let version = memory::edit_token("Alice likes Lisbon");
-    let edit = |content: &str, version: &str| ClientFrame::Note(NoteRequest::EditNote {
-        note_id: ids[0].clone(),
-        content: content.into(),
-        edit_token: version.into(),
-    });
+    let edit = |content: &str, version: &str| {
+        ClientFrame::Note(NoteRequest::EditNote {
+            note_id: ids[0].clone(),
+            content: content.into(),
+            edit_token: version.into(),
+        })
+    };
     let server = ScriptedLlm::start().await;
 
     // A read-only gateway surface refuses both writes and changes nothing.

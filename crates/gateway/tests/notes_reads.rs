@@ -10,7 +10,7 @@
 )]
 
 use test_support::ScriptedLlm;
-use types::{ClientFrame, NoteRequest, ErrorCode, ServerFrame};
+use types::{ClientFrame, ErrorCode, NoteRequest, ServerFrame};
 
 use crate::common::{Client, code};
 use crate::notes::{ask, governed_gateway, seed};

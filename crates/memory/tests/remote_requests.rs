@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::store::note_ids_found;
 use common::user;
 use memory::{
-    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance,
-    edit_token,
+    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance, edit_token,
 };
 use test_support::{Need, Sqld, need};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -207,7 +207,8 @@ impl AgentRuntime {
         }
         self.current_at(&ctx.user_id, note_id, edit_token).await?;
         // The update tool's argument keeps the name the model knows: `version`.
-        let args = json!({ "note_id": note_id.as_str(), "content": content, "version": edit_token });
+        let args =
+            json!({ "note_id": note_id.as_str(), "content": content, "version": edit_token });
         let outcome = self.governed(MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
         if !outcome.ok {
             // Changed in between, or refused by a governance stage.

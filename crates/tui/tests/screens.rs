@@ -19,8 +19,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
 use types::{
-    ClientFrame, NoteRequest, NoteChange, NoteView, ServerFrame, SessionId, SessionSummary, TurnEvent, TurnId,
-    Usage, UserId,
+    ClientFrame, NoteChange, NoteRequest, NoteView, ServerFrame, SessionId, SessionSummary,
+    TurnEvent, TurnId, Usage, UserId,
 };
 
 pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {

@@ -13,8 +13,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui::App;
 use types::{
-    ClientFrame, NoteRequest, DeletedNoteView, NoteChange, NoteVersionView, ProvenanceView, ServerFrame,
-    TurnEvent, Usage,
+    ClientFrame, DeletedNoteView, NoteChange, NoteRequest, NoteVersionView, ProvenanceView,
+    ServerFrame, TurnEvent, Usage,
 };
 
 use crate::screens::{

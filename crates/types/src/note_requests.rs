@@ -118,20 +118,28 @@ mod tests {
                 query: "q".into(),
                 limit: 1,
             },
-            NoteRequest::GetNote { note_id: "n".into() },
+            NoteRequest::GetNote {
+                note_id: "n".into(),
+            },
             NoteRequest::EditNote {
                 note_id: "n".into(),
                 content: "c".into(),
                 edit_token: "t".into(),
             },
-            NoteRequest::DeleteNote { note_id: "n".into() },
-            NoteRequest::NoteHistory { note_id: "n".into() },
+            NoteRequest::DeleteNote {
+                note_id: "n".into(),
+            },
+            NoteRequest::NoteHistory {
+                note_id: "n".into(),
+            },
             NoteRequest::ListDeletedNotes,
             NoteRequest::RestoreNote {
                 note_id: "n".into(),
                 version: None,
             },
-            NoteRequest::ConfirmNote { note_id: "n".into() },
+            NoteRequest::ConfirmNote {
+                note_id: "n".into(),
+            },
         ];
         for (request, kind) in requests.iter().zip(NoteRequest::TYPES) {
             let wire = serde_json::to_value(request).unwrap();

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     CaptureReport, CapturedChange, ConversationHitView, DeletedNoteView, Message, ModelView,
-    NoteRequest, NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction, ScheduleView,
-    SessionId, TurnEvent, TurnId, UsageView, UserId,
+    NoteRequest, NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction,
+    ScheduleView, SessionId, TurnEvent, TurnId, UsageView, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.

@@ -134,7 +134,11 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let mut deletes = Vec::with_capacity(rounds);
     for note_id in saved {
         let start = Instant::now();
-        send(&mut ws, &ClientFrame::Note(NoteRequest::DeleteNote { note_id })).await?;
+        send(
+            &mut ws,
+            &ClientFrame::Note(NoteRequest::DeleteNote { note_id }),
+        )
+        .await?;
         match recv(&mut ws).await? {
             ServerFrame::NoteDeleted { .. } => {}
             other => bail!("expected note_deleted, got {other:?}"),

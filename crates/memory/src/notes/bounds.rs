@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn a_text_at_the_bound_passes_and_one_byte_more_is_refused() {
-        assert_eq!(TooLong::check(&"x".repeat(MAX_CONTENT_BYTES), MAX_CONTENT_BYTES), Ok(()));
+        assert_eq!(
+            TooLong::check(&"x".repeat(MAX_CONTENT_BYTES), MAX_CONTENT_BYTES),
+            Ok(())
+        );
         let over = TooLong::check(&"é".repeat(MAX_CONTENT_BYTES / 2 + 1), MAX_CONTENT_BYTES);
         assert_eq!(
             over,
@@ -53,7 +56,10 @@ mod tests {
         );
         assert_eq!(
             over.unwrap_err().to_string(),
-            format!("{} bytes, at most {MAX_CONTENT_BYTES}", MAX_CONTENT_BYTES + 2)
+            format!(
+                "{} bytes, at most {MAX_CONTENT_BYTES}",
+                MAX_CONTENT_BYTES + 2
+            )
         );
     }
 }

@@ -17,12 +17,12 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
+use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::metadata::MetadataPatch;
 pub use crate::notes::metadata::NoteMetadata;
 use crate::notes::note_rows::{chunk_meta, note_rows};
-use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for, replay};
 use crate::notes::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::stmt::Stmt;

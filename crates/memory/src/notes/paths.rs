@@ -13,10 +13,10 @@ use libsql::Connection;
 use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
+use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::indexing::prepare;
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::note::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
-use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::receipts::edit_token;
 use crate::rooms::Files;
 use crate::store::{begin, finish};
@@ -253,7 +253,9 @@ impl Files<'_> {
                 let existing = file_at(&tx, &session, &path).await?;
                 let blocked = match (&existing, &expect) {
                     (Some(_), PathExpect::Absent) => Some(PathPut::Exists),
-                    (None, PathExpect::Present | PathExpect::EditToken(_)) => Some(PathPut::Missing),
+                    (None, PathExpect::Present | PathExpect::EditToken(_)) => {
+                        Some(PathPut::Missing)
+                    }
                     (Some((file, _)), PathExpect::EditToken(v)) if file.edit_token != *v => {
                         Some(PathPut::Changed)
                     }

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use memory::{MemoryStore, OpenOptions};
 use types::{NoteId, UserId};
 
-use crate::args::{MemoryAction, MemoryArgs};
 use crate::Global;
+use crate::args::{MemoryAction, MemoryArgs};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();

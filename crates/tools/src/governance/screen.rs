@@ -202,7 +202,10 @@ fn labels(found: &[Found], pick: &dyn Fn(&Found, PiiKind) -> bool) -> Vec<String
 
 /// Refuses a write the policy does not let store what was `found`: a secret (anywhere, or in a
 /// name), personal data on a surface that rejects it, personal data in a name.
-fn refuse_unstorable(policy: &SurfacePolicy, found: &[Found]) -> Result<(), (ToolError, PiiCounts)> {
+fn refuse_unstorable(
+    policy: &SurfacePolicy,
+    found: &[Found],
+) -> Result<(), (ToolError, PiiCounts)> {
     let mut all = PiiCounts::new();
     for f in found {
         for (k, n) in &f.kinds {

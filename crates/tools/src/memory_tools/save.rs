@@ -91,7 +91,10 @@ fn save(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                      memory_delete to change or remove it.",
                 )
             }
-            SaveOutcome::Duplicate { note_id, edit_token } => {
+            SaveOutcome::Duplicate {
+                note_id,
+                edit_token,
+            } => {
                 op.note(&note_id);
                 json!({
                     "note_id": note_id,

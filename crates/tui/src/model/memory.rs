@@ -12,7 +12,9 @@
 //!   current text is still the one that change wrote, makes the version before it current again
 //!   (a new version: history is never rewritten); otherwise it says the note changed since.
 
-use types::{ClientFrame, NoteRequest, DeletedNoteView, NoteChange, NoteVersionView, NoteView, ServerFrame};
+use types::{
+    ClientFrame, DeletedNoteView, NoteChange, NoteRequest, NoteVersionView, NoteView, ServerFrame,
+};
 
 use super::{App, Entry};
 use crate::command::MemoryCommand;

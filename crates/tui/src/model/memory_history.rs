@@ -4,7 +4,7 @@
 //! vouches for a note saved after untrusted tool output. `/undo` (Ctrl+Z) lives here too: every
 //! change listed after a turn is taken back with one of these requests (see `memory`).
 
-use types::{ClientFrame, NoteRequest, DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
+use types::{ClientFrame, DeletedNoteView, NoteRequest, NoteVersionView, NoteView, ProvenanceView};
 
 use super::memory::{Undo, excerpt, short_id};
 use super::{App, Entry};
@@ -44,7 +44,9 @@ impl App {
                 version: None,
             }),
             // First the history, to check the note still says what the change wrote.
-            Undo::PreviousVersion { note_id, .. } => ClientFrame::Note(NoteRequest::NoteHistory { note_id }),
+            Undo::PreviousVersion { note_id, .. } => {
+                ClientFrame::Note(NoteRequest::NoteHistory { note_id })
+            }
             Undo::Done => {
                 self.push(Entry::info(format!("Change {n} was already undone.")));
                 return Vec::new();

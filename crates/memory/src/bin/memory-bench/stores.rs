@@ -104,7 +104,17 @@ pub async fn run(
         encryption_key: Some(key.clone()),
         ..plain()
     };
-    rows.push(loaded("local file, encrypted", encrypted, keyed(), n, queries, saves).await?);
+    rows.push(
+        loaded(
+            "local file, encrypted",
+            encrypted,
+            keyed(),
+            n,
+            queries,
+            saves,
+        )
+        .await?,
+    );
     // Opening a store with its notes (schema check, vector index load), plain and encrypted.
     let reopen = [
         ("plain", reopen_ms(local, &plain).await?),
@@ -115,7 +125,17 @@ pub async fn run(
         url: &url,
         token: "",
     };
-    rows.push(loaded("remote (sqld, loopback)", remote, plain(), n, queries, saves).await?);
+    rows.push(
+        loaded(
+            "remote (sqld, loopback)",
+            remote,
+            plain(),
+            n,
+            queries,
+            saves,
+        )
+        .await?,
+    );
     // What one request to the server costs on this machine now: the floor under a remote save.
     let trip = round_trip(&url).await?;
 
