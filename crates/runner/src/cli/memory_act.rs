@@ -127,30 +127,17 @@ async fn act_on_all(
         } => import(governed, file, allow_similar, target, user_root, out).await,
         MemoryAction::ExportTree { dir, target } => {
             let policy = policy(target, user_root);
-            // The target is made only once the read is allowed: a refusal changes nothing.
-            let export = async {
-                let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
-                memory_tree::export(store, user, &dir).await
-            };
-            let n = governed.read(memory_ops::EXPORT_TREE, export).await?;
-            print_json(out, &serde_json::json!({ "exported_files": n }))
+            export_tree(governed, store, user, &dir, &policy, out).await
         }
         MemoryAction::ImportTree { dir, target } => {
             let policy = policy(target, user_root);
             let dir = runner::open_operator_dir(&dir, runner::Want::Existing, &policy)?;
             print_json(out, &governed.import_tree(&dir).await?)
         }
-        // The note verbs, handled by [`act`]; `rekey`, before the store is opened.
-        MemoryAction::Save { .. }
-        | MemoryAction::Search { .. }
-        | MemoryAction::Get { .. }
-        | MemoryAction::Update { .. }
-        | MemoryAction::Delete { .. }
-        | MemoryAction::History { .. }
-        | MemoryAction::Restore { .. }
-        | MemoryAction::Confirm { .. }
-        | MemoryAction::Deleted
-        | MemoryAction::Rekey => Ok(()),
+        // Handled before the store is opened.
+        MemoryAction::Rekey => Ok(()),
+        // The note verbs, which [`act`] serves itself.
+        verb => bail!("not an action on all notes: {verb:?}"),
     }
 }
 
@@ -243,6 +230,24 @@ async fn confirm(governed: &CliMemory, note_id: &str, out: &mut impl Write) -> R
             }),
         ),
     }
+}
+
+/// `export-tree`: the `/memories` tree written out as files into `dir`.
+async fn export_tree(
+    governed: &CliMemory,
+    store: &MemoryStore,
+    user: &UserId,
+    dir: &Path,
+    policy: &runner::TargetPolicy,
+    out: &mut impl Write,
+) -> Result<()> {
+    // The target is made only once the read is allowed: a refusal changes nothing.
+    let export = async {
+        let dir = runner::open_operator_dir(dir, runner::Want::NewOrEmpty, policy)?;
+        memory_tree::export(store, user, &dir).await
+    };
+    let n = governed.read(memory_ops::EXPORT_TREE, export).await?;
+    print_json(out, &serde_json::json!({ "exported_files": n }))
 }
 
 /// `import`: exported notes from a file (or stdin), as one governed import.
