@@ -7,14 +7,13 @@ use futures::StreamExt;
 use runtime::ApprovalDecision;
 use types::ClientFrame::{ChangeSchedule, ListSchedules};
 use types::{
-    ApprovalScope, CancellationToken, ClientFrame, ErrorCode, ServerFrame, SessionId,
+    ApprovalScope, CancellationToken, ClientFrame, ErrorCode, NoteRequest, ServerFrame, SessionId,
     SessionSummary, ToolExecutionContext,
 };
 
 use crate::frames::{Incoming, read_frame};
 use crate::handshake::{Hello, drain, handshake};
 use crate::limits::Admission;
-use crate::notes::NoteRequest;
 use crate::outbound::{Outbox, start_writer};
 use crate::session::SessionHub;
 use crate::shared::Shared;
@@ -197,15 +196,7 @@ impl Conn {
                 after_seq,
             } => (Some("resync".into()), self.resync(&session_id, after_seq)),
             ClientFrame::Ping => (None, Ok(Some(ServerFrame::Pong))),
-            note @ (ClientFrame::ListNotes { .. }
-            | ClientFrame::SearchNotes { .. }
-            | ClientFrame::GetNote { .. }
-            | ClientFrame::EditNote { .. }
-            | ClientFrame::DeleteNote { .. }
-            | ClientFrame::NoteHistory { .. }
-            | ClientFrame::ListDeletedNotes
-            | ClientFrame::RestoreNote { .. }
-            | ClientFrame::ConfirmNote { .. }) => self.notes(note).await,
+            ClientFrame::Note(request) => self.notes(request).await,
             s @ (ListSchedules | ChangeSchedule { .. }) => self.schedules(s).await,
             m @ (ClientFrame::ListModels { .. }
             | ClientFrame::SetModel { .. }
@@ -225,11 +216,8 @@ impl Conn {
     /// A note request for this connection's user, with its frame type as the error's `ref`.
     async fn notes(
         &self,
-        frame: ClientFrame,
+        request: NoteRequest,
     ) -> (Option<String>, Result<Option<ServerFrame>, Refusal>) {
-        let Some(request) = NoteRequest::of(frame) else {
-            return (None, Err(internal("not a note frame")));
-        };
         let kind = Some(request.kind().to_owned());
         let ctx = match self.request_ctx("note") {
             Ok(ctx) => ctx,

@@ -4,7 +4,7 @@
 use axum::extract::ws::{Message, WebSocket};
 use futures::StreamExt;
 use futures::stream::SplitStream;
-use types::{ClientFrame, ErrorCode, ServerFrame};
+use types::{ClientFrame, ErrorCode, NoteRequest, ServerFrame};
 
 use crate::GatewayConfig;
 
@@ -146,7 +146,14 @@ pub(crate) fn parse(text: &str, max_bytes: usize) -> Incoming {
         );
     }
     let kind = kind.to_owned();
-    match serde_json::from_value::<ClientFrame>(value) {
+    // A note request is read as one, so a bad field is named as for any other frame (an untagged
+    // variant would only say that nothing matched).
+    let frame = if NoteRequest::TYPES.contains(&kind.as_str()) {
+        serde_json::from_value::<NoteRequest>(value).map(ClientFrame::Note)
+    } else {
+        serde_json::from_value::<ClientFrame>(value)
+    };
+    match frame {
         Ok(frame) => Incoming::Frame(frame),
         Err(e) => bad(
             ErrorCode::MalformedFrame,
@@ -178,6 +185,13 @@ mod tests {
         check(r#"{"type":"dance"}"#, Err(ErrorCode::UnknownFrame));
         check(r#"{"type":""}"#, Err(ErrorCode::UnknownFrame));
         check(r#"{"type":"send_turn"}"#, Err(ErrorCode::MalformedFrame));
+        check(
+            r#"{"type":"get_note","note_id":"n"}"#,
+            Ok(ClientFrame::Note(NoteRequest::GetNote {
+                note_id: "n".into(),
+            })),
+        );
+        check(r#"{"type":"get_note"}"#, Err(ErrorCode::MalformedFrame));
         check(
             r#"{"type":"cancel_turn","session_id":""}"#,
             Err(ErrorCode::MalformedFrame),

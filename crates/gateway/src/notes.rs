@@ -5,94 +5,7 @@
 //! is read or changed.
 
 use runtime::{AgentRuntime, MAX_NOTES_PAGE, RuntimeError};
-use types::{ClientFrame, ErrorCode, NoteId, ServerFrame, ToolExecutionContext};
-
-/// A note request, as the connection received it.
-#[derive(Debug)]
-pub(crate) enum NoteRequest {
-    List {
-        category: Option<String>,
-        cursor: Option<String>,
-        limit: u32,
-    },
-    Search {
-        query: String,
-        limit: u32,
-    },
-    Get {
-        note_id: String,
-    },
-    Edit {
-        note_id: String,
-        content: String,
-        version: String,
-    },
-    Delete {
-        note_id: String,
-    },
-    History {
-        note_id: String,
-    },
-    Deleted,
-    Restore {
-        note_id: String,
-        version: Option<u32>,
-    },
-    Confirm {
-        note_id: String,
-    },
-}
-
-impl NoteRequest {
-    /// The note request `frame` carries; `None` for the other frames.
-    pub(crate) fn of(frame: ClientFrame) -> Option<Self> {
-        Some(match frame {
-            ClientFrame::ListNotes {
-                category,
-                cursor,
-                limit,
-            } => NoteRequest::List {
-                category,
-                cursor,
-                limit,
-            },
-            ClientFrame::SearchNotes { query, limit } => NoteRequest::Search { query, limit },
-            ClientFrame::GetNote { note_id } => NoteRequest::Get { note_id },
-            ClientFrame::EditNote {
-                note_id,
-                content,
-                version,
-            } => NoteRequest::Edit {
-                note_id,
-                content,
-                version,
-            },
-            ClientFrame::DeleteNote { note_id } => NoteRequest::Delete { note_id },
-            ClientFrame::NoteHistory { note_id } => NoteRequest::History { note_id },
-            ClientFrame::ListDeletedNotes => NoteRequest::Deleted,
-            ClientFrame::RestoreNote { note_id, version } => {
-                NoteRequest::Restore { note_id, version }
-            }
-            ClientFrame::ConfirmNote { note_id } => NoteRequest::Confirm { note_id },
-            _ => return None,
-        })
-    }
-
-    /// The frame `type` it came as, for an error's `ref`.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            NoteRequest::List { .. } => "list_notes",
-            NoteRequest::Search { .. } => "search_notes",
-            NoteRequest::Get { .. } => "get_note",
-            NoteRequest::Edit { .. } => "edit_note",
-            NoteRequest::Delete { .. } => "delete_note",
-            NoteRequest::History { .. } => "note_history",
-            NoteRequest::Deleted => "list_deleted_notes",
-            NoteRequest::Restore { .. } => "restore_note",
-            NoteRequest::Confirm { .. } => "confirm_note",
-        }
-    }
-}
+use types::{ErrorCode, NoteId, NoteRequest, ServerFrame, ToolExecutionContext};
 
 /// A refusal to send back: code, message.
 type Refusal = (ErrorCode, String);
@@ -104,7 +17,7 @@ pub(crate) async fn answer(
     request: NoteRequest,
 ) -> Result<ServerFrame, Refusal> {
     match request {
-        NoteRequest::List {
+        NoteRequest::ListNotes {
             category,
             cursor,
             limit,
@@ -119,80 +32,105 @@ pub(crate) async fn answer(
                 next_cursor: listing.next_cursor,
             })
         }
-        NoteRequest::Search { query, limit } => {
+        NoteRequest::SearchNotes { query, limit } => {
             let notes = runtime
                 .search_notes(ctx, &query, page(limit)?)
                 .await
                 .map_err(refusal)?;
             Ok(ServerFrame::NoteResults { query, notes })
         }
-        NoteRequest::Get { note_id } => {
-            let note = runtime
-                .note(ctx, &note_id_of(&note_id)?)
-                .await
-                .map_err(refusal)?;
-            Ok(ServerFrame::Note { note })
+        NoteRequest::GetNote { note_id } => {
+            let note = runtime.note(ctx, &note_id_of(&note_id)?).await;
+            Ok(ServerFrame::Note {
+                note: note.map_err(refusal)?,
+            })
         }
-        NoteRequest::Edit {
+        NoteRequest::EditNote {
             note_id,
             content,
-            version,
-        } => {
-            let id = note_id_of(&note_id)?;
-            if version.trim().is_empty() {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    "version is empty: send the version get_note or list_notes showed".into(),
-                ));
-            }
-            let note = runtime
-                .edit_note(ctx, &id, &content, &version)
-                .await
-                .map_err(refusal)?;
-            Ok(ServerFrame::NoteEdited { note })
-        }
-        NoteRequest::Delete { note_id } => {
+            edit_token,
+        } => edit(runtime, ctx, &note_id, &content, &edit_token).await,
+        NoteRequest::DeleteNote { note_id } => {
             let id = note_id_of(&note_id)?;
             runtime.delete_note(ctx, &id).await.map_err(refusal)?;
             Ok(ServerFrame::NoteDeleted {
                 note_id: id.to_string(),
             })
         }
-        NoteRequest::History { note_id } => {
-            let id = note_id_of(&note_id)?;
-            let history = runtime.note_history(ctx, &id).await.map_err(refusal)?;
-            let (deleted_at, purge_after) = history.deleted.unzip();
-            Ok(ServerFrame::NoteVersions {
-                note_id: history.note_id.to_string(),
-                versions: history.versions,
-                deleted_at,
-                purge_after,
-            })
-        }
-        NoteRequest::Deleted => {
+        NoteRequest::NoteHistory { note_id } => history(runtime, ctx, &note_id).await,
+        NoteRequest::ListDeletedNotes => {
             let deleted = runtime.deleted_notes(ctx).await.map_err(refusal)?;
             Ok(ServerFrame::DeletedNotes { notes: deleted })
         }
-        NoteRequest::Restore { note_id, version } => {
-            let id = note_id_of(&note_id)?;
-            if version == Some(0) {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    "version counts from 1: note_history lists the note's versions".into(),
-                ));
-            }
-            let note = runtime
-                .restore_note(ctx, &id, version)
-                .await
-                .map_err(refusal)?;
-            Ok(ServerFrame::NoteRestored { note })
+        NoteRequest::RestoreNote { note_id, version } => {
+            restore(runtime, ctx, &note_id, version).await
         }
-        NoteRequest::Confirm { note_id } => {
+        NoteRequest::ConfirmNote { note_id } => {
             let id = note_id_of(&note_id)?;
             let note = runtime.confirm_note(ctx, &id).await.map_err(refusal)?;
             Ok(ServerFrame::NoteConfirmed { note })
         }
     }
+}
+
+/// `edit_note`: the text replaced, if `edit_token` names the current one.
+async fn edit(
+    runtime: &AgentRuntime,
+    ctx: &ToolExecutionContext,
+    note_id: &str,
+    content: &str,
+    edit_token: &str,
+) -> Result<ServerFrame, Refusal> {
+    let id = note_id_of(note_id)?;
+    if edit_token.trim().is_empty() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "version is empty: send the version get_note or list_notes showed".into(),
+        ));
+    }
+    let note = runtime
+        .edit_note(ctx, &id, content, edit_token)
+        .await
+        .map_err(refusal)?;
+    Ok(ServerFrame::NoteEdited { note })
+}
+
+/// `note_history`: every version, and when the note was deleted.
+async fn history(
+    runtime: &AgentRuntime,
+    ctx: &ToolExecutionContext,
+    note_id: &str,
+) -> Result<ServerFrame, Refusal> {
+    let id = note_id_of(note_id)?;
+    let history = runtime.note_history(ctx, &id).await.map_err(refusal)?;
+    let (deleted_at, purge_after) = history.deleted.unzip();
+    Ok(ServerFrame::NoteVersions {
+        note_id: history.note_id.to_string(),
+        versions: history.versions,
+        deleted_at,
+        purge_after,
+    })
+}
+
+/// `restore_note`: a deleted note back, or an earlier version made current.
+async fn restore(
+    runtime: &AgentRuntime,
+    ctx: &ToolExecutionContext,
+    note_id: &str,
+    version: Option<u32>,
+) -> Result<ServerFrame, Refusal> {
+    let id = note_id_of(note_id)?;
+    if version == Some(0) {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "version counts from 1: note_history lists the note's versions".into(),
+        ));
+    }
+    let note = runtime
+        .restore_note(ctx, &id, version)
+        .await
+        .map_err(refusal)?;
+    Ok(ServerFrame::NoteRestored { note })
 }
 
 fn page(limit: u32) -> Result<usize, Refusal> {

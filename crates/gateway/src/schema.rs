@@ -9,8 +9,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
-    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, PROTOCOL_VERSION, Role,
-    ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, NoteRequest, PROTOCOL_VERSION,
+    Role, ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -178,15 +178,15 @@ fn client_covered(frame: &ClientFrame) {
         | ClientFrame::Approve { .. }
         | ClientFrame::Resync { .. }
         | ClientFrame::Ping
-        | ClientFrame::ListNotes { .. }
-        | ClientFrame::SearchNotes { .. }
-        | ClientFrame::GetNote { .. }
-        | ClientFrame::EditNote { .. }
-        | ClientFrame::DeleteNote { .. }
-        | ClientFrame::NoteHistory { .. }
-        | ClientFrame::ListDeletedNotes
-        | ClientFrame::RestoreNote { .. }
-        | ClientFrame::ConfirmNote { .. }
+        | ClientFrame::Note(NoteRequest::ListNotes { .. })
+        | ClientFrame::Note(NoteRequest::SearchNotes { .. })
+        | ClientFrame::Note(NoteRequest::GetNote { .. })
+        | ClientFrame::Note(NoteRequest::EditNote { .. })
+        | ClientFrame::Note(NoteRequest::DeleteNote { .. })
+        | ClientFrame::Note(NoteRequest::NoteHistory { .. })
+        | ClientFrame::Note(NoteRequest::ListDeletedNotes)
+        | ClientFrame::Note(NoteRequest::RestoreNote { .. })
+        | ClientFrame::Note(NoteRequest::ConfirmNote { .. })
         | ClientFrame::ListSchedules
         | ClientFrame::ChangeSchedule { .. }
         | ClientFrame::ListModels { .. }

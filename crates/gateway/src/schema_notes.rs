@@ -1,6 +1,9 @@
 //! Example note frames for the protocol schema (see `schema`).
 
-use types::{ClientFrame, DeletedNoteView, NoteVersionView, NoteView, ProvenanceView, ServerFrame};
+use types::{
+    ClientFrame, DeletedNoteView, NoteRequest, NoteVersionView, NoteView, ProvenanceView,
+    ServerFrame,
+};
 
 use crate::schema::both;
 
@@ -11,7 +14,7 @@ fn note(full: bool) -> NoteView {
     NoteView {
         note_id: NOTE_ID.into(),
         text: "Loves the trams in Lisbon".into(),
-        version: "5e1f0c9d7a2b3c48".into(),
+        edit_token: "5e1f0c9d7a2b3c48".into(),
         category: full.then(|| "preference".to_owned()),
         tags: if full {
             vec!["travel".into()]
@@ -57,49 +60,49 @@ fn version(full: bool) -> NoteVersionView {
 pub(crate) fn client_examples() -> Vec<(ClientFrame, ClientFrame)> {
     vec![
         (
-            ClientFrame::ListNotes {
+            ClientFrame::Note(NoteRequest::ListNotes {
                 category: Some("preference".into()),
                 cursor: Some(CURSOR.into()),
                 limit: 50,
-            },
-            ClientFrame::ListNotes {
+            }),
+            ClientFrame::Note(NoteRequest::ListNotes {
                 category: None,
                 cursor: None,
                 limit: 50,
-            },
+            }),
         ),
-        both(ClientFrame::SearchNotes {
+        both(ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Lisbon".into(),
             limit: 10,
-        }),
-        both(ClientFrame::GetNote {
+        })),
+        both(ClientFrame::Note(NoteRequest::GetNote {
             note_id: NOTE_ID.into(),
-        }),
-        both(ClientFrame::EditNote {
+        })),
+        both(ClientFrame::Note(NoteRequest::EditNote {
             note_id: NOTE_ID.into(),
             content: "Loves the trams in Lisbon and Porto".into(),
-            version: "9a3c51e0b2d4f687".into(),
-        }),
-        both(ClientFrame::DeleteNote {
+            edit_token: "9a3c51e0b2d4f687".into(),
+        })),
+        both(ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: NOTE_ID.into(),
-        }),
-        both(ClientFrame::NoteHistory {
+        })),
+        both(ClientFrame::Note(NoteRequest::NoteHistory {
             note_id: NOTE_ID.into(),
-        }),
-        both(ClientFrame::ListDeletedNotes),
+        })),
+        both(ClientFrame::Note(NoteRequest::ListDeletedNotes)),
         (
-            ClientFrame::RestoreNote {
+            ClientFrame::Note(NoteRequest::RestoreNote {
                 note_id: NOTE_ID.into(),
                 version: Some(1),
-            },
-            ClientFrame::RestoreNote {
+            }),
+            ClientFrame::Note(NoteRequest::RestoreNote {
                 note_id: NOTE_ID.into(),
                 version: None,
-            },
+            }),
         ),
-        both(ClientFrame::ConfirmNote {
+        both(ClientFrame::Note(NoteRequest::ConfirmNote {
             note_id: NOTE_ID.into(),
-        }),
+        })),
     ]
 }
 

@@ -78,7 +78,7 @@ async fn lifecycle_operations_are_counted_in_the_users_metrics() {
 
     use crate::common::Client;
     use crate::notes::{ask, governed_gateway_with};
-    use types::{ClientFrame, UserId};
+    use types::{ClientFrame, NoteRequest, UserId};
 
     let dir = tempfile::tempdir().unwrap();
     let store = crate::common::open_store(dir.path(), "alice").await;
@@ -109,19 +109,19 @@ async fn lifecycle_operations_are_counted_in_the_users_metrics() {
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     let id = || note_id.clone();
     for frame in [
-        ClientFrame::NoteHistory { note_id: id() },
-        ClientFrame::ConfirmNote { note_id: id() },
-        ClientFrame::DeleteNote { note_id: id() },
-        ClientFrame::ListDeletedNotes,
-        ClientFrame::RestoreNote {
+        ClientFrame::Note(NoteRequest::NoteHistory { note_id: id() }),
+        ClientFrame::Note(NoteRequest::ConfirmNote { note_id: id() }),
+        ClientFrame::Note(NoteRequest::DeleteNote { note_id: id() }),
+        ClientFrame::Note(NoteRequest::ListDeletedNotes),
+        ClientFrame::Note(NoteRequest::RestoreNote {
             note_id: id(),
             version: None,
-        },
+        }),
         // Refused (no such note): counted, with its outcome.
-        ClientFrame::RestoreNote {
+        ClientFrame::Note(NoteRequest::RestoreNote {
             note_id: "note-7d1f7a36-5f7e-4a55-9d0b-0f2a1c3e4b5d".to_owned(),
             version: None,
-        },
+        }),
     ] {
         ask(&mut a, frame).await;
     }

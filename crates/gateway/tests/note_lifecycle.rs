@@ -16,19 +16,21 @@ use crate::notes::{ask, gateway, governed_gateway, listed, seed};
 use gateway::RunningGateway;
 use memory::{NoteMetadata, Origin, Provenance};
 use test_support::ScriptedLlm;
-use types::{ClientFrame, DeletedNoteView, ErrorCode, NoteVersionView, ServerFrame, UserId};
+use types::{
+    ClientFrame, DeletedNoteView, ErrorCode, NoteRequest, NoteVersionView, ServerFrame, UserId,
+};
 
 fn history(note_id: &str) -> ClientFrame {
-    ClientFrame::NoteHistory {
+    ClientFrame::Note(NoteRequest::NoteHistory {
         note_id: note_id.into(),
-    }
+    })
 }
 
 fn restore(note_id: &str, version: Option<u32>) -> ClientFrame {
-    ClientFrame::RestoreNote {
+    ClientFrame::Note(NoteRequest::RestoreNote {
         note_id: note_id.into(),
         version,
-    }
+    })
 }
 
 /// `(texts oldest first, deleted_at present)` of a note's history.
@@ -56,7 +58,7 @@ fn texts(versions: &[NoteVersionView]) -> Vec<(u32, &str)> {
 }
 
 async fn deleted(client: &mut Client) -> Vec<DeletedNoteView> {
-    match ask(client, ClientFrame::ListDeletedNotes).await {
+    match ask(client, ClientFrame::Note(NoteRequest::ListDeletedNotes)).await {
         ServerFrame::DeletedNotes { notes } => notes,
         other => panic!("{other:?}"),
     }
@@ -89,11 +91,11 @@ async fn history_restore_and_deleted_notes_over_the_gateway() {
 
     let edited = ask(
         &mut a,
-        ClientFrame::EditNote {
+        ClientFrame::Note(NoteRequest::EditNote {
             note_id: id.into(),
             content: "Alice likes Porto".into(),
-            version: memory::note_version("Alice likes Lisbon"),
-        },
+            edit_token: memory::edit_token("Alice likes Lisbon"),
+        }),
     )
     .await;
     assert!(
@@ -109,7 +111,7 @@ async fn history_restore_and_deleted_notes_over_the_gateway() {
     assert!(before[0].replaced_at.is_some() && before[1].replaced_at.is_none());
     assert_eq!(
         before[1].edit_token,
-        memory::note_version("Alice likes Porto")
+        memory::edit_token("Alice likes Porto")
     );
 
     // Back to version 1: a new current version, the history before it untouched.
@@ -127,7 +129,11 @@ async fn history_restore_and_deleted_notes_over_the_gateway() {
     assert_eq!(listed(&mut a).await, ["Alice likes Lisbon"]);
 
     // Deleted: gone from the list and from search, listed as deleted until its purge date.
-    let gone = ask(&mut a, ClientFrame::DeleteNote { note_id: id.into() }).await;
+    let gone = ask(
+        &mut a,
+        ClientFrame::Note(NoteRequest::DeleteNote { note_id: id.into() }),
+    )
+    .await;
     assert!(matches!(gone, ServerFrame::NoteDeleted { .. }), "{gone:?}");
     assert!(listed(&mut a).await.is_empty());
     let tombstones = deleted(&mut a).await;
@@ -146,10 +152,10 @@ async fn history_restore_and_deleted_notes_over_the_gateway() {
     assert!(deleted(&mut a).await.is_empty());
     match ask(
         &mut a,
-        ClientFrame::SearchNotes {
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Lisbon".into(),
             limit: 5,
-        },
+        }),
     )
     .await
     {
@@ -170,7 +176,7 @@ async fn bad_lifecycle_requests_are_refused_and_change_nothing() {
     let unknown = "note-00000000-0000-4000-8000-000000000000";
     let before = versions(&mut a, id).await;
 
-    let confirm = |id: &str| ClientFrame::ConfirmNote { note_id: id.into() };
+    let confirm = |id: &str| ClientFrame::Note(NoteRequest::ConfirmNote { note_id: id.into() });
     // (asked by bob, frame, code, what the message says)
     let cases = [
         (
@@ -286,9 +292,9 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     );
     for frame in [
         restore(&planted, Some(1)),
-        ClientFrame::ConfirmNote {
+        ClientFrame::Note(NoteRequest::ConfirmNote {
             note_id: planted.clone(),
-        },
+        }),
     ] {
         let answer = ask(&mut a, frame).await;
         assert_eq!(code(&answer), ErrorCode::NotAllowed, "{answer:?}");
@@ -305,11 +311,11 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     // The list says which notes wait for confirmation, so a client can offer it there.
     let listed = ask(
         &mut a,
-        ClientFrame::ListNotes {
+        ClientFrame::Note(NoteRequest::ListNotes {
             category: None,
             cursor: None,
             limit: 10,
-        },
+        }),
     )
     .await;
     let origin_of = |note: &types::NoteView| {
@@ -325,9 +331,9 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     }
     match ask(
         &mut a,
-        ClientFrame::ConfirmNote {
+        ClientFrame::Note(NoteRequest::ConfirmNote {
             note_id: planted.clone(),
-        },
+        }),
     )
     .await
     {
@@ -341,9 +347,9 @@ async fn lifecycle_frames_pass_the_pipeline_as_the_gateway_surface() {
     assert!(now[0].provenance.as_ref().unwrap().confirmed);
     ask(
         &mut a,
-        ClientFrame::DeleteNote {
+        ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: planted.clone(),
-        },
+        }),
     )
     .await;
     assert_eq!(deleted(&mut a).await.len(), 1);

@@ -18,7 +18,7 @@ use common::{Client, code, provider, start, test_config, user_agent_without_memo
 use gateway::{Gateway, RunningGateway};
 use memory::{Category, NoteMetadata};
 use test_support::ScriptedLlm;
-use types::{ClientFrame, ErrorCode, NoteView, ServerFrame, UserId};
+use types::{ClientFrame, ErrorCode, NoteRequest, NoteView, ServerFrame, UserId};
 
 /// Saves `notes` (text, category) for `user` through a second connection to their database, as
 /// the CLI or an earlier run of the agent would have; returns their ids.
@@ -54,11 +54,11 @@ pub(crate) async fn ask(client: &mut Client, frame: ClientFrame) -> ServerFrame 
 }
 
 fn list(limit: u32) -> ClientFrame {
-    ClientFrame::ListNotes {
+    ClientFrame::Note(NoteRequest::ListNotes {
         category: None,
         cursor: None,
         limit,
-    }
+    })
 }
 
 fn texts(notes: &[NoteView]) -> Vec<&str> {
@@ -75,9 +75,9 @@ pub(crate) async fn listed(client: &mut Client) -> Vec<String> {
 async fn get(client: &mut Client, note_id: &str) -> ServerFrame {
     ask(
         client,
-        ClientFrame::GetNote {
+        ClientFrame::Note(NoteRequest::GetNote {
             note_id: note_id.into(),
-        },
+        }),
     )
     .await
 }
@@ -121,11 +121,11 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     );
     match ask(
         &mut a,
-        ClientFrame::ListNotes {
+        ClientFrame::Note(NoteRequest::ListNotes {
             category: None,
             cursor: Some(cursor),
             limit: 2,
-        },
+        }),
     )
     .await
     {
@@ -140,11 +140,11 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     // One category.
     match ask(
         &mut a,
-        ClientFrame::ListNotes {
+        ClientFrame::Note(NoteRequest::ListNotes {
             category: Some("fact".into()),
             cursor: None,
             limit: 10,
-        },
+        }),
     )
     .await
     {
@@ -159,10 +159,10 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     // Search answers whole notes with their version.
     let lisbon = match ask(
         &mut a,
-        ClientFrame::SearchNotes {
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "trams Lisbon".into(),
             limit: 5,
-        },
+        }),
     )
     .await
     {
@@ -184,11 +184,11 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     // Edit at the version shown: same id and category, new text and version.
     let edited = match ask(
         &mut a,
-        ClientFrame::EditNote {
+        ClientFrame::Note(NoteRequest::EditNote {
             note_id: ids[0].clone(),
             content: "Loves the trams in Lisbon and Porto".into(),
-            version: lisbon.version.clone(),
-        },
+            edit_token: lisbon.edit_token.clone(),
+        }),
     )
     .await
     {
@@ -199,16 +199,16 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     assert_eq!(edited.text, "Loves the trams in Lisbon and Porto");
     assert_eq!(edited.category.as_deref(), Some("preference"));
     assert_eq!(edited.created_at, lisbon.created_at);
-    assert_ne!(edited.version, lisbon.version);
+    assert_ne!(edited.edit_token, lisbon.edit_token);
 
     // An edit at the old version is refused and changes nothing.
     let stale = ask(
         &mut a,
-        ClientFrame::EditNote {
+        ClientFrame::Note(NoteRequest::EditNote {
             note_id: ids[0].clone(),
             content: "Hates trams".into(),
-            version: lisbon.version.clone(),
-        },
+            edit_token: lisbon.edit_token.clone(),
+        }),
     )
     .await;
     assert_eq!(code(&stale), ErrorCode::NoteChanged, "{stale:?}");
@@ -221,10 +221,10 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     // Search sees the current text only.
     match ask(
         &mut a,
-        ClientFrame::SearchNotes {
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Porto".into(),
             limit: 5,
-        },
+        }),
     )
     .await
     {
@@ -236,9 +236,9 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     assert_eq!(
         ask(
             &mut a,
-            ClientFrame::DeleteNote {
+            ClientFrame::Note(NoteRequest::DeleteNote {
                 note_id: ids[1].clone()
-            }
+            })
         )
         .await,
         ServerFrame::NoteDeleted {
@@ -255,18 +255,18 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     );
     let again = ask(
         &mut a,
-        ClientFrame::DeleteNote {
+        ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: ids[1].clone(),
-        },
+        }),
     )
     .await;
     assert_eq!(code(&again), ErrorCode::NoteNotFound);
     match ask(
         &mut a,
-        ClientFrame::SearchNotes {
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Oxydra gateway".into(),
             limit: 5,
-        },
+        }),
     )
     .await
     {
@@ -290,10 +290,10 @@ async fn another_users_notes_are_out_of_reach() {
     assert_eq!(listed(&mut a).await, ["Alice likes Lisbon"]);
     match ask(
         &mut a,
-        ClientFrame::SearchNotes {
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Bob bank Zurich".into(),
             limit: 10,
-        },
+        }),
     )
     .await
     {
@@ -302,19 +302,19 @@ async fn another_users_notes_are_out_of_reach() {
         }
         other => panic!("{other:?}"),
     }
-    let version = memory::note_version("Bob's bank is in Zurich");
+    let version = memory::edit_token("Bob's bank is in Zurich");
     for frame in [
-        ClientFrame::GetNote {
+        ClientFrame::Note(NoteRequest::GetNote {
             note_id: bobs[0].clone(),
-        },
-        ClientFrame::EditNote {
+        }),
+        ClientFrame::Note(NoteRequest::EditNote {
             note_id: bobs[0].clone(),
             content: "Bob's bank is in Paris".into(),
-            version,
-        },
-        ClientFrame::DeleteNote {
+            edit_token: version,
+        }),
+        ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: bobs[0].clone(),
-        },
+        }),
     ] {
         let answer = ask(&mut a, frame.clone()).await;
         assert_eq!(code(&answer), ErrorCode::NoteNotFound, "{frame:?}");
@@ -333,55 +333,57 @@ async fn bad_note_requests_are_refused_and_change_nothing() {
     let gw = gateway(dir.path(), &server).await;
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     let id = ids[0].clone();
-    let version = memory::note_version("Alice likes Lisbon");
-    let edit = |content: &str, version: &str| ClientFrame::EditNote {
-        note_id: id.clone(),
-        content: content.into(),
-        version: version.into(),
+    let version = memory::edit_token("Alice likes Lisbon");
+    let edit = |content: &str, version: &str| {
+        ClientFrame::Note(NoteRequest::EditNote {
+            note_id: id.clone(),
+            content: content.into(),
+            edit_token: version.into(),
+        })
     };
     let cases: Vec<(ClientFrame, &str)> = vec![
         (list(0), "limit must be between 1 and 200"),
         (list(201), "limit must be between 1 and 200"),
         (
-            ClientFrame::ListNotes {
+            ClientFrame::Note(NoteRequest::ListNotes {
                 category: Some("gossip".into()),
                 cursor: None,
                 limit: 5,
-            },
+            }),
             "unknown category",
         ),
         (
-            ClientFrame::ListNotes {
+            ClientFrame::Note(NoteRequest::ListNotes {
                 category: None,
                 cursor: Some("x~y".into()),
                 limit: 5,
-            },
+            }),
             "cursor",
         ),
         (
-            ClientFrame::SearchNotes {
+            ClientFrame::Note(NoteRequest::SearchNotes {
                 query: "  ".into(),
                 limit: 5,
-            },
+            }),
             "the search is empty",
         ),
         (
-            ClientFrame::SearchNotes {
+            ClientFrame::Note(NoteRequest::SearchNotes {
                 query: "word ".repeat(300),
                 limit: 5,
-            },
+            }),
             "the search is too long",
         ),
         (
-            ClientFrame::GetNote {
+            ClientFrame::Note(NoteRequest::GetNote {
                 note_id: "../../etc/passwd".into(),
-            },
+            }),
             "note_id must look like note-<uuid>",
         ),
         (
-            ClientFrame::DeleteNote {
+            ClientFrame::Note(NoteRequest::DeleteNote {
                 note_id: "note-1".into(),
-            },
+            }),
             "note_id must look like note-<uuid>",
         ),
         (edit("   ", &version), "the note is empty"),
@@ -411,7 +413,7 @@ async fn bad_note_requests_are_refused_and_change_nothing() {
     match get(&mut a, &ids[0]).await {
         ServerFrame::Note { note } => {
             assert_eq!(note.text, "Alice likes Lisbon");
-            assert_eq!(note.version, version);
+            assert_eq!(note.edit_token, version);
         }
         other => panic!("{other:?}"),
     }
@@ -433,13 +435,13 @@ async fn without_memory_note_frames_say_so() {
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     let id = "note-00000000-0000-4000-8000-000000000000";
     let lifecycle = [
-        ClientFrame::NoteHistory { note_id: id.into() },
-        ClientFrame::ListDeletedNotes,
-        ClientFrame::RestoreNote {
+        ClientFrame::Note(NoteRequest::NoteHistory { note_id: id.into() }),
+        ClientFrame::Note(NoteRequest::ListDeletedNotes),
+        ClientFrame::Note(NoteRequest::RestoreNote {
             note_id: id.into(),
             version: None,
-        },
-        ClientFrame::ConfirmNote { note_id: id.into() },
+        }),
+        ClientFrame::Note(NoteRequest::ConfirmNote { note_id: id.into() }),
     ];
     for frame in [list(10)].into_iter().chain(lifecycle) {
         let answer = ask(&mut a, frame).await;
@@ -509,11 +511,13 @@ pub(crate) async fn governed_gateway_with(
 async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
     let dir = tempfile::tempdir().unwrap();
     let ids = seed(dir.path(), "alice", &[("Alice likes Lisbon", None)]).await;
-    let version = memory::note_version("Alice likes Lisbon");
-    let edit = |content: &str, version: &str| ClientFrame::EditNote {
-        note_id: ids[0].clone(),
-        content: content.into(),
-        version: version.into(),
+    let version = memory::edit_token("Alice likes Lisbon");
+    let edit = |content: &str, version: &str| {
+        ClientFrame::Note(NoteRequest::EditNote {
+            note_id: ids[0].clone(),
+            content: content.into(),
+            edit_token: version.into(),
+        })
     };
     let server = ScriptedLlm::start().await;
 
@@ -524,9 +528,9 @@ async fn edits_pass_the_memory_pipeline_as_the_gateway_surface() {
     let (mut a, _) = Client::hello(&gw, dir.path(), "alice", None, None).await;
     for frame in [
         edit("Alice likes Porto", &version),
-        ClientFrame::DeleteNote {
+        ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: ids[0].clone(),
-        },
+        }),
     ] {
         let answer = ask(&mut a, frame).await;
         assert_eq!(code(&answer), ErrorCode::NotAllowed, "{answer:?}");

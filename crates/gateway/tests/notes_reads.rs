@@ -10,25 +10,25 @@
 )]
 
 use test_support::ScriptedLlm;
-use types::{ClientFrame, ErrorCode, ServerFrame};
+use types::{ClientFrame, ErrorCode, NoteRequest, ServerFrame};
 
 use crate::common::{Client, code};
 use crate::notes::{ask, governed_gateway, seed};
 
 fn reads(note_id: &str) -> [ClientFrame; 3] {
     [
-        ClientFrame::ListNotes {
+        ClientFrame::Note(NoteRequest::ListNotes {
             category: None,
             cursor: None,
             limit: 10,
-        },
-        ClientFrame::SearchNotes {
+        }),
+        ClientFrame::Note(NoteRequest::SearchNotes {
             query: "Lisbon".into(),
             limit: 10,
-        },
-        ClientFrame::GetNote {
+        }),
+        ClientFrame::Note(NoteRequest::GetNote {
             note_id: note_id.into(),
-        },
+        }),
     ]
 }
 

@@ -50,15 +50,16 @@ pub use store::encryption::{EncryptionKey, change_key, is_plaintext};
 pub use error::{MemoryError, RemoteProblem};
 pub use memory_index::{Embedder, HashEmbedder, VectorLeg, embedding};
 pub use memory_store::{MemoryStore, OpenOptions, ProgressFn, Target};
+pub use notes::bounds::{MAX_CONTENT_BYTES, MAX_NOTE_BYTES, TooLong};
 pub use notes::keyed::{KeyPage, KeyQuery, KeyedWrite};
 pub use notes::lifecycle::{DeletedNote, NoteHistory, NoteState, NoteVersion};
 pub use notes::listing::{ListQuery, MAX_PAGE, NotePage, Sweeper};
 pub use notes::maintenance::StoreStats;
 pub use notes::metadata::{Category, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, NoteMetadata};
-pub use notes::note::{ExportedNote, MAX_NOTE_BYTES, Note};
+pub use notes::note::{ExportedNote, Note};
 pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use notes::provenance::{Origin, Provenance};
-pub use notes::receipts::{CallKey, WriteReceipt, Written, note_version};
+pub use notes::receipts::{CallKey, WriteReceipt, Written, edit_token};
 pub use notes::schedule_runs::{NewNotification, Notification, RunEnded, RunNext};
 pub use notes::schedules::{
     MAX_INSTRUCTION_BYTES, MAX_SCHEDULE_TITLE_CHARS, NewSchedule, Schedule, ScheduleChange,

@@ -19,6 +19,7 @@ mod lifecycle;
 mod open;
 mod organised;
 mod remote;
+mod remote_batches;
 mod remote_requests;
 mod replica;
 mod restore_places;

@@ -341,7 +341,7 @@ async fn metadata_written_by_another_store_filters_the_next_vector_search(backen
         tags: Some(vec!["drinks".into()]),
         ..MetadataPatch::default()
     };
-    let version = memory::note_version(&note.content);
+    let version = memory::edit_token(&note.content);
     cli.update(&alice, None, &note.note_id, text, Some(&version), patch)
         .await
         .map(|written| written.receipt)

@@ -366,7 +366,7 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    let version = memory::note_version(&note.content);
+    let version = memory::edit_token(&note.content);
     let patch = MetadataPatch {
         category: Some(Category::Preference),
         tags: Some(vec!["drinks".into()]),
@@ -405,7 +405,7 @@ async fn updates_change_category_tags_and_expiry_and_keep_the_rest() {
     assert_eq!(found(&f.store, &alice, "oolong", facts).await, both(&[]));
 
     // Expire it by update: hidden at once.
-    let version = memory::note_version(&now.content);
+    let version = memory::edit_token(&now.content);
     let patch = MetadataPatch {
         expires_at: Some(Some(Utc::now() - Duration::seconds(1))),
         ..MetadataPatch::default()

@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::store::note_ids_found;
 use common::user;
 use memory::{
-    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance,
-    note_version,
+    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance, edit_token,
 };
 use test_support::{Need, Sqld, need};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -244,7 +243,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
         ..MetadataPatch::default()
     };
     let text = "The boiler code is 'x'; DROP TABLE notes; -- 6630";
-    let expected = note_version(&updated.content);
+    let expected = edit_token(&updated.content);
     let before = proxy.count();
     let receipt = store
         .update(
@@ -273,7 +272,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
         .map(|written| written.receipt)
         .unwrap();
     assert!(again.replayed, "{again:?}");
-    assert_eq!(again.version, receipt.version);
+    assert_eq!(again.edit_token, receipt.edit_token);
     let stored = store.get(&alice, &note.note_id).await.unwrap();
     assert_eq!(stored.content, text);
     assert_eq!(stored.metadata.tags, ["home"]);
@@ -367,7 +366,7 @@ async fn an_update_whose_note_changed_after_its_read_writes_nothing_of_its_own()
         store,
         other,
     } = clients;
-    let expected = note_version(&note.content);
+    let expected = edit_token(&note.content);
 
     // Hold the update's batch (after its read) while the other client rewrites the note.
     let held = proxy.hold("INSERT INTO note_versions");

@@ -25,7 +25,7 @@ on_both_backends!(
 
 async fn write(f: &common::Fixture, who: &UserId, path: &str, text: &str) -> memory::PathFile {
     let expect = match f.store.files().read_file(who, path).await.unwrap() {
-        Some(file) => PathExpect::Version(file.version),
+        Some(file) => PathExpect::EditToken(file.edit_token),
         None => PathExpect::Absent,
     };
     match f

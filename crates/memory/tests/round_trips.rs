@@ -257,7 +257,7 @@ async fn a_retried_save_writes_once_and_any_text_reads_back_exactly(backend: Bac
         stored.expires_at.map(|t| t.timestamp_millis()),
         metadata.expires_at.map(|t| t.timestamp_millis())
     );
-    assert_eq!(first.version, Some(memory::note_version(text)));
+    assert_eq!(first.edit_token, Some(memory::edit_token(text)));
     let audit = f.store.audit().audit_log(None, 10).await.unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(

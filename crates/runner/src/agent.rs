@@ -100,26 +100,7 @@ pub async fn compose_with(
     options: OpenOptions,
     launcher: Arc<dyn Launcher>,
 ) -> Result<Agent, ComposeError> {
-    let (store, memory) = if !config.memory.enabled {
-        tracing::info!("memory is disabled: no store, no memory tools, no recall");
-        (None, MemoryState::Disabled)
-    } else {
-        let store = MemoryStore::open(
-            memory::Target::Config {
-                config: &config.memory,
-                user_root,
-            },
-            options,
-        )
-        .await
-        .map_err(ComposeError::Memory)?;
-        let state = if config.memory.remote_url.is_some() {
-            MemoryState::Remote
-        } else {
-            MemoryState::Local
-        };
-        (Some(store), state)
-    };
+    let (store, memory) = open_memory(config, user_root, options).await?;
     let metrics = MemoryMetrics::new()
         .map(Arc::new)
         .map_err(|e| ComposeError::Tools(ToolError::execution_with("metrics registry", e)))?;
@@ -131,18 +112,7 @@ pub async fn compose_with(
         governance = governance.with_audit(Arc::new(store.clone()));
     }
     let governance = Arc::new(governance);
-    let schedules = match (&store, config.schedules.enabled) {
-        (Some(store), true) => {
-            let zone = tools::resolve_timezone(config.user.timezone.as_deref())
-                .map_err(ComposeError::Timezone)?;
-            Some(tools::Schedules::new(
-                store.clone(),
-                config.schedules.clone(),
-                zone,
-            ))
-        }
-        _ => None,
-    };
+    let schedules = schedules_of(config, store.as_ref())?;
     let memory_tools = store.as_ref().map(retrieval_of);
     let mut tool_set = ToolSet::for_agent(config, memory_tools);
     if let Some(schedules) = &schedules {
@@ -186,6 +156,47 @@ pub async fn compose_with(
         schedules,
         mcp_clients,
     })
+}
+
+/// The user's store (none when memory is disabled) and where it is.
+async fn open_memory(
+    config: &AgentConfig,
+    user_root: &Path,
+    options: OpenOptions,
+) -> Result<(Option<MemoryStore>, MemoryState), ComposeError> {
+    if !config.memory.enabled {
+        tracing::info!("memory is disabled: no store, no memory tools, no recall");
+        return Ok((None, MemoryState::Disabled));
+    }
+    let target = memory::Target::Config {
+        config: &config.memory,
+        user_root,
+    };
+    let store = MemoryStore::open(target, options)
+        .await
+        .map_err(ComposeError::Memory)?;
+    let state = match config.memory.remote_url {
+        Some(_) => MemoryState::Remote,
+        None => MemoryState::Local,
+    };
+    Ok((Some(store), state))
+}
+
+/// The user's schedules, when there is a store and schedules are enabled.
+fn schedules_of(
+    config: &AgentConfig,
+    store: Option<&MemoryStore>,
+) -> Result<Option<tools::Schedules>, ComposeError> {
+    let (Some(store), true) = (store, config.schedules.enabled) else {
+        return Ok(None);
+    };
+    let zone =
+        tools::resolve_timezone(config.user.timezone.as_deref()).map_err(ComposeError::Timezone)?;
+    Ok(Some(tools::Schedules::new(
+        store.clone(),
+        config.schedules.clone(),
+        zone,
+    )))
 }
 
 /// The clients of the user's MCP servers (none configured: `None`), their first connections

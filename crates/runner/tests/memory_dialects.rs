@@ -77,7 +77,7 @@ async fn expire_all(setup: &Setup, user: &str) {
         ..ListQuery::default()
     };
     for note in store.list(&user, &query).await.unwrap().notes {
-        let version = memory::note_version(&note.content);
+        let version = memory::edit_token(&note.content);
         let patch = MetadataPatch {
             expires_at: Some(Some(Utc::now() - Duration::seconds(1))),
             ..MetadataPatch::default()

@@ -157,32 +157,20 @@ impl Journal {
         }
     }
 
-    /// The newest `limit` entries, oldest first.
+    /// The newest `limit` entries, oldest first: the last page.
     pub(crate) async fn recent(
         &self,
         session: &SessionId,
         limit: usize,
     ) -> Result<Vec<Entry>, RuntimeError> {
-        match self {
-            Journal::Durable(store) => Ok(store
-                .sessions()
-                .history(session, None, limit)
-                .await
-                .map_err(RuntimeError::memory("reading the conversation"))?
-                .into_iter()
-                .map(|e| Entry {
-                    seq: e.seq,
-                    message: e.message,
-                })
-                .collect()),
-            Journal::Ephemeral(sessions) => Ok(lock(sessions)
-                .get(session)
-                .map(|log| {
-                    let skip = log.entries.len().saturating_sub(limit);
-                    log.entries[skip..].to_vec()
-                })
-                .unwrap_or_default()),
-        }
+        let page = self.page(session, None, limit).await?;
+        Ok(page
+            .into_iter()
+            .map(|e| Entry {
+                seq: e.seq,
+                message: e.message,
+            })
+            .collect())
     }
 
     pub(crate) async fn summary(

@@ -7,7 +7,7 @@
 //! confirm), rate limit, the write with its audit row in its own transaction (reads get their
 //! own row), metrics. The user is the caller's authenticated one, never an argument.
 
-use memory::{CallKey, NoteState, NoteVersion, Provenance};
+use memory::{CallKey, Note, NoteState, NoteVersion, Provenance};
 use serde_json::json;
 use tools::MemoryAccess;
 use tools::governance::Answer;
@@ -99,20 +99,11 @@ impl AgentRuntime {
         version: Option<u32>,
     ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
-        let note = self
-            .govern(
-                ctx,
-                memory_ops::RESTORE,
-                MemoryAccess::note_change(note_id),
-                |call| async move {
-                    store
-                        .restore(&ctx.user_id, call.as_ref(), note_id, version)
-                        .await
-                        .map_err(note_error("restoring a note"))
-                },
-            )
-            .await?;
-        Ok(note_view(note))
+        self.change_note(ctx, memory_ops::RESTORE, note_id, |call| async move {
+            let restored = store.restore(&ctx.user_id, call.as_ref(), note_id, version);
+            restored.await.map_err(note_error("restoring a note"))
+        })
+        .await
     }
 
     /// Marks the caller's note `note_id` as confirmed, so automatic recall may use it.
@@ -122,20 +113,28 @@ impl AgentRuntime {
         note_id: &NoteId,
     ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
-        let note = self
-            .govern(
-                ctx,
-                memory_ops::CONFIRM,
-                MemoryAccess::note_change(note_id),
-                |call| async move {
-                    store
-                        .confirm(&ctx.user_id, call.as_ref(), note_id)
-                        .await
-                        .map_err(note_error("confirming a note"))
-                },
-            )
-            .await?;
-        Ok(note_view(note))
+        self.change_note(ctx, memory_ops::CONFIRM, note_id, |call| async move {
+            let confirmed = store.confirm(&ctx.user_id, call.as_ref(), note_id);
+            confirmed.await.map_err(note_error("confirming a note"))
+        })
+        .await
+    }
+
+    /// A change `op` (a memory operation) to the caller's note `note_id`, through the one
+    /// pipeline; the note as it is after it.
+    async fn change_note<F, Fut>(
+        &self,
+        ctx: &ToolExecutionContext,
+        op: &str,
+        note_id: &NoteId,
+        change: F,
+    ) -> Result<NoteView, RuntimeError>
+    where
+        F: FnOnce(Option<CallKey>) -> Fut,
+        Fut: Future<Output = Result<Note, RuntimeError>>,
+    {
+        let access = MemoryAccess::note_change(note_id);
+        Ok(note_view(self.govern(ctx, op, access, change).await?))
     }
 
     /// Runs `op` through the one governance pipeline as `ctx`'s surface (permission and rate
@@ -184,7 +183,7 @@ where
 fn version_entry(v: NoteVersion) -> NoteVersionView {
     NoteVersionView {
         version: v.version,
-        edit_token: memory::note_version(&v.content),
+        edit_token: memory::edit_token(&v.content),
         text: v.content,
         category: v.metadata.category.map(|c| c.as_str().to_owned()),
         tags: v.metadata.tags,

@@ -24,10 +24,10 @@ use crate::runtime::AgentRuntime;
 pub const MAX_NOTES_PAGE: usize = memory::MAX_PAGE;
 
 /// `note` as its user is shown it: the one note shape, the gateway protocol's [`NoteView`].
-/// `version` changes whenever the text does; an edit must name the current one.
+/// `edit_token` changes whenever the text does; an edit must name the current one.
 pub(crate) fn note_view(note: Note) -> NoteView {
     NoteView {
-        version: memory::note_version(&note.content),
+        edit_token: memory::edit_token(&note.content),
         note_id: note.note_id.to_string(),
         text: note.content,
         category: note.metadata.category.map(|c| c.as_str().to_owned()),
@@ -182,16 +182,17 @@ impl AgentRuntime {
         Ok(note_view(note))
     }
 
-    /// Replaces the text of the caller's note `note_id` if its current version is `version`; the
-    /// note keeps its id, category and tags. The caller (`ctx.user_id`, `ctx.surface`) comes from
-    /// its own authenticated context. Nothing changes when the version is stale, the text is
+    /// Replaces the text of the caller's note `note_id` if its current text's edit token is
+    /// `edit_token`; the note keeps its id, category and tags. The caller (`ctx.user_id`,
+    /// `ctx.surface`) comes from its own authenticated context. Nothing changes when the token is
+    /// stale, the text is
     /// empty or too long, or the governance stages refuse it.
     pub async fn edit_note(
         &self,
         ctx: &ToolExecutionContext,
         note_id: &NoteId,
         content: &str,
-        version: &str,
+        edit_token: &str,
     ) -> Result<NoteView, RuntimeError> {
         let content = content.trim();
         if content.is_empty() {
@@ -199,19 +200,19 @@ impl AgentRuntime {
                 "the note is empty: give its new text, or delete it".into(),
             ));
         }
-        if content.len() > tools::MAX_CONTENT_BYTES {
+        if let Err(too_long) = memory::TooLong::check(content, memory::MAX_CONTENT_BYTES) {
             return Err(RuntimeError::InvalidNoteRequest(format!(
-                "the note is too long ({} bytes, at most {}): shorten it",
-                content.len(),
-                tools::MAX_CONTENT_BYTES
+                "the note is too long ({too_long}): shorten it"
             )));
         }
-        self.current_at(&ctx.user_id, note_id, version).await?;
-        let args = json!({ "note_id": note_id.as_str(), "content": content, "version": version });
+        self.current_at(&ctx.user_id, note_id, edit_token).await?;
+        // The update tool's argument keeps the name the model knows: `version`.
+        let args =
+            json!({ "note_id": note_id.as_str(), "content": content, "version": edit_token });
         let outcome = self.governed(MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
         if !outcome.ok {
             // Changed in between, or refused by a governance stage.
-            self.current_at(&ctx.user_id, note_id, version).await?;
+            self.current_at(&ctx.user_id, note_id, edit_token).await?;
             return Err(refused(&outcome));
         }
         self.stored(&ctx.user_id, note_id).await
@@ -259,14 +260,14 @@ impl AgentRuntime {
         Ok(note_view(note))
     }
 
-    /// `note_id` when it exists and is at `version`.
+    /// `note_id` when it exists and its text's edit token is `edit_token`.
     async fn current_at(
         &self,
         user: &UserId,
         note_id: &NoteId,
-        version: &str,
+        edit_token: &str,
     ) -> Result<(), RuntimeError> {
-        if self.stored(user, note_id).await?.version != version.trim() {
+        if self.stored(user, note_id).await?.edit_token != edit_token.trim() {
             return Err(RuntimeError::NoteVersionMismatch(note_id.clone()));
         }
         Ok(())

@@ -154,7 +154,7 @@ async fn adds_updates_and_deletes(kind: ProviderKind) {
         record(json!([
             {"action": "add", "content": "The user's sister Ana is a doctor", "category": "fact"},
             {"action": "update", "note_id": home.as_str(), "content": "The user lives in Porto",
-             "version": memory::note_version("The user lives in Lisbon")},
+             "version": memory::edit_token("The user lives in Lisbon")},
             {"action": "delete", "note_id": tea.as_str()},
         ]))
         .with_usage(700, 50),

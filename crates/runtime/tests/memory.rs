@@ -115,7 +115,7 @@ async fn roundtrip(kind: ProviderKind) {
             json!({
                 "note_id": note_id,
                 "content": "User prefers to be called SG",
-                "version": memory::note_version("User's name is Shantanu"),
+                "version": memory::edit_token("User's name is Shantanu"),
             }),
         ),
         ScriptedReply::text("Got it, SG."),

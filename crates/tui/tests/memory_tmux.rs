@@ -67,7 +67,7 @@ fn update_and_delete(
                 json!({
                     "note_id": tram,
                     "content": UPDATED,
-                    "version": memory::note_version(SECOND),
+                    "version": memory::edit_token(SECOND),
                 }),
             ),
             ScriptedToolCall::new("memory_delete", json!({ "note_id": tart })),

@@ -19,8 +19,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tui::{App, ConnEvent};
 use types::{
-    ClientFrame, NoteChange, NoteView, ServerFrame, SessionId, SessionSummary, TurnEvent, TurnId,
-    Usage, UserId,
+    ClientFrame, NoteChange, NoteRequest, NoteView, ServerFrame, SessionId, SessionSummary,
+    TurnEvent, TurnId, Usage, UserId,
 };
 
 pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {
@@ -293,7 +293,7 @@ pub(crate) fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
     NoteView {
         note_id: id.into(),
         text: text.into(),
-        version: format!("v-{}", text.len()),
+        edit_token: format!("v-{}", text.len()),
         category: category.map(str::to_owned),
         tags: Vec::new(),
         created_at: "2025-01-01T09:00:00.000Z".into(),
@@ -313,11 +313,11 @@ fn memory_list_browse_and_edit_with_undo() {
     let mut app = online(Some("Trip planning"));
     assert_eq!(
         command(&mut app, "/memory preference"),
-        [ClientFrame::ListNotes {
+        [ClientFrame::Note(NoteRequest::ListNotes {
             category: Some("preference".into()),
             cursor: None,
             limit: 20,
-        }]
+        })]
     );
     let tea = note(NOTE_B, "Drinks tea, never coffee", Some("preference"));
     app.on_frame(ServerFrame::NoteList {
@@ -335,22 +335,22 @@ fn memory_list_browse_and_edit_with_undo() {
     check("memory_list", &screen(&mut app, 80, 20));
     assert_eq!(
         command(&mut app, "/memory more"),
-        [ClientFrame::ListNotes {
+        [ClientFrame::Note(NoteRequest::ListNotes {
             category: Some("preference".into()),
             cursor: Some("c1".into()),
             limit: 20,
-        }]
+        })]
     );
 
     // Edit note 1 at the version shown; the change gets a line, and undo puts the text back at
     // the version the edit produced.
     assert_eq!(
         command(&mut app, "/memory edit 1 Drinks green tea"),
-        [ClientFrame::EditNote {
+        [ClientFrame::Note(NoteRequest::EditNote {
             note_id: NOTE_B.into(),
             content: "Drinks green tea".into(),
-            version: tea.version.clone(),
-        }]
+            edit_token: tea.edit_token.clone(),
+        })]
     );
     let edited = note(NOTE_B, "Drinks green tea", Some("preference"));
     app.on_frame(ServerFrame::NoteEdited {
@@ -358,11 +358,11 @@ fn memory_list_browse_and_edit_with_undo() {
     });
     assert_eq!(
         app.on_key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
-        [ClientFrame::EditNote {
+        [ClientFrame::Note(NoteRequest::EditNote {
             note_id: NOTE_B.into(),
             content: tea.text.clone(),
-            version: edited.version.clone(),
-        }]
+            edit_token: edited.edit_token.clone(),
+        })]
     );
     app.on_frame(ServerFrame::NoteEdited { note: tea });
     assert_eq!(app.memory_changes()[0].undo, tui::Undo::Done);
@@ -451,9 +451,9 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
     check("memory_changes", &screen(&mut app, 80, 20));
     assert_eq!(
         command(&mut app, "/undo 1"),
-        [ClientFrame::DeleteNote {
+        [ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: NOTE_A.into()
-        }]
+        })]
     );
     app.on_frame(ServerFrame::NoteDeleted {
         note_id: NOTE_A.into(),
@@ -462,10 +462,10 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
     // The agent's delete is taken back by restoring the note.
     assert_eq!(
         command(&mut app, "/undo 2"),
-        [ClientFrame::RestoreNote {
+        [ClientFrame::Note(NoteRequest::RestoreNote {
             note_id: NOTE_B.into(),
             version: None
-        }]
+        })]
     );
     app.on_frame(ServerFrame::NoteRestored {
         note: note(NOTE_B, "Works at the harbour", None),

@@ -23,6 +23,7 @@ mod ids;
 mod message;
 mod model_views;
 mod note_changes;
+mod note_requests;
 mod note_views;
 mod protocol;
 mod schedule_views;
@@ -61,6 +62,7 @@ pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model_views::{ModelView, UsageView};
 pub use note_changes::{NoteChange, NoteChanges};
+pub use note_requests::NoteRequest;
 pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
 pub use protocol::MAX_FRAME_BYTES;
 pub use protocol::{

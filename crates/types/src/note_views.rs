@@ -4,13 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A saved note as shown to the user. `version` changes whenever the text does; `edit_note` must
-/// name the current one.
+/// A saved note as shown to the user. `edit_token` (a hash of the text, `version` on the wire of
+/// protocol 1) changes whenever the text does; `edit_note` must name the current one. A note's
+/// numbered versions are its history's ([`NoteVersionView::version`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NoteView {
     pub note_id: String,
     pub text: String,
-    pub version: String,
+    #[serde(rename = "version")]
+    pub edit_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -25,7 +27,7 @@ pub struct NoteView {
 }
 
 /// One text a note has had. `version` counts from 1 (the first save) and is what
-/// `restore_note` takes; `edit_token` is the note's `version` string while this text is current.
+/// `restore_note` takes; `edit_token` is the note's [`NoteView::edit_token`] while this text is current.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NoteVersionView {
     pub version: u32,

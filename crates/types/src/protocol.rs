@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     CaptureReport, CapturedChange, ConversationHitView, DeletedNoteView, Message, ModelView,
-    NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction, ScheduleView,
-    SessionId, TurnEvent, TurnId, UsageView, UserId,
+    NoteRequest, NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction,
+    ScheduleView, SessionId, TurnEvent, TurnId, UsageView, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -81,42 +81,6 @@ pub enum ClientFrame {
     },
     /// Keep-alive; answered with `pong`.
     Ping,
-    /// Lists the user's saved notes, newest first, `limit` (1–200) at a time; `category` keeps
-    /// one category, `cursor` (a list's `next_cursor`) pages on. Answered with `note_list`.
-    ListNotes {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        category: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cursor: Option<String>,
-        limit: u32,
-    },
-    /// Searches the user's saved notes; answered with `note_results` (best first, whole notes).
-    SearchNotes { query: String, limit: u32 },
-    /// Reads one note whole; answered with `note`.
-    GetNote { note_id: String },
-    /// Replaces a note's text, only if `version` is its current one; answered with `note_edited`.
-    EditNote {
-        note_id: String,
-        content: String,
-        version: String,
-    },
-    /// Deletes a note (restorable for the retention window); answered with `note_deleted`.
-    DeleteNote { note_id: String },
-    /// Every version of a note, live or deleted; answered with `note_versions`.
-    NoteHistory { note_id: String },
-    /// The deleted notes that can still be restored; answered with `deleted_notes`.
-    ListDeletedNotes,
-    /// Brings a deleted note back (to its last text, or to `version`), or makes an earlier
-    /// `version` of a live note its current text again (a new version: history is never
-    /// rewritten). Answered with `note_restored`.
-    RestoreNote {
-        note_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        version: Option<u32>,
-    },
-    /// Vouches for an unconfirmed note (saved after untrusted tool output), so recall may use
-    /// it; answered with `note_confirmed`.
-    ConfirmNote { note_id: String },
     /// The user's schedules; answered with `schedules`.
     ListSchedules,
     /// Cancels, pauses or resumes one of the user's schedules; answered with `schedules`.
@@ -142,6 +106,11 @@ pub enum ClientFrame {
     /// Searches every past conversation of the user (1 to 50 hits); answered with
     /// `conversation_results`.
     SearchConversations { query: String, limit: u32 },
+    /// A request about the user's notes (`list_notes`, `edit_note`, `restore_note`, …): declared
+    /// once, as [`NoteRequest`]. Untagged here because the request brings its own `type`; it stays
+    /// the last variant, tried after every frame whose `type` is its own.
+    #[serde(untagged)]
+    Note(NoteRequest),
 }
 
 /// How far an approval reaches.

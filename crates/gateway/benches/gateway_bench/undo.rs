@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::bail;
 use gateway::{Gateway, GatewayConfig, GatewayToken, UserAgent};
 use memory::{HashEmbedder, MemoryStore, NoteMetadata};
-use types::{ClientFrame, ServerFrame, UserId, WorkspacePaths};
+use types::{ClientFrame, NoteRequest, ServerFrame, UserId, WorkspacePaths};
 
 use super::{InstantProvider, compose, connect, percentiles, recv, send};
 
@@ -114,18 +114,18 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
 
     // Undo of an edit: put the other text back, at the version the last change made.
     let texts = ["Drinks green tea", "Drinks black tea"];
-    let mut version = memory::note_version(texts[0]);
+    let mut version = memory::edit_token(texts[0]);
     let mut edits = Vec::with_capacity(rounds);
     for i in 0..rounds {
-        let frame = ClientFrame::EditNote {
+        let frame = ClientFrame::Note(NoteRequest::EditNote {
             note_id: edited.note_id.to_string(),
             content: texts[(i + 1) % 2].into(),
-            version: version.clone(),
-        };
+            edit_token: version.clone(),
+        });
         let start = Instant::now();
         send(&mut ws, &frame).await?;
         match recv(&mut ws).await? {
-            ServerFrame::NoteEdited { note } => version = note.version,
+            ServerFrame::NoteEdited { note } => version = note.edit_token,
             other => bail!("expected note_edited, got {other:?}"),
         }
         edits.push(start.elapsed());
@@ -134,7 +134,11 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let mut deletes = Vec::with_capacity(rounds);
     for note_id in saved {
         let start = Instant::now();
-        send(&mut ws, &ClientFrame::DeleteNote { note_id }).await?;
+        send(
+            &mut ws,
+            &ClientFrame::Note(NoteRequest::DeleteNote { note_id }),
+        )
+        .await?;
         match recv(&mut ws).await? {
             ServerFrame::NoteDeleted { .. } => {}
             other => bail!("expected note_deleted, got {other:?}"),
@@ -145,10 +149,10 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let mut restores = Vec::with_capacity(rounds);
     for note_id in deleted {
         let start = Instant::now();
-        let frame = ClientFrame::RestoreNote {
+        let frame = ClientFrame::Note(NoteRequest::RestoreNote {
             note_id,
             version: None,
-        };
+        });
         send(&mut ws, &frame).await?;
         match recv(&mut ws).await? {
             ServerFrame::NoteRestored { .. } => {}
@@ -160,9 +164,9 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
     let mut reverts = Vec::with_capacity(rounds);
     for note_id in updated {
         let start = Instant::now();
-        let history = ClientFrame::NoteHistory {
+        let history = ClientFrame::Note(NoteRequest::NoteHistory {
             note_id: note_id.clone(),
-        };
+        });
         send(&mut ws, &history).await?;
         let version = match recv(&mut ws).await? {
             ServerFrame::NoteVersions { versions, .. } => {
@@ -170,10 +174,10 @@ pub(crate) async fn run(notes: usize, rounds: usize) -> anyhow::Result<String> {
             }
             other => bail!("expected note_versions, got {other:?}"),
         };
-        let frame = ClientFrame::RestoreNote {
+        let frame = ClientFrame::Note(NoteRequest::RestoreNote {
             note_id,
             version: Some(version),
-        };
+        });
         send(&mut ws, &frame).await?;
         match recv(&mut ws).await? {
             ServerFrame::NoteRestored { note } if note.text.starts_with("lives in Lisbon") => {}

@@ -22,7 +22,7 @@ use crate::memory_store::MemoryStore;
 use crate::notes::indexing::embed_checked;
 use crate::notes::metadata::NoteMetadata;
 use crate::notes::note::{Note, validate};
-use crate::notes::receipts::{CallKey, WriteReceipt, note_version, replay};
+use crate::notes::receipts::{CallKey, WriteReceipt, edit_token, replay};
 use crate::rooms::Upkeep;
 use crate::time::now_text;
 
@@ -44,7 +44,7 @@ pub fn normalize(text: &str) -> String {
 
 /// The stored hash of a note's normalised text.
 pub(crate) fn text_hash(text: &str) -> String {
-    note_version(&normalize(text))
+    edit_token(&normalize(text))
 }
 
 /// A current note close to the text being saved.
@@ -74,8 +74,8 @@ pub enum DuplicateCheck {
 pub enum SaveOutcome {
     /// Stored (or, for a retried call, stored by its first attempt).
     Saved(WriteReceipt),
-    /// Nothing stored: this note already says it; `version` is its current version.
-    Duplicate { note_id: NoteId, version: String },
+    /// Nothing stored: this note already says it; `edit_token` is its current text's token.
+    Duplicate { note_id: NoteId, edit_token: String },
     /// Nothing stored: these notes say nearly the same (the caller may insist).
     Similar(Vec<SimilarNote>),
 }
@@ -158,7 +158,7 @@ impl MemoryStore {
                 self.audit_check(user, call, Some(&note_id), "duplicate")
                     .await?;
                 return Ok(Saved::nothing(SaveOutcome::Duplicate {
-                    version: note_version(&note.content),
+                    edit_token: edit_token(&note.content),
                     note_id,
                 }));
             }

@@ -4,6 +4,7 @@
 //! rolling summaries, sessions and their events, and the chunk rows every write indexes.
 
 pub(crate) mod audit;
+pub(crate) mod bounds;
 pub(crate) mod capture;
 pub(crate) mod duplicates;
 pub(crate) mod erase;

@@ -8,7 +8,7 @@
 //!
 //! Writes made for a model's tool call carry a [`CallKey`] and record a receipt in the same
 //! transaction (a retried call writes nothing and gets the first receipt); a checked update
-//! replaces a note only at the [`note_version`] its caller was shown (see [`crate::notes::receipts`]).
+//! replaces a note only at the [`edit_token`] its caller was shown (see [`crate::notes::receipts`]).
 
 use chrono::{DateTime, Utc};
 use libsql::Connection;
@@ -17,20 +17,18 @@ use types::{NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
+use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::indexing::{EventRef, Prepared, delete_event, insert_chunks, prepare};
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::metadata::MetadataPatch;
 pub use crate::notes::metadata::NoteMetadata;
 use crate::notes::note_rows::{chunk_meta, note_rows};
-use crate::notes::receipts::{CallKey, WriteReceipt, Written, note_version, record_for, replay};
+use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for, replay};
 use crate::notes::sessions::{allocate_seq, ensure_session, to_sql_seq};
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
 use memory_index::vector_index::IndexChange;
-
-/// Largest note accepted, in bytes of UTF-8.
-pub const MAX_NOTE_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Note {
@@ -57,10 +55,9 @@ pub(crate) fn validate(content: &str) -> Result<&str, MemoryError> {
             "the note contains a NUL character: remove it and save again".into(),
         ));
     }
-    if content.len() > MAX_NOTE_BYTES {
+    if let Err(too_long) = TooLong::check(content, MAX_NOTE_BYTES) {
         return Err(MemoryError::InvalidInput(format!(
-            "the note is too long ({} bytes, at most {MAX_NOTE_BYTES}): save a shorter summary",
-            content.len()
+            "the note is too long ({too_long}): save a shorter summary"
         )));
     }
     Ok(content)
@@ -146,7 +143,7 @@ impl MemoryStore {
 
     /// Replaces the text of `note_id`, keeping its id, metadata and `created_at`; the replaced
     /// text is kept as a version (see [`MemoryStore::history`]). With `expected`, only if the
-    /// note's current [`note_version`] is that (else [`MemoryError::VersionMismatch`], and nothing
+    /// note's current [`edit_token`] is that (else [`MemoryError::VersionMismatch`], and nothing
     /// changes); `patch` changes the note's category, tags or expiry (validated like a save; an
     /// empty patch keeps them) in the same transaction; idempotent per call key.
     pub async fn update(
@@ -189,7 +186,7 @@ impl MemoryStore {
                 let old = load_note(&tx, &session, &note_id, true).await?;
                 let metadata = patch.apply(old.note.metadata.clone())?;
                 if let Some(expected) = &expected
-                    && note_version(&old.note.content) != expected.trim()
+                    && edit_token(&old.note.content) != expected.trim()
                 {
                     return Err(MemoryError::VersionMismatch(note_id.clone()));
                 }
@@ -258,7 +255,7 @@ impl MemoryStore {
                 record_for(&tx, &user, call.as_ref(), &note_id, None).await?;
                 Ok(WriteReceipt {
                     note_id: note_id.clone(),
-                    version: None,
+                    edit_token: None,
                     replayed: false,
                 })
             }

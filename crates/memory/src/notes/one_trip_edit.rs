@@ -29,7 +29,7 @@ use crate::notes::lifecycle::tombstone_row;
 use crate::notes::metadata::MetadataPatch;
 use crate::notes::note::{LoadedNote, NoteWrite, note_from_row, note_read};
 use crate::notes::one_trip::{push_note, try_batch};
-use crate::notes::receipts::{CallKey, WriteReceipt, Written, note_version, record_for_rows};
+use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for_rows};
 use crate::store::stmt::Stmt;
 use crate::time::now_text;
 
@@ -56,7 +56,7 @@ pub(crate) async fn update(
     };
     if edit
         .expected
-        .is_some_and(|v| note_version(&old.note.content) != v.trim())
+        .is_some_and(|v| edit_token(&old.note.content) != v.trim())
     {
         return Ok(None);
     }
@@ -127,7 +127,7 @@ pub(crate) async fn delete(
     }
     let receipt = WriteReceipt {
         note_id: note_id.clone(),
-        version: None,
+        edit_token: None,
         replayed: false,
     };
     Ok(try_batch(conn, &sql, "delete").await.then_some(receipt))

@@ -3,7 +3,7 @@
 //! A file is a note with a path (column `notes.path`, unique per namespace): its text is chunked,
 //! embedded and indexed like any note's, so `memory_search` finds it. Directories are not stored:
 //! a directory exists while some file lies beneath it. Every write here (put, move, delete) is one
-//! transaction; a put that names the version it read fails with [`PathPut::Changed`] when another
+//! transaction; a put that names the edit token of the text it read fails with [`PathPut::Changed`] when another
 //! writer got there first, so concurrent edits never lose an update.
 //!
 //! Paths reaching this module are canonical (`/memories` or `/memories/a/b`, no empty, `.` or
@@ -13,10 +13,11 @@ use libsql::Connection;
 use types::{AuditTag, NoteId, SessionId, UserId};
 
 use crate::error::MemoryError;
+use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::indexing::prepare;
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::note::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
-use crate::notes::receipts::note_version;
+use crate::notes::receipts::edit_token;
 use crate::rooms::Files;
 use crate::store::{begin, finish};
 use crate::time::{now_text, to_text};
@@ -34,13 +35,13 @@ pub struct PathEntry {
     pub bytes: u64,
 }
 
-/// One file with its text and the version of that text (see [`note_version`]).
+/// One file with its text and that text's edit token (see [`edit_token`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathFile {
     pub path: String,
     pub note_id: NoteId,
     pub content: String,
-    pub version: String,
+    pub edit_token: String,
 }
 
 /// What a [`Files::put_file`](crate::Files::put_file) may find before it writes.
@@ -50,8 +51,8 @@ pub enum PathExpect {
     Absent,
     /// A file is there, whatever its text.
     Present,
-    /// A file is there with this version of its text (a read-modify-write).
-    Version(String),
+    /// A file is there with this text, named by its edit token (a read-modify-write).
+    EditToken(String),
 }
 
 /// How a [`Files::put_file`](crate::Files::put_file) ended.
@@ -62,7 +63,7 @@ pub enum PathPut {
     Exists,
     /// No file is at the path.
     Missing,
-    /// The file's text is no longer the version the caller read.
+    /// The file's text is no longer the one the caller read.
     Changed,
     /// This ancestor of the path is a file, so the path cannot be a file.
     UnderFile(String),
@@ -188,7 +189,7 @@ async fn file_at(
     let file = PathFile {
         path: path.to_owned(),
         note_id: loaded.note.note_id.clone(),
-        version: note_version(&loaded.note.content),
+        edit_token: edit_token(&loaded.note.content),
         content: loaded.note.content.clone(),
     };
     Ok(Some((file, loaded)))
@@ -235,11 +236,9 @@ impl Files<'_> {
         if path == MEMORIES_ROOT {
             return Ok(PathPut::Exists);
         }
-        if content.len() > crate::MAX_NOTE_BYTES {
+        if let Err(too_long) = TooLong::check(content, MAX_NOTE_BYTES) {
             return Err(MemoryError::InvalidInput(format!(
-                "the file is too long ({} bytes, at most {}): keep memory files short",
-                content.len(),
-                crate::MAX_NOTE_BYTES
+                "the file is too long ({too_long}): keep memory files short"
             )));
         }
         let prepared = prepare(self.inner.embedder.as_ref(), content).await?;
@@ -254,8 +253,10 @@ impl Files<'_> {
                 let existing = file_at(&tx, &session, &path).await?;
                 let blocked = match (&existing, &expect) {
                     (Some(_), PathExpect::Absent) => Some(PathPut::Exists),
-                    (None, PathExpect::Present | PathExpect::Version(_)) => Some(PathPut::Missing),
-                    (Some((file, _)), PathExpect::Version(v)) if file.version != *v => {
+                    (None, PathExpect::Present | PathExpect::EditToken(_)) => {
+                        Some(PathPut::Missing)
+                    }
+                    (Some((file, _)), PathExpect::EditToken(v)) if file.edit_token != *v => {
                         Some(PathPut::Changed)
                     }
                     (None, PathExpect::Absent) => blocked_new(&tx, &session, &path).await?,
@@ -308,7 +309,7 @@ impl Files<'_> {
                 Ok(PathPut::Written(PathFile {
                     path: path.clone(),
                     note_id,
-                    version: note_version(&content),
+                    edit_token: edit_token(&content),
                     content: content.clone(),
                 }))
             }

@@ -1,14 +1,14 @@
-//! What makes a model's writes safe to retry and safe to replace: call keys and receipts, and note
-//! versions.
+//! What makes a model's writes safe to retry and safe to replace: call keys and receipts, and edit
+//! tokens.
 //!
 //! - A [`CallKey`] names one tool call (session, call id, tool, arguments). A write made for a call
 //!   records a receipt (`write_receipts`) in its own transaction; a write with the same key finds it
 //!   and returns it (`replayed: true`) without writing again. So a call retried after a timeout or
 //!   a lost connection never saves a note twice, and a retried delete reports the delete it made.
 //!   Receipts older than [`RECEIPT_DAYS`] are dropped by later writes.
-//! - A note's [`note_version`] is a hash of its text. Tools hand it out only with the whole text,
+//! - A note's [`edit_token`] is a hash of its text. Tools hand it out only with the whole text,
 //!   and a checked update ([`crate::MemoryStore::update`]) replaces a note only when
-//!   the version given is the current one: whoever replaces a note has been shown all of it, as it
+//!   the token given is the current text's: whoever replaces a note has been shown all of it, as it
 //!   is now.
 
 use chrono::{Duration, Utc};
@@ -80,14 +80,16 @@ impl CallKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteReceipt {
     pub note_id: NoteId,
-    /// The note's version after the write (none after a delete).
-    pub version: Option<String>,
+    /// The note's edit token after the write (none after a delete).
+    pub edit_token: Option<String>,
     /// True when this is the receipt of an earlier attempt of the same call: nothing was written now.
     pub replayed: bool,
 }
 
-/// The version of a note with this text: changes whenever the text does.
-pub fn note_version(content: &str) -> String {
+/// The edit token of a note with this text: a hash that changes whenever the text does, which an
+/// update must name (so it never overwrites a text its caller has not seen). Not a version: a
+/// note's versions are numbered from 1 in its history ([`NoteVersion`](crate::NoteVersion)).
+pub fn edit_token(content: &str) -> String {
     let mut h = Fnv128::default();
     h.write(content.as_bytes());
     // 64 bits are plenty to tell two texts of one note apart, and short for a model to copy.
@@ -137,7 +139,7 @@ pub(crate) async fn find(
     let note_id: String = row.get(0).map_err(MemoryError::db(ctx))?;
     Ok(Some(WriteReceipt {
         note_id: NoteId::parse(&note_id).map_err(MemoryError::corrupt("receipt note id"))?,
-        version: row.get(1).map_err(MemoryError::db(ctx))?,
+        edit_token: row.get(1).map_err(MemoryError::db(ctx))?,
         replayed: true,
     }))
 }
@@ -158,7 +160,7 @@ pub(crate) fn record_rows(user: &UserId, key: &str, receipt: &WriteReceipt) -> [
                 Value::Text(key.to_owned()),
                 Value::Text(user.as_str().to_owned()),
                 Value::Text(receipt.note_id.as_str().to_owned()),
-                receipt.version.clone().map_or(Value::Null, Value::Text),
+                receipt.edit_token.clone().map_or(Value::Null, Value::Text),
                 Value::Text(to_text(now)),
             ],
         ),
@@ -178,7 +180,7 @@ impl Written {
         Ok(Self {
             receipt: WriteReceipt {
                 note_id: note.note_id.clone(),
-                version: Some(note_version(&note.content)),
+                edit_token: Some(edit_token(&note.content)),
                 replayed: false,
             },
             note: Some(note),
@@ -242,7 +244,7 @@ pub(crate) fn record_for_rows(
     if let Some(key) = call.as_str() {
         let receipt = WriteReceipt {
             note_id: note_id.clone(),
-            version: content.map(note_version),
+            edit_token: content.map(edit_token),
             replayed: false,
         };
         rows.extend(record_rows(user, key, &receipt));
@@ -268,8 +270,8 @@ mod tests {
         assert_ne!(k("s1", "call_0", "t", "a"), k("s", "1call_0", "t", "a"));
         assert_eq!(k("s", "c", "t", "a").as_str().map(str::len), Some(32));
         // Fixed values: a version handed out before an upgrade still matches after it.
-        assert_eq!(note_version(""), "0eda065b652ec4cf".to_owned());
-        assert_ne!(note_version("tea"), note_version("tea "));
-        assert_eq!(note_version("tea").len(), 16);
+        assert_eq!(edit_token(""), "0eda065b652ec4cf".to_owned());
+        assert_ne!(edit_token("tea"), edit_token("tea "));
+        assert_eq!(edit_token("tea").len(), 16);
     }
 }

@@ -13,7 +13,7 @@ use crate::notes::indexing::prepare;
 use crate::notes::lifecycle::{NoteState, keep_version, load_stored};
 use crate::notes::metadata::{MetadataPatch, NoteMetadata};
 use crate::notes::note::{Note, NoteWrite, insert_note};
-use crate::notes::receipts::{CallKey, note_version};
+use crate::notes::receipts::{CallKey, edit_token};
 use crate::store::{begin, finish};
 use crate::time::{now_text, to_text};
 
@@ -64,7 +64,7 @@ impl MemoryStore {
                     expires_at: Some(target.metadata.expires_at),
                     provenance: target.metadata.provenance.clone(),
                 };
-                let expected = note_version(&current.content);
+                let expected = edit_token(&current.content);
                 self.update(user, call, note_id, &target.content, Some(&expected), patch)
                     .await?;
                 self.get(user, note_id).await

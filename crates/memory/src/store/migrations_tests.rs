@@ -7,15 +7,13 @@ async fn count(conn: &Connection, sql: &str) -> i64 {
     rows.next().await.unwrap().unwrap().get(0).unwrap()
 }
 
-#[tokio::test]
-async fn the_fts_migration_upgrades_a_version_1_database_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = libsql::Builder::new_local(dir.path().join("old.db"))
+/// A database in `dir` as version `applied` left it: its first `applied` migrations, no rows.
+async fn left_by(dir: &tempfile::TempDir, applied: usize) -> (libsql::Database, Connection) {
+    let db = libsql::Builder::new_local(dir.path().join(format!("v{applied}.db")))
         .build()
         .await
         .unwrap();
     let conn = db.connect().unwrap();
-    // A database as version 1 left it, with rows in two sessions.
     conn.execute(
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
          applied_at TEXT NOT NULL)",
@@ -23,9 +21,19 @@ async fn the_fts_migration_upgrades_a_version_1_database_in_place() {
     )
     .await
     .unwrap();
-    let tx = conn.transaction().await.unwrap();
-    apply(&tx, &MIGRATIONS[0]).await.unwrap();
-    tx.commit().await.unwrap();
+    for m in &MIGRATIONS[..applied] {
+        let tx = conn.transaction().await.unwrap();
+        apply(&tx, m).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+    (db, conn)
+}
+
+#[tokio::test]
+async fn the_fts_migration_upgrades_a_version_1_database_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // A database as version 1 left it, with rows in two sessions.
+    let (_db, conn) = left_by(&dir, 1).await;
     for (i, (session, text)) in [
         ("memory:a", "green tea every morning"),
         ("memory:b", "green jacket for the trip"),
@@ -118,23 +126,7 @@ async fn the_fts_migration_upgrades_a_version_1_database_in_place() {
 #[tokio::test]
 async fn the_metadata_migration_keeps_every_note_and_fills_its_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let db = libsql::Builder::new_local(dir.path().join("v3.db"))
-        .build()
-        .await
-        .unwrap();
-    let conn = db.connect().unwrap();
-    conn.execute(
-        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
-         applied_at TEXT NOT NULL)",
-        (),
-    )
-    .await
-    .unwrap();
-    for m in &MIGRATIONS[..3] {
-        let tx = conn.transaction().await.unwrap();
-        apply(&tx, m).await.unwrap();
-        tx.commit().await.unwrap();
-    }
+    let (_db, conn) = left_by(&dir, 3).await;
     conn.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, last_active_at)
          VALUES ('memory:a', 'a', 'memory', 't', 't')",

@@ -25,6 +25,7 @@ mod log_file;
 mod logs_cmd;
 mod mcp_cmd;
 mod mcp_servers_cmd;
+mod memory_act;
 mod memory_audit;
 mod memory_cmd;
 mod memory_governed;

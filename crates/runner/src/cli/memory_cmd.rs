@@ -2,16 +2,15 @@
 //! memory tools use; every write through the governance of the `cli` surface
 //! ([`crate::memory_governed`]).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use memory::{HybridQuery, MemoryStore, OpenOptions, Similar, Weights};
-use types::{NoteId, SessionId, UserId};
+use memory::{MemoryStore, OpenOptions};
+use types::{NoteId, UserId};
 
-use crate::args::{MemoryAction, MemoryArgs, TargetArgs};
-use crate::memory_governed::CliMemory;
-use crate::{Global, memory_audit, memory_governed, memory_organise, memory_tree};
+use crate::Global;
+use crate::args::{MemoryAction, MemoryArgs};
 
 pub async fn run(args: MemoryArgs, global: &Global) -> Result<()> {
     let root = args.root.clone();
@@ -201,260 +200,22 @@ async fn run_as_operator(args: MemoryArgs, global: &Global) -> Result<()> {
     else {
         return Ok(());
     };
-    let result = act(args.action, &user, &config, &store, &user_root).await;
+    let result = crate::memory_act::act(args.action, &user, &config, &store, &user_root).await;
     // The database threads close their connections before the process exits.
     store.close().await;
     result
 }
 
-async fn act(
-    action: MemoryAction,
-    user: &UserId,
-    config: &types::AgentConfig,
-    store: &MemoryStore,
-    user_root: &std::path::Path,
-) -> Result<()> {
-    let governed = CliMemory::new(store, config, user, user_root)?;
-    let mut out = std::io::stdout().lock();
-    match action {
-        MemoryAction::Save {
-            text,
-            organise,
-            allow_similar,
-        } => {
-            let mut args = serde_json::json!({"content": text, "allow_similar": allow_similar});
-            if let Some(category) = memory_organise::category(&organise)? {
-                args["category"] = serde_json::json!(category);
-            }
-            if !organise.tags.is_empty() {
-                args["tags"] = serde_json::json!(organise.tags);
-            }
-            let report = governed.call(tools::MEMORY_SAVE_TOOL_NAME, args).await?;
-            print_json(&mut out, &saved_for_the_operator(report, user))?;
-        }
-        MemoryAction::Search {
-            query,
-            top_k,
-            organise,
-            json,
-            raw,
-        } => {
-            let top_k = top_k.unwrap_or(config.retrieval.top_k);
-            if top_k == 0 || top_k > HybridQuery::MAX_TOP_K {
-                bail!("--top-k must be between 1 and {}", HybridQuery::MAX_TOP_K);
-            }
-            let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, top_k);
-            q.weights = Weights::from(&config.retrieval);
-            q.filters = memory_organise::filters(&organise)?;
-            let rows = governed.search(q).await?;
-            if json {
-                print_json(&mut out, &rows)?;
-            } else {
-                for h in &rows {
-                    let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
-                    let text = crate::out::field(&h.text, raw);
-                    let id = crate::out::field(id, raw);
-                    writeln!(out, "{:.3}  {id}  {text}", h.score)?;
-                }
-            }
-        }
-        MemoryAction::Get { note_id } => {
-            let note = governed.get(&parse_note_id(&note_id)?).await?;
-            print_json(&mut out, &note)?;
-        }
-        MemoryAction::Update { note_id, text } => {
-            let report = governed.update(&parse_note_id(&note_id)?, &text).await?;
-            print_json(&mut out, &report)?;
-        }
-        MemoryAction::Delete { note_id } => {
-            let id = parse_note_id(&note_id)?;
-            let args = serde_json::json!({"note_id": id});
-            let mut report = governed.call(tools::MEMORY_DELETE_TOOL_NAME, args).await?;
-            report["message"] = serde_json::json!(format!(
-                "Deleted. It can be restored for {} days with `runner memory --user {user} \
-                 restore {id}` (`runner memory --user {user} deleted` lists what can be).",
-                config.memory.tombstone_retention_days
-            ));
-            print_json(&mut out, &report)?;
-        }
-        MemoryAction::History { note_id } => {
-            let history = governed.history(&parse_note_id(&note_id)?).await?;
-            print_json(&mut out, &history)?;
-        }
-        MemoryAction::Restore { note_id, version } => {
-            let note = governed.restore(&parse_note_id(&note_id)?, version).await?;
-            print_json(&mut out, &note)?;
-        }
-        MemoryAction::Confirm { note_id } => {
-            let id = parse_note_id(&note_id)?;
-            match governed.confirm(&id).await? {
-                (note, memory_governed::Changed::Yes) => print_json(&mut out, &note)?,
-                (note, memory_governed::Changed::No) => print_json(
-                    &mut out,
-                    &serde_json::json!({
-                        "note_id": note.note_id,
-                        "changed": false,
-                        "message": "Already confirmed (or trusted from the start): nothing changed.",
-                    }),
-                )?,
-            }
-        }
-        MemoryAction::Deleted => print_json(&mut out, &governed.deleted().await?)?,
-        MemoryAction::Stats => print_json(&mut out, &store.upkeep().stats().await?)?,
-        MemoryAction::Reindex => {
-            let n = store.upkeep().reindex(progress("re-embedding")).await?;
-            print_json(&mut out, &serde_json::json!({ "reindexed_chunks": n }))?;
-        }
-        MemoryAction::List {
-            organise,
-            limit,
-            cursor,
-            expired,
-            json,
-            raw,
-        } => {
-            let args = memory_organise::ListArgs {
-                organise,
-                limit,
-                cursor,
-                expired,
-                json,
-                raw,
-            };
-            let list = memory_organise::list(store, user, args, &mut out);
-            governed.read(types::memory_ops::LIST, list).await?;
-        }
-        MemoryAction::Export {
-            organise,
-            since,
-            markdown,
-            raw,
-        } => {
-            let format = memory_organise::ExportFormat { markdown, raw };
-            let export =
-                memory_organise::export(store, user, &organise, since.as_deref(), format, &mut out);
-            governed.read(types::memory_ops::EXPORT, export).await?;
-        }
-        // Handled above, before the store is opened.
-        MemoryAction::Rekey => {}
-        MemoryAction::Audit {
-            since,
-            limit,
-            before,
-            json,
-            raw,
-        } => {
-            let args = memory_audit::AuditArgs {
-                since: since.as_deref(),
-                before,
-                limit,
-            };
-            memory_audit::print(store, args, json, raw, &mut out).await?;
-        }
-        MemoryAction::Import {
-            file,
-            allow_similar,
-            target,
-        } => {
-            let notes = match &file {
-                Some(path) => {
-                    let f = runner::open_operator_file(path, &policy(target, user_root))?;
-                    read_jsonl(std::io::BufReader::new(f))?
-                }
-                None => read_jsonl(std::io::stdin().lock())?,
-            };
-            // The file's name only: notes are shown to the model, host paths never are.
-            let from = file
-                .as_deref()
-                .and_then(std::path::Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned());
-            let report = governed
-                .import(notes, similar(allow_similar), from.as_deref())
-                .await?;
-            print_json(&mut out, &report)?;
-        }
-        MemoryAction::ExportTree { dir, target } => {
-            let policy = policy(target, user_root);
-            // The target is made only once the read is allowed: a refusal changes nothing.
-            let export = async {
-                let dir = runner::open_operator_dir(&dir, runner::Want::NewOrEmpty, &policy)?;
-                memory_tree::export(store, user, &dir).await
-            };
-            let n = governed
-                .read(types::memory_ops::EXPORT_TREE, export)
-                .await?;
-            print_json(&mut out, &serde_json::json!({ "exported_files": n }))?;
-        }
-        MemoryAction::ImportTree { dir, target } => {
-            let policy = policy(target, user_root);
-            let dir = runner::open_operator_dir(&dir, runner::Want::Existing, &policy)?;
-            print_json(&mut out, &governed.import_tree(&dir).await?)?;
-        }
-    }
-    Ok(())
-}
-
-/// A save's report in the operator's words: the model-facing advice (which names tools) becomes
-/// the commands that do the same.
-fn saved_for_the_operator(mut report: serde_json::Value, user: &UserId) -> serde_json::Value {
-    let id = report["note_id"].as_str().unwrap_or("NOTE_ID").to_owned();
-    let message = if report["similar"].is_array() {
-        "Not saved: similar notes exist. If one says the same thing, change it with `runner \
-         memory update NOTE_ID TEXT`; if this is a different fact, save again with \
-         --allow-similar."
-            .to_owned()
-    } else if report["saved"] == serde_json::json!(false) {
-        format!("Not saved again: {id} already says it.")
-    } else {
-        format!(
-            "Saved as {id}. Change it with `runner memory --user {user} update {id} TEXT`, \
-             remove it with `runner memory --user {user} delete {id}`."
-        )
-    };
-    report["message"] = serde_json::json!(message);
-    report
-}
-
-/// The operator's `--allow-shell-writable`, with every user's shell areas under this workspace
-/// root counted as the shell's.
-fn policy(target: TargetArgs, user_root: &std::path::Path) -> runner::TargetPolicy {
-    runner::TargetPolicy {
-        allow_shell_writable: target.allow_shell_writable,
-        workspace_root: user_root.parent().map(std::path::Path::to_owned),
-    }
-}
-
-fn similar(allow: bool) -> Similar {
-    match allow {
-        true => Similar::Allow,
-        false => Similar::Refuse,
-    }
-}
-
-fn parse_note_id(raw: &str) -> Result<NoteId> {
+pub(crate) fn parse_note_id(raw: &str) -> Result<NoteId> {
     NoteId::parse(raw).with_context(|| format!("invalid note id {raw:?}"))
 }
 
-fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
-    let mut notes = Vec::new();
-    for (n, line) in reader.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let note = serde_json::from_str(&line)
-            .with_context(|| format!("line {}: not an exported note", n + 1))?;
-        notes.push(note);
-    }
-    Ok(notes)
-}
-
-fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+pub(crate) fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
     crate::out::write_json(out, value)
 }
 
 /// Progress on stderr, at most once per percent.
-fn progress(what: &'static str) -> impl FnMut(usize, usize) + Send + 'static {
+pub(crate) fn progress(what: &'static str) -> impl FnMut(usize, usize) + Send + 'static {
     let mut last = usize::MAX;
     move |done, total| {
         let pct = (done * 100).checked_div(total).unwrap_or(100);

@@ -92,8 +92,8 @@ impl CliMemory {
     /// wins over one made since they last looked).
     pub(crate) async fn update(&self, id: &NoteId, text: &str) -> Result<Value> {
         let current = self.store.get_note(&self.ctx.user_id, id).await?;
-        let version = memory::note_version(&current.content);
-        let args = json!({"note_id": id, "content": text, "version": version});
+        let token = memory::edit_token(&current.content);
+        let args = json!({"note_id": id, "content": text, "version": token});
         self.call(tools::MEMORY_UPDATE_TOOL_NAME, args).await
     }
 

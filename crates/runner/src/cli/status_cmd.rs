@@ -34,6 +34,43 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
     let mut rows = Vec::new();
     for user in users {
         let ws = WorkspacePaths::for_user(&config.workspace_root, &user.id);
+        let status = UserStatus::read(&user, ws, docker.as_ref()).await?;
+        match (as_json, status.marker.as_ref()) {
+            (true, _) => rows.push(status.json(&user)),
+            (false, None) => say_stopped(&user, &status),
+            (false, Some(m)) => say_running(&user, &status, m),
+        }
+    }
+    if as_json {
+        say(types::terminal::escape_json(&serde_json::to_string_pretty(
+            &rows,
+        )?));
+    }
+    Ok(())
+}
+
+/// What `status` knows of one user's agent.
+struct UserStatus {
+    ws: WorkspacePaths,
+    marker: Option<RunnerMarker>,
+    gateway: Option<GatewayMarker>,
+    health: Option<Health>,
+    /// Each container's state, by role.
+    states: BTreeMap<String, String>,
+    /// Containers of this workspace with no live runner: left by one that was killed.
+    orphans: Vec<String>,
+    /// The tier the agent runs in (its marker), else the one it will start in.
+    tier: Tier,
+    tracking: runner::Tracking,
+    strays: Vec<Stray>,
+}
+
+impl UserStatus {
+    async fn read(
+        user: &runner::UserEntry,
+        ws: WorkspacePaths,
+        docker: Option<&bollard::Docker>,
+    ) -> Result<Self> {
         let marker = read_json::<RunnerMarker>(&runner::runner_marker_path(&ws))?
             .filter(|m| runner::looks_like(m.pid, "runner"));
         let in_containers = marker
@@ -44,19 +81,17 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             .filter(|g| in_containers || runner::is_alive(g.pid));
         let health = read_json::<Health>(&runner::health_path(&ws))?;
         let mut states = BTreeMap::new();
-        if let (Some(docker), Some(m)) = (&docker, &marker) {
+        if let (Some(docker), Some(m)) = (docker, &marker) {
             for (role, c) in &m.children {
                 if let Some(name) = &c.container {
                     states.insert(role.clone(), container_state(docker, name).await);
                 }
             }
         }
-        // Containers of this workspace with no live runner: left by one that was killed.
-        let orphans = match (&docker, &marker) {
+        let orphans = match (docker, &marker) {
             (Some(docker), None) => orphaned(docker, &ws).await,
             _ => Vec::new(),
         };
-        // The tier the agent runs in (its marker), else the one it will start in.
         let tier = match &marker {
             Some(_) if in_containers => Tier::Container,
             Some(_) => Tier::Process,
@@ -74,109 +109,127 @@ pub async fn run(global: &Global, as_json: bool) -> Result<()> {
             .cgroup()
             .map(|c| strays(c, &guests))
             .unwrap_or_default();
-        if as_json {
-            rows.push(json!({
-                "user": user.id,
-                "tier": tier.name(),
-                "running": marker.is_some(),
-                "runner": marker,
-                "containers": states,
-                "gateway": gateway,
-                "health": health,
-                "left_behind": orphans,
-                "strays": strays,
-            }));
-            continue;
-        }
-        let Some(m) = marker else {
-            if !strays.is_empty() {
-                say(format!(
-                    "{id}  stopped, but {} stray processes are left: {}; `runner --user {id} \
-                     stop` ends them (`start` too)",
-                    strays.len(),
-                    shown(&strays),
-                    id = user.id
-                ));
-            } else if orphans.is_empty() {
-                say(format!("{}  stopped", user.id));
-            } else {
-                say(format!(
-                    "{id}  stopped, but a runner that died left containers behind: {}; \
-                     `runner --user {id} stop` removes them (`start` replaces them)",
-                    orphans.join(", "),
-                    id = user.id
-                ));
-            }
-            continue;
-        };
+        Ok(UserStatus {
+            ws,
+            marker,
+            gateway,
+            health,
+            states,
+            orphans,
+            tier,
+            tracking,
+            strays,
+        })
+    }
+
+    fn json(&self, user: &runner::UserEntry) -> serde_json::Value {
+        json!({
+            "user": user.id,
+            "tier": self.tier.name(),
+            "running": self.marker.is_some(),
+            "runner": self.marker,
+            "containers": self.states,
+            "gateway": self.gateway,
+            "health": self.health,
+            "left_behind": self.orphans,
+            "strays": self.strays,
+        })
+    }
+}
+
+/// A stopped agent, and what it left behind.
+fn say_stopped(user: &runner::UserEntry, status: &UserStatus) {
+    if !status.strays.is_empty() {
         say(format!(
-            "{}  running  runner pid {}, up {}, tier {}",
-            user.id,
-            m.pid,
-            duration(age(&m.started_at)),
-            m.tier
+            "{id}  stopped, but {} stray processes are left: {}; `runner --user {id} \
+             stop` ends them (`start` too)",
+            status.strays.len(),
+            shown(&status.strays),
+            id = user.id
         ));
-        let agent = runner::load_agent_config(user.agent_config.as_deref()).ok();
-        if let Some(warning) = agent.as_ref().and_then(crate::start_cmd::exposure) {
-            say(format!("  WARNING: {warning}"));
-        }
-        for (role, c) in &m.children {
-            let alive = match states.get(role) {
-                Some(state) => state == "running",
-                None => runner::looks_like(c.pid, role),
-            };
-            let endpoint = match role.as_str() {
-                "oxydra-vm" => gateway.as_ref().map_or("-".to_owned(), |g| g.url.clone()),
-                _ => types::shell_socket_path(&ws).display().to_string(),
-            };
-            say(format!(
-                "  {role:<10} pid {:<7} {} restarts {}  {endpoint}",
-                c.pid,
-                if alive {
-                    format!("up {:<7}", duration(age(&c.started_at)))
-                } else {
-                    "exited    ".into()
-                },
-                c.restarts,
-            ));
-            if let Some(name) = &c.container {
-                let state = states.get(role).map_or("unknown", String::as_str);
-                say(format!("  {:<10} container {name} ({state})", ""));
-            }
-        }
-        if let runner::Tracking::Untracked(why) = &tracking
-            && tier == Tier::Process
-        {
-            say(format!(
-                "  processes  not tracked ({why}): a command that leaves its session can outlive \
-                 stop"
-            ));
-        }
-        if !strays.is_empty() {
-            say(format!(
-                "  strays     {} processes outside any guest: {}; `runner --user {} stop` ends them",
-                strays.len(),
-                shown(&strays),
-                user.id
-            ));
-        }
-        for repair in m.repairs.iter().rev().take(10).rev() {
-            say(format!("  repaired   {repair}"));
-        }
-        if let Some(h) = health {
-            say(format!(
-                "  health     {} (updated {} ago)",
-                h.summary(),
-                duration(age(&h.updated_at))
-            ));
-        }
+    } else if status.orphans.is_empty() {
+        say(format!("{}  stopped", user.id));
+    } else {
+        say(format!(
+            "{id}  stopped, but a runner that died left containers behind: {}; \
+             `runner --user {id} stop` removes them (`start` replaces them)",
+            status.orphans.join(", "),
+            id = user.id
+        ));
     }
-    if as_json {
-        say(types::terminal::escape_json(&serde_json::to_string_pretty(
-            &rows,
-        )?));
+}
+
+/// A running agent: its runner, each guest, what is not tracked, strays, repairs, health.
+fn say_running(user: &runner::UserEntry, status: &UserStatus, m: &RunnerMarker) {
+    say(format!(
+        "{}  running  runner pid {}, up {}, tier {}",
+        user.id,
+        m.pid,
+        duration(age(&m.started_at)),
+        m.tier
+    ));
+    let agent = runner::load_agent_config(user.agent_config.as_deref()).ok();
+    if let Some(warning) = agent.as_ref().and_then(crate::start_cmd::exposure) {
+        say(format!("  WARNING: {warning}"));
     }
-    Ok(())
+    for (role, c) in &m.children {
+        say_guest(status, role, c);
+    }
+    if let runner::Tracking::Untracked(why) = &status.tracking
+        && status.tier == Tier::Process
+    {
+        say(format!(
+            "  processes  not tracked ({why}): a command that leaves its session can outlive \
+             stop"
+        ));
+    }
+    if !status.strays.is_empty() {
+        say(format!(
+            "  strays     {} processes outside any guest: {}; `runner --user {} stop` ends them",
+            status.strays.len(),
+            shown(&status.strays),
+            user.id
+        ));
+    }
+    for repair in m.repairs.iter().rev().take(10).rev() {
+        say(format!("  repaired   {repair}"));
+    }
+    if let Some(h) = &status.health {
+        say(format!(
+            "  health     {} (updated {} ago)",
+            h.summary(),
+            duration(age(&h.updated_at))
+        ));
+    }
+}
+
+/// One guest of a running agent: pid, uptime, restarts, endpoint, and its container.
+fn say_guest(status: &UserStatus, role: &str, c: &runner::ChildInfo) {
+    let alive = match status.states.get(role) {
+        Some(state) => state == "running",
+        None => runner::looks_like(c.pid, role),
+    };
+    let endpoint = match role {
+        "oxydra-vm" => status
+            .gateway
+            .as_ref()
+            .map_or("-".to_owned(), |g| g.url.clone()),
+        _ => types::shell_socket_path(&status.ws).display().to_string(),
+    };
+    say(format!(
+        "  {role:<10} pid {:<7} {} restarts {}  {endpoint}",
+        c.pid,
+        if alive {
+            format!("up {:<7}", duration(age(&c.started_at)))
+        } else {
+            "exited    ".into()
+        },
+        c.restarts,
+    ));
+    if let Some(name) = &c.container {
+        let state = status.states.get(role).map_or("unknown", String::as_str);
+        say(format!("  {:<10} container {name} ({state})", ""));
+    }
 }
 
 /// The containers serving `ws` (as `name (state)`), when no runner supervises them.

@@ -49,7 +49,7 @@ pub(crate) async fn apply(
             let mut args = json!({
                 "note_id": similar,
                 "content": content,
-                "version": memory::note_version(&note.content),
+                "version": memory::edit_token(&note.content),
             });
             organise(&mut args, category.as_ref(), tags);
             let call = ToolExecutionContext {
@@ -66,12 +66,12 @@ pub(crate) async fn apply(
         }
         Proposal::Update {
             note_id,
-            version,
+            edit_token,
             content,
             category,
             tags,
         } => {
-            let mut args = json!({ "note_id": note_id, "content": content, "version": version });
+            let mut args = json!({ "note_id": note_id, "content": content, "version": edit_token });
             organise(&mut args, category.as_ref(), tags);
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
             Ok(Some(change("updated", note_id.clone(), content, confirmed)))

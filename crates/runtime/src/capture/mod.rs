@@ -350,7 +350,7 @@ impl Capture {
                 if notes.iter().all(|n| n.note_id != id.as_str()) {
                     notes.push(ShownNote {
                         note_id: id.as_str().to_owned(),
-                        version: memory::note_version(&text),
+                        edit_token: memory::edit_token(&text),
                         text,
                     });
                 }

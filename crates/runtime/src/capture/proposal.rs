@@ -72,7 +72,10 @@ pub(crate) fn record_memories_schema() -> ToolSchema {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ShownNote {
     pub(crate) note_id: String,
-    pub(crate) version: String,
+    /// The text's edit token, shown to the model as the note's `version` (the name memory_update
+    /// gives it).
+    #[serde(rename = "version")]
+    pub(crate) edit_token: String,
     pub(crate) text: String,
 }
 
@@ -119,7 +122,8 @@ pub(crate) enum Proposal {
     },
     Update {
         note_id: String,
-        version: String,
+        #[serde(rename = "version")]
+        edit_token: String,
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         category: Option<String>,
@@ -173,18 +177,18 @@ pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Propos
     if entries.len() > MAX_PROPOSALS {
         return Err(format!("more than {MAX_PROPOSALS} proposals"));
     }
-    let versions: HashMap<&str, &str> = shown
+    let tokens: HashMap<&str, &str> = shown
         .iter()
-        .map(|n| (n.note_id.as_str(), n.version.as_str()))
+        .map(|n| (n.note_id.as_str(), n.edit_token.as_str()))
         .collect();
     entries
         .iter()
         .enumerate()
-        .map(|(i, entry)| one(entry, &versions).map_err(|e| format!("proposal {}: {e}", i + 1)))
+        .map(|(i, entry)| one(entry, &tokens).map_err(|e| format!("proposal {}: {e}", i + 1)))
         .collect()
 }
 
-fn one(entry: &Value, versions: &HashMap<&str, &str>) -> Result<Proposal, String> {
+fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> {
     let text = |key: &str| {
         entry
             .get(key)
@@ -204,10 +208,10 @@ fn one(entry: &Value, versions: &HashMap<&str, &str>) -> Result<Proposal, String
     };
     let shown_note = || -> Result<(String, &str), String> {
         let id = text("note_id").ok_or("no note_id")?;
-        let version = versions
+        let token = tokens
             .get(id.as_str())
             .ok_or("note_id is not one of the notes shown")?;
-        Ok((id, version))
+        Ok((id, token))
     };
     match entry.get("action").and_then(Value::as_str) {
         Some("add") => Ok(Proposal::Add {
@@ -216,9 +220,9 @@ fn one(entry: &Value, versions: &HashMap<&str, &str>) -> Result<Proposal, String
             tags,
         }),
         Some("update") => {
-            let (note_id, shown_version) = shown_note()?;
+            let (note_id, shown_token) = shown_note()?;
             Ok(Proposal::Update {
-                version: text("version").unwrap_or_else(|| shown_version.to_owned()),
+                edit_token: text("version").unwrap_or_else(|| shown_token.to_owned()),
                 content: text("content").ok_or("an update without content")?,
                 note_id,
                 category,
@@ -251,7 +255,7 @@ mod tests {
     fn shown() -> Vec<ShownNote> {
         vec![ShownNote {
             note_id: "note-1".into(),
-            version: "v1".into(),
+            edit_token: "v1".into(),
             text: "The user likes tea".into(),
         }]
     }
@@ -282,7 +286,7 @@ mod tests {
                 },
                 Proposal::Update {
                     note_id: "note-1".into(),
-                    version: "v1".into(),
+                    edit_token: "v1".into(),
                     content: "Likes green tea".into(),
                     category: None,
                     tags: vec![],

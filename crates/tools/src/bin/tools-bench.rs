@@ -19,80 +19,75 @@ use types::{
     MemoryDialect, SafetyTier, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
-/// A tool that does nothing, so a registry call measures the pipeline alone.
-#[derive(Debug)]
-struct Noop;
+/// A tool that does nothing, so a registry call measures the pipeline alone: a read (`noop`), or a
+/// memory write (`gnoop`) that stores nothing, governed like one or, `PlainWrite`, with its memory
+/// access hidden (so no governance stage runs).
+#[derive(Debug, Clone, Copy)]
+enum Noop {
+    Read,
+    Write,
+    PlainWrite,
+}
 
 #[async_trait]
 impl Tool for Noop {
     fn name(&self) -> &str {
-        "noop"
+        match self {
+            Noop::Read => "noop",
+            Noop::Write | Noop::PlainWrite => "gnoop",
+        }
     }
     fn description(&self) -> &str {
-        "Does nothing; used to measure the tool pipeline."
+        match self {
+            Noop::Read => "Does nothing; used to measure the tool pipeline.",
+            Noop::Write | Noop::PlainWrite => "Does nothing, governed as a memory write.",
+        }
     }
     fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "maxLength": 4096 },
-                "top_k": { "type": "integer", "minimum": 1, "maximum": 20 },
-                "flag": { "type": "boolean" }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+        match self {
+            Noop::Read => json!({
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "maxLength": 4096 },
+                    "top_k": { "type": "integer", "minimum": 1, "maximum": 20 },
+                    "flag": { "type": "boolean" }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            Noop::Write | Noop::PlainWrite => json!({
+                "type": "object",
+                "properties": { "content": { "type": "string", "maxLength": 8192 } },
+                "required": ["content"],
+                "additionalProperties": false
+            }),
+        }
     }
     fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::ReadOnly
-    }
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-    async fn execute(
-        &self,
-        _args: &serde_json::Value,
-        _ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
-        Ok("shared/notes.md: 3 matches, first at line 12: the user prefers green tea".into())
-    }
-}
-
-/// A memory write that stores nothing: governed like one, so a call measures the stages alone.
-#[derive(Debug)]
-struct GovernedNoop;
-
-#[async_trait]
-impl Tool for GovernedNoop {
-    fn name(&self) -> &str {
-        "gnoop"
-    }
-    fn description(&self) -> &str {
-        "Does nothing, governed as a memory write."
-    }
-    fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": { "content": { "type": "string", "maxLength": 8192 } },
-            "required": ["content"],
-            "additionalProperties": false
-        })
-    }
-    fn safety_tier(&self) -> SafetyTier {
-        SafetyTier::SideEffecting
+        match self {
+            Noop::Read => SafetyTier::ReadOnly,
+            Noop::Write | Noop::PlainWrite => SafetyTier::SideEffecting,
+        }
     }
     fn timeout(&self) -> Duration {
         Duration::from_secs(10)
     }
     fn memory_access(&self, _args: &serde_json::Value) -> Option<tools::MemoryAccess> {
-        Some(tools::MemoryAccess::notes_write(&["content"]))
+        matches!(self, Noop::Write).then(|| tools::MemoryAccess::notes_write(&["content"]))
     }
     async fn execute(
         &self,
         args: &serde_json::Value,
         _ctx: &ToolExecutionContext,
     ) -> Result<String, ToolError> {
-        Ok(json!({"note_id": "note-0", "echo": args["content"]}).to_string())
+        Ok(match self {
+            Noop::Read => {
+                "shared/notes.md: 3 matches, first at line 12: the user prefers green tea".into()
+            }
+            Noop::Write | Noop::PlainWrite => {
+                json!({"note_id": "note-0", "echo": args["content"]}).to_string()
+            }
+        })
     }
 }
 
@@ -118,33 +113,6 @@ async fn governance_overhead(
     calls: usize,
     ctx: &ToolExecutionContext,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    #[derive(Debug)]
-    struct Plain;
-    #[async_trait]
-    impl Tool for Plain {
-        fn name(&self) -> &str {
-            "gnoop"
-        }
-        fn description(&self) -> &str {
-            GovernedNoop.description()
-        }
-        fn parameters(&self) -> serde_json::Value {
-            GovernedNoop.parameters()
-        }
-        fn safety_tier(&self) -> SafetyTier {
-            GovernedNoop.safety_tier()
-        }
-        fn timeout(&self) -> Duration {
-            GovernedNoop.timeout()
-        }
-        async fn execute(
-            &self,
-            args: &serde_json::Value,
-            ctx: &ToolExecutionContext,
-        ) -> Result<String, ToolError> {
-            GovernedNoop.execute(args, ctx).await
-        }
-    }
     let config: types::GovernanceConfig = serde_json::from_value(json!({
         "operations": {"read": {"allowed_namespaces": ["session.*", "notes"]},
                        "write": {"allowed_namespaces": ["session.*", "notes"]}},
@@ -155,9 +123,9 @@ async fn governance_overhead(
         .with_metrics(Arc::new(tools::MemoryMetrics::new()?))
         .with_audit(Arc::new(CountingSink::default()));
     let mut governed = ToolRegistry::default().with_governance(Arc::new(governance));
-    governed.register(Arc::new(GovernedNoop))?;
+    governed.register(Arc::new(Noop::Write))?;
     let mut plain = ToolRegistry::default();
-    plain.register(Arc::new(Plain))?;
+    plain.register(Arc::new(Noop::PlainWrite))?;
     let mcp = ToolExecutionContext {
         surface: types::CallSurface::new(types::Surface::Mcp).with_client("bench"),
         ..ctx.clone()
@@ -327,10 +295,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("# tools-bench ({calls} pipeline calls)\n");
     let mut registry = ToolRegistry::default();
-    registry.register(Arc::new(Noop))?;
+    registry.register(Arc::new(Noop::Read))?;
     let raw = r#"{"path": "shared/notes.md", "top_k": 5, "flag": true}"#;
     let args: serde_json::Value = serde_json::from_str(raw)?;
-    let noop = Noop;
+    let noop = Noop::Read;
     // Warm up.
     for _ in 0..1000 {
         registry.execute("noop", raw, &ctx).await;

@@ -128,6 +128,37 @@ pub(super) fn screen_write(
     let Some(map) = args.as_object_mut() else {
         return Ok(Screened::default());
     };
+    let found = find_in_args(map, text_fields);
+    if found.is_empty() {
+        return Ok(Screened::default());
+    }
+    refuse_unstorable(policy, &found)?;
+    let redact_personal = policy.pii == PiiAction::Redact;
+    let select = |kind: PiiKind| kind == PiiKind::Secret || redact_personal;
+    let fields = labels(&found, &|f, k| f.free_text && select(k));
+    if fields.is_empty() {
+        return Ok(Screened::default());
+    }
+    let mut counts = PiiCounts::new();
+    let mut apply = |s: &mut String| {
+        let (out, c) = pii::redact(s, select);
+        if !c.is_empty() {
+            *s = out;
+            for (k, n) in c {
+                *counts.entry(k).or_default() += n;
+            }
+        }
+    };
+    for f in found.iter().filter(|f| f.free_text) {
+        if let Some(value) = map.get_mut(&f.field) {
+            each_text(value, &mut apply);
+        }
+    }
+    Ok(Screened { counts, fields })
+}
+
+/// What each stored argument holds (its name and every text in it), by field.
+fn find_in_args(map: &mut serde_json::Map<String, Value>, text_fields: &[&str]) -> Vec<Found> {
     let mut found: Vec<Found> = Vec::new();
     for (name, value) in map.iter_mut() {
         if NOT_STORED.contains(&name.as_str()) {
@@ -150,29 +181,37 @@ pub(super) fn screen_write(
             });
         }
     }
-    if found.is_empty() {
-        return Ok(Screened::default());
-    }
+    found
+}
+
+/// `field: kind` for each kind `pick` keeps, sorted.
+fn labels(found: &[Found], pick: &dyn Fn(&Found, PiiKind) -> bool) -> Vec<String> {
+    let mut out: Vec<String> = found
+        .iter()
+        .flat_map(|f| {
+            f.kinds
+                .keys()
+                .filter(|k| pick(f, **k))
+                .map(|k| format!("{}: {}", f.field, k.as_str()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Refuses a write the policy does not let store what was `found`: a secret (anywhere, or in a
+/// name), personal data on a surface that rejects it, personal data in a name.
+fn refuse_unstorable(
+    policy: &SurfacePolicy,
+    found: &[Found],
+) -> Result<(), (ToolError, PiiCounts)> {
     let mut all = PiiCounts::new();
-    for f in &found {
+    for f in found {
         for (k, n) in &f.kinds {
             *all.entry(*k).or_default() += n;
         }
     }
-    let labels = |pick: &dyn Fn(&Found, PiiKind) -> bool| -> Vec<String> {
-        let mut out: Vec<String> = found
-            .iter()
-            .flat_map(|f| {
-                f.kinds
-                    .keys()
-                    .filter(|k| pick(f, **k))
-                    .map(|k| format!("{}: {}", f.field, k.as_str()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        out.sort();
-        out
-    };
     let refuse = |message: String, kinds: Vec<&str>, fields: Vec<String>| {
         let error = ToolError::governed(
             PII_DETECTED,
@@ -193,10 +232,9 @@ pub(super) fn screen_write(
              not what it is); nothing was saved"
                 .into(),
             vec!["secret"],
-            labels(&|_, k| k == PiiKind::Secret),
+            labels(found, &|_, k| k == PiiKind::Secret),
         );
     }
-    let personal = |_: &Found, k: PiiKind| k != PiiKind::Secret;
     let mut kinds: Vec<&str> = all
         .keys()
         .filter(|k| **k != PiiKind::Secret)
@@ -211,10 +249,10 @@ pub(super) fn screen_write(
                 kinds.join(", ")
             ),
             kinds,
-            labels(&personal),
+            labels(found, &|_, k| k != PiiKind::Secret),
         );
     }
-    let in_names = labels(&|f, k| !f.free_text && k != PiiKind::Secret);
+    let in_names = labels(found, &|f, k| !f.free_text && k != PiiKind::Secret);
     if !in_names.is_empty() && policy.pii == PiiAction::Redact {
         return refuse(
             format!(
@@ -227,28 +265,7 @@ pub(super) fn screen_write(
             in_names,
         );
     }
-    let redact_personal = policy.pii == PiiAction::Redact;
-    let select = |kind: PiiKind| kind == PiiKind::Secret || redact_personal;
-    let fields = labels(&|f, k| f.free_text && select(k));
-    if fields.is_empty() {
-        return Ok(Screened::default());
-    }
-    let mut counts = PiiCounts::new();
-    let mut apply = |s: &mut String| {
-        let (out, c) = pii::redact(s, select);
-        if !c.is_empty() {
-            *s = out;
-            for (k, n) in c {
-                *counts.entry(k).or_default() += n;
-            }
-        }
-    };
-    for f in found.iter().filter(|f| f.free_text) {
-        if let Some(value) = map.get_mut(&f.field) {
-            each_text(value, &mut apply);
-        }
-    }
-    Ok(Screened { counts, fields })
+    Ok(())
 }
 
 /// Screens the text an edit will store (the file after a `str_replace` or `insert`), as a

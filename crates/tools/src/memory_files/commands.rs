@@ -97,7 +97,7 @@ pub(super) async fn edit(
     let mut tag = ctx.audit.clone();
     let redacted = crate::governance::screen_edit("file_text", &mut edited, tag.as_mut())?;
     let reply = crate::governance::tell_redacted(reply, &redacted);
-    let expect = PathExpect::Version(file.version);
+    let expect = PathExpect::EditToken(file.edit_token);
     match store
         .files()
         .put_file(user, &path, &edited, expect, tag.as_ref(), written(ctx))

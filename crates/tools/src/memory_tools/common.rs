@@ -13,8 +13,8 @@ use types::{
 use crate::ToolError;
 use crate::governance::NOTES_NAMESPACE;
 
-/// Largest note the tools accept, in bytes of UTF-8 (8 KiB).
-pub const MAX_CONTENT_BYTES: usize = 8 * 1024;
+/// Largest note the tools accept, in bytes of UTF-8 (8 KiB): memory's one bound.
+pub use memory::MAX_CONTENT_BYTES;
 /// Most results `memory_search` returns.
 pub const MAX_SEARCH_TOP_K: usize = 20;
 
@@ -51,13 +51,13 @@ pub(crate) fn content_arg(args: &serde_json::Value) -> Result<&str, ToolError> {
             expected: "non-empty text: the fact, preference or decision to remember".into(),
         });
     }
-    if content.len() > MAX_CONTENT_BYTES {
+    if let Err(too_long) = memory::TooLong::check(content, MAX_CONTENT_BYTES) {
         return Err(ToolError::InvalidArguments {
             field: "content".into(),
             expected: format!(
                 "at most {MAX_CONTENT_BYTES} bytes (8 KiB), got {} bytes: save a shorter note or \
                  split it into several notes",
-                content.len()
+                too_long.bytes
             ),
         });
     }
@@ -203,8 +203,8 @@ pub(crate) fn receipt_message(receipt: &WriteReceipt, message: &str) -> String {
         message.to_owned()
     };
     let mut out = serde_json::json!({ "note_id": receipt.note_id, "message": message });
-    if let Some(version) = &receipt.version {
-        out["version"] = serde_json::json!(version);
+    if let Some(token) = &receipt.edit_token {
+        out["version"] = serde_json::json!(token);
     }
     out.to_string()
 }

@@ -8,7 +8,7 @@
 //! is left out and counted in `"omitted"`. The output therefore never reaches the registry's cap
 //! and is never cut inside the JSON.
 
-use memory::{HitSource, SearchHit, note_version};
+use memory::{HitSource, SearchHit, edit_token};
 use serde_json::{Value, json};
 
 use crate::DEFAULT_OUTPUT_LIMIT;
@@ -104,7 +104,7 @@ fn whole_entry(hit: &SearchHit) -> Option<Value> {
         HitSource::UserMemory => {
             let text = hit.note_text.as_deref()?;
             let mut entry = base(hit, text);
-            entry["version"] = json!(note_version(text));
+            entry["version"] = json!(edit_token(text));
             Some(entry)
         }
         // Messages cannot be updated: their best part is what the model needs.
@@ -127,7 +127,7 @@ fn excerpt_entry(hit: &SearchHit) -> Value {
         entry["partial"] = json!(true);
     }
     if is_whole && let Some(text) = &hit.note_text {
-        entry["version"] = json!(note_version(text));
+        entry["version"] = json!(edit_token(text));
     }
     entry
 }

@@ -91,11 +91,14 @@ fn save(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                      memory_delete to change or remove it.",
                 )
             }
-            SaveOutcome::Duplicate { note_id, version } => {
+            SaveOutcome::Duplicate {
+                note_id,
+                edit_token,
+            } => {
                 op.note(&note_id);
                 json!({
                     "note_id": note_id,
-                    "version": version,
+                    "version": edit_token,
                     "saved": false,
                     "message": "Not saved again: this note already says it. Use this note_id \
                                 with memory_update to change it."

@@ -9,7 +9,6 @@ use types::{
     TurnId, Usage,
 };
 
-use super::sessions::session_name;
 use super::transcript::from_history;
 use super::{App, ConnState, Entry, HistoryCursor, PendingApproval, ToolState, TurnState};
 
@@ -29,13 +28,6 @@ impl App {
             self.last_seq = seq;
         }
         match frame {
-            ServerFrame::HelloOk { session, model, .. } => {
-                // The gateway knows the model it talks to; older gateways do not say.
-                if model.is_some() {
-                    self.model = model;
-                }
-                self.hello_ok(session)
-            }
             ServerFrame::TurnStarted {
                 turn_id,
                 client_turn_id,
@@ -54,20 +46,10 @@ impl App {
                 message,
                 reference,
             } => self.error(code, message, reference),
-            ServerFrame::SessionCreated { session } => {
-                self.attach(session);
-                self.push(Entry::info(
-                    "New session. Your notes from other sessions are still remembered.",
-                ));
-                Vec::new()
-            }
-            ServerFrame::SessionSwitched { session } => {
-                let name = session_name(&session);
-                let load = self.attach(session);
-                self.push(Entry::info(format!("Switched to {name}.")));
-                load
-            }
-            ServerFrame::SessionList { sessions } => self.list(sessions),
+            s @ (ServerFrame::HelloOk { .. }
+            | ServerFrame::SessionCreated { .. }
+            | ServerFrame::SessionSwitched { .. }
+            | ServerFrame::SessionList { .. }) => self.on_session_frame(s),
             m @ (ServerFrame::Models { .. }
             | ServerFrame::ModelSet { .. }
             | ServerFrame::Usage { .. }) => self.on_model_frame(m),
@@ -240,7 +222,7 @@ impl App {
         }]
     }
 
-    fn hello_ok(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
+    pub(super) fn hello_ok(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
         self.conn = ConnState::Online;
         if self.current_session_id() == Some(&session.session_id) {
             if session.last_seq < self.last_seq {
@@ -298,7 +280,7 @@ impl App {
     }
 
     /// Makes `session` the current one with an empty transcript; asks for its stored messages.
-    fn attach(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
+    pub(super) fn attach(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
         self.entries.clear();
         self.last_seq = 0;
         self.turn = TurnState::Idle;

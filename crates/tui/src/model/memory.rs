@@ -12,7 +12,9 @@
 //!   current text is still the one that change wrote, makes the version before it current again
 //!   (a new version: history is never rewritten); otherwise it says the note changed since.
 
-use types::{ClientFrame, DeletedNoteView, NoteChange, NoteVersionView, NoteView, ServerFrame};
+use types::{
+    ClientFrame, DeletedNoteView, NoteChange, NoteRequest, NoteVersionView, NoteView, ServerFrame,
+};
 
 use super::{App, Entry};
 use crate::command::MemoryCommand;
@@ -35,11 +37,11 @@ pub struct MemoryChange {
 pub enum Undo {
     /// A new note: delete it.
     Delete { note_id: String },
-    /// An edit: put `text` back, if the note is still at `version`.
+    /// An edit: put `text` back, if the note's text is still the one of `edit_token`.
     Revert {
         note_id: String,
         text: String,
-        version: String,
+        edit_token: String,
     },
     /// A delete: restore the note.
     Restore { note_id: String },
@@ -94,18 +96,18 @@ impl App {
             MemoryCommand::List { category } => {
                 self.memory.next = None;
                 self.memory.category.clone_from(&category);
-                vec![ClientFrame::ListNotes {
+                vec![ClientFrame::Note(NoteRequest::ListNotes {
                     category,
                     cursor: None,
                     limit: NOTES_PAGE,
-                }]
+                })]
             }
             MemoryCommand::More => match self.memory.next.take() {
-                Some((category, cursor)) => vec![ClientFrame::ListNotes {
+                Some((category, cursor)) => vec![ClientFrame::Note(NoteRequest::ListNotes {
                     category,
                     cursor: Some(cursor),
                     limit: NOTES_PAGE,
-                }],
+                })],
                 None => {
                     self.push(Entry::info(
                         "No more notes: /memory lists them from the newest.",
@@ -113,40 +115,40 @@ impl App {
                     Vec::new()
                 }
             },
-            MemoryCommand::Search { query } => vec![ClientFrame::SearchNotes {
+            MemoryCommand::Search { query } => vec![ClientFrame::Note(NoteRequest::SearchNotes {
                 query,
                 limit: NOTES_PAGE,
-            }],
+            })],
             MemoryCommand::Show { n } => match self.shown_note(n) {
-                Some(note) => vec![ClientFrame::GetNote {
+                Some(note) => vec![ClientFrame::Note(NoteRequest::GetNote {
                     note_id: note.note_id,
-                }],
+                })],
                 None => Vec::new(),
             },
             MemoryCommand::Edit { n, text } => match self.shown_note(n) {
                 Some(note) => {
                     self.memory.editing = Some((note.note_id.clone(), note.text));
-                    vec![ClientFrame::EditNote {
+                    vec![ClientFrame::Note(NoteRequest::EditNote {
                         note_id: note.note_id,
                         content: text,
-                        version: note.version,
-                    }]
+                        edit_token: note.edit_token,
+                    })]
                 }
                 None => Vec::new(),
             },
             MemoryCommand::Delete { n } => match self.shown_note(n) {
-                Some(note) => vec![ClientFrame::DeleteNote {
+                Some(note) => vec![ClientFrame::Note(NoteRequest::DeleteNote {
                     note_id: note.note_id,
-                }],
+                })],
                 None => Vec::new(),
             },
             MemoryCommand::History { n } => match self.shown_note(n) {
-                Some(note) => vec![ClientFrame::NoteHistory {
+                Some(note) => vec![ClientFrame::Note(NoteRequest::NoteHistory {
                     note_id: note.note_id,
-                }],
+                })],
                 None => Vec::new(),
             },
-            MemoryCommand::Deleted => vec![ClientFrame::ListDeletedNotes],
+            MemoryCommand::Deleted => vec![ClientFrame::Note(NoteRequest::ListDeletedNotes)],
             MemoryCommand::Restore { n } => self.restore_deleted(n),
             MemoryCommand::Revert { version } => self.revert_to(version),
             MemoryCommand::Confirm { n } => self.confirm(n),
@@ -193,7 +195,7 @@ impl App {
                     note.note_id,
                     note.category.as_deref().unwrap_or("no category"),
                     tags(&note),
-                    note.version,
+                    note.edit_token,
                     unconfirmed(&note),
                     note.text
                 )));
@@ -231,7 +233,7 @@ impl App {
             Some((id, text)) if id == note.note_id => Undo::Revert {
                 note_id: id,
                 text,
-                version: note.version.clone(),
+                edit_token: note.edit_token.clone(),
             },
             _ => Undo::PreviousVersion {
                 note_id: note.note_id.clone(),

@@ -4,7 +4,7 @@
 //! vouches for a note saved after untrusted tool output. `/undo` (Ctrl+Z) lives here too: every
 //! change listed after a turn is taken back with one of these requests (see `memory`).
 
-use types::{ClientFrame, DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
+use types::{ClientFrame, DeletedNoteView, NoteRequest, NoteVersionView, NoteView, ProvenanceView};
 
 use super::memory::{Undo, excerpt, short_id};
 use super::{App, Entry};
@@ -29,22 +29,24 @@ impl App {
             return Vec::new();
         };
         let frame = match change.undo {
-            Undo::Delete { note_id } => ClientFrame::DeleteNote { note_id },
+            Undo::Delete { note_id } => ClientFrame::Note(NoteRequest::DeleteNote { note_id }),
             Undo::Revert {
                 note_id,
                 text,
-                version,
-            } => ClientFrame::EditNote {
+                edit_token,
+            } => ClientFrame::Note(NoteRequest::EditNote {
                 note_id,
                 content: text,
-                version,
-            },
-            Undo::Restore { note_id } => ClientFrame::RestoreNote {
+                edit_token,
+            }),
+            Undo::Restore { note_id } => ClientFrame::Note(NoteRequest::RestoreNote {
                 note_id,
                 version: None,
-            },
+            }),
             // First the history, to check the note still says what the change wrote.
-            Undo::PreviousVersion { note_id, .. } => ClientFrame::NoteHistory { note_id },
+            Undo::PreviousVersion { note_id, .. } => {
+                ClientFrame::Note(NoteRequest::NoteHistory { note_id })
+            }
             Undo::Done => {
                 self.push(Entry::info(format!("Change {n} was already undone.")));
                 return Vec::new();
@@ -64,10 +66,10 @@ impl App {
         };
         let note_id = deleted.note.note_id.clone();
         self.memory.restoring = Some((note_id.clone(), None));
-        vec![ClientFrame::RestoreNote {
+        vec![ClientFrame::Note(NoteRequest::RestoreNote {
             note_id,
             version: None,
-        }]
+        })]
     }
 
     /// `/memory revert <v>`: version `v` of the note whose history was shown last.
@@ -88,18 +90,18 @@ impl App {
         let current = versions.last().map(|v| v.text.clone());
         let note_id = note_id.clone();
         self.memory.restoring = Some((note_id.clone(), current));
-        vec![ClientFrame::RestoreNote {
+        vec![ClientFrame::Note(NoteRequest::RestoreNote {
             note_id,
             version: Some(version),
-        }]
+        })]
     }
 
     /// `/memory confirm <n>`.
     pub(super) fn confirm(&mut self, n: usize) -> Vec<ClientFrame> {
         match self.shown_note(n) {
-            Some(note) => vec![ClientFrame::ConfirmNote {
+            Some(note) => vec![ClientFrame::Note(NoteRequest::ConfirmNote {
                 note_id: note.note_id,
-            }],
+            })],
             None => Vec::new(),
         }
     }
@@ -124,10 +126,10 @@ impl App {
         if let Some((i, text)) = undoing {
             let current = versions.last().filter(|_| deleted_at.is_none());
             if let Some(current) = current.filter(|v| v.text.trim() == text && v.version > 1) {
-                return vec![ClientFrame::RestoreNote {
+                return vec![ClientFrame::Note(NoteRequest::RestoreNote {
                     note_id,
                     version: Some(current.version - 1),
-                }];
+                })];
             }
             self.memory.undoing = None;
             self.push(Entry::error(format!(

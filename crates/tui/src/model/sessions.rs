@@ -1,11 +1,40 @@
 //! Finding sessions again: the `/sessions` list, what `/switch` names, `--continue` and
 //! `/continue` (the most recent conversation), and `/new` that does not pile up empty sessions.
 
-use types::{ClientFrame, SessionId, SessionSummary};
+use types::{ClientFrame, ServerFrame, SessionId, SessionSummary};
 
 use super::{App, Entry, Finding, TurnState};
 
 impl App {
+    /// Applies a frame about the connection's sessions: `hello_ok`, `session_created`,
+    /// `session_switched`, `session_list`.
+    pub(super) fn on_session_frame(&mut self, frame: ServerFrame) -> Vec<ClientFrame> {
+        match frame {
+            ServerFrame::HelloOk { session, model, .. } => {
+                // The gateway knows the model it talks to; older gateways do not say.
+                if model.is_some() {
+                    self.model = model;
+                }
+                self.hello_ok(session)
+            }
+            ServerFrame::SessionCreated { session } => {
+                self.attach(session);
+                self.push(Entry::info(
+                    "New session. Your notes from other sessions are still remembered.",
+                ));
+                Vec::new()
+            }
+            ServerFrame::SessionSwitched { session } => {
+                let name = session_name(&session);
+                let load = self.attach(session);
+                self.push(Entry::info(format!("Switched to {name}.")));
+                load
+            }
+            ServerFrame::SessionList { sessions } => self.list(sessions),
+            _ => Vec::new(),
+        }
+    }
+
     /// Applies a `session_list`: a quiet title refresh, the pick for `--continue`, or the list
     /// the user asked for.
     pub(super) fn list(&mut self, sessions: Vec<SessionSummary>) -> Vec<ClientFrame> {

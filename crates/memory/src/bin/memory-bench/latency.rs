@@ -369,17 +369,7 @@ pub(crate) async fn load_notes(
     let mut done = 0;
     while done < n {
         let batch = LOAD_BATCH.min(n - done);
-        let mut notes = Vec::with_capacity(batch);
-        for i in done..done + batch {
-            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
-            notes.push(ExportedNote {
-                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
-                content: corpus.note(&mut rng),
-                metadata: NoteMetadata::default(),
-                created_at: at,
-                updated_at: at,
-            });
-        }
+        let notes = synthetic_notes(corpus, &mut rng, base, done..done + batch)?;
         store
             .import(user, None, notes, memory::Similar::Unchecked, None)
             .await
@@ -391,6 +381,27 @@ pub(crate) async fn load_notes(
         );
     }
     Ok(rng)
+}
+
+/// Synthetic notes number `range` of a load: one a minute from `base`, texts from `corpus`.
+pub(crate) fn synthetic_notes(
+    corpus: &Corpus,
+    rng: &mut Rng,
+    base: chrono::DateTime<Utc>,
+    range: std::ops::Range<usize>,
+) -> BenchResult<Vec<ExportedNote>> {
+    let mut notes = Vec::with_capacity(range.len());
+    for i in range {
+        let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
+        notes.push(ExportedNote {
+            note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
+            content: corpus.note(rng),
+            metadata: NoteMetadata::default(),
+            created_at: at,
+            updated_at: at,
+        });
+    }
+    Ok(notes)
 }
 
 pub(crate) fn ms(t: Instant) -> f64 {

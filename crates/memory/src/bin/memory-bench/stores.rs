@@ -16,10 +16,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use memory::{Embedder, EncryptionKey, ExportedNote, HybridQuery, MemoryStore, NoteMetadata};
-use types::{NoteId, SessionId, UserId};
+use memory::{Embedder, EncryptionKey, HybridQuery, MemoryStore, NoteMetadata};
+use types::{SessionId, UserId};
 
 use crate::corpus::Corpus;
+use crate::latency::synthetic_notes;
 use crate::stats::{Rng, TempDir, percentile};
 use crate::{BenchResult, EmbedderKind};
 
@@ -92,106 +93,49 @@ pub async fn run(
     let (_server, url) = start_sqld(sqld, &dir.0)?;
     let mut rows = Vec::new();
 
-    let t = Instant::now();
-    let local = MemoryStore::open(
-        memory::Target::File(&dir.0.join("local.db")),
-        memory::OpenOptions::with_embedder(embedder.clone()),
-    )
-    .await?;
-    let open_ms = ms(t);
-    let load_secs = load(&local, n).await?;
-    rows.push(
-        measure(
-            "local file",
-            &local,
-            open_ms,
-            Some(load_secs),
-            queries,
-            saves,
-        )
-        .await?,
-    );
-    drop(local);
+    let local = memory::Target::File(&dir.0.join("local.db"));
+    let plain = || memory::OpenOptions::with_embedder(embedder.clone());
+    rows.push(loaded("local file", local, plain(), n, queries, saves).await?);
 
     let key = EncryptionKey::parse(&"0f".repeat(32))?;
     let encrypted_path = dir.0.join("encrypted.db");
-    let t = Instant::now();
-    let encrypted = MemoryStore::open(
-        memory::Target::File(&encrypted_path),
-        memory::OpenOptions {
-            encryption_key: Some(key.clone()),
-            ..memory::OpenOptions::with_embedder(embedder.clone())
-        },
-    )
-    .await?;
-    let open_ms = ms(t);
-    let load_secs = load(&encrypted, n).await?;
+    let encrypted = memory::Target::File(&encrypted_path);
+    let keyed = || memory::OpenOptions {
+        encryption_key: Some(key.clone()),
+        ..plain()
+    };
     rows.push(
-        measure(
+        loaded(
             "local file, encrypted",
-            &encrypted,
-            open_ms,
-            Some(load_secs),
+            encrypted,
+            keyed(),
+            n,
             queries,
             saves,
         )
         .await?,
     );
-    drop(encrypted);
     // Opening a store with its notes (schema check, vector index load), plain and encrypted.
-    let mut reopen = Vec::new();
-    for (what, encrypted) in [("plain", false), ("encrypted", true)] {
-        let mut times = Vec::new();
-        for _ in 0..REOPENS {
-            let t = Instant::now();
-            let store = match encrypted {
-                true => {
-                    MemoryStore::open(
-                        memory::Target::File(&encrypted_path),
-                        memory::OpenOptions {
-                            encryption_key: Some(key.clone()),
-                            ..memory::OpenOptions::with_embedder(embedder.clone())
-                        },
-                    )
-                    .await?
-                }
-                false => {
-                    MemoryStore::open(
-                        memory::Target::File(&dir.0.join("local.db")),
-                        memory::OpenOptions::with_embedder(embedder.clone()),
-                    )
-                    .await?
-                }
-            };
-            times.push(ms(t));
-            drop(store);
-        }
-        reopen.push((what, percentile(&times, 50.0)));
-    }
+    let reopen = [
+        ("plain", reopen_ms(local, &plain).await?),
+        ("encrypted", reopen_ms(encrypted, &keyed).await?),
+    ];
 
-    let t = Instant::now();
-    let remote = MemoryStore::open(
-        memory::Target::Remote {
-            url: &url,
-            token: "",
-        },
-        memory::OpenOptions::with_embedder(embedder.clone()),
-    )
-    .await?;
-    let open_ms = ms(t);
-    let load_secs = load(&remote, n).await?;
+    let remote = memory::Target::Remote {
+        url: &url,
+        token: "",
+    };
     rows.push(
-        measure(
+        loaded(
             "remote (sqld, loopback)",
-            &remote,
-            open_ms,
-            Some(load_secs),
+            remote,
+            plain(),
+            n,
             queries,
             saves,
         )
         .await?,
     );
-    drop(remote);
     // What one request to the server costs on this machine now: the floor under a remote save.
     let trip = round_trip(&url).await?;
 
@@ -234,6 +178,37 @@ pub async fn run(
         INTERRUPTED.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// Opens a store (timed), loads `n` notes into it and measures it; the store is closed after.
+async fn loaded(
+    mode: &'static str,
+    target: memory::Target<'_>,
+    options: memory::OpenOptions,
+    n: usize,
+    queries: usize,
+    saves: usize,
+) -> BenchResult<Row> {
+    let t = Instant::now();
+    let store = MemoryStore::open(target, options).await?;
+    let open_ms = ms(t);
+    let load_secs = load(&store, n).await?;
+    measure(mode, &store, open_ms, Some(load_secs), queries, saves).await
+}
+
+/// The p50 of [`REOPENS`] opens of a loaded store, in milliseconds.
+async fn reopen_ms(
+    target: memory::Target<'_>,
+    options: &dyn Fn() -> memory::OpenOptions,
+) -> BenchResult<f64> {
+    let mut times = Vec::with_capacity(REOPENS);
+    for _ in 0..REOPENS {
+        let t = Instant::now();
+        let store = MemoryStore::open(target, options()).await?;
+        times.push(ms(t));
+        drop(store);
+    }
+    Ok(percentile(&times, 50.0))
 }
 
 /// Requests timed by [`round_trip`].
@@ -281,17 +256,7 @@ async fn load(store: &MemoryStore, n: usize) -> BenchResult<f64> {
     let mut done = 0;
     while done < n {
         let batch = LOAD_BATCH.min(n - done);
-        let mut notes = Vec::with_capacity(batch);
-        for i in done..done + batch {
-            let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0) * 60);
-            notes.push(ExportedNote {
-                note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?,
-                content: corpus.note(&mut rng),
-                metadata: NoteMetadata::default(),
-                created_at: at,
-                updated_at: at,
-            });
-        }
+        let notes = synthetic_notes(&corpus, &mut rng, base, done..done + batch)?;
         // sqld sometimes interrupts a write transaction (`SQLITE_INTERRUPT`, see
         // docs/benchmarks.md): the batch rolled back, so it is sent again (ids make it idempotent).
         let mut tries = 0;

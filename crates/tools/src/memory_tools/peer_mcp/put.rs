@@ -74,13 +74,13 @@ fn put(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         let key = args.get("key").and_then(Value::as_str).unwrap_or("");
         let value = args.get("value").unwrap_or(&Value::Null);
         let text = note_text(key, value);
-        if text.len() > MAX_CONTENT_BYTES {
+        if let Err(too_long) = memory::TooLong::check(&text, MAX_CONTENT_BYTES) {
             return Err(ToolError::InvalidArguments {
                 field: "value".into(),
                 expected: format!(
                     "at most {MAX_CONTENT_BYTES} bytes with its key (8 KiB), got {} bytes: \
                      store a smaller value or split it over several keys",
-                    text.len()
+                    too_long.bytes
                 ),
             });
         }
