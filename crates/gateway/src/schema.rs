@@ -283,12 +283,7 @@ fn mcp_status_examples() -> (ServerFrame, ServerFrame) {
     (
         ServerFrame::McpStatus {
             servers: vec![
-                server(
-                    "files",
-                    McpServerState::Down,
-                    Some("it stopped"),
-                    4,
-                ),
+                server("files", McpServerState::Down, Some("it stopped"), 4),
                 server("github", McpServerState::Up, None, 12),
             ],
         },

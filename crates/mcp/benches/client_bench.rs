@@ -6,6 +6,9 @@
 //!   check, timeout, scrubbing, bounds, rmcp's client), minus the same call made bare — one
 //!   JSON-RPC line written to the server's stdin and read from its stdout, or one plain HTTP POST
 //!   with the session id — which is the server's own time plus the wire. Over stdio and HTTP.
+//! - HTTP before and after issue 34's fix: the same calls through a bare rmcp client on rmcp's
+//!   default HTTP client (a new connection per request: what `McpClients` used before) and on a
+//!   pooled one (what it uses now), side by side in one run.
 //! - Start: `McpClients::start` + `ready` for one and for three stdio servers.
 //!
 //! Prints p50/p95 (a plain binary, no harness).
@@ -203,6 +206,35 @@ async fn bare_http(url: &str, calls: usize) -> Vec<Duration> {
     out
 }
 
+/// The same calls through a bare rmcp client: on rmcp's default HTTP client (`pooled` false, a
+/// new TCP connection per request) or on a pooled reqwest client.
+async fn raw_rmcp_http(url: &str, pooled: bool, calls: usize) -> Vec<Duration> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
+    let transport = if pooled {
+        StreamableHttpClientTransport::with_client(rmcp_reqwest::Client::new(), config)
+    } else {
+        StreamableHttpClientTransport::from_config(config)
+    };
+    let service = ().serve(transport).await.unwrap();
+    let mut out = Vec::with_capacity(calls);
+    for i in 0..calls + 20 {
+        let mut params = CallToolRequestParams::new("echo");
+        params.arguments = json!({"text": format!("hello {i}")}).as_object().cloned();
+        let began = Instant::now();
+        let result = service.peer().call_tool(params).await.unwrap();
+        let took = began.elapsed();
+        assert_ne!(result.is_error, Some(true));
+        if i >= 20 {
+            out.push(took);
+        }
+    }
+    out
+}
+
 async fn http_server(dir: &std::path::Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -248,7 +280,17 @@ async fn main() {
     let ours = through_client(&registry, &ctx, "local__echo", calls).await;
     report("stdio call", ours, bare_stdio(dir.path(), calls).await);
     let ours = through_client(&registry, &ctx, "remote__echo", calls).await;
-    report("http call", ours, bare_http(&url, calls).await);
+    let bare = bare_http(&url, calls).await;
+    report("http call", ours, bare.clone());
+    // Before and after: rmcp's own default HTTP client against a pooled one, no registry.
+    let before = raw_rmcp_http(&url, false, calls).await;
+    report(
+        "http, bare rmcp, rmcp's default client (before)",
+        before,
+        bare.clone(),
+    );
+    let after = raw_rmcp_http(&url, true, calls).await;
+    report("http, bare rmcp, pooled client (after)", after, bare);
     drop(registry);
     drop(both);
 

@@ -79,7 +79,10 @@ async fn progress_of_a_call_reaches_its_sink_over_both_transports() {
 }
 
 /// Waits for the next change, then returns the server's state.
-async fn next_state(clients: &McpClients, rx: &mut tokio::sync::watch::Receiver<u64>) -> McpServerState {
+async fn next_state(
+    clients: &McpClients,
+    rx: &mut tokio::sync::watch::Receiver<u64>,
+) -> McpServerState {
     tokio::time::timeout(Duration::from_secs(30), rx.changed())
         .await
         .expect("a change in time")

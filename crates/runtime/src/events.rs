@@ -76,7 +76,9 @@ impl<'a> Emitter<'a> {
             if cancel.is_cancelled() {
                 return;
             }
-            let mut last = last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut last = last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if last.is_some_and(|at| at.elapsed() < PROGRESS_EVERY) {
                 return;
             }

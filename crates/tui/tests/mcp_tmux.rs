@@ -79,7 +79,9 @@ async fn a_crashed_mcp_server_shows_in_the_status_bar_until_it_is_back_in_tmux()
     })
     .await;
     let screen = tmux
-        .wait_for("the server back", |s| s.contains("MCP server demo is back up."))
+        .wait_for("the server back", |s| {
+            s.contains("MCP server demo is back up.")
+        })
         .await;
     assert!(!screen.contains("⚠ MCP down"), "{screen}");
     gw.shutdown().await;

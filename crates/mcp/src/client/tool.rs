@@ -70,11 +70,7 @@ impl Tool for McpTool {
         self.timeout
     }
 
-    async fn execute(
-        &self,
-        args: &Value,
-        ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let Some(slot) = self.slot.upgrade() else {
             return Err(ToolError::execution("the MCP client has stopped"));
         };

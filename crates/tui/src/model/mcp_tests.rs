@@ -53,7 +53,10 @@ fn a_server_going_down_and_back_is_said_once_each_and_named_while_down() {
     );
     app.on_frame(status(McpServerState::Up, None));
     assert!(app.mcp_down().is_empty());
-    assert_eq!(notices(&app).last().unwrap(), "MCP server files is back up.");
+    assert_eq!(
+        notices(&app).last().unwrap(),
+        "MCP server files is back up."
+    );
     assert_eq!(notices(&app).len(), 2);
 }
 
@@ -71,7 +74,11 @@ fn a_server_down_at_connect_is_said_and_names_are_escaped() {
     let down = app.mcp_down();
     assert_eq!(down.len(), 1);
     assert!(!down[0].contains('\u{1b}'), "{down:?}");
-    assert!(notices(&app).iter().all(|n| !n.contains('\u{1b}') && !n.contains('\u{7}')));
+    assert!(
+        notices(&app)
+            .iter()
+            .all(|n| !n.contains('\u{1b}') && !n.contains('\u{7}'))
+    );
 }
 
 fn event(seq: u64, event: TurnEvent) -> ServerFrame {

@@ -58,10 +58,9 @@ pub fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -
     };
     let first_line = message.and_then(|m| m.lines().next());
     match first_line.map(types::terminal::escape_line) {
-        Some(m) if !m.trim().is_empty() => format!(
-            "{amount}: {}",
-            super::tool_line::clip(m.trim(), 40)
-        ),
+        Some(m) if !m.trim().is_empty() => {
+            format!("{amount}: {}", super::tool_line::clip(m.trim(), 40))
+        }
         _ => amount,
     }
 }
