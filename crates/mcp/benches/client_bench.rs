@@ -235,6 +235,35 @@ async fn raw_rmcp_http(url: &str, pooled: bool, calls: usize) -> Vec<Duration> {
     out
 }
 
+/// `n` servers spawned at once, each answering `initialize` on its stdio with no client of ours:
+/// the servers' own start (the interpreter, the SDK's import), what `McpClients` cannot beat.
+async fn bare_start(dir: &std::path::Path, n: usize) -> Duration {
+    let began = Instant::now();
+    let starts = (0..n).map(|_| async {
+        let mut child = tokio::process::Command::new(python())
+            .args([SERVER, "stdio"])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        stdin
+            .write_all(format!("{INIT}\n").as_bytes())
+            .await
+            .unwrap();
+        lines.next_line().await.unwrap().unwrap();
+        child
+    });
+    let children = futures::future::join_all(starts).await;
+    let took = began.elapsed();
+    drop(children);
+    took
+}
+
 async fn http_server(dir: &std::path::Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -290,13 +319,18 @@ async fn main() {
         bare.clone(),
     );
     let after = raw_rmcp_http(&url, true, calls).await;
-    report("http, bare rmcp, pooled client (after)", after, bare);
+    report("http, bare rmcp, pooled client (after)", after, bare.clone());
+    // Again, after the others: the order's share of the load.
+    let ours = through_client(&registry, &ctx, "remote__echo", calls).await;
+    report("http call (again)", ours, bare);
     drop(registry);
     drop(both);
 
     for n in [1usize, 3] {
         let mut samples = Vec::new();
+        let mut bare = Vec::new();
         for _ in 0..5 {
+            bare.push(bare_start(dir.path(), n).await);
             let servers: Vec<(String, McpServerConfig)> =
                 (0..n).map(|i| (format!("s{i}"), stdio())).collect();
             let refs: Vec<(&str, McpServerConfig)> = servers
@@ -311,10 +345,14 @@ async fn main() {
         }
         let p50 = pct(&mut samples, 0.5);
         let max = samples.iter().max().copied().unwrap_or_default();
+        let bare50 = pct(&mut bare, 0.5);
         println!(
-            "start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms",
+            "start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms | the servers alone \
+             answering initialize: p50 {:.0} ms | added by the client: p50 {:.0} ms",
             ms(p50),
-            ms(max)
+            ms(max),
+            ms(bare50),
+            ms(p50) - ms(bare50)
         );
     }
 }
