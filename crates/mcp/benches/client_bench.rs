@@ -128,8 +128,12 @@ fn call_line(id: usize) -> String {
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-/// The same calls as bare JSON-RPC lines on the server's stdin/stdout.
-async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
+type Lines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// The demo server over stdio once it has answered `initialize` (killed when the child drops).
+async fn initialized(
+    dir: &std::path::Path,
+) -> (tokio::process::Child, tokio::process::ChildStdin, Lines) {
     let mut child = tokio::process::Command::new(python())
         .args([SERVER, "stdio"])
         .current_dir(dir)
@@ -142,10 +146,20 @@ async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     stdin
-        .write_all(format!("{INIT}\n{INITIALIZED}\n").as_bytes())
+        .write_all(format!("{INIT}\n").as_bytes())
         .await
         .unwrap();
     lines.next_line().await.unwrap().unwrap();
+    (child, stdin, lines)
+}
+
+/// The same calls as bare JSON-RPC lines on the server's stdin/stdout.
+async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
+    let (_child, mut stdin, mut lines) = initialized(dir).await;
+    stdin
+        .write_all(format!("{INITIALIZED}\n").as_bytes())
+        .await
+        .unwrap();
     let mut out = Vec::with_capacity(calls);
     for i in 1..=calls + 20 {
         let line = format!("{}\n", call_line(i));
@@ -239,26 +253,7 @@ async fn raw_rmcp_http(url: &str, pooled: bool, calls: usize) -> Vec<Duration> {
 /// the servers' own start (the interpreter, the SDK's import), what `McpClients` cannot beat.
 async fn bare_start(dir: &std::path::Path, n: usize) -> Duration {
     let began = Instant::now();
-    let starts = (0..n).map(|_| async {
-        let mut child = tokio::process::Command::new(python())
-            .args([SERVER, "stdio"])
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        stdin
-            .write_all(format!("{INIT}\n").as_bytes())
-            .await
-            .unwrap();
-        lines.next_line().await.unwrap().unwrap();
-        child
-    });
-    let children = futures::future::join_all(starts).await;
+    let children = futures::future::join_all((0..n).map(|_| initialized(dir))).await;
     let took = began.elapsed();
     drop(children);
     took
@@ -319,7 +314,11 @@ async fn main() {
         bare.clone(),
     );
     let after = raw_rmcp_http(&url, true, calls).await;
-    report("http, bare rmcp, pooled client (after)", after, bare.clone());
+    report(
+        "http, bare rmcp, pooled client (after)",
+        after,
+        bare.clone(),
+    );
     // Again, after the others: the order's share of the load.
     let ours = through_client(&registry, &ctx, "remote__echo", calls).await;
     report("http call (again)", ours, bare);
