@@ -65,6 +65,7 @@ pub(crate) async fn serve(
     };
     if conn.attach_first(session_id, last_seq).await {
         let _joined = crate::notify::join(&conn.user, &conn.outbox).await;
+        crate::mcp_status::greet(&conn.user, &conn.outbox);
         conn.run(&mut stream).await;
     }
     conn.detach();

@@ -30,6 +30,7 @@
 //! - `turn` — running a turn with its own context; the runtime's events carried, numbered, in frames
 //! - `outbound` — a client's bounded queue, lag notices, the writer task
 //! - `user` — [`UserAgent`]: one user's token, runtime, approvals and sessions
+//! - `mcp_status` — the user's own MCP servers' state pushed to their clients (`mcp_status`)
 //! - `mcp_route` — `/mcp`: the user's tools over MCP behind the gateway token
 //! - `token` — [`GatewayToken`]: the per-user secret file, constant-time check
 //! - `schema` — the JSON Schema of the protocol ([`protocol_schema`]); `schema_notes`, `schema_schedules`, `schema_models`, `schema_turns`, `schema_capture` its note, schedule, model/usage, turn and capture examples
@@ -52,6 +53,7 @@ mod frames;
 mod handshake;
 mod limits;
 mod mcp_route;
+mod mcp_status;
 mod metrics;
 mod notes;
 mod notify;

@@ -9,8 +9,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
-    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, Message, NoteRequest, PROTOCOL_VERSION,
-    Role, ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent, TurnId, UserId,
+    ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, McpServerState, McpServerView, Message,
+    NoteRequest, PROTOCOL_VERSION, Role, ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent,
+    TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -259,6 +260,7 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
             session_id: s(),
             last_seq: 15,
         }),
+        mcp_status_examples(),
     ]);
     frames.extend(crate::schema_notes::server_examples());
     frames.extend(crate::schema_schedules::server_examples());
@@ -268,6 +270,27 @@ pub fn example_server_frames() -> Vec<(ServerFrame, ServerFrame)> {
         server_covered(frame);
     }
     frames
+}
+
+/// `mcp_status`: a server down and one up; one server starting.
+fn mcp_status_examples() -> (ServerFrame, ServerFrame) {
+    let server = |name: &str, state, reason: Option<&str>, tools| McpServerView {
+        name: name.into(),
+        state,
+        reason: reason.map(str::to_owned),
+        tools,
+    };
+    (
+        ServerFrame::McpStatus {
+            servers: vec![
+                server("files", McpServerState::Down, Some("it stopped"), 4),
+                server("github", McpServerState::Up, None, 12),
+            ],
+        },
+        ServerFrame::McpStatus {
+            servers: vec![server("files", McpServerState::Starting, None, 0)],
+        },
+    )
 }
 
 /// `history`: a page with a tool call and a next page, and a last page.
@@ -307,6 +330,7 @@ fn server_covered(frame: &ServerFrame) {
             TurnEvent::AssistantDelta { .. }
             | TurnEvent::ToolStarted { .. }
             | TurnEvent::ToolFinished { .. }
+            | TurnEvent::ToolProgress { .. }
             | TurnEvent::ApprovalRequested { .. }
             | TurnEvent::ModelRetry { .. }
             | TurnEvent::TurnCompleted { .. }
@@ -322,6 +346,7 @@ fn server_covered(frame: &ServerFrame) {
         | ServerFrame::History { .. }
         | ServerFrame::Pong
         | ServerFrame::Lagged { .. }
+        | ServerFrame::McpStatus { .. }
         | ServerFrame::NoteList { .. }
         | ServerFrame::NoteResults { .. }
         | ServerFrame::Note { .. }

@@ -20,7 +20,23 @@ pub(crate) fn turn_examples(session: &SessionId, turn: &TurnId) -> Vec<(ServerFr
             event,
         })
     };
+    let progress = |total: Option<f64>, message: Option<&str>| ServerFrame::Turn {
+        seq: 16,
+        session_id: s(),
+        turn_id: t(),
+        event: TurnEvent::ToolProgress {
+            call_id: "call_2".into(),
+            name: "files__index".into(),
+            progress: 3.0,
+            total,
+            message: message.map(str::to_owned),
+        },
+    };
     vec![
+        (
+            progress(Some(10.0), Some("indexing notes/")),
+            progress(None, None),
+        ),
         both(ServerFrame::TurnStarted {
             seq: 13,
             session_id: s(),

@@ -104,6 +104,7 @@ impl Gateway {
         for user in shared.users.values() {
             crate::scheduled::start(user, &shared);
             crate::captured::start(user, &shared);
+            crate::mcp_status::start(user, &shared);
         }
         let stop = shared.shutdown.clone();
         let task = tokio::spawn(async move {

@@ -33,6 +33,8 @@ pub struct UserAgent {
     pub(crate) scheduler: Option<Arc<runtime::Scheduler>>,
     /// The user's connected clients, for notifications.
     pub(crate) clients: crate::notify::Clients,
+    /// The user's own MCP servers, whose state their clients' status shows.
+    pub(crate) mcp_status: Option<crate::mcp_status::McpStatus>,
     live: Mutex<Live>,
 }
 
@@ -87,6 +89,7 @@ impl UserAgent {
             mcp: None,
             scheduler: None,
             clients: crate::notify::Clients::default(),
+            mcp_status: None,
             live: Mutex::default(),
         }
     }
@@ -112,6 +115,14 @@ impl UserAgent {
     #[must_use]
     pub fn with_scheduler(mut self, scheduler: runtime::Scheduler) -> Self {
         self.scheduler = Some(Arc::new(scheduler));
+        self
+    }
+
+    /// Shows the state of the user's own MCP servers (`clients`, the agent's) in their clients'
+    /// status: an `mcp_status` frame on connect and whenever a server goes down or comes back.
+    #[must_use]
+    pub fn with_mcp_clients(mut self, clients: Arc<mcp::client::McpClients>) -> Self {
+        self.mcp_status = Some(crate::mcp_status::McpStatus::new(clients));
         self
     }
 

@@ -193,6 +193,6 @@ fn protocol_md_server_frames_round_trip_and_carry_every_turn_event() {
         .filter_map(|(full, _)| full.turn_event())
         .map(|event| kind(&serde_json::to_value(event).unwrap()))
         .collect();
-    assert_eq!(every.len(), 8, "{every:?}");
+    assert_eq!(every.len(), 9, "{every:?}");
     assert_eq!(events, every);
 }

@@ -129,10 +129,20 @@ function onFrame(f) {
       if (item) $("notifications").append(item);
       return;
     }
+    case "mcp_status":
+      // The user's own MCP servers: the status bar names those that are down.
+      $("mcp").textContent = mcpDown(f.servers || []);
+      return;
     default:
       if (typeof f.seq === "number") state.chat.event(f);
       // Frames this page does not know (newer gateways add some) are ignored.
   }
+}
+
+/** "· MCP down: files, github" (empty when every server is up or starting). */
+function mcpDown(servers) {
+  const down = servers.filter((s) => s.state === "down").map((s) => s.name);
+  return down.length ? `· MCP down: ${down.join(", ")}` : "";
 }
 
 // A schedule's result: a line above the transcript (kept across session switches) with its

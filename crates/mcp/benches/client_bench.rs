@@ -6,6 +6,9 @@
 //!   check, timeout, scrubbing, bounds, rmcp's client), minus the same call made bare — one
 //!   JSON-RPC line written to the server's stdin and read from its stdout, or one plain HTTP POST
 //!   with the session id — which is the server's own time plus the wire. Over stdio and HTTP.
+//! - HTTP before and after issue 34's fix: the same calls through a bare rmcp client on rmcp's
+//!   default HTTP client (a new connection per request: what `McpClients` used before) and on a
+//!   pooled one (what it uses now), side by side in one run.
 //! - Start: `McpClients::start` + `ready` for one and for three stdio servers.
 //!
 //! Prints p50/p95 (a plain binary, no harness).
@@ -125,8 +128,12 @@ fn call_line(id: usize) -> String {
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-/// The same calls as bare JSON-RPC lines on the server's stdin/stdout.
-async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
+type Lines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// The demo server over stdio once it has answered `initialize` (killed when the child drops).
+async fn initialized(
+    dir: &std::path::Path,
+) -> (tokio::process::Child, tokio::process::ChildStdin, Lines) {
     let mut child = tokio::process::Command::new(python())
         .args([SERVER, "stdio"])
         .current_dir(dir)
@@ -139,10 +146,20 @@ async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     stdin
-        .write_all(format!("{INIT}\n{INITIALIZED}\n").as_bytes())
+        .write_all(format!("{INIT}\n").as_bytes())
         .await
         .unwrap();
     lines.next_line().await.unwrap().unwrap();
+    (child, stdin, lines)
+}
+
+/// The same calls as bare JSON-RPC lines on the server's stdin/stdout.
+async fn bare_stdio(dir: &std::path::Path, calls: usize) -> Vec<Duration> {
+    let (_child, mut stdin, mut lines) = initialized(dir).await;
+    stdin
+        .write_all(format!("{INITIALIZED}\n").as_bytes())
+        .await
+        .unwrap();
     let mut out = Vec::with_capacity(calls);
     for i in 1..=calls + 20 {
         let line = format!("{}\n", call_line(i));
@@ -203,6 +220,45 @@ async fn bare_http(url: &str, calls: usize) -> Vec<Duration> {
     out
 }
 
+/// The same calls through a bare rmcp client: on rmcp's default HTTP client (`pooled` false, a
+/// new TCP connection per request) or on a pooled reqwest client.
+async fn raw_rmcp_http(url: &str, pooled: bool, calls: usize) -> Vec<Duration> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
+    let transport = if pooled {
+        StreamableHttpClientTransport::with_client(rmcp_reqwest::Client::new(), config)
+    } else {
+        StreamableHttpClientTransport::from_config(config)
+    };
+    let service = ().serve(transport).await.unwrap();
+    let mut out = Vec::with_capacity(calls);
+    for i in 0..calls + 20 {
+        let mut params = CallToolRequestParams::new("echo");
+        params.arguments = json!({"text": format!("hello {i}")}).as_object().cloned();
+        let began = Instant::now();
+        let result = service.peer().call_tool(params).await.unwrap();
+        let took = began.elapsed();
+        assert_ne!(result.is_error, Some(true));
+        if i >= 20 {
+            out.push(took);
+        }
+    }
+    out
+}
+
+/// `n` servers spawned at once, each answering `initialize` on its stdio with no client of ours:
+/// the servers' own start (the interpreter, the SDK's import), what `McpClients` cannot beat.
+async fn bare_start(dir: &std::path::Path, n: usize) -> Duration {
+    let began = Instant::now();
+    let children = futures::future::join_all((0..n).map(|_| initialized(dir))).await;
+    let took = began.elapsed();
+    drop(children);
+    took
+}
+
 async fn http_server(dir: &std::path::Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -248,13 +304,32 @@ async fn main() {
     let ours = through_client(&registry, &ctx, "local__echo", calls).await;
     report("stdio call", ours, bare_stdio(dir.path(), calls).await);
     let ours = through_client(&registry, &ctx, "remote__echo", calls).await;
-    report("http call", ours, bare_http(&url, calls).await);
+    let bare = bare_http(&url, calls).await;
+    report("http call", ours, bare.clone());
+    // Before and after: rmcp's own default HTTP client against a pooled one, no registry.
+    let before = raw_rmcp_http(&url, false, calls).await;
+    report(
+        "http, bare rmcp, rmcp's default client (before)",
+        before,
+        bare.clone(),
+    );
+    let after = raw_rmcp_http(&url, true, calls).await;
+    report(
+        "http, bare rmcp, pooled client (after)",
+        after,
+        bare.clone(),
+    );
+    // Again, after the others: the order's share of the load.
+    let ours = through_client(&registry, &ctx, "remote__echo", calls).await;
+    report("http call (again)", ours, bare);
     drop(registry);
     drop(both);
 
     for n in [1usize, 3] {
         let mut samples = Vec::new();
+        let mut bare = Vec::new();
         for _ in 0..5 {
+            bare.push(bare_start(dir.path(), n).await);
             let servers: Vec<(String, McpServerConfig)> =
                 (0..n).map(|i| (format!("s{i}"), stdio())).collect();
             let refs: Vec<(&str, McpServerConfig)> = servers
@@ -269,10 +344,14 @@ async fn main() {
         }
         let p50 = pct(&mut samples, 0.5);
         let max = samples.iter().max().copied().unwrap_or_default();
+        let bare50 = pct(&mut bare, 0.5);
         println!(
-            "start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms",
+            "start {n} stdio server(s) to ready: p50 {:.0} ms, max {:.0} ms | the servers alone \
+             answering initialize: p50 {:.0} ms | added by the client: p50 {:.0} ms",
             ms(p50),
-            ms(max)
+            ms(max),
+            ms(bare50),
+            ms(p50) - ms(bare50)
         );
     }
 }

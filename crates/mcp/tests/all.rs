@@ -2,3 +2,4 @@
 
 mod client;
 mod client_checks;
+mod client_progress;

@@ -15,14 +15,15 @@
 //! - Each call runs with the turn's context plus its own call id, which memory writes record so
 //!   that a retried call never writes twice.
 //!
-//! Each call ends with one `ToolFinished` event; `ToolStarted` is sent only for calls that run.
+//! Each call ends with one `ToolFinished` event; `ToolStarted` is sent only for calls that run,
+//! and `ToolProgress` while it runs when the tool reports how far it got.
 
 use std::time::{Duration, Instant};
 
 use tools::ToolOutcome;
 use types::{
-    ApprovalPolicy, Message, NoteChange, NoteChanges, SafetyTier, ToolCall, ToolExecutionContext,
-    UntrustedInput,
+    ApprovalPolicy, Message, NoteChange, NoteChanges, ProgressSink, SafetyTier, ToolCall,
+    ToolExecutionContext, UntrustedInput,
 };
 
 use crate::RuntimeError;
@@ -107,11 +108,14 @@ impl Turn<'_> {
         for call in calls {
             self.started(call).await;
         }
-        let marks: Vec<_> = calls.iter().map(|call| self.mark_for(call)).collect();
+        let marks: Vec<_> = calls
+            .iter()
+            .map(|call| (self.mark_for(call), self.emitter.progress_sink(call)))
+            .collect();
         let (tools, ctx) = (&self.rt.tools, self.ctx);
-        let runs = calls.iter().zip(marks).map(|(call, untrusted)| async move {
+        let runs = calls.iter().zip(marks).map(|(call, mark)| async move {
             let start = Instant::now();
-            let call_ctx = for_call(ctx, call, untrusted);
+            let call_ctx = for_call(ctx, call, mark);
             let outcome = tools.execute(&call.name, &call.arguments, &call_ctx).await;
             (outcome, start.elapsed(), call_ctx.changes.take())
         });
@@ -150,8 +154,8 @@ impl Turn<'_> {
         }
         self.started(call).await;
         let start = Instant::now();
-        let untrusted = self.mark_for(call);
-        let call_ctx = for_call(self.ctx, call, untrusted);
+        let mark = (self.mark_for(call), self.emitter.progress_sink(call));
+        let call_ctx = for_call(self.ctx, call, mark);
         let outcome = self
             .rt
             .tools
@@ -246,16 +250,18 @@ impl Turn<'_> {
 
 /// The turn's context for one call: the same user, session, turn, workspace and cancellation, plus
 /// the call's id (memory writes record it, so that a retried call never writes twice) and the
-/// untrusted content in the model's context (memory writes record it as their provenance).
+/// untrusted content in the model's context (memory writes record it as their provenance), and
+/// where it reports its progress.
 fn for_call(
     ctx: &ToolExecutionContext,
     call: &ToolCall,
-    untrusted_input: Option<UntrustedInput>,
+    (untrusted_input, progress): (Option<UntrustedInput>, ProgressSink),
 ) -> ToolExecutionContext {
     ToolExecutionContext {
         call_id: Some(call.id.clone()),
         untrusted_input: untrusted_input.or(ctx.untrusted_input),
         changes: NoteChanges::default(),
+        progress,
         ..ctx.clone()
     }
 }

@@ -9,11 +9,17 @@
 //!   without losing anything), but never past cancellation: once the turn is cancelled, events
 //!   that do not fit are handed to a background task that delivers them in order. So a consumer that
 //!   stops reading can always end the turn by cancelling it.
+//! - **Progress never blocks either.** A running call's `ToolProgress` is offered with `try_send`
+//!   at most every [`PROGRESS_EVERY`] per call and dropped while the channel is full or once the
+//!   turn is cancelled: the next report says the same and more.
 //! - A dropped receiver is fine: the turn runs to its end without events.
 
 use serde::Serialize;
 use tokio::sync::mpsc::{self, error::TrySendError};
-use types::{CancellationToken, TurnEvent, Usage};
+use types::{CancellationToken, ProgressSink, ToolCall, ToolProgress, TurnEvent, Usage};
+
+/// The shortest time between two progress events of one call.
+pub(crate) const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How a turn ended (when it did not fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,6 +65,32 @@ impl<'a> Emitter<'a> {
             backlog: Vec::new(),
             closed: false,
         }
+    }
+
+    /// Where `call` reports its progress: `ToolProgress` events, offered without waiting.
+    pub(crate) fn progress_sink(&self, call: &ToolCall) -> ProgressSink {
+        let (tx, cancel) = (self.tx.clone(), self.cancel.clone());
+        let (call_id, name) = (call.id.clone(), call.name.clone());
+        let last = std::sync::Mutex::new(None::<std::time::Instant>);
+        ProgressSink::new(move |p: ToolProgress| {
+            if cancel.is_cancelled() {
+                return;
+            }
+            let mut last = last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|at| at.elapsed() < PROGRESS_EVERY) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+            let _ = tx.try_send(TurnEvent::ToolProgress {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        })
     }
 
     /// Offers a text delta without waiting.

@@ -15,6 +15,7 @@ mod capture;
 mod dispatch;
 mod lifecycle;
 mod memory;
+mod progress;
 mod summary;
 mod trust;
 mod trust_across_turns;

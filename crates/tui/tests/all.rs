@@ -7,6 +7,7 @@ mod common;
 mod approval_tmux;
 mod e2e_tmux;
 mod export_tmux;
+mod mcp_tmux;
 mod memory_dialects_tmux;
 mod memory_tmux;
 mod moved_gateway;

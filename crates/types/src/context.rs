@@ -1,6 +1,8 @@
 //! The per-call context handed to every tool.
 
-use crate::{CancellationToken, NoteChanges, SessionId, TurnId, UserId, WorkspacePaths};
+use crate::{
+    CancellationToken, NoteChanges, ProgressSink, SessionId, TurnId, UserId, WorkspacePaths,
+};
 
 /// Who is asking, in which session and turn, where their files live, and whether the turn was
 /// cancelled. Built fresh for each turn by the gateway or CLI and passed by reference to every tool
@@ -36,6 +38,9 @@ pub struct ToolExecutionContext {
     /// Where the memory tools record what the call changed (the runtime gives each call its own
     /// and reports them with the call's `tool_finished`, for the client's undo lines).
     pub changes: NoteChanges,
+    /// Where a long call reports how far it got (the runtime gives each call one that becomes
+    /// `tool_progress` events; nobody listens elsewhere).
+    pub progress: ProgressSink,
 }
 
 /// The namespaces a caller may read.
@@ -116,6 +121,7 @@ impl ToolExecutionContext {
             untrusted_input: None,
             reads: ReadGrant::default(),
             changes: NoteChanges::default(),
+            progress: ProgressSink::default(),
         }
     }
 }

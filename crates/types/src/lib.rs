@@ -20,6 +20,7 @@ mod config;
 mod context;
 pub mod export;
 mod ids;
+mod mcp_views;
 mod message;
 mod model_views;
 mod note_changes;
@@ -59,6 +60,7 @@ pub use context::{
 };
 pub use export::{ExportFormat, export_conversation};
 pub use ids::{IdError, NoteId, SessionId, TurnId, UserId};
+pub use mcp_views::{McpServerState, McpServerView, ProgressSink, ToolProgress};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model_views::{ModelView, UsageView};
 pub use note_changes::{NoteChange, NoteChanges};

@@ -224,6 +224,11 @@ pub enum ServerFrame {
         query: String,
         hits: Vec<ConversationHitView>,
     },
+    /// The user's own MCP servers and whether each is up: sent after `hello_ok` when the agent
+    /// has any, and to every client of the user when one goes down or comes back.
+    McpStatus {
+        servers: Vec<crate::McpServerView>,
+    },
     /// This client fell behind on `session_id` and was unsubscribed from it. `last_seq` is the
     /// last event queued for it; send `resync` with the last `seq` actually received.
     Lagged {

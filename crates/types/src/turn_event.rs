@@ -32,6 +32,17 @@ pub enum TurnEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changes: Vec<NoteChange>,
     },
+    /// A running call reports how far it got (an MCP server's `notifications/progress`):
+    /// `progress` of `total` when known, and the tool's own short message.
+    ToolProgress {
+        call_id: String,
+        name: String,
+        progress: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// A privileged call waits for the user's answer (on the gateway, `approve {call_id,
     /// approved}`).
     ApprovalRequested {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tools::{DynamicTools, Tool};
 use types::McpConfig;
@@ -18,6 +18,7 @@ use super::supervise::supervise;
 pub struct McpClients {
     slots: Vec<Arc<Slot>>,
     tasks: Vec<JoinHandle<()>>,
+    changed: Arc<watch::Sender<u64>>,
 }
 
 impl fmt::Debug for McpClients {
@@ -39,9 +40,15 @@ impl McpClients {
         let reserved: Arc<BTreeSet<String>> = Arc::new(reserved.iter().cloned().collect());
         let mut slots = Vec::new();
         let mut tasks = Vec::new();
+        let changed = Arc::new(watch::channel(0).0);
         for (name, server) in config.servers.iter().filter(|(_, s)| s.enabled) {
             let (tx, rx) = mpsc::unbounded_channel();
-            let slot = Arc::new(Slot::new(name, server.clone(), tx.clone()));
+            let slot = Arc::new(Slot::new(
+                name,
+                server.clone(),
+                tx.clone(),
+                Arc::clone(&changed),
+            ));
             tasks.push(tokio::spawn(supervise(
                 Arc::clone(&slot),
                 Arc::clone(&launcher),
@@ -51,7 +58,11 @@ impl McpClients {
             )));
             slots.push(slot);
         }
-        Self { slots, tasks }
+        Self {
+            slots,
+            tasks,
+            changed,
+        }
     }
 
     /// Waits until every server's first connection attempt has finished (up or down), at most
@@ -64,6 +75,12 @@ impl McpClients {
     /// Each server's state, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.slots.iter().map(|s| s.status()).collect()
+    }
+
+    /// Changes whenever a server's state or tools change (it counts the changes): a client's
+    /// status follows [`McpClients::status`] by waiting on it.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Whether no server is configured (and enabled).

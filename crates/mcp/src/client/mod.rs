@@ -14,11 +14,13 @@
 //! - `supervise` — connect, list, watch, restart with backoff
 //! - `slot` — one server's shared state, [`ServerStatus`]
 //! - `schema` — offered names, schema checks, tiers, allow-lists
+//! - `progress` — a call's `notifications/progress` to its [`types::ProgressSink`]
 //! - `tool` — a server tool as a [`tools::Tool`]
 //! - `result` — a call's result as text for the model
 
 mod clients;
 mod launch;
+mod progress;
 mod result;
 mod schema;
 mod session;

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use types::McpServerConfig;
 
 use super::launch::Launcher;
+use super::progress::Progress;
 
 /// What a connection tells its supervisor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +32,7 @@ pub(crate) enum Event {
 pub(crate) struct Handler {
     server: String,
     events: mpsc::UnboundedSender<Event>,
+    progress: Progress,
 }
 
 impl ClientHandler for Handler {
@@ -45,6 +47,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         tracing::debug!(server = %self.server, progress = params.progress, "MCP tool progress");
+        self.progress.report(&params);
     }
 }
 
@@ -108,17 +111,21 @@ pub(crate) async fn connect(
     launcher: &dyn Launcher,
     events: mpsc::UnboundedSender<Event>,
     stderr: &StderrTail,
+    progress: Progress,
 ) -> Result<Session, String> {
     let handler = Handler {
         server: name.to_owned(),
         events,
+        progress,
     };
     let timeout = Duration::from_secs(config.timeout_secs);
     let started = async {
         match &config.url {
             Some(url) => {
-                let transport =
-                    StreamableHttpClientTransport::from_config(http_config(url, config)?);
+                let transport = StreamableHttpClientTransport::with_client(
+                    http_client()?,
+                    http_config(url, config)?,
+                );
                 let service = handler.serve(transport).await.map_err(|e| e.to_string())?;
                 Ok(Session {
                     service,
@@ -174,6 +181,30 @@ fn http_config(
         transport = transport.auth_header(token);
     }
     Ok(transport)
+}
+
+/// The HTTP client of one connection: its connections are kept and reused between calls
+/// (rmcp's default client opens a new one for every request, a few milliseconds each). Like
+/// rmcp's, it follows only same-origin 307 and 308 redirects (which keep the method and body),
+/// at most 10.
+fn http_client() -> Result<rmcp_reqwest::Client, String> {
+    install_tls_provider();
+    let policy = rmcp_reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if attempt.previous().len() > 10 || !same_origin || !keeps_body {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    });
+    rmcp_reqwest::Client::builder()
+        .redirect(policy)
+        .build()
+        .map_err(|e| format!("cannot set up an HTTP client: {e}"))
 }
 
 /// rmcp's HTTP client (reqwest without a built-in provider) needs a process-wide rustls crypto

@@ -3,12 +3,13 @@
 //! it) and the tools (which read it); its lock is never held across an `.await`.
 
 use std::fmt;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
-use types::McpServerConfig;
+use types::{McpServerConfig, McpServerState, McpServerView};
 
+use super::progress::Progress;
 use super::session::{Event, StderrTail};
 use super::tool::Offered;
 
@@ -47,6 +48,23 @@ pub struct ServerStatus {
     /// The names its tools are offered under, in order.
     pub tools: Vec<String>,
     pub refused: Vec<RefusedTool>,
+}
+
+impl ServerStatus {
+    /// What a client's status shows of it (the reason it is down as the model is told it).
+    pub fn view(&self) -> McpServerView {
+        let (state, reason) = match &self.state {
+            ServerState::Starting => (McpServerState::Starting, None),
+            ServerState::Up => (McpServerState::Up, None),
+            ServerState::Down { reason, .. } => (McpServerState::Down, Some(reason.clone())),
+        };
+        McpServerView {
+            name: self.name.clone(),
+            state,
+            reason,
+            tools: u32::try_from(self.tools.len()).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 impl fmt::Display for ServerStatus {
@@ -88,6 +106,10 @@ pub(crate) struct Slot {
     /// Becomes true once the first connection attempt has finished (up or down).
     settled: watch::Sender<bool>,
     pub stderr: StderrTail,
+    /// The sinks of its running calls.
+    pub progress: Progress,
+    /// Counts the changes of every server's state and tools (shared by all the slots).
+    changed: Arc<watch::Sender<u64>>,
 }
 
 impl fmt::Debug for Slot {
@@ -103,6 +125,7 @@ impl Slot {
         name: &str,
         config: McpServerConfig,
         events: mpsc::UnboundedSender<Event>,
+        changed: Arc<watch::Sender<u64>>,
     ) -> Self {
         Self {
             name: name.to_owned(),
@@ -116,7 +139,13 @@ impl Slot {
             events,
             settled: watch::channel(false).0,
             stderr: StderrTail::default(),
+            progress: Progress::default(),
+            changed,
         }
+    }
+
+    fn changed(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
@@ -145,12 +174,16 @@ impl Slot {
         let mut inner = self.write();
         inner.state = ServerState::Up;
         inner.peer = Some(peer);
+        drop(inner);
+        self.changed();
     }
 
     pub(crate) fn set_tools(&self, tools: Offered, refused: Vec<RefusedTool>) {
         let mut inner = self.write();
         inner.tools = tools;
         inner.refused = refused;
+        drop(inner);
+        self.changed();
     }
 
     /// Marks the server down (its tools stay, answering that it is down).
@@ -163,6 +196,8 @@ impl Slot {
             restarts,
         };
         inner.peer = None;
+        drop(inner);
+        self.changed();
     }
 
     /// A call found the connection broken: the supervisor reconnects.

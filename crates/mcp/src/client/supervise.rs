@@ -43,6 +43,7 @@ pub(crate) async fn supervise(
             launcher.as_ref(),
             events_tx.clone(),
             &slot.stderr,
+            slot.progress.clone(),
         )
         .await
         {

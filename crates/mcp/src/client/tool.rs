@@ -10,6 +10,7 @@ use serde_json::Value;
 use tools::{Tool, ToolError};
 use types::{SafetyTier, ToolExecutionContext, UntrustedInput};
 
+use super::progress::call;
 use super::result::render;
 use super::slot::Slot;
 
@@ -69,11 +70,7 @@ impl Tool for McpTool {
         self.timeout
     }
 
-    async fn execute(
-        &self,
-        args: &Value,
-        _ctx: &ToolExecutionContext,
-    ) -> Result<String, ToolError> {
+    async fn execute(&self, args: &Value, ctx: &ToolExecutionContext) -> Result<String, ToolError> {
         let Some(slot) = self.slot.upgrade() else {
             return Err(ToolError::execution("the MCP client has stopped"));
         };
@@ -85,7 +82,7 @@ impl Tool for McpTool {
         })?;
         let mut params = CallToolRequestParams::new(self.remote.clone());
         params.arguments = args.as_object().cloned();
-        match peer.call_tool(params).await {
+        match call(&peer, params, &slot.progress, &ctx.progress).await {
             Ok(result) => {
                 let json = serde_json::to_value(&result).map_err(|e| {
                     ToolError::execution_with("the MCP server's answer is not valid", e)

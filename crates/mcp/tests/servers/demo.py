@@ -3,7 +3,7 @@
     demo.py stdio
     demo.py http PORT
 
-Its tools behave well (echo, add, picture, whereami), badly (crash, hang, flood) or lie (liar's
+Its tools behave well (echo, add, picture, whereami; hang reports its progress), badly (crash, hang, flood) or lie (liar's
 input schema names a type that does not exist); `grow` adds a tool and says the list changed.
 Each start appends a line to `starts.log` in the working directory.
 """
@@ -57,9 +57,12 @@ def crash() -> str:
 
 
 @app.tool()
-async def hang(seconds: float) -> str:
-    """Sleeps for `seconds`."""
-    await asyncio.sleep(seconds)
+async def hang(seconds: float, ctx: Context) -> str:
+    """Sleeps for `seconds`, reporting its progress every tenth of a second."""
+    steps = max(1, round(seconds * 10))
+    for i in range(1, steps + 1):
+        await asyncio.sleep(seconds / steps)
+        await ctx.report_progress(i, steps, f"slept {i / 10:.1f}s")
     return "woke up"
 
 

@@ -66,6 +66,7 @@ impl App {
             }
             ServerFrame::Lagged { session_id, .. } => self.lagged(session_id),
             ServerFrame::Pong => Vec::new(),
+            ServerFrame::McpStatus { servers } => self.mcp_status(servers),
             note @ (ServerFrame::NoteList { .. }
             | ServerFrame::NoteResults { .. }
             | ServerFrame::Note { .. }
@@ -118,6 +119,13 @@ impl App {
                 self.note_changes(changes);
                 self.tool_finished(call_id, name, ok, summary, duration_ms);
             }
+            TurnEvent::ToolProgress {
+                name,
+                progress,
+                total,
+                message,
+                ..
+            } => self.tool_progress(&name, progress, total, message.as_deref()),
             TurnEvent::ApprovalRequested {
                 call_id,
                 name,
@@ -148,32 +156,6 @@ impl App {
             }
         }
         Vec::new()
-    }
-
-    fn tool_finished(
-        &mut self,
-        call_id: String,
-        name: String,
-        ok: bool,
-        summary: String,
-        duration_ms: u64,
-    ) {
-        let finished = ToolState::Finished {
-            ok,
-            summary,
-            duration_ms: Some(duration_ms),
-        };
-        self.turn = TurnState::Thinking;
-        if let Some(state) = self.tool_state(&call_id) {
-            *state = finished;
-        } else {
-            self.push(Entry::Tool {
-                call_id,
-                name,
-                arguments: String::new(),
-                state: finished,
-            });
-        }
     }
 
     fn approval_requested(&mut self, call_id: String, name: String, arguments: String) {
@@ -473,7 +455,7 @@ impl App {
         }
     }
 
-    fn tool_state(&mut self, id: &str) -> Option<&mut ToolState> {
+    pub(super) fn tool_state(&mut self, id: &str) -> Option<&mut ToolState> {
         self.entries.iter_mut().rev().find_map(|e| match e {
             Entry::Tool { call_id, state, .. } if call_id == id => Some(state),
             _ => None,

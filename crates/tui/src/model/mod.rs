@@ -10,22 +10,28 @@
 //! - `memory` — `/memory` (browse, search, edit, delete notes), memory changes
 //! - `memory_history` — versions, deleted notes, revert, restore, confirm, and `/undo`
 //! - `captured` — what capture changed (undoable like the agent's changes) and proposes
+//! - `mcp` — the user's own MCP servers (`mcp_status`): which are down, notices
+//! - `tool_calls` — a call that finished, a running call's progress
 
 mod approval;
 mod captured;
 mod export;
 mod frames;
 mod keys;
+mod mcp;
 mod memory;
 mod memory_history;
 mod schedules;
 mod sessions;
 mod spend;
+pub mod tool_calls;
 pub mod tool_line;
 pub mod transcript;
 
 #[cfg(test)]
 mod approval_tests;
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod sessions_tests;
 #[cfg(test)]
@@ -177,6 +183,8 @@ pub struct App {
     memory: memory::MemoryView,
     /// The ids of the last `/schedules` list, by number.
     schedule_ids: Vec<String>,
+    /// The user's own MCP servers, as the gateway last said (`mcp_status`).
+    pub mcp_servers: Vec<types::McpServerView>,
     pub quit: bool,
 }
 
@@ -216,6 +224,7 @@ impl App {
             last_usage: None,
             memory: memory::MemoryView::default(),
             schedule_ids: Vec::new(),
+            mcp_servers: Vec::new(),
             quit: false,
         }
     }

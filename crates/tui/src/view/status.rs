@@ -1,4 +1,5 @@
-//! The status bar: connection, session, model, what the turn is doing.
+//! The status bar: connection, session, model, what the turn is doing, the MCP servers that
+//! are down.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -32,6 +33,10 @@ pub fn line(app: &App, width: usize) -> Line<'static> {
         parts.push(model.clone());
     }
     parts.push(turn_label(app));
+    let down = app.mcp_down();
+    if !down.is_empty() {
+        parts.push(format!("⚠ MCP down: {}", down.join(", ")));
+    }
     let left = format!(" {}", parts.join("  │  "));
     let right = if app.scroll > 0 {
         "↑ scrolled · PageDown ".to_owned()

@@ -34,6 +34,17 @@ pub async fn gateway_for(
     llm: &ScriptedLlm,
     dialects: types::MemoryDialects,
 ) -> (RunningGateway, PathBuf) {
+    gateway_with(root, user, llm, dialects, None).await
+}
+
+/// [`gateway_for`] whose user's agent has these MCP servers (their state in the clients' status).
+pub async fn gateway_with(
+    root: &Path,
+    user: &str,
+    llm: &ScriptedLlm,
+    dialects: types::MemoryDialects,
+    mcp: Option<Arc<mcp::client::McpClients>>,
+) -> (RunningGateway, PathBuf) {
     let ws = WorkspacePaths::new(root.join(user));
     for dir in types::WorkspaceDir::ALL {
         std::fs::create_dir_all(ws.dir(dir)).unwrap();
@@ -71,7 +82,10 @@ pub async fn gateway_for(
     )
     .with_retrieval(RetrievalConfig::default())
     .with_memory(store);
-    let agent = UserAgent::new(UserId::parse(user).unwrap(), token, ws.clone(), runtime);
+    let mut agent = UserAgent::new(UserId::parse(user).unwrap(), token, ws.clone(), runtime);
+    if let Some(clients) = mcp {
+        agent = agent.with_mcp_clients(clients);
+    }
     let mut gw = Gateway::new(GatewayConfig::default());
     gw.add_user(agent).unwrap();
     let running = gw.start().await.unwrap();

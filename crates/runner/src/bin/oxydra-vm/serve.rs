@@ -71,6 +71,9 @@ pub async fn run(
     let mut user = UserAgent::new(boot.user_id.clone(), token, ws.clone(), runtime)
         .with_metrics(move || metrics.render())
         .with_mcp(mcp, mcp_limits);
+    if let Some(clients) = &mcp_clients {
+        user = user.with_mcp_clients(std::sync::Arc::clone(clients));
+    }
     if let Some(schedules) = agent.schedules {
         let scheduler = runtime::Scheduler::new(schedules, boot.user_id.clone(), ws.clone());
         user = user.with_scheduler(scheduler);
