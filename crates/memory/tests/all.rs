@@ -28,3 +28,4 @@ mod search;
 mod sessions;
 mod snapshot;
 mod store;
+mod time_search;
