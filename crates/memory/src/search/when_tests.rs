@@ -1,3 +1,6 @@
+//! The time expressions of a query read into spans: a table of expressions, words that are not
+//! times, the phrase kept, and days in the user's zone across changes of clocks.
+
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
