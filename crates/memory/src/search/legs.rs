@@ -136,4 +136,29 @@ mod tests {
         assert_eq!(ids, [4, 1, 3, 2]);
         assert!(got.iter().all(|(_, s)| (0.0..=1.0).contains(s)), "{got:?}");
     }
+
+    #[test]
+    fn the_span_narrows_the_filters_and_an_empty_one_is_none() {
+        let t = |d: u32| chrono::DateTime::from_timestamp(i64::from(d) * 86_400, 0);
+        let span = |a, b| TimeRange {
+            start: t(a),
+            end: t(b),
+            phrase: "then".into(),
+        };
+        let asked = QueryFilters {
+            created_after: t(10),
+            tags_any: vec!["trip".into()],
+            ..QueryFilters::default()
+        };
+        let got = within(&asked, &span(5, 20)).expect("overlap");
+        assert_eq!((got.created_after, got.created_before), (t(10), t(20)));
+        assert_eq!(got.tags_any, ["trip"]);
+        assert_eq!(within(&asked, &span(1, 10)), None);
+        let open = TimeRange {
+            start: None,
+            ..span(0, 30)
+        };
+        let got = within(&QueryFilters::default(), &open).expect("open span");
+        assert_eq!((got.created_after, got.created_before), (None, t(30)));
+    }
 }
