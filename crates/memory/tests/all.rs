@@ -29,3 +29,4 @@ mod search;
 mod sessions;
 mod snapshot;
 mod store;
+mod time_search;

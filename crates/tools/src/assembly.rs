@@ -81,7 +81,10 @@ impl ToolSet {
     }
 
     /// The retrieval settings and prices of `config`.
-    fn configured(self, config: &AgentConfig) -> Self {
+    fn configured(mut self, config: &AgentConfig) -> Self {
+        // An unknown name is refused when the configuration is checked; here it reads as unset.
+        self.memory.timezone =
+            crate::schedule_tools::resolve_timezone(config.user.timezone.as_deref()).ok();
         self.retrieval(&config.retrieval).pricing(&config.pricing)
     }
 

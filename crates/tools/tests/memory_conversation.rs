@@ -190,3 +190,55 @@ async fn a_failed_conversation_leg_still_returns_notes_and_says_so() {
         "{note}"
     );
 }
+
+#[tokio::test]
+async fn a_time_in_the_query_ranks_past_conversations_of_that_time_first_and_says_so() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    let now = chrono::Utc::now();
+    let said = [
+        ("chat-old", "Cat vet visit: the cat had its vet visit", 60),
+        ("chat-new", "Took Miso the cat to the vet", 2),
+    ];
+    for (chat, text, days_ago) in said {
+        env.store
+            .sessions()
+            .append_message_at(
+                &SessionId::parse(chat).unwrap(),
+                &alice,
+                &Message::user(text),
+                Some(now - chrono::Duration::days(days_ago)),
+            )
+            .await
+            .unwrap();
+    }
+    let search = |query: &str| json!({ "query": query, "scope": "conversations" });
+    let plain = env
+        .ok("alice", "memory_search", search("cat vet visit"))
+        .await;
+    let hits = plain["results"].as_array().unwrap();
+    assert_eq!(
+        texts(hits),
+        vec![
+            "Cat vet visit: the cat had its vet visit",
+            "Took Miso the cat to the vet"
+        ]
+    );
+    assert!(plain.get("time").is_none(), "{plain}");
+
+    let recent = env
+        .ok(
+            "alice",
+            "memory_search",
+            search("cat vet visit in the past week"),
+        )
+        .await;
+    let hits = recent["results"].as_array().unwrap();
+    assert_eq!(texts(hits)[0], "Took Miso the cat to the vet", "{recent}");
+    // Each hit says when it was said; the output says how the time was read.
+    let date = hits[0]["date"].as_str().unwrap();
+    let said_at = chrono::DateTime::parse_from_rfc3339(date).unwrap();
+    assert!((now - said_at.with_timezone(&chrono::Utc)).num_hours() >= 47);
+    assert_eq!(recent["time"]["phrase"], "past week", "{recent}");
+    assert!(recent["time"]["from"].is_string() && recent["time"]["until"].is_string());
+}

@@ -208,6 +208,18 @@ impl Sessions<'_> {
         user: &UserId,
         message: &Message,
     ) -> Result<u64, MemoryError> {
+        self.append_message_at(session, user, message, None).await
+    }
+
+    /// [`Sessions::append_message`] dated `at` (an import of a conversation held elsewhere)
+    /// instead of now.
+    pub async fn append_message_at(
+        &self,
+        session: &SessionId,
+        user: &UserId,
+        message: &Message,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<u64, MemoryError> {
         let text = message
             .content
             .as_deref()
@@ -219,7 +231,7 @@ impl Sessions<'_> {
         let role = message.role.as_str();
         let index = self.inner.index.clone();
         self.write(move |conn| async move {
-            let now = now_text();
+            let now = at.map_or_else(now_text, time::to_text);
             let tx = begin(&conn).await?;
             let mut changes = Vec::new();
             let outcome = async {

@@ -34,12 +34,13 @@ use crate::notes::indexing::{ChunkMeta, embed_checked};
 use crate::notes::metadata::NoteMetadata;
 use crate::notes::sessions::from_sql_seq;
 use crate::search::freshness::Delta;
-use crate::search::query::{HitSource, HybridQuery, Scope, SearchHit};
+use crate::search::legs::{Legs, time_ranked, within};
+use crate::search::query::{HitSource, HybridQuery, SearchHit};
+use crate::search::when::time_range;
 use crate::time;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
-use memory_index::fusion::{fuse, sanitize};
-use memory_index::keyword::keyword_leg;
+use memory_index::fusion::sanitize;
 use memory_index::terms::query_index_terms;
 use memory_index::vector_index::VectorIndex;
 
@@ -109,47 +110,24 @@ impl MemoryStore {
         } else {
             None
         };
-        // Expired notes are hidden before ranking, like any filter; a scope without expired
-        // notes keeps the unfiltered fast path.
-        let index = &self.inner.index;
-        let now = time::now_text();
-        let expired = index.keywords().any_expired(sessions, &now);
-        let scope = Scope {
-            filters: query.filters.clone(),
-            expired_at: expired.then_some(now),
-        };
-        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+        let range = query.time.as_ref().and_then(|t| time_range(&query.text, t));
         let terms = if fts_weight > 0.0 {
             query_index_terms(&query.text)
         } else {
             Vec::new()
         };
-        // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
-        let vector_leg = async {
-            match query_vector {
-                Some(v) => {
-                    self.vector_leg(sessions.to_vec(), v, candidates, filter.clone())
-                        .await
-                }
-                None => Vec::new(),
-            }
+        let legs = Legs {
+            sessions,
+            candidates,
+            vector: query_vector,
+            terms,
         };
-        let keyword_leg = async {
-            let allows = |session: &str, chunk_id: i64| {
-                filter
-                    .as_ref()
-                    .is_none_or(|f| index.allows(session, chunk_id, f))
-            };
-            keyword_leg(index.keywords(), &terms, sessions, candidates, &allows)
-        };
-        let (vector, keyword) = tokio::join!(vector_leg, keyword_leg);
-        let fused = fuse(query.fusion, query.weights, &vector, &keyword);
-        tracing::debug!(
-            sessions = sessions.len(),
-            vector = vector.len(),
-            keyword = keyword.len(),
-            "hybrid query"
-        );
+        let mut fused = self.fused(query, &legs, &query.filters).await;
+        // A time in the query's words: what was said then comes first.
+        if let Some(filters) = range.and_then(|r| within(&query.filters, &r)) {
+            let inside = self.fused(query, &legs, &filters).await;
+            fused = time_ranked(fused, inside);
+        }
         self.read_small(move |conn| async move {
             let delta = match fresh {
                 Some(fresh) => fresh.read(&conn).await?,
@@ -162,7 +140,7 @@ impl MemoryStore {
 
     /// The vector leg: inline for a small scan; a large one in place on a multi-threaded runtime,
     /// else on the blocking pool.
-    async fn vector_leg(
+    pub(crate) async fn vector_leg(
         &self,
         sessions: Vec<String>,
         query: Vec<f32>,

@@ -1,5 +1,6 @@
 //! What is read back by meaning: hybrid search over the in-memory indexes of `memory-index`
-//! (`hybrid`), what a query asks and returns (`query`), keeping those indexes fresh against other
+//! (`hybrid`, both legs fused in `legs`), what a query asks and returns (`query`), the time a
+//! query speaks of (`when`, `when_dates`), keeping those indexes fresh against other
 //! writers' commits (`freshness`), re-embedding when the model changes (`reindex`), the indexes
 //! kept on disk for a fast open (`snapshot`), and past conversations as a scope with the context
 //! of a message hit (`conversations`).
@@ -7,9 +8,12 @@
 pub(crate) mod conversations;
 pub(crate) mod freshness;
 pub(crate) mod hybrid;
+pub(crate) mod legs;
 #[cfg(feature = "bench")]
 pub(crate) mod legs_alone;
 pub(crate) mod query;
 pub(crate) mod reindex;
 pub(crate) mod snapshot;
 pub(crate) mod snapshot_file;
+pub(crate) mod when;
+mod when_dates;

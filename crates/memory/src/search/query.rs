@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId};
 
+use crate::search::when::QueryTime;
 use memory_index::Category;
 pub(crate) use memory_index::Scope;
 pub use memory_index::{Fusion, QueryFilters, Weights};
@@ -19,6 +20,10 @@ pub struct HybridQuery {
     pub weights: Weights,
     pub filters: QueryFilters,
     pub fusion: Fusion,
+    /// When the query is asked and in which time zone: with it, a time expression in `text`
+    /// ("last week", "in May"; see [`crate::search::when`]) ranks what was written in that span
+    /// first. `None`: times in the text are ordinary words.
+    pub time: Option<QueryTime>,
 }
 
 impl HybridQuery {
@@ -36,6 +41,7 @@ impl HybridQuery {
             weights: Weights::default(),
             filters: QueryFilters::default(),
             fusion: Fusion::default(),
+            time: None,
         }
     }
 }

@@ -22,12 +22,15 @@ pub const MAX_SEARCH_TOP_K: usize = 20;
 pub(crate) type MemoryHandle = Option<Arc<dyn MemoryRetrieval>>;
 
 /// What the memory tools run over: the user's store (or none), the retrieval settings searches
-/// rank with, and the prices `getContext` counts usage in.
+/// rank with, the user's time zone, and the prices `getContext` counts usage in.
 #[derive(Clone, Default)]
 pub(crate) struct MemoryState {
     pub memory: MemoryHandle,
     pub retrieval: RetrievalConfig,
     pub pricing: PricingConfig,
+    /// The user's time zone (`[user] timezone`), in which times in a search are read; `None`:
+    /// the host's.
+    pub timezone: Option<chrono_tz::Tz>,
 }
 
 impl MemoryState {

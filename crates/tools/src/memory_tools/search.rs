@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use memory::{HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
+use memory::{HitSource, HybridQuery, QueryFilters, QueryTime, SearchHit, TimeRange, Weights};
 use types::SessionId;
 
 use super::MEMORY_SEARCH_TOOL_NAME;
@@ -44,7 +44,10 @@ const DESCRIPTION: &str = "Search your persistent memory for relevant informatio
      to fit. Results from the conversation have source \"conversation\" and no note_id: they \
      cannot be updated or deleted with memory tools. Give category or tags to search only \
      notes of that kind or carrying one of those tags; results show each note's category and \
-     tags when set.";
+     tags when set. Every result has its date (created_at, or date for a conversation): a \
+     time in the query (\"yesterday\", \"last week\", \"in May\", \"on 3 June 2024\", \"two days \
+     ago\") ranks what was saved or said then first, read in the user's time zone, and the \
+     output's \"time\" says how it was read.";
 
 fn search_parameters() -> Value {
     let mut schema = serde_json::json!({
@@ -164,6 +167,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         };
         let hits = readable(ctx, dedup(hits), top_k);
         op.results(hits.len());
+        let time = state.query_time();
         let out = match scope {
             Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
             // Half the room for where each message was said.
@@ -177,8 +181,32 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 .await
             }
         };
+        let out = with_time(out, memory::time_range(text, &time).as_ref(), time.tz);
         Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
     })
+}
+
+/// `out` (rendered results) saying which span of time the query's words were read as.
+fn with_time(out: String, range: Option<&TimeRange>, tz: chrono_tz::Tz) -> String {
+    let Some(range) = range else {
+        return out;
+    };
+    let Ok(mut rendered) = serde_json::from_str::<Value>(&out) else {
+        return out;
+    };
+    let local = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.map(|t| {
+            t.with_timezone(&tz)
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        })
+    };
+    rendered["time"] = serde_json::json!({
+        "phrase": range.phrase,
+        "from": local(range.start),
+        "until": local(range.end),
+        "timezone": tz.name(),
+    });
+    rendered.to_string()
 }
 
 impl MemoryState {
@@ -196,7 +224,16 @@ impl MemoryState {
         let mut q = HybridQuery::new(sessions, text, top_k);
         q.weights = Weights::from(&self.retrieval);
         q.filters = filters.clone();
+        q.time = Some(self.query_time());
         q
+    }
+
+    /// Now, in the user's time zone (the host's when none is configured).
+    fn query_time(&self) -> QueryTime {
+        let tz = self.timezone.unwrap_or_else(|| {
+            crate::schedule_tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC)
+        });
+        QueryTime::now_in(tz)
     }
 }
 

@@ -9,8 +9,8 @@ use super::ConfigError;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserConfig {
-    /// The user's IANA time zone (`Europe/Paris`), in which schedules' local times are read;
-    /// unset: the host's.
+    /// The user's IANA time zone (`Europe/Paris`), in which schedules' local times and the times
+    /// in a memory search ("yesterday", "in May") are read; unset: the host's.
     pub timezone: Option<String>,
 }
 

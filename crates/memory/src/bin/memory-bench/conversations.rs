@@ -20,7 +20,7 @@ use memory::{ExportedNote, MemoryStore, NoteMetadata, VectorLeg};
 use types::{NoteId, SessionId, UserId};
 
 use crate::latency::ms;
-use crate::locomo::{Conversation, note_text, turns_of};
+use crate::locomo_load::{Conversation, note_text, turns_of};
 use crate::stats::{Rng, TempDir, percentile};
 use crate::{BenchResult, EmbedderKind};
 

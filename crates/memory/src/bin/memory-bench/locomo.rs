@@ -1,21 +1,27 @@
 //! LoCoMo retrieval quality (protocol: `bench/locomo/README.md` of the shared material).
 //!
-//! Each conversation is its own store; each turn is one note of one user's memory namespace. Every
-//! question of categories 1–4 is asked in several modes (keyword only, vector only, the store's
-//! default hybrid, and a sweep of fusion × weights); NDCG@10 and Recall@10 are averaged over
+//! Each conversation is its own store; each turn is one note of one user's memory namespace, or
+//! (`--load conversations`) one message of a conversation session per LoCoMo session, dated as
+//! LoCoMo dates it (see `locomo_load`). Every question of categories 1–4 is asked in several modes
+//! (keyword only, vector only, the store's default hybrid, the same with the question's time
+//! expressions read relative to the last turn, and unless `--sweep off` a sweep of fusion ×
+//! weights); NDCG@10 and Recall@10 are averaged over
 //! questions, overall and per category. `--vector-leg` sets how the vector leg finds its
 //! candidates (to compare the approximate leg with the exact scan), and the recall@10 of the
 //! vector leg alone against the exact scan is reported.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
-use chrono::{Duration, Utc};
-use memory::{ExportedNote, Fusion, HybridQuery, MemoryStore, NoteMetadata, VectorLeg, Weights};
+use chrono_tz::Tz;
+use memory::{Fusion, HybridQuery, MemoryStore, QueryTime, VectorLeg, Weights};
 use serde::Deserialize;
-use types::{NoteId, SessionId, UserId};
+use types::UserId;
+
+pub use crate::locomo_load::Load;
+use crate::locomo_load::{Conversation, hit_key, load_turns, turns_of};
 
 use crate::stats::{TempDir, mean, ndcg_at, recall_at};
 use crate::{BenchResult, EmbedderKind};
@@ -26,47 +32,12 @@ const CATEGORY_NAMES: [&str; 4] = ["multi-hop", "temporal", "open-domain", "sing
 /// Fused-score floors tried on the default hybrid: results at or below are dropped.
 const FLOORS: [f64; 8] = [0.0, 0.3, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75];
 
-/// How the turns are written into the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Load {
-    /// `import_notes` (batched transactions).
-    Import,
-    /// One `store_note` per turn.
-    Save,
-}
-
-impl Load {
-    pub fn parse(s: &str) -> BenchResult<Self> {
-        match s {
-            "import" => Ok(Self::Import),
-            "save" => Ok(Self::Save),
-            other => Err(format!("unknown --load {other:?} (import or save)").into()),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct Conversation {
-    conversation: serde_json::Map<String, serde_json::Value>,
-    #[serde(default)]
-    pub(crate) qa: Vec<Qa>,
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct Qa {
     pub(crate) question: String,
     #[serde(default)]
     evidence: Vec<serde_json::Value>,
     category: serde_json::Value,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct Turn {
-    speaker: String,
-    dia_id: String,
-    text: String,
-    #[serde(default)]
-    blip_caption: Option<String>,
 }
 
 /// A question kept by the protocol.
@@ -83,9 +54,22 @@ struct Mode {
     name: String,
     weights: Weights,
     fusion: Fusion,
+    /// Time expressions in the question read relative to the conversation's last turn.
+    time: bool,
 }
 
-fn modes() -> Vec<Mode> {
+/// What a run reports besides the store default.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// The sweep of fusion × weights.
+    pub sweep: bool,
+    /// Per-question NDCG@10 of every mode written here (JSON).
+    pub save: Option<std::path::PathBuf>,
+    /// A file written by `save` by an earlier run: each mode's paired Δ to its store default.
+    pub baseline: Option<std::path::PathBuf>,
+}
+
+fn modes(sweep: bool) -> Vec<Mode> {
     let mut modes = vec![
         Mode {
             name: "keyword only".into(),
@@ -94,6 +78,7 @@ fn modes() -> Vec<Mode> {
                 fts: 1.0,
             },
             fusion: Fusion::MinMax,
+            time: false,
         },
         Mode {
             name: "vector only".into(),
@@ -102,13 +87,24 @@ fn modes() -> Vec<Mode> {
                 fts: 0.0,
             },
             fusion: Fusion::MinMax,
+            time: false,
         },
         Mode {
             name: "hybrid (store default)".into(),
             weights: Weights::default(),
             fusion: Fusion::default(),
+            time: false,
+        },
+        Mode {
+            name: "hybrid, time-aware".into(),
+            weights: Weights::default(),
+            fusion: Fusion::default(),
+            time: true,
         },
     ];
+    if !sweep {
+        return modes;
+    }
     for (label, fusion) in [
         ("default fusion", Fusion::default()),
         ("minmax", Fusion::MinMax),
@@ -123,6 +119,7 @@ fn modes() -> Vec<Mode> {
                     fts: 1.0 - vector,
                 },
                 fusion,
+                time: false,
             });
         }
     }
@@ -154,12 +151,18 @@ struct FloorTally {
     dropped_relevant: usize,
 }
 
-pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) -> BenchResult<()> {
+pub async fn run(
+    file: &Path,
+    kind: EmbedderKind,
+    load: Load,
+    leg: VectorLeg,
+    options: &Options,
+) -> BenchResult<()> {
     let raw =
         std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
     let conversations: Vec<Conversation> = serde_json::from_str(&raw)?;
     let embedder = kind.build()?;
-    let modes = modes();
+    let modes = modes(options.sweep);
     let mut tallies: Vec<Tally> = modes.iter().map(|_| Tally::default()).collect();
     let mut floors: Vec<FloorTally> = FLOORS.iter().map(|_| FloorTally::default()).collect();
     let (mut turns_total, mut load_secs, mut query_secs, mut queries) =
@@ -168,7 +171,6 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
     // The vector leg alone, top 10 chunks: exact hits the chosen leg also finds.
     let (mut recalled, mut relevant) = (0usize, 0usize);
     let user = UserId::parse("locomo")?;
-    let session = SessionId::user_memory(&user);
 
     for (index, conv) in conversations.iter().enumerate() {
         let turns = turns_of(conv)?;
@@ -182,16 +184,16 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
         .await?;
         store.set_vector_leg(leg);
         let started = Instant::now();
-        let dia_of = load_turns(&store, &user, &turns, load).await?;
+        let data = load_turns(&store, &user, &turns, load).await?;
+        let sessions = &data.sessions;
         for q in &questions {
             let mut v = embedder
                 .embed(std::slice::from_ref(&q.text))
                 .await?
                 .remove(0);
             memory::embedding::normalize(&mut v);
-            let sessions = [session.clone()];
-            let exact = store.vector_leg_alone(&sessions, &v, TOP_K, VectorLeg::Exact);
-            let got = store.vector_leg_alone(&sessions, &v, TOP_K, leg);
+            let exact = store.vector_leg_alone(sessions, &v, TOP_K, VectorLeg::Exact);
+            let got = store.vector_leg_alone(sessions, &v, TOP_K, leg);
             relevant += exact.len();
             recalled += exact
                 .iter()
@@ -214,14 +216,18 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
                 let query = HybridQuery {
                     weights: mode.weights,
                     fusion: mode.fusion,
-                    ..HybridQuery::new(vec![session.clone()], q.text.clone(), TOP_K)
+                    time: mode.time.then_some(QueryTime {
+                        now: data.now,
+                        tz: Tz::UTC,
+                    }),
+                    ..HybridQuery::new(sessions.clone(), q.text.clone(), TOP_K)
                 };
                 let hits = store.search(&query).await?;
                 queries += 1;
                 let ranked: Vec<(bool, f64)> = hits
                     .iter()
                     .map(|h| {
-                        let dia = h.note_id.as_ref().and_then(|id| dia_of.get(id));
+                        let dia = data.dia_of.get(&hit_key(h));
                         (dia.is_some_and(|d| q.evidence.contains(d)), h.score)
                     })
                     .collect();
@@ -230,7 +236,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
                 tally.hits += ranked.len();
                 tally.zero_hits += ranked.iter().filter(|(_, s)| *s <= 0.0).count();
                 tally.zero_relevant += ranked.iter().filter(|(r, s)| *r && *s <= 0.0).count();
-                if mode.name.starts_with("hybrid") {
+                if mode.name == "hybrid (store default)" {
                     for (floor, ft) in FLOORS.iter().zip(floors.iter_mut()) {
                         let kept: Vec<bool> = ranked
                             .iter()
@@ -260,11 +266,8 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
         conversations.len()
     );
     println!(
-        "load via {}: {load_secs:.2} s ({:.0} turns/s); {queries} queries in {query_secs:.2} s ({:.2} ms each)\n",
-        match load {
-            Load::Import => "import_notes",
-            Load::Save => "store_note",
-        },
+        "load as {}: {load_secs:.2} s ({:.0} turns/s); {queries} queries in {query_secs:.2} s ({:.2} ms each)\n",
+        load.describe(),
         turns_total as f64 / load_secs.max(1e-9),
         query_secs * 1000.0 / queries.max(1) as f64
     );
@@ -321,7 +324,15 @@ pub async fn run(file: &Path, kind: EmbedderKind, load: Load, leg: VectorLeg) ->
             ft.dropped_relevant
         );
     }
-    Ok(())
+    let per_mode: Vec<(String, Vec<(u8, f64)>)> = modes
+        .iter()
+        .zip(&tallies)
+        .map(|(m, t)| {
+            let o = t.outcomes.iter().map(|o| (o.category, o.ndcg)).collect();
+            (m.name.clone(), o)
+        })
+        .collect();
+    crate::locomo_compare::save_and_compare(&per_mode, options)
 }
 
 fn score(q: &Question, ranked: &[bool]) -> Outcome {
@@ -334,14 +345,8 @@ fn score(q: &Question, ranked: &[bool]) -> Outcome {
 
 /// Mean per-question NDCG difference to `baseline` (same questions, same order) ± its standard error.
 fn paired_delta(outcomes: &[Outcome], baseline: &[Outcome]) -> String {
-    let d: Vec<f64> = outcomes
-        .iter()
-        .zip(baseline)
-        .map(|(o, b)| o.ndcg - b.ndcg)
-        .collect();
-    let m = mean(&d);
-    let var = d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (d.len().max(2) - 1) as f64;
-    format!("{m:+.3} ± {:.3}", (var / d.len().max(1) as f64).sqrt())
+    let pairs = |o: &[Outcome]| o.iter().map(|o| (o.category, o.ndcg)).collect::<Vec<_>>();
+    crate::locomo_compare::delta(&pairs(outcomes), &pairs(baseline), None)
 }
 
 /// "ndcg / recall" over the outcomes of `category` (all when `None`).
@@ -353,24 +358,6 @@ fn cell(outcomes: &[Outcome], category: Option<u8>) -> String {
     let ndcg: Vec<f64> = picked.iter().map(|o| o.ndcg).collect();
     let recall: Vec<f64> = picked.iter().map(|o| o.recall).collect();
     format!("{:.3} / {:.3}", mean(&ndcg), mean(&recall))
-}
-
-/// The conversation's turns, sessions in numeric order.
-pub(crate) fn turns_of(conv: &Conversation) -> BenchResult<Vec<Turn>> {
-    let mut sessions: Vec<(u32, &serde_json::Value)> = conv
-        .conversation
-        .iter()
-        .filter_map(|(k, v)| {
-            let n = k.strip_prefix("session_")?.parse::<u32>().ok()?;
-            v.is_array().then_some((n, v))
-        })
-        .collect();
-    sessions.sort_by_key(|(n, _)| *n);
-    let mut turns = Vec::new();
-    for (_, v) in sessions {
-        turns.extend(Vec::<Turn>::deserialize(v)?);
-    }
-    Ok(turns)
 }
 
 fn questions_of(
@@ -414,69 +401,4 @@ fn questions_of(
         });
     }
     out
-}
-
-pub(crate) fn note_text(turn: &Turn) -> String {
-    match turn
-        .blip_caption
-        .as_deref()
-        .filter(|c| !c.trim().is_empty())
-    {
-        Some(caption) => format!(
-            "{}: {} [shares an image: {caption}]",
-            turn.speaker, turn.text
-        ),
-        None => format!("{}: {}", turn.speaker, turn.text),
-    }
-}
-
-/// Writes every turn as a note; returns note id → dia id.
-async fn load_turns(
-    store: &MemoryStore,
-    user: &UserId,
-    turns: &[Turn],
-    load: Load,
-) -> BenchResult<HashMap<NoteId, String>> {
-    let mut dia_of = HashMap::new();
-    match load {
-        Load::Import => {
-            let base = Utc::now() - Duration::days(1);
-            let mut notes = Vec::with_capacity(turns.len());
-            for (i, turn) in turns.iter().enumerate() {
-                let note_id = NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string())?;
-                let at = base + Duration::seconds(i64::try_from(i).unwrap_or(0));
-                dia_of.insert(note_id.clone(), turn.dia_id.clone());
-                notes.push(ExportedNote {
-                    note_id,
-                    content: note_text(turn),
-                    metadata: NoteMetadata::default(),
-                    created_at: at,
-                    updated_at: at,
-                });
-            }
-            let added = store
-                .import(user, None, notes, memory::Similar::Unchecked, None)
-                .await
-                .map(|report| report.imported)?;
-            if added != turns.len() {
-                return Err(format!("imported {added} of {} turns", turns.len()).into());
-            }
-        }
-        Load::Save => {
-            for turn in turns {
-                let note = store
-                    .save(
-                        user,
-                        None,
-                        &note_text(turn),
-                        NoteMetadata::default(),
-                        memory::Similar::Unchecked,
-                    )
-                    .await
-                    .and_then(memory::Saved::into_note)?;
-                dia_of.insert(note.note_id, turn.dia_id.clone());
-            }
-        }
-    }
-    Ok(dia_of)
 }

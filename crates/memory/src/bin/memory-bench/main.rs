@@ -1,7 +1,7 @@
 //! `memory-bench`: retrieval quality on LoCoMo and latency/size on synthetic notes.
 //!
 //! ```text
-//! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
+//! memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save|conversations] [--vector-leg auto|exact|approximate] [--sweep on|off] [--save FILE] [--baseline FILE]
 //! memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores 1]
 //! memory-bench conversations <locomo.json> [--rows 20000,100000] [--embedder builtin|hash]
 //! memory-bench probe [--embedder builtin|hash]
@@ -19,6 +19,8 @@ mod corpus;
 mod duplicates;
 mod latency;
 mod locomo;
+mod locomo_compare;
+mod locomo_load;
 mod open;
 mod organised;
 mod probe;
@@ -35,7 +37,7 @@ use types::{EmbeddingBackend, EmbeddingConfig};
 pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const USAGE: &str = "usage:
-  memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save] [--vector-leg auto|exact|approximate]
+  memory-bench locomo <locomo.json> [--embedder builtin|hash] [--load import|save|conversations] [--vector-leg auto|exact|approximate] [--sweep on|off] [--save FILE] [--baseline FILE]
   memory-bench latency [--notes 1000,10000,100000] [--embedder builtin|hash] [--busy-cores N]
   memory-bench conversations <locomo.json> [--rows 20000,100000] [--embedder builtin|hash]
   memory-bench probe [--embedder builtin|hash]
@@ -149,11 +151,29 @@ fn main() -> BenchResult<()> {
         .build()?;
     match command.as_str() {
         "locomo" => {
-            args.check_known(&["embedder", "load", "vector-leg"])?;
+            args.check_known(&[
+                "embedder",
+                "load",
+                "vector-leg",
+                "sweep",
+                "save",
+                "baseline",
+            ])?;
             let file = args.positional.first().ok_or(USAGE)?;
             let load = locomo::Load::parse(args.flag("load").unwrap_or("import"))?;
             let leg = parse_leg(args.flag("vector-leg").unwrap_or("auto"))?;
-            runtime.block_on(locomo::run(file.as_ref(), args.embedder()?, load, leg))
+            let options = locomo::Options {
+                sweep: args.flag("sweep") != Some("off"),
+                save: args.flag("save").map(Into::into),
+                baseline: args.flag("baseline").map(Into::into),
+            };
+            runtime.block_on(locomo::run(
+                file.as_ref(),
+                args.embedder()?,
+                load,
+                leg,
+                &options,
+            ))
         }
         "conversations" => {
             args.check_known(&["embedder", "rows"])?;
