@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, McpServerState, McpServerView, Message,
-    NoteRequest, PROTOCOL_VERSION, Role, ServerFrame, SessionId, SessionSummary, ToolCall, TurnEvent,
-    TurnId, UserId,
+    NoteRequest, PROTOCOL_VERSION, Role, ServerFrame, SessionId, SessionSummary, ToolCall,
+    TurnEvent, TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
