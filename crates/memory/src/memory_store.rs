@@ -220,8 +220,8 @@ impl MemoryStore {
             }),
         };
         let mut progress = progress.unwrap_or_else(|| Box::new(|_, _| {}));
-        store.load_index().await?;
-        store.embed_stale(&mut *progress).await?;
+        let chunks = store.load_index().await?;
+        store.embed_stale(chunks, &mut *progress).await?;
         Ok(store)
     }
 

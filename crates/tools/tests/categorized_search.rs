@@ -44,17 +44,17 @@ async fn search(registry: &ToolRegistry, ctx: &ToolExecutionContext, query: &str
     out.output
 }
 
-#[tokio::test]
-async fn search_memories_leaves_out_memories_unrelated_to_the_query() {
-    let dir = tempfile::tempdir().unwrap();
+/// A real store embedding with the shipped model, the categorized dialect's tools over it, and
+/// alice's context.
+async fn categorized(dir: &std::path::Path) -> (MemoryStore, ToolRegistry, ToolExecutionContext) {
     let embedder = memory::embedding::BuiltinEmbedder::new(16).unwrap();
     let store = MemoryStore::open(
-        memory::Target::File(&dir.path().join("ws/alice/.oxydra/memory.db")),
+        memory::Target::File(&dir.join("ws/alice/.oxydra/memory.db")),
         memory::OpenOptions::with_embedder(Arc::new(embedder)),
     )
     .await
     .unwrap();
-    let memory: Arc<dyn MemoryRetrieval> = Arc::new(store);
+    let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());
     let mut registry = ToolRegistry::default();
     for tool in ToolSet::new(Some(memory))
         .memory_tools(MemoryDialect::Categorized)
@@ -68,8 +68,15 @@ async fn search_memories_leaves_out_memories_unrelated_to_the_query() {
         user.clone(),
         SessionId::parse("chat-1").unwrap(),
         TurnId::parse("turn-1").unwrap(),
-        WorkspacePaths::for_user(&dir.path().join("ws"), &user),
+        WorkspacePaths::for_user(&dir.join("ws"), &user),
     );
+    (store, registry, ctx)
+}
+
+#[tokio::test]
+async fn search_memories_leaves_out_memories_unrelated_to_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, registry, ctx) = categorized(dir.path()).await;
     for (category, content) in NOTES {
         let out = registry
             .execute(
@@ -104,4 +111,38 @@ async fn search_memories_leaves_out_memories_unrelated_to_the_query() {
         alice.contains("aisle seat") && alice.contains("oolong"),
         "{alice}"
     );
+}
+
+/// Words about time rank the memories of that time first, as `memory_search` does (issue 38 §3).
+#[tokio::test]
+async fn a_time_in_the_query_ranks_memories_of_that_time_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, registry, ctx) = categorized(dir.path()).await;
+    let now = chrono::Utc::now();
+    let note = |content: &str, days_ago: i64| memory::ExportedNote {
+        note_id: types::NoteId::from_uuid_str(&format!("00000000-0000-4000-8000-{days_ago:012}"))
+            .unwrap(),
+        content: content.into(),
+        metadata: memory::NoteMetadata::default(),
+        created_at: now - chrono::Duration::days(days_ago),
+        updated_at: now - chrono::Duration::days(days_ago),
+    };
+    let old = "Dentist appointment for the user, dentist on Main street";
+    let recent = "Dentist appointment booked for the user";
+    store
+        .import(
+            &ctx.user_id,
+            None,
+            vec![note(old, 400), note(recent, 2)],
+            memory::Similar::Unchecked,
+            None,
+        )
+        .await
+        .unwrap();
+    let first = |out: &str| out.lines().nth(1).unwrap_or_default().to_owned();
+    let plain = search(&registry, &ctx, "dentist appointment").await;
+    assert!(first(&plain).ends_with(old), "{plain}");
+    let this_week = search(&registry, &ctx, "dentist appointment in the past week").await;
+    assert!(this_week.starts_with("Found 2 memories"), "{this_week}");
+    assert!(first(&this_week).ends_with(recent), "{this_week}");
 }

@@ -96,7 +96,7 @@ impl MemoryStore {
             Delta::Current => Ok(()),
             Delta::TooFarBehind => {
                 tracing::info!("memory changed a lot in another process; reloading the index");
-                self.reload_index().await
+                self.reload_index().await.map(drop)
             }
             Delta::Changes { upto, changes } => {
                 let mut applied = self.inner.freshness.lock();

@@ -135,14 +135,21 @@ impl MemoryStore {
     /// At open, after the index is loaded: re-embeds the chunks without a vector of the active
     /// model, if any. The index holds a row for each chunk with such a vector and no other, so
     /// when it holds as many rows as there are chunks (counted from an index of `chunks`, not a
-    /// join over every vector), none is missing and nothing more is read.
+    /// join over every vector), none is missing and nothing more is read. `chunks`: the count a
+    /// rebuild took in its own transaction (a remote store's open then makes no request of its
+    /// own that could still be in flight when the caller's first write starts).
     pub(crate) async fn embed_stale(
         &self,
+        chunks: Option<usize>,
         progress: &mut (dyn FnMut(usize, usize) + Send),
     ) -> Result<(), MemoryError> {
-        let chunks = self
-            .read(|conn| async move { count(&conn, "SELECT count(*) FROM chunks", ()).await })
-            .await?;
+        let chunks = match chunks {
+            Some(chunks) => chunks,
+            None => {
+                self.read(|conn| async move { count(&conn, CHUNKS, ()).await })
+                    .await?
+            }
+        };
         if chunks == self.inner.index.len() {
             return Ok(());
         }
@@ -156,7 +163,7 @@ impl MemoryStore {
     /// Rebuilds the in-memory index from the stored vectors of the active model. Runs on the writer
     /// thread inside one read transaction, so the vectors and the change-log head it records as
     /// applied are one snapshot, and no write of this process slips in between.
-    pub(crate) async fn reload_index(&self) -> Result<(), MemoryError> {
+    pub(crate) async fn reload_index(&self) -> Result<usize, MemoryError> {
         let store = self.clone();
         let loaded = self
             .write(move |conn| async move {
@@ -170,25 +177,29 @@ impl MemoryStore {
                 let fresh = index.empty_like();
                 let loaded = async {
                     let head = log_head(&tx).await?;
-                    let count = load_vectors(&tx, index.model_id(), index.dims(), |page| {
+                    let vectors = load_vectors(&tx, index.model_id(), index.dims(), |page| {
                         fresh.apply_untrained(&page);
                     })
                     .await?;
-                    Ok((head, count))
+                    let chunks = count(&tx, CHUNKS, ()).await?;
+                    Ok((head, (vectors, chunks)))
                 }
                 .await;
-                let (head, count) = finish(tx, loaded).await?;
+                let (head, (vectors, chunks)) = finish(tx, loaded).await?;
                 fresh.train();
                 let mut applied = store.inner.freshness.lock();
                 index.replace_with(fresh);
                 *applied = head.last;
-                Ok(count)
+                Ok((vectors, chunks))
             })
             .await?;
-        tracing::debug!(vectors = loaded, "loaded the vector index");
-        Ok(())
+        tracing::debug!(vectors = loaded.0, "loaded the vector index");
+        Ok(loaded.1)
     }
 }
+
+/// Every chunk of the store, whatever its vectors.
+const CHUNKS: &str = "SELECT count(*) FROM chunks";
 
 async fn count(
     conn: &Connection,

@@ -33,7 +33,9 @@ const TOKEN_KEY: &str = "index_snapshot";
 impl MemoryStore {
     /// Fills the in-memory indexes at open: from the snapshot and the log when they can be
     /// trusted, else rebuilt from the rows (and a snapshot written).
-    pub(crate) async fn load_index(&self) -> Result<(), MemoryError> {
+    /// `Some(chunks)`: rebuilt from the rows, and how many chunks the store holds (counted in the
+    /// rebuild's transaction); `None`: loaded from the snapshot.
+    pub(crate) async fn load_index(&self) -> Result<Option<usize>, MemoryError> {
         if let Some(path) = self.inner.snapshot.clone() {
             match self.load_snapshot(path).await {
                 Ok(Some(snapshot_at)) => {
@@ -41,7 +43,7 @@ impl MemoryStore {
                     if self.inner.freshness.applied() - snapshot_at > REFRESH_AFTER {
                         self.write_snapshot().await;
                     }
-                    return Ok(());
+                    return Ok(None);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -49,9 +51,9 @@ impl MemoryStore {
                 }
             }
         }
-        self.reload_index().await?;
+        let chunks = self.reload_index().await?;
         self.write_snapshot().await;
-        Ok(())
+        Ok(Some(chunks))
     }
 
     /// Reads the snapshot into the index; `Some(entry)`: loaded, current to that log entry.

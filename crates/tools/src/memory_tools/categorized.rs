@@ -244,6 +244,9 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             fetch_k(ctx, limit),
         );
         query.weights = Weights::from(&state.retrieval);
+        // Words about time ("last week", "in May") rank memories of that time first, as in
+        // memory_search.
+        query.time = Some(state.query_time());
         let hits = memory
             .hybrid_query(&query)
             .await
@@ -254,6 +257,7 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 vector: 0.0,
                 fts: 1.0,
             },
+            time: None,
             ..query
         };
         let worded = memory

@@ -229,7 +229,7 @@ impl MemoryState {
     }
 
     /// Now, in the user's time zone (the host's when none is configured).
-    fn query_time(&self) -> QueryTime {
+    pub(crate) fn query_time(&self) -> QueryTime {
         let tz = self.timezone.unwrap_or_else(|| {
             crate::schedule_tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC)
         });
