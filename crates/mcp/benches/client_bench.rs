@@ -9,7 +9,8 @@
 //! - HTTP before and after issue 34's fix: the same calls through a bare rmcp client on rmcp's
 //!   default HTTP client (a new connection per request: what `McpClients` used before) and on a
 //!   pooled one (what it uses now), side by side in one run.
-//! - Start: `McpClients::start` + `ready` for one and for three stdio servers.
+//! - Start: `McpClients::start` + `ready` for one and for three stdio servers; `start` alone
+//!   (what composing an agent waits for) and until `settled` (what its first turn waits for).
 //!
 //! Prints p50/p95 (a plain binary, no harness).
 
@@ -328,6 +329,7 @@ async fn main() {
     for n in [1usize, 3] {
         let mut samples = Vec::new();
         let mut bare = Vec::new();
+        let (mut returned, mut settled) = (Vec::new(), Vec::new());
         for _ in 0..5 {
             bare.push(bare_start(dir.path(), n).await);
             let servers: Vec<(String, McpServerConfig)> =
@@ -341,6 +343,18 @@ async fn main() {
             samples.push(began.elapsed());
             drop(c);
             tokio::time::sleep(Duration::from_millis(200)).await;
+            // What composing an agent now waits for: `start` alone (the servers connect in the
+            // background; the first turn waits for them through `settled`).
+            let config = McpConfig {
+                servers: servers.iter().cloned().collect(),
+            };
+            let began = Instant::now();
+            let c = McpClients::start(&config, Arc::new(DirectLauncher::new(dir.path())), &[]);
+            returned.push(began.elapsed());
+            c.settled().await;
+            settled.push(began.elapsed());
+            drop(c);
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let p50 = pct(&mut samples, 0.5);
         let max = samples.iter().max().copied().unwrap_or_default();
@@ -352,6 +366,13 @@ async fn main() {
             ms(max),
             ms(bare50),
             ms(p50) - ms(bare50)
+        );
+        println!(
+            "start {n} stdio server(s), what compose waits for (McpClients::start): p50 {:.3} ms, \
+             max {:.3} ms | until a first turn's tools are settled: p50 {:.0} ms",
+            ms(pct(&mut returned, 0.5)),
+            ms(returned.iter().max().copied().unwrap_or_default()),
+            ms(pct(&mut settled, 0.5)),
         );
     }
 }

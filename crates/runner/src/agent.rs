@@ -58,9 +58,9 @@ pub struct Agent {
     pub mcp_clients: Option<Arc<McpClients>>,
 }
 
-/// How long composing waits for the MCP servers' first connection (a slow one joins later: the
-/// registry offers its tools once it is up).
-pub const MCP_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a turn waits for the MCP servers' first connection, counted from the agent's start
+/// (a slow one joins later: the registry offers its tools once it is up).
+pub const MCP_READY_WAIT: std::time::Duration = McpClients::FIRST_WAIT;
 
 /// How often expired notes are deleted (reads hide them at once; this only reclaims the rows).
 pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
@@ -122,7 +122,7 @@ pub async fn compose_with(
         .registry()
         .map_err(ComposeError::Tools)?
         .with_governance(Arc::clone(&governance));
-    let mcp_clients = mcp_clients(config, &registry, launcher).await;
+    let mcp_clients = mcp_clients(config, &registry, launcher);
     if let Some(clients) = &mcp_clients {
         registry = registry.with_dynamic_tools(Arc::clone(clients) as Arc<dyn tools::DynamicTools>);
     }
@@ -199,9 +199,10 @@ fn schedules_of(
     )))
 }
 
-/// The clients of the user's MCP servers (none configured: `None`), their first connections
-/// waited for up to [`MCP_READY_WAIT`]; a tool named like one of `registry`'s is refused.
-async fn mcp_clients(
+/// The clients of the user's MCP servers (none configured: `None`), connecting in the
+/// background: the agent is ready at once and its first turn waits for them (up to
+/// [`McpClients::FIRST_WAIT`]); a tool named like one of `registry`'s is refused.
+fn mcp_clients(
     config: &AgentConfig,
     registry: &ToolRegistry,
     launcher: Arc<dyn Launcher>,
@@ -209,14 +210,12 @@ async fn mcp_clients(
     if !config.mcp.servers.values().any(|s| s.enabled) {
         return None;
     }
-    let clients = Arc::new(McpClients::start(&config.mcp, launcher, &registry.names()));
-    if !clients.ready(MCP_READY_WAIT).await {
-        tracing::warn!("some MCP servers are still starting; their tools join when they are up");
-    }
-    for status in clients.status() {
-        tracing::info!(%status, "MCP server");
-    }
-    Some(clients)
+    // Each server's supervisor logs it up or down with its tools.
+    Some(Arc::new(McpClients::start(
+        &config.mcp,
+        launcher,
+        &registry.names(),
+    )))
 }
 
 /// The provider capture asks when `[memory.capture] model` names another model than the

@@ -76,6 +76,9 @@ impl<'a> Turn<'a> {
             return Err(RuntimeError::EmptyMessage);
         }
         self.start(text).await?;
+        // Tools still arriving (an MCP server the agent started with is still connecting) are
+        // waited for, so the first turn offers them.
+        self.rt.tools.settled().await;
         loop {
             if self.ctx.cancellation.is_cancelled() {
                 return self.cancelled(String::new()).await;

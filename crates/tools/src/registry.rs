@@ -44,7 +44,17 @@ pub trait DynamicTools: Send + Sync {
 
     /// The tool offered now under `name`.
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
+
+    /// Resolves once the set's first tools are known (or it has given up waiting for them): a
+    /// turn waits for it before it offers tools, so an agent can be ready before its MCP
+    /// servers are. Default: at once.
+    fn settled(&self) -> Settling<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// What [`DynamicTools::settled`] returns.
+pub type Settling<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
 /// Named tools, in name order.
 pub struct ToolRegistry {
@@ -111,6 +121,13 @@ impl ToolRegistry {
     pub fn with_dynamic_tools(mut self, set: Arc<dyn DynamicTools>) -> Self {
         self.sets.push(set);
         self
+    }
+
+    /// Resolves once every tool set is [settled](DynamicTools::settled).
+    pub async fn settled(&self) {
+        for set in &self.sets {
+            set.settled().await;
+        }
     }
 
     /// The tool offered under `name`: a registered one, else one of a tool set's.

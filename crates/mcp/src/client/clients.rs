@@ -16,6 +16,9 @@ use super::supervise::supervise;
 
 /// The user's MCP servers, kept connected while this value lives (dropping it stops them).
 pub struct McpClients {
+    /// When connecting began: [`DynamicTools::settled`] waits up to [`McpClients::FIRST_WAIT`]
+    /// from here.
+    started: tokio::time::Instant,
     slots: Vec<Arc<Slot>>,
     tasks: Vec<JoinHandle<()>>,
     changed: Arc<watch::Sender<u64>>,
@@ -59,11 +62,16 @@ impl McpClients {
             slots.push(slot);
         }
         Self {
+            started: tokio::time::Instant::now(),
             slots,
             tasks,
             changed,
         }
     }
+
+    /// How long after [`McpClients::start`] a turn waits for servers still making their first
+    /// connection (a slower one joins later: its tools are offered once it is up).
+    pub const FIRST_WAIT: Duration = Duration::from_secs(10);
 
     /// Waits until every server's first connection attempt has finished (up or down), at most
     /// `within`; whether all did.
@@ -90,6 +98,17 @@ impl McpClients {
 }
 
 impl DynamicTools for McpClients {
+    fn settled(&self) -> tools::Settling<'_> {
+        Box::pin(async move {
+            let left = Self::FIRST_WAIT.saturating_sub(self.started.elapsed());
+            if !left.is_zero() && !self.ready(left).await {
+                tracing::warn!(
+                    "some MCP servers are still starting; their tools join when they are up"
+                );
+            }
+        })
+    }
+
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.slots
             .iter()
