@@ -312,11 +312,14 @@ fn unique(prefix: &str) -> String {
 }
 
 /// A detached loop that keeps `ipc/` closed to everyone (its owner included), which no shell
-/// started after it could bind its socket in; `tag` is in its command line.
+/// started after it could bind its socket in; `tag` is in its command line. The script returns
+/// once the loop runs in its own session: `setsid -f` returns before its child has left the
+/// command's process group, and a command that ended at once could take the loop with it.
 fn loop_script(tag: &str) -> String {
     format!(
-        "setsid -f sh -c 'while true; do chmod 0 ../ipc; sleep 0.05; done; echo {tag}' \
-         </dev/null >/dev/null 2>&1"
+        "setsid -f sh -c 'touch {tag}.started; while true; do chmod 0 ../ipc; sleep 0.05; done; \
+         echo {tag}' </dev/null >/dev/null 2>&1; i=0; \
+         while [ ! -e {tag}.started ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done"
     )
 }
 
