@@ -16,6 +16,7 @@ mod encryption;
 mod erase;
 mod freshness;
 mod lifecycle;
+mod note_checks;
 mod open;
 mod organised;
 mod remote;
