@@ -6,10 +6,16 @@
 //! summary and history, assembling the context, the stream, storing the reply — and, in the tool
 //! scenario, a `memory_search` call through the registry and a second model call.
 //!
+//! The capture scenario is the plain one with `[memory.capture] mode = "auto"` and `idle_secs = 0`:
+//! after every turn the capture call runs in the background (its model answers at once with one
+//! new note, so captures run back to back beside the measured turns — the worst case for the
+//! turn the user waits for), and the report says how many captures ran while turns were measured.
+//!
 //! `cargo run --release -p runtime --bin runtime-bench [-- --turns N] [-- --builtin]`
 //! (`--builtin` uses the shipped static embedding model instead of the hash embedder).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -23,8 +29,8 @@ use runtime::{AgentRuntime, ModelLimits, TurnEvent};
 use tokio::sync::mpsc;
 use tools::ToolSet;
 use types::{
-    MemoryDialect, Message, NoteId, Role, RuntimeConfig, SessionId, ToolExecutionContext, TurnId,
-    UserId, WorkspacePaths,
+    CaptureConfig, CaptureMode, MemoryDialect, Message, NoteId, Role, RuntimeConfig, SessionId,
+    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -32,12 +38,38 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const NOTES: usize = 10_000;
 const HISTORY: usize = 50;
 const WARMUP: usize = 20;
+/// The measured kinds of turn, each in sessions of its own.
+const SCENARIOS: [&str; 4] = ["plain", "capture", "search", "bare"];
 
 /// Answers at once. In `search` mode, a user message is answered with one `memory_search` call and
-/// the tool result with text; otherwise every call gets a short text reply.
+/// the tool result with text; otherwise every call gets a short text reply. A capture call (the
+/// request forcing `record_memories`) is answered with one new note and counted.
 #[derive(Debug)]
 struct InstantProvider {
     search: bool,
+    captures: Arc<AtomicUsize>,
+}
+
+/// A capture call's answer: one `record_memories` call adding a note no other capture adds.
+fn capture_events(n: usize) -> Vec<StreamEvent> {
+    let args = serde_json::json!({"memories": [{
+        "action": "add",
+        "content": format!("The user mentioned bench fact number {n} about {}.", OBJECTS[n % 16]),
+    }]});
+    vec![
+        StreamEvent::ToolCallStart {
+            index: 0,
+            id: format!("capture_{n}"),
+            name: "record_memories".into(),
+        },
+        StreamEvent::ToolCallArgsDelta {
+            index: 0,
+            fragment: args.to_string(),
+        },
+        StreamEvent::Done {
+            finish_reason: FinishReason::ToolCalls,
+        },
+    ]
 }
 
 fn reply_events(req: &ChatRequest, search: bool) -> Vec<StreamEvent> {
@@ -74,7 +106,11 @@ impl Provider for InstantProvider {
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, ProviderError> {
-        let events = reply_events(req, self.search);
+        let events = if req.force_tool.as_deref() == Some("record_memories") {
+            capture_events(self.captures.fetch_add(1, Ordering::SeqCst))
+        } else {
+            reply_events(req, self.search)
+        };
         Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
@@ -205,7 +241,7 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
         .map(|report| report.imported)?;
 
     let sessions = WARMUP + args.turns;
-    for scenario in ["plain", "search", "bare"] {
+    for scenario in SCENARIOS {
         for i in 0..sessions {
             let session = SessionId::parse(&format!("{scenario}-{i}"))?;
             for m in 0..HISTORY / 2 {
@@ -228,20 +264,32 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
     };
 
     let mut rows = Vec::new();
-    for (scenario, search) in [("plain", false), ("search", true), ("bare", false)] {
+    let mut captured = (0, 0);
+    for scenario in SCENARIOS {
+        let search = scenario == "search";
         // "bare": recall off, so the turn does no search at all.
         let config = RuntimeConfig {
             recall_notes: if scenario == "bare" { 0 } else { 3 },
             ..RuntimeConfig::default()
         };
-        let runtime = AgentRuntime::new(
-            Arc::new(InstantProvider { search }),
-            Arc::clone(&registry),
-            config,
-            limits,
-        )
-        .with_memory(store.clone());
+        let captures = Arc::new(AtomicUsize::new(0));
+        let provider = Arc::new(InstantProvider {
+            search,
+            captures: Arc::clone(&captures),
+        });
+        let mut runtime = AgentRuntime::new(provider, Arc::clone(&registry), config, limits)
+            .with_memory(store.clone());
+        if scenario == "capture" {
+            let capture = CaptureConfig {
+                mode: CaptureMode::Auto,
+                idle_secs: 0,
+                model: None,
+                max_calls_per_hour: 600,
+            };
+            runtime = runtime.with_capture(capture, None);
+        }
         let mut times = Vec::with_capacity(args.turns);
+        let mut measured_from = 0;
         for i in 0..sessions {
             let ctx = ToolExecutionContext::new(
                 user.clone(),
@@ -262,8 +310,17 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
                     format!("{scenario}: unexpected tool rounds {}", outcome.tool_rounds).into(),
                 );
             }
+            if i + 1 == WARMUP {
+                measured_from = captures.load(Ordering::SeqCst);
+            }
             if i >= WARMUP {
                 times.push(took);
+            }
+        }
+        if scenario == "capture" {
+            captured = (captures.load(Ordering::SeqCst) - measured_from, args.turns);
+            if captured.0 == 0 {
+                return Err("capture: no capture ran beside the measured turns".into());
             }
         }
         rows.push((scenario, stats(&mut times)));
@@ -282,6 +339,7 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
         let name = match scenario {
             "plain" => "plain text reply (recall over 10k notes)",
             "search" => "one memory_search call + reply (recall + search)",
+            "capture" => "plain text reply, capture auto after every turn (idle 0 s)",
             _ => "plain text reply, recall off (no search at all)",
         };
         report.push_str(&format!(
@@ -292,6 +350,10 @@ async fn bench(dir: &std::path::Path, args: &Args) -> Result<String, BoxError> {
             ms(s.max)
         ));
     }
+    report.push_str(&format!(
+        "\nCaptures that ran in the background while the {} capture turns were measured: {}\n",
+        captured.1, captured.0
+    ));
     report.push_str("\nThe store operations inside a turn, alone:\n\n| operation | p50 | p95 |\n|---|---|---|\n");
     for (name, s) in parts {
         report.push_str(&format!("| {name} | {} | {} |\n", ms(s.p50), ms(s.p95)));
