@@ -10,8 +10,10 @@
 //! its latest occurrence that has started by today. Seasons are the northern meteorological ones
 //! (summer = June–August). Words that are also ordinary words ("may", "march", "fall") count as
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
-//! "until" take a date as anchor; an event as anchor ("before the trip") is not a time and is not
-//! read. The first expression of the query is used.
+//! "until" take a date as anchor. The first expression of the query is used. An event as anchor
+//! ("before the trip") is no date: [`event_anchor`] (in `when_events`) finds its words, the store
+//! dates the event from the user's memory (`search::anchors`) and the span is then computed here
+//! (`beside`) as for a date; [`time_range`] alone never reads one.
 
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
