@@ -41,4 +41,5 @@ mod web;
 mod web_browser;
 mod web_capture;
 mod web_js;
+mod web_progress;
 mod web_timing;

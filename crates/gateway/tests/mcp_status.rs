@@ -13,6 +13,7 @@
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use mcp::client::{DirectLauncher, McpClients};
 use test_support::{Need, ScriptedLlm};
 use tools::DynamicTools;
 use types::{
-    McpConfig, McpServerConfig, McpServerState, McpServerView, ServerFrame, SessionId,
+    McpConfig, McpServerConfig, McpServerState, McpServerView, SafetyTier, ServerFrame, SessionId,
     ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
@@ -42,13 +43,9 @@ async fn next_status(client: &mut Client) -> Vec<McpServerView> {
     }
 }
 
-#[tokio::test]
-#[ignore = "needs python mcp"]
-async fn a_server_going_down_and_coming_back_reaches_every_client() {
-    test_support::need(Need::McpPython);
-    let root = tempfile::tempdir().unwrap();
-    let llm = ScriptedLlm::start().await;
-    let shared = WorkspacePaths::new(root.path().join("alice")).shared();
+/// Alice's client of the demo server over stdio (its tools of `tier`, default privileged), up.
+pub(crate) async fn demo_clients(root: &Path, tier: Option<SafetyTier>) -> Arc<McpClients> {
+    let shared = WorkspacePaths::new(root.join("alice")).shared();
     std::fs::create_dir_all(&shared).unwrap();
     let config = McpConfig {
         servers: BTreeMap::from([(
@@ -56,6 +53,7 @@ async fn a_server_going_down_and_coming_back_reaches_every_client() {
             McpServerConfig {
                 command: Some(test_support::mcp_python().unwrap().display().to_string()),
                 args: vec![SERVER.to_owned(), "stdio".to_owned()],
+                tier,
                 ..McpServerConfig::default()
             },
         )]),
@@ -66,6 +64,16 @@ async fn a_server_going_down_and_coming_back_reaches_every_client() {
         &[],
     ));
     assert!(clients.ready(Duration::from_secs(60)).await);
+    clients
+}
+
+#[tokio::test]
+#[ignore = "needs python mcp"]
+async fn a_server_going_down_and_coming_back_reaches_every_client() {
+    test_support::need(Need::McpPython);
+    let root = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start().await;
+    let clients = demo_clients(root.path(), None).await;
     let agent = user_agent(root.path(), "alice", provider(&llm))
         .await
         .with_mcp_clients(Arc::clone(&clients));

@@ -57,6 +57,7 @@ function start(user) {
     client, root: $("transcript"), memory: state.memory,
     onTurnState: (running) => setRunning(running),
     onUsage: (u) => addUsage(u),
+    onProgress: (text) => { $("progress").textContent = text; },
   });
   client.connect();
   $("input").focus();

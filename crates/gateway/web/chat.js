@@ -1,16 +1,18 @@
 // The conversation: stored history (paged back with get_history), the live turn's streamed
 // reply, tool activity lines (details on demand), approvals, and the memory changes a turn made
-// (each with an undo, as in the TUI). A past conversation's message found by a search is shown
+// (each with an undo, as in the TUI), and the running tool call in the status line with how far
+// it got ("running files__index (3/10: notes/)…", cleared when it ends). A past conversation's message found by a search is shown
 // in its place (earlier pages loaded until it is there) and marked.
 
-import { el, clear, excerpt, shortId } from "./dom.js";
+import { el, clear, excerpt, progressText, shortId } from "./dom.js";
 import { StreamingMarkdown, render } from "./markdown.js";
 
 const APPROVAL_GRACE_MS = 500;
 
 export class Chat {
-  constructor({ client, root, onTurnState, onUsage, memory }) {
+  constructor({ client, root, onTurnState, onUsage, onProgress, memory }) {
     this.client = client;
+    this.onProgress = onProgress || (() => {});
     this.root = root;
     this.memory = memory;
     this.onTurnState = onTurnState;
@@ -29,6 +31,13 @@ export class Chat {
     this.turn = null;
     this.tools = new Map();
     this.nextBefore = null;
+    this.showProgress(null, "");
+  }
+
+  /** The status line's running call (`callId`), or nothing (""). */
+  showProgress(callId, text) {
+    this.progressOf = callId;
+    this.onProgress(text);
   }
 
   /** Loads the newest stored messages of `sessionId` (replacing what is shown). */
@@ -127,11 +136,23 @@ export class Chat {
         const line = toolLine(frame.name, frame.arguments);
         this.tools.set(frame.call_id, { line, name: frame.name, arguments: frame.arguments });
         this.live.append(line.node);
+        this.showProgress(frame.call_id, `running ${frame.name}…`);
+        break;
+      }
+      case "tool_progress": {
+        const tool = this.tools.get(frame.call_id);
+        if (!tool || tool.done) break;
+        const how = progressText(frame.progress, frame.total, frame.message);
+        this.showProgress(frame.call_id, `running ${frame.name} (${how})…`);
         break;
       }
       case "tool_finished": {
         const tool = this.tools.get(frame.call_id);
-        if (tool) tool.line.setDone(frame.ok, frame.summary, frame.duration_ms);
+        if (tool) {
+          tool.done = true;
+          tool.line.setDone(frame.ok, frame.summary, frame.duration_ms);
+        }
+        if (this.progressOf === frame.call_id) this.showProgress(null, "");
         this.memoryChanges(frame.changes || []);
         break;
       }
@@ -168,6 +189,7 @@ export class Chat {
       ? "The agent restarted: the reply was cut short."
       : "The agent restarted: the conversation was reloaded."));
     this.turn = null;
+    this.showProgress(null, "");
     this.onTurnState(false);
   }
 
@@ -195,6 +217,7 @@ export class Chat {
     if (changes.length) this.live.append(this.memory.changeList(changes));
     if (frame.usage) this.onUsage(frame.usage);
     this.turn = null;
+    this.showProgress(null, "");
     this.onTurnState(false);
   }
 

@@ -46,3 +46,16 @@ export function excerpt(text, max = 60) {
 export function shortId(id) {
   return id && id.length > 13 ? id.slice(0, 13) + "…" : id || "";
 }
+
+/** How far a running tool call got, as the TUI says it: "3/10: notes/", "40%", "step 3". */
+export function progressText(progress, total, message) {
+  const number = (n) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
+  const p = Number(progress) || 0;
+  const t = Number(total);
+  let amount;
+  if (t > 0 && t <= 1) amount = `${Math.round(Math.min(100, Math.max(0, (p / t) * 100)))}%`;
+  else if (t > 0) amount = `${number(p)}/${number(t)}`;
+  else amount = `step ${number(p)}`;
+  const line = String(message || "").split("\n")[0].trim();
+  return line ? `${amount}: ${excerpt(line, 40)}` : amount;
+}

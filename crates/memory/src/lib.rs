@@ -73,5 +73,7 @@ pub use retrieval::MemoryRetrieval;
 pub use rooms::{Audit, Captures, Files, Keys, Schedules, Sessions, Upkeep, UsageLog};
 pub use search::conversations::{ConversationContext, NearbyTurn};
 pub use search::query::{Fusion, HitSource, HybridQuery, QueryFilters, SearchHit, Weights};
-pub use search::when::{QueryTime, TimeRange, time_range};
+pub use search::when::{
+    EventAnchor, EventDate, QueryTime, TimeRange, event_anchor, event_date, time_range,
+};
 pub use store::placement::LegacyDir;

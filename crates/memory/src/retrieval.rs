@@ -14,6 +14,7 @@ use crate::notes::receipts::{CallKey, WriteReceipt};
 use crate::notes::sessions::{SessionInfo, StoredEvent};
 use crate::notes::usage::{ModelUsage, UsageScope};
 use crate::search::query::{HybridQuery, SearchHit};
+use crate::search::when::{TimeRange, time_range};
 
 /// What the memory tools need. The tools hold an `Arc<dyn MemoryRetrieval>`; tests wrap a real
 /// store to inject failures. Every write takes the tool call's key (a retry of the call writes
@@ -51,6 +52,11 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
     ) -> Result<NotePage, MemoryError>;
     async fn get_note(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError>;
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError>;
+    /// The span of time `query`'s words speak of, as its search reads it (see
+    /// [`MemoryStore::read_time`]). A store that cannot look events up reads only dates.
+    async fn read_time(&self, query: &HybridQuery) -> Result<Option<TimeRange>, MemoryError> {
+        Ok(query.time.and_then(|at| time_range(&query.text, &at)))
+    }
     /// Stores `content` under `(namespace, key)` (see [`Keys::put_keyed`](crate::Keys::put_keyed)).
     async fn put_keyed(
         &self,
@@ -178,6 +184,10 @@ impl MemoryRetrieval for MemoryStore {
 
     async fn hybrid_query(&self, query: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
         MemoryStore::search(self, query).await
+    }
+
+    async fn read_time(&self, query: &HybridQuery) -> Result<Option<TimeRange>, MemoryError> {
+        MemoryStore::read_time(self, query).await
     }
 
     async fn put_keyed(

@@ -14,6 +14,7 @@ mod approximate;
 mod audit;
 mod encryption;
 mod erase;
+mod event_anchors;
 mod freshness;
 mod lifecycle;
 mod note_checks;

@@ -12,11 +12,11 @@
 use crate::common;
 
 use chrono::{DateTime, Utc};
-use common::{fixture, session, user};
+use common::{Fixture, fixture, session, user};
 use memory::{ExportedNote, HybridQuery, NoteMetadata, QueryTime, SearchHit};
-use types::{Message, NoteId, SessionId};
+use types::{Message, NoteId, SessionId, UserId};
 
-fn at(text: &str) -> DateTime<Utc> {
+pub(crate) fn at(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
         .unwrap()
         .with_timezone(&Utc)
@@ -30,14 +30,37 @@ fn monday_in_paris() -> QueryTime {
     }
 }
 
-fn query(sessions: Vec<SessionId>, text: &str, time: Option<QueryTime>) -> HybridQuery {
+pub(crate) fn query(sessions: Vec<SessionId>, text: &str, time: Option<QueryTime>) -> HybridQuery {
     HybridQuery {
         time,
         ..HybridQuery::new(sessions, text, 5)
     }
 }
 
-fn first(hits: &[SearchHit]) -> &str {
+/// `who` says each `(session, text, when)`; their conversation sessions.
+pub(crate) async fn say(f: &Fixture, who: &UserId, said: &[(&str, &str, &str)]) -> Vec<SessionId> {
+    for (chat, text, when) in said {
+        f.store
+            .sessions()
+            .append_message_at(&session(chat), who, &Message::user(*text), Some(at(when)))
+            .await
+            .unwrap();
+    }
+    f.store.conversation_sessions(who).await.unwrap()
+}
+
+/// A note saying `content`, saved at `when`.
+pub(crate) fn note(content: &str, when: &str) -> ExportedNote {
+    ExportedNote {
+        note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string()).unwrap(),
+        content: content.into(),
+        metadata: NoteMetadata::default(),
+        created_at: at(when),
+        updated_at: at(when),
+    }
+}
+
+pub(crate) fn first(hits: &[SearchHit]) -> &str {
     hits.first().map_or("", |h| h.text.as_str())
 }
 
@@ -61,14 +84,7 @@ async fn a_time_in_the_query_ranks_messages_of_that_day_first_in_the_users_zone(
             "2024-05-02T10:00:00Z",
         ),
     ];
-    for (chat, text, when) in said {
-        f.store
-            .sessions()
-            .append_message_at(&session(chat), &alice, &Message::user(text), Some(at(when)))
-            .await
-            .unwrap();
-    }
-    let sessions = f.store.conversation_sessions(&alice).await.unwrap();
+    let sessions = say(&f, &alice, &said).await;
     assert_eq!(sessions.len(), 3);
 
     let yesterday = query(
@@ -111,13 +127,6 @@ async fn a_time_in_the_query_ranks_messages_of_that_day_first_in_the_users_zone(
 async fn notes_keep_their_dates_and_a_time_ranks_them_too() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = |content: &str, when: &str| ExportedNote {
-        note_id: NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string()).unwrap(),
-        content: content.into(),
-        metadata: NoteMetadata::default(),
-        created_at: at(when),
-        updated_at: at(when),
-    };
     let notes = vec![
         note(
             "Dentist appointment booked for the user",

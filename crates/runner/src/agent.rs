@@ -134,7 +134,9 @@ pub async fn compose_with(
         config.runtime.clone(),
         ModelLimits::from(&config.provider),
     )
-    .with_retrieval(config.retrieval.clone());
+    .with_retrieval(config.retrieval.clone())
+    // An unknown name is refused when the configuration is checked; here it reads as unset.
+    .with_timezone(tools::resolve_timezone(config.user.timezone.as_deref()).ok());
     let audit_retention = config
         .governance
         .audit_retention()

@@ -333,3 +333,50 @@ fn cli_writes_are_audited_in_their_transaction_and_secrets_are_refused() {
     ));
     assert_eq!(future, serde_json::json!([]));
 }
+
+/// `runner memory search` reads a time in the query as `memory_search` does (now, in the user's
+/// zone): a note of the month ~100 days ago named in the query comes first, ahead of a newer note
+/// that matches the words better and comes first without it.
+#[test]
+fn the_cli_search_ranks_notes_of_the_month_it_names_first() {
+    use chrono::Datelike;
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let then = chrono::Utc::now() - chrono::Duration::days(100);
+    let day = chrono::NaiveDate::from_ymd_opt(then.year(), then.month(), 10).unwrap();
+    let month = day.format("%B").to_string();
+    let then = format!("{day}T10:00:00Z");
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let notes = [
+        ("1", "Dentist appointment booked", then.as_str()),
+        (
+            "2",
+            "Dentist appointment: the dentist appointment reminder",
+            now.as_str(),
+        ),
+    ]
+    .map(|(n, content, at)| {
+        serde_json::json!({
+            "note_id": format!("note-00000000-0000-4000-8000-00000000000{n}"),
+            "content": content, "metadata": {}, "created_at": at, "updated_at": at,
+        })
+        .to_string()
+    });
+    let file = root.join("dated.jsonl");
+    std::fs::write(&file, notes.join("\n") + "\n").unwrap();
+    ok_json(runner(root, "alice", &["import", file.to_str().unwrap()]));
+
+    let plain = ok_json(runner(
+        root,
+        "alice",
+        &["search", "dentist appointment", "--json"],
+    ));
+    assert_eq!(
+        plain[0]["text"], "Dentist appointment: the dentist appointment reminder",
+        "{plain}"
+    );
+    let query = format!("dentist appointment in {month}");
+    let dated = ok_json(runner(root, "alice", &["search", &query, "--json"]));
+    assert_eq!(dated[0]["text"], "Dentist appointment booked", "{dated}");
+    assert_eq!(dated.as_array().unwrap().len(), 2);
+}

@@ -46,6 +46,7 @@ impl AgentRuntime {
             }
             let mut q = HybridQuery::new(sessions, query, limit);
             q.weights = memory::Weights::from(&self.retrieval);
+            q.time = Some(tools::query_time(self.timezone));
             let mut hits = Vec::new();
             for hit in store.search(&q).await? {
                 let place = store

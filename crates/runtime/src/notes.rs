@@ -129,13 +129,9 @@ impl AgentRuntime {
         let store = self.notes_store()?;
         let user = &ctx.user_id;
         let search = |_| async move {
-            let hits = store
-                .search(&HybridQuery::new(
-                    vec![SessionId::user_memory(user)],
-                    query,
-                    limit,
-                ))
-                .await?;
+            let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, limit);
+            q.time = Some(tools::query_time(self.timezone));
+            let hits = store.search(&q).await?;
             let mut seen = Vec::new();
             let mut notes = Vec::new();
             for id in hits.into_iter().filter_map(|hit| hit.note_id) {

@@ -35,6 +35,9 @@ pub struct AgentRuntime {
     pub(crate) journal: Journal,
     pub(crate) config: RuntimeConfig,
     pub(crate) retrieval: RetrievalConfig,
+    /// The user's time zone (`[user] timezone`), in which the user's own searches read times;
+    /// `None`: the host's.
+    pub(crate) timezone: Option<chrono_tz::Tz>,
     pub(crate) limits: ModelLimits,
     pub(crate) approver: Option<Arc<dyn Approver>>,
     /// Tools the user allowed for the rest of a session.
@@ -85,6 +88,7 @@ impl AgentRuntime {
             journal: Journal::ephemeral(),
             config,
             retrieval: RetrievalConfig::default(),
+            timezone: None,
             limits,
             approver: None,
             grants: SessionGrants::default(),
@@ -144,6 +148,13 @@ impl AgentRuntime {
     /// Ranking weights for recall (default: `RetrievalConfig::default()`).
     pub fn with_retrieval(mut self, retrieval: RetrievalConfig) -> Self {
         self.retrieval = retrieval;
+        self
+    }
+
+    /// The user's time zone (`[user] timezone`) the user's note and conversation searches read
+    /// times in (default: the host's).
+    pub fn with_timezone(mut self, timezone: Option<chrono_tz::Tz>) -> Self {
+        self.timezone = timezone;
         self
     }
 

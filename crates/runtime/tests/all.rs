@@ -16,6 +16,7 @@ mod dispatch;
 mod lifecycle;
 mod memory;
 mod progress;
+mod search_time;
 mod summary;
 mod trust;
 mod trust_across_turns;

@@ -9,6 +9,7 @@ mod file_tools;
 mod governance;
 mod governance_classes;
 mod hostile_paths;
+mod memory_anchors;
 mod memory_contract;
 mod memory_conversation;
 mod memory_dialects;

@@ -48,10 +48,22 @@ pub fn limits() -> ModelLimits {
 /// The standard agent over `store`, composed as `oxydra-vm` does (`runner::compose`): every
 /// built-in tool over this one store, history and recall in it.
 pub fn runtime(store: &MemoryStore, provider: Arc<dyn Provider>) -> AgentRuntime {
-    let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
+    runtime_with(store, provider, None)
+}
+
+/// [`runtime`], also offering the tools of `dynamic` (e.g. MCP servers' clients).
+pub fn runtime_with(
+    store: &MemoryStore,
+    provider: Arc<dyn Provider>,
+    dynamic: Option<Arc<dyn tools::DynamicTools>>,
+) -> AgentRuntime {
+    let mut registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
         .builtin(types::MemoryDialect::Notes)
         .registry()
         .expect("unique tool names");
+    if let Some(dynamic) = dynamic {
+        registry = registry.with_dynamic_tools(dynamic);
+    }
     AgentRuntime::new(
         provider,
         Arc::new(registry),
@@ -74,6 +86,16 @@ pub async fn open_store(root: &Path, user: &str) -> MemoryStore {
 
 /// A user's agent under `root`, with its token created in `<root>/<user>/.oxydra/`.
 pub async fn user_agent(root: &Path, user: &str, provider: Arc<dyn Provider>) -> UserAgent {
+    user_agent_with(root, user, provider, None).await
+}
+
+/// [`user_agent`], also offering the tools of `dynamic`.
+pub async fn user_agent_with(
+    root: &Path,
+    user: &str,
+    provider: Arc<dyn Provider>,
+    dynamic: Option<Arc<dyn tools::DynamicTools>>,
+) -> UserAgent {
     let ws = WorkspacePaths::new(root.join(user));
     for dir in types::WorkspaceDir::ALL {
         std::fs::create_dir_all(ws.dir(dir)).expect("workspace dir");
@@ -84,7 +106,7 @@ pub async fn user_agent(root: &Path, user: &str, provider: Arc<dyn Provider>) ->
         UserId::parse(user).unwrap(),
         token,
         ws,
-        runtime(&store, provider),
+        runtime_with(&store, provider, dynamic),
     )
 }
 

@@ -127,6 +127,11 @@
   eq("excerpt cut", dom.excerpt("x".repeat(70), 60), "x".repeat(60) + "…");
   eq("shortId", dom.shortId("0123456789abcdef"), "0123456789abc…");
   eq("shortId of nothing", dom.shortId(undefined), "");
+  eq("progress of a total", dom.progressText(3, 10, "notes/\nmore"), "3/10: notes/");
+  eq("progress as a share", dom.progressText(0.4, 1), "40%");
+  eq("progress without a total", dom.progressText(3, undefined, " "), "step 3");
+  eq("progress in decimals", dom.progressText(2.5, 7.26), "2.5/7.3");
+  eq("progress message cut", dom.progressText(1, 2, "y".repeat(50)), "1/2: " + "y".repeat(40) + "…");
   const made = dom.el("a", { href: "https://example.org/", title: "<t>" }, "<text>", dom.el("b", {}, "x"));
   eq("el builds with text children", show(made), '<a href="https://example.org/" title="<t>">"<text>" <b>"x"</></>');
 

@@ -36,7 +36,6 @@ use crate::notes::sessions::from_sql_seq;
 use crate::search::freshness::Delta;
 use crate::search::legs::{Legs, time_ranked, within};
 use crate::search::query::{HitSource, HybridQuery, SearchHit};
-use crate::search::when::time_range;
 use crate::time;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
@@ -110,7 +109,8 @@ impl MemoryStore {
         } else {
             None
         };
-        let range = query.time.as_ref().and_then(|t| time_range(&query.text, t));
+        // The span the query's words speak of (an event as anchor is dated by a lookup first).
+        let range = self.time_in(query, sessions).await?;
         let terms = if fts_weight > 0.0 {
             query_index_terms(&query.text)
         } else {
@@ -274,15 +274,17 @@ async fn hits_of(
     Ok(hits)
 }
 
-struct ChunkDetail {
-    session: String,
-    event_seq: i64,
-    note_id: Option<String>,
-    text: String,
-    meta: ChunkMeta,
+/// What a search reads of one chunk.
+pub(crate) struct ChunkDetail {
+    pub(crate) session: String,
+    pub(crate) event_seq: i64,
+    pub(crate) note_id: Option<String>,
+    pub(crate) text: String,
+    pub(crate) meta: ChunkMeta,
 }
 
-async fn chunk_details(
+/// The details of chunks `ids` (a deleted chunk has none).
+pub(crate) async fn chunk_details(
     conn: &Connection,
     ids: Vec<i64>,
 ) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {

@@ -144,6 +144,7 @@ mod tests {
             start: t(a),
             end: t(b),
             phrase: "then".into(),
+            event: None,
         };
         let asked = QueryFilters {
             created_after: t(10),

@@ -5,6 +5,7 @@
 //! kept on disk for a fast open (`snapshot`), and past conversations as a scope with the context
 //! of a message hit (`conversations`).
 
+pub(crate) mod anchors;
 pub(crate) mod conversations;
 pub(crate) mod freshness;
 pub(crate) mod hybrid;
@@ -17,3 +18,4 @@ pub(crate) mod snapshot;
 pub(crate) mod snapshot_file;
 pub(crate) mod when;
 mod when_dates;
+pub(crate) mod when_events;

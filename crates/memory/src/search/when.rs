@@ -10,8 +10,10 @@
 //! its latest occurrence that has started by today. Seasons are the northern meteorological ones
 //! (summer = June–August). Words that are also ordinary words ("may", "march", "fall") count as
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
-//! "until" take a date as anchor; an event as anchor ("before the trip") is not a time and is not
-//! read. The first expression of the query is used.
+//! "until" take a date as anchor. The first expression of the query is used. An event as anchor
+//! ("before the trip") is no date: [`event_anchor`] (in `when_events`) finds its words, the store
+//! dates the event from the user's memory (`search::anchors`) and the span is then computed here
+//! (`beside`) as for a date; [`time_range`] alone never reads one.
 
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
@@ -19,6 +21,7 @@ use chrono_tz::Tz;
 use super::when_dates::{
     Span, Tok, absolute, day_span, month_span, month_start, season, season_span, year_span,
 };
+pub use super::when_events::{EventAnchor, EventDate, event_anchor, event_date};
 
 /// When a query is asked, and in which time zone its words about time are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +47,8 @@ pub struct TimeRange {
     pub end: Option<DateTime<Utc>>,
     /// The words of the query that said it.
     pub phrase: String,
+    /// When the anchor is an event ("before the trip"): the memory that dated it.
+    pub event: Option<EventDate>,
 }
 
 /// The first time expression of `text`, read at `at`.
@@ -56,13 +61,24 @@ pub fn time_range(text: &str, at: &QueryTime) -> Option<TimeRange> {
             Some((span, i, i + n))
         })
     })?;
-    let start = span.from.map(|d| local_midnight(at.tz, d));
-    let end = span.to.map(|d| local_midnight(at.tz, d));
-    let phrase = text[toks[from].start..toks[to - 1].end].to_owned();
-    Some(TimeRange { start, end, phrase })
+    Some(in_zone(
+        span,
+        at.tz,
+        &text[toks[from].start..toks[to - 1].end],
+    ))
 }
 
-fn tokens(text: &str) -> Vec<Tok<'_>> {
+/// `span`'s local dates as instants in `tz`, said by `phrase`.
+pub(super) fn in_zone(span: Span, tz: Tz, phrase: &str) -> TimeRange {
+    TimeRange {
+        start: span.from.map(|d| local_midnight(tz, d)),
+        end: span.to.map(|d| local_midnight(tz, d)),
+        phrase: phrase.to_owned(),
+        event: None,
+    }
+}
+
+pub(super) fn tokens(text: &str) -> Vec<Tok<'_>> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text
@@ -175,38 +191,60 @@ fn add_days(d: NaiveDate, n: i64) -> Option<NaiveDate> {
     }
 }
 
+/// How a span sits against its anchor: "before", "until", "after", "since".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    Before,
+    Until,
+    After,
+    Since,
+}
+
+pub(super) fn side(word: &str) -> Option<Side> {
+    match word {
+        "before" => Some(Side::Before),
+        "until" => Some(Side::Until),
+        "after" => Some(Side::After),
+        "since" => Some(Side::Since),
+        _ => None,
+    }
+}
+
 /// "before <date>" and the like, with what comes just before it ("the week before …").
 fn anchored(toks: &[Tok<'_>], today: NaiveDate) -> Option<(Span, usize, usize)> {
     (0..toks.len()).find_map(|i| {
-        let word = toks[i].word.as_str();
-        if !["before", "after", "since", "until"].contains(&word) {
-            return None;
-        }
+        let s = side(&toks[i].word)?;
         let (anchor, n) = single(toks, i + 1, today)?;
-        let end = i + 1 + n;
-        if let Some((span, from)) = unit_beside(toks, i, anchor, word == "before") {
-            return Some((span, from, end));
-        }
-        let span = match word {
-            "before" => Span {
-                from: None,
-                to: anchor.from,
-            },
-            "until" => Span {
-                from: None,
-                to: anchor.to,
-            },
-            "after" => Span {
-                from: anchor.to,
-                to: None,
-            },
-            _ => Span {
-                from: anchor.from,
-                to: None,
-            },
-        };
-        Some((span, i, end))
+        let (span, from) = beside(toks, i, s, anchor)?;
+        Some((span, from, i + 1 + n))
     })
+}
+
+/// The span on side `s` of `anchor`, the preposition being token `at`, and where its words
+/// start (a unit before the preposition, "the week before …", takes that unit).
+pub(super) fn beside(toks: &[Tok<'_>], at: usize, s: Side, anchor: Span) -> Option<(Span, usize)> {
+    if let Some(found) = unit_beside(toks, at, anchor, s == Side::Before) {
+        return Some(found);
+    }
+    let span = match s {
+        Side::Before => Span {
+            from: None,
+            to: anchor.from,
+        },
+        Side::Until => Span {
+            from: None,
+            to: anchor.to,
+        },
+        Side::After => Span {
+            from: anchor.to,
+            to: None,
+        },
+        Side::Since => Span {
+            from: anchor.from,
+            to: None,
+        },
+    };
+    Some((span, at))
 }
 
 /// "[N|the|last] <unit> before/after <anchor>" ending at token `at` (the preposition): the span of

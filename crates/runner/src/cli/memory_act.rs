@@ -176,6 +176,9 @@ fn search_query(
     let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, top_k);
     q.weights = Weights::from(&config.retrieval);
     q.filters = memory_organise::filters(organise)?;
+    let zone =
+        tools::resolve_timezone(config.user.timezone.as_deref()).map_err(anyhow::Error::msg)?;
+    q.time = Some(tools::query_time(Some(zone)));
     Ok(q)
 }
 

@@ -46,8 +46,9 @@ const DESCRIPTION: &str = "Search your persistent memory for relevant informatio
      notes of that kind or carrying one of those tags; results show each note's category and \
      tags when set. Every result has its date (created_at, or date for a conversation): a \
      time in the query (\"yesterday\", \"last week\", \"in May\", \"on 3 June 2024\", \"two days \
-     ago\") ranks what was saved or said then first, read in the user's time zone, and the \
-     output's \"time\" says how it was read.";
+     ago\", \"before the trip\": an event is dated by the memory that best matches it) ranks \
+     what was saved or said then first, read in the user's time zone, and the output's \"time\" \
+     says how it was read.";
 
 fn search_parameters() -> Value {
     let mut schema = serde_json::json!({
@@ -126,48 +127,42 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
 
         let notes = SessionId::user_memory(&ctx.user_id);
         let mut skipped = None;
-        let hits = if scope != Scope::Notes {
+        let mut asked = if scope != Scope::Notes {
             let sessions = super::scope::sessions(memory, ctx, scope)
                 .await
                 .map_err(|e| map_error(e, None))?;
-            let all = state.query(sessions, text, fetch_k(ctx, top_k), &filters);
-            memory
-                .hybrid_query(&all)
-                .await
-                .map_err(|e| map_error(e, None))?
+            state.query(sessions, text, fetch_k(ctx, top_k), &filters)
         } else if include_conversation && ctx.session_id != notes {
             // One query over both sessions puts notes and messages on one score scale.
-            let both = state.query(
-                vec![notes.clone(), ctx.session_id.clone()],
-                text,
-                fetch_k(ctx, top_k),
-                &filters,
-            );
-            match memory.hybrid_query(&both).await {
-                Ok(hits) => hits,
-                Err(e) => {
-                    tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
-                    skipped = Some(
-                        "Searching the current conversation failed, so it was skipped; \
-                         these results come from saved notes only.",
-                    );
-                    let only_notes = state.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
-                    memory
-                        .hybrid_query(&only_notes)
-                        .await
-                        .map_err(|e| map_error(e, None))?
-                }
-            }
+            let both = vec![notes.clone(), ctx.session_id.clone()];
+            state.query(both, text, fetch_k(ctx, top_k), &filters)
         } else {
-            let only_notes = state.query(vec![notes], text, fetch_k(ctx, top_k), &filters);
-            memory
-                .hybrid_query(&only_notes)
-                .await
-                .map_err(|e| map_error(e, None))?
+            state.query(vec![notes.clone()], text, fetch_k(ctx, top_k), &filters)
+        };
+        let hits = match memory.hybrid_query(&asked).await {
+            Ok(hits) => hits,
+            Err(e) if scope == Scope::Notes && asked.sessions.len() > 1 => {
+                tracing::warn!(error = %e, "conversation search failed; returning saved notes only");
+                skipped = Some(
+                    "Searching the current conversation failed, so it was skipped; \
+                     these results come from saved notes only.",
+                );
+                asked.sessions = vec![notes];
+                memory
+                    .hybrid_query(&asked)
+                    .await
+                    .map_err(|e| map_error(e, None))?
+            }
+            Err(e) => return Err(map_error(e, None)),
         };
         let hits = readable(ctx, dedup(hits), top_k);
         op.results(hits.len());
-        let time = state.query_time();
+        // As the search read it (an event as anchor is dated in the same sessions).
+        let range = memory.read_time(&asked).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the query's time failed");
+            None
+        });
+        let tz = asked.time.map_or(chrono_tz::Tz::UTC, |t| t.tz);
         let out = match scope {
             Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
             // Half the room for where each message was said.
@@ -181,7 +176,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 .await
             }
         };
-        let out = with_time(out, memory::time_range(text, &time).as_ref(), time.tz);
+        let out = with_time(out, range.as_ref(), tz);
         Ok(crate::memory_files::with_paths(memory, &ctx.user_id, out).await)
     })
 }
@@ -205,6 +200,7 @@ fn with_time(out: String, range: Option<&TimeRange>, tz: chrono_tz::Tz) -> Strin
         "from": local(range.start),
         "until": local(range.end),
         "timezone": tz.name(),
+        "read": range.describe(tz),
     });
     rendered.to_string()
 }
@@ -230,11 +226,18 @@ impl MemoryState {
 
     /// Now, in the user's time zone (the host's when none is configured).
     pub(crate) fn query_time(&self) -> QueryTime {
-        let tz = self.timezone.unwrap_or_else(|| {
-            crate::schedule_tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC)
-        });
-        QueryTime::now_in(tz)
+        query_time(self.timezone)
     }
+}
+
+/// Now, in the user's time zone — `configured` (`[user] timezone`), else the host's, else UTC:
+/// the one reading of "now" every search door (the memory tools, the runtime's note and
+/// conversation searches, the CLI) gives a query's words about time.
+pub fn query_time(configured: Option<chrono_tz::Tz>) -> QueryTime {
+    let tz = configured.unwrap_or_else(|| {
+        crate::schedule_tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC)
+    });
+    QueryTime::now_in(tz)
 }
 
 /// One entry per note or message; a conversation message saying exactly what a returned note says

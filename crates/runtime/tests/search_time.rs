@@ -1,0 +1,126 @@
+//! The user's own searches read times as `memory_search` does: the runtime's `search_notes` (the
+//! gateway's note search, `runner memory search` has its own door) and `search_conversations`
+//! (the gateway's frame, the TUI's `/search`) pass the query's time, in the user's time zone, so
+//! what was saved or said in the month the query names comes first. Real libSQL files.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use crate::common;
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use common::{ctx, memory_registry, open_store, provider, runtime};
+use memory::{ExportedNote, NoteMetadata};
+use runtime::AgentRuntime;
+use test_support::ScriptedLlm;
+use types::{Message, NoteId, ProviderKind, RuntimeConfig, SessionId, UserId};
+
+/// The 10th of the month about a hundred days ago (10:00 UTC), and that month's name: never
+/// this month, always its latest occurrence.
+fn past_month() -> (DateTime<Utc>, String) {
+    let then = Utc::now() - Duration::days(100);
+    let day = NaiveDate::from_ymd_opt(then.year(), then.month(), 10).unwrap();
+    let at = day.and_hms_opt(10, 0, 0).unwrap().and_utc();
+    (at, day.format("%B").to_string())
+}
+
+async fn alices_runtime(root: &std::path::Path) -> (AgentRuntime, memory::MemoryStore) {
+    let store = open_store(&root.join("memory.db")).await;
+    let server = ScriptedLlm::start().await;
+    let rt = runtime(
+        provider(&server, ProviderKind::Openai),
+        memory_registry(&store, Vec::new()),
+        RuntimeConfig::default(),
+    )
+    .with_memory(store.clone())
+    .with_timezone(Some(chrono_tz::Europe::Paris));
+    (rt, store)
+}
+
+#[tokio::test]
+async fn the_users_note_search_ranks_notes_of_the_month_it_names_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, store) = alices_runtime(dir.path()).await;
+    let alice = UserId::parse("alice").unwrap();
+    let (then, month) = past_month();
+    let now = Utc::now();
+    let note = |n: u32, content: &str, at: DateTime<Utc>| ExportedNote {
+        note_id: NoteId::from_uuid_str(&format!("00000000-0000-4000-8000-00000000000{n}")).unwrap(),
+        content: content.into(),
+        metadata: NoteMetadata::default(),
+        created_at: at,
+        updated_at: at,
+    };
+    let notes = vec![
+        note(1, "Dentist appointment booked", then),
+        note(
+            2,
+            "Dentist appointment: the dentist appointment reminder",
+            now,
+        ),
+    ];
+    store
+        .import(&alice, None, notes, memory::Similar::Unchecked, None)
+        .await
+        .unwrap();
+    let ctx = ctx(dir.path(), "alice", "chat-1", "t1");
+
+    let plain = rt
+        .search_notes(&ctx, "dentist appointment", 5)
+        .await
+        .unwrap();
+    assert_eq!(plain.len(), 2);
+    assert_eq!(
+        plain[0].text,
+        "Dentist appointment: the dentist appointment reminder"
+    );
+    let dated = rt
+        .search_notes(&ctx, &format!("dentist appointment in {month}"), 5)
+        .await
+        .unwrap();
+    assert_eq!(dated[0].text, "Dentist appointment booked", "{dated:?}");
+    assert_eq!(dated.len(), 2, "a time ranks, it does not hide the rest");
+}
+
+#[tokio::test]
+async fn the_users_conversation_search_ranks_messages_of_the_month_it_names_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, store) = alices_runtime(dir.path()).await;
+    let alice = UserId::parse("alice").unwrap();
+    let (then, month) = past_month();
+    let said = [
+        ("chat-old", "Booked the dentist appointment", then),
+        (
+            "chat-new",
+            "Dentist appointment: the dentist appointment again",
+            Utc::now(),
+        ),
+    ];
+    for (chat, text, at) in said {
+        store
+            .sessions()
+            .append_message_at(
+                &SessionId::parse(chat).unwrap(),
+                &alice,
+                &Message::user(text),
+                Some(at),
+            )
+            .await
+            .unwrap();
+    }
+    let ctx = ctx(dir.path(), "alice", "chat-3", "t1");
+    let plain = rt
+        .search_conversations(&ctx, "dentist appointment", 5)
+        .await
+        .unwrap();
+    assert_eq!(plain[0].session_id, "chat-new", "{plain:?}");
+    let dated = rt
+        .search_conversations(&ctx, &format!("dentist appointment in {month}"), 5)
+        .await
+        .unwrap();
+    assert_eq!(dated[0].session_id, "chat-old", "{dated:?}");
+}
