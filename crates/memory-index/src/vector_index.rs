@@ -1,6 +1,7 @@
 //! The in-memory vector index that serves the vector leg of hybrid search.
 //!
-//! Vectors are durable (f32) in `chunk_vectors`; this index is a cache rebuilt from them at open.
+//! Vectors are durable in `chunk_vectors` (as the int8 codes and scale this index keeps of them);
+//! this index is a cache rebuilt from them at open.
 //! Per session it keeps one contiguous row-major matrix of int8 codes (each unit vector scaled by
 //! its own `127 / max |component|`), the per-row scales, and a row → chunk id map: a quarter of the
 //! memory of f32 rows, and a quarter of the bytes a scan reads. A query of a small session is

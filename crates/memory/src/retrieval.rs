@@ -94,6 +94,21 @@ pub trait MemoryRetrieval: Send + Sync + std::fmt::Debug {
         let _ = (user, seq, radius);
         Err(MemoryError::SessionNotFound(session.clone()))
     }
+    /// The contexts of several message hits (see [`MemoryStore::conversation_contexts`]): `None`
+    /// for a message that has none.
+    async fn conversation_contexts(
+        &self,
+        user: &UserId,
+        hits: &[(SessionId, u64)],
+        radius: usize,
+    ) -> Result<Vec<Option<crate::ConversationContext>>, MemoryError> {
+        let mut out = Vec::with_capacity(hits.len());
+        for (session, seq) in hits {
+            let place = self.conversation_context(user, session, *seq, radius).await;
+            out.push(place.ok());
+        }
+        Ok(out)
+    }
     /// Saves unless `user` already has the note (see [`MemoryStore::save`]). A
     /// store without duplicate checks just saves.
     async fn store_note_checked(
@@ -232,6 +247,15 @@ impl MemoryRetrieval for MemoryStore {
         radius: usize,
     ) -> Result<crate::ConversationContext, MemoryError> {
         MemoryStore::conversation_context(self, user, session, seq, radius).await
+    }
+
+    async fn conversation_contexts(
+        &self,
+        user: &UserId,
+        hits: &[(SessionId, u64)],
+        radius: usize,
+    ) -> Result<Vec<Option<crate::ConversationContext>>, MemoryError> {
+        MemoryStore::conversation_contexts(self, user, hits, radius).await
     }
 
     async fn usage_by_model(

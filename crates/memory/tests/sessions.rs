@@ -1,4 +1,5 @@
-//! Sessions created before their first message: durable, owned, titled.
+//! Sessions created before their first message: durable, owned, titled; the conversations a
+//! search of past conversations lists and the turns it reads around its hits.
 
 #![allow(
     clippy::unwrap_used,
@@ -84,4 +85,89 @@ async fn a_created_session_is_stored_empty_titled_and_survives_a_reopen() {
             .unwrap(),
         1
     );
+}
+
+#[tokio::test]
+async fn conversations_are_listed_by_owner_and_hits_read_together_with_their_turns() {
+    let f = fixture().await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    let turns = [
+        "plan the trip",
+        "which dates?",
+        "May 3 to 9",
+        "noted: May 3 to 9",
+        "bye",
+    ];
+    for chat in ["a-1", "a-2"] {
+        for (i, text) in turns.iter().enumerate() {
+            let message = match i % 2 {
+                0 => Message::user(format!("{chat}: {text}")),
+                _ => Message::assistant(format!("{chat}: {text}")),
+            };
+            f.store
+                .sessions()
+                .append_message(&session(chat), &alice, &message)
+                .await
+                .unwrap();
+        }
+    }
+    f.store
+        .sessions()
+        .set_session_title(&session("a-2"), "Trip")
+        .await
+        .unwrap();
+    f.store
+        .sessions()
+        .append_message(&session("b-1"), &bob, &Message::user("bob's secret"))
+        .await
+        .unwrap();
+    let mut listed = f.store.conversation_sessions(&alice).await.unwrap();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [session("a-1"), session("a-2")],
+        "alice's only, no notes"
+    );
+
+    // One read for several hits: each with its own turns; another user's message gets none.
+    let hits = [
+        (session("a-2"), 3),
+        (session("b-1"), 1),
+        (session("a-1"), 1),
+        (session("a-2"), 99),
+    ];
+    let got = f
+        .store
+        .conversation_contexts(&alice, &hits, 1)
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 4);
+    let trip = got[0].as_ref().expect("a-2 #3");
+    assert_eq!(
+        (trip.title.as_deref(), trip.speaker.as_str()),
+        (Some("Trip"), "user")
+    );
+    let near: Vec<(u64, &str)> = trip
+        .neighbours
+        .iter()
+        .map(|n| (n.seq, n.text.as_str()))
+        .collect();
+    assert_eq!(
+        near,
+        [(2, "a-2: which dates?"), (4, "a-2: noted: May 3 to 9")]
+    );
+    assert!(got[1].is_none(), "bob's session is not alice's");
+    let first = got[2].as_ref().expect("a-1 #1");
+    assert_eq!(
+        (first.title.as_deref(), first.neighbours.len()),
+        (None, 1),
+        "the first turn has one neighbour"
+    );
+    assert!(got[3].is_none(), "no such message");
+    assert!(matches!(
+        f.store
+            .conversation_context(&alice, &session("b-1"), 1, 1)
+            .await,
+        Err(MemoryError::SessionNotFound(_))
+    ));
 }

@@ -126,11 +126,13 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     );
     assert_eq!(raw.count("SELECT count(*) FROM chunk_vectors", ()).await, 1);
     let blob = raw.blob("SELECT vector FROM chunk_vectors").await;
-    let expected: Vec<u8> = HashEmbedder::new(common::DIMS)
-        .embed_one("Alice's cat is named Mittens.")
-        .iter()
-        .flat_map(|x| x.to_le_bytes())
-        .collect();
+    // Stored as the index keeps it: a tag byte, the scale, the int8 codes.
+    let vector = HashEmbedder::new(common::DIMS).embed_one("Alice's cat is named Mittens.");
+    let mut codes = vec![0i8; vector.len()];
+    let scale = memory_index::dot::quantize(&vector, &mut codes);
+    let mut expected = vec![1u8];
+    expected.extend(scale.to_le_bytes());
+    expected.extend(codes.iter().map(|c| c.to_le_bytes()[0]));
     assert_eq!(blob, expected, "the vector is the new text's");
     assert!(
         note_ids_found(&f.store, "alice", "whiskers")

@@ -47,12 +47,17 @@ impl AgentRuntime {
             let mut q = HybridQuery::new(sessions, query, limit);
             q.weights = memory::Weights::from(&self.retrieval);
             q.time = Some(tools::query_time(self.timezone));
+            let found = store.search(&q).await?;
+            let wanted: Vec<_> = found
+                .iter()
+                .map(|hit| (hit.session_id.clone(), hit.event_seq))
+                .collect();
+            let places = store
+                .conversation_contexts(user, &wanted, NEIGHBOURS)
+                .await?;
             let mut hits = Vec::new();
-            for hit in store.search(&q).await? {
-                let place = store
-                    .conversation_context(user, &hit.session_id, hit.event_seq, NEIGHBOURS)
-                    .await;
-                let Ok(place) = place else { continue };
+            for (hit, place) in found.into_iter().zip(places) {
+                let Some(place) = place else { continue };
                 hits.push(ConversationHitView {
                     session_id: hit.session_id.as_str().to_owned(),
                     title: place.title,

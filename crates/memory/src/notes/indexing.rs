@@ -9,6 +9,7 @@ use crate::error::MemoryError;
 use crate::store::stmt::Stmt;
 use memory_index::ChunkFacets;
 use memory_index::chunking::chunk_text;
+use memory_index::dot::quantize;
 use memory_index::embedding::{EmbedError, Embedder, normalize};
 use memory_index::terms::text_terms;
 use memory_index::vector_index::IndexChange;
@@ -140,7 +141,7 @@ pub(crate) async fn insert_chunks(
         changes.push(IndexChange::Upsert {
             session: event.session.to_owned(),
             chunk_id,
-            vector: vector.clone(),
+            vector: as_stored(vector),
             facets: facets.clone(),
             terms: text_terms(text),
         });
@@ -244,20 +245,50 @@ pub(crate) fn event_removal() -> [&'static str; 3] {
     ]
 }
 
-/// Little-endian f32s, the layout `vector32()` also accepts.
+/// First byte of a vector stored as int8 codes.
+const INT8_TAG: u8 = 1;
+
+/// A vector as `chunk_vectors` stores it: a tag byte, the little-endian `f32` scale and the int8
+/// codes — what the in-memory index keeps of it ([`quantize`]), `dims + 5` bytes where `f32`
+/// components took `4 × dims`. Search never sees more of a stored vector than these codes.
 pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut codes = vec![0i8; vector.len()];
+    let scale = quantize(vector, &mut codes);
+    let mut blob = Vec::with_capacity(vector.len() + 5);
+    blob.push(INT8_TAG);
+    blob.extend(scale.to_le_bytes());
+    blob.extend(codes.iter().map(|&c| c.to_le_bytes()[0]));
+    blob
 }
 
-pub(crate) fn blob_to_vector(blob: &[u8]) -> Option<Vec<f32>> {
-    if !blob.len().is_multiple_of(4) {
+/// A stored vector of `dims` components: the int8 layout, or the little-endian `f32` one of
+/// stores written before it (`4 × dims` bytes, never `dims + 5`).
+pub(crate) fn blob_to_vector(blob: &[u8], dims: usize) -> Option<Vec<f32>> {
+    if blob.len() == dims * 4 {
+        return Some(
+            blob.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        );
+    }
+    let (&tag, rest) = blob.split_first()?;
+    if tag != INT8_TAG || rest.len() != dims + 4 {
         return None;
     }
+    let (scale, codes) = rest.split_at(4);
+    let scale = f32::from_le_bytes([scale[0], scale[1], scale[2], scale[3]]);
     Some(
-        blob.chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        codes
+            .iter()
+            .map(|&c| f32::from(i8::from_le_bytes([c])) * scale)
             .collect(),
     )
+}
+
+/// `vector` as it reads back from the store: what this process's index applies after a write,
+/// so that it holds exactly what another reader loads from the rows.
+pub(crate) fn as_stored(vector: &[f32]) -> Vec<f32> {
+    blob_to_vector(&vector_to_blob(vector), vector.len()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -265,11 +296,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blob_round_trip() {
-        let v = vec![0.5f32, -1.25, 3.0e-7];
-        assert_eq!(blob_to_vector(&vector_to_blob(&v)), Some(v));
-        assert_eq!(vector_to_blob(&[1.0]), [0, 0, 128, 63]);
-        assert_eq!(blob_to_vector(&[1, 2, 3]), None);
+    fn vectors_are_stored_as_the_index_codes_and_old_f32_rows_still_read() {
+        let v = vec![0.5f32, -1.27, 0.01];
+        let blob = vector_to_blob(&v);
+        assert_eq!(blob.len(), 3 + 5);
+        assert_eq!(blob[0], INT8_TAG);
+        assert_eq!(&blob[5..], [50u8, 129, 1], "codes 50, -127, 1");
+        let back = blob_to_vector(&blob, 3).unwrap();
+        for (a, b) in v.iter().zip(&back) {
+            assert!((a - b).abs() < 0.006, "{v:?} read back as {back:?}");
+        }
+        // Read back, a vector has the codes it was stored with (the index's rows do not drift),
+        // and this process's index applies exactly what a reader loads.
+        let (mut first, mut again) = ([0i8; 3], [0i8; 3]);
+        let scale = quantize(&v, &mut first);
+        let scale_again = quantize(&back, &mut again);
+        assert_eq!(first, again);
+        assert!((scale - scale_again).abs() <= scale * 1e-6);
+        assert_eq!(as_stored(&v), back);
+        // A store written before keeps its f32 rows.
+        let old: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(blob_to_vector(&old, 3), Some(v));
+        assert_eq!(blob_to_vector(&blob, 4), None, "wrong size");
+        assert_eq!(
+            blob_to_vector(&[2, 0, 0, 0, 0, 1, 2, 3], 3),
+            None,
+            "unknown tag"
+        );
     }
 
     #[tokio::test]

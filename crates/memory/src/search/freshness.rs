@@ -214,7 +214,7 @@ async fn read_delta(
             .map_err(MemoryError::db(ctx))?;
         while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
             let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
-            let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
+            let Some(vector) = blob_to_vector(&blob, dims) else {
                 tracing::warn!("skipping a malformed stored vector");
                 continue;
             };

@@ -257,7 +257,7 @@ async fn load_vectors(
             let chunk_id: i64 = row.get(1).map_err(MemoryError::db(ctx))?;
             after = chunk_id;
             let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
-            let Some(vector) = blob_to_vector(&blob).filter(|v| v.len() == dims) else {
+            let Some(vector) = blob_to_vector(&blob, dims) else {
                 tracing::warn!("skipping a malformed stored vector");
                 continue;
             };

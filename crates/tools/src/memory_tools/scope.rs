@@ -59,7 +59,8 @@ pub(crate) async fn sessions(
     Ok(sessions)
 }
 
-/// `out` (rendered results) with each conversation result told where it was said.
+/// `out` (rendered results) with each conversation result told where it was said (the contexts
+/// of all of them read together).
 pub(crate) async fn annotate(
     memory: &dyn MemoryRetrieval,
     ctx: &ToolExecutionContext,
@@ -72,8 +73,10 @@ pub(crate) async fn annotate(
     let Some(results) = rendered["results"].as_array_mut() else {
         return out;
     };
+    // Each rendered conversation result, and the hit it shows.
     let mut used = vec![false; hits.len()];
-    for result in results.iter_mut() {
+    let mut shown = Vec::new();
+    for (r, result) in results.iter().enumerate() {
         if result["source"] != HitSource::Conversation.as_str() {
             continue;
         }
@@ -83,26 +86,37 @@ pub(crate) async fn annotate(
         });
         let Some(i) = found else { continue };
         used[i] = true;
-        let hit = &hits[i];
-        let place = memory
-            .conversation_context(&ctx.user_id, &hit.session_id, hit.event_seq, NEIGHBOURS)
-            .await;
-        match place {
-            Ok(place) => {
-                result["session_id"] = json!(place.session_id);
-                if let Some(title) = place.title {
-                    result["title"] = json!(title);
-                }
-                result["date"] = json!(place.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-                result["speaker"] = json!(place.speaker);
-                result["context"] = place
-                    .neighbours
-                    .iter()
-                    .map(|n| json!({"speaker": n.speaker, "text": n.text}))
-                    .collect();
-            }
-            Err(e) => tracing::debug!(error = %e, "no context for a conversation hit"),
+        shown.push((r, (hits[i].session_id.clone(), hits[i].event_seq)));
+    }
+    if shown.is_empty() {
+        return out;
+    }
+    let wanted: Vec<(SessionId, u64)> = shown.iter().map(|(_, hit)| hit.clone()).collect();
+    let places = match memory
+        .conversation_contexts(&ctx.user_id, &wanted, NEIGHBOURS)
+        .await
+    {
+        Ok(places) => places,
+        Err(e) => {
+            tracing::debug!(error = %e, "no context for the conversation hits");
+            return out;
         }
+    };
+    for ((r, _), place) in shown.iter().zip(places) {
+        let (Some(result), Some(place)) = (results.get_mut(*r), place) else {
+            continue;
+        };
+        result["session_id"] = json!(place.session_id);
+        if let Some(title) = place.title {
+            result["title"] = json!(title);
+        }
+        result["date"] = json!(place.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        result["speaker"] = json!(place.speaker);
+        result["context"] = place
+            .neighbours
+            .iter()
+            .map(|n| json!({"speaker": n.speaker, "text": n.text}))
+            .collect();
     }
     rendered.to_string()
 }

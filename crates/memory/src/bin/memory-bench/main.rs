@@ -10,6 +10,7 @@
 //! memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]
 //! memory-bench open --dir DIR [--notes 1000000] [--reopens 3] [--queries 300] [--busy-cores N]
 //! memory-bench kernels [--rows 1000000] [--passes 50] [--busy-cores N]
+//! memory-bench scopes <locomo.json> [--notes 10000] [--messages 100000] [--queries 300] [--busy-cores 0,1] [--dir DIR]
 //! ```
 //! See `docs/benchmarks.md` for the protocol and the figures.
 
@@ -24,6 +25,7 @@ mod locomo_load;
 mod open;
 mod organised;
 mod probe;
+mod scopes;
 mod stats;
 mod stores;
 mod vectors;
@@ -46,7 +48,8 @@ const USAGE: &str = "usage:
   memory-bench stores --sqld <path> [--notes 10000] [--embedder builtin|hash] [--queries 300] [--saves 200]
   memory-bench vectors <locomo.json> [--rows 100000] [--out DIR] [--embedder builtin|hash]
   memory-bench open --dir DIR [--notes 1000000] [--reopens 3] [--queries 300] [--busy-cores N] [--embedder builtin|hash]
-  memory-bench kernels [--rows 1000000] [--passes 50] [--busy-cores N]";
+  memory-bench kernels [--rows 1000000] [--passes 50] [--busy-cores N]
+  memory-bench scopes <locomo.json> [--notes 10000] [--messages 100000] [--queries 300] [--busy-cores 0,1] [--dir DIR] [--embedder builtin|hash]";
 
 /// Which embedding backend a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,6 +267,35 @@ fn main() -> BenchResult<()> {
                 args.flag("passes").map_or(Ok(50), str::parse)?,
                 args.flag("busy-cores").map_or(Ok(0), str::parse)?,
             )
+        }
+        "scopes" => {
+            args.check_known(&[
+                "embedder",
+                "notes",
+                "messages",
+                "queries",
+                "busy-cores",
+                "dir",
+            ])?;
+            let file = args.positional.first().ok_or(USAGE)?;
+            let run = scopes::ScopesRun {
+                notes: args.flag("notes").map_or(Ok(10_000), str::parse)?,
+                messages: args.flag("messages").map_or(Ok(100_000), str::parse)?,
+                queries: args.flag("queries").map_or(Ok(300), str::parse)?,
+                busy_cores: args
+                    .flag("busy-cores")
+                    .unwrap_or("0,1")
+                    .split(',')
+                    .map(|s| s.trim().parse::<usize>())
+                    .collect::<Result<Vec<_>, _>>()?,
+                dir: args.flag("dir").map(Into::into),
+            };
+            runtime.block_on(scopes::run(file.as_ref(), args.embedder()?, run))
+        }
+        "open-rss" => {
+            args.check_known(&["embedder", "db"])?;
+            let db = args.flag("db").ok_or(USAGE)?;
+            runtime.block_on(scopes::open_rss_child(db.as_ref(), args.embedder()?))
         }
         "probe" => {
             args.check_known(&["embedder"])?;
