@@ -12,7 +12,6 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,11 +21,9 @@ use mcp::client::{DirectLauncher, McpClients};
 use test_support::{Need, ScriptedLlm};
 use tools::DynamicTools;
 use types::{
-    McpConfig, McpServerConfig, McpServerState, McpServerView, ServerFrame, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    McpServerState, McpServerView, ServerFrame, SessionId, ToolExecutionContext, TurnId, UserId,
+    WorkspacePaths,
 };
-
-const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
 
 /// The servers of the next `mcp_status` frame (other frames are skipped).
 async fn next_status(client: &mut Client) -> Vec<McpServerView> {
@@ -50,18 +47,8 @@ async fn a_server_going_down_and_coming_back_reaches_every_client() {
     let llm = ScriptedLlm::start().await;
     let shared = WorkspacePaths::new(root.path().join("alice")).shared();
     std::fs::create_dir_all(&shared).unwrap();
-    let config = McpConfig {
-        servers: BTreeMap::from([(
-            "demo".to_owned(),
-            McpServerConfig {
-                command: Some(test_support::mcp_python().unwrap().display().to_string()),
-                args: vec![SERVER.to_owned(), "stdio".to_owned()],
-                ..McpServerConfig::default()
-            },
-        )]),
-    };
     let clients = Arc::new(McpClients::start(
-        &config,
+        &test_support::demo_mcp_config(),
         Arc::new(DirectLauncher::new(&shared)),
         &[],
     ));
