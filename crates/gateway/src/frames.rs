@@ -8,8 +8,9 @@ use types::{ClientFrame, ErrorCode, NoteRequest, ServerFrame};
 
 use crate::GatewayConfig;
 
-/// The `type`s of [`ClientFrame`], in declaration order (checked against the enum by a test).
-pub const CLIENT_FRAME_TYPES: [&str; 28] = [
+/// The `type`s of the client frames before the note requests, in the order the protocol
+/// documents them.
+const BEFORE_NOTES: [&str; 10] = [
     "hello",
     "send_turn",
     "cancel_turn",
@@ -20,15 +21,10 @@ pub const CLIENT_FRAME_TYPES: [&str; 28] = [
     "approve",
     "resync",
     "ping",
-    "list_notes",
-    "search_notes",
-    "get_note",
-    "edit_note",
-    "delete_note",
-    "note_history",
-    "list_deleted_notes",
-    "restore_note",
-    "confirm_note",
+];
+
+/// The `type`s of the client frames after the note requests.
+const AFTER_NOTES: [&str; 9] = [
     "list_schedules",
     "change_schedule",
     "list_models",
@@ -39,6 +35,34 @@ pub const CLIENT_FRAME_TYPES: [&str; 28] = [
     "reject_memory",
     "search_conversations",
 ];
+
+/// The `type`s of [`ClientFrame`] (checked against the examples by a test): the note requests
+/// are [`NoteRequest::TYPES`] itself, so a new one cannot be left out here.
+pub const CLIENT_FRAME_TYPES: [&str;
+    BEFORE_NOTES.len() + NoteRequest::TYPES.len() + AFTER_NOTES.len()] =
+    joined(BEFORE_NOTES, NoteRequest::TYPES, AFTER_NOTES);
+
+/// `a`, then `b`, then `c`, in one array (a constant's lists joined at compile time).
+const fn joined<const A: usize, const B: usize, const C: usize, const N: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+    c: [&'static str; C],
+) -> [&'static str; N] {
+    assert!(A + B + C == N, "the joined length is the sum of the parts");
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A {
+            a[i]
+        } else if i < A + B {
+            b[i - A]
+        } else {
+            c[i - A - B]
+        };
+        i += 1;
+    }
+    out
+}
 
 /// One read from the client.
 #[derive(Debug)]

@@ -12,7 +12,6 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +22,9 @@ use mcp::client::{DirectLauncher, McpClients};
 use test_support::{Need, ScriptedLlm};
 use tools::DynamicTools;
 use types::{
-    McpConfig, McpServerConfig, McpServerState, McpServerView, SafetyTier, ServerFrame, SessionId,
-    ToolExecutionContext, TurnId, UserId, WorkspacePaths,
+    McpServerState, McpServerView, SafetyTier, ServerFrame, SessionId, ToolExecutionContext,
+    TurnId, UserId, WorkspacePaths,
 };
-
-const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
 
 /// The servers of the next `mcp_status` frame (other frames are skipped).
 async fn next_status(client: &mut Client) -> Vec<McpServerView> {
@@ -47,17 +44,10 @@ async fn next_status(client: &mut Client) -> Vec<McpServerView> {
 pub(crate) async fn demo_clients(root: &Path, tier: Option<SafetyTier>) -> Arc<McpClients> {
     let shared = WorkspacePaths::new(root.join("alice")).shared();
     std::fs::create_dir_all(&shared).unwrap();
-    let config = McpConfig {
-        servers: BTreeMap::from([(
-            "demo".to_owned(),
-            McpServerConfig {
-                command: Some(test_support::mcp_python().unwrap().display().to_string()),
-                args: vec![SERVER.to_owned(), "stdio".to_owned()],
-                tier,
-                ..McpServerConfig::default()
-            },
-        )]),
-    };
+    let mut config = test_support::demo_mcp_config();
+    for server in config.servers.values_mut() {
+        server.tier = tier;
+    }
     let clients = Arc::new(McpClients::start(
         &config,
         Arc::new(DirectLauncher::new(&shared)),

@@ -17,38 +17,16 @@
 use std::time::Duration;
 
 use gateway::{GatewayConfig, RunningGateway};
-use serde_json::{Value, json};
+use serde_json::json;
 use test_support::{Need, ScriptedLlm, ScriptedReply};
 
 use crate::browser::Browser;
-use crate::common::{Client, start, token_of};
-
-const ONLINE: &str = "document.getElementById('conn').textContent === 'online'";
+use crate::common::{Client, ONLINE, sign_in_by_link, signed_in, start, token_of};
 
 const INJECTION: &str = "# Trip notes\n\nHere is **bold**, `code` and a table:\n\n| city | days |\n|---|---:|\n| Lisbon | 3 |\n\n\
 <script>alert('script')</script> <img src=x onerror=\"alert('img')\">\n\n\
 [click me](javascript:alert('link')) ![pic](http://evil.example/p.png) [fine](https://example.org/)\n\n\
 ```rust\nfn main() { println!(\"hi\"); }\n```\n\nEND-OF-REPLY";
-
-/// Signs the browser in with a one-time link from `POST /auth/link` and waits until online.
-pub(crate) async fn sign_in_by_link(browser: &mut Browser, gw: &RunningGateway, token: &str) {
-    let issued = crate::web::http(
-        gw.local_addr(),
-        "POST",
-        "/auth/link",
-        &[format!("Authorization: Bearer {token}")],
-        "",
-    )
-    .await;
-    let path: Value = serde_json::from_str(&issued.body).unwrap();
-    let url = format!(
-        "http://{}{}",
-        gw.local_addr(),
-        path["path"].as_str().unwrap()
-    );
-    browser.navigate(&url).await;
-    browser.wait_for("the page online", ONLINE).await;
-}
 
 pub(crate) async fn send(browser: &mut Browser, text: &str) {
     browser.fill("#input", text).await;
@@ -282,9 +260,7 @@ async fn the_page_resumes_after_the_agent_restarts_mid_reply() {
     server.push(ScriptedReply::text(&long).slow(Duration::from_millis(40)));
     let gw = start(dir.path(), &["alice"], &server, GatewayConfig::default()).await;
     let port = gw.local_addr().port();
-    let token = token_of(dir.path(), "alice");
-    let mut browser = Browser::launch().await;
-    sign_in_by_link(&mut browser, &gw, &token).await;
+    let mut browser = signed_in(&gw, dir.path(), "alice").await;
     send(&mut browser, "tell me a long story").await;
     browser
         .wait_for(
@@ -375,9 +351,7 @@ async fn a_schedules_notification_is_shown_as_text_and_runs_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let token = token_of(dir.path(), "alice");
-    let mut browser = Browser::launch().await;
-    sign_in_by_link(&mut browser, &gw, &token).await;
+    let mut browser = signed_in(&gw, dir.path(), "alice").await;
     browser
         .wait_for(
             "the missed notification",

@@ -21,8 +21,8 @@ use test_support::{Need, ScriptedLlm, ScriptedReply, ScriptedToolCall};
 use types::{CaptureMode, ClientFrame, ServerFrame};
 
 use crate::browser::Browser;
-use crate::common::{Client, test_config, token_of};
-use crate::web_browser::{assert_no_trouble, send, sign_in_by_link};
+use crate::common::{Client, signed_in, test_config};
+use crate::web_browser::{assert_no_trouble, send};
 
 const CELLO: &str = "The user plays the cello";
 const CAT: &str = "The user's cat is <b>Miso</b> <img src=x onerror=\"alert('cat')\">";
@@ -37,9 +37,7 @@ async fn capturing(
     gw.add_user(crate::capture::capturing_agent(root, "alice", server, mode).await)
         .unwrap();
     let gw = gw.start().await.unwrap();
-    let token = token_of(root, "alice");
-    let mut browser = Browser::launch().await;
-    sign_in_by_link(&mut browser, &gw, &token).await;
+    let browser = signed_in(&gw, root, "alice").await;
     (gw, browser)
 }
 

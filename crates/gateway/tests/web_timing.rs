@@ -18,8 +18,8 @@ use serde_json::json;
 use test_support::{Need, ScriptedLlm, ScriptedReply};
 
 use crate::browser::Browser;
-use crate::common::{start, token_of};
-use crate::web_browser::{send, sign_in_by_link};
+use crate::common::{sign_in_by_link, start, token_of};
+use crate::web_browser::send;
 
 const RUNS: usize = 5;
 

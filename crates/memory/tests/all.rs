@@ -28,6 +28,7 @@ mod restore_places;
 mod round_trips;
 mod schedules;
 mod search;
+mod session_history;
 mod sessions;
 mod snapshot;
 mod store;

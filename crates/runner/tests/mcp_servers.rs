@@ -23,15 +23,13 @@ use types::{
     ToolExecutionContext, TurnId, UserId, WorkspacePaths,
 };
 
-const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
+const SERVER: &str = test_support::DEMO_MCP_SERVER;
 
 fn demo() -> McpServerConfig {
     McpServerConfig {
-        command: Some(test_support::mcp_python().unwrap().display().to_string()),
-        args: vec![SERVER.to_owned(), "stdio".to_owned()],
         // Runs without asking (the default asks the user before every call).
         tier: Some(SafetyTier::ReadOnly),
-        ..McpServerConfig::default()
+        ..test_support::demo_mcp_server()
     }
 }
 

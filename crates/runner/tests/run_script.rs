@@ -255,11 +255,17 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
     assert_eq!(text.matches("added bob").count(), 1, "{text}");
 
     // Ctrl+C (SIGINT to the script's process group, as a terminal sends it) while alice starts,
-    // at several moments after the script says it starts her.
+    // at several moments after the script says it starts her, and at moments after the
+    // background runner's log appears (the runner has begun: observed, so that one outcome is
+    // reached however slow the machine is, where a fixed delay could always land before it).
     let ws = co.ws("alice");
     let runner_log = runner::runner_log_path(&ws, "runner");
     let mut outcomes = Vec::new();
-    for delay_ms in [0u64, 20, 40, 60, 100, 150, 300] {
+    let moments = [0u64, 20, 40, 60, 100, 150, 300]
+        .map(|ms| (Moment::AfterTheLine, ms))
+        .into_iter()
+        .chain([(Moment::AfterTheLog, 0), (Moment::AfterTheLog, 50)]);
+    for (moment, delay_ms) in moments {
         let stop = std::process::Command::new(guest_binaries().join("runner"))
             .arg("--config")
             .arg(co.config())
@@ -279,6 +285,13 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
                 .expect("run.sh prints that it starts alice");
             if line.starts_with("==> starting alice's agent") {
                 break;
+            }
+        }
+        if moment == Moment::AfterTheLog {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while !runner_log.exists() && child.try_wait().unwrap().is_none() {
+                assert!(std::time::Instant::now() < deadline, "no runner log");
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
@@ -304,7 +317,7 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
             outcomes.push("ready first");
             continue;
         }
-        assert!(marker.is_none(), "after {delay_ms} ms: {marker:?}");
+        assert!(marker.is_none(), "{delay_ms} ms {moment:?}: {marker:?}");
         assert_eq!(
             crate::lifecycle::processes_left_in(&ws.root),
             Vec::<String>::new()
@@ -326,4 +339,13 @@ async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_
         outcomes.contains(&"interrupted while the background runner started"),
         "{outcomes:?}"
     );
+}
+
+/// What the Ctrl+C of a round waits for before its delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// run.sh's line saying it starts the agent.
+    AfterTheLine,
+    /// The background runner's log (the runner has begun).
+    AfterTheLog,
 }

@@ -12,12 +12,15 @@
 //! Modules:
 //! - `llm` — the scripted server (`script`, `server`, `wire`, `recorded`, `config`)
 //! - `tmux` — [`Tmux`]: drive a terminal program inside tmux (TUI end-to-end tests)
+//! - `mcp_demo` — [`demo_mcp_config`]: the `mcp` crate's demo MCP server (Python SDK) as a
+//!   user's configuration
 //! - `need` — [`need`]: what a test needs from the machine (Docker, Landlock, tmux, sqld), never
 //!   skipped silently
 //! - `sqld` — [`Sqld`]: a real libSQL server on a free loopback port, with JWTs on demand
 //! - `tls` — [`self_signed_cert`]: a server certificate and key for `127.0.0.1` (`openssl`)
 
 mod llm;
+mod mcp_demo;
 mod need;
 mod sqld;
 mod tls;
@@ -27,6 +30,7 @@ pub use llm::{
     RecordedRequest, Responder, SCRIPTED_MODEL, ScriptedLlm, ScriptedMessage, ScriptedReply,
     ScriptedToolCall, WireFormat,
 };
+pub use mcp_demo::{DEMO_MCP_SERVER, demo_mcp_config, demo_mcp_server};
 pub use need::{Need, mcp_python, need, sqld_binary};
 pub use sqld::Sqld;
 pub use tls::self_signed_cert;

@@ -366,7 +366,12 @@ async fn huge_pages_are_cut_to_max_chars_and_the_output_budget() {
     let url = format!("http://site.test:{}/huge", server.port());
     let out = fetch_with(&registry, json!({"url": url, "max_chars": 1000})).await;
     assert!(out.ok, "{out:?}");
-    assert!(out.output.contains("[cut at 1000 of"), "{}", out.output);
+    assert!(
+        out.output
+            .contains("[cut at 1000 characters of a longer page ("),
+        "{}",
+        out.output
+    );
     assert!(out.output.len() < 1500, "{}", out.output.len());
     // Without max_chars the configured default applies, and the registry's own bound holds.
     let small = {

@@ -12,7 +12,6 @@
     reason = "tests fail loudly"
 )]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,11 +20,7 @@ use crate::common;
 use mcp::client::{DirectLauncher, McpClients};
 use test_support::{Need, ScriptedLlm};
 use tools::DynamicTools;
-use types::{
-    McpConfig, McpServerConfig, SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths,
-};
-
-const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/servers/demo.py");
+use types::{SessionId, ToolExecutionContext, TurnId, UserId, WorkspacePaths};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs tmux and python mcp"]
@@ -35,18 +30,8 @@ async fn a_crashed_mcp_server_shows_in_the_status_bar_until_it_is_back_in_tmux()
     let dir = tempfile::tempdir().unwrap();
     let ws = WorkspacePaths::new(dir.path().join("alice"));
     std::fs::create_dir_all(ws.shared()).unwrap();
-    let config = McpConfig {
-        servers: BTreeMap::from([(
-            "demo".to_owned(),
-            McpServerConfig {
-                command: Some(test_support::mcp_python().unwrap().display().to_string()),
-                args: vec![SERVER.to_owned(), "stdio".to_owned()],
-                ..McpServerConfig::default()
-            },
-        )]),
-    };
     let clients = Arc::new(McpClients::start(
-        &config,
+        &test_support::demo_mcp_config(),
         Arc::new(DirectLauncher::new(ws.shared())),
         &[],
     ));

@@ -14,15 +14,12 @@
     reason = "tests fail loudly"
 )]
 
-use std::path::Path;
-use std::sync::Arc;
-
 use crate::common;
 
-use memory::{HashEmbedder, MemoryStore, PathExpect};
+use memory::PathExpect;
 use serde_json::json;
-use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux};
-use types::{MemoryDialect, MemoryDialects, UserId, WorkspacePaths};
+use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
+use types::{MemoryDialect, MemoryDialects, UserId};
 
 const FACT: &str = "Alice moved to Porto";
 const HOME: &str = "Alice lives near the river";
@@ -39,30 +36,6 @@ fn calls(
         }
         ScriptedReply::tool_calls(calls.clone())
     }
-}
-
-async fn open(root: &Path) -> MemoryStore {
-    let ws = WorkspacePaths::new(root.join("alice"));
-    MemoryStore::open(
-        memory::Target::File(&ws.default_memory_db()),
-        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
-    )
-    .await
-    .unwrap()
-}
-
-/// The user's notes as stored, read through a second connection to the database file.
-async fn stored(root: &Path) -> Vec<String> {
-    let store = open(root).await;
-    let mut notes: Vec<String> = store
-        .list_notes(&UserId::parse("alice").unwrap())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|n| n.content)
-        .collect();
-    notes.sort();
-    notes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,13 +56,7 @@ async fn every_memory_tool_gets_a_change_line_and_its_undo_in_tmux() {
     .await;
     let dialects = MemoryDialects::of(&[MemoryDialect::Categorized, MemoryDialect::Files]).unwrap();
     let (gw, token_file) = common::gateway_for(dir.path(), "alice", &llm, dialects).await;
-    let command = format!(
-        "{} --url {} --user alice --token-file {}; sleep 60",
-        env!("CARGO_BIN_EXE_oxydra-tui"),
-        gw.url(),
-        token_file.display()
-    );
-    let tmux = Tmux::start("oxydra-tui-dialects", 100, 40, &command);
+    let tmux = common::tall_client_in_tmux("oxydra-tui-dialects", &gw, &token_file);
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;
 
@@ -109,24 +76,27 @@ async fn every_memory_tool_gets_a_change_line_and_its_undo_in_tmux() {
         screen.contains("Memory 2: saved /memories/home.md · /undo 2 takes it back"),
         "{screen}"
     );
-    assert_eq!(stored(dir.path()).await, [HOME, FACT]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [HOME, FACT]
+    );
 
     tmux.key("C-z");
     tmux.wait_for("the file's save undone", |s| {
         s.contains("Undone: saved /memories/home.md")
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [FACT]);
+    assert_eq!(common::stored_notes(dir.path(), "alice").await, [FACT]);
     tmux.type_line("/undo 1");
     tmux.wait_for("the categorized save undone", |s| {
         s.contains(&format!("Undone: saved \"{FACT}\""))
     })
     .await;
-    assert!(stored(dir.path()).await.is_empty());
+    assert!(common::stored_notes(dir.path(), "alice").await.is_empty());
 
     // The agent edits one file and deletes another.
     let alice = UserId::parse("alice").unwrap();
-    let store = open(dir.path()).await;
+    let store = common::open_store(dir.path(), "alice").await;
     for (path, text) in [("/memories/tram.md", TRAM), ("/memories/tarts.md", TARTS)] {
         store
             .files()
@@ -160,21 +130,30 @@ async fn every_memory_tool_gets_a_change_line_and_its_undo_in_tmux() {
         screen.contains("Memory 4: deleted /memories/tarts.md · /undo 4 takes it back"),
         "{screen}"
     );
-    assert_eq!(stored(dir.path()).await, ["Alice takes the 12 tram"]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        ["Alice takes the 12 tram"]
+    );
     tmux.type_line("/undo 4");
     tmux.wait_for("the delete undone", |s| {
         s.contains("Undone: deleted /memories/tarts.md")
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [TARTS, "Alice takes the 12 tram"]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [TARTS, "Alice takes the 12 tram"]
+    );
     tmux.key("C-z");
     tmux.wait_for("the edit undone", |s| {
         s.contains("Undone: updated /memories/tram.md")
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [TARTS, TRAM]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [TARTS, TRAM]
+    );
     // The restored file is back at its path.
-    let store = open(dir.path()).await;
+    let store = common::open_store(dir.path(), "alice").await;
     let file = store
         .files()
         .read_file(&alice, "/memories/tarts.md")

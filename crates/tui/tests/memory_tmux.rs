@@ -14,15 +14,12 @@
     reason = "tests fail loudly"
 )]
 
-use std::path::Path;
-use std::sync::Arc;
-
 use crate::common;
 
-use memory::{HashEmbedder, MemoryStore, NoteMetadata};
+use memory::NoteMetadata;
 use serde_json::json;
-use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall, Tmux};
-use types::{UserId, WorkspacePaths};
+use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
+use types::UserId;
 
 const FIRST: &str = "Alice moved to Porto";
 const SECOND: &str = "Alice takes the 28 tram";
@@ -39,17 +36,6 @@ fn respond(req: &RecordedRequest) -> ScriptedReply {
         ScriptedToolCall::new("memory_save", json!({ "content": FIRST })),
         ScriptedToolCall::new("memory_save", json!({ "content": SECOND })),
     ])
-}
-
-/// A second connection to the user's database file.
-async fn open(root: &Path) -> MemoryStore {
-    let ws = WorkspacePaths::new(root.join("alice"));
-    MemoryStore::open(
-        memory::Target::File(&ws.default_memory_db()),
-        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
-    )
-    .await
-    .unwrap()
 }
 
 /// Updates the tram note and deletes the tart note, then answers.
@@ -75,20 +61,6 @@ fn update_and_delete(
     }
 }
 
-/// The user's notes as stored, read through a second connection to the database file.
-async fn stored(root: &Path) -> Vec<String> {
-    let store = open(root).await;
-    let mut notes: Vec<String> = store
-        .list_notes(&UserId::parse("alice").unwrap())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|n| n.content)
-        .collect();
-    notes.sort();
-    notes
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs tmux"]
 async fn memory_changes_undo_browse_and_edit_in_tmux() {
@@ -96,13 +68,7 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::with_responder(respond).await;
     let (gw, token_file) = common::gateway(dir.path(), "alice", &llm).await;
-    let command = format!(
-        "{} --url {} --user alice --token-file {}; sleep 60",
-        env!("CARGO_BIN_EXE_oxydra-tui"),
-        gw.url(),
-        token_file.display()
-    );
-    let tmux = Tmux::start("oxydra-tui-memory", 100, 40, &command);
+    let tmux = common::tall_client_in_tmux("oxydra-tui-memory", &gw, &token_file);
     tmux.wait_for("the connection", |s| s.contains("● connected"))
         .await;
 
@@ -118,14 +84,17 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
         )),
         "{screen}"
     );
-    assert_eq!(stored(dir.path()).await, [FIRST, SECOND]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [FIRST, SECOND]
+    );
 
     tmux.type_line("/undo 1");
     tmux.wait_for("the undo", |s| {
         s.contains(&format!("Undone: saved \"{FIRST}\""))
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [SECOND]);
+    assert_eq!(common::stored_notes(dir.path(), "alice").await, [SECOND]);
 
     tmux.type_line("/memory");
     let screen = tmux
@@ -138,18 +107,21 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
         s.contains("Memory 3: edited \"Alice takes the 15 tram\"")
     })
     .await;
-    assert_eq!(stored(dir.path()).await, ["Alice takes the 15 tram"]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        ["Alice takes the 15 tram"]
+    );
 
     tmux.key("C-z");
     tmux.wait_for("the edit undone", |s| {
         s.contains("Undone: edited \"Alice takes the 15 tram\"")
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [SECOND]);
+    assert_eq!(common::stored_notes(dir.path(), "alice").await, [SECOND]);
 
     // The agent's own update and delete, taken back.
     let alice = UserId::parse("alice").unwrap();
-    let store = open(dir.path()).await;
+    let store = common::open_store(dir.path(), "alice").await;
     let tart = store
         .save(
             &alice,
@@ -179,17 +151,23 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
         )),
         "{screen}"
     );
-    assert_eq!(stored(dir.path()).await, [UPDATED]);
+    assert_eq!(common::stored_notes(dir.path(), "alice").await, [UPDATED]);
     tmux.type_line("/undo 5");
     tmux.wait_for("the delete undone", |s| s.contains("Undone: deleted"))
         .await;
-    assert_eq!(stored(dir.path()).await, [TART, UPDATED]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [TART, UPDATED]
+    );
     tmux.key("C-z");
     tmux.wait_for("the update undone", |s| {
         s.contains(&format!("Undone: updated \"{UPDATED}\""))
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [TART, SECOND]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [TART, SECOND]
+    );
 
     // A delete made here, restored from the list of deleted notes.
     tmux.type_line("/memory");
@@ -200,7 +178,7 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
         s.contains(&format!("Memory 6: deleted \"{TART}\""))
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [SECOND]);
+    assert_eq!(common::stored_notes(dir.path(), "alice").await, [SECOND]);
     tmux.type_line("/memory deleted");
     tmux.wait_for("the deleted list", |s| {
         s.contains(&format!("1. {TART} · deleted"))
@@ -211,7 +189,10 @@ async fn memory_changes_undo_browse_and_edit_in_tmux() {
         s.contains(&format!("Memory 7: restored \"{TART}\""))
     })
     .await;
-    assert_eq!(stored(dir.path()).await, [TART, SECOND]);
+    assert_eq!(
+        common::stored_notes(dir.path(), "alice").await,
+        [TART, SECOND]
+    );
 
     tmux.type_line("/quit");
     gw.shutdown().await;

@@ -1,5 +1,5 @@
 //! Fixtures for the gateway's tests: real gateways over real libSQL files and the scripted model,
-//! and a real WebSocket client.
+//! a real WebSocket client, and a headless browser signed in to the web client.
 
 #![allow(
     dead_code,
@@ -23,6 +23,8 @@ use types::{
     ClientFrame, PROTOCOL_VERSION, RetrievalConfig, RuntimeConfig, ServerFrame, SessionId,
     TurnEvent, UserId, WorkspacePaths,
 };
+
+use crate::browser::Browser;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -303,4 +305,35 @@ pub fn test_config() -> GatewayConfig {
         auth_timeout: Duration::from_millis(300),
         ..GatewayConfig::default()
     }
+}
+
+/// What the web client's connection indicator says once the page is signed in and connected.
+pub const ONLINE: &str = "document.getElementById('conn').textContent === 'online'";
+
+/// Signs the browser in with a one-time link from `POST /auth/link` and waits until online.
+pub async fn sign_in_by_link(browser: &mut Browser, gw: &RunningGateway, token: &str) {
+    let issued = crate::web::http(
+        gw.local_addr(),
+        "POST",
+        "/auth/link",
+        &[format!("Authorization: Bearer {token}")],
+        "",
+    )
+    .await;
+    let path: serde_json::Value = serde_json::from_str(&issued.body).unwrap();
+    let url = format!(
+        "http://{}{}",
+        gw.local_addr(),
+        path["path"].as_str().unwrap()
+    );
+    browser.navigate(&url).await;
+    browser.wait_for("the page online", ONLINE).await;
+}
+
+/// A headless Chromium signed in to `gw` as `user` (whose workspace is under `root`) by
+/// [`sign_in_by_link`], its page online.
+pub async fn signed_in(gw: &RunningGateway, root: &Path, user: &str) -> Browser {
+    let mut browser = Browser::launch().await;
+    sign_in_by_link(&mut browser, gw, &token_of(root, user)).await;
+    browser
 }

@@ -362,7 +362,7 @@ impl Supervisor {
                 () = tokio::time::sleep(wait) => {}
             }
             *self.restarts.entry(role.name()).or_default() += 1;
-            self.heal();
+            self.heal_for_restart()?;
             match self.start(role).await {
                 Ok(endpoint) => {
                     say(format!(

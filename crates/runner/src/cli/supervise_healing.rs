@@ -19,6 +19,23 @@ impl Supervisor {
         self.heal_on(runner::Occasion::Launch(self.plan.separation));
     }
 
+    /// [`Self::heal`] before a guest's relaunch, writing the marker at once when something was
+    /// repaired: `runner status` names a repair from when it is made, not only once the
+    /// restarted guest is ready (which a client can see a moment before the supervisor does).
+    pub(super) fn heal_for_restart(&mut self) -> Result<()> {
+        self.heal_and_record(runner::Occasion::Launch(self.plan.separation))
+    }
+
+    /// Heals on `occasion` and writes the marker if that repaired anything.
+    fn heal_and_record(&mut self, occasion: runner::Occasion) -> Result<()> {
+        let before = self.repairs.clone();
+        self.heal_on(occasion);
+        if self.repairs != before {
+            self.write_marker()?;
+        }
+        Ok(())
+    }
+
     /// Heals the workspace, saying what it repaired; a failure is remembered for the give-up
     /// message, not fatal (a launch then says what is wrong).
     fn heal_on(&mut self, occasion: runner::Occasion) {
@@ -45,11 +62,7 @@ impl Supervisor {
     /// every command until the next restart), and restarts a shell whose socket the shell
     /// removed or replaced (no client could reach it again).
     pub(super) async fn check(&mut self, stop: &CancellationToken) -> Result<()> {
-        let before = self.repairs.clone();
-        self.heal_on(runner::Occasion::WhileRunning);
-        if self.repairs != before {
-            self.write_marker()?;
-        }
+        self.heal_and_record(runner::Occasion::WhileRunning)?;
         let socket = types::shell_socket_path(&self.plan.ws);
         let is_socket = std::fs::symlink_metadata(&socket)
             .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));

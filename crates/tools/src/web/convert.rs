@@ -118,13 +118,47 @@ pub fn title(html: &str) -> Option<String> {
     (!title.is_empty()).then(|| title.join(" "))
 }
 
+/// HTML bytes converted at first per character to be shown (a page's text is a small part of its
+/// markup); at least [`FIRST_PREFIX`].
+const PREFIX_BYTES_PER_CHAR: usize = 16;
+const FIRST_PREFIX: usize = 64 * 1024;
+
 /// `html` as Markdown: the content of `<main>` (or `<article>`) when the page has one, else of the
 /// whole body, without its navigation, scripts, styles and forms.
 pub fn html_to_markdown(html: &str) -> String {
+    convert(main_part(html).unwrap_or(html))
+}
+
+/// [`html_to_markdown`] converting no more of the page than showing `max_chars` characters needs:
+/// a prefix of the content first, four times longer each round, the whole only when the
+/// prefixes fall short. A huge page then costs the time of what is shown, not of its size (its
+/// 5 MB took seconds to convert, racing the tool's time limit). Also says whether the Markdown
+/// is the whole page's.
+pub fn html_to_markdown_within(html: &str, max_chars: usize) -> (String, bool) {
+    let content = main_part(html).unwrap_or(html);
+    let mut len = max_chars
+        .saturating_mul(PREFIX_BYTES_PER_CHAR)
+        .max(FIRST_PREFIX);
+    loop {
+        if len >= content.len() {
+            return (convert(content), true);
+        }
+        let end = (0..=len)
+            .rev()
+            .find(|&i| content.is_char_boundary(i))
+            .unwrap_or(0);
+        let markdown = convert(&content[..end]);
+        if markdown.chars().nth(max_chars).is_some() {
+            return (markdown, false);
+        }
+        len = len.saturating_mul(4);
+    }
+}
+
+fn convert(content: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED_TAGS.to_vec())
         .build();
-    let content = main_part(html).unwrap_or(html);
     match converter.convert(content) {
         Ok(markdown) => tidy(&markdown),
         Err(_) => String::new(),
@@ -197,6 +231,24 @@ mod tests {
             assert!(!md.contains(gone), "{gone} kept: {md}");
         }
         assert_eq!(title(page).as_deref(), Some("Tea notes"));
+    }
+
+    #[test]
+    fn a_huge_page_is_converted_only_as_far_as_is_shown() {
+        let html = format!(
+            "<body>{}</body>",
+            "<p>Steeped rooibos keeps well.</p>".repeat(100_000)
+        );
+        let (partial, whole) = html_to_markdown_within(&html, 1000);
+        assert!(!whole);
+        assert!(partial.chars().count() > 1000);
+        assert!(partial.len() < html.len() / 10, "{}", partial.len());
+        assert!(partial.starts_with("Steeped rooibos keeps well.\n\nSteeped"));
+        let small = "<body><main><h1>Rooibos</h1><p>A red bush.</p></main></body>";
+        assert_eq!(
+            html_to_markdown_within(small, 1000),
+            (html_to_markdown(small), true)
+        );
     }
 
     #[test]

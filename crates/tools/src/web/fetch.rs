@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, timeout_at};
 use types::{MAX_WEB_CHARS, SafetyTier, ToolExecutionContext, UntrustedInput, WebConfig};
 
-use super::convert::{Kind, cut, decode, html_to_markdown, kind_of, title};
+use super::convert::{Kind, cut, decode, html_to_markdown_within, kind_of, title};
 use super::guard::{AllowHosts, GuardedResolver, Lookup, check_url, refusal_in};
 use crate::files::parse;
 use crate::{Tool, ToolError};
@@ -211,6 +211,8 @@ fn render(page: &Page, max_chars: usize) -> String {
     if let Some(ct) = &page.content_type {
         out.push_str(&format!("Content-Type: {ct}\n"));
     }
+    // Whether `content` is the whole page's (HTML is converted only as far as is shown).
+    let mut whole = true;
     let content = match kind {
         Kind::Other => {
             let size = page
@@ -227,7 +229,9 @@ fn render(page: &Page, max_chars: usize) -> String {
             if let Some(title) = title(&html) {
                 out.push_str(&format!("Title: {title}\n"));
             }
-            html_to_markdown(&html)
+            let (markdown, all) = html_to_markdown_within(&html, max_chars);
+            whole = all;
+            markdown
         }
         Kind::Text => decode(&page.body, page.content_type.as_deref(), kind),
     };
@@ -237,10 +241,16 @@ fn render(page: &Page, max_chars: usize) -> String {
     let (shown, was_cut) = cut(&content, max_chars);
     out.push('\n');
     out.push_str(shown);
-    if was_cut {
+    if was_cut && whole {
         let total = content.chars().count();
         out.push_str(&format!(
             "\n\n[cut at {max_chars} of {total} characters; ask with a larger max_chars for more]"
+        ));
+    } else if was_cut {
+        out.push_str(&format!(
+            "\n\n[cut at {max_chars} characters of a longer page ({} bytes); ask with a larger \
+             max_chars for more]",
+            page.body.len()
         ));
     }
     out

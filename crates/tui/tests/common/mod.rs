@@ -1,5 +1,6 @@
 //! A real gateway for the client's tests (real libSQL files, the scripted model, a token file),
-//! and `until`: drive an [`App`] with its connection events until a condition holds.
+//! a second connection to its store (what the user's notes are now), the real `oxydra-tui` in
+//! tmux on it, and `until`: drive an [`App`] with its connection events until a condition holds.
 
 #![allow(
     dead_code,
@@ -50,12 +51,7 @@ pub async fn gateway_with(
         std::fs::create_dir_all(ws.dir(dir)).unwrap();
     }
     let token = GatewayToken::load_or_create(&ws.internal()).unwrap();
-    let store = MemoryStore::open(
-        memory::Target::File(&ws.default_memory_db()),
-        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
-    )
-    .await
-    .unwrap();
+    let store = open_store(root, user).await;
     let provider = provider::from_config_with(
         &llm.openai_config(),
         ProviderOptions {
@@ -92,6 +88,33 @@ pub async fn gateway_with(
     (running, ws.internal().join("gateway.token"))
 }
 
+/// A connection to `user`'s database file under `root` (the gateway's own, or a second one
+/// beside it to check what the client's commands changed).
+pub async fn open_store(root: &Path, user: &str) -> MemoryStore {
+    let ws = WorkspacePaths::new(root.join(user));
+    MemoryStore::open(
+        memory::Target::File(&ws.default_memory_db()),
+        memory::OpenOptions::with_embedder(Arc::new(HashEmbedder::new(256))),
+    )
+    .await
+    .unwrap()
+}
+
+/// The texts of `user`'s notes as stored, sorted, read through a second connection to the
+/// database file.
+pub async fn stored_notes(root: &Path, user: &str) -> Vec<String> {
+    let store = open_store(root, user).await;
+    let mut notes: Vec<String> = store
+        .list_notes(&UserId::parse(user).unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.content)
+        .collect();
+    notes.sort();
+    notes
+}
+
 /// Applies events until `done` holds for the app; sends what the app answers.
 pub async fn until(
     app: &mut App,
@@ -117,11 +140,24 @@ pub async fn until(
 /// The real `oxydra-tui` in tmux (100×30) on `gw` as alice; once it exits, the shell prints
 /// "oxydra-tui exited with STATUS" on the normal screen.
 pub fn client_in_tmux(name: &str, gw: &RunningGateway, token_file: &Path) -> test_support::Tmux {
+    in_tmux(name, 30, gw, token_file)
+}
+
+/// [`client_in_tmux`] 40 lines tall, for the memory screens' longer lists.
+pub fn tall_client_in_tmux(
+    name: &str,
+    gw: &RunningGateway,
+    token_file: &Path,
+) -> test_support::Tmux {
+    in_tmux(name, 40, gw, token_file)
+}
+
+fn in_tmux(name: &str, rows: u16, gw: &RunningGateway, token_file: &Path) -> test_support::Tmux {
     let command = format!(
         "{} --url {} --user alice --token-file {}; echo \"oxydra-tui exited with $?\"; sleep 60",
         env!("CARGO_BIN_EXE_oxydra-tui"),
         gw.url(),
         token_file.display()
     );
-    test_support::Tmux::start(name, 100, 30, &command)
+    test_support::Tmux::start(name, 100, rows, &command)
 }
