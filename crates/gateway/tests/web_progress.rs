@@ -17,10 +17,9 @@ use serde_json::{Value, json};
 use test_support::{Need, ScriptedLlm, ScriptedReply};
 use types::SafetyTier;
 
-use crate::browser::Browser;
-use crate::common::{provider, test_config, token_of, user_agent_with};
+use crate::common::{provider, signed_in, test_config, user_agent_with};
 use crate::mcp_status::demo_clients;
-use crate::web_browser::{assert_no_trouble, send, sign_in_by_link};
+use crate::web_browser::{assert_no_trouble, send};
 
 const PROGRESS: &str = "document.getElementById('progress').textContent";
 
@@ -46,9 +45,7 @@ async fn the_status_line_shows_a_running_calls_progress_and_clears_it_when_it_en
     let mut gw = Gateway::new(test_config());
     gw.add_user(agent).unwrap();
     let gw = gw.start().await.unwrap();
-    let token = token_of(root, "alice");
-    let mut browser = Browser::launch().await;
-    sign_in_by_link(&mut browser, &gw, &token).await;
+    let mut browser = signed_in(&gw, root, "alice").await;
     assert_eq!(browser.eval(PROGRESS).await, "");
 
     send(&mut browser, "sleep for two seconds").await;
