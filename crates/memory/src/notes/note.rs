@@ -391,7 +391,7 @@ async fn load_note(
 ) -> Result<LoadedNote, MemoryError> {
     let read = note_read(session, note_id, live_only);
     let mut rows = conn
-        .query(read.sql, read.args)
+        .query(read.sql.as_ref(), read.args)
         .await
         .map_err(MemoryError::db("reading a note"))?;
     match rows
