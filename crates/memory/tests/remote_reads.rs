@@ -137,3 +137,59 @@ async fn a_server_that_sends_batches_back_without_rows_is_read_statement_by_stat
         "a search read statement by statement: {cost}"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_remote_note_or_page_read_is_one_request() {
+    let (c, alice, key) = filled().await;
+    let before = c.proxy.count();
+    let note = c.store.get(&alice, &key).await.unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "a note read");
+    assert_eq!(
+        (note.content.as_str(), note.metadata.tags.as_slice()),
+        (KEY, &["garden".to_owned()][..])
+    );
+
+    // The count and the page in one batch; the page's cursor leads on without a gap.
+    let mut query = memory::ListQuery {
+        limit: 20,
+        ..memory::ListQuery::default()
+    };
+    let before = c.proxy.count();
+    let first = c.store.list(&alice, &query).await.unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "a page");
+    assert_eq!((first.notes.len(), first.total), (20, 31));
+    query.cursor = first.next_cursor.clone();
+    let second = c.store.list(&alice, &query).await.unwrap();
+    assert_eq!(
+        (second.notes.len(), second.total, second.next_cursor),
+        (11, 31, None)
+    );
+    let mut ids: Vec<_> = first
+        .notes
+        .iter()
+        .chain(&second.notes)
+        .map(|n| n.note_id.clone())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 31);
+
+    // A category and tags go through the inlined placeholders too (bare `?`s, numbered in order).
+    let tagged = memory::ListQuery {
+        tags_any: vec!["garden".to_owned(), "it's".to_owned()],
+        limit: 5,
+        ..memory::ListQuery::default()
+    };
+    let page = c.store.list(&alice, &tagged).await.unwrap();
+    assert_eq!(page.total, 1);
+    assert_eq!(page.notes.first().map(|n| &n.note_id), Some(&key));
+
+    // A missing note is still one clear error.
+    let missing = NoteId::from_uuid_str(&uuid::Uuid::new_v4().to_string()).unwrap();
+    let err = c.store.get(&alice, &missing).await.unwrap_err();
+    assert!(
+        matches!(err, memory::MemoryError::NoteNotFound(_)),
+        "{err:?}"
+    );
+}

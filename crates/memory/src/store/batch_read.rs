@@ -89,11 +89,18 @@ impl Reads {
 
     /// The rows of one statement (one request on a remote server, where `query` takes two).
     pub(crate) async fn one(&self, stmt: Stmt, ctx: &'static str) -> Result<Rows, MemoryError> {
-        self.rows(&[stmt], ctx)
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(missing)
+        let [rows] = self.rows_n([stmt], ctx).await?;
+        Ok(rows)
+    }
+
+    /// [`Reads::rows`] for a fixed number of statements.
+    pub(crate) async fn rows_n<const N: usize>(
+        &self,
+        stmts: [Stmt; N],
+        ctx: &'static str,
+    ) -> Result<[Rows; N], MemoryError> {
+        let rows = self.rows(&stmts, ctx).await?;
+        rows.try_into().map_err(|_| missing())
     }
 
     /// One batch; `None` when the server sent it back without rows.
