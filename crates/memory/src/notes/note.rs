@@ -100,7 +100,7 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
-        let one_trip = self.inner.db.is_remote();
+        let one_trip = self.inner.db.saves_in_one_batch();
         let written = self
             .write(move |conn| async move {
                 if one_trip {

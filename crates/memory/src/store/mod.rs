@@ -87,6 +87,14 @@ impl Db {
         matches!(self.target, Target::Remote { .. })
     }
 
+    /// Whether a save goes to the server as one transactional batch (see
+    /// [`crate::notes::one_trip`]): a remote store's, and an embedded replica's, whose connection
+    /// forwards the batch to the primary as one program and syncs the replica after it, so the
+    /// save is readable at once.
+    pub(crate) fn saves_in_one_batch(&self) -> bool {
+        matches!(self.target, Target::Remote { .. } | Target::Replica { .. })
+    }
+
     /// Whether a reader job sends its reads as one batch (see [`batch_read::Reads`]).
     pub(crate) fn batching(&self) -> Batching {
         self.batching.clone()
