@@ -285,6 +285,13 @@ impl MemoryStore {
         self.inner.db.batching()
     }
 
+    /// The benches' switch (the `bench` feature): a remote store sends a reader job's reads as
+    /// one batch (`true`, the default) or statement by statement, to compare both in one run.
+    #[cfg(feature = "bench")]
+    pub fn set_read_batching(&self, on: bool) {
+        self.inner.db.batching().set(on);
+    }
+
     /// Folds the WAL back into the database file (after bulk loads). No-op for a remote server.
     pub(crate) async fn checkpoint(&self) -> Result<(), MemoryError> {
         self.inner.db.checkpoint().await
