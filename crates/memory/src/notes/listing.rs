@@ -19,7 +19,7 @@ use crate::notes::lifecycle::forget_versions;
 use crate::notes::metadata::Category;
 use crate::notes::note::{Note, note_from_row};
 use crate::rooms::Upkeep;
-use crate::store::batch_read::Reads;
+use crate::store::batch_read::{Reads, first_row};
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
@@ -172,11 +172,12 @@ impl MemoryStore {
                 Stmt::built(count_sql, count_params),
                 Stmt::built(sql, params),
             ];
-            let [mut counted, page] = Reads::new(conn, batching).rows_n(stmts, LIST_CTX).await?;
-            let total: i64 = match counted.next().await.map_err(MemoryError::db(LIST_CTX))? {
-                Some(row) => row.get(0).map_err(MemoryError::db(LIST_CTX))?,
-                None => 0,
-            };
+            let [counted, page] = Reads::new(conn, batching).rows_n(stmts, LIST_CTX).await?;
+            let total: i64 = first_row(counted, LIST_CTX, |row| {
+                row.get(0).map_err(MemoryError::db(LIST_CTX))
+            })
+            .await?
+            .unwrap_or(0);
             let mut notes = notes_from(page).await?;
             let next_cursor = (notes.len() > limit).then(|| {
                 notes.truncate(limit);

@@ -25,7 +25,7 @@ pub use crate::notes::metadata::NoteMetadata;
 use crate::notes::note_rows::{chunk_meta, note_rows};
 use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for, replay};
 use crate::notes::sessions::{allocate_seq, ensure_session, to_sql_seq};
-use crate::store::batch_read::Reads;
+use crate::store::batch_read::{Reads, first_row};
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -404,11 +404,10 @@ async fn load_note(
 const NOTE_CTX: &str = "reading a note";
 
 /// The note in the rows of [`note_read`]; [`MemoryError::NoteNotFound`] when there is none.
-async fn loaded_from(mut rows: Rows, note_id: &NoteId) -> Result<LoadedNote, MemoryError> {
-    match rows.next().await.map_err(MemoryError::db(NOTE_CTX))? {
-        Some(row) => note_from_row(&row),
-        None => Err(MemoryError::NoteNotFound(note_id.clone())),
-    }
+async fn loaded_from(rows: Rows, note_id: &NoteId) -> Result<LoadedNote, MemoryError> {
+    first_row(rows, NOTE_CTX, note_from_row)
+        .await?
+        .ok_or_else(|| MemoryError::NoteNotFound(note_id.clone()))
 }
 
 pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {

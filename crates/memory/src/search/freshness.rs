@@ -28,7 +28,7 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::facet_rows::{FACET_COLUMNS, facets_from_row, terms_from_row};
 use crate::notes::indexing::blob_to_vector;
-use crate::store::batch_read::Reads;
+use crate::store::batch_read::{Reads, first_row};
 use crate::store::stmt::Stmt;
 use memory_index::vector_index::IndexChange;
 
@@ -162,19 +162,20 @@ pub(crate) fn log_head_stmt() -> Stmt {
 }
 
 /// The head in the rows of [`log_head_stmt`].
-pub(crate) async fn head_from(mut rows: Rows) -> Result<LogHead, MemoryError> {
-    let Some(row) = rows.next().await.map_err(MemoryError::db(LOG_CTX))? else {
-        return Ok(LogHead { first: 0, last: 0 });
-    };
-    let get = |i| {
-        row.get::<Option<i64>>(i)
-            .map(|v| v.unwrap_or(0))
-            .map_err(MemoryError::db(LOG_CTX))
-    };
-    Ok(LogHead {
-        first: get(0)?,
-        last: get(1)?,
+pub(crate) async fn head_from(rows: Rows) -> Result<LogHead, MemoryError> {
+    let head = first_row(rows, LOG_CTX, |row| {
+        let get = |i| {
+            row.get::<Option<i64>>(i)
+                .map(|v| v.unwrap_or(0))
+                .map_err(MemoryError::db(LOG_CTX))
+        };
+        Ok(LogHead {
+            first: get(0)?,
+            last: get(1)?,
+        })
     })
+    .await?;
+    Ok(head.unwrap_or(LogHead { first: 0, last: 0 }))
 }
 
 /// The log's head, read on `conn` (inside a write transaction, say).
