@@ -11,10 +11,11 @@
 //!
 //! A statement read one by one on a server is a cursor: its rows stream in the HTTP response,
 //! which ends after the last row. A reader that stops at the row it wanted and drops the rest
-//! leaves that response unread, and the server then interrupts a later statement of the same job's
-//! stream (`SQLITE_INTERRUPT`, measured: 22 of 300 remote searches read one by one failed so in
-//! `memory-bench stores` at load 13, none once the one-row read of the change log's head read to
-//! the end). So a one-row read goes through [`first_row`], which reads to the end.
+//! leaves that response unread, and the server can then interrupt a later statement of the same
+//! job's stream (`SQLITE_INTERRUPT`; measured in `memory-bench stores` at load 7–14: 22 of 300
+//! remote searches read one by one failed so, then 0, 0 and 1 of 300 once the one-row read of the
+//! change log's head read to the end — one cause, not the only one). So a one-row read goes
+//! through [`first_row`], which reads to the end; batches have no cursor.
 //!
 //! libsql marks a batch's statements as not wanting rows. The server we run (`sqld`) sends them
 //! anyway; a server that honoured the mark would answer with no rows at all, which would read as
