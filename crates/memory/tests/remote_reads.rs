@@ -47,7 +47,6 @@ async fn fill(store: &MemoryStore, who: &UserId) -> NoteId {
 /// A server and its clients (see [`Clients`]), Alice's notes saved through the proxied store;
 /// the id of the one the searches look for.
 async fn filled() -> (Clients, UserId, NoteId) {
-    need(Need::Sqld);
     let c = Clients::start().await;
     let alice = user("alice");
     let key = fill(&c.store, &alice).await;
@@ -73,6 +72,7 @@ fn assert_found(hits: &[SearchHit], id: &NoteId) {
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn a_remote_search_is_one_request_and_sees_another_clients_writes() {
+    need(Need::Sqld);
     let (c, alice, key) = filled().await;
     // The first search applies this store's own saves, which it learns from the change log.
     let hits = search(&c.store, &alice, "greenhouse key").await;
@@ -114,6 +114,7 @@ async fn a_remote_search_is_one_request_and_sees_another_clients_writes() {
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn a_server_that_sends_batches_back_without_rows_is_read_statement_by_statement() {
+    need(Need::Sqld);
     let (c, alice, key) = filled().await;
     // The batch's first statement, which always yields a row, now yields none: what a server
     // honouring libsql's `want_rows: false` on batch statements would send back for every read.
@@ -141,6 +142,7 @@ async fn a_server_that_sends_batches_back_without_rows_is_read_statement_by_stat
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn a_remote_note_or_page_read_is_one_request() {
+    need(Need::Sqld);
     let (c, alice, key) = filled().await;
     let before = c.proxy.count();
     let note = c.store.get(&alice, &key).await.unwrap();
