@@ -1,5 +1,5 @@
 //! What is read back by meaning: hybrid search over the in-memory indexes of `memory-index`
-//! (`hybrid`, both legs fused in `legs`), what a query asks and returns (`query`), the time a
+//! (`hybrid`, both legs fused in `legs`, lifted by names and length in `priors`), what a query asks and returns (`query`), the time a
 //! query speaks of (`when`, `when_dates`), keeping those indexes fresh against other
 //! writers' commits (`freshness`), re-embedding when the model changes (`reindex`), the indexes
 //! kept on disk for a fast open (`snapshot`), and past conversations as a scope with the context
@@ -11,6 +11,7 @@ pub(crate) mod hybrid;
 pub(crate) mod legs;
 #[cfg(feature = "bench")]
 pub(crate) mod legs_alone;
+pub(crate) mod priors;
 pub(crate) mod query;
 pub(crate) mod reindex;
 pub(crate) mod snapshot;
