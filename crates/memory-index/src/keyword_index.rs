@@ -159,6 +159,21 @@ impl SessionPostings {
             .map_or((0, 0), |d| (d.chunk_id, d.len))
     }
 
+    /// The length in words of a live chunk.
+    pub fn chunk_len(&self, chunk_id: i64) -> Option<u32> {
+        let slot = *self.slot_of.get(&chunk_id)?;
+        Some(self.docs.get(slot as usize)?.len)
+    }
+
+    /// Whether a live chunk holds `term` (an index term): one binary search of its postings.
+    pub fn holds(&self, chunk_id: i64, term: &str) -> bool {
+        let Some(slot) = self.slot_of.get(&chunk_id) else {
+            return false;
+        };
+        self.postings(term)
+            .is_some_and(|p| p.slots.binary_search(slot).is_ok())
+    }
+
     /// Every live chunk's terms, as [`Self::upsert`] took them: `(chunk id, bag)` in slot order.
     pub fn bags(&self) -> Vec<(i64, TermBag)> {
         let mut names: Vec<&str> = vec![""; self.postings.len()];

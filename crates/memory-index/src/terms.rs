@@ -65,6 +65,32 @@ pub fn query_index_terms(query: &str) -> Vec<String> {
     out
 }
 
+/// The index terms of the names in a query: words it writes with a capital inside a sentence
+/// ("what did Caroline research?" names `carolin`), stop words aside. A name says whom the
+/// question is about; the first word of a sentence is capitalised whatever it is.
+pub fn query_names(query: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut sentence_start = true;
+    for piece in query.split_inclusive(|c: char| !c.is_alphanumeric()) {
+        let word = piece.trim_end_matches(|c: char| !c.is_alphanumeric());
+        if !word.is_empty() {
+            let lower = word.to_lowercase();
+            let capital = word.chars().next().is_some_and(char::is_uppercase);
+            if !sentence_start && capital && !is_stop_word(&lower) {
+                let t = term(&lower);
+                if !names.contains(&t) {
+                    names.push(t);
+                }
+            }
+            sentence_start = false;
+        }
+        if piece.ends_with(['.', '?', '!', '\n']) {
+            sentence_start = true;
+        }
+    }
+    names
+}
+
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -116,6 +142,19 @@ mod tests {
         assert_eq!(text_terms("the and of").len, 3);
         let long = "x".repeat(500);
         assert_eq!(terms(&long), [(&*"x".repeat(MAX_TERM_CHARS).leak(), 1)]);
+    }
+
+    #[test]
+    fn names_are_capitalised_inside_a_sentence() {
+        assert_eq!(query_names("What did Caroline research?"), ["carolin"]);
+        assert_eq!(
+            query_names("Where did Jon and Gina's dad go? When is Gina back"),
+            ["jon", "gina"]
+        );
+        // Sentence starts, stop words and lowercase words are not names.
+        assert!(query_names("Caroline went. She said I liked tea").is_empty());
+        assert!(query_names("what did caroline research?").is_empty());
+        assert!(query_names("").is_empty());
     }
 
     #[test]

@@ -28,6 +28,7 @@ const QUERIES: &[&str] = &[
     "python code",
     "window seats",
     "note 17",
+    "coffee at night",
 ];
 
 fn snapshot_of(db: &Path) -> PathBuf {

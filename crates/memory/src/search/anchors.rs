@@ -6,7 +6,7 @@
 //! has no time, and its words are searched as words. Deterministic: the keyword leg breaks ties
 //! by chunk id.
 
-use memory_index::terms::query_index_terms;
+use memory_index::terms::{query_index_terms, query_names};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
@@ -55,6 +55,7 @@ impl MemoryStore {
             candidates: EVENT_CANDIDATES,
             vector: None,
             terms,
+            names: query_names(&anchor.event),
         };
         let lookup = HybridQuery {
             weights: Weights {

@@ -12,9 +12,11 @@
 //!    the f32 query (see [`memory_index::vector_index`] and [`memory_index::sign_codes`]); now and then the
 //!    query is handed to the probe thread, which measures how far the first pass must reach (see
 //!    [`memory_index::calibration`]).
-//! 4. Fusion (see [`memory_index::fusion`]) of the chunk scores, then one hit per note (or per message for
-//!    conversation sessions) carrying its best chunk: the only step that reads the database (see
-//!    [`crate::search::hits`]: one request to a remote server for most searches).
+//! 4. Fusion (see [`memory_index::fusion`]) of the chunk scores, lifted for chunks naming whom
+//!    the query names and for longer chunks (see [`crate::search::priors`]), then one hit per
+//!    note (or per message for conversation sessions) carrying its best chunk: the only step that
+//!    reads the database (see [`crate::search::hits`]: one request to a remote server for most
+//!    searches).
 //!
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
 //! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
@@ -36,7 +38,7 @@ use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use memory_index::fusion::sanitize;
-use memory_index::terms::query_index_terms;
+use memory_index::terms::{query_index_terms, query_names};
 use memory_index::vector_index::VectorIndex;
 
 /// Only the start of a long query is embedded: enough to carry its meaning, bounded in cost.
@@ -107,16 +109,17 @@ impl MemoryStore {
         };
         // The span the query's words speak of (an event as anchor is dated by a lookup first).
         let range = self.time_in(query, sessions).await?;
-        let terms = if fts_weight > 0.0 {
-            query_index_terms(&query.text)
+        let (terms, names) = if fts_weight > 0.0 {
+            (query_index_terms(&query.text), query_names(&query.text))
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let legs = Legs {
             sessions,
             candidates,
             vector: query_vector,
             terms,
+            names,
         };
         let mut fused = self.fused(query, &legs, &query.filters).await;
         // A time in the query's words: what was said then comes first.

@@ -1,4 +1,5 @@
-//! Both legs of one search under one set of filters, fused into one ranked list of chunks; and
+//! Both legs of one search under one set of filters, fused into one ranked list of chunks and
+//! lifted by names and length ([`crate::search::priors`]); and
 //! the query's time ([`crate::search::when`]): when its text names a span of time, the chunks
 //! created in that span (both legs run again, filtered to it) are ranked ahead by
 //! [`TIME_WEIGHT`], the others kept after them (a time in words is often loose: "in July" may be
@@ -25,6 +26,8 @@ pub(crate) struct Legs<'a> {
     pub candidates: usize,
     pub vector: Option<Vec<f32>>,
     pub terms: Vec<String>,
+    /// The names the query gives ([`crate::search::priors`]).
+    pub names: Vec<String>,
 }
 
 impl MemoryStore {
@@ -82,7 +85,8 @@ impl MemoryStore {
             keyword = keyword.len(),
             "hybrid query"
         );
-        fuse(query.fusion, query.weights, &vector, &keyword)
+        let fused = fuse(query.fusion, query.weights, &vector, &keyword);
+        self.lifted(sessions, &legs.names, fused)
     }
 }
 

@@ -1,0 +1,62 @@
+//! Two small lifts of the fused score that neither leg gives: a chunk that names whom the query
+//! names, and a chunk that says more.
+//!
+//! - **Names.** A word the query writes with a capital inside a sentence is a name
+//!   ([`memory_index::terms::query_names`]): the question is about that person. The keyword leg
+//!   rates such a name low (IDF) exactly when the memory speaks of them often, and the vector leg
+//!   barely sees one word among twenty; a chunk holding every name of the query gets
+//!   [`NAME_LIFT`].
+//! - **Length.** A chunk that says more is likelier to hold what was asked (on LoCoMo the turns
+//!   that answer have a median of 35 words, all turns 23); BM25's low `b` already says so in the
+//!   keyword leg, the vector leg (a mean of token vectors) cannot. A chunk gets [`LENGTH_LIFT`]
+//!   times its length over twice the searched chunks' average, at most 1.
+//!
+//! Scores stay in `0..=1` (divided by one plus both lifts). The cost is a lookup per fused chunk
+//! in the keyword index (its length, one binary search per name): no scan.
+
+use memory_index::read;
+
+use crate::memory_store::MemoryStore;
+
+/// The lift of a chunk holding every name of the query (LoCoMo, with [`LENGTH_LIFT`]: multi-hop
+/// +0.024 ± 0.007; 0.15 no better than 0.05).
+pub(crate) const NAME_LIFT: f64 = 0.05;
+/// The lift of a chunk at least twice as long as the average (0.15 loses 0.02 overall).
+pub(crate) const LENGTH_LIFT: f64 = 0.05;
+
+impl MemoryStore {
+    /// `fused` (best first) lifted by the names the query gives and the chunks' lengths, best
+    /// first again.
+    pub(crate) fn lifted(
+        &self,
+        sessions: &[String],
+        names: &[String],
+        fused: Vec<(i64, f64)>,
+    ) -> Vec<(i64, f64)> {
+        if fused.is_empty() {
+            return fused;
+        }
+        let locked = self.inner.index.keywords().of(sessions);
+        let guards: Vec<_> = locked.iter().map(|(_, p)| read(p)).collect();
+        let docs: usize = guards.iter().map(|g| g.docs()).sum();
+        let total: u64 = guards.iter().map(|g| g.total_len()).sum();
+        let long = 2.0 * (total as f64 / docs.max(1) as f64).max(1.0);
+        let name_lift = if names.is_empty() { 0.0 } else { NAME_LIFT };
+        let whole = 1.0 + LENGTH_LIFT + name_lift;
+        let mut out: Vec<(i64, f64)> = fused
+            .into_iter()
+            .map(|(id, s)| {
+                let Some(g) = guards.iter().find(|g| g.chunk_len(id).is_some()) else {
+                    return (id, s / whole);
+                };
+                let len = f64::from(g.chunk_len(id).unwrap_or(0));
+                let named = !names.is_empty() && names.iter().all(|n| g.holds(id, n));
+                let lift =
+                    LENGTH_LIFT * (len / long).min(1.0) + if named { name_lift } else { 0.0 };
+                (id, (s + lift) / whole)
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+}
