@@ -22,7 +22,6 @@ mod open;
 mod organised;
 mod remote;
 mod remote_batches;
-mod remote_reads;
 mod remote_requests;
 mod replica;
 mod restore_places;

@@ -46,10 +46,12 @@ impl MemoryStore {
         let mut out: Vec<(i64, f64)> = fused
             .into_iter()
             .map(|(id, s)| {
-                let Some(g) = guards.iter().find(|g| g.chunk_len(id).is_some()) else {
+                let Some((g, len)) = guards
+                    .iter()
+                    .find_map(|g| g.chunk_len(id).map(|len| (g, f64::from(len))))
+                else {
                     return (id, s / whole);
                 };
-                let len = f64::from(g.chunk_len(id).unwrap_or(0));
                 let named = !names.is_empty() && names.iter().all(|n| g.holds(id, n));
                 let lift =
                     LENGTH_LIFT * (len / long).min(1.0) + if named { name_lift } else { 0.0 };

@@ -2,7 +2,6 @@
 //! embedded replica), the threads that own its connections, migrations, and the statements shared
 //! by local and remote writes. Nothing here knows what a note or a search is.
 
-pub(crate) mod batch_read;
 pub(crate) mod encryption;
 pub(crate) mod inline_read;
 pub(crate) mod migrations;
@@ -17,7 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use libsql::{Connection, Transaction, TransactionBehavior};
 
 use crate::error::MemoryError;
-use batch_read::Batching;
 use inline_read::InlineReader;
 use migrations::migrate;
 use worker::{DbThread, Target};
@@ -36,8 +34,6 @@ pub(crate) struct Db {
     /// A local file's connection for a search's last small read (see [`inline_read`]).
     inline_reader: Option<InlineReader>,
     next_reader: AtomicUsize,
-    /// Set for a remote server: its reader jobs batch their reads (see [`batch_read`]).
-    batching: Batching,
     target: Target,
 }
 
@@ -68,16 +64,11 @@ impl Db {
             readers.push(DbThread::spawn(&name, target.for_readers()).await?);
         }
         let inline_reader = InlineReader::open(&target.for_readers()).await?;
-        let batching = match target {
-            Target::Remote { .. } => Batching::remote(),
-            _ => Batching::default(),
-        };
         Ok(Self {
             writer,
             readers,
             inline_reader,
             next_reader: AtomicUsize::new(0),
-            batching,
             target,
         })
     }
@@ -85,19 +76,6 @@ impl Db {
     /// Whether every request is a round trip to a server (no local file at all).
     pub(crate) fn is_remote(&self) -> bool {
         matches!(self.target, Target::Remote { .. })
-    }
-
-    /// Whether a save goes to the server as one transactional batch (see
-    /// [`crate::notes::one_trip`]): a remote store's, and an embedded replica's, whose connection
-    /// forwards the batch to the primary as one program and syncs the replica after it, so the
-    /// save is readable at once.
-    pub(crate) fn saves_in_one_batch(&self) -> bool {
-        matches!(self.target, Target::Remote { .. } | Target::Replica { .. })
-    }
-
-    /// Whether a reader job sends its reads as one batch (see [`batch_read::Reads`]).
-    pub(crate) fn batching(&self) -> Batching {
-        self.batching.clone()
     }
 
     /// What [`Db::wait_ended`] waits for: the end of every database thread.

@@ -4,8 +4,6 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
-pub mod proxy;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
