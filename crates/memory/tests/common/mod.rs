@@ -1,8 +1,11 @@
 //! Shared fixtures: a store on a real file in a temp dir or on a real `sqld` ([`Backend`]), a raw
 //! connection for SQL checks, an embedder that can be told to fail, and [`on_both_backends!`],
-//! which runs one behavioural test against a local file and against a remote server.
+//! which runs one behavioural test against a local file and against a remote server; a counting,
+//! holding proxy in front of `sqld` (`proxy`).
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
+
+pub mod proxy;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
