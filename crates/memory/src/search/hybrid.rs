@@ -111,7 +111,10 @@ impl MemoryStore {
             None
         };
         // The span the query's words speak of (an event as anchor is dated by a lookup first).
-        let range = self.time_in(query, sessions).await?;
+        let range = match &query.span {
+            Some(span) => Some(span.clone()),
+            None => self.time_in(query, sessions).await?,
+        };
         let (terms, names) = if fts_weight > 0.0 {
             (query_index_terms(&query.text), query_names(&query.text))
         } else {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId};
 
-use crate::search::when::QueryTime;
+use crate::search::when::{QueryTime, TimeRange};
 use memory_index::Category;
 pub(crate) use memory_index::Scope;
 pub use memory_index::{Fusion, QueryFilters, Weights};
@@ -24,6 +24,9 @@ pub struct HybridQuery {
     /// ("last week", "in May"; see [`crate::search::when`]) ranks what was written in that span
     /// first. `None`: times in the text are ordinary words.
     pub time: Option<QueryTime>,
+    /// The span [`crate::MemoryStore::read_time`] already read for this query: the search takes
+    /// it instead of reading `time` again (an event as anchor costs a lookup). `None`: read it.
+    pub span: Option<TimeRange>,
 }
 
 impl HybridQuery {
@@ -42,6 +45,7 @@ impl HybridQuery {
             filters: QueryFilters::default(),
             fusion: Fusion::default(),
             time: None,
+            span: None,
         }
     }
 }

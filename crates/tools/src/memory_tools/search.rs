@@ -139,6 +139,17 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         } else {
             state.query(vec![notes.clone()], text, fetch_k(ctx, top_k), &filters)
         };
+        // Read once, before the search (an event as anchor is dated in the same sessions); the
+        // search takes the span as read, or no time at all when none was found.
+        let range = memory.read_time(&asked).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the query's time failed");
+            None
+        });
+        match &range {
+            Some(span) => asked.span = Some(span.clone()),
+            None => asked.time = None,
+        }
+        let tz = asked.time.map_or(chrono_tz::Tz::UTC, |t| t.tz);
         let hits = match memory.hybrid_query(&asked).await {
             Ok(hits) => hits,
             Err(e) if scope == Scope::Notes && asked.sessions.len() > 1 => {
@@ -157,12 +168,6 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         };
         let hits = readable(ctx, dedup(hits), top_k);
         op.results(hits.len());
-        // As the search read it (an event as anchor is dated in the same sessions).
-        let range = memory.read_time(&asked).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "reading the query's time failed");
-            None
-        });
-        let tz = asked.time.map_or(chrono_tz::Tz::UTC, |t| t.tz);
         let out = match scope {
             Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
             // Half the room for where each message was said.
