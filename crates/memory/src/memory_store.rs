@@ -13,6 +13,7 @@ use crate::notes::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::search::freshness::Freshness;
 use crate::search::hybrid::InlineEmbedder;
 use crate::store::Db;
+use crate::store::batch_read::Batching;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
 use crate::store::worker::Target as DbTarget;
@@ -276,6 +277,19 @@ impl MemoryStore {
         T: Send + 'static,
     {
         self.inner.db.read(job).await
+    }
+
+    /// Whether reader jobs send their reads as one batch (a remote server's store; see
+    /// [`crate::store::batch_read`]).
+    pub(crate) fn batching(&self) -> Batching {
+        self.inner.db.batching()
+    }
+
+    /// The benches' switch (the `bench` feature): a remote store sends a reader job's reads as
+    /// one batch (`true`, the default) or statement by statement, to compare both in one run.
+    #[cfg(feature = "bench")]
+    pub fn set_read_batching(&self, on: bool) {
+        self.inner.db.batching().set(on);
     }
 
     /// Folds the WAL back into the database file (after bulk loads). No-op for a remote server.

@@ -124,7 +124,7 @@ pub(crate) async fn insert_chunks(
     for (ordinal, (text, vector)) in prepared.chunks.iter().zip(&prepared.vectors).enumerate() {
         let row = chunk_row(event, meta, &meta_json, ordinal, text);
         let mut rows = conn
-            .query(row.sql, row.args)
+            .query(row.sql.as_ref(), row.args)
             .await
             .map_err(MemoryError::db("indexing text"))?;
         let row = rows
