@@ -16,6 +16,7 @@ use crate::store::Db;
 use crate::store::batch_read::Batching;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
+use crate::store::rows::query_first;
 use crate::store::worker::Target as DbTarget;
 use memory_index::embedding::{self, Embedder};
 use memory_index::vector_index::{VectorIndex, VectorLeg};
@@ -317,14 +318,17 @@ const HASHES_FILLED: &str = "note_hashes_filled";
 
 async fn fill_hashes_once(conn: &libsql::Connection) -> Result<(), MemoryError> {
     let ctx = "hashing older notes";
-    let mut rows = conn
-        .query("SELECT 1 FROM store_meta WHERE key = ?1", [HASHES_FILLED])
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    if rows.next().await.map_err(MemoryError::db(ctx))?.is_some() {
+    let filled = query_first(
+        conn,
+        "SELECT 1 FROM store_meta WHERE key = ?1",
+        [HASHES_FILLED],
+        ctx,
+        |_| Ok(()),
+    )
+    .await?;
+    if filled.is_some() {
         return Ok(());
     }
-    drop(rows);
     fill_missing_hashes(conn).await?;
     conn.execute(
         "INSERT INTO store_meta (key, value) VALUES (?1, '1') ON CONFLICT (key) DO NOTHING",

@@ -25,7 +25,9 @@ pub use crate::notes::metadata::NoteMetadata;
 use crate::notes::note_rows::{chunk_meta, note_rows};
 use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for, replay};
 use crate::notes::sessions::{allocate_seq, ensure_session, to_sql_seq};
-use crate::store::batch_read::{Reads, first_row};
+use crate::store::batch_read::Reads;
+use crate::store::rows::first_row;
+use crate::store::rows::query_first;
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -411,15 +413,15 @@ async fn loaded_from(rows: Rows, note_id: &NoteId) -> Result<LoadedNote, MemoryE
 }
 
 pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {
-    let mut rows = conn
-        .query("SELECT 1 FROM notes WHERE note_id = ?1", [note_id.as_str()])
-        .await
-        .map_err(MemoryError::db("reading a note"))?;
-    Ok(rows
-        .next()
-        .await
-        .map_err(MemoryError::db("reading a note"))?
-        .is_some())
+    let found = query_first(
+        conn,
+        "SELECT 1 FROM notes WHERE note_id = ?1",
+        [note_id.as_str()],
+        "reading a note",
+        |_| Ok(()),
+    )
+    .await?;
+    Ok(found.is_some())
 }
 
 pub(crate) fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {

@@ -28,7 +28,8 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::facet_rows::{FACET_COLUMNS, facets_from_row, terms_from_row};
 use crate::notes::indexing::blob_to_vector;
-use crate::store::batch_read::{Reads, first_row};
+use crate::store::batch_read::Reads;
+use crate::store::rows::first_row;
 use crate::store::stmt::Stmt;
 use memory_index::vector_index::IndexChange;
 

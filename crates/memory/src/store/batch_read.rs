@@ -15,7 +15,7 @@
 //! job's stream (`SQLITE_INTERRUPT`; measured in `memory-bench stores` at load 7–14: 22 of 300
 //! remote searches read one by one failed so, then 0, 0 and 1 of 300 once the one-row read of the
 //! change log's head read to the end — one cause, not the only one). So a one-row read goes
-//! through [`first_row`], which reads to the end; batches have no cursor.
+//! through [`crate::store::rows::first_row`], which reads to the end; batches have no cursor.
 //!
 //! libsql marks a batch's statements as not wanting rows. The server we run (`sqld`) sends them
 //! anyway; a server that honoured the mark would answer with no rows at all, which would read as
@@ -25,7 +25,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use libsql::{Connection, Row, Rows};
+use libsql::{Connection, Rows};
 
 use crate::error::MemoryError;
 use crate::store::stmt::Stmt;
@@ -144,22 +144,6 @@ impl Reads {
         }
         Ok(Some(out))
     }
-}
-
-/// What `read` takes from the first row of `rows`, the rest read to the end (see the module's
-/// notes on cursors). `read` runs before the rest is read: on a file, a row is only valid until
-/// the next one is stepped to.
-pub(crate) async fn first_row<T>(
-    mut rows: Rows,
-    ctx: &'static str,
-    read: impl FnOnce(&Row) -> Result<T, MemoryError>,
-) -> Result<Option<T>, MemoryError> {
-    let first = match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => Some(read(&row)?),
-        None => None,
-    };
-    while rows.next().await.map_err(MemoryError::db(ctx))?.is_some() {}
-    Ok(first)
 }
 
 fn missing() -> MemoryError {

@@ -8,6 +8,7 @@ pub(crate) mod inline_read;
 pub(crate) mod migrations;
 pub(crate) mod placement;
 pub(crate) mod remote;
+pub(crate) mod rows;
 pub(crate) mod stmt;
 pub(crate) mod worker;
 
@@ -231,23 +232,28 @@ pub(crate) async fn begin(conn: &Connection) -> Result<Transaction, MemoryError>
         .map_err(MemoryError::db("starting a transaction"))
 }
 
-/// Commits on success; rolls back on failure and returns the failure.
-///
-/// The commit is a `COMMIT` statement whose result is read, not libsql's `Transaction::commit`:
-/// on a server, libsql 0.10 decides from its own record of the stream whether a transaction is
-/// open, and when the server had rolled it back unseen (a statement cancelled after the client
-/// stopped reading its result), `commit` returns `Ok` without sending anything. A `COMMIT`
-/// statement always reaches the server, which answers with an error when there is no
-/// transaction to commit (`tests/remote_commits.rs`). On a file it is what libsql runs anyway.
+/// Commits `tx` with a `COMMIT` statement whose result is read, not libsql's
+/// `Transaction::commit`: on a server, libsql 0.10 decides from its own record of the stream
+/// whether a transaction is open, and when the server had rolled it back unseen (a statement
+/// cancelled after the client stopped reading its result, see [`rows`]), `commit` returns `Ok`
+/// without sending anything. A `COMMIT` statement always reaches the server, which answers with
+/// an error when there is no transaction to commit (`tests/remote_commits.rs`). On a file and on
+/// a replica it is what libsql runs anyway.
+pub(crate) async fn commit(tx: Transaction, ctx: &'static str) -> Result<(), MemoryError> {
+    tx.execute("COMMIT", ())
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    Ok(())
+}
+
+/// Commits on success (through [`commit`]); rolls back on failure and returns the failure.
 pub(crate) async fn finish<T>(
     tx: Transaction,
     outcome: Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
     match outcome {
         Ok(value) => {
-            tx.execute("COMMIT", ())
-                .await
-                .map_err(MemoryError::db("committing"))?;
+            commit(tx, "committing").await?;
             Ok(value)
         }
         Err(e) => {
