@@ -246,18 +246,15 @@ impl Keys<'_> {
                 Value::Text(namespace),
                 Value::Text(now),
             ];
-            let mut rows = conn
-                .query(
-                    &format!("SELECT count(*) FROM notes WHERE {live}"),
-                    base.clone(),
-                )
-                .await
-                .map_err(MemoryError::db(ctx))?;
-            let total: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
-                Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-                None => 0,
-            };
-            drop(rows);
+            let total: i64 = query_first(
+                &conn,
+                &format!("SELECT count(*) FROM notes WHERE {live}"),
+                base.clone(),
+                ctx,
+                |row| row.get(0).map_err(MemoryError::db(ctx)),
+            )
+            .await?
+            .unwrap_or(0);
             let mut sql = format!("SELECT mem_key FROM notes WHERE {live}");
             let mut params = base;
             if let Some(prefix) = prefix.filter(|p| !p.is_empty()) {
