@@ -13,8 +13,10 @@ use crate::notes::lifecycle::DEFAULT_TOMBSTONE_RETENTION_DAYS;
 use crate::search::freshness::Freshness;
 use crate::search::hybrid::InlineEmbedder;
 use crate::store::Db;
+use crate::store::batch_read::Batching;
 use crate::store::encryption::EncryptionKey;
 use crate::store::placement::{self, LegacyDir};
+use crate::store::rows::query_first;
 use crate::store::worker::Target as DbTarget;
 use memory_index::embedding::{self, Embedder};
 use memory_index::vector_index::{VectorIndex, VectorLeg};
@@ -278,6 +280,19 @@ impl MemoryStore {
         self.inner.db.read(job).await
     }
 
+    /// Whether reader jobs send their reads as one batch (a remote server's store; see
+    /// [`crate::store::batch_read`]).
+    pub(crate) fn batching(&self) -> Batching {
+        self.inner.db.batching()
+    }
+
+    /// The benches' switch (the `bench` feature): a remote store sends a reader job's reads as
+    /// one batch (`true`, the default) or statement by statement, to compare both in one run.
+    #[cfg(feature = "bench")]
+    pub fn set_read_batching(&self, on: bool) {
+        self.inner.db.batching().set(on);
+    }
+
     /// Folds the WAL back into the database file (after bulk loads). No-op for a remote server.
     pub(crate) async fn checkpoint(&self) -> Result<(), MemoryError> {
         self.inner.db.checkpoint().await
@@ -303,14 +318,17 @@ const HASHES_FILLED: &str = "note_hashes_filled";
 
 async fn fill_hashes_once(conn: &libsql::Connection) -> Result<(), MemoryError> {
     let ctx = "hashing older notes";
-    let mut rows = conn
-        .query("SELECT 1 FROM store_meta WHERE key = ?1", [HASHES_FILLED])
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    if rows.next().await.map_err(MemoryError::db(ctx))?.is_some() {
+    let filled = query_first(
+        conn,
+        "SELECT 1 FROM store_meta WHERE key = ?1",
+        [HASHES_FILLED],
+        ctx,
+        |_| Ok(()),
+    )
+    .await?;
+    if filled.is_some() {
         return Ok(());
     }
-    drop(rows);
     fill_missing_hashes(conn).await?;
     conn.execute(
         "INSERT INTO store_meta (key, value) VALUES (?1, '1') ON CONFLICT (key) DO NOTHING",

@@ -22,6 +22,8 @@ mod open;
 mod organised;
 mod remote;
 mod remote_batches;
+mod remote_commits;
+mod remote_reads;
 mod remote_requests;
 mod replica;
 mod restore_places;

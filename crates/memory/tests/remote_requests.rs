@@ -14,55 +14,11 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use crate::store::note_ids_found;
-use common::proxy::Proxy;
+use common::proxy::{Clients, Proxy};
 use common::user;
-use memory::{
-    CallKey, HashEmbedder, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance, edit_token,
-};
+use memory::{CallKey, MemoryStore, MetadataPatch, NoteMetadata, Origin, Provenance, edit_token};
 use test_support::{Need, Sqld, need};
-
-/// A server, a store that reaches it through a [`Proxy`] and another client straight to it.
-struct Clients {
-    _server: Sqld,
-    proxy: Proxy,
-    store: MemoryStore,
-    other: MemoryStore,
-}
-
-impl Clients {
-    async fn start() -> Self {
-        let server = Sqld::start_with_auth();
-        let token = server.token(r#"{"a":"rw"}"#);
-        let proxy = Proxy::start(&server.url()).await;
-        let store = MemoryStore::open(
-            memory::Target::Remote {
-                url: &proxy.url,
-                token: &token,
-            },
-            memory::OpenOptions::with_embedder(embedder()),
-        )
-        .await
-        .unwrap();
-        let other = MemoryStore::open(
-            memory::Target::Remote {
-                url: &server.url(),
-                token: &token,
-            },
-            memory::OpenOptions::with_embedder(embedder()),
-        )
-        .await
-        .unwrap();
-        Self {
-            _server: server,
-            proxy,
-            store,
-            other,
-        }
-    }
-}
 
 /// A server and its clients, with Alice's note `text` saved through the proxied store.
 async fn alice_with(text: &str, metadata: NoteMetadata) -> (Clients, types::UserId, memory::Note) {
@@ -85,10 +41,6 @@ async fn texts_of(store: &MemoryStore, who: &types::UserId, id: &types::NoteId) 
     texts
 }
 
-fn embedder() -> Arc<HashEmbedder> {
-    Arc::new(HashEmbedder::new(common::DIMS))
-}
-
 #[tokio::test]
 #[ignore = "needs sqld"]
 async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
@@ -96,15 +48,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     let server = Sqld::start_with_auth();
     let token = server.token(r#"{"a":"rw"}"#);
     let proxy = Proxy::start(&server.url()).await;
-    let store = MemoryStore::open(
-        memory::Target::Remote {
-            url: &proxy.url,
-            token: &token,
-        },
-        memory::OpenOptions::with_embedder(embedder()),
-    )
-    .await
-    .unwrap();
+    let store = common::proxy::open(&proxy.url, &token).await;
     let alice = user("alice");
     let cost = async |before: usize| proxy.count() - before;
 

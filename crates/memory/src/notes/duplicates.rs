@@ -24,6 +24,7 @@ use crate::notes::metadata::NoteMetadata;
 use crate::notes::note::{Note, validate};
 use crate::notes::receipts::{CallKey, WriteReceipt, edit_token, replay};
 use crate::rooms::Upkeep;
+use crate::store::rows::query_first;
 use crate::time::now_text;
 
 pub use memory_index::facts::DEFAULT_DUPLICATE_SIMILARITY;
@@ -267,23 +268,18 @@ async fn same_text(
     let ctx = "looking for a duplicate note";
     // `+created_at`: without it SQLite orders by walking `notes_by_session_newest`, reading every
     // note of the session (4 ms at 10k notes) instead of the one or two rows with this hash.
-    let mut rows = conn
-        .query(
-            "SELECT note_id FROM notes WHERE session_id = ?1 AND text_hash = ?2
-             AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
-            [session.as_str(), hash, now_text().as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => {
+    query_first(
+        conn,
+        "SELECT note_id FROM notes WHERE session_id = ?1 AND text_hash = ?2
+         AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
+        [session.as_str(), hash, now_text().as_str()],
+        ctx,
+        |row| {
             let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-            Ok(Some(
-                NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
-            ))
-        }
-        None => Ok(None),
-    }
+            NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))
+        },
+    )
+    .await
 }
 
 /// The live notes owning `chunks` (chunk id, cosine), one entry per note with its best cosine,
@@ -299,24 +295,26 @@ async fn notes_of_chunks(
     let now = now_text();
     let mut notes: Vec<SimilarNote> = Vec::new();
     for (chunk_id, similarity) in chunks {
-        let mut rows = conn
-            .query(
-                "SELECT n.note_id, n.content FROM chunks c JOIN notes n ON n.note_id = c.note_id
-                 WHERE c.chunk_id = ?1 AND n.session_id = ?2
-                 AND (n.expires_at IS NULL OR n.expires_at > ?3)",
-                libsql::params![*chunk_id, session.as_str(), now.as_str()],
-            )
-            .await
-            .map_err(MemoryError::db(ctx))?;
-        let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+        let found = query_first(
+            conn,
+            "SELECT n.note_id, n.content FROM chunks c JOIN notes n ON n.note_id = c.note_id
+             WHERE c.chunk_id = ?1 AND n.session_id = ?2
+             AND (n.expires_at IS NULL OR n.expires_at > ?3)",
+            libsql::params![*chunk_id, session.as_str(), now.as_str()],
+            ctx,
+            |row| {
+                let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+                let note_id = NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?;
+                Ok((note_id, row.get::<String>(1).map_err(MemoryError::db(ctx))?))
+            },
+        )
+        .await?;
+        let Some((note_id, content)) = found else {
             continue;
         };
-        let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-        let note_id = NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?;
         if notes.iter().any(|n| n.note_id == note_id) {
             continue;
         }
-        let content: String = row.get(1).map_err(MemoryError::db(ctx))?;
         if let Some(difference) = memory_index::fact_difference(text, &content) {
             tracing::debug!(?difference, "a close note states a different fact");
             continue;

@@ -6,6 +6,7 @@ use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::error::MemoryError;
+use crate::store::rows::query_first;
 use crate::store::stmt::Stmt;
 use memory_index::ChunkFacets;
 use memory_index::chunking::chunk_text;
@@ -123,20 +124,16 @@ pub(crate) async fn insert_chunks(
     let meta_json = serde_json::to_string(meta).map_err(MemoryError::corrupt("chunk metadata"))?;
     for (ordinal, (text, vector)) in prepared.chunks.iter().zip(&prepared.vectors).enumerate() {
         let row = chunk_row(event, meta, &meta_json, ordinal, text);
-        let mut rows = conn
-            .query(row.sql, row.args)
-            .await
-            .map_err(MemoryError::db("indexing text"))?;
-        let row = rows
-            .next()
-            .await
-            .map_err(MemoryError::db("indexing text"))?
-            .ok_or(MemoryError::Corrupt {
-                what: "chunk id",
-                source: None,
-            })?;
-        let chunk_id: i64 = row.get(0).map_err(MemoryError::db("indexing text"))?;
-        drop(rows);
+        // A write read through a cursor: read to its end, or the server may cancel it after
+        // its row and roll the transaction back unseen (see `store/rows.rs`).
+        let chunk_id: i64 = query_first(conn, row.sql.as_ref(), row.args, "indexing text", |r| {
+            r.get(0).map_err(MemoryError::db("indexing text"))
+        })
+        .await?
+        .ok_or(MemoryError::Corrupt {
+            what: "chunk id",
+            source: None,
+        })?;
         insert_vector(conn, chunk_id, &prepared.model_id, vector).await?;
         changes.push(IndexChange::Upsert {
             session: event.session.to_owned(),

@@ -17,6 +17,7 @@ use crate::notes::lifecycle::keep_stored_version;
 use crate::notes::note::{NoteMetadata, NoteWrite, insert_note, validate};
 use crate::notes::receipts::{CallKey, record_for, replay};
 use crate::rooms::Keys;
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::now_text;
 
@@ -106,25 +107,24 @@ async fn find_key(
     key: &str,
 ) -> Result<Option<KeyedRow>, MemoryError> {
     let ctx = "reading a key";
-    let mut rows = conn
-        .query(
-            "SELECT note_id, event_seq, created_at,
-                    (expires_at IS NULL OR expires_at > ?4) AS live
-             FROM notes WHERE session_id = ?1 AND mem_namespace = ?2 AND mem_key = ?3",
-            [session.as_str(), namespace, key, now_text().as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-    Ok(Some(KeyedRow {
-        note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
-        event_seq: row.get(1).map_err(MemoryError::db(ctx))?,
-        created_at: row.get(2).map_err(MemoryError::db(ctx))?,
-        live: row.get::<i64>(3).map_err(MemoryError::db(ctx))? != 0,
-    }))
+    query_first(
+        conn,
+        "SELECT note_id, event_seq, created_at,
+                (expires_at IS NULL OR expires_at > ?4) AS live
+         FROM notes WHERE session_id = ?1 AND mem_namespace = ?2 AND mem_key = ?3",
+        [session.as_str(), namespace, key, now_text().as_str()],
+        ctx,
+        |row| {
+            let id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+            Ok(KeyedRow {
+                note_id: NoteId::parse(&id).map_err(MemoryError::corrupt("note id"))?,
+                event_seq: row.get(1).map_err(MemoryError::db(ctx))?,
+                created_at: row.get(2).map_err(MemoryError::db(ctx))?,
+                live: row.get::<i64>(3).map_err(MemoryError::db(ctx))? != 0,
+            })
+        },
+    )
+    .await
 }
 
 impl Keys<'_> {
@@ -246,18 +246,15 @@ impl Keys<'_> {
                 Value::Text(namespace),
                 Value::Text(now),
             ];
-            let mut rows = conn
-                .query(
-                    &format!("SELECT count(*) FROM notes WHERE {live}"),
-                    base.clone(),
-                )
-                .await
-                .map_err(MemoryError::db(ctx))?;
-            let total: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
-                Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-                None => 0,
-            };
-            drop(rows);
+            let total: i64 = query_first(
+                &conn,
+                &format!("SELECT count(*) FROM notes WHERE {live}"),
+                base.clone(),
+                ctx,
+                |row| row.get(0).map_err(MemoryError::db(ctx)),
+            )
+            .await?
+            .unwrap_or(0);
             let mut sql = format!("SELECT mem_key FROM notes WHERE {live}");
             let mut params = base;
             if let Some(prefix) = prefix.filter(|p| !p.is_empty()) {

@@ -23,6 +23,7 @@ use crate::memory_store::MemoryStore;
 use crate::notes::metadata::NoteMetadata;
 use crate::notes::note::{LoadedNote, Note};
 use crate::rooms::Upkeep;
+use crate::store::rows::query_first;
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -176,36 +177,34 @@ pub(crate) async fn load_stored(
     note_id: &NoteId,
 ) -> Result<Stored, MemoryError> {
     let ctx = "reading a note";
-    let mut rows = conn
-        .query(
-            "SELECT content, metadata_json, created_at, updated_at, NULL FROM notes
-                 WHERE note_id = ?1 AND session_id = ?2
-             UNION ALL
-             SELECT content, metadata_json, created_at, updated_at, deleted_at FROM deleted_notes
-                 WHERE note_id = ?1 AND session_id = ?2
-             LIMIT 1",
-            [note_id.as_str(), session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let row = rows
-        .next()
-        .await
-        .map_err(MemoryError::db(ctx))?
-        .ok_or_else(|| MemoryError::NoteNotFound(note_id.clone()))?;
-    let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
-    let deleted_at: Option<String> = row.get(4).map_err(MemoryError::db(ctx))?;
-    Ok(Stored {
-        note: Note {
-            note_id: note_id.clone(),
-            content: text(0)?,
-            metadata: serde_json::from_str(&text(1)?)
-                .map_err(MemoryError::corrupt("note metadata"))?,
-            created_at: time::parse(&text(2)?)?,
-            updated_at: time::parse(&text(3)?)?,
+    query_first(
+        conn,
+        "SELECT content, metadata_json, created_at, updated_at, NULL FROM notes
+             WHERE note_id = ?1 AND session_id = ?2
+         UNION ALL
+         SELECT content, metadata_json, created_at, updated_at, deleted_at FROM deleted_notes
+             WHERE note_id = ?1 AND session_id = ?2
+         LIMIT 1",
+        [note_id.as_str(), session.as_str()],
+        ctx,
+        |row| {
+            let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
+            let deleted_at: Option<String> = row.get(4).map_err(MemoryError::db(ctx))?;
+            Ok(Stored {
+                note: Note {
+                    note_id: note_id.clone(),
+                    content: text(0)?,
+                    metadata: serde_json::from_str(&text(1)?)
+                        .map_err(MemoryError::corrupt("note metadata"))?,
+                    created_at: time::parse(&text(2)?)?,
+                    updated_at: time::parse(&text(3)?)?,
+                },
+                deleted_at: deleted_at.as_deref().map(time::parse).transpose()?,
+            })
         },
-        deleted_at: deleted_at.as_deref().map(time::parse).transpose()?,
-    })
+    )
+    .await?
+    .ok_or_else(|| MemoryError::NoteNotFound(note_id.clone()))
 }
 
 async fn past_versions(

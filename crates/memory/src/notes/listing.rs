@@ -8,7 +8,7 @@
 //! The sweeper deletes expired notes of every user of the store, each with its event, chunks,
 //! vectors, all of one sweep in one transaction (like any delete).
 
-use libsql::{Connection, Value};
+use libsql::{Connection, Rows, Value};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
@@ -19,6 +19,9 @@ use crate::notes::lifecycle::forget_versions;
 use crate::notes::metadata::Category;
 use crate::notes::note::{Note, note_from_row};
 use crate::rooms::Upkeep;
+use crate::store::batch_read::Reads;
+use crate::store::rows::first_row;
+use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
 
@@ -124,13 +127,18 @@ async fn notes_of(
     sql: &str,
     params: Vec<Value>,
 ) -> Result<Vec<Note>, MemoryError> {
-    let ctx = "listing notes";
-    let mut rows = conn
+    let rows = conn
         .query(sql, params)
         .await
-        .map_err(MemoryError::db(ctx))?;
+        .map_err(MemoryError::db(LIST_CTX))?;
+    notes_from(rows).await
+}
+
+const LIST_CTX: &str = "listing notes";
+
+async fn notes_from(mut rows: Rows) -> Result<Vec<Note>, MemoryError> {
     let mut notes = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(LIST_CTX))? {
         notes.push(note_from_row(&row)?.note);
     }
     Ok(notes)
@@ -142,21 +150,12 @@ impl MemoryStore {
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let limit = query.limit.clamp(1, MAX_PAGE);
         let (session, query) = (SessionId::user_memory(user), query.clone());
+        let batching = self.batching();
         self.read(move |conn| async move {
             let now = now_text();
             let mut params = Vec::new();
             let filter = conditions(&session, &query, &now, &mut params);
-            let ctx = "listing notes";
             let (count_sql, count_params) = count_query(&session, &query, &now, &filter, &params);
-            let mut rows = conn
-                .query(&count_sql, count_params)
-                .await
-                .map_err(MemoryError::db(ctx))?;
-            let total: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
-                Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-                None => 0,
-            };
-            drop(rows);
             let mut sql = format!(
                 "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
                  FROM notes WHERE {filter}"
@@ -169,7 +168,18 @@ impl MemoryStore {
             sql.push_str(" ORDER BY created_at DESC, note_id DESC LIMIT ?");
             // One more than the page, to know whether another page follows.
             params.push(Value::Integer(i64::try_from(limit + 1).unwrap_or(i64::MAX)));
-            let mut notes = notes_of(&conn, &sql, params).await?;
+            // The count and the page: one request to a remote server.
+            let stmts = [
+                Stmt::built(count_sql, count_params),
+                Stmt::built(sql, params),
+            ];
+            let [counted, page] = Reads::new(conn, batching).rows_n(stmts, LIST_CTX).await?;
+            let total: i64 = first_row(counted, LIST_CTX, |row| {
+                row.get(0).map_err(MemoryError::db(LIST_CTX))
+            })
+            .await?
+            .unwrap_or(0);
+            let mut notes = notes_from(page).await?;
             let next_cursor = (notes.len() > limit).then(|| {
                 notes.truncate(limit);
                 notes

@@ -11,7 +11,7 @@
 //! replaces a note only at the [`edit_token`] its caller was shown (see [`crate::notes::receipts`]).
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::{Connection, Rows};
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
@@ -25,6 +25,9 @@ pub use crate::notes::metadata::NoteMetadata;
 use crate::notes::note_rows::{chunk_meta, note_rows};
 use crate::notes::receipts::{CallKey, WriteReceipt, Written, edit_token, record_for, replay};
 use crate::notes::sessions::{allocate_seq, ensure_session, to_sql_seq};
+use crate::store::batch_read::Reads;
+use crate::store::rows::first_row;
+use crate::store::rows::query_first;
 use crate::store::stmt::Stmt;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text, to_text};
@@ -99,7 +102,7 @@ impl MemoryStore {
             prepared,
         };
         let (owner, index, call) = (user.clone(), self.inner.index.clone(), call.cloned());
-        let one_trip = self.inner.db.is_remote();
+        let one_trip = self.inner.db.saves_in_one_batch();
         let written = self
             .write(move |conn| async move {
                 if one_trip {
@@ -271,10 +274,13 @@ impl MemoryStore {
     }
 
     pub async fn get(&self, user: &UserId, note_id: &NoteId) -> Result<Note, MemoryError> {
-        let (session, note_id) = (SessionId::user_memory(user), note_id.clone());
-        self.read(
-            move |conn| async move { Ok(load_note(&conn, &session, &note_id, true).await?.note) },
-        )
+        let read = note_read(&SessionId::user_memory(user), note_id, true);
+        let (note_id, batching) = (note_id.clone(), self.batching());
+        self.read(move |conn| async move {
+            // One request to a remote server, where a described query takes two.
+            let rows = Reads::new(conn, batching).one(read, NOTE_CTX).await?;
+            Ok(loaded_from(rows, &note_id).await?.note)
+        })
         .await
     }
 
@@ -390,30 +396,32 @@ async fn load_note(
     live_only: bool,
 ) -> Result<LoadedNote, MemoryError> {
     let read = note_read(session, note_id, live_only);
-    let mut rows = conn
-        .query(read.sql, read.args)
+    let rows = conn
+        .query(read.sql.as_ref(), read.args)
         .await
-        .map_err(MemoryError::db("reading a note"))?;
-    match rows
-        .next()
-        .await
-        .map_err(MemoryError::db("reading a note"))?
-    {
-        Some(row) => note_from_row(&row),
-        None => Err(MemoryError::NoteNotFound(note_id.clone())),
-    }
+        .map_err(MemoryError::db(NOTE_CTX))?;
+    loaded_from(rows, note_id).await
+}
+
+const NOTE_CTX: &str = "reading a note";
+
+/// The note in the rows of [`note_read`]; [`MemoryError::NoteNotFound`] when there is none.
+async fn loaded_from(rows: Rows, note_id: &NoteId) -> Result<LoadedNote, MemoryError> {
+    first_row(rows, NOTE_CTX, note_from_row)
+        .await?
+        .ok_or_else(|| MemoryError::NoteNotFound(note_id.clone()))
 }
 
 pub(crate) async fn note_exists(conn: &Connection, note_id: &NoteId) -> Result<bool, MemoryError> {
-    let mut rows = conn
-        .query("SELECT 1 FROM notes WHERE note_id = ?1", [note_id.as_str()])
-        .await
-        .map_err(MemoryError::db("reading a note"))?;
-    Ok(rows
-        .next()
-        .await
-        .map_err(MemoryError::db("reading a note"))?
-        .is_some())
+    let found = query_first(
+        conn,
+        "SELECT 1 FROM notes WHERE note_id = ?1",
+        [note_id.as_str()],
+        "reading a note",
+        |_| Ok(()),
+    )
+    .await?;
+    Ok(found.is_some())
 }
 
 pub(crate) fn note_from_row(row: &libsql::Row) -> Result<LoadedNote, MemoryError> {

@@ -19,6 +19,7 @@ use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::note::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
 use crate::notes::receipts::edit_token;
 use crate::rooms::Files;
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::{now_text, to_text};
 use memory_index::vector_index::IndexChange;
@@ -174,18 +175,18 @@ async fn file_at(
     path: &str,
 ) -> Result<Option<(PathFile, LoadedNote)>, MemoryError> {
     let ctx = "reading a memory file";
-    let mut rows = conn
-        .query(
-            "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-             FROM notes WHERE session_id = ?1 AND path = ?2",
-            [session.as_str(), path],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+    let loaded = query_first(
+        conn,
+        "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
+         FROM notes WHERE session_id = ?1 AND path = ?2",
+        [session.as_str(), path],
+        ctx,
+        note_from_row,
+    )
+    .await?;
+    let Some(loaded) = loaded else {
         return Ok(None);
     };
-    let loaded = note_from_row(&row)?;
     let file = PathFile {
         path: path.to_owned(),
         note_id: loaded.note.note_id.clone(),

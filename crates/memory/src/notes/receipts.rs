@@ -18,6 +18,7 @@ use types::{AuditTag, NoteId, UserId};
 use crate::error::MemoryError;
 use crate::notes::audit;
 use crate::notes::note::Note;
+use crate::store::rows::query_first;
 use crate::store::stmt::Stmt;
 use crate::time::to_text;
 
@@ -126,22 +127,22 @@ pub(crate) async fn find(
     let Some(key) = key.as_str() else {
         return Ok(None);
     };
-    let mut rows = conn
-        .query(
-            "SELECT note_id, version FROM write_receipts WHERE call_key = ?1 AND user_id = ?2",
-            [key, user.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    let note_id: String = row.get(0).map_err(MemoryError::db(ctx))?;
-    Ok(Some(WriteReceipt {
-        note_id: NoteId::parse(&note_id).map_err(MemoryError::corrupt("receipt note id"))?,
-        edit_token: row.get(1).map_err(MemoryError::db(ctx))?,
-        replayed: true,
-    }))
+    query_first(
+        conn,
+        "SELECT note_id, version FROM write_receipts WHERE call_key = ?1 AND user_id = ?2",
+        [key, user.as_str()],
+        ctx,
+        |row| {
+            let note_id: String = row.get(0).map_err(MemoryError::db(ctx))?;
+            Ok(WriteReceipt {
+                note_id: NoteId::parse(&note_id)
+                    .map_err(MemoryError::corrupt("receipt note id"))?,
+                edit_token: row.get(1).map_err(MemoryError::db(ctx))?,
+                replayed: true,
+            })
+        },
+    )
+    .await
 }
 
 /// Records `receipt` for `key` (inside the write's transaction): drops the expired receipts, then

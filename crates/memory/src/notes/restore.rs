@@ -14,6 +14,7 @@ use crate::notes::lifecycle::{NoteState, keep_version, load_stored};
 use crate::notes::metadata::{MetadataPatch, NoteMetadata};
 use crate::notes::note::{Note, NoteWrite, insert_note};
 use crate::notes::receipts::{CallKey, edit_token};
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::{now_text, to_text};
 
@@ -146,37 +147,40 @@ impl MemoryStore {
 /// user decides which one stays (nothing is changed).
 async fn check_place_free(conn: &Connection, note_id: &NoteId) -> Result<(), MemoryError> {
     let ctx = "checking a deleted note's path and key";
-    let mut rows = conn
-        .query(
-            "SELECT d.path, d.mem_namespace, d.mem_key,
-                 EXISTS (SELECT 1 FROM notes n
-                         WHERE n.session_id = d.session_id AND n.path = d.path),
-                 EXISTS (SELECT 1 FROM notes n
-                         WHERE n.session_id = d.session_id AND n.mem_namespace = d.mem_namespace
-                           AND n.mem_key = d.mem_key)
-             FROM deleted_notes d WHERE d.note_id = ?1",
-            [note_id.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
+    let place = query_first(
+        conn,
+        "SELECT d.path, d.mem_namespace, d.mem_key,
+             EXISTS (SELECT 1 FROM notes n
+                     WHERE n.session_id = d.session_id AND n.path = d.path),
+             EXISTS (SELECT 1 FROM notes n
+                     WHERE n.session_id = d.session_id AND n.mem_namespace = d.mem_namespace
+                       AND n.mem_key = d.mem_key)
+         FROM deleted_notes d WHERE d.note_id = ?1",
+        [note_id.as_str()],
+        ctx,
+        |row| {
+            let text = |i| row.get::<Option<String>>(i).map_err(MemoryError::db(ctx));
+            let taken = |i| {
+                row.get::<i64>(i)
+                    .map(|n| n != 0)
+                    .map_err(MemoryError::db(ctx))
+            };
+            Ok((text(0)?, text(1)?, text(2)?, taken(3)?, taken(4)?))
+        },
+    )
+    .await?;
+    let Some((path, namespace, key, path_taken, key_taken)) = place else {
         return Ok(());
     };
-    let text = |i| row.get::<Option<String>>(i).map_err(MemoryError::db(ctx));
-    let taken = |i| {
-        row.get::<i64>(i)
-            .map(|n| n != 0)
-            .map_err(MemoryError::db(ctx))
-    };
-    if let Some(path) = text(0)?
-        && taken(3)?
+    if let Some(path) = path
+        && path_taken
     {
         return Err(MemoryError::InvalidInput(format!(
             "a file now exists at {path}: rename or delete it, then restore note {note_id}"
         )));
     }
-    if let (Some(namespace), Some(key)) = (text(1)?, text(2)?)
-        && taken(4)?
+    if let (Some(namespace), Some(key)) = (namespace, key)
+        && key_taken
     {
         return Err(MemoryError::InvalidInput(format!(
             "key {key} of namespace {namespace} now holds another note: delete that one, then \

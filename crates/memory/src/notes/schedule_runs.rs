@@ -11,6 +11,7 @@ use types::UserId;
 use crate::error::MemoryError;
 use crate::notes::schedules::{COLUMNS, Schedule, schedule_from_row};
 use crate::rooms::Schedules;
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::{now_text, parse, to_text};
 
@@ -95,18 +96,16 @@ impl Schedules<'_> {
         let user = user.as_str().to_owned();
         self.read_small(move |conn| async move {
             let ctx = "reading the next schedule";
-            let mut rows = conn
-                .query(
-                    "SELECT min(next_run_at) FROM schedules
-                     WHERE user_id = ?1 AND state = 'active'",
-                    [user],
-                )
-                .await
-                .map_err(MemoryError::db(ctx))?;
-            let next: Option<String> = match rows.next().await.map_err(MemoryError::db(ctx))? {
-                Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-                None => None,
-            };
+            let next: Option<String> = query_first(
+                &conn,
+                "SELECT min(next_run_at) FROM schedules
+                 WHERE user_id = ?1 AND state = 'active'",
+                [user],
+                ctx,
+                |row| row.get(0).map_err(MemoryError::db(ctx)),
+            )
+            .await?
+            .flatten();
             next.as_deref().map(parse).transpose()
         })
         .await

@@ -13,6 +13,7 @@ use crate::error::MemoryError;
 use crate::notes::audit::record_write;
 use crate::notes::provenance::Provenance;
 use crate::rooms::Schedules;
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::{now_text, parse, to_text};
 
@@ -137,17 +138,15 @@ pub(crate) fn schedule_from_row(row: &Row) -> Result<Schedule, MemoryError> {
 /// `user`'s schedule `id` on `conn`, or the not-found error (another user's looks absent).
 pub(crate) async fn load(conn: &Connection, user: &str, id: &str) -> Result<Schedule, MemoryError> {
     let ctx = "reading a schedule";
-    let mut rows = conn
-        .query(
-            &format!("SELECT {COLUMNS} FROM schedules WHERE schedule_id = ?1 AND user_id = ?2"),
-            libsql::params![id, user],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => schedule_from_row(&row),
-        None => Err(not_found(id)),
-    }
+    query_first(
+        conn,
+        &format!("SELECT {COLUMNS} FROM schedules WHERE schedule_id = ?1 AND user_id = ?2"),
+        libsql::params![id, user],
+        ctx,
+        schedule_from_row,
+    )
+    .await?
+    .ok_or_else(|| not_found(id))
 }
 
 fn not_found(id: &str) -> MemoryError {
@@ -188,19 +187,16 @@ impl Schedules<'_> {
             let tx = begin(&conn).await?;
             let outcome = async {
                 let ctx = "creating a schedule";
-                let mut rows = tx
-                    .query(
-                        "SELECT count(*) FROM schedules
-                         WHERE user_id = ?1 AND state IN ('active', 'paused')",
-                        [user.as_str()],
-                    )
-                    .await
-                    .map_err(MemoryError::db(ctx))?;
-                let live: i64 = match rows.next().await.map_err(MemoryError::db(ctx))? {
-                    Some(row) => row.get(0).map_err(MemoryError::db(ctx))?,
-                    None => 0,
-                };
-                drop(rows);
+                let live: i64 = query_first(
+                    &tx,
+                    "SELECT count(*) FROM schedules
+                     WHERE user_id = ?1 AND state IN ('active', 'paused')",
+                    [user.as_str()],
+                    ctx,
+                    |row| row.get(0).map_err(MemoryError::db(ctx)),
+                )
+                .await?
+                .unwrap_or(0);
                 if live >= i64::from(max_active) {
                     return Err(MemoryError::InvalidInput(format!(
                         "you already have {live} schedules, the most allowed \

@@ -8,6 +8,7 @@ use types::{Message, Role, SessionId, UserId};
 use crate::error::MemoryError;
 use crate::notes::indexing::{ChunkMeta, EventRef, insert_chunks, prepare};
 use crate::rooms::Sessions;
+use crate::store::rows::query_first;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
 
@@ -107,17 +108,14 @@ pub(crate) async fn session_owner(
     session: &SessionId,
 ) -> Result<Option<String>, MemoryError> {
     let ctx = "opening the session";
-    let mut rows = conn
-        .query(
-            "SELECT user_id FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => Ok(Some(row.get::<String>(0).map_err(MemoryError::db(ctx))?)),
-        None => Ok(None),
-    }
+    query_first(
+        conn,
+        "SELECT user_id FROM sessions WHERE session_id = ?1",
+        [session.as_str()],
+        ctx,
+        |row| row.get::<String>(0).map_err(MemoryError::db(ctx)),
+    )
+    .await
 }
 
 /// Creates `session` for `user` on first write, or marks it active. A session belongs to the user
@@ -164,20 +162,15 @@ pub(crate) async fn allocate_seq(
     session: &SessionId,
 ) -> Result<u64, MemoryError> {
     let ctx = "allocating a sequence number";
-    let mut rows = conn
-        .query(
-            "SELECT next_seq FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let row = rows
-        .next()
-        .await
-        .map_err(MemoryError::db(ctx))?
-        .ok_or_else(|| MemoryError::SessionNotFound(session.clone()))?;
-    let seq: i64 = row.get(0).map_err(MemoryError::db(ctx))?;
-    drop(rows);
+    let seq: i64 = query_first(
+        conn,
+        "SELECT next_seq FROM sessions WHERE session_id = ?1",
+        [session.as_str()],
+        ctx,
+        |row| row.get(0).map_err(MemoryError::db(ctx)),
+    )
+    .await?
+    .ok_or_else(|| MemoryError::SessionNotFound(session.clone()))?;
     let next = seq
         .checked_add(1)
         .ok_or_else(|| MemoryError::SequenceOverflow(session.clone()))?;

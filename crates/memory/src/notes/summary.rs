@@ -7,6 +7,7 @@ use types::SessionId;
 use crate::error::MemoryError;
 use crate::notes::sessions::{from_sql_seq, to_sql_seq};
 use crate::rooms::Sessions;
+use crate::store::rows::query_first;
 use crate::time::now_text;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,21 +24,20 @@ impl Sessions<'_> {
         let session = session.clone();
         self.read(move |conn| async move {
             let ctx = "reading the summary";
-            let mut rows = conn
-                .query(
-                    "SELECT epoch, summary, upto_seq FROM summary_state WHERE session_id = ?1",
-                    [session.as_str()],
-                )
-                .await
-                .map_err(MemoryError::db(ctx))?;
-            let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-                return Ok(None);
-            };
-            Ok(Some(SummaryState {
-                epoch: from_sql_seq(row.get(0).map_err(MemoryError::db(ctx))?)?,
-                summary: row.get(1).map_err(MemoryError::db(ctx))?,
-                upto_seq: from_sql_seq(row.get(2).map_err(MemoryError::db(ctx))?)?,
-            }))
+            query_first(
+                &conn,
+                "SELECT epoch, summary, upto_seq FROM summary_state WHERE session_id = ?1",
+                [session.as_str()],
+                ctx,
+                |row| {
+                    Ok(SummaryState {
+                        epoch: from_sql_seq(row.get(0).map_err(MemoryError::db(ctx))?)?,
+                        summary: row.get(1).map_err(MemoryError::db(ctx))?,
+                        upto_seq: from_sql_seq(row.get(2).map_err(MemoryError::db(ctx))?)?,
+                    })
+                },
+            )
+            .await
         })
         .await
     }

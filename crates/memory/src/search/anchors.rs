@@ -10,7 +10,7 @@ use memory_index::terms::{query_index_terms, query_names};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
-use crate::search::hybrid::chunk_details;
+use crate::search::hits::chunk_details_on;
 use crate::search::legs::Legs;
 use crate::search::query::{HitSource, HybridQuery, QueryFilters, Weights};
 use crate::search::when::{TimeRange, event_anchor, event_date, time_range};
@@ -78,7 +78,7 @@ impl MemoryStore {
         let details = self
             .read_small({
                 let ids = found.clone();
-                move |conn| async move { chunk_details(&conn, ids).await }
+                move |conn| async move { chunk_details_on(&conn, &ids).await }
             })
             .await?;
         // A message asking about the event relative to itself ("what did I pack before the

@@ -22,12 +22,15 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use libsql::Connection;
+use libsql::{Connection, Rows, Value};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::facet_rows::{FACET_COLUMNS, facets_from_row, terms_from_row};
 use crate::notes::indexing::blob_to_vector;
+use crate::store::batch_read::Reads;
+use crate::store::rows::first_row;
+use crate::store::stmt::Stmt;
 use memory_index::vector_index::IndexChange;
 
 /// The last log entry this process has applied, and the lock catch-ups apply under.
@@ -72,9 +75,10 @@ impl MemoryStore {
     /// writer) to the vector and keyword indexes.
     pub(crate) async fn catch_up(&self) -> Result<(), MemoryError> {
         let reader = self.delta_reader();
+        let batching = self.batching();
         let delta = self
             .read(move |conn| async move {
-                let delta = reader.read(&conn).await?;
+                let delta = reader.read(&Reads::new(conn, batching)).await?;
                 Ok(delta.unwrap_or(Delta::Current))
             })
             .await?;
@@ -128,61 +132,80 @@ pub(crate) struct DeltaReader {
 
 impl DeltaReader {
     /// `None` when nothing was committed since; else the changes to apply.
-    pub(crate) async fn read(&self, conn: &Connection) -> Result<Option<Delta>, MemoryError> {
-        if log_head(conn).await?.last <= self.since {
+    pub(crate) async fn read(&self, reads: &Reads) -> Result<Option<Delta>, MemoryError> {
+        let head = head_from(reads.one(log_head_stmt(), LOG_CTX).await?).await?;
+        self.after(reads, head).await
+    }
+
+    /// [`DeltaReader::read`], the log's head read already (in a search's batch of reads).
+    pub(crate) async fn after(
+        &self,
+        reads: &Reads,
+        head: LogHead,
+    ) -> Result<Option<Delta>, MemoryError> {
+        if head.last <= self.since {
             return Ok(None);
         }
-        read_delta(conn, self.since, &self.model, self.dims)
+        read_delta(reads, self.since, head, &self.model, self.dims)
             .await
             .map(Some)
     }
 }
 
-pub(crate) async fn log_head(conn: &Connection) -> Result<LogHead, MemoryError> {
-    let ctx = "reading the change log";
-    let mut rows = conn
-        .query(
-            "SELECT (SELECT min(seq) FROM index_changes), (SELECT max(seq) FROM index_changes)",
-            (),
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(LogHead { first: 0, last: 0 });
-    };
-    let get = |i| {
-        row.get::<Option<i64>>(i)
-            .map(|v| v.unwrap_or(0))
-            .map_err(MemoryError::db(ctx))
-    };
-    Ok(LogHead {
-        first: get(0)?,
-        last: get(1)?,
+const LOG_CTX: &str = "reading the change log";
+
+/// The statement that reads the log's head (see [`head_from`]).
+pub(crate) fn log_head_stmt() -> Stmt {
+    Stmt::new(
+        "SELECT (SELECT min(seq) FROM index_changes), (SELECT max(seq) FROM index_changes)",
+        Vec::new(),
+    )
+}
+
+/// The head in the rows of [`log_head_stmt`].
+pub(crate) async fn head_from(rows: Rows) -> Result<LogHead, MemoryError> {
+    let head = first_row(rows, LOG_CTX, |row| {
+        let get = |i| {
+            row.get::<Option<i64>>(i)
+                .map(|v| v.unwrap_or(0))
+                .map_err(MemoryError::db(LOG_CTX))
+        };
+        Ok(LogHead {
+            first: get(0)?,
+            last: get(1)?,
+        })
     })
+    .await?;
+    Ok(head.unwrap_or(LogHead { first: 0, last: 0 }))
+}
+
+/// The log's head, read on `conn` (inside a write transaction, say).
+pub(crate) async fn log_head(conn: &Connection) -> Result<LogHead, MemoryError> {
+    let stmt = log_head_stmt();
+    let rows = conn
+        .query(stmt.sql.as_ref(), stmt.args)
+        .await
+        .map_err(MemoryError::db(LOG_CTX))?;
+    head_from(rows).await
 }
 
 async fn read_delta(
-    conn: &Connection,
+    reads: &Reads,
     since: i64,
+    head: LogHead,
     model: &str,
     dims: usize,
 ) -> Result<Delta, MemoryError> {
-    let head = log_head(conn).await?;
-    if head.last <= since {
-        return Ok(Delta::Current);
-    }
     if head.first > since + 1 {
         return Ok(Delta::TooFarBehind);
     }
-    let ctx = "reading the change log";
+    let ctx = LOG_CTX;
     // Every (chunk, session) the log names since `since`: removed first, ...
-    let mut rows = conn
-        .query(
-            "SELECT DISTINCT chunk_id, session_id FROM index_changes WHERE seq > ?1 AND seq <= ?2",
-            libsql::params![since, head.last],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
+    let named_stmt = Stmt::new(
+        "SELECT DISTINCT chunk_id, session_id FROM index_changes WHERE seq > ?1 AND seq <= ?2",
+        vec![Value::Integer(since), Value::Integer(head.last)],
+    );
+    let mut rows = reads.one(named_stmt, ctx).await?;
     let mut named: Vec<(String, i64)> = Vec::new();
     let mut ids = HashSet::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
@@ -204,14 +227,11 @@ async fn read_delta(
              WHERE v.model_id = ? AND v.dims = ? AND c.chunk_id IN ({marks})"
         );
         let mut params = vec![
-            libsql::Value::Text(model.to_owned()),
-            libsql::Value::Integer(i64::try_from(dims).unwrap_or(i64::MAX)),
+            Value::Text(model.to_owned()),
+            Value::Integer(i64::try_from(dims).unwrap_or(i64::MAX)),
         ];
-        params.extend(batch.iter().map(|id| libsql::Value::Integer(*id)));
-        let mut rows = conn
-            .query(&sql, params)
-            .await
-            .map_err(MemoryError::db(ctx))?;
+        params.extend(batch.iter().map(|id| Value::Integer(*id)));
+        let mut rows = reads.one(Stmt::built(sql, params), ctx).await?;
         while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
             let blob: Vec<u8> = row.get(2).map_err(MemoryError::db(ctx))?;
             let Some(vector) = blob_to_vector(&blob, dims) else {

@@ -13,8 +13,10 @@
 //!    query is handed to the probe thread, which measures how far the first pass must reach (see
 //!    [`memory_index::calibration`]).
 //! 4. Fusion (see [`memory_index::fusion`]) of the chunk scores, lifted for chunks naming whom
-//!    the query names and for longer chunks (see [`crate::search::priors`]), then one hit per note (or per message for
-//!    conversation sessions) carrying its best chunk: the only step that reads the database.
+//!    the query names and for longer chunks (see [`crate::search::priors`]), then one hit per
+//!    note (or per message for conversation sessions) carrying its best chunk: the only step that
+//!    reads the database (see [`crate::search::hits`]: one request to a remote server for most
+//!    searches).
 //!
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
 //! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
@@ -22,22 +24,17 @@
 //! blocking pool, beside the keyword leg, when it is not; ONE reader-thread job then reads the
 //! details of the best chunks.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use libsql::{Connection, Value};
-use types::{NoteId, SessionId};
-
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
-use crate::notes::indexing::{ChunkMeta, embed_checked};
-use crate::notes::metadata::NoteMetadata;
-use crate::notes::sessions::from_sql_seq;
+use crate::notes::indexing::embed_checked;
 use crate::search::freshness::Delta;
+use crate::search::hits::hits_of;
 use crate::search::legs::{Legs, time_ranked, within};
-use crate::search::query::{HitSource, HybridQuery, SearchHit};
-use crate::time;
+use crate::search::query::{HybridQuery, SearchHit};
+use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use memory_index::fusion::sanitize;
@@ -133,12 +130,9 @@ impl MemoryStore {
             let inside = self.fused(query, &legs, &filters).await;
             fused = time_ranked(fused, inside);
         }
+        let batching = self.batching();
         self.read_small(move |conn| async move {
-            let delta = match fresh {
-                Some(fresh) => fresh.read(&conn).await?,
-                None => None,
-            };
-            Ok((hits_of(conn, fused, top_k).await?, delta))
+            hits_of(&Reads::new(conn, batching), fresh, fused, top_k).await
         })
         .await
     }
@@ -252,188 +246,6 @@ impl InlineEmbedder {
         }
         normalize(&mut v);
         Some(v)
-    }
-}
-
-/// The hits of the fused chunks: details read for about 3 × top_k chunks first (usually enough
-/// for top_k distinct notes), the window doubling while grouping (several chunks of one note)
-/// leaves hits missing.
-async fn hits_of(
-    conn: Connection,
-    fused: Vec<(i64, f64)>,
-    top_k: usize,
-) -> Result<Vec<SearchHit>, MemoryError> {
-    let mut grouper = Grouper::new(top_k);
-    let mut window = (top_k * 3).max(10);
-    let mut start = 0;
-    while start < fused.len() && !grouper.is_full() {
-        let end = (start + window).min(fused.len());
-        let batch = &fused[start..end];
-        let details = chunk_details(&conn, batch.iter().map(|(id, _)| *id).collect()).await?;
-        grouper.add(batch, &details)?;
-        start = end;
-        window *= 2;
-    }
-    let mut hits = grouper.hits;
-    note_texts(&conn, &mut hits).await?;
-    Ok(hits)
-}
-
-/// What a search reads of one chunk.
-pub(crate) struct ChunkDetail {
-    pub(crate) session: String,
-    pub(crate) event_seq: i64,
-    pub(crate) note_id: Option<String>,
-    pub(crate) text: String,
-    pub(crate) meta: ChunkMeta,
-}
-
-/// The details of chunks `ids` (a deleted chunk has none).
-pub(crate) async fn chunk_details(
-    conn: &Connection,
-    ids: Vec<i64>,
-) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
-    let marks = vec!["?"; ids.len()].join(", ");
-    let sql = format!(
-        "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
-         FROM chunks WHERE chunk_id IN ({marks})"
-    );
-    let ctx = "reading search results";
-    let params: Vec<Value> = ids.into_iter().map(Value::Integer).collect();
-    let mut rows = conn
-        .query(&sql, params)
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut out = HashMap::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let meta: String = row.get(5).map_err(MemoryError::db(ctx))?;
-        out.insert(
-            row.get::<i64>(0).map_err(MemoryError::db(ctx))?,
-            ChunkDetail {
-                session: row.get(1).map_err(MemoryError::db(ctx))?,
-                event_seq: row.get(2).map_err(MemoryError::db(ctx))?,
-                note_id: row.get(3).map_err(MemoryError::db(ctx))?,
-                text: row.get(4).map_err(MemoryError::db(ctx))?,
-                meta: serde_json::from_str(&meta)
-                    .map_err(MemoryError::corrupt("chunk metadata"))?,
-            },
-        );
-    }
-    Ok(out)
-}
-
-/// Fills in the whole text and the metadata of every note hit (a note deleted since its chunk was
-/// read keeps none).
-async fn note_texts(conn: &Connection, hits: &mut [SearchHit]) -> Result<(), MemoryError> {
-    let ids: Vec<Value> = hits
-        .iter()
-        .filter_map(|h| h.note_id.as_ref())
-        .map(|id| Value::Text(id.to_string()))
-        .collect();
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let marks = vec!["?"; ids.len()].join(", ");
-    let sql = format!(
-        "SELECT note_id, content, metadata_json, mem_namespace FROM notes WHERE note_id IN ({marks})"
-    );
-    let ctx = "reading search results";
-    let mut rows = conn.query(&sql, ids).await.map_err(MemoryError::db(ctx))?;
-    let mut texts = HashMap::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let meta: String = row.get(2).map_err(MemoryError::db(ctx))?;
-        let meta: NoteMetadata =
-            serde_json::from_str(&meta).map_err(MemoryError::corrupt("note metadata"))?;
-        let namespace: Option<String> = row.get(3).map_err(MemoryError::db(ctx))?;
-        texts.insert(
-            row.get::<String>(0).map_err(MemoryError::db(ctx))?,
-            (
-                row.get::<String>(1).map_err(MemoryError::db(ctx))?,
-                meta,
-                namespace,
-            ),
-        );
-    }
-    for hit in hits {
-        if let Some((text, meta, namespace)) = hit
-            .note_id
-            .as_ref()
-            .and_then(|id| texts.remove(id.as_str()))
-        {
-            hit.note_text = Some(text);
-            hit.category = meta.category;
-            hit.tags = meta.tags;
-            hit.context = meta.context;
-            hit.namespace = namespace;
-            hit.unconfirmed = meta.provenance.as_ref().is_some_and(|p| !p.confirmed);
-        }
-    }
-    Ok(())
-}
-
-/// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
-struct Grouper {
-    top_k: usize,
-    seen: HashSet<(String, Option<String>, i64)>,
-    hits: Vec<SearchHit>,
-}
-
-impl Grouper {
-    fn new(top_k: usize) -> Self {
-        Self {
-            top_k,
-            seen: HashSet::new(),
-            hits: Vec::with_capacity(top_k),
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.hits.len() >= self.top_k
-    }
-
-    /// Takes the next fused chunks (in order) with their details.
-    fn add(
-        &mut self,
-        fused: &[(i64, f64)],
-        details: &HashMap<i64, ChunkDetail>,
-    ) -> Result<(), MemoryError> {
-        for (chunk_id, score) in fused {
-            if self.is_full() {
-                break;
-            }
-            // A chunk deleted since the legs ran has no details: skip it.
-            let Some(d) = details.get(chunk_id) else {
-                continue;
-            };
-            if !self
-                .seen
-                .insert((d.session.clone(), d.note_id.clone(), d.event_seq))
-            {
-                continue;
-            }
-            let note_id = match &d.note_id {
-                Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
-                None => None,
-            };
-            self.hits.push(SearchHit {
-                session_id: SessionId::parse(&d.session)
-                    .map_err(MemoryError::corrupt("session id"))?,
-                source: HitSource::parse(&d.meta.source),
-                note_id,
-                text: d.text.clone(),
-                note_text: None,
-                category: None,
-                tags: Vec::new(),
-                context: None,
-                namespace: None,
-                unconfirmed: false,
-                score: *score,
-                created_at: time::parse(&d.meta.created_at)?,
-                updated_at: time::parse(&d.meta.updated_at)?,
-                event_seq: from_sql_seq(d.event_seq)?,
-            });
-        }
-        Ok(())
     }
 }
 

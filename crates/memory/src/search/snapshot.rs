@@ -24,6 +24,7 @@ use crate::memory_store::MemoryStore;
 use crate::rooms::Upkeep;
 use crate::search::freshness::log_head;
 use crate::search::snapshot_file::{self, Header};
+use crate::store::rows::query_first;
 
 /// An open that applied more log entries than this after its snapshot writes a new one.
 const REFRESH_AFTER: i64 = 10_000;
@@ -163,12 +164,12 @@ impl Upkeep<'_> {
 
 async fn meta_value(conn: &libsql::Connection, key: &str) -> Result<Option<String>, MemoryError> {
     let ctx = "reading store_meta";
-    let mut rows = conn
-        .query("SELECT value FROM store_meta WHERE key = ?1", [key])
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    match rows.next().await.map_err(MemoryError::db(ctx))? {
-        Some(row) => row.get(0).map(Some).map_err(MemoryError::db(ctx)),
-        None => Ok(None),
-    }
+    query_first(
+        conn,
+        "SELECT value FROM store_meta WHERE key = ?1",
+        [key],
+        ctx,
+        |row| row.get(0).map_err(MemoryError::db(ctx)),
+    )
+    .await
 }

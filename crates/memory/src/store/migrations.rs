@@ -7,6 +7,8 @@
 use libsql::{Connection, TransactionBehavior};
 
 use crate::error::MemoryError;
+use crate::store::commit;
+use crate::store::rows::query_first;
 use crate::time::now_text;
 
 pub(crate) struct Migration {
@@ -433,18 +435,14 @@ async fn migrate_one(conn: &Connection, migration: &Migration) -> Result<bool, M
         .map_err(MemoryError::db("starting a migration"))?;
     // Checked inside the write transaction: a second process opening at the same time waits
     // for the first and then sees the migration as done.
-    let mut rows = tx
-        .query(
-            "SELECT 1 FROM schema_migrations WHERE version = ?1",
-            [migration.version],
-        )
-        .await
-        .map_err(MemoryError::db("reading applied migrations"))?;
-    let done = rows
-        .next()
-        .await
-        .map_err(MemoryError::db("reading applied migrations"))?;
-    drop(rows);
+    let done = query_first(
+        &tx,
+        "SELECT 1 FROM schema_migrations WHERE version = ?1",
+        [migration.version],
+        "reading applied migrations",
+        |_| Ok(()),
+    )
+    .await?;
     if done.is_some() {
         tx.rollback()
             .await
@@ -453,10 +451,7 @@ async fn migrate_one(conn: &Connection, migration: &Migration) -> Result<bool, M
     }
     let outcome = apply(&tx, migration).await;
     match outcome {
-        Ok(()) => tx
-            .commit()
-            .await
-            .map_err(MemoryError::db("committing a migration"))?,
+        Ok(()) => commit(tx, "committing a migration").await?,
         Err(e) => {
             let _ = tx.rollback().await;
             return Err(e);

@@ -2,11 +2,13 @@
 //! embedded replica), the threads that own its connections, migrations, and the statements shared
 //! by local and remote writes. Nothing here knows what a note or a search is.
 
+pub(crate) mod batch_read;
 pub(crate) mod encryption;
 pub(crate) mod inline_read;
 pub(crate) mod migrations;
 pub(crate) mod placement;
 pub(crate) mod remote;
+pub(crate) mod rows;
 pub(crate) mod stmt;
 pub(crate) mod worker;
 
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use libsql::{Connection, Transaction, TransactionBehavior};
 
 use crate::error::MemoryError;
+use batch_read::Batching;
 use inline_read::InlineReader;
 use migrations::migrate;
 use worker::{DbThread, Target};
@@ -34,6 +37,8 @@ pub(crate) struct Db {
     /// A local file's connection for a search's last small read (see [`inline_read`]).
     inline_reader: Option<InlineReader>,
     next_reader: AtomicUsize,
+    /// Set for a remote server: its reader jobs batch their reads (see [`batch_read`]).
+    batching: Batching,
     target: Target,
 }
 
@@ -64,11 +69,16 @@ impl Db {
             readers.push(DbThread::spawn(&name, target.for_readers()).await?);
         }
         let inline_reader = InlineReader::open(&target.for_readers()).await?;
+        let batching = match target {
+            Target::Remote { .. } => Batching::remote(),
+            _ => Batching::default(),
+        };
         Ok(Self {
             writer,
             readers,
             inline_reader,
             next_reader: AtomicUsize::new(0),
+            batching,
             target,
         })
     }
@@ -76,6 +86,19 @@ impl Db {
     /// Whether every request is a round trip to a server (no local file at all).
     pub(crate) fn is_remote(&self) -> bool {
         matches!(self.target, Target::Remote { .. })
+    }
+
+    /// Whether a save goes to the server as one transactional batch (see
+    /// [`crate::notes::one_trip`]): a remote store's, and an embedded replica's, whose connection
+    /// forwards the batch to the primary as one program and syncs the replica after it, so the
+    /// save is readable at once.
+    pub(crate) fn saves_in_one_batch(&self) -> bool {
+        matches!(self.target, Target::Remote { .. } | Target::Replica { .. })
+    }
+
+    /// Whether a reader job sends its reads as one batch (see [`batch_read::Reads`]).
+    pub(crate) fn batching(&self) -> Batching {
+        self.batching.clone()
     }
 
     /// What [`Db::wait_ended`] waits for: the end of every database thread.
@@ -209,14 +232,28 @@ pub(crate) async fn begin(conn: &Connection) -> Result<Transaction, MemoryError>
         .map_err(MemoryError::db("starting a transaction"))
 }
 
-/// Commits on success; rolls back on failure and returns the failure.
+/// Commits `tx` with a `COMMIT` statement whose result is read, not libsql's
+/// `Transaction::commit`: on a server, libsql 0.10 decides from its own record of the stream
+/// whether a transaction is open, and when the server had rolled it back unseen (a statement
+/// cancelled after the client stopped reading its result, see [`rows`]), `commit` returns `Ok`
+/// without sending anything. A `COMMIT` statement always reaches the server, which answers with
+/// an error when there is no transaction to commit (`tests/remote_commits.rs`). On a file and on
+/// a replica it is what libsql runs anyway.
+pub(crate) async fn commit(tx: Transaction, ctx: &'static str) -> Result<(), MemoryError> {
+    tx.execute("COMMIT", ())
+        .await
+        .map_err(MemoryError::db(ctx))?;
+    Ok(())
+}
+
+/// Commits on success (through [`commit`]); rolls back on failure and returns the failure.
 pub(crate) async fn finish<T>(
     tx: Transaction,
     outcome: Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
     match outcome {
         Ok(value) => {
-            tx.commit().await.map_err(MemoryError::db("committing"))?;
+            commit(tx, "committing").await?;
             Ok(value)
         }
         Err(e) => {

@@ -6,6 +6,8 @@
 //! notes; an embedded replica of that server (its first sync pulls them). Each is measured the same
 //! way: hybrid searches (top 5) after a warm-up, then sequential single-note saves, plus the open
 //! time. The latency bench's corpus and seeds are reused, so the figures compare with its table.
+//! The remote store then searches again with its last read sent as one batch and statement by
+//! statement, alternating query by query (the before and after of issue 33 §8 in one run).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
 
 use std::net::TcpListener;
@@ -125,17 +127,14 @@ pub async fn run(
         url: &url,
         token: "",
     };
-    rows.push(
-        loaded(
-            "remote (sqld, loopback)",
-            remote,
-            plain(),
-            n,
-            queries,
-            saves,
-        )
-        .await?,
-    );
+    let t = Instant::now();
+    let store = MemoryStore::open(remote, plain()).await?;
+    let open_ms = ms(t);
+    let load_secs = load(&store, n).await?;
+    let mode = "remote (sqld, loopback)";
+    rows.push(measure(mode, &store, open_ms, Some(load_secs), queries, saves).await?);
+    let (reads, failed_reads) = remote_reads(&store, queries).await?;
+    drop(store);
     // What one request to the server costs on this machine now: the floor under a remote save.
     let trip = round_trip(&url).await?;
 
@@ -170,6 +169,20 @@ pub async fn run(
         percentile(&trip, 50.0),
         percentile(&trip, 95.0)
     );
+    println!(
+        "\nremote search, its last read as one batch or statement by statement (alternating, \
+         {queries} searches each):\n"
+    );
+    println!("| reads | search p50 / p95 ms | failed searches |");
+    println!("|---|---|---|");
+    for (i, what) in ["one batch", "one by one"].into_iter().enumerate() {
+        println!(
+            "| {what} | {:.2} / {:.2} | {} |",
+            percentile(&reads[i], 50.0),
+            percentile(&reads[i], 95.0),
+            failed_reads[i]
+        );
+    }
     for (what, p50) in reopen {
         println!("\nopen with {n} notes, {what}: {p50:.1} ms (p50 of {REOPENS})");
     }
@@ -341,4 +354,36 @@ async fn measure(
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Remote searches with the reads batched and one by one on the same store, the same queries,
+/// alternating (which of the two goes first alternates too): milliseconds and failed searches,
+/// batched first.
+async fn remote_reads(
+    store: &MemoryStore,
+    queries: usize,
+) -> BenchResult<([Vec<f64>; 2], [usize; 2])> {
+    let user = UserId::parse("bench")?;
+    let session = SessionId::user_memory(&user);
+    let corpus = Corpus::default();
+    let mut qrng = Rng::new(11);
+    let mut times = [Vec::with_capacity(queries), Vec::with_capacity(queries)];
+    let mut failed = [0; 2];
+    for i in 0..queries {
+        let query = HybridQuery::new(vec![session.clone()], corpus.query(&mut qrng), TOP_K);
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for way in order {
+            store.set_read_batching(way == 0);
+            let t = Instant::now();
+            match store.search(&query).await {
+                Ok(_) => times[way].push(ms(t)),
+                Err(e) => {
+                    eprintln!("  search failed (batched: {}): {e:?}", way == 0);
+                    failed[way] += 1;
+                }
+            }
+        }
+    }
+    store.set_read_batching(true);
+    Ok((times, failed))
 }

@@ -1,0 +1,259 @@
+//! Reading a search's hits: the details of its best chunks and the texts of their notes, in fused
+//! order, one hit per note (or per message), and the change log's head beside them.
+//!
+//! Details are read for about 3 × top_k chunks first (usually enough for top_k distinct notes),
+//! the window doubling while grouping (several chunks of one note) leaves hits missing. Each
+//! window's reads — the chunks' details and their notes' texts, the first with the change log's
+//! head — go as one [`Reads::rows`] call: one request to a remote server for most searches
+//! (there each plain query costs two, so the reads took six or seven), and the same statements
+//! one by one on a file. The statements run in that order, each on the database as committed when
+//! it runs, as they did one by one: the log's head first, so the freshness check (see
+//! [`crate::search::freshness`]) never records changes the hits were read without.
+
+use std::collections::{HashMap, HashSet};
+
+use libsql::{Connection, Rows, Value};
+use types::{NoteId, SessionId};
+
+use crate::error::MemoryError;
+use crate::notes::indexing::ChunkMeta;
+use crate::notes::metadata::NoteMetadata;
+use crate::notes::sessions::from_sql_seq;
+use crate::search::freshness::{Delta, DeltaReader, head_from, log_head_stmt};
+use crate::search::query::{HitSource, SearchHit};
+use crate::store::batch_read::Reads;
+use crate::store::stmt::Stmt;
+use crate::time;
+
+const CTX: &str = "reading search results";
+
+/// A note's whole text, metadata and namespace, by note id.
+type NoteTexts = HashMap<String, (String, NoteMetadata, Option<String>)>;
+
+/// The hits of the fused chunks, and when `fresh` is given the changes committed since this
+/// process last caught up (`None` when there are none).
+pub(crate) async fn hits_of(
+    reads: &Reads,
+    fresh: Option<DeltaReader>,
+    fused: Vec<(i64, f64)>,
+    top_k: usize,
+) -> Result<(Vec<SearchHit>, Option<Delta>), MemoryError> {
+    let mut grouper = Grouper::new(top_k);
+    let mut texts = NoteTexts::new();
+    let mut head = None;
+    let mut window = (top_k * 3).max(10);
+    let mut start = 0;
+    loop {
+        let end = (start + window).min(fused.len());
+        let batch = &fused[start..end];
+        let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
+        let read_head = fresh.is_some() && head.is_none();
+        let mut stmts = Vec::with_capacity(3);
+        if read_head {
+            stmts.push(log_head_stmt());
+        }
+        if !ids.is_empty() {
+            stmts.extend(detail_stmts(&ids));
+        }
+        if stmts.is_empty() {
+            break;
+        }
+        let mut rows = reads.rows(&stmts, CTX).await?.into_iter();
+        let mut next = || rows.next().ok_or_else(missing_rows);
+        if read_head {
+            head = Some(head_from(next()?).await?);
+        }
+        if !ids.is_empty() {
+            let details = chunk_details(next()?).await?;
+            note_texts(next()?, &mut texts).await?;
+            grouper.add(batch, &details)?;
+        }
+        start = end;
+        window *= 2;
+        if start >= fused.len() || grouper.is_full() {
+            break;
+        }
+    }
+    let delta = match (fresh, head) {
+        (Some(fresh), Some(head)) => fresh.after(reads, head).await?,
+        _ => None,
+    };
+    let mut hits = grouper.hits;
+    fill_note_texts(&mut hits, texts);
+    Ok((hits, delta))
+}
+
+fn missing_rows() -> MemoryError {
+    MemoryError::Corrupt {
+        what: CTX,
+        source: Some("a read of the batch came back without its rows".into()),
+    }
+}
+
+/// What a search reads of one chunk.
+pub(crate) struct ChunkDetail {
+    pub(crate) session: String,
+    pub(crate) event_seq: i64,
+    pub(crate) note_id: Option<String>,
+    pub(crate) text: String,
+    pub(crate) meta: ChunkMeta,
+}
+
+/// The details of chunks `ids` (a deleted chunk has none), in one read on `conn`.
+pub(crate) async fn chunk_details_on(
+    conn: &Connection,
+    ids: &[i64],
+) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
+    let [details, _] = detail_stmts(ids);
+    let rows = conn
+        .query(&details.sql, details.args)
+        .await
+        .map_err(MemoryError::db(CTX))?;
+    chunk_details(rows).await
+}
+
+/// The reads of a window of chunks: their details ([`chunk_details`]), then the whole text,
+/// metadata and namespace of the notes they belong to ([`note_texts`]).
+fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
+    let marks = vec!["?"; ids.len()].join(", ");
+    let params: Vec<Value> = ids.iter().copied().map(Value::Integer).collect();
+    [
+        Stmt::built(
+            format!(
+                "SELECT chunk_id, session_id, event_seq, note_id, text, metadata_json
+                 FROM chunks WHERE chunk_id IN ({marks})"
+            ),
+            params.clone(),
+        ),
+        Stmt::built(
+            format!(
+                "SELECT note_id, content, metadata_json, mem_namespace FROM notes WHERE note_id IN
+                 (SELECT note_id FROM chunks WHERE chunk_id IN ({marks}))"
+            ),
+            params,
+        ),
+    ]
+}
+
+async fn chunk_details(mut rows: Rows) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
+    let mut out = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
+        let meta: String = row.get(5).map_err(MemoryError::db(CTX))?;
+        out.insert(
+            row.get::<i64>(0).map_err(MemoryError::db(CTX))?,
+            ChunkDetail {
+                session: row.get(1).map_err(MemoryError::db(CTX))?,
+                event_seq: row.get(2).map_err(MemoryError::db(CTX))?,
+                note_id: row.get(3).map_err(MemoryError::db(CTX))?,
+                text: row.get(4).map_err(MemoryError::db(CTX))?,
+                meta: serde_json::from_str(&meta)
+                    .map_err(MemoryError::corrupt("chunk metadata"))?,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Adds the notes' texts, metadata and namespaces in `rows` to `texts`.
+async fn note_texts(mut rows: Rows, texts: &mut NoteTexts) -> Result<(), MemoryError> {
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
+        let meta: String = row.get(2).map_err(MemoryError::db(CTX))?;
+        let meta: NoteMetadata =
+            serde_json::from_str(&meta).map_err(MemoryError::corrupt("note metadata"))?;
+        let namespace: Option<String> = row.get(3).map_err(MemoryError::db(CTX))?;
+        texts.insert(
+            row.get::<String>(0).map_err(MemoryError::db(CTX))?,
+            (
+                row.get::<String>(1).map_err(MemoryError::db(CTX))?,
+                meta,
+                namespace,
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Fills in the whole text, the metadata and the namespace of every note hit (a note deleted
+/// since its chunk was read keeps none).
+fn fill_note_texts(hits: &mut [SearchHit], mut texts: NoteTexts) {
+    for hit in hits {
+        if let Some((text, meta, namespace)) = hit
+            .note_id
+            .as_ref()
+            .and_then(|id| texts.remove(id.as_str()))
+        {
+            hit.note_text = Some(text);
+            hit.category = meta.category;
+            hit.tags = meta.tags;
+            hit.context = meta.context;
+            hit.namespace = namespace;
+            hit.unconfirmed = meta.provenance.as_ref().is_some_and(|p| !p.confirmed);
+        }
+    }
+}
+
+/// Builds the hits: one per note (or per message), in fused order, keeping the best chunk of each.
+struct Grouper {
+    top_k: usize,
+    seen: HashSet<(String, Option<String>, i64)>,
+    hits: Vec<SearchHit>,
+}
+
+impl Grouper {
+    fn new(top_k: usize) -> Self {
+        Self {
+            top_k,
+            seen: HashSet::new(),
+            hits: Vec::with_capacity(top_k),
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.hits.len() >= self.top_k
+    }
+
+    /// Takes the next fused chunks (in order) with their details.
+    fn add(
+        &mut self,
+        fused: &[(i64, f64)],
+        details: &HashMap<i64, ChunkDetail>,
+    ) -> Result<(), MemoryError> {
+        for (chunk_id, score) in fused {
+            if self.is_full() {
+                break;
+            }
+            // A chunk deleted since the legs ran has no details: skip it.
+            let Some(d) = details.get(chunk_id) else {
+                continue;
+            };
+            if !self
+                .seen
+                .insert((d.session.clone(), d.note_id.clone(), d.event_seq))
+            {
+                continue;
+            }
+            let note_id = match &d.note_id {
+                Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
+                None => None,
+            };
+            self.hits.push(SearchHit {
+                session_id: SessionId::parse(&d.session)
+                    .map_err(MemoryError::corrupt("session id"))?,
+                source: HitSource::parse(&d.meta.source),
+                note_id,
+                text: d.text.clone(),
+                note_text: None,
+                category: None,
+                tags: Vec::new(),
+                context: None,
+                namespace: None,
+                unconfirmed: false,
+                score: *score,
+                created_at: time::parse(&d.meta.created_at)?,
+                updated_at: time::parse(&d.meta.updated_at)?,
+                event_seq: from_sql_seq(d.event_seq)?,
+            });
+        }
+        Ok(())
+    }
+}
