@@ -169,10 +169,15 @@ fn expiry_is_tracked() {
 
 #[test]
 fn galloping_finds_the_first_slot_not_below_the_target() {
-    let slots: Vec<u32> = (0..1000).map(|i| i * 3).collect();
+    let slots: Vec<Posting> = (0..1000)
+        .map(|i| Posting {
+            slot: i * 3,
+            count: 1,
+        })
+        .collect();
     for from in [0, 1, 5, 100, 999, 1000] {
         for target in [0, 1, 3, 4, 300, 2997, 2998, 5000] {
-            let expected = from.max(slots.partition_point(|&s| s < target));
+            let expected = from.max(slots.partition_point(|p| p.slot < target));
             assert_eq!(gallop(&slots, from, target), expected, "{from} {target}");
         }
     }
