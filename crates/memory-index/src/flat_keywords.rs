@@ -5,9 +5,7 @@
 use std::io::{self, Read, Write};
 use std::sync::{Arc, RwLock};
 
-use rustc_hash::{FxBuildHasher, FxHashMap};
-
-use super::{Doc, KeywordIndex, Posting, Postings, SessionPostings, Shared};
+use super::{Doc, KeywordIndex, Lists, Posting, Postings, SessionPostings, Shared};
 use crate::flat::{Record, SectionReader, SectionWriter, invalid};
 use crate::index_change::read;
 
@@ -72,12 +70,12 @@ impl KeywordIndex {
 
 impl SessionPostings {
     fn write_flat<W: Write>(&self, name: &str, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
-        let mut lists: Vec<(u32, &[Posting])> = self
+        let lists: Vec<(u32, &[Posting])> = self
             .postings
-            .iter()
-            .map(|(&id, p)| (id, p.list()))
+            .sorted()
+            .into_iter()
+            .map(|(id, p)| (id, p.list()))
             .collect();
-        lists.sort_unstable_by_key(|(id, _)| *id);
         Record::default()
             .text(name)
             .u64(lists.len() as u64)
@@ -119,14 +117,16 @@ impl SessionPostings {
         let total = sum(&lens)?;
         let slots: Vec<u32> = input.array(total)?;
         let counts: Vec<u16> = input.array(total)?;
-        let mut postings = FxHashMap::with_capacity_and_hasher(lists, FxBuildHasher);
+        let mut postings = Vec::with_capacity(lists);
         let mut at = 0;
         let mut list = Vec::new();
         for (&id, &len) in ids.iter().zip(&lens) {
             let end = at + len as usize;
             let sorted = slots[at..end].windows(2).all(|w| w[0] < w[1]);
             let in_range = slots[at..end].last().is_some_and(|&s| s < slots_max);
-            if !sorted || !in_range || id as usize >= terms {
+            // Term ids ascending, each once.
+            let after = postings.last().is_none_or(|&(last, _)| last < id);
+            if !sorted || !in_range || !after || id as usize >= terms {
                 return Err(invalid("postings"));
             }
             list.clear();
@@ -136,9 +136,7 @@ impl SessionPostings {
                     .zip(&counts[at..end])
                     .map(|(&slot, &count)| Posting { slot, count }),
             );
-            if postings.insert(id, Postings::from_sorted(&list)).is_some() {
-                return Err(invalid("term listed twice"));
-            }
+            postings.push((id, Postings::from_sorted(&list)));
             at = end;
         }
         drop((ids, lens, slots, counts));
@@ -159,7 +157,7 @@ impl SessionPostings {
             }
         }
         let mut session = Self {
-            postings,
+            postings: Lists::from_sorted(postings),
             docs: Vec::with_capacity(docs),
             free,
             ..Self::default()

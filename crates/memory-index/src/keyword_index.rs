@@ -26,6 +26,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::terms::TermBag;
 use crate::vector_index::{read, write};
+use lists::Lists;
 
 /// One chunk holding a term, and the term's count in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,7 +113,7 @@ struct Doc {
 #[derive(Debug, Default)]
 pub struct SessionPostings {
     /// Term id (in the index's dictionary) → the chunks holding it.
-    postings: FxHashMap<u32, Postings>,
+    postings: Lists,
     docs: Vec<Doc>,
     slot_of: FxHashMap<i64, u32>,
     free: Vec<u32>,
@@ -139,10 +140,7 @@ impl SessionPostings {
         };
         for &(id, count) in terms {
             let posting = Posting { slot, count };
-            self.postings
-                .entry(id)
-                .and_modify(|list| list.insert(posting))
-                .or_insert(Postings::One([posting]));
+            self.postings.insert(id, posting);
         }
         self.docs[slot as usize] = Doc {
             chunk_id,
@@ -163,11 +161,7 @@ impl SessionPostings {
         };
         let doc = std::mem::take(&mut self.docs[slot as usize]);
         for id in doc.terms.iter() {
-            if let Some(list) = self.postings.get_mut(id)
-                && !list.remove(slot)
-            {
-                self.postings.remove(id);
-            }
+            self.postings.remove(*id, slot);
         }
         self.total_len -= u64::from(doc.len);
         if let Some(at) = doc.expires_at
@@ -192,7 +186,7 @@ impl SessionPostings {
 
     /// The chunks holding term `id` (see [`KeywordIndex::resolve`]).
     pub fn postings(&self, id: u32) -> Option<&Postings> {
-        self.postings.get(&id)
+        self.postings.get(id)
     }
 
     /// The chunk id and length of a live slot.
@@ -330,3 +324,5 @@ impl KeywordIndex {
 
 #[path = "flat_keywords.rs"]
 mod flat_keywords;
+#[path = "keyword_lists.rs"]
+mod lists;

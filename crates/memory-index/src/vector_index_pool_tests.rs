@@ -269,7 +269,11 @@ fn the_pools_first_pass_finds_what_the_exact_scan_finds() {
     let (mut found, mut wanted) = (0usize, 0usize);
     for k in 0..50 {
         let noise = rows.noise();
-        let mut q: Vec<f32> = topics[k % 40].iter().zip(noise).map(|(t, n)| t + 0.6 * n).collect();
+        let mut q: Vec<f32> = topics[k % 40]
+            .iter()
+            .zip(noise)
+            .map(|(t, n)| t + 0.6 * n)
+            .collect();
         crate::embedding::normalize(&mut q);
         for scope in [&all, &most] {
             let truth: Vec<i64> = index
