@@ -120,7 +120,7 @@ mod tests {
             let id = (k * 7919) % n;
             lists.insert(id, posting(k));
             let mut slots = vec![k];
-            if id % 3 == 0 {
+            if id.is_multiple_of(3) {
                 lists.insert(id, posting(k + n));
                 slots.push(k + n);
             }
