@@ -81,6 +81,20 @@ impl Lists {
         }
     }
 
+    /// Whether the lists are the sorted vector (a small session).
+    pub(super) fn is_sorted(&self) -> bool {
+        matches!(self, Self::Sorted(_))
+    }
+
+    /// Removes chunk `slot` from every list holding it (a small session's removal: see
+    /// `Doc::terms`), and the lists left empty.
+    pub(super) fn remove_everywhere(&mut self, slot: u32) {
+        match self {
+            Self::Sorted(v) => v.retain_mut(|(_, list)| !list.holds(slot) || list.remove(slot)),
+            Self::Hashed(m) => m.retain(|_, list| !list.holds(slot) || list.remove(slot)),
+        }
+    }
+
     /// Every list with its term id, sorted by id.
     pub(super) fn sorted(&self) -> Vec<(u32, &Postings)> {
         let mut out: Vec<(u32, &Postings)> = match self {
