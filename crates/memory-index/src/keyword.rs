@@ -65,27 +65,7 @@ pub fn keyword_leg(
         docs: docs as f64,
         avg_len: (total_len as f64 / docs as f64).max(1.0),
     };
-    // Terms no chunk holds are dropped here; the others are known by their ids from now on.
-    let known: Vec<(&str, u32)> = terms
-        .iter()
-        .zip(ids)
-        .filter_map(|(t, id)| Some((t.as_str(), id?)))
-        .collect();
-    let counted: Vec<(usize, &str)> = known
-        .iter()
-        .map(|&(t, id)| {
-            let df = guards
-                .iter()
-                .map(|g| g.postings(id).map_or(0, |p| p.len()))
-                .sum();
-            (df, t)
-        })
-        .collect();
-    let weights: FxHashMap<&str, (u32, f64)> = known
-        .iter()
-        .zip(&counted)
-        .map(|(&(t, id), &(df, _))| (t, (id, stats.idf(df))))
-        .collect();
+    let (counted, weights) = weigh(terms, ids, &guards, stats);
     let Some(plan) = plan_from_counts(counted) else {
         return Vec::new();
     };
@@ -129,6 +109,41 @@ pub fn keyword_leg(
         .into_iter()
         .map(|(std::cmp::Reverse(id), s)| (id, f64::from(s)))
         .collect()
+}
+
+/// Each term's document frequency in the searched sessions (for the plan), and its id and idf
+/// by term. Terms no chunk holds are dropped here; the others are known by their ids from now on.
+#[allow(
+    clippy::type_complexity,
+    reason = "the two views of one count, built together for one caller"
+)]
+fn weigh<'t>(
+    terms: &'t [String],
+    ids: Vec<Option<u32>>,
+    guards: &[std::sync::RwLockReadGuard<'_, SessionPostings>],
+    stats: Stats,
+) -> (Vec<(usize, &'t str)>, FxHashMap<&'t str, (u32, f64)>) {
+    let known: Vec<(&str, u32)> = terms
+        .iter()
+        .zip(ids)
+        .filter_map(|(t, id)| Some((t.as_str(), id?)))
+        .collect();
+    let counted: Vec<(usize, &str)> = known
+        .iter()
+        .map(|&(t, id)| {
+            let df = guards
+                .iter()
+                .map(|g| g.postings(id).map_or(0, |p| p.len()))
+                .sum();
+            (df, t)
+        })
+        .collect();
+    let weights = known
+        .iter()
+        .zip(&counted)
+        .map(|(&(t, id), &(df, _))| (t, (id, stats.idf(df))))
+        .collect();
+    (counted, weights)
 }
 
 #[derive(Debug, Clone, Copy)]
