@@ -2,12 +2,12 @@
 
 use super::SessionMatrix;
 use crate::dot::dot_i8_gather;
-use crate::facets::FacetFilter;
 use crate::sign_codes::SignCodes;
 use crate::topk::TopK;
 
-/// The binary first pass over one matrix: the `want` allowed rows closest to the query in
-/// Hamming distance, scored with the int8 kernel (gathered rows) into `top` as `(m, row)`.
+/// The binary first pass over one matrix: the `want` rows closest to the query in Hamming
+/// distance that `admit` accepts (the search's filter, and in the pool the sessions searched),
+/// scored with the int8 kernel (gathered rows) into `top` as `(m, row)`.
 #[allow(
     clippy::too_many_arguments,
     reason = "one call site; the scan's state, passed rather than bundled for one call"
@@ -18,19 +18,29 @@ pub(super) fn first_pass(
     query: &[f32],
     query_codes: &[i8],
     want: usize,
-    filter: Option<&FacetFilter>,
+    admit: &dyn Fn(usize) -> bool,
     top: &mut TopK<(usize, usize)>,
     m: usize,
 ) {
     let mut rows = Vec::with_capacity(want + want / 4);
-    let admit = |row: usize| filter.is_none_or(|f| f.allows(&matrix.facets[row]));
     signs.candidates(&signs.query_code(query), want, admit, &mut rows);
+    scored(matrix, query_codes, &rows, top, m);
+}
+
+/// Scores the gathered `rows` of `matrix` with the int8 kernel into `top` as `(m, row)`.
+pub(super) fn scored(
+    matrix: &SessionMatrix,
+    query_codes: &[i8],
+    rows: &[u32],
+    top: &mut TopK<(usize, usize)>,
+    m: usize,
+) {
     let mut dots = vec![0i32; rows.len()];
     dot_i8_gather(
         query_codes,
         &matrix.codes,
         query_codes.len(),
-        &rows,
+        rows,
         &mut dots,
     );
     for (&row, &dot) in rows.iter().zip(&dots) {

@@ -1,74 +1,92 @@
-//! The keyword index as flat sections ([`crate::flat`]): per session its dictionary, every
-//! posting list laid end to end, and the per-slot chunk ids, lengths and term ids, so a load
-//! rebuilds no dictionary term by term and tokenizes nothing.
+//! The keyword index as flat sections ([`crate::flat`]): the dictionary once, then per session
+//! its posting lists (term ids, lengths, then every list laid end to end) and the per-slot chunk
+//! ids, lengths and term ids, so a load rebuilds no dictionary term by term and tokenizes nothing.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, RwLock};
 
-use rustc_hash::FxHashMap;
-
-use super::{Doc, KeywordIndex, Postings, SessionPostings};
+use super::{Doc, KeywordIndex, Lists, Posting, Postings, SessionPostings, Shared};
 use crate::flat::{Record, SectionReader, SectionWriter, invalid};
-use crate::index_change::{read, write};
+use crate::index_change::read;
 
 impl KeywordIndex {
     pub(crate) fn write_flat<W: Write>(&self, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
-        let sessions: Vec<(String, Arc<RwLock<SessionPostings>>)> = read(&self.sessions)
-            .iter()
-            .map(|(name, p)| (name.clone(), Arc::clone(p)))
-            .collect();
-        Record::default().u64(sessions.len() as u64).write(out)?;
+        let (names, sessions) = {
+            let shared = read(&self.shared);
+            let mut names: Vec<Box<str>> = vec![Box::from(""); shared.terms.len()];
+            for (term, &id) in &shared.terms {
+                if let Some(slot) = names.get_mut(id as usize) {
+                    slot.clone_from(term);
+                }
+            }
+            let sessions: Vec<(String, Arc<RwLock<SessionPostings>>)> = shared
+                .sessions
+                .iter()
+                .map(|(name, p)| (name.clone(), Arc::clone(p)))
+                .collect();
+            (names, sessions)
+        };
+        Record::default()
+            .u64(names.len() as u64)
+            .u64(sessions.len() as u64)
+            .write(out)?;
+        out.texts(names.iter().map(|n| Some(&**n)))?;
+        drop(names);
         for (name, postings) in sessions {
             read(&postings).write_flat(&name, out)?;
         }
         Ok(())
     }
 
+    /// Reads what [`Self::write_flat`] wrote into this (empty) index.
     pub(crate) fn read_flat<R: Read>(&self, input: &mut SectionReader<'_, R>) -> io::Result<()> {
         let mut head = Record::read(input)?;
+        let terms = head.take_usize()?;
         let sessions = head.take_u64()?;
         head.done()?;
+        let words = input.texts(terms)?;
+        let mut shared = Shared::default();
+        shared.terms.reserve(terms);
+        for id in 0..terms {
+            let id32 = u32::try_from(id).map_err(|_| invalid("terms"))?;
+            if shared.terms.insert(words.some(id)?.into(), id32).is_some() {
+                return Err(invalid("term listed twice"));
+            }
+        }
+        drop(words);
         for _ in 0..sessions {
-            let (name, postings) = SessionPostings::read_flat(input)?;
-            let previous = write(&self.sessions).insert(name, Arc::new(RwLock::new(postings)));
-            if previous.is_some() {
+            let (name, postings) = SessionPostings::read_flat(terms, input)?;
+            let postings = Arc::new(RwLock::new(postings));
+            if shared.sessions.insert(name, postings).is_some() {
                 return Err(invalid("session listed twice"));
             }
         }
+        self.replace_with(Self {
+            shared: RwLock::new(shared),
+        });
         Ok(())
     }
 }
 
 impl SessionPostings {
     fn write_flat<W: Write>(&self, name: &str, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
-        let mut names: Vec<&str> = vec![""; self.postings.len()];
-        for (term, &id) in &self.dictionary {
-            if let Some(slot) = names.get_mut(id as usize) {
-                *slot = term;
-            }
-        }
+        let lists: Vec<(u32, &[Posting])> = self
+            .postings
+            .sorted()
+            .into_iter()
+            .map(|(id, p)| (id, p.list()))
+            .collect();
         Record::default()
             .text(name)
-            .u64(self.postings.len() as u64)
+            .u64(lists.len() as u64)
             .u64(self.docs.len() as u64)
             .write(out)?;
-        out.texts(names.into_iter().map(Some))?;
-        let lens = self.postings.iter().map(|p| count(p.slots.len()));
+        out.array(&lists.iter().map(|(id, _)| *id).collect::<Vec<u32>>())?;
+        let lens = lists.iter().map(|(_, l)| count(l.len()));
         out.array(&lens.collect::<io::Result<Vec<u32>>>()?)?;
-        let slots: Vec<u32> = self
-            .postings
-            .iter()
-            .flat_map(|p| p.slots.iter().copied())
-            .collect();
-        out.array(&slots)?;
-        drop(slots);
-        let counts: Vec<u16> = self
-            .postings
-            .iter()
-            .flat_map(|p| p.counts.iter().copied())
-            .collect();
-        out.array(&counts)?;
-        drop(counts);
+        let postings = || lists.iter().flat_map(|(_, l)| l.iter());
+        out.array(&postings().map(|p| p.slot).collect::<Vec<u32>>())?;
+        out.array(&postings().map(|p| p.count).collect::<Vec<u16>>())?;
         out.array(&self.docs.iter().map(|d| d.chunk_id).collect::<Vec<i64>>())?;
         out.array(&self.docs.iter().map(|d| d.len).collect::<Vec<u32>>())?;
         let term_counts = self.docs.iter().map(|d| count(d.terms.len()));
@@ -83,42 +101,46 @@ impl SessionPostings {
         out.array(&self.free)
     }
 
-    fn read_flat<R: Read>(input: &mut SectionReader<'_, R>) -> io::Result<(String, Self)> {
+    /// One session's postings; term ids must be below `terms` (the dictionary's size).
+    fn read_flat<R: Read>(
+        terms: usize,
+        input: &mut SectionReader<'_, R>,
+    ) -> io::Result<(String, Self)> {
         let mut head = Record::read(input)?;
         let name = head.take_text()?;
-        let terms = head.take_usize()?;
+        let lists = head.take_usize()?;
         let docs = head.take_usize()?;
         head.done()?;
         let slots_max = u32::try_from(docs).map_err(|_| invalid("slots"))?;
-        let words = input.texts(terms)?;
-        let mut dictionary = FxHashMap::default();
-        dictionary.reserve(terms);
-        for id in 0..terms {
-            let id32 = u32::try_from(id).map_err(|_| invalid("terms"))?;
-            dictionary.insert(Box::<str>::from(words.some(id)?), id32);
-        }
-        drop(words);
-        let lens: Vec<u32> = input.array(terms)?;
+        let ids: Vec<u32> = input.array(lists)?;
+        let lens: Vec<u32> = input.array(lists)?;
         let total = sum(&lens)?;
         let slots: Vec<u32> = input.array(total)?;
         let counts: Vec<u16> = input.array(total)?;
-        let mut postings = Vec::with_capacity(terms);
+        let mut postings = Vec::with_capacity(lists);
         let mut at = 0;
-        for &len in &lens {
+        let mut list = Vec::new();
+        for (&id, &len) in ids.iter().zip(&lens) {
             let end = at + len as usize;
-            let list = &slots[at..end];
-            if list.windows(2).any(|w| w[0] >= w[1]) || list.last().is_some_and(|&s| s >= slots_max)
-            {
+            let sorted = slots[at..end].windows(2).all(|w| w[0] < w[1]);
+            let in_range = slots[at..end].last().is_some_and(|&s| s < slots_max);
+            // Term ids ascending, each once.
+            let after = postings.last().is_none_or(|&(last, _)| last < id);
+            if !sorted || !in_range || !after || id as usize >= terms {
                 return Err(invalid("postings"));
             }
-            postings.push(Postings {
-                slots: list.to_vec(),
-                counts: counts[at..end].to_vec(),
-            });
+            list.clear();
+            list.extend(
+                slots[at..end]
+                    .iter()
+                    .zip(&counts[at..end])
+                    .map(|(&slot, &count)| Posting { slot, count }),
+            );
+            postings.push((id, Postings::from_sorted(&list)));
             at = end;
         }
-        drop((slots, counts));
-        let ids: Vec<i64> = input.array(docs)?;
+        drop((ids, lens, slots, counts));
+        let chunk_ids: Vec<i64> = input.array(docs)?;
         let doc_lens: Vec<u32> = input.array(docs)?;
         let term_counts: Vec<u32> = input.array(docs)?;
         let doc_terms: Vec<u32> = input.array(sum(&term_counts)?)?;
@@ -135,8 +157,7 @@ impl SessionPostings {
             }
         }
         let mut session = Self {
-            dictionary,
-            postings,
+            postings: Lists::from_sorted(postings),
             docs: Vec::with_capacity(docs),
             free,
             ..Self::default()
@@ -146,7 +167,7 @@ impl SessionPostings {
         for slot in 0..docs {
             let end = at + term_counts[slot] as usize;
             let doc = Doc {
-                chunk_id: ids[slot],
+                chunk_id: chunk_ids[slot],
                 len: doc_lens[slot],
                 terms: doc_terms[at..end].into(),
                 expires_at: expires.get(slot)?.map(Into::into),

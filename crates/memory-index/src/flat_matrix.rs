@@ -1,13 +1,14 @@
-//! The vector index's matrices as flat sections ([`crate::flat`]): per session its chunk ids,
-//! scales, int8 codes, facets and binary codes, written as they lie in memory and read back
-//! into the same vectors, so a load does no per-row quantizing or coding.
+//! The vector index's matrices as flat sections ([`crate::flat`]): per matrix its chunk ids,
+//! scales, int8 codes, facets and binary codes (the sessions with their own, then the pool with
+//! its sessions' names and its rows' session numbers), written as they lie in memory and read
+//! back into the same vectors, so a load does no per-row quantizing or coding.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, RwLock};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::{SessionMatrix, VectorIndex};
+use super::{Pool, SessionMatrix, VectorIndex};
 use crate::category::Category;
 use crate::facets::ChunkFacets;
 use crate::flat::{Record, SectionReader, SectionWriter, invalid};
@@ -15,15 +16,25 @@ use crate::index_change::{read, write};
 use crate::sign_codes::SignCodes;
 
 impl VectorIndex {
-    /// Writes every session's matrix, then the keyword postings; returns the rows written. Each
-    /// session stays read-locked while its arrays are written (a removal moves rows).
+    /// Writes the pool (with its sessions' names and its rows' session numbers), every other
+    /// session's matrix, then the keyword postings; returns the rows written. Each matrix stays
+    /// read-locked while its arrays are written (a removal moves rows). The pool goes first: a
+    /// session that leaves it meanwhile is then written twice, never missed, and a load keeps
+    /// its own matrix.
     pub fn write_flat<W: Write>(&self, out: &mut SectionWriter<'_, W>) -> io::Result<usize> {
+        let mut rows = {
+            let pool = read(&self.pool);
+            Record::default().u64(pool.names.len() as u64).write(out)?;
+            out.texts(pool.names.iter().map(|n| Some(n.as_str())))?;
+            pool.matrix.write_flat("", self.dims, out)?;
+            out.array(&pool.tags)?;
+            pool.matrix.ids.len()
+        };
         let sessions: Vec<(String, Arc<RwLock<SessionMatrix>>)> = read(&self.sessions)
             .iter()
             .map(|(name, m)| (name.clone(), Arc::clone(m)))
             .collect();
         Record::default().u64(sessions.len() as u64).write(out)?;
-        let mut rows = 0;
         for (name, matrix) in sessions {
             let matrix = read(&matrix);
             rows += matrix.ids.len();
@@ -39,15 +50,32 @@ impl VectorIndex {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let mut head = Record::read(input)?;
+        let numbers = head.take_usize()?;
+        head.done()?;
+        let texts = input.texts(numbers)?;
+        let names = (0..numbers)
+            .map(|n| texts.some(n).map(str::to_owned))
+            .collect::<io::Result<Vec<String>>>()?;
+        drop(texts);
+        let (_, matrix) = SessionMatrix::read_flat(self.dims, input)?;
+        let tags: Vec<u32> = input.array(matrix.ids.len())?;
+        let mut pool = Pool::from_parts(matrix, tags, names).ok_or_else(|| invalid("pool"))?;
+        let mut head = Record::read(input)?;
         let sessions = head.take_u64()?;
         head.done()?;
+        let mut own = write(&self.sessions);
         for _ in 0..sessions {
             let (name, matrix) = SessionMatrix::read_flat(self.dims, input)?;
-            let previous = write(&self.sessions).insert(name, Arc::new(RwLock::new(matrix)));
-            if previous.is_some() {
+            // Left the pool while the file was written: its own matrix is the later one.
+            if let Some(n) = pool.number(&name) {
+                pool.take(self.dims, n);
+            }
+            if own.insert(name, Arc::new(RwLock::new(matrix))).is_some() {
                 return Err(invalid("session listed twice"));
             }
         }
+        drop(own);
+        *write(&self.pool) = pool;
         self.keywords.read_flat(input)
     }
 }

@@ -14,7 +14,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::keyword_index::{KeywordIndex, SessionPostings};
+use crate::keyword_index::{KeywordIndex, Posting, SessionPostings};
 use crate::topk::TopK;
 use crate::vector_index::read;
 
@@ -54,7 +54,7 @@ pub fn keyword_leg(
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let locked = index.of(sessions);
+    let (ids, locked) = index.resolve(terms, sessions);
     let guards: Vec<_> = locked.iter().map(|(_, p)| read(p)).collect();
     let docs: usize = guards.iter().map(|g| g.docs()).sum();
     if docs == 0 {
@@ -65,19 +65,15 @@ pub fn keyword_leg(
         docs: docs as f64,
         avg_len: (total_len as f64 / docs as f64).max(1.0),
     };
-    let counted: Vec<(usize, &str)> = terms
-        .iter()
-        .map(|t| {
-            let df = guards
-                .iter()
-                .map(|g| g.postings(t).map_or(0, |p| p.len()))
-                .sum();
-            (df, t.as_str())
-        })
-        .collect();
-    let idf: FxHashMap<&str, f64> = counted.iter().map(|&(df, t)| (t, stats.idf(df))).collect();
+    let (counted, weights) = weigh(terms, ids, &guards, stats);
     let Some(plan) = plan_from_counts(counted) else {
         return Vec::new();
+    };
+    let resolve = |chosen: &[&str]| -> Vec<(u32, f64)> {
+        chosen
+            .iter()
+            .filter_map(|t| weights.get(t).copied())
+            .collect()
     };
     let mut top = TopK::new(limit);
     let mut offer = |session: &str, chunk_id: i64, score: f64| {
@@ -88,23 +84,23 @@ pub fn keyword_leg(
     };
     match plan {
         KeywordPlan::Any(chosen) => {
+            let chosen = resolve(&chosen);
             for ((session, _), g) in locked.iter().zip(&guards) {
-                any_of(g, &chosen, &idf, stats, &mut |id, s| offer(session, id, s));
+                any_of(g, &chosen, stats, &mut |id, s| offer(session, id, s));
             }
         }
         KeywordPlan::All { terms, fallback } => {
+            let (terms, fallback) = (resolve(&terms), resolve(&[fallback]));
             let mut found = false;
             for ((session, _), g) in locked.iter().zip(&guards) {
-                all_of(g, &terms, &idf, stats, &mut |id, s| {
+                all_of(g, &terms, stats, &mut |id, s| {
                     found = true;
                     offer(session, id, s);
                 });
             }
             if !found {
                 for ((session, _), g) in locked.iter().zip(&guards) {
-                    any_of(g, &[fallback], &idf, stats, &mut |id, s| {
-                        offer(session, id, s)
-                    });
+                    any_of(g, &fallback, stats, &mut |id, s| offer(session, id, s));
                 }
             }
         }
@@ -113,6 +109,41 @@ pub fn keyword_leg(
         .into_iter()
         .map(|(std::cmp::Reverse(id), s)| (id, f64::from(s)))
         .collect()
+}
+
+/// Each term's document frequency in the searched sessions (for the plan), and its id and idf
+/// by term. Terms no chunk holds are dropped here; the others are known by their ids from now on.
+#[allow(
+    clippy::type_complexity,
+    reason = "the two views of one count, built together for one caller"
+)]
+fn weigh<'t>(
+    terms: &'t [String],
+    ids: Vec<Option<u32>>,
+    guards: &[std::sync::RwLockReadGuard<'_, SessionPostings>],
+    stats: Stats,
+) -> (Vec<(usize, &'t str)>, FxHashMap<&'t str, (u32, f64)>) {
+    let known: Vec<(&str, u32)> = terms
+        .iter()
+        .zip(ids)
+        .filter_map(|(t, id)| Some((t.as_str(), id?)))
+        .collect();
+    let counted: Vec<(usize, &str)> = known
+        .iter()
+        .map(|&(t, id)| {
+            let df = guards
+                .iter()
+                .map(|g| g.postings(id).map_or(0, |p| p.len()))
+                .sum();
+            (df, t)
+        })
+        .collect();
+    let weights = known
+        .iter()
+        .zip(&counted)
+        .map(|(&(t, id), &(df, _))| (t, (id, stats.idf(df))))
+        .collect();
+    (counted, weights)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -135,23 +166,17 @@ impl Stats {
     }
 }
 
-/// Scores every chunk of `g` holding any of `terms`.
-fn any_of(
-    g: &SessionPostings,
-    terms: &[&str],
-    idf: &FxHashMap<&str, f64>,
-    stats: Stats,
-    emit: &mut dyn FnMut(i64, f64),
-) {
-    let lists: Vec<_> = terms
+/// Scores every chunk of `g` holding any of `terms` (term ids with their idf).
+fn any_of(g: &SessionPostings, terms: &[(u32, f64)], stats: Stats, emit: &mut dyn FnMut(i64, f64)) {
+    let lists: Vec<(&[Posting], f64)> = terms
         .iter()
-        .filter_map(|t| Some((g.postings(t)?, idf.get(t).copied().unwrap_or(0.0))))
+        .filter_map(|&(id, idf)| Some((g.postings(id)?.list(), idf)))
         .collect();
     if let [(list, idf)] = lists.as_slice() {
         // One term: no accumulation needed.
-        for (&slot, &count) in list.slots.iter().zip(&list.counts) {
-            let (chunk_id, len) = g.doc(slot);
-            emit(chunk_id, stats.weight(*idf, count, len));
+        for p in *list {
+            let (chunk_id, len) = g.doc(p.slot);
+            emit(chunk_id, stats.weight(*idf, p.count, len));
         }
         return;
     }
@@ -161,7 +186,7 @@ fn any_of(
         let next = lists
             .iter()
             .zip(&cursors)
-            .filter_map(|((list, _), &at)| list.slots.get(at).copied())
+            .filter_map(|((list, _), &at)| list.get(at).map(|p| p.slot))
             .min();
         let Some(slot) = next else {
             return;
@@ -169,8 +194,8 @@ fn any_of(
         let (chunk_id, len) = g.doc(slot);
         let mut score = 0.0;
         for ((list, idf), at) in lists.iter().zip(cursors.iter_mut()) {
-            if list.slots.get(*at) == Some(&slot) {
-                score += stats.weight(*idf, list.counts[*at], len);
+            if let Some(p) = list.get(*at).filter(|p| p.slot == slot) {
+                score += stats.weight(*idf, p.count, len);
                 *at += 1;
             }
         }
@@ -181,21 +206,13 @@ fn any_of(
 /// Scores every chunk of `g` holding all of `terms`: walks the shortest list; each other list
 /// keeps a cursor that only moves forward, by galloping (so the walk costs about the shortest
 /// list's length per term, not a binary search over a whole list per posting).
-fn all_of(
-    g: &SessionPostings,
-    terms: &[&str],
-    idf: &FxHashMap<&str, f64>,
-    stats: Stats,
-    emit: &mut dyn FnMut(i64, f64),
-) {
+fn all_of(g: &SessionPostings, terms: &[(u32, f64)], stats: Stats, emit: &mut dyn FnMut(i64, f64)) {
     let mut lists = Vec::with_capacity(terms.len());
-    for t in terms {
-        match g.postings(t) {
-            Some(list) if list.len() > 0 => {
-                lists.push((list, idf.get(t).copied().unwrap_or(0.0)));
-            }
+    for &(id, idf) in terms {
+        match g.postings(id) {
+            Some(list) => lists.push((list.list(), idf)),
             // A term missing from this session: no chunk here holds them all.
-            _ => return,
+            None => return,
         }
     }
     lists.sort_by_key(|(l, _)| l.len());
@@ -203,19 +220,19 @@ fn all_of(
         return;
     };
     let mut cursors = vec![0usize; rest.len()];
-    'slots: for (&slot, &count) in shortest.slots.iter().zip(&shortest.counts) {
+    'slots: for first in *shortest {
         let mut counts = Vec::with_capacity(rest.len());
         for ((list, _), cursor) in rest.iter().zip(cursors.iter_mut()) {
-            *cursor = gallop(&list.slots, *cursor, slot);
-            match list.slots.get(*cursor) {
-                Some(&s) if s == slot => counts.push(list.counts[*cursor]),
+            *cursor = gallop(list, *cursor, first.slot);
+            match list.get(*cursor) {
+                Some(p) if p.slot == first.slot => counts.push(p.count),
                 Some(_) => continue 'slots,
                 // This list is used up: no later slot can be in all of them.
                 None => return,
             }
         }
-        let (chunk_id, len) = g.doc(slot);
-        let mut score = stats.weight(*first_idf, count, len);
+        let (chunk_id, len) = g.doc(first.slot);
+        let mut score = stats.weight(*first_idf, first.count, len);
         for ((_, idf), c) in rest.iter().zip(counts) {
             score += stats.weight(*idf, c, len);
         }
@@ -224,17 +241,17 @@ fn all_of(
 }
 
 /// The first position at or after `from` whose slot is at least `target` (`slots` sorted).
-fn gallop(slots: &[u32], from: usize, target: u32) -> usize {
+fn gallop(slots: &[Posting], from: usize, target: u32) -> usize {
     let mut step = 1;
     let mut hi = from;
-    while hi < slots.len() && slots[hi] < target {
+    while hi < slots.len() && slots[hi].slot < target {
         hi = from + step;
         step *= 2;
     }
     let lo = from + step / 4;
     let hi = hi.min(slots.len());
     let lo = lo.min(hi);
-    lo + slots[lo..hi].partition_point(|&s| s < target)
+    lo + slots[lo..hi].partition_point(|p| p.slot < target)
 }
 
 /// The plan once the document frequency of every term is known (see the module's comment).

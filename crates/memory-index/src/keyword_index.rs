@@ -1,17 +1,23 @@
 //! The in-memory keyword index that serves the keyword leg of hybrid search.
 //!
-//! Per session: a term dictionary, one posting list per term (the chunks holding it, as slots
-//! sorted ascending, with the term's count in each), and per slot the chunk's id, length in words
-//! and term ids (so that a removal knows which lists to leave). It is kept by the same calls as the
-//! vector index ([`crate::vector_index::VectorIndex::apply`]: the writer after each commit, the
-//! catch-up from the change log, the load at open), from the chunk text each change carries, so
-//! both legs always see the same chunks. Scoring is in [`crate::keyword`].
+//! One dictionary for the whole index (term → id), and per session one posting list per term it
+//! holds (the chunks holding it, as slots sorted ascending, with the term's count in each), keyed
+//! by the term's id, and per slot the chunk's id, length in words and term ids (so that a removal
+//! knows which lists to leave). It is kept by the same calls as the vector index
+//! ([`crate::vector_index::VectorIndex::apply`]: the writer after each commit, the catch-up from
+//! the change log, the load at open), from the chunk text each change carries, so both legs always
+//! see the same chunks. Scoring is in [`crate::keyword`].
 //!
-//! Memory: a posting is 6 bytes (slot `u32`, count `u16`); a chunk adds its id, length and term
-//! ids (4 bytes each) and an entry in the id → slot map. Terms are never dropped from a session's
-//! dictionary (a vocabulary is small next to its postings); freed slots are reused.
+//! Memory: a posting is 8 bytes (slot `u32`, count `u16`); a list of one posting (most terms of a
+//! small session: a conversation of a few hundred turns) is held inline, with no allocation, so a
+//! term costs a session one map entry (~40 bytes) rather than its own copy of the word and two
+//! allocations. A chunk adds its id, length and term ids (4 bytes each) and an entry in the
+//! id → slot map. Terms are never dropped from the dictionary (a vocabulary is small next to its
+//! postings); a session's emptied lists are, and freed slots are reused.
 //!
-//! Locks as in the vector index: one `RwLock` per session, never held across `.await`.
+//! Locks as in the vector index: one `RwLock` per session, never held across `.await`; the
+//! dictionary and the session map share one lock, so a search resolves its terms and its
+//! sessions against the same generation of the index.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,34 +26,78 @@ use std::sync::{Arc, RwLock};
 
 use crate::terms::TermBag;
 use crate::vector_index::{read, write};
+use lists::Lists;
 
-/// One term's postings, sorted by slot.
-#[derive(Debug, Default)]
-pub struct Postings {
-    pub slots: Vec<u32>,
-    pub counts: Vec<u16>,
+/// One chunk holding a term, and the term's count in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Posting {
+    pub slot: u32,
+    pub count: u16,
+}
+
+/// One term's postings in one session, sorted by slot; never empty.
+#[derive(Debug)]
+pub enum Postings {
+    /// A single chunk holds the term: inline, no allocation.
+    One([Posting; 1]),
+    Many(Vec<Posting>),
 }
 
 impl Postings {
-    fn insert(&mut self, slot: u32, count: u16) {
-        match self.slots.binary_search(&slot) {
-            Ok(at) => self.counts[at] = count,
-            Err(at) => {
-                self.slots.insert(at, slot);
-                self.counts.insert(at, count);
-            }
-        }
-    }
-
-    fn remove(&mut self, slot: u32) {
-        if let Ok(at) = self.slots.binary_search(&slot) {
-            self.slots.remove(at);
-            self.counts.remove(at);
+    pub fn list(&self) -> &[Posting] {
+        match self {
+            Self::One(one) => one,
+            Self::Many(many) => many,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.list().len()
+    }
+
+    /// Whether chunk `slot` holds the term.
+    pub fn holds(&self, slot: u32) -> bool {
+        self.list().binary_search_by_key(&slot, |p| p.slot).is_ok()
+    }
+
+    fn insert(&mut self, posting: Posting) {
+        let at = self.list().binary_search_by_key(&posting.slot, |p| p.slot);
+        match (self, at) {
+            (Self::One(one), Ok(_)) => one[0] = posting,
+            (Self::Many(many), Ok(at)) => many[at] = posting,
+            (this @ Self::One(_), Err(at)) => {
+                let mut many = this.list().to_vec();
+                many.insert(at, posting);
+                *this = Self::Many(many);
+            }
+            (Self::Many(many), Err(at)) => many.insert(at, posting),
+        }
+    }
+
+    /// Removes chunk `slot`; false when no posting is left.
+    fn remove(&mut self, slot: u32) -> bool {
+        let Self::Many(many) = self else {
+            return self.list()[0].slot != slot;
+        };
+        if let Ok(at) = many.binary_search_by_key(&slot, |p| p.slot) {
+            many.remove(at);
+        }
+        match many.as_slice() {
+            [] => false,
+            &[one] => {
+                *self = Self::One([one]);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// A list read back from a file: sorted, not empty (checked by the caller).
+    pub(crate) fn from_sorted(list: &[Posting]) -> Self {
+        match list {
+            &[one] => Self::One([one]),
+            _ => Self::Many(list.to_vec()),
+        }
     }
 }
 
@@ -55,6 +105,10 @@ impl Postings {
 struct Doc {
     chunk_id: i64,
     len: u32,
+    /// The chunk's term ids, so that a removal knows which lists to leave; kept only once the
+    /// session's lists are a hash map (a large session). A small session's removal looks in each
+    /// of its at most 4,096 lists instead (tens of microseconds), which saves every message of a
+    /// conversation its own allocation (~64 bytes).
     terms: Box<[u32]>,
     expires_at: Option<Box<str>>,
 }
@@ -62,8 +116,8 @@ struct Doc {
 /// One session's postings.
 #[derive(Debug, Default)]
 pub struct SessionPostings {
-    dictionary: FxHashMap<Box<str>, u32>,
-    postings: Vec<Postings>,
+    /// Term id (in the index's dictionary) → the chunks holding it.
+    postings: Lists,
     docs: Vec<Doc>,
     slot_of: FxHashMap<i64, u32>,
     free: Vec<u32>,
@@ -74,7 +128,8 @@ pub struct SessionPostings {
 }
 
 impl SessionPostings {
-    fn upsert(&mut self, chunk_id: i64, bag: &TermBag, expires_at: Option<&str>) {
+    /// Indexes a chunk whose terms were resolved to ids (`(id, count)`).
+    fn upsert(&mut self, chunk_id: i64, len: u32, terms: &[(u32, u16)], expires_at: Option<&str>) {
         self.remove(chunk_id);
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -87,30 +142,26 @@ impl SessionPostings {
                 slot
             }
         };
-        let mut term_ids = Vec::with_capacity(bag.terms.len());
-        for (term, count) in &bag.terms {
-            let id = match self.dictionary.get(term.as_str()) {
-                Some(&id) => id,
-                None => {
-                    let id = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
-                    self.dictionary.insert(term.as_str().into(), id);
-                    self.postings.push(Postings::default());
-                    id
-                }
-            };
-            if let Some(list) = self.postings.get_mut(id as usize) {
-                list.insert(slot, *count);
-                term_ids.push(id);
-            }
+        let sorted = self.postings.is_sorted();
+        for &(id, count) in terms {
+            let posting = Posting { slot, count };
+            self.postings.insert(id, posting);
         }
         self.docs[slot as usize] = Doc {
             chunk_id,
-            len: bag.len,
-            terms: term_ids.into_boxed_slice(),
+            len,
+            // A small session finds a chunk's lists by looking in each (see `Doc::terms`).
+            terms: match self.postings.is_sorted() {
+                true => Box::default(),
+                false => terms.iter().map(|&(id, _)| id).collect(),
+            },
             expires_at: expires_at.map(Into::into),
         };
+        if sorted && !self.postings.is_sorted() {
+            self.fill_doc_terms();
+        }
         self.slot_of.insert(chunk_id, slot);
-        self.total_len += u64::from(bag.len);
+        self.total_len += u64::from(len);
         if let Some(at) = expires_at {
             *self.expiries.entry(at.into()).or_insert(0) += 1;
         }
@@ -121,9 +172,12 @@ impl SessionPostings {
             return;
         };
         let doc = std::mem::take(&mut self.docs[slot as usize]);
-        for id in doc.terms.iter() {
-            if let Some(list) = self.postings.get_mut(*id as usize) {
-                list.remove(slot);
+        match self.postings.is_sorted() {
+            true => self.postings.remove_everywhere(slot),
+            false => {
+                for id in doc.terms.iter() {
+                    self.postings.remove(*id, slot);
+                }
             }
         }
         self.total_len -= u64::from(doc.len);
@@ -138,6 +192,21 @@ impl SessionPostings {
         self.free.push(slot);
     }
 
+    /// Gives every live chunk its term ids, from the lists (when they leave the sorted vector).
+    fn fill_doc_terms(&mut self) {
+        let mut terms: Vec<Vec<u32>> = vec![Vec::new(); self.docs.len()];
+        for (id, list) in self.postings.sorted() {
+            for p in list.list() {
+                if let Some(t) = terms.get_mut(p.slot as usize) {
+                    t.push(id);
+                }
+            }
+        }
+        for (doc, t) in self.docs.iter_mut().zip(terms) {
+            doc.terms = t.into_boxed_slice();
+        }
+    }
+
     /// Live chunks.
     pub fn docs(&self) -> usize {
         self.slot_of.len()
@@ -147,9 +216,9 @@ impl SessionPostings {
         self.total_len
     }
 
-    pub fn postings(&self, term: &str) -> Option<&Postings> {
-        let id = *self.dictionary.get(term)?;
-        self.postings.get(id as usize)
+    /// The chunks holding term `id` (see [`KeywordIndex::resolve`]).
+    pub fn postings(&self, id: u32) -> Option<&Postings> {
+        self.postings.get(id)
     }
 
     /// The chunk id and length of a live slot.
@@ -165,47 +234,12 @@ impl SessionPostings {
         Some(self.docs.get(slot as usize)?.len)
     }
 
-    /// Whether a live chunk holds `term` (an index term): one binary search of its postings.
-    pub fn holds(&self, chunk_id: i64, term: &str) -> bool {
-        let Some(slot) = self.slot_of.get(&chunk_id) else {
+    /// Whether a live chunk holds term `id`: one binary search of its postings.
+    pub fn holds(&self, chunk_id: i64, id: u32) -> bool {
+        let Some(&slot) = self.slot_of.get(&chunk_id) else {
             return false;
         };
-        self.postings(term)
-            .is_some_and(|p| p.slots.binary_search(slot).is_ok())
-    }
-
-    /// Every live chunk's terms, as [`Self::upsert`] took them: `(chunk id, bag)` in slot order.
-    pub fn bags(&self) -> Vec<(i64, TermBag)> {
-        let mut names: Vec<&str> = vec![""; self.postings.len()];
-        for (term, &id) in &self.dictionary {
-            if let Some(name) = names.get_mut(id as usize) {
-                *name = term;
-            }
-        }
-        let mut out = Vec::with_capacity(self.slot_of.len());
-        for (slot, doc) in self.docs.iter().enumerate() {
-            let slot = u32::try_from(slot).unwrap_or(u32::MAX);
-            if self.slot_of.get(&doc.chunk_id) != Some(&slot) {
-                continue;
-            }
-            let terms = doc
-                .terms
-                .iter()
-                .filter_map(|&id| {
-                    let list = self.postings.get(id as usize)?;
-                    let at = list.slots.binary_search(&slot).ok()?;
-                    Some((names[id as usize].to_owned(), list.counts[at]))
-                })
-                .collect();
-            out.push((
-                doc.chunk_id,
-                TermBag {
-                    len: doc.len,
-                    terms,
-                },
-            ));
-        }
-        out
+        self.postings(id).is_some_and(|p| p.holds(slot))
     }
 
     /// Whether some chunk expires at or before `now` (stored text, compared as text).
@@ -216,41 +250,91 @@ impl SessionPostings {
     }
 }
 
+/// The dictionary and every session's postings (one lock: see the module's comment).
+#[derive(Debug, Default)]
+struct Shared {
+    terms: FxHashMap<Box<str>, u32>,
+    sessions: HashMap<String, Arc<RwLock<SessionPostings>>>,
+}
+
 /// Every session's postings.
 #[derive(Debug, Default)]
 pub struct KeywordIndex {
-    sessions: RwLock<HashMap<String, Arc<RwLock<SessionPostings>>>>,
+    shared: RwLock<Shared>,
 }
+
+/// A search's view of the index: its terms' ids (`None`: no chunk holds it) and the postings of
+/// its sessions, each with the session's name.
+pub type Resolved<'s> = (
+    Vec<Option<u32>>,
+    Vec<(&'s str, Arc<RwLock<SessionPostings>>)>,
+);
 
 impl KeywordIndex {
     pub fn upsert(&self, session: &str, chunk_id: i64, bag: &TermBag, expires_at: Option<&str>) {
-        let postings = self.postings_or_insert(session);
-        write(&postings).upsert(chunk_id, bag, expires_at);
+        let (terms, postings) = self.intern(session, bag);
+        write(&postings).upsert(chunk_id, bag.len, &terms, expires_at);
     }
 
     pub fn remove(&self, session: &str, chunk_id: i64) {
-        let postings = read(&self.sessions).get(session).cloned();
+        let postings = read(&self.shared).sessions.get(session).cloned();
         if let Some(postings) = postings {
             write(&postings).remove(chunk_id);
         }
     }
 
-    fn postings_or_insert(&self, session: &str) -> Arc<RwLock<SessionPostings>> {
-        if let Some(p) = read(&self.sessions).get(session) {
-            return Arc::clone(p);
+    /// `bag`'s terms as ids (new ones added to the dictionary) and `session`'s postings (created
+    /// when new): one read lock when both are known, else one write lock.
+    fn intern(
+        &self,
+        session: &str,
+        bag: &TermBag,
+    ) -> (Vec<(u32, u16)>, Arc<RwLock<SessionPostings>>) {
+        {
+            let shared = read(&self.shared);
+            let ids: Option<Vec<(u32, u16)>> = bag
+                .terms
+                .iter()
+                .map(|(t, n)| Some((*shared.terms.get(t.as_str())?, *n)))
+                .collect();
+            if let (Some(ids), Some(p)) = (ids, shared.sessions.get(session)) {
+                return (ids, Arc::clone(p));
+            }
         }
-        Arc::clone(write(&self.sessions).entry(session.to_owned()).or_default())
+        let mut shared = write(&self.shared);
+        let shared = &mut *shared;
+        let ids = bag
+            .terms
+            .iter()
+            .map(|(t, n)| {
+                let next = u32::try_from(shared.terms.len()).unwrap_or(u32::MAX);
+                (*shared.terms.entry(t.as_str().into()).or_insert(next), *n)
+            })
+            .collect();
+        let postings = shared.sessions.entry(session.to_owned()).or_default();
+        (ids, Arc::clone(postings))
+    }
+
+    /// `terms` as ids and the postings of `sessions` (each once, unknown ones left out), to lock
+    /// for a search, read under one lock.
+    pub fn resolve<'s>(&self, terms: &[String], sessions: &'s [String]) -> Resolved<'s> {
+        let shared = read(&self.shared);
+        let ids = terms
+            .iter()
+            .map(|t| shared.terms.get(t.as_str()).copied())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let postings = sessions
+            .iter()
+            .filter(|s| seen.insert(s.as_str()))
+            .filter_map(|s| Some((s.as_str(), Arc::clone(shared.sessions.get(s)?))))
+            .collect();
+        (ids, postings)
     }
 
     /// The postings of `sessions` (each once, unknown ones left out), to lock for a search.
-    pub fn of(&self, sessions: &[String]) -> Vec<(String, Arc<RwLock<SessionPostings>>)> {
-        let map = read(&self.sessions);
-        let mut seen = std::collections::HashSet::new();
-        sessions
-            .iter()
-            .filter(|s| seen.insert(s.as_str()))
-            .filter_map(|s| map.get(s).map(|p| (s.clone(), Arc::clone(p))))
-            .collect()
+    pub fn of<'s>(&self, sessions: &'s [String]) -> Vec<(&'s str, Arc<RwLock<SessionPostings>>)> {
+        self.resolve(&[], sessions).1
     }
 
     /// Whether a chunk of `sessions` has expired at `now` (and is not swept yet).
@@ -260,15 +344,17 @@ impl KeywordIndex {
             .any(|(_, p)| read(p).any_expired(now))
     }
 
-    /// Takes over `other`'s postings (a reload) in one step.
+    /// Takes over `other`'s dictionary and postings (a reload) in one step.
     pub fn replace_with(&self, other: Self) {
-        let sessions = other
-            .sessions
+        let shared = other
+            .shared
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *write(&self.sessions) = sessions;
+        *write(&self.shared) = shared;
     }
 }
 
 #[path = "flat_keywords.rs"]
 mod flat_keywords;
+#[path = "keyword_lists.rs"]
+mod lists;

@@ -169,12 +169,43 @@ fn expiry_is_tracked() {
 
 #[test]
 fn galloping_finds_the_first_slot_not_below_the_target() {
-    let slots: Vec<u32> = (0..1000).map(|i| i * 3).collect();
+    let slots: Vec<Posting> = (0..1000)
+        .map(|i| Posting {
+            slot: i * 3,
+            count: 1,
+        })
+        .collect();
     for from in [0, 1, 5, 100, 999, 1000] {
         for target in [0, 1, 3, 4, 300, 2997, 2998, 5000] {
-            let expected = from.max(slots.partition_point(|&s| s < target));
+            let expected = from.max(slots.partition_point(|p| p.slot < target));
             assert_eq!(gallop(&slots, from, target), expected, "{from} {target}");
         }
     }
     assert_eq!(gallop(&[], 0, 7), 0);
+}
+
+#[test]
+fn a_removal_leaves_every_list_before_and_after_the_lists_grow_into_a_map() {
+    let index = KeywordIndex::default();
+    // 5,000 distinct terms: the session's lists leave the sorted vector on the way.
+    for i in 0..5000 {
+        index.upsert("big", i, &text_terms(&format!("common tok{i}")), None);
+    }
+    index.upsert("small", 1, &text_terms("common tok10"), None);
+    assert_eq!(search(&index, "tok10", &["big"], 10), [10]);
+    // Chunks indexed before and after the change of form leave all their lists.
+    index.remove("big", 10);
+    index.remove("big", 4500);
+    assert!(search(&index, "tok10", &["big"], 10).is_empty());
+    assert!(search(&index, "tok4500", &["big"], 10).is_empty());
+    assert_eq!(search(&index, "common", &["big"], 5000).len(), 4998);
+    index.upsert("big", 11, &text_terms("other words"), None);
+    assert!(search(&index, "tok11", &["big"], 10).is_empty());
+    assert_eq!(search(&index, "common", &["big"], 5000).len(), 4997);
+    // A small session's removal looks in each of its lists.
+    assert_eq!(search(&index, "tok10", &["small"], 10), [1]);
+    index.remove("small", 1);
+    assert!(search(&index, "common", &["small"], 10).is_empty());
+    index.upsert("small", 2, &text_terms("tok10 again"), None);
+    assert_eq!(search(&index, "tok10", &["small", "big"], 10), [2]);
 }

@@ -1,6 +1,8 @@
 //! Live recall probes of the vector index's binary first pass (see [`crate::calibration`]).
 
-use super::{VectorIndex, read};
+use std::sync::RwLock;
+
+use super::{SessionMatrix, VectorIndex, read};
 use crate::calibration::{MIN_ROWS, Probe, yield_to_searches};
 use crate::dot::quantize;
 
@@ -9,8 +11,9 @@ use crate::dot::quantize;
 const PROBE_BLOCK: usize = 4 * 1024;
 
 impl VectorIndex {
-    /// Measures how far the first pass must reach for `query`'s exact top ten in each of
-    /// `sessions`' coded matrices, and raises their candidate counts when it must reach further.
+    /// Measures how far the first pass must reach for `query`'s exact top ten in each of the
+    /// coded matrices searched for `sessions` (the pool's among them), and raises their
+    /// candidate counts when it must reach further.
     /// Takes each matrix's read lock one block of rows at a time (a writer waits for one block,
     /// never for the whole probe); rows a writer moves meanwhile blur the estimate by a row or two.
     pub fn check_recall(&self, sessions: &[String], query: &[f32]) {
@@ -20,40 +23,58 @@ impl VectorIndex {
             return;
         }
         for matrix in self.matrices_of(sessions) {
-            let (query_bits, words) = {
-                let m = read(&matrix);
-                match m.signs.as_ref().filter(|_| m.ids.len() >= MIN_ROWS) {
-                    Some(signs) => (signs.query_code(query), signs.words()),
-                    None => continue,
-                }
+            self.probe(&matrix, |m| m, query, &query_codes);
+        }
+        if read(&self.pool).select(sessions).rows > 0 {
+            self.probe(&self.pool, |p| &p.matrix, query, &query_codes);
+        }
+    }
+
+    /// One matrix's probe (`matrix_of` finds it under the lock).
+    fn probe<T>(
+        &self,
+        lock: &RwLock<T>,
+        matrix_of: impl Fn(&T) -> &SessionMatrix,
+        query: &[f32],
+        query_codes: &[i8],
+    ) {
+        let dims = self.dims;
+        let (query_bits, words) = {
+            let guard = read(lock);
+            let m = matrix_of(&guard);
+            match m.signs.as_ref().filter(|_| m.ids.len() >= MIN_ROWS) {
+                Some(signs) => (signs.query_code(query), signs.words()),
+                None => return,
+            }
+        };
+        let mut probe = Probe::new(words);
+        let mut first = 0;
+        loop {
+            yield_to_searches(&self.searching);
+            let guard = read(lock);
+            let m = matrix_of(&guard);
+            let Some(signs) = m.signs.as_ref().filter(|s| s.words() == words) else {
+                break;
             };
-            let mut probe = Probe::new(words);
-            let mut first = 0;
-            loop {
-                yield_to_searches(&self.searching);
-                let m = read(&matrix);
-                let Some(signs) = m.signs.as_ref().filter(|s| s.words() == words) else {
-                    break;
-                };
-                let end = m.ids.len().min(first + PROBE_BLOCK);
-                if first >= end {
-                    break;
-                }
-                probe.add(
-                    &query_codes,
-                    &query_bits,
-                    first,
-                    &m.codes[first * dims..end * dims],
-                    &m.scales[first..end],
-                    &signs.bits()[first * words..end * words],
-                    None,
-                );
-                first = end;
+            let end = m.ids.len().min(first + PROBE_BLOCK);
+            if first >= end {
+                break;
             }
-            let shares = probe.shares();
-            if let Some(signs) = read(&matrix).signs.as_ref() {
-                signs.observe(&shares);
-            }
+            probe.add(
+                query_codes,
+                &query_bits,
+                first,
+                &m.codes[first * dims..end * dims],
+                &m.scales[first..end],
+                &signs.bits()[first * words..end * words],
+                None,
+            );
+            first = end;
+        }
+        let shares = probe.shares();
+        let guard = read(lock);
+        if let Some(signs) = matrix_of(&guard).signs.as_ref() {
+            signs.observe(&shares);
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Vectors are durable in `chunk_vectors` (as the int8 codes and scale this index keeps of them);
 //! this index is a cache rebuilt from them at open.
-//! Per session it keeps one contiguous row-major matrix of int8 codes (each unit vector scaled by
+//! Per matrix it keeps one contiguous row-major array of int8 codes (each unit vector scaled by
 //! its own `127 / max |component|`), the per-row scales, and a row → chunk id map: a quarter of the
 //! memory of f32 rows, and a quarter of the bytes a scan reads. A query of a small session is
 //! answered by an exhaustive scan: the query is quantized the same way, every row of the
@@ -20,100 +20,32 @@
 //! [`VectorIndex::apply`] (the one path of saves, updates, deletes, catch-ups and the load at open)
 //! and are rebuilt around a new centre after a change of size by four.
 //!
-//! Each session's matrix sits behind its own `RwLock`: searches of different sessions never contend,
-//! and a writer holds a lock only for a row copy. Locks are never held across `.await`. All changes
+//! A session of [`crate::APPROX_MIN_ROWS`] rows or more has a matrix of its own; the smaller ones
+//! share one, each row tagged with its session (`vector_index_pool.rs`), so that a search of
+//! hundreds of small sessions (a user's past conversations) is one search of one matrix.
+//!
+//! Each matrix sits behind its own `RwLock`: searches of different sessions never contend,
+//! and a writer holds a lock only for a row copy (the pool's lock is taken before the map of
+//! sessions, by searches and writers alike). Locks are never held across `.await`. All changes
 //! come from the writer thread right after a commit, so the index follows commit order.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 
-use crate::calibration::{MIN_ROWS, Searching};
-use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
-use crate::facets::{ChunkFacets, FacetFilter};
+use crate::calibration::Searching;
+use crate::dot::quantize;
+use crate::facets::FacetFilter;
 pub use crate::index_change::{IndexChange, read, write};
 use crate::keyword_index::KeywordIndex;
-use crate::sign_codes::{SignCodes, candidate_count};
-use crate::topk::TopK;
+use crate::sign_codes::SignCodes;
+use crate::vector_leg::APPROX_MIN_ROWS;
 pub use crate::vector_leg::VectorLeg;
+use matrix::SessionMatrix;
+use pool::Pool;
 
-/// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
-/// query, so the query's own rounding never decides the order.
-const RESCORE_FACTOR: usize = 4;
-
-/// Rows scored per call of the dot-product kernel.
-const SCAN_BLOCK: usize = 256;
-
-/// `Auto` scans exactly when the first pass would keep more than one row in this many: a
-/// gathered int8 row costs ~0.1 µs against ~0.02 µs for a row read in order, and the Hamming pass
-/// itself ~0.006 µs a row (release, 384 dimensions, 100k rows), so the first pass stops paying
-/// at about one row in six to eight.
-const EXACT_WHEN_SHARE: usize = 8;
-
-#[derive(Debug, Default)]
-struct SessionMatrix {
-    codes: Vec<i8>,
-    scales: Vec<f32>,
-    ids: Vec<i64>,
-    facets: Vec<ChunkFacets>,
-    rows: rustc_hash::FxHashMap<i64, usize>,
-    /// The binary codes, when the session is large enough (or the approximate leg is forced).
-    signs: Option<SignCodes>,
-}
-
-impl SessionMatrix {
-    fn upsert(&mut self, dims: usize, chunk_id: i64, vector: &[f32], facets: &ChunkFacets) {
-        let row = match self.rows.get(&chunk_id) {
-            Some(&row) => row,
-            None => {
-                let row = self.ids.len();
-                self.rows.insert(chunk_id, row);
-                self.ids.push(chunk_id);
-                self.scales.push(0.0);
-                self.facets.push(ChunkFacets::default());
-                self.codes.resize((row + 1) * dims, 0);
-                row
-            }
-        };
-        self.scales[row] = quantize(vector, &mut self.codes[row * dims..(row + 1) * dims]);
-        self.facets[row] = facets.clone();
-        if let Some(signs) = &mut self.signs {
-            signs.set(
-                row,
-                &self.codes[row * dims..(row + 1) * dims],
-                self.scales[row],
-            );
-        }
-    }
-
-    /// Removes a row by moving the last row into its place.
-    fn remove(&mut self, dims: usize, chunk_id: i64) {
-        let Some(row) = self.rows.remove(&chunk_id) else {
-            return;
-        };
-        let last = self.ids.len() - 1;
-        if let Some(signs) = &mut self.signs {
-            signs.remove(row, last);
-        }
-        if row != last {
-            self.codes
-                .copy_within(last * dims..(last + 1) * dims, row * dims);
-            self.scales[row] = self.scales[last];
-            self.facets.swap(row, last);
-            let moved = self.ids[last];
-            self.ids[row] = moved;
-            self.rows.insert(moved, row);
-        }
-        self.ids.truncate(last);
-        self.scales.truncate(last);
-        self.facets.truncate(last);
-        self.codes.truncate(last * dims);
-    }
-
-    fn row(&self, dims: usize, row: usize) -> &[i8] {
-        &self.codes[row * dims..(row + 1) * dims]
-    }
-}
+/// A matrix changed by a batch, and the share of rows learnt that its codes should keep.
+type Changed = (Arc<RwLock<SessionMatrix>>, f64);
 
 #[derive(Debug)]
 pub struct VectorIndex {
@@ -121,7 +53,10 @@ pub struct VectorIndex {
     dims: usize,
     /// A [`VectorLeg`] (changed at run time by benches and tests).
     leg: AtomicU8,
+    /// The sessions with a matrix of their own.
     sessions: RwLock<HashMap<String, Arc<RwLock<SessionMatrix>>>>,
+    /// The rows of every other session.
+    pool: RwLock<Pool>,
     /// The keyword leg's postings of the same chunks, kept by the same changes.
     keywords: KeywordIndex,
     /// Moves before every change of the rows: a search compares it before and after.
@@ -142,6 +77,7 @@ impl VectorIndex {
             dims,
             leg: AtomicU8::new(leg.to_u8()),
             sessions: RwLock::new(HashMap::new()),
+            pool: RwLock::new(Pool::default()),
             keywords: KeywordIndex::default(),
             generation: AtomicU64::new(0),
             searching: AtomicUsize::new(0),
@@ -158,6 +94,29 @@ impl VectorIndex {
         self.generation.load(AtomicOrdering::Acquire)
     }
 
+    /// `f` of the matrix holding `session`'s chunk `chunk_id` and its row; `None` when the chunk
+    /// is not indexed under that session.
+    fn with_row<R>(
+        &self,
+        session: &str,
+        chunk_id: i64,
+        f: impl FnOnce(&SessionMatrix, usize) -> R,
+    ) -> Option<R> {
+        let pool = read(&self.pool);
+        let own = read(&self.sessions).get(session).cloned();
+        match own {
+            Some(matrix) => {
+                let matrix = read(&matrix);
+                let row = *matrix.rows.get(&chunk_id)?;
+                Some(f(&matrix, row))
+            }
+            None => {
+                let row = pool.row_of(session, chunk_id)?;
+                Some(f(&pool.matrix, row))
+            }
+        }
+    }
+
     /// Whether the rows already reflect every change: an upsert's chunk is there with the same
     /// codes and facets (a chunk's text never changes under its id), a removed chunk is absent.
     /// True for this process's own writes, applied right after their commit.
@@ -171,21 +130,15 @@ impl VectorIndex {
                 facets,
                 ..
             } => {
-                let Some(matrix) = read(&self.sessions).get(session).cloned() else {
-                    return false;
-                };
-                let matrix = read(&matrix);
-                let Some(&row) = matrix.rows.get(chunk_id) else {
-                    return false;
-                };
                 let scale = quantize(vector, &mut codes);
-                matrix.row(self.dims, row) == codes.as_slice()
-                    && matrix.scales[row] == scale
-                    && matrix.facets[row] == *facets
+                self.with_row(session, *chunk_id, |m, _| {
+                    m.holds(self.dims, *chunk_id, (&codes, scale), facets)
+                })
+                .unwrap_or(false)
             }
-            IndexChange::Remove { session, chunk_id } => read(&self.sessions)
-                .get(session)
-                .is_none_or(|m| !read(m).rows.contains_key(chunk_id)),
+            IndexChange::Remove { session, chunk_id } => {
+                self.with_row(session, *chunk_id, |_, _| ()).is_none()
+            }
         })
     }
 
@@ -196,24 +149,20 @@ impl VectorIndex {
 
     /// Whether `filter` allows chunk `chunk_id` of `session` (false when it is not indexed).
     pub fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
-        let Some(matrix) = read(&self.sessions).get(session).cloned() else {
-            return false;
-        };
-        let matrix = read(&matrix);
-        matrix
-            .rows
-            .get(&chunk_id)
-            .and_then(|&row| matrix.facets.get(row))
-            .is_some_and(|facets| filter.allows(facets))
+        self.with_row(session, chunk_id, |m, row| {
+            m.facets.get(row).is_some_and(|f| filter.allows(f))
+        })
+        .unwrap_or(false)
     }
 
     pub fn leg(&self) -> VectorLeg {
         VectorLeg::from_u8(self.leg.load(AtomicOrdering::Relaxed))
     }
 
-    /// Switches the leg; binary codes are built or dropped now, for every session.
+    /// Switches the leg; binary codes are built or dropped now, for every matrix.
     pub fn set_leg(&self, leg: VectorLeg) {
         self.leg.store(leg.to_u8(), AtomicOrdering::Relaxed);
+        write(&self.pool).matrix.maintain(self.dims, leg);
         let matrices: Vec<_> = read(&self.sessions).values().cloned().collect();
         for matrix in matrices {
             write(&matrix).maintain(self.dims, leg);
@@ -230,27 +179,35 @@ impl VectorIndex {
 
     /// Number of vectors held.
     pub fn len(&self) -> usize {
-        read(&self.sessions)
+        let pooled = read(&self.pool).matrix.ids.len();
+        let own: usize = read(&self.sessions)
             .values()
             .map(|m| read(m).ids.len())
-            .sum()
+            .sum();
+        pooled + own
     }
 
     /// Whether no vector is held.
     pub fn is_empty(&self) -> bool {
-        read(&self.sessions)
-            .values()
-            .all(|m| read(m).ids.is_empty())
+        self.len() == 0
     }
 
     /// Applies committed changes; binary codes follow each row, and are (re)built once per call
     /// when the size wants it.
     pub fn apply(&self, changes: &[IndexChange]) {
-        let touched = self.apply_rows(changes);
+        let (touched, pool) = self.apply_rows(changes);
         // Codes are (re)built once per batch, not per row.
         let leg = self.leg();
-        for matrix in touched {
-            write(&matrix).maintain(self.dims, leg);
+        if pool {
+            write(&self.pool).matrix.maintain(self.dims, leg);
+        }
+        for (matrix, learnt) in touched {
+            let mut matrix = write(&matrix);
+            matrix.maintain(self.dims, leg);
+            // What live probes learnt of the pool's queries holds for a session leaving it.
+            if let Some(signs) = &matrix.signs {
+                signs.raise(learnt);
+            }
         }
     }
 
@@ -260,7 +217,7 @@ impl VectorIndex {
         self.apply_rows(changes);
     }
 
-    /// Builds (or drops) every session's binary codes as the leg wants for its size.
+    /// Builds (or drops) every matrix's binary codes as the leg wants for its size.
     pub fn train(&self) {
         self.set_leg(self.leg());
     }
@@ -277,14 +234,27 @@ impl VectorIndex {
             .sessions
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pool = other
+            .pool
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pool_now = write(&self.pool);
         *write(&self.sessions) = sessions;
+        *pool_now = pool;
+        drop(pool_now);
         self.keywords.replace_with(other.keywords);
     }
 
-    /// The matrices changed.
-    fn apply_rows(&self, changes: &[IndexChange]) -> Vec<Arc<RwLock<SessionMatrix>>> {
+    /// The own matrices changed (each with the share of rows learnt to carry into its codes),
+    /// and whether the pool changed. A pooled session that reached [`APPROX_MIN_ROWS`] rows
+    /// moves to a matrix of its own.
+    fn apply_rows(&self, changes: &[IndexChange]) -> (Vec<Changed>, bool) {
         self.generation.fetch_add(1, AtomicOrdering::AcqRel);
+        let dims = self.dims;
         let mut touched: HashMap<&str, Arc<RwLock<SessionMatrix>>> = HashMap::new();
+        let mut pooled = HashSet::new();
+        let mut pool_changed = false;
+        let mut pool = write(&self.pool);
         for change in changes {
             match change {
                 IndexChange::Upsert {
@@ -294,37 +264,53 @@ impl VectorIndex {
                     facets,
                     terms,
                 } => {
-                    if vector.len() != self.dims {
+                    if vector.len() != dims {
                         tracing::warn!(chunk_id, "vector of the wrong size kept out of the index");
                         continue;
                     }
-                    let matrix = self.matrix_or_insert(session);
-                    write(&matrix).upsert(self.dims, *chunk_id, vector, facets);
-                    touched.entry(session).or_insert(matrix);
+                    match read(&self.sessions).get(session).cloned() {
+                        Some(matrix) => {
+                            write(&matrix).upsert(dims, *chunk_id, vector, facets);
+                            touched.entry(session).or_insert(matrix);
+                        }
+                        None => {
+                            pooled.insert(pool.upsert(dims, session, *chunk_id, vector, facets));
+                            pool_changed = true;
+                        }
+                    }
                     let expires_at = facets.expires_at.as_deref();
                     self.keywords.upsert(session, *chunk_id, terms, expires_at);
                 }
                 IndexChange::Remove { session, chunk_id } => {
                     self.keywords.remove(session, *chunk_id);
-                    let matrix = read(&self.sessions).get(session).cloned();
-                    if let Some(matrix) = matrix {
-                        write(&matrix).remove(self.dims, *chunk_id);
-                        touched.entry(session).or_insert(matrix);
+                    match read(&self.sessions).get(session).cloned() {
+                        Some(matrix) => {
+                            write(&matrix).remove(dims, *chunk_id);
+                            touched.entry(session).or_insert(matrix);
+                        }
+                        None => pool_changed |= pool.remove(dims, session, *chunk_id),
                     }
                 }
             }
         }
-        touched.into_values().collect()
-    }
-
-    fn matrix_or_insert(&self, session: &str) -> Arc<RwLock<SessionMatrix>> {
-        if let Some(m) = read(&self.sessions).get(session) {
-            return Arc::clone(m);
+        let mut touched: Vec<Changed> = touched.into_values().map(|m| (m, 0.0)).collect();
+        let learnt = pool
+            .matrix
+            .signs
+            .as_ref()
+            .map_or(0.0, SignCodes::learnt_share);
+        for n in pooled {
+            if pool.rows_of(n) >= APPROX_MIN_ROWS {
+                let name = pool.names[n as usize].clone();
+                let own = Arc::new(RwLock::new(pool.take(dims, n)));
+                write(&self.sessions).insert(name, Arc::clone(&own));
+                touched.push((own, learnt));
+            }
         }
-        Arc::clone(write(&self.sessions).entry(session.to_owned()).or_default())
+        (touched, pool_changed)
     }
 
-    /// The matrices of `sessions` (each once; sessions without rows left out).
+    /// The own matrices of `sessions` (each once; sessions without one left out).
     fn matrices_of(&self, sessions: &[String]) -> Vec<Arc<RwLock<SessionMatrix>>> {
         let map = read(&self.sessions);
         let mut seen = HashSet::new();
@@ -334,154 +320,6 @@ impl VectorIndex {
             .filter_map(|s| map.get(s).cloned())
             .collect()
     }
-
-    /// Per coded matrix of `sessions`: its rows and the share of them its first pass keeps.
-    pub fn reach(&self, sessions: &[String]) -> Vec<(usize, f64)> {
-        let matrices = self.matrices_of(sessions);
-        let reach_of = |m: &SessionMatrix| Some((m.ids.len(), m.signs.as_ref()?.needed_share()));
-        matrices.iter().filter_map(|m| reach_of(&read(m))).collect()
-    }
-
-    /// Number of vector components a search of `sessions` reads (to decide where it runs): the
-    /// int8 rows, or an eighth of them (bytes of binary codes) where the first pass runs.
-    pub fn scan_size(&self, sessions: &[String]) -> usize {
-        let map = read(&self.sessions);
-        let mut seen = HashSet::new();
-        let exact = self.leg() == VectorLeg::Exact;
-        sessions
-            .iter()
-            .filter(|s| seen.insert(s.as_str()))
-            .filter_map(|s| map.get(s))
-            .map(|m| {
-                let m = read(m);
-                match m.signs.is_some() && !exact {
-                    true => m.codes.len() / 8,
-                    false => m.codes.len(),
-                }
-            })
-            .sum()
-    }
-
-    /// The `limit` chunks of `sessions` closest to `query`, best first, as (chunk id, cosine).
-    /// Only chunks whose facets `filter` allows are considered (before ranking) when it is given.
-    /// Cosines ≤ 0 are not matches.
-    /// Blocks for the length of the scan: about 2 ms per 100k rows of 384 dimensions with AVX2 for
-    /// the exact scan, 0.7 ms for the binary first pass (most of it the Hamming distances).
-    pub fn search(
-        &self,
-        sessions: &[String],
-        query: &[f32],
-        limit: usize,
-        filter: Option<&FacetFilter>,
-    ) -> Vec<(i64, f32)> {
-        self.search_with(self.leg(), sessions, query, limit, filter)
-    }
-
-    /// [`Self::search`] with `leg` rather than the index's own (the codes are used where they
-    /// exist unless `leg` is [`VectorLeg::Exact`]; none are built here).
-    pub fn search_with(
-        &self,
-        leg: VectorLeg,
-        sessions: &[String],
-        query: &[f32],
-        limit: usize,
-        filter: Option<&FacetFilter>,
-    ) -> Vec<(i64, f32)> {
-        self.search_counted(leg, sessions, query, limit, filter, false)
-            .0
-    }
-
-    /// The search with `leg`; with `count` (a user's query), each matrix searched through its
-    /// first pass counts the search towards its next live probe, and the second value says
-    /// whether one is due (see [`crate::calibration`]).
-    pub fn search_counted(
-        &self,
-        leg: VectorLeg,
-        sessions: &[String],
-        query: &[f32],
-        limit: usize,
-        filter: Option<&FacetFilter>,
-        count: bool,
-    ) -> (Vec<(i64, f32)>, bool) {
-        let dims = self.dims;
-        if query.len() != dims || limit == 0 {
-            return (Vec::new(), false);
-        }
-        let mut query_codes = vec![0i8; dims];
-        let query_scale = quantize(query, &mut query_codes);
-        if query_scale == 0.0 {
-            return (Vec::new(), false);
-        }
-        let mut probe_due = false;
-        let _searching = self.searching();
-        let matrices = self.matrices_of(sessions);
-        // Read locks are held through the scan and the rescoring, so rows cannot move between them.
-        let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
-            matrices.iter().map(|m| read(m)).collect();
-        let keep = limit.saturating_mul(RESCORE_FACTOR);
-        let mut top = TopK::new(keep);
-        let mut dots = vec![0i32; SCAN_BLOCK];
-        for (m, matrix) in guards.iter().enumerate() {
-            let rows = matrix.ids.len();
-            let want = match &matrix.signs {
-                Some(signs) => signs.candidate_count(limit, rows),
-                None => candidate_count(limit, rows),
-            };
-            // `Auto` scans exactly when the candidates would be so many that gathering them costs
-            // more than reading every row in order; `Approximate` takes the first pass
-            // regardless (with every row a candidate it returns what the exact scan does), so
-            // that tests of small stores exercise it.
-            let first = match leg {
-                VectorLeg::Auto => want.saturating_mul(EXACT_WHEN_SHARE) < rows,
-                VectorLeg::Approximate => true,
-                VectorLeg::Exact => false,
-            };
-            if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
-                if count && rows >= MIN_ROWS {
-                    probe_due |= signs.probe_due();
-                }
-                first_pass::first_pass(
-                    matrix,
-                    signs,
-                    query,
-                    &query_codes,
-                    want,
-                    filter,
-                    &mut top,
-                    m,
-                );
-                continue;
-            }
-            for (block, ids) in matrix.ids.chunks(SCAN_BLOCK).enumerate() {
-                let first = block * SCAN_BLOCK;
-                let codes = &matrix.codes[first * dims..(first + ids.len()) * dims];
-                dot_i8_rows(&query_codes, codes, dims, &mut dots);
-                for (i, &dot) in dots.iter().take(ids.len()).enumerate() {
-                    let row = first + i;
-                    if filter.is_some_and(|f| !f.allows(&matrix.facets[row])) {
-                        continue;
-                    }
-                    // The query's scale is a positive constant: left out of the ranking score.
-                    let approx = dot as f32 * matrix.scales[row];
-                    if approx > 0.0 {
-                        top.offer(approx, (m, row));
-                    }
-                }
-            }
-        }
-        let mut rescored: Vec<(i64, f32)> = top
-            .into_sorted()
-            .into_iter()
-            .filter_map(|((m, row), _)| {
-                let matrix = guards.get(m)?;
-                let score = dot_f32_i8(query, matrix.row(dims, row)) * matrix.scales[row];
-                (score > 0.0).then(|| (matrix.ids[row], score))
-            })
-            .collect();
-        rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        rescored.truncate(limit);
-        (rescored, probe_due)
-    }
 }
 
 #[path = "codes_upkeep.rs"]
@@ -490,9 +328,18 @@ mod codes_upkeep;
 mod first_pass;
 #[path = "flat_matrix.rs"]
 mod flat_matrix;
+#[path = "vector_index_matrix.rs"]
+mod matrix;
+#[path = "vector_index_pool.rs"]
+mod pool;
 #[path = "recall_probe.rs"]
 mod recall_probe;
+#[path = "vector_index_search.rs"]
+mod search;
 
+#[cfg(test)]
+#[path = "vector_index_pool_tests.rs"]
+mod pool_tests;
 #[cfg(test)]
 #[path = "vector_index_tests.rs"]
 mod tests;

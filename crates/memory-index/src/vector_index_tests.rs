@@ -2,23 +2,34 @@
 //! place (the binary first pass is tested in `sign_codes_tests.rs`).
 
 use super::*;
+use crate::facets::ChunkFacets;
 use crate::terms::TermBag;
 
 impl VectorIndex {
-    /// Each coded session's share of rows its first pass keeps at least, for tests.
-    pub fn needed_shares(&self) -> Vec<f64> {
-        read(&self.sessions)
+    /// Every matrix: the sessions' own, then the pool's.
+    fn each_matrix<R>(&self, f: impl Fn(&SessionMatrix) -> Option<R>) -> Vec<R> {
+        let mut out: Vec<R> = read(&self.sessions)
             .values()
-            .filter_map(|m| read(m).signs.as_ref().map(SignCodes::needed_share))
-            .collect()
+            .filter_map(|m| f(&read(m)))
+            .collect();
+        out.extend(f(&read(&self.pool).matrix));
+        out
     }
-    /// Each session's coded rows and the rows its centre was taken at (sessions without codes
+
+    /// Each coded matrix's share of rows its first pass keeps at least, for tests.
+    pub fn needed_shares(&self) -> Vec<f64> {
+        self.each_matrix(|m| m.signs.as_ref().map(SignCodes::needed_share))
+    }
+    /// Each matrix's coded rows and the rows its centre was taken at (matrices without codes
     /// left out), for tests.
     pub fn coded_rows(&self) -> Vec<(usize, usize)> {
-        read(&self.sessions)
-            .values()
-            .filter_map(|m| read(m).signs.as_ref().map(|s| (s.rows(), s.built_rows())))
-            .collect()
+        self.each_matrix(|m| m.signs.as_ref().map(|s| (s.rows(), s.built_rows())))
+    }
+    /// The sessions with a matrix of their own, sorted, for tests.
+    pub fn own_sessions(&self) -> Vec<String> {
+        let mut names: Vec<String> = read(&self.sessions).keys().cloned().collect();
+        names.sort();
+        names
     }
 }
 

@@ -36,7 +36,9 @@ impl MemoryStore {
         if fused.is_empty() {
             return fused;
         }
-        let locked = self.inner.index.keywords().of(sessions);
+        let (name_ids, locked) = self.inner.index.keywords().resolve(names, sessions);
+        // A name no chunk holds: no chunk is named by all of them.
+        let name_ids: Option<Vec<u32>> = name_ids.into_iter().collect();
         let guards: Vec<_> = locked.iter().map(|(_, p)| read(p)).collect();
         let docs: usize = guards.iter().map(|g| g.docs()).sum();
         let total: u64 = guards.iter().map(|g| g.total_len()).sum();
@@ -52,7 +54,10 @@ impl MemoryStore {
                 else {
                     return (id, s / whole);
                 };
-                let named = !names.is_empty() && names.iter().all(|n| g.holds(id, n));
+                let named = !names.is_empty()
+                    && name_ids
+                        .as_ref()
+                        .is_some_and(|ids| ids.iter().all(|&n| g.holds(id, n)));
                 let lift =
                     LENGTH_LIFT * (len / long).min(1.0) + if named { name_lift } else { 0.0 };
                 (id, (s + lift) / whole)

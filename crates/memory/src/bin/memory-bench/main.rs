@@ -26,6 +26,7 @@ mod open;
 mod organised;
 mod probe;
 mod scopes;
+mod scopes_leg;
 mod stats;
 mod stores;
 mod vectors;

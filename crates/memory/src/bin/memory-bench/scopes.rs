@@ -128,6 +128,8 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
         println!("| {cores} | {} |", bare.row("`MemoryStore::search` alone"));
         eprintln!("load average after {cores} busy: {}", load_average());
     }
+    let listed = all_sessions(&store, &user).await?;
+    crate::scopes_leg::vector_leg(&store, embedder.as_ref(), &listed, &queries).await?;
     println!("\nload average at the end: {}", load_average());
     store.close().await;
     Ok(())

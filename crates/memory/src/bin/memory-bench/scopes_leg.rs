@@ -1,0 +1,62 @@
+//! The vector leg alone over what `scope = "all"` searches (issue 38): the store's default leg
+//! against the exact scan on every query — recall@10 of the default against the exact, and each
+//! one's time — plus the share of rows each coded matrix's first pass keeps (the pool of small
+//! sessions among them).
+#![allow(clippy::print_stdout, reason = "bench report")]
+
+use std::time::Instant;
+
+use memory::{Embedder, MemoryStore, VectorLeg};
+use types::SessionId;
+
+use crate::BenchResult;
+use crate::latency::ms;
+use crate::stats::percentile;
+
+const TOP_K: usize = 10;
+
+pub async fn vector_leg(
+    store: &MemoryStore,
+    embedder: &dyn Embedder,
+    sessions: &[SessionId],
+    queries: &[&String],
+) -> BenchResult<()> {
+    let (mut recalls, mut default_t, mut exact_t) = (Vec::new(), Vec::new(), Vec::new());
+    for q in queries {
+        let mut v = embedder.embed(std::slice::from_ref(*q)).await?.remove(0);
+        memory::embedding::normalize(&mut v);
+        let t = Instant::now();
+        let exact = store.vector_leg_alone(sessions, &v, TOP_K, VectorLeg::Exact);
+        exact_t.push(ms(t));
+        let t = Instant::now();
+        let got = store.vector_leg_alone(sessions, &v, TOP_K, VectorLeg::Auto);
+        default_t.push(ms(t));
+        if exact.is_empty() {
+            continue;
+        }
+        let found = exact.iter().filter(|e| got.iter().any(|g| g.0 == e.0));
+        recalls.push(found.count() as f64 / exact.len() as f64);
+    }
+    let recall = recalls.iter().sum::<f64>() / recalls.len().max(1) as f64;
+    let worst = recalls.iter().copied().fold(1.0, f64::min);
+    let p = |t: &[f64], q: f64| percentile(t, q);
+    println!(
+        "\n| vector leg alone, {} queries | recall@10 vs exact | worst query | default p50 / p95 ms | exact p50 / p95 ms | coded matrices searched (rows, share kept) |",
+        recalls.len()
+    );
+    println!("|---|---|---|---|---|---|");
+    let reach: Vec<String> = store
+        .vector_reach(sessions)
+        .iter()
+        .map(|(rows, share)| format!("{rows}: {share:.4}"))
+        .collect();
+    println!(
+        "| scope all | {recall:.4} | {worst:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
+        p(&default_t, 50.0),
+        p(&default_t, 95.0),
+        p(&exact_t, 50.0),
+        p(&exact_t, 95.0),
+        reach.join(", ")
+    );
+    Ok(())
+}
