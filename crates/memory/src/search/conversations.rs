@@ -14,6 +14,7 @@ use types::{Message, Role, SessionId, UserId};
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::sessions::{from_sql_seq, to_sql_seq};
+use crate::store::rows::query_first;
 use crate::time;
 
 /// Longest text of one neighbouring turn, in characters.
@@ -145,22 +146,21 @@ async fn session_head(
     conn: &Connection,
     session: &SessionId,
 ) -> Result<Option<SessionHead>, MemoryError> {
-    let ctx = "reading a conversation";
-    let mut rows = conn
-        .query(
-            "SELECT user_id, kind, title FROM sessions WHERE session_id = ?1",
-            [session.as_str()],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? else {
-        return Ok(None);
-    };
-    Ok(Some(SessionHead {
-        user: row.get(0).map_err(MemoryError::db(ctx))?,
-        conversation: row.get::<String>(1).map_err(MemoryError::db(ctx))? == "conversation",
-        title: row.get(2).map_err(MemoryError::db(ctx))?,
-    }))
+    query_first(
+        conn,
+        "SELECT user_id, kind, title FROM sessions WHERE session_id = ?1",
+        [session.as_str()],
+        "reading a conversation",
+        |row| {
+            let ctx = "reading a conversation";
+            Ok(SessionHead {
+                user: row.get(0).map_err(MemoryError::db(ctx))?,
+                conversation: row.get::<String>(1).map_err(MemoryError::db(ctx))? == "conversation",
+                title: row.get(2).map_err(MemoryError::db(ctx))?,
+            })
+        },
+    )
+    .await
 }
 
 /// One user or assistant message: its sequence number, speaker, text and date.
