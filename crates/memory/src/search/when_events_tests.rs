@@ -101,14 +101,12 @@ fn events_without_an_opener_and_spans_around_one_are_read_but_must_match_whole()
             "knee surgery",
             true,
         ),
-        ("since moving to Berlin", "since moving", "moving", true),
         (
             "what did we eat during the trip",
             "during the trip",
             "the trip",
             true,
         ),
-        ("photos during surgery", "during surgery", "surgery", true),
         (
             "gifts since Ana's wedding?",
             "since Ana's wedding",
@@ -169,7 +167,12 @@ fn a_preposition_without_an_event_is_a_word() {
         "after Monday",
         "before the weekend",
         "during the summer holidays",
-        // "at" needs an opener, and a place is no event.
+        // A clause names what is asked about, not a landmark.
+        "plans after receiving advice",
+        "since moving to Berlin",
+        // "at" and "during" need an opener (a place, a period), and a place is no event.
+        "photos during surgery",
+        "years with his team during high school",
         "at home",
         "at work",
         "at last",
