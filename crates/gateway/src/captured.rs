@@ -79,11 +79,15 @@ async fn answer(
         }
         ClientFrame::SearchConversations { query, limit } => {
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-            let hits = runtime
+            let found = runtime
                 .search_conversations(ctx, &query, limit)
                 .await
                 .map_err(refusal)?;
-            ServerFrame::ConversationResults { query, hits }
+            ServerFrame::ConversationResults {
+                query,
+                hits: found.hits,
+                time: found.time,
+            }
         }
         _ => ServerFrame::PendingMemories {
             memories: runtime.pending_memories(ctx).await.map_err(refusal)?,

@@ -33,11 +33,15 @@ pub(crate) async fn answer(
             })
         }
         NoteRequest::SearchNotes { query, limit } => {
-            let notes = runtime
+            let found = runtime
                 .search_notes(ctx, &query, page(limit)?)
                 .await
                 .map_err(refusal)?;
-            Ok(ServerFrame::NoteResults { query, notes })
+            Ok(ServerFrame::NoteResults {
+                query,
+                notes: found.hits,
+                time: found.time,
+            })
         }
         NoteRequest::GetNote { note_id } => {
             let note = runtime.note(ctx, &note_id_of(&note_id)?).await;

@@ -101,12 +101,14 @@ pub(crate) fn server_examples() -> Vec<(ServerFrame, ServerFrame)> {
         both(ServerFrame::MemoryRejected { id: 7 }),
         (
             ServerFrame::ConversationResults {
-                query: "dog's name".into(),
+                query: "dog's name last week".into(),
                 hits: vec![hit(true)],
+                time: Some(crate::schema_notes::time_read()),
             },
             ServerFrame::ConversationResults {
                 query: "dog's name".into(),
                 hits: vec![hit(false)],
+                time: None,
             },
         ),
     ]

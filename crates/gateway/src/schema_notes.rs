@@ -2,7 +2,7 @@
 
 use types::{
     ClientFrame, DeletedNoteView, NoteRequest, NoteVersionView, NoteView, ProvenanceView,
-    ServerFrame,
+    ServerFrame, TimeReadView,
 };
 
 use crate::schema::both;
@@ -31,6 +31,18 @@ fn note(full: bool) -> NoteView {
                 confirmed: false,
             })
         }),
+    }
+}
+
+/// How a search read "last week" (every field set: `from` and `until` are absent only for a
+/// span open on that side).
+pub(crate) fn time_read() -> TimeReadView {
+    TimeReadView {
+        phrase: "last week".into(),
+        from: Some("2025-01-06T00:00:00+01:00".into()),
+        until: Some("2025-01-13T00:00:00+01:00".into()),
+        timezone: "Europe/Paris".into(),
+        read: "read \"last week\" as 6 January 2025 to 12 January 2025".into(),
     }
 }
 
@@ -123,12 +135,14 @@ pub(crate) fn server_examples() -> Vec<(ServerFrame, ServerFrame)> {
         ),
         (
             ServerFrame::NoteResults {
-                query: "Lisbon".into(),
+                query: "Lisbon trams last week".into(),
                 notes: vec![note(true)],
+                time: Some(time_read()),
             },
             ServerFrame::NoteResults {
                 query: "Lisbon".into(),
                 notes: vec![note(false)],
+                time: None,
             },
         ),
         (

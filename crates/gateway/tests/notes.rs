@@ -166,7 +166,7 @@ async fn a_user_lists_searches_reads_edits_and_deletes_their_notes() {
     )
     .await
     {
-        ServerFrame::NoteResults { query, notes } => {
+        ServerFrame::NoteResults { query, notes, .. } => {
             assert_eq!(query, "trams Lisbon");
             assert_eq!(notes[0].note_id, ids[0], "{notes:?}");
             notes[0].clone()

@@ -4,8 +4,8 @@
 //! `record_memories`; the page says so, **Review** lists both as text (injected markup in one
 //! stays text), the user accepts one and rejects the other, and the store holds exactly the
 //! accepted one, listed in the Changes with its undo. Then, from a new session, the memory
-//! panel's search in past conversations finds the first exchange and **Open** shows that
-//! session with the message marked. In mode `auto`, what capture saved is said above the chat,
+//! panel's search in past conversations finds the first exchange (saying how it read "today")
+//! and **Open** shows that session with the message marked. In mode `auto`, what capture saved is said above the chat,
 //! listed in the Changes, and its **Undo** deletes the note again.
 
 #![allow(
@@ -142,6 +142,17 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
         }
     );
 
+    // A search of the notes says how it read "today" too.
+    browser.fill("#note-search", "cello today").await;
+    browser.click("#memory form button[type=submit]").await;
+    browser
+        .wait_for(
+            "the note found, the time read",
+            "document.querySelector('#memory .notice').textContent.includes('(read \"today\" as on ') \
+             && [...document.querySelectorAll('#notes li.note .note-text')].some(n => n.textContent === 'The user plays the cello')",
+        )
+        .await;
+
     // From a new session, the first conversation is found and opened at the message.
     browser.click("#new-session").await;
     browser
@@ -153,7 +164,7 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
     browser
         .eval("document.getElementById('search-scope').value = 'conversations'")
         .await;
-    browser.fill("#note-search", "cello Sundays").await;
+    browser.fill("#note-search", "cello Sundays today").await;
     browser.click("#memory form button[type=submit]").await;
     browser
         .wait_for(
@@ -161,6 +172,16 @@ async fn the_web_client_reviews_captured_proposals_and_opens_a_past_conversation
             "[...document.querySelectorAll('#notes li.hit .note-text')].some(n => n.textContent.includes('cello on Sundays'))",
         )
         .await;
+    // The search says how it read "today".
+    let status = browser
+        .eval("document.querySelector('#memory .notice').textContent")
+        .await;
+    assert!(
+        status
+            .as_str()
+            .is_some_and(|s| s.contains("(read \"today\" as on ")),
+        "{status}"
+    );
     browser.click("#notes li.hit .note-actions button").await;
     browser
         .wait_for(

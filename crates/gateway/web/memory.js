@@ -2,12 +2,16 @@
 // (newest first, paged), searched, filtered by category and tag; a note's history and restore,
 // edit, delete, confirm of unconfirmed notes (with where they came from), deleted notes; what
 // capture proposes (mode `suggest`) with accept and reject, and what it captured; past
-// conversations searched, a hit opening its session; and the memory changes of a turn (or made
-// here), each with its undo. Every text shown (notes, proposals, messages) is a text node.
+// conversations searched, a hit opening its session (a search of either says how it read its
+// words about time); and the memory changes of a turn (or made here), each with its undo. Every
+// text shown (notes, proposals, messages) is a text node.
 
 import { el, clear, excerpt, shortId } from "./dom.js";
 
 const CATEGORIES = ["fact", "pattern", "preference", "capability"];
+
+/** ` (read "last week" as …)`: how a search answer `r` read its words about time, if they named one. */
+const timeRead = (r) => (r.time && r.time.read ? ` (${r.time.read})` : "");
 
 export class Memory {
   constructor({ client, root, onOpenHit }) {
@@ -54,7 +58,7 @@ export class Memory {
         const r = await this.client.request({ type: "search_notes", query: q, limit: 50 });
         if (view !== this.view) return;
         this.notes = r.notes;
-        this.status.textContent = `${r.notes.length} notes match “${excerpt(q, 40)}”.`;
+        this.status.textContent = `${r.notes.length} notes match “${excerpt(q, 40)}”${timeRead(r)}.`;
       } else {
         this.mode = "list";
         await this.page();
@@ -305,7 +309,7 @@ export class Memory {
   /** Messages of past conversations matching `q`, each opening its session at the message. */
   searchConversations(q) {
     return this.show("conversations", { type: "search_conversations", query: q, limit: 20 }, (r) => [
-      `${r.hits.length} messages of past conversations match “${excerpt(q, 40)}”.`,
+      `${r.hits.length} messages of past conversations match “${excerpt(q, 40)}”${timeRead(r)}.`,
       r.hits.map((h) => this.hitCard(h)),
     ]);
   }

@@ -232,3 +232,98 @@ async fn past_conversations_date_an_event_but_the_question_itself_does_not() {
         range.describe(PARIS)
     );
 }
+
+#[tokio::test]
+async fn an_event_without_an_opener_is_dated_only_by_a_memory_holding_all_its_words() {
+    let (f, alice) = alice_saved(&[
+        (
+            "Knee surgery at the clinic went well",
+            "2026-03-10T10:00:00Z",
+        ),
+        (
+            "Retired from the bank after 30 years",
+            "2025-11-01T10:00:00Z",
+        ),
+        ("Dinner with Ana at Tasca", "2026-05-12T19:00:00Z"),
+        ("Grandpa turned ninety", "2026-02-02T10:00:00Z"),
+        ("Surgery on my shoulder is booked", "2026-01-05T10:00:00Z"),
+    ])
+    .await;
+    let surgery = read(&f, &alice, "walks after knee surgery", PARIS)
+        .await
+        .expect("dated by the knee surgery");
+    assert_eq!(surgery.start, Some(at("2026-03-10T23:00:00Z")));
+    assert_eq!(surgery.phrase, "after knee surgery");
+    // "retirement" and "retired" meet at one stem.
+    let retired = read(&f, &alice, "hobbies since retirement", PARIS)
+        .await
+        .expect("dated by the retirement");
+    assert_eq!(
+        retired.describe(PARIS),
+        "read \"since retirement\" as from 1 November 2025 on \
+         (when \"Retired from the bank after 30 years\" was saved)"
+    );
+    // No memory holds every word, a time of every day, a preposition that is no time: no time,
+    // never an error.
+    for words in [
+        "walks after hip surgery",
+        "books before graduation",
+        "what we said after dinner",
+        "the dog named after grandpa",
+        "since then",
+        "before noon",
+    ] {
+        assert_eq!(read(&f, &alice, words, PARIS).await, None, "{words}");
+    }
+}
+
+#[tokio::test]
+async fn a_span_around_an_event_ranks_what_was_saved_near_it_first() {
+    let (f, alice) = alice_saved(&[
+        ("Ana and Rui's wedding in Porto", "2026-05-16T10:00:00Z"),
+        ("Danced the tango with Marta", "2026-03-20T10:00:00Z"),
+        (
+            "Danced the tango with Rosa and her brother",
+            "2026-05-17T10:00:00Z",
+        ),
+    ])
+    .await;
+    let wedding = read(&f, &alice, "who I danced with at the wedding", PARIS)
+        .await
+        .expect("dated by the wedding");
+    assert_eq!(
+        (wedding.start, wedding.end),
+        (
+            Some(at("2026-05-12T22:00:00Z")),
+            Some(at("2026-05-19T22:00:00Z"))
+        )
+    );
+    assert_eq!(
+        wedding.describe(PARIS),
+        "read \"at the wedding\" as 13 May 2026 to 19 May 2026 \
+         (when \"Ana and Rui's wedding in Porto\" was saved)"
+    );
+    let notes = vec![SessionId::user_memory(&alice)];
+    // Two dances alike in words (Marta's first without a time): the one near the wedding
+    // comes first.
+    let order = |hits: &[memory::SearchHit]| {
+        let place = |text: &str| {
+            hits.iter()
+                .position(|h| h.text == text)
+                .unwrap_or_else(|| panic!("{text} not found: {hits:?}"))
+        };
+        place("Danced the tango with Rosa and her brother") < place("Danced the tango with Marta")
+    };
+    let plain = query(notes.clone(), "danced the tango at the wedding", None);
+    assert!(!order(&f.store.search(&plain).await.unwrap()));
+    for words in [
+        "danced the tango at the wedding",
+        "danced the tango during the wedding",
+    ] {
+        let q = query(notes.clone(), words, Some(june(PARIS)));
+        let hits = f.store.search(&q).await.unwrap();
+        assert!(order(&hits), "{words}: {hits:?}");
+    }
+    // A span around an event no memory names whole: the words are only words.
+    assert_eq!(read(&f, &alice, "danced at the funeral", PARIS).await, None);
+}

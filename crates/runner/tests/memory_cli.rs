@@ -366,17 +366,31 @@ fn the_cli_search_ranks_notes_of_the_month_it_names_first() {
     std::fs::write(&file, notes.join("\n") + "\n").unwrap();
     ok_json(runner(root, "alice", &["import", file.to_str().unwrap()]));
 
-    let plain = ok_json(runner(
-        root,
-        "alice",
-        &["search", "dentist appointment", "--json"],
-    ));
+    let plain = runner(root, "alice", &["search", "dentist appointment", "--json"]);
+    // How the words about time were read goes to stderr; there is none here.
+    let said = String::from_utf8_lossy(&plain.stderr).into_owned();
+    assert!(!said.contains("read \""), "{said}");
+    let plain = ok_json(plain);
     assert_eq!(
         plain[0]["text"], "Dentist appointment: the dentist appointment reminder",
         "{plain}"
     );
     let query = format!("dentist appointment in {month}");
-    let dated = ok_json(runner(root, "alice", &["search", &query, "--json"]));
+    let dated = runner(root, "alice", &["search", &query, "--json"]);
+    let said = String::from_utf8_lossy(&dated.stderr).into_owned();
+    assert!(
+        said.contains(&format!("read \"{month}\" as 1 {month} ")),
+        "{said}"
+    );
+    let dated = ok_json(dated);
     assert_eq!(dated[0]["text"], "Dentist appointment booked", "{dated}");
     assert_eq!(dated.as_array().unwrap().len(), 2);
+    // The same reading beside the one-line hits.
+    let lines = runner(root, "alice", &["search", &query]);
+    let said = String::from_utf8_lossy(&lines.stderr).into_owned();
+    assert!(said.contains(&format!("read \"{month}\"")), "{said}");
+    assert!(
+        String::from_utf8_lossy(&lines.stdout).contains("Dentist appointment booked"),
+        "the hits stay on stdout"
+    );
 }

@@ -8,7 +8,7 @@ use tools::MemoryAccess;
 use types::{ConversationHitView, NearbyTurnView, ToolExecutionContext, memory_ops};
 
 use crate::RuntimeError;
-use crate::notes::note_error;
+use crate::notes::{Searched, note_error};
 use crate::runtime::AgentRuntime;
 
 /// Most hits one search returns.
@@ -18,13 +18,13 @@ const NEIGHBOURS: usize = 2;
 
 impl AgentRuntime {
     /// Messages of the caller's past conversations best matching `query`, at most `limit`
-    /// (1 to [`MAX_CONVERSATION_HITS`]).
+    /// (1 to [`MAX_CONVERSATION_HITS`]), with how its words about time were read.
     pub async fn search_conversations(
         &self,
         ctx: &ToolExecutionContext,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<ConversationHitView>, RuntimeError> {
+    ) -> Result<Searched<ConversationHitView>, RuntimeError> {
         if limit == 0 || limit > MAX_CONVERSATION_HITS {
             return Err(RuntimeError::InvalidNoteRequest(format!(
                 "limit must be between 1 and {MAX_CONVERSATION_HITS}"
@@ -41,12 +41,16 @@ impl AgentRuntime {
         let user = &ctx.user_id;
         let search = |_| async move {
             let sessions = store.conversation_sessions(user).await?;
-            if sessions.is_empty() {
-                return Ok(Vec::new());
-            }
             let mut q = HybridQuery::new(sessions, query, limit);
             q.weights = memory::Weights::from(&self.retrieval);
             q.time = Some(tools::query_time(self.timezone));
+            let time = store.read_and_settle_time(&mut q).await?;
+            if q.sessions.is_empty() {
+                return Ok(Searched {
+                    hits: Vec::new(),
+                    time,
+                });
+            }
             let found = store.search(&q).await?;
             let wanted: Vec<_> = found
                 .iter()
@@ -77,7 +81,7 @@ impl AgentRuntime {
                         .collect(),
                 });
             }
-            Ok(hits)
+            Ok(Searched { hits, time })
         };
         self.govern(
             ctx,

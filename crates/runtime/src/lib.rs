@@ -72,7 +72,7 @@ pub use error::RuntimeError;
 pub use events::{TurnOutcome, TurnStatus};
 pub use models::{ModelInfo, ModelOption, Spend};
 pub use note_lifecycle::NoteTimeline;
-pub use notes::{MAX_NOTES_PAGE, NoteListing, rfc3339};
+pub use notes::{MAX_NOTES_PAGE, NoteListing, Searched, rfc3339};
 pub use prompt::{DEFAULT_SYSTEM_PROMPT, FILES_MEMORY_GUIDE, MEMORY_GUIDE};
 pub use runtime::AgentRuntime;
 pub use scheduled_run::{notification_view, schedule_session};

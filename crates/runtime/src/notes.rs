@@ -14,7 +14,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
-use types::{NoteId, NoteView, SessionId, ToolExecutionContext, UserId, memory_ops};
+use types::{NoteId, NoteView, SessionId, TimeReadView, ToolExecutionContext, UserId, memory_ops};
 
 use crate::RuntimeError;
 use crate::note_lifecycle::provenance_view;
@@ -41,6 +41,15 @@ pub(crate) fn note_view(note: Note) -> NoteView {
 /// A time as the protocol writes it: RFC 3339 UTC with milliseconds.
 pub fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// What a search of the user's own memory found, best first, and how it read the query's words
+/// about time (`None` when they name no time). Serde: it passes the governance stages whole (the
+/// reading quotes a memory, and is screened like the hits).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Searched<T> {
+    pub hits: Vec<T>,
+    pub time: Option<TimeReadView>,
 }
 
 /// A page of notes, newest first.
@@ -106,13 +115,14 @@ impl AgentRuntime {
         })
     }
 
-    /// `user`'s notes best matching `query`, whole, at most `limit` (1 to [`MAX_NOTES_PAGE`]).
+    /// `user`'s notes best matching `query`, whole, at most `limit` (1 to [`MAX_NOTES_PAGE`]),
+    /// with how its words about time were read.
     pub async fn search_notes(
         &self,
         ctx: &ToolExecutionContext,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<NoteView>, RuntimeError> {
+    ) -> Result<Searched<NoteView>, RuntimeError> {
         check_limit(limit)?;
         let query = query.trim();
         if query.is_empty() {
@@ -131,6 +141,7 @@ impl AgentRuntime {
         let search = |_| async move {
             let mut q = HybridQuery::new(vec![SessionId::user_memory(user)], query, limit);
             q.time = Some(tools::query_time(self.timezone));
+            let time = store.read_and_settle_time(&mut q).await?;
             let hits = store.search(&q).await?;
             let mut seen = Vec::new();
             let mut notes = Vec::new();
@@ -146,9 +157,9 @@ impl AgentRuntime {
                     Err(e) => return Err(e),
                 }
             }
-            Ok(notes)
+            Ok((notes, time))
         };
-        let notes = self
+        let (notes, time) = self
             .govern(
                 ctx,
                 memory_ops::SEARCH,
@@ -156,7 +167,10 @@ impl AgentRuntime {
                 |call| async { search(call).await.map_err(note_error("searching notes")) },
             )
             .await?;
-        Ok(notes.into_iter().map(note_view).collect())
+        Ok(Searched {
+            hits: notes.into_iter().map(note_view).collect(),
+            time,
+        })
     }
 
     /// One of `user`'s notes, whole.

@@ -511,7 +511,8 @@ async fn past_conversations(kind: ProviderKind) {
     let mine =
         f.rt.search_conversations(&ctx(&f.root, "alice", "chat-c", "t4"), "dog named", 5)
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
     let first = mine.iter().find(|h| h.text.contains("Biscuit")).unwrap();
     assert_eq!(
         (first.session_id.as_str(), first.speaker.as_str()),
@@ -521,7 +522,8 @@ async fn past_conversations(kind: ProviderKind) {
     let theirs =
         f.rt.search_conversations(&bob, "dog named", 5)
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
     assert!(
         theirs.iter().all(|h| !h.text.contains("Biscuit")),
         "{theirs:?}"

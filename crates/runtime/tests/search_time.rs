@@ -1,7 +1,8 @@
 //! The user's own searches read times as `memory_search` does: the runtime's `search_notes` (the
 //! gateway's note search, `runner memory search` has its own door) and `search_conversations`
 //! (the gateway's frame, the TUI's `/search`) pass the query's time, in the user's time zone, so
-//! what was saved or said in the month the query names comes first. Real libSQL files.
+//! what was saved or said in the month the query names comes first, and each says how it read
+//! the time. Real libSQL files.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,7 +18,7 @@ use common::{ctx, memory_registry, open_store, provider, runtime};
 use memory::{ExportedNote, NoteMetadata};
 use runtime::AgentRuntime;
 use test_support::ScriptedLlm;
-use types::{Message, NoteId, ProviderKind, RuntimeConfig, SessionId, UserId};
+use types::{Message, NoteId, ProviderKind, RuntimeConfig, SessionId, TimeReadView, UserId};
 
 /// The 10th of the month about a hundred days ago (10:00 UTC), and that month's name: never
 /// this month, always its latest occurrence.
@@ -73,17 +74,51 @@ async fn the_users_note_search_ranks_notes_of_the_month_it_names_first() {
         .search_notes(&ctx, "dentist appointment", 5)
         .await
         .unwrap();
-    assert_eq!(plain.len(), 2);
+    assert_eq!(plain.hits.len(), 2);
     assert_eq!(
-        plain[0].text,
+        plain.hits[0].text,
         "Dentist appointment: the dentist appointment reminder"
     );
+    assert_eq!(plain.time, None, "no time in its words");
     let dated = rt
         .search_notes(&ctx, &format!("dentist appointment in {month}"), 5)
         .await
         .unwrap();
-    assert_eq!(dated[0].text, "Dentist appointment booked", "{dated:?}");
-    assert_eq!(dated.len(), 2, "a time ranks, it does not hide the rest");
+    assert_eq!(
+        dated.hits[0].text, "Dentist appointment booked",
+        "{dated:?}"
+    );
+    assert_eq!(
+        dated.hits.len(),
+        2,
+        "a time ranks, it does not hide the rest"
+    );
+    assert_eq!(dated.time, Some(reading(&month, then)));
+}
+
+/// How "in <month>" is read in Paris (the month's name says it): the month `then` falls in.
+fn reading(month: &str, then: DateTime<Utc>) -> TimeReadView {
+    let first = NaiveDate::from_ymd_opt(then.year(), then.month(), 1).unwrap();
+    let next = first.checked_add_months(chrono::Months::new(1)).unwrap();
+    let last = next.pred_opt().unwrap();
+    let paris = |d: NaiveDate| {
+        d.and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_local_timezone(chrono_tz::Europe::Paris)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    TimeReadView {
+        phrase: month.to_owned(),
+        from: Some(paris(first)),
+        until: Some(paris(next)),
+        timezone: "Europe/Paris".into(),
+        read: format!(
+            "read \"{month}\" as {} to {}",
+            first.format("%-d %B %Y"),
+            last.format("%-d %B %Y")
+        ),
+    }
 }
 
 #[tokio::test]
@@ -117,10 +152,12 @@ async fn the_users_conversation_search_ranks_messages_of_the_month_it_names_firs
         .search_conversations(&ctx, "dentist appointment", 5)
         .await
         .unwrap();
-    assert_eq!(plain[0].session_id, "chat-new", "{plain:?}");
+    assert_eq!(plain.hits[0].session_id, "chat-new", "{plain:?}");
+    assert_eq!(plain.time, None, "no time in its words");
     let dated = rt
         .search_conversations(&ctx, &format!("dentist appointment in {month}"), 5)
         .await
         .unwrap();
-    assert_eq!(dated[0].session_id, "chat-old", "{dated:?}");
+    assert_eq!(dated.hits[0].session_id, "chat-old", "{dated:?}");
+    assert_eq!(dated.time, Some(reading(&month, then)));
 }

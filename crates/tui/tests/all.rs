@@ -17,3 +17,4 @@ mod retry_status;
 mod screens;
 mod screens_hostile;
 mod screens_memory;
+mod screens_search;

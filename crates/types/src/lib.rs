@@ -65,7 +65,7 @@ pub use message::{Message, Role, ToolCall, Usage};
 pub use model_views::{ModelView, UsageView};
 pub use note_changes::{NoteChange, NoteChanges};
 pub use note_requests::NoteRequest;
-pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView};
+pub use note_views::{DeletedNoteView, NoteVersionView, NoteView, ProvenanceView, TimeReadView};
 pub use protocol::MAX_FRAME_BYTES;
 pub use protocol::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, PROTOCOL_VERSION, ServerFrame,

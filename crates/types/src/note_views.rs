@@ -1,6 +1,7 @@
 //! How the gateway protocol shows the user's notes: a note ([`NoteView`]), one of its versions
 //! ([`NoteVersionView`]) with where it came from ([`ProvenanceView`]), and a deleted note that
-//! can still be restored ([`DeletedNoteView`]). Times are RFC 3339 UTC.
+//! can still be restored ([`DeletedNoteView`]), and how a search read the time its words speak of
+//! ([`TimeReadView`]). Times are RFC 3339 UTC, except a reading's, which are in the user's zone.
 
 use serde::{Deserialize, Serialize};
 
@@ -66,4 +67,22 @@ pub struct DeletedNoteView {
     pub note: NoteView,
     pub deleted_at: String,
     pub purge_after: String,
+}
+
+/// How a search read the time its words speak of ("last week", "before the trip"): the span it
+/// ranks first, `[from, until)` in the user's time zone (RFC 3339 with that zone's offset; either
+/// side absent when open), and the same said in words. A search whose words name no time (or an
+/// event no memory dates) carries none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeReadView {
+    /// The query's words that said it: `before the trip`.
+    pub phrase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// The IANA name of the zone it was read in.
+    pub timezone: String,
+    /// `read "before the trip" as before 3 March 2025 (when "Trip to Lisbon" was saved)`.
+    pub read: String,
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     CaptureReport, CapturedChange, ConversationHitView, DeletedNoteView, Message, ModelView,
     NoteRequest, NoteVersionView, NoteView, NotificationView, PendingMemory, ScheduleAction,
-    ScheduleView, SessionId, TurnEvent, TurnId, UsageView, UserId,
+    ScheduleView, SessionId, TimeReadView, TurnEvent, TurnId, UsageView, UserId,
 };
 
 /// The protocol version this build speaks; `hello` must carry it.
@@ -219,10 +219,13 @@ pub enum ServerFrame {
     MemoryRejected {
         id: i64,
     },
-    /// Answers `search_conversations`: messages of the user's past conversations, best first.
+    /// Answers `search_conversations`: messages of the user's past conversations, best first;
+    /// `time` says how the query's words about time were read (absent when they name none).
     ConversationResults {
         query: String,
         hits: Vec<ConversationHitView>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<TimeReadView>,
     },
     /// The user's own MCP servers and whether each is up: sent after `hello_ok` when the agent
     /// has any, and to every client of the user when one goes down or comes back.
@@ -242,10 +245,13 @@ pub enum ServerFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_cursor: Option<String>,
     },
-    /// Answers `search_notes`.
+    /// Answers `search_notes`; `time` says how the query's words about time were read (absent
+    /// when they name none).
     NoteResults {
         query: String,
         notes: Vec<NoteView>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<TimeReadView>,
     },
     /// Answers `get_note`.
     Note {

@@ -2,11 +2,12 @@
 //! [`crate::search::when_events`]): before the main search, a keyword lookup of the event's words
 //! in the query's own sessions (the same scope: notes, and past conversations when the query
 //! covers them — never another user's memory). The best match that is not the question itself
-//! dates the event: the date its text states, else when it was saved or said. No match: the query
-//! has no time, and its words are searched as words. Deterministic: the keyword leg breaks ties
-//! by chunk id.
+//! (and, for an event that must match whole, holds every one of its words) dates the event: the
+//! date its text states, else when it was saved or said. No match: the query has no time, and its
+//! words are searched as words. Deterministic: the keyword leg breaks ties by chunk id.
 
-use memory_index::terms::{query_index_terms, query_names};
+use memory_index::terms::{query_index_terms, query_names, text_terms};
+use types::TimeReadView;
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
@@ -29,6 +30,21 @@ impl MemoryStore {
         sessions.sort();
         sessions.dedup();
         self.time_in(query, &sessions).await
+    }
+
+    /// Reads `query`'s time ([`MemoryStore::read_time`]) and hands it to the query
+    /// ([`HybridQuery::settle_time`]); the reading as a search door shows it, in the query's
+    /// zone.
+    pub async fn read_and_settle_time(
+        &self,
+        query: &mut HybridQuery,
+    ) -> Result<Option<TimeReadView>, MemoryError> {
+        let Some(at) = query.time else {
+            return Ok(None);
+        };
+        let range = self.read_time(query).await?;
+        query.settle_time(range.as_ref());
+        Ok(range.map(|r| r.view(at.tz)))
     }
 
     /// [`MemoryStore::read_time`] over `sessions` (sorted, distinct).
@@ -54,7 +70,7 @@ impl MemoryStore {
             sessions,
             candidates: EVENT_CANDIDATES,
             vector: None,
-            terms,
+            terms: terms.clone(),
             names: query_names(&anchor.event),
         };
         let lookup = HybridQuery {
@@ -82,11 +98,19 @@ impl MemoryStore {
             })
             .await?;
         // A message asking about the event relative to itself ("what did I pack before the
-        // trip?") is the question, not the event.
+        // trip?") is the question, not the event. An event that must match whole ("after
+        // surgery", "at the wedding") is dated only by a memory holding all its words.
         let question = normal(&anchor.phrase);
+        let holds_all = |text: &str| {
+            let held = text_terms(text).terms;
+            terms
+                .iter()
+                .all(|t| held.binary_search_by(|(h, _)| h.as_str().cmp(t)).is_ok())
+        };
         let best = found
             .iter()
             .filter_map(|id| details.get(id))
+            .filter(|d| !anchor.whole || holds_all(&d.text))
             .find(|d| !normal(&d.text).contains(&question));
         let Some(best) = best else {
             return Ok(None);

@@ -48,6 +48,16 @@ impl HybridQuery {
             span: None,
         }
     }
+
+    /// Hands the search the time already read for this query
+    /// ([`crate::MemoryStore::read_time`]), so an event is looked up once: the span as read,
+    /// or, when none was, no time at all (the words are then only words).
+    pub fn settle_time(&mut self, read: Option<&TimeRange>) {
+        match read {
+            Some(span) => self.span = Some(span.clone()),
+            None => self.time = None,
+        }
+    }
 }
 
 /// Where a hit comes from.

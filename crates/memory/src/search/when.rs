@@ -19,7 +19,7 @@ use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc, Weekday
 use chrono_tz::Tz;
 
 use super::when_dates::{
-    Span, Tok, absolute, day_span, month_span, month_start, season, season_span, year_span,
+    Span, Tok, absolute, day_span, month, month_span, month_start, season, season_span, year_span,
 };
 pub use super::when_events::{EventAnchor, EventDate, event_anchor, event_date};
 
@@ -139,6 +139,14 @@ enum Unit {
 
 fn unit(word: &str) -> Option<Unit> {
     UNITS.iter().find(|(w, _)| *w == word).map(|(_, u)| *u)
+}
+
+/// A unit, a weekday, a month or a season: a word of the calendar, never an event.
+pub(super) fn is_calendar_word(word: &str) -> bool {
+    unit(word).is_some()
+        || weekday(word).is_some()
+        || month(word).is_some()
+        || season(word).is_some()
 }
 
 const NUMBER_WORDS: [&str; 13] = [

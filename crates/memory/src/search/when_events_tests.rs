@@ -1,5 +1,6 @@
-//! Events as anchors: which words name one, the span once it is dated (in the user's zone), the
-//! date a memory states, and how a reading is said.
+//! Events as anchors: which words name one (with an opener or without, and the words that are no
+//! event), the span once it is dated (in the user's zone, on one side or around it), the date a
+//! memory states, and how a reading is said.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
@@ -73,14 +74,110 @@ fn phrasings_name_the_event_and_its_words() {
 }
 
 #[test]
+fn events_without_an_opener_and_spans_around_one_are_read_but_must_match_whole() {
+    // (query, phrase, event, must match whole)
+    let table = [
+        (
+            "restaurants after surgery",
+            "after surgery",
+            "surgery",
+            true,
+        ),
+        (
+            "what did I read before graduation?",
+            "before graduation",
+            "graduation",
+            true,
+        ),
+        (
+            "hobbies since retirement and friends",
+            "since retirement",
+            "retirement",
+            true,
+        ),
+        (
+            "walks after knee surgery in Porto",
+            "after knee surgery",
+            "knee surgery",
+            true,
+        ),
+        (
+            "what did we eat during the trip",
+            "during the trip",
+            "the trip",
+            true,
+        ),
+        (
+            "gifts since Ana's wedding?",
+            "since Ana's wedding",
+            "Ana's wedding",
+            true,
+        ),
+        (
+            "who did I meet at the wedding?",
+            "at the wedding",
+            "the wedding",
+            true,
+        ),
+        (
+            "what we ate at our anniversary dinner",
+            "at our anniversary dinner",
+            "our anniversary dinner",
+            true,
+        ),
+        // With an opener, before/after/since/until keep reading any match.
+        ("before the trip", "before the trip", "the trip", false),
+    ];
+    for (query, phrase, event, whole) in table {
+        let anchor = event_anchor(query).unwrap_or_else(|| panic!("no anchor in {query:?}"));
+        assert_eq!(
+            (anchor.phrase.as_str(), anchor.event.as_str(), anchor.whole),
+            (phrase, event, whole),
+            "{query:?}"
+        );
+    }
+}
+
+#[test]
 fn a_preposition_without_an_event_is_a_word() {
     for query in [
         "the dog named after grandpa",
+        "the dog named after the king",
+        "who looked after the kids",
+        "she takes after her mother",
+        "good at the piano",
         "since then",
         "before noon",
         "after the",
         "what did I say before",
         "before, the trip",
+        // Times of every day, times and words pointing back are no events.
+        "what did we talk about after dinner",
+        "emails before work",
+        "after school",
+        "before bed",
+        "since yesterday's call",
+        "after it",
+        "before all that",
+        "ever since",
+        "after 5",
+        "the week after the week",
+        "before the end",
+        "at the same time",
+        "after Monday",
+        "before the weekend",
+        "during the summer holidays",
+        // A clause names what is asked about, not a landmark.
+        "plans after receiving advice",
+        "since moving to Berlin",
+        // "at" and "during" need an opener (a place, a period), and a place is no event.
+        "photos during surgery",
+        "years with his team during high school",
+        "at home",
+        "at work",
+        "at last",
+        "the wifi password at the office",
+        "at we moved",
     ] {
         assert_eq!(event_anchor(query), None, "{query:?}");
     }
@@ -127,6 +224,43 @@ fn a_dated_event_gives_the_span_on_its_side_in_the_users_zone() {
     assert_eq!(
         (week_after.start, week_after.end),
         (paris_midnight("2026-05-11"), paris_midnight("2026-05-18"))
+    );
+}
+
+#[test]
+fn a_span_around_an_event_takes_its_days_and_three_on_each_side() {
+    let paris = Tz::Europe__Paris;
+    let paris_midnight = |d: &str| {
+        day(d)
+            .and_hms_opt(0, 0, 0)
+            .and_then(|t| t.and_local_timezone(paris).single())
+            .map(|t| t.with_timezone(&Utc))
+    };
+    for query in ["what we ate during the trip", "who I met at the trip"] {
+        let range = event_anchor(query)
+            .expect("an anchor")
+            .range(on("2026-05-03"), paris)
+            .expect("a span");
+        assert_eq!(
+            (range.start, range.end),
+            (paris_midnight("2026-04-30"), paris_midnight("2026-05-07")),
+            "{query}"
+        );
+    }
+    // A stated span of several days: those days, widened alike.
+    let week = EventDate {
+        to: day("2026-05-10"),
+        stated: true,
+        ..on("2026-05-03")
+    };
+    let range = event_anchor("during the trip")
+        .expect("an anchor")
+        .range(week, paris)
+        .expect("a span");
+    assert_eq!(
+        range.describe(paris),
+        "read \"during the trip\" as 30 April 2026 to 12 May 2026 \
+         (the date \"Trip to Lisbon\" states)"
     );
 }
 

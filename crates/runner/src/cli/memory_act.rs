@@ -37,7 +37,11 @@ pub(crate) async fn act(
             raw,
         } => {
             let q = search_query(user, config, query, top_k, &organise)?;
-            print_hits(&governed.search(q).await?, json, raw, out)
+            let (rows, time) = governed.search(q).await?;
+            if let Some(time) = time {
+                say_time(&time, raw, &mut std::io::stderr().lock())?;
+            }
+            print_hits(&rows, json, raw, out)
         }
         MemoryAction::Get { note_id } => {
             print_json(out, &governed.get(&parse_note_id(&note_id)?).await?)
@@ -180,6 +184,13 @@ fn search_query(
         tools::resolve_timezone(config.user.timezone.as_deref()).map_err(anyhow::Error::msg)?;
     q.time = Some(tools::query_time(Some(zone)));
     Ok(q)
+}
+
+/// How `search` read its words about time, one line (on stderr: stdout stays the hits, one per
+/// line or JSON).
+fn say_time(time: &types::TimeReadView, raw: bool, err: &mut impl Write) -> Result<()> {
+    writeln!(err, "{}", crate::out::field(&time.read, raw))?;
+    Ok(())
 }
 
 /// `search`'s hits, as JSON or one line each (score, id, text).

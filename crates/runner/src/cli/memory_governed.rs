@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 use tools::governance::{Answer, AuditSink};
 use tools::{Governance, MemoryAccess, ToolError, ToolRegistry};
 use types::{
-    AgentConfig, CallSurface, NoteId, SessionId, Surface, ToolExecutionContext, TurnId, UserId,
-    WorkspacePaths, memory_ops,
+    AgentConfig, CallSurface, NoteId, SessionId, Surface, TimeReadView, ToolExecutionContext,
+    TurnId, UserId, WorkspacePaths, memory_ops,
 };
 
 use crate::memory_tree;
@@ -215,8 +215,12 @@ impl CliMemory {
         .await
     }
 
-    /// `search`: the hybrid query as the CLI asks it, governed as `memory_search` (a read).
-    pub(crate) async fn search(&self, query: memory::HybridQuery) -> Result<Vec<SearchRow>> {
+    /// `search`: the hybrid query as the CLI asks it, governed as `memory_search` (a read), and
+    /// how its words about time were read.
+    pub(crate) async fn search(
+        &self,
+        query: memory::HybridQuery,
+    ) -> Result<(Vec<SearchRow>, Option<TimeReadView>)> {
         let args = json!({"query": query.text});
         let access = MemoryAccess::notes_read();
         self.govern(memory_ops::SEARCH, &access, args, |_, ctx| async move {
@@ -225,11 +229,17 @@ impl CliMemory {
             let top_k = query.top_k;
             let mut query = query;
             query.top_k = tools::search_fetch_k(&ctx, top_k);
+            let time = self
+                .store
+                .read_and_settle_time(&mut query)
+                .await
+                .map_err(store_error)?;
             let hits = self.store.search(&query).await.map_err(store_error)?;
-            Ok(tools::readable_hits(&ctx, hits, top_k)
+            let rows = tools::readable_hits(&ctx, hits, top_k)
                 .into_iter()
                 .map(SearchRow::from)
-                .collect())
+                .collect();
+            Ok((rows, time))
         })
         .await
     }

@@ -145,10 +145,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             tracing::warn!(error = %e, "reading the query's time failed");
             None
         });
-        match &range {
-            Some(span) => asked.span = Some(span.clone()),
-            None => asked.time = None,
-        }
+        asked.settle_time(range.as_ref());
         let tz = asked.time.map_or(chrono_tz::Tz::UTC, |t| t.tz);
         let hits = match memory.hybrid_query(&asked).await {
             Ok(hits) => hits,
@@ -191,22 +188,13 @@ fn with_time(out: String, range: Option<&TimeRange>, tz: chrono_tz::Tz) -> Strin
     let Some(range) = range else {
         return out;
     };
-    let Ok(mut rendered) = serde_json::from_str::<Value>(&out) else {
+    let (Ok(mut rendered), Ok(time)) = (
+        serde_json::from_str::<Value>(&out),
+        serde_json::to_value(range.view(tz)),
+    ) else {
         return out;
     };
-    let local = |t: Option<chrono::DateTime<chrono::Utc>>| {
-        t.map(|t| {
-            t.with_timezone(&tz)
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        })
-    };
-    rendered["time"] = serde_json::json!({
-        "phrase": range.phrase,
-        "from": local(range.start),
-        "until": local(range.end),
-        "timezone": tz.name(),
-        "read": range.describe(tz),
-    });
+    rendered["time"] = time;
     rendered.to_string()
 }
 

@@ -1,12 +1,14 @@
 //! Capture in the transcript: the changes capture made after a turn are listed like the agent's
 //! own, one line each with the `/undo <n>` that takes it back; what it proposes (mode
 //! `suggest`) is listed with `/memory accept|reject <n>`; `/memory pending` lists it again.
-//! `/search <words>` lists what the user said in past conversations; `/search open <n>` goes to
-//! one.
+//! `/search <words>` lists what the user said in past conversations (saying how it read their
+//! words about time); `/search open <n>` goes to one.
 
-use types::{CapturedChange, ClientFrame, ConversationHitView, PendingMemory, ServerFrame};
+use types::{
+    CapturedChange, ClientFrame, ConversationHitView, PendingMemory, ServerFrame, TimeReadView,
+};
 
-use super::memory::{Undo, excerpt, short_id};
+use super::memory::{Undo, excerpt, short_id, time_read};
 use super::{App, Entry};
 
 impl App {
@@ -39,20 +41,28 @@ impl App {
                 self.memory.pending.retain(|p| p.id != id);
                 self.push(Entry::info("Rejected: nothing was saved."));
             }
-            ServerFrame::ConversationResults { query, hits } => self.show_found(&query, hits),
+            ServerFrame::ConversationResults { query, hits, time } => {
+                self.show_found(&query, hits, time.as_ref());
+            }
             _ => {}
         }
         Vec::new()
     }
 
-    fn show_found(&mut self, query: &str, hits: Vec<ConversationHitView>) {
+    fn show_found(
+        &mut self,
+        query: &str,
+        hits: Vec<ConversationHitView>,
+        time: Option<&TimeReadView>,
+    ) {
+        let time = time_read(time);
         if hits.is_empty() {
             self.push(Entry::info(format!(
-                "Nothing in your past conversations matches \"{}\".",
+                "Nothing in your past conversations matches \"{}\"{time}.",
                 excerpt(query)
             )));
         }
-        let mut text = format!("In your past conversations (\"{}\"):", excerpt(query));
+        let mut text = format!("In your past conversations (\"{}\"){time}:", excerpt(query));
         for (i, hit) in hits.iter().enumerate() {
             let date = hit.date.get(..10).unwrap_or(&hit.date);
             let title = hit.title.as_deref().unwrap_or(&hit.session_id);

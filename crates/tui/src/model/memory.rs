@@ -1,5 +1,5 @@
 //! The user's memory in the transcript: `/memory` browses the saved notes (newest first, by
-//! category, by search), edits and deletes them; `/memory history|deleted|revert|restore`
+//! category, by search, saying how a search read its words about time), edits and deletes them; `/memory history|deleted|revert|restore`
 //! (in `memory_history`) show a note's versions and the deleted notes and bring them back; after
 //! each turn that changed memory, one line per change with the `/undo <n>` that takes it back
 //! (Ctrl+Z: the latest that can be).
@@ -14,6 +14,7 @@
 
 use types::{
     ClientFrame, DeletedNoteView, NoteChange, NoteRequest, NoteVersionView, NoteView, ServerFrame,
+    TimeReadView,
 };
 
 use super::{App, Entry};
@@ -185,9 +186,10 @@ impl App {
                 let title = format!("Your notes ({total}), newest first:");
                 self.show_notes(&title, notes, more);
             }
-            ServerFrame::NoteResults { query, notes } => {
+            ServerFrame::NoteResults { query, notes, time } => {
                 self.memory.next = None;
-                self.show_notes(&format!("Notes matching \"{query}\":"), notes, false);
+                let title = format!("Notes matching \"{query}\"{}:", time_read(time.as_ref()));
+                self.show_notes(&title, notes, false);
             }
             ServerFrame::Note { note } => {
                 self.push(Entry::info(format!(
@@ -404,6 +406,12 @@ pub(super) fn excerpt(text: &str) -> String {
     } else {
         line.to_owned()
     }
+}
+
+/// ` (read "last week" as …)`: how a search read its words about time; empty when they named
+/// none.
+pub(super) fn time_read(time: Option<&TimeReadView>) -> String {
+    time.map_or(String::new(), |t| format!(" ({})", t.read))
 }
 
 /// ` · unconfirmed (from a file)` for a note recall leaves out until the user confirms it.
