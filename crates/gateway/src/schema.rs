@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use types::{
     ApprovalScope, ClientFrame, ErrorCode, HistoryEvent, McpServerState, McpServerView, Message,
-    NoteRequest, PROTOCOL_VERSION, Role, ServerFrame, SessionId, SessionSummary, ToolCall,
-    TurnEvent, TurnId, UserId,
+    NoteRequest, PROTOCOL_VERSION, ProvenanceView, Role, ServerFrame, SessionId, SessionSummary,
+    TimeReadView, ToolCall, TurnEvent, TurnId, UserId,
 };
 
 /// Every [`ErrorCode`], for the schema's `enum`.
@@ -421,9 +421,11 @@ fn infer(full: &Value, bare: &Value, closed: bool) -> Value {
                 if bare_value.is_some() {
                     required.push(Value::String(key.clone()));
                 }
+                let nested = bare_nested(key);
+                let bare_of_value = nested.as_ref().or(bare_value).unwrap_or(value);
                 properties.insert(
                     key.clone(),
-                    known(key).unwrap_or_else(|| infer(value, bare_value.unwrap_or(value), true)),
+                    known(key).unwrap_or_else(|| infer(value, bare_of_value, true)),
                 );
             }
             let mut schema = json!({
@@ -447,6 +449,35 @@ fn infer(full: &Value, bare: &Value, closed: bool) -> Value {
         Value::Number(n) if n.is_f64() => json!({ "type": "number", "minimum": 0 }),
         Value::Number(_) => json!({ "type": "integer", "minimum": 0 }),
         Value::Null => json!({}),
+    }
+}
+
+/// The bare examples of nested objects with optional fields of their own. A frame's bare example
+/// leaves an optional object out altogether, so without these every field of the object would
+/// read as required (a strict client would then refuse a search that read "before the trip":
+/// its `time` has no `from`).
+fn bare_nested(key: &str) -> Option<Value> {
+    match key {
+        "time" => Some(to_value(&TimeReadView {
+            phrase: "before the trip".into(),
+            from: None,
+            until: None,
+            timezone: "UTC".into(),
+            read: String::new(),
+        })),
+        "provenance" => Some(to_value(&ProvenanceView {
+            origin: "user".into(),
+            session_id: None,
+            turn_id: None,
+            confirmed: true,
+        })),
+        "message" => Some(to_value(&Message {
+            role: Role::Assistant,
+            content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        })),
+        _ => None,
     }
 }
 

@@ -131,6 +131,59 @@ fn examples_fit_the_schema_and_cover_every_frame() {
     }
 }
 
+/// Takes out, at any depth, the optional fields of the nested objects a frame may carry without
+/// them: a time read with an open side ("before the trip" has no `from`), a provenance without a
+/// session, a message without text (an assistant's tool call).
+fn strip_nested_optionals(v: &mut Value) {
+    match v {
+        Value::Object(fields) => {
+            for (key, value) in fields.iter_mut() {
+                let optional: &[&str] = match key.as_str() {
+                    "time" => &["from", "until"],
+                    "provenance" => &["session_id", "turn_id"],
+                    "message" => &["content", "tool_calls", "tool_call_id"],
+                    _ => &[],
+                };
+                if let Value::Object(inner) = value {
+                    for name in optional {
+                        inner.remove(*name);
+                    }
+                }
+                strip_nested_optionals(value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nested_optionals),
+        _ => {}
+    }
+}
+
+#[test]
+fn frames_whose_nested_objects_leave_out_their_optional_fields_fit_the_schema() {
+    let schema = protocol_schema();
+    let mut stripped = 0;
+    for (full, _) in example_server_frames() {
+        let mut v = serde_json::to_value(&full).unwrap();
+        let before = v.clone();
+        strip_nested_optionals(&mut v);
+        if v == before {
+            continue;
+        }
+        stripped += 1;
+        // Still a frame the types accept, so a gateway may send it...
+        serde_json::from_value::<ServerFrame>(v.clone()).unwrap();
+        // ...and a client validating against the schema must accept it too.
+        validate(
+            frame_schema(&schema, "ServerFrame", &kind(&v)),
+            &v,
+            &kind(&v),
+        );
+    }
+    assert!(
+        stripped >= 3,
+        "only {stripped} example frames carry a time, provenance or message"
+    );
+}
+
 #[test]
 fn protocol_md_examples_parse_and_cover_every_frame() {
     let md = std::fs::read_to_string(docs().join("protocol.md")).unwrap();
