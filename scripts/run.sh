@@ -77,26 +77,28 @@ else
 fi
 
 echo "==> starting $user's agent ($tier tier)"
-status=0
-# Ctrl+C reaches the runner too (same process group), which stops what it started. If it lands
-# just as the agent became ready, the runner finishes anyway: say so instead of dying silently.
-interrupted=0
-trap 'interrupted=1' INT
-out=$("$bin/runner" "${flags[@]}" --user "$user" start --detach 2>&1) || status=$?
-trap - INT
-case "$status:$out" in
-  0:*)
-    echo "$out"
-    if [ "$interrupted" = 1 ]; then
-      echo "==> interrupted: $user's agent keeps running in the background; stop it with:" >&2
-      echo "    $bin/runner --user $user stop" >&2
-      exit 130
-    fi
-    ;;
-  130:*) echo "$out" >&2; exit 130 ;;
-  *"already running"*) echo "$user's agent is already running (settings unchanged)" ;;
-  *) echo "$out" >&2; exit 1 ;;
-esac
+# Ctrl+C reaches the runner (same process group), which stops what it started, or, when the agent
+# was ready first, keeps it and says so; either way it exits with 130. Its report goes straight to
+# stdout: not through $(...) or a trap here, since bash can hand a SIGINT that lands around those to
+# a subshell or end this script while the runner goes on (it once reported 130 for an agent left
+# running). Whatever bash does, the runner's own words reach the user. Only its errors are kept.
+errors=$(mktemp)
+set +e
+"$bin/runner" "${flags[@]}" --user "$user" start --detach 2>"$errors"
+status=$?
+set -e
+if [ "$status" != 0 ] && [ "$status" != 130 ] && grep -q "already running" "$errors"; then
+  rm -f "$errors"
+  echo "$user's agent is already running (settings unchanged)"
+else
+  cat "$errors" >&2
+  rm -f "$errors"
+  case "$status" in
+    0) ;;
+    130) exit 130 ;;
+    *) exit 1 ;;
+  esac
+fi
 
 echo "==> opening the chat (/help for commands, /quit to leave; the agent keeps running:"
 echo "    stop it with: $bin/runner --user $user stop)"

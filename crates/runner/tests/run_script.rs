@@ -175,6 +175,51 @@ async fn run_sh_checks_the_key_before_building_anything() {
     assert!(text.contains("./scripts/run.sh --process alice"), "{text}");
 }
 
+/// The runner's report reaches the user whatever becomes of the shell running run.sh. Bash can end
+/// the script on a Ctrl+C that the runner handled (a SIGINT taken by a command substitution's
+/// subshell, a trap run while bash parses): when run.sh read the runner's words through `$(...)`,
+/// the runner went on starting the agent and its "running in the background" was lost with the
+/// shell. Here a stand-in `runner` kills run.sh's shell (its process group's leader, as a
+/// terminal's would be), then reports the agent ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_sh_passes_the_runners_report_through_whatever_becomes_of_its_shell() {
+    let server = test_support::ScriptedLlm::start().await;
+    let co = Checkout::new(&server);
+    let runner = co.root().join("target/release/runner");
+    std::fs::remove_file(&runner).unwrap();
+    write_exe(
+        &runner,
+        "case \"$*\" in\n\
+         *'start --detach'*) kill -KILL \"$(cut -d' ' -f5 /proc/$$/stat)\"; sleep 0.2\n\
+           echo \"alice: running in the background (stand-in)\" ;;\n\
+         *) echo \"runner $*\" ;;\n\
+         esac",
+    );
+    std::fs::write(
+        co.config(),
+        "workspace_root = \"workspaces\"\n\n[users.alice]\ntier = \"process\"\n",
+    )
+    .unwrap();
+    let mut cmd = co.command(&["alice"]);
+    cmd.process_group(0);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("alice: running in the background (stand-in)"),
+        "{text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs landlock"]
 async fn run_sh_asks_for_the_process_tier_adds_users_follows_edits_and_stops_on_ctrl_c() {

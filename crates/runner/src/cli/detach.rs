@@ -1,6 +1,7 @@
 //! `runner start --detach`: one background runner (`start --supervisor`) per user, waiting until
 //! each agent serves. A signal while waiting stops every background runner this command started
-//! (and what they started) before it exits.
+//! (and what they started) before it exits; one that lands as the last agent gets ready leaves
+//! them running, says so, and still exits with status 130.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -69,6 +70,17 @@ pub async fn detach_all(
                 .join(gateway::GatewayToken::FILE_NAME)
                 .display()
         ));
+    }
+    // A signal that landed as the last agent got ready (the wait saw it ready first): the agents
+    // stay, each said above how to stop it, and the command still ends as interrupted, so a
+    // script that runs it (`scripts/run.sh`) does not go on as if nobody had pressed Ctrl+C.
+    if let Some(sig) = interrupt.arrived() {
+        let users: Vec<&str> = plans.iter().map(|p| p.user.id.as_str()).collect();
+        return Err(Interrupted(format!(
+            "{sig} after {} became ready; left running in the background",
+            users.join(", ")
+        ))
+        .into());
     }
     Ok(())
 }
