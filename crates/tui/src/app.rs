@@ -111,7 +111,7 @@ fn draw(terminal: &mut Terminal<CrosstermBackend<Stdout>>, app: &mut App) -> Res
         .draw(|frame| drawn = Some(view::draw(frame, app)))
         .map_err(TuiError::Terminal)?;
     if let Some(drawn) = drawn {
-        app.set_layout(drawn.page, drawn.max_scroll);
+        app.set_layout(drawn.page, drawn.max_scroll, drawn.scroll);
     }
     Ok(())
 }

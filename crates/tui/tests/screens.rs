@@ -28,7 +28,7 @@ pub(crate) fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut drawn = None;
     terminal.draw(|f| drawn = Some(tui::draw(f, app))).unwrap();
     let drawn = drawn.unwrap();
-    app.set_layout(drawn.page, drawn.max_scroll);
+    app.set_layout(drawn.page, drawn.max_scroll, drawn.scroll);
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
     for y in 0..buffer.area.height {

@@ -96,3 +96,151 @@ fn note_and_conversation_searches_say_how_they_read_the_time() {
     );
     assert!(!plain.contains("read \""), "{plain}");
 }
+
+/// `/search open <n>`: the hit's session is opened, its history paged back until the hit's
+/// message is in, and the transcript scrolled so that the message, marked, starts at the top.
+#[test]
+fn search_open_pages_back_to_the_hit_and_scrolls_to_it() {
+    use types::{HistoryEvent, Message, SessionId, SessionSummary};
+    let mut app = online(None);
+    let chat = SessionId::parse("chat-b").unwrap();
+    let hit = ConversationHitView {
+        session_id: "chat-b".into(),
+        title: Some("Moving".into()),
+        seq: 30,
+        speaker: "user".into(),
+        text: "Unpacked the last boxes".into(),
+        date: "2025-10-01T10:00:00.000Z".into(),
+        context: Vec::new(),
+    };
+    app.on_frame(ServerFrame::ConversationResults {
+        query: "boxes".into(),
+        hits: vec![hit],
+        time: None,
+    });
+    assert_eq!(
+        command(&mut app, "/search open 1"),
+        [ClientFrame::SwitchSession {
+            session_id: chat.clone(),
+            last_seq: None,
+        }]
+    );
+    let asked = app.on_frame(ServerFrame::SessionSwitched {
+        session: SessionSummary {
+            session_id: chat.clone(),
+            title: Some("Moving".into()),
+            created_at: "2025-10-01T09:00:00.000Z".into(),
+            last_active_at: "2025-10-02T09:00:00.000Z".into(),
+            messages: 120,
+            active_turn: None,
+            last_seq: 120,
+        },
+    });
+    let page = |numbers: std::ops::RangeInclusive<u64>| -> Vec<HistoryEvent> {
+        numbers
+            .map(|n| HistoryEvent {
+                number: n,
+                message: match (n, n % 2) {
+                    (30, _) => Message::user("Unpacked the last boxes"),
+                    (_, 0) => Message::user(format!("message {n}")),
+                    _ => Message::assistant(format!("reply {n}")),
+                },
+                created_at: "2025-10-01T10:00:00.000Z".into(),
+            })
+            .collect()
+    };
+    let get = |before: Option<u64>| ClientFrame::GetHistory {
+        session_id: chat.clone(),
+        before,
+        limit: 50,
+    };
+    assert_eq!(asked, [get(None)]);
+    // The newest page starts after the hit: the page before it is asked for, and so on.
+    let asked = app.on_frame(ServerFrame::History {
+        session_id: chat.clone(),
+        events: page(71..=120),
+        next_before: Some(71),
+    });
+    assert_eq!(asked, [get(Some(71))]);
+    let asked = app.on_frame(ServerFrame::History {
+        session_id: chat.clone(),
+        events: page(21..=70),
+        next_before: Some(21),
+    });
+    assert!(asked.is_empty(), "{asked:?}");
+    let shown = screen(&mut app, 80, 16);
+    check("search_open", &shown);
+    let rows: Vec<&str> = shown.lines().collect();
+    assert!(rows[0].starts_with("▶ found by /search"), "{shown}");
+    assert!(rows[1].contains("Unpacked the last boxes"), "{shown}");
+    assert!(shown.contains("↑ scrolled"), "{shown}");
+    // An earlier page keeps the mark on the hit's message.
+    assert_eq!(command(&mut app, "/history"), [get(Some(21))]);
+    app.on_frame(ServerFrame::History {
+        session_id: chat.clone(),
+        events: page(1..=20),
+        next_before: None,
+    });
+    assert_eq!(
+        app.found_entry.and_then(|i| app.entries.get(i)),
+        Some(&tui::Entry::User("Unpacked the last boxes".into()))
+    );
+    // Scrolling on from there works as usual; Ctrl+L goes back to the newest.
+    crate::screens::key(
+        &mut app,
+        crossterm::event::KeyCode::Char('l'),
+        crossterm::event::KeyModifiers::CONTROL,
+    );
+    let newest = screen(&mut app, 80, 16);
+    assert!(newest.contains("reply 119"), "{newest}");
+    assert!(!newest.contains("found by /search"), "{newest}");
+}
+
+/// A hit whose message is gone from its session (the history starts after it) is said so.
+#[test]
+fn search_open_says_when_the_hit_is_no_longer_there() {
+    use types::{HistoryEvent, Message, SessionId, SessionSummary};
+    let mut app = online(None);
+    let chat = SessionId::parse("chat-b").unwrap();
+    app.on_frame(ServerFrame::ConversationResults {
+        query: "boxes".into(),
+        hits: vec![ConversationHitView {
+            session_id: "chat-b".into(),
+            title: None,
+            seq: 3,
+            speaker: "user".into(),
+            text: "Unpacked the last boxes".into(),
+            date: "2025-10-01T10:00:00.000Z".into(),
+            context: Vec::new(),
+        }],
+        time: None,
+    });
+    command(&mut app, "/search open 1");
+    app.on_frame(ServerFrame::SessionSwitched {
+        session: SessionSummary {
+            session_id: chat.clone(),
+            title: None,
+            created_at: "2025-10-01T09:00:00.000Z".into(),
+            last_active_at: "2025-10-02T09:00:00.000Z".into(),
+            messages: 2,
+            active_turn: None,
+            last_seq: 6,
+        },
+    });
+    let asked = app.on_frame(ServerFrame::History {
+        session_id: chat,
+        events: vec![HistoryEvent {
+            number: 5,
+            message: Message::user("hello"),
+            created_at: "2025-10-01T10:00:00.000Z".into(),
+        }],
+        next_before: None,
+    });
+    assert!(asked.is_empty(), "{asked:?}");
+    let shown = screen(&mut app, 80, 16);
+    assert!(
+        shown.contains("Message 3 is no longer in this conversation."),
+        "{shown}"
+    );
+    assert!(!shown.contains("found by /search"), "{shown}");
+}

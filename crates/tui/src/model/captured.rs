@@ -2,10 +2,12 @@
 //! own, one line each with the `/undo <n>` that takes it back; what it proposes (mode
 //! `suggest`) is listed with `/memory accept|reject <n>`; `/memory pending` lists it again.
 //! `/search <words>` lists what the user said in past conversations (saying how it read their
-//! words about time); `/search open <n>` goes to one.
+//! words about time); `/search open <n>` goes to one: it switches to the hit's session, pages its
+//! history back until the hit's message is in, marks that message and scrolls to it.
 
 use types::{
-    CapturedChange, ClientFrame, ConversationHitView, PendingMemory, ServerFrame, TimeReadView,
+    CapturedChange, ClientFrame, ConversationHitView, HistoryEvent, PendingMemory, ServerFrame,
+    SessionId, TimeReadView,
 };
 
 use super::memory::{Undo, excerpt, short_id, time_read};
@@ -97,6 +99,7 @@ impl App {
                     excerpt(&hit.text),
                     hit.seq
                 )));
+                self.memory.opening = Some((session_id.clone(), hit.seq));
                 vec![ClientFrame::SwitchSession {
                     session_id,
                     last_seq: None,
@@ -105,6 +108,52 @@ impl App {
             _ => {
                 self.push(Entry::error(format!(
                     "There is no result {n}: /search <words> lists them."
+                )));
+                Vec::new()
+            }
+        }
+    }
+
+    /// After a history page of `session` was added in front of the transcript (`events`, and the
+    /// cursor of the page before it): when `/search open` looks for a message of that session,
+    /// marks it and has the next draw scroll to it once the page holds it, or asks for the page
+    /// before while the page starts after it.
+    pub(super) fn find_opened(
+        &mut self,
+        session: &SessionId,
+        events: &[HistoryEvent],
+        next: Option<u64>,
+    ) -> Vec<ClientFrame> {
+        let Some(seq) = self
+            .memory
+            .opening
+            .as_ref()
+            .filter(|(s, _)| s == session)
+            .map(|(_, seq)| *seq)
+        else {
+            return Vec::new();
+        };
+        if let Some(at) = events.iter().position(|e| e.number == seq) {
+            // The page's entries before the hit, after the "earlier messages" line if any.
+            let before = super::transcript::from_history(&events[..at]).len();
+            let index = before + usize::from(next.is_some());
+            self.found_entry = Some(index.min(self.entries.len().saturating_sub(1)));
+            self.reveal_found = true;
+            self.memory.opening = None;
+            return Vec::new();
+        }
+        match next {
+            Some(before) if events.first().is_some_and(|e| e.number > seq) => {
+                vec![ClientFrame::GetHistory {
+                    session_id: session.clone(),
+                    before: Some(before),
+                    limit: super::frames::HISTORY_PAGE,
+                }]
+            }
+            _ => {
+                self.memory.opening = None;
+                self.push(Entry::info(format!(
+                    "Message {seq} is no longer in this conversation."
                 )));
                 Vec::new()
             }

@@ -61,8 +61,7 @@ impl App {
                 if let Some(more) = self.export_page(&session_id, &events, next_before) {
                     return more;
                 }
-                self.history_page(&session_id, &events, next_before);
-                Vec::new()
+                self.history_page(&session_id, &events, next_before)
             }
             ServerFrame::Lagged { session_id, .. } => self.lagged(session_id),
             ServerFrame::Pong => Vec::new(),
@@ -264,6 +263,7 @@ impl App {
     /// Makes `session` the current one with an empty transcript; asks for its stored messages.
     pub(super) fn attach(&mut self, session: SessionSummary) -> Vec<ClientFrame> {
         self.entries.clear();
+        self.found_entry = None;
         self.last_seq = 0;
         self.turn = TurnState::Idle;
         self.active_turn = None;
@@ -310,6 +310,7 @@ impl App {
                 ));
                 if let Some(id) = self.current_session_id().cloned() {
                     self.entries.clear();
+                    self.found_entry = None;
                     self.history = HistoryCursor::Loading;
                     return vec![ClientFrame::GetHistory {
                         session_id: id,
@@ -354,9 +355,14 @@ impl App {
         Vec::new()
     }
 
-    fn history_page(&mut self, session: &SessionId, events: &[HistoryEvent], next: Option<u64>) {
+    fn history_page(
+        &mut self,
+        session: &SessionId,
+        events: &[HistoryEvent],
+        next: Option<u64>,
+    ) -> Vec<ClientFrame> {
         if Some(session) != self.current_session_id() {
-            return;
+            return Vec::new();
         }
         let older = from_history(events);
         if older.is_empty() && next.is_none() && self.history != HistoryCursor::Loading {
@@ -366,15 +372,23 @@ impl App {
         if next.is_some() {
             entries.insert(0, Entry::info("Earlier messages: /history"));
         }
+        let added = entries.len();
+        let mut removed = 0;
         // Drop the previous "earlier messages" marker: the page replaces it.
         if matches!(self.history, HistoryCursor::Before(_))
             && matches!(self.entries.first(), Some(Entry::Notice { text, .. }) if text == "Earlier messages: /history")
         {
             self.entries.remove(0);
+            removed = 1;
         }
         self.history = next.map_or(HistoryCursor::Start, HistoryCursor::Before);
         entries.append(&mut self.entries);
         self.entries = entries;
+        // The marked hit moves down by what came in before it.
+        self.found_entry = self
+            .found_entry
+            .map(|i| (i + added).saturating_sub(removed));
+        self.find_opened(session, events, next)
     }
 
     /// The history command: the page before what is shown.

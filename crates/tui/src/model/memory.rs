@@ -88,6 +88,8 @@ pub(super) struct MemoryView {
     pub(super) pending: Vec<types::PendingMemory>,
     /// The past-conversation hits last listed, numbered from 1 for `/search open <n>`.
     pub(super) found: Vec<types::ConversationHitView>,
+    /// The message `/search open` is paging the session's history back to: session and number.
+    pub(super) opening: Option<(types::SessionId, u64)>,
 }
 
 impl App {

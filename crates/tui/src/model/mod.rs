@@ -155,6 +155,10 @@ pub struct App {
     pub show_details: bool,
     /// Lines scrolled up from the bottom (0: follow new text).
     pub scroll: usize,
+    /// The entry `/search open` went to (an index in `entries`), drawn marked.
+    pub found_entry: Option<usize>,
+    /// The next draw scrolls so that `found_entry` starts at the top of the transcript.
+    pub reveal_found: bool,
     page: usize,
     max_scroll: usize,
     sessions: Vec<SessionSummary>,
@@ -207,6 +211,8 @@ impl App {
             arm_delay: ARM_DELAY,
             show_details: false,
             scroll: 0,
+            found_entry: None,
+            reveal_found: false,
             page: 10,
             max_scroll: 0,
             sessions: Vec::new(),
@@ -281,11 +287,13 @@ impl App {
         }
     }
 
-    /// Tells the model how the transcript was laid out: its height and how far it can scroll.
-    pub fn set_layout(&mut self, page: usize, max_scroll: usize) {
+    /// Tells the model how the transcript was laid out: its height, how far it can scroll and
+    /// how far it was scrolled (further than asked when it scrolled to a search hit).
+    pub fn set_layout(&mut self, page: usize, max_scroll: usize, scroll: usize) {
         self.page = page.max(1);
         self.max_scroll = max_scroll;
-        self.scroll = self.scroll.min(max_scroll);
+        self.scroll = scroll.min(max_scroll);
+        self.reveal_found = false;
     }
 
     fn push(&mut self, entry: Entry) {

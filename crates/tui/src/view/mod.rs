@@ -26,6 +26,9 @@ pub struct Drawn {
     pub page: usize,
     /// How many lines the transcript can scroll up.
     pub max_scroll: usize,
+    /// How far it was scrolled up: the model's scroll, or, when it asked to reveal the search
+    /// hit it went to, as far as puts that hit's first line at the top.
+    pub scroll: usize,
 }
 
 /// Draws the whole screen.
@@ -42,20 +45,24 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) -> Drawn {
     .areas(area);
 
     let page = usize::from(body.height);
-    let need = page + app.scroll;
+    let wanted = match app.found_entry {
+        Some(i) if app.reveal_found => transcript::lines_from(app, width, i).saturating_sub(page),
+        _ => app.scroll,
+    };
+    let need = page + wanted;
     let (lines, complete) = transcript::tail_lines(app, width, need);
     let total = lines.len();
     let mut max_scroll = total.saturating_sub(page);
     if !complete {
         max_scroll += page;
     }
-    let scroll = app.scroll.min(max_scroll);
+    let scroll = wanted.min(max_scroll);
     let end = total.saturating_sub(scroll);
     let start = end.saturating_sub(page);
     let visible: Vec<_> = lines.into_iter().skip(start).take(end - start).collect();
     frame.render_widget(Paragraph::new(Text::from(visible)), body);
 
-    frame.render_widget(Paragraph::new(status::line(app, width)), bar);
+    frame.render_widget(Paragraph::new(status::line(app, width, scroll > 0)), bar);
     frame.render_widget(Paragraph::new(Text::from(input.rows)), entry);
     if let Some((row, col)) = input.cursor {
         let x = entry.x
@@ -65,5 +72,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) -> Drawn {
         let y = entry.y + u16::try_from(row).unwrap_or(0);
         frame.set_cursor_position(Position::new(x, y));
     }
-    Drawn { page, max_scroll }
+    Drawn {
+        page,
+        max_scroll,
+        scroll,
+    }
 }

@@ -8,8 +8,8 @@ use crate::model::{App, ConnState, TurnState};
 
 const BAR: Style = Style::new().bg(Color::DarkGray).fg(Color::White);
 
-/// The status bar line.
-pub fn line(app: &App, width: usize) -> Line<'static> {
+/// The status bar line; `scrolled` when the transcript is drawn scrolled up.
+pub fn line(app: &App, width: usize, scrolled: bool) -> Line<'static> {
     let (dot, conn, conn_style) = match &app.conn {
         ConnState::Online => ("●", "connected".to_owned(), BAR.fg(Color::LightGreen)),
         ConnState::Connecting { attempt: 1 } => {
@@ -38,7 +38,7 @@ pub fn line(app: &App, width: usize) -> Line<'static> {
         parts.push(format!("⚠ MCP down: {}", down.join(", ")));
     }
     let left = format!(" {}", parts.join("  │  "));
-    let right = if app.scroll > 0 {
+    let right = if scrolled {
         "↑ scrolled · PageDown ".to_owned()
     } else if app.show_details {
         "details on · Ctrl+T ".to_owned()

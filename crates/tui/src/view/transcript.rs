@@ -1,5 +1,5 @@
 //! The transcript as screen lines: user messages, Markdown replies, compact tool lines (with
-//! details when shown), approvals and notices.
+//! details when shown), approvals and notices; the message `/search open` went to is marked.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -14,6 +14,7 @@ const USER: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
 const ERROR: Style = Style::new().fg(Color::Red);
 const OK: Style = Style::new().fg(Color::Green);
 const ASK: Style = Style::new().fg(Color::Yellow);
+const FOUND: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
 
 /// The last lines of the transcript at `width` columns: at least `need` of them when there are
 /// that many, laid out from the newest entry back. `complete` is false when older entries were
@@ -21,23 +22,55 @@ const ASK: Style = Style::new().fg(Color::Yellow);
 pub fn tail_lines(app: &App, width: usize, need: usize) -> (Vec<Line<'static>>, bool) {
     let mut blocks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut count = 0;
-    for (i, entry) in app.entries.iter().enumerate().rev() {
+    for i in (0..app.entries.len()).rev() {
         if count >= need {
             return (blocks.into_iter().rev().flatten().collect(), false);
         }
-        let mut block = Vec::new();
-        if let Some(prev) = i.checked_sub(1).and_then(|p| app.entries.get(p))
-            && !(is_tool(prev) && is_tool(entry))
-        {
-            block.push(Line::default());
-        }
-        for md in entry_lines(entry, app.show_details) {
-            block.extend(wrap(&md, width));
-        }
+        let block = entry_block(app, i, width);
         count += block.len();
         blocks.push(block);
     }
     (blocks.into_iter().rev().flatten().collect(), true)
+}
+
+/// How many lines the transcript has from entry `index` (its first own line, past the blank
+/// line that separates it) to the end, at `width` columns.
+pub fn lines_from(app: &App, width: usize, index: usize) -> usize {
+    let total: usize = (index..app.entries.len())
+        .map(|i| entry_block(app, i, width).len())
+        .sum();
+    total.saturating_sub(usize::from(separated(app, index)))
+}
+
+/// Entry `i` as lines: a blank line before it (not between two tool lines), the mark of the
+/// search hit `/search open` went to, then the entry.
+fn entry_block(app: &App, i: usize, width: usize) -> Vec<Line<'static>> {
+    let mut block = Vec::new();
+    if separated(app, i) {
+        block.push(Line::default());
+    }
+    if app.found_entry == Some(i) {
+        block.push(Line::from(Span::styled(
+            "▶ found by /search".to_owned(),
+            FOUND,
+        )));
+    }
+    if let Some(entry) = app.entries.get(i) {
+        for md in entry_lines(entry, app.show_details) {
+            block.extend(wrap(&md, width));
+        }
+    }
+    block
+}
+
+fn separated(app: &App, i: usize) -> bool {
+    match (
+        i.checked_sub(1).and_then(|p| app.entries.get(p)),
+        app.entries.get(i),
+    ) {
+        (Some(prev), Some(entry)) => !(is_tool(prev) && is_tool(entry)),
+        _ => false,
+    }
 }
 
 fn is_tool(entry: &Entry) -> bool {
