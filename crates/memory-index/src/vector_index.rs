@@ -344,15 +344,14 @@ impl FacetCheck<'_> {
     pub fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
         let matrix = &self.pool.matrix;
         if let Some(&row) = matrix.rows.get(&chunk_id) {
-            return matrix.facets.get(row).is_some_and(|f| filter.allows(f));
+            return matrix.allowed(Some(filter), row);
         }
         let own = read(&self.index.sessions).get(session).cloned();
         own.is_some_and(|m| {
             let m = read(&m);
             m.rows
                 .get(&chunk_id)
-                .and_then(|&row| m.facets.get(row))
-                .is_some_and(|f| filter.allows(f))
+                .is_some_and(|&row| m.allowed(Some(filter), row))
         })
     }
 }
