@@ -180,7 +180,7 @@ enum Part<'v> {
 }
 
 fn parts<'v>(view: &'v View<'_>) -> Vec<Part<'v>> {
-    let own = view.own.iter().map(|(name, g)| Part::Own(name, &**g));
+    let own = view.own.iter().map(|(name, g)| Part::Own(name, g));
     std::iter::once(Part::Pool(view.pool)).chain(own).collect()
 }
 

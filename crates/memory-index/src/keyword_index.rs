@@ -344,7 +344,7 @@ impl KeywordIndex {
                 .map(|(t, n)| Some((*shared.terms.get(t.as_str())?, *n)))
                 .collect();
             if let Some(ids) = ids
-                && !(shared.own_only && !shared.sessions.contains_key(session))
+                && (!shared.own_only || shared.sessions.contains_key(session))
             {
                 return (ids, home(&shared));
             }

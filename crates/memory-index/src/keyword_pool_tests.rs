@@ -35,6 +35,9 @@ fn text(rng: &mut Rng) -> String {
     words.join(" ")
 }
 
+/// A search's filter.
+type Allows<'a> = &'a dyn Fn(&str, i64) -> bool;
+
 /// Both forms of the index, changed alike.
 struct Pair {
     pooled: KeywordIndex,
@@ -57,7 +60,7 @@ impl Pair {
     fn agree(&self, scopes: &[Vec<String>], queries: &[&str], what: &str) {
         let allow_all = |_: &str, _: i64| true;
         let some = |s: &str, id: i64| id % 3 != 0 && !s.ends_with('7');
-        let filters: [&dyn Fn(&str, i64) -> bool; 2] = [&allow_all, &some];
+        let filters: [Allows<'_>; 2] = [&allow_all, &some];
         for sessions in scopes {
             for query in queries {
                 let terms = query_index_terms(query);
