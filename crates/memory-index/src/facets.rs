@@ -40,21 +40,91 @@ impl ChunkFacets {
     }
 }
 
+/// A [`time_key`] for a text not of the stored form (compared as text instead).
+pub const NO_KEY: i64 = i64::MIN;
+
+/// A time as stored (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, [`time_text`]) as an integer in the same
+/// order as the text (its fields packed into 60 bits), so that a filter's time bounds are checked
+/// without reaching the text; [`NO_KEY`] for any other text.
+pub fn time_key(text: &str) -> i64 {
+    let b = text.as_bytes();
+    if b.len() != 27 || b[26] != b'Z' {
+        return NO_KEY;
+    }
+    let seps = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+    ];
+    if seps.iter().any(|&(at, c)| b[at] != c) {
+        return NO_KEY;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let fields = (|| {
+        let f = [
+            num(0, 4)?,
+            num(5, 7)?,
+            num(8, 10)?,
+            num(11, 13)?,
+            num(14, 16)?,
+            num(17, 19)?,
+            num(20, 26)?,
+        ];
+        // Bits per field: each must fit its bits for the packing to keep the text's order.
+        let ok = (1..=12).contains(&f[1])
+            && (1..=31).contains(&f[2])
+            && f[3] < 24
+            && f[4] < 60
+            && f[5] < 61;
+        ok.then_some(f)
+    })();
+    let Some([y, mo, d, h, mi, s, us]) = fields else {
+        return NO_KEY;
+    };
+    (((((y << 4 | mo) << 5 | d) << 5 | h) << 6 | mi) << 6 | s) << 20 | us
+}
+
 /// A [`Scope`] prepared for checking many rows: the time bounds rendered once.
 #[derive(Debug, Clone)]
 pub struct FacetFilter {
     scope: Scope,
     after: Option<String>,
     before: Option<String>,
+    /// The bounds as [`time_key`]s.
+    after_key: Option<i64>,
+    before_key: Option<i64>,
 }
 
 impl FacetFilter {
     pub fn new(scope: Scope) -> Self {
+        let after = scope.filters.created_after.map(time_text);
+        let before = scope.filters.created_before.map(time_text);
         Self {
-            after: scope.filters.created_after.map(time_text),
-            before: scope.filters.created_before.map(time_text),
+            after_key: after.as_deref().map(time_key),
+            before_key: before.as_deref().map(time_key),
+            after,
+            before,
             scope,
         }
+    }
+
+    /// [`Self::allows`] for a chunk whose creation time's [`time_key`] is `key`: a chunk outside
+    /// the time bounds is refused by the key alone (the same answer, without reading its text).
+    pub fn allows_keyed(&self, key: i64, facets: &ChunkFacets) -> bool {
+        let known = |bound: Option<i64>| bound.filter(|&b| b != NO_KEY && key != NO_KEY);
+        if known(self.after_key).is_some_and(|a| key < a)
+            || known(self.before_key).is_some_and(|b| key >= b)
+        {
+            return false;
+        }
+        self.allows(facets)
     }
 
     /// Whether a search with this scope may return the chunk.
@@ -82,6 +152,45 @@ impl FacetFilter {
         match (&self.scope.expired_at, &facets.expires_at) {
             (Some(now), Some(expires)) => expires > now,
             _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{DateTime, Utc};
+
+    #[test]
+    fn time_keys_order_as_the_texts_do() {
+        let t = |s: i64| DateTime::<Utc>::from_timestamp_micros(s).expect("time");
+        let mut texts: Vec<String> = [
+            0,
+            1,
+            999_999,
+            1_000_000,
+            86_399_999_999,
+            1_700_000_000_123_456,
+            1_700_000_060_000_000,
+            253_402_300_799_999_999,
+        ]
+        .into_iter()
+        .map(|us| time_text(t(us)))
+        .collect();
+        texts.push("2024-02-29T23:59:60.000000Z".into());
+        for a in &texts {
+            assert_ne!(time_key(a), NO_KEY, "{a}");
+            for b in &texts {
+                assert_eq!(time_key(a).cmp(&time_key(b)), a.cmp(b), "{a} {b}");
+            }
+        }
+        for other in [
+            "",
+            "2024-01-01T00:00:00Z",
+            "2024-13-01T00:00:00.000000Z",
+            "2024-01-01T00:00:00.00000xZ",
+        ] {
+            assert_eq!(time_key(other), NO_KEY, "{other}");
         }
     }
 }

@@ -1,17 +1,20 @@
 //! The keyword index as flat sections ([`crate::flat`]): the dictionary once, then per session
-//! its posting lists (term ids, lengths, then every list laid end to end) and the per-slot chunk
-//! ids, lengths and term ids, so a load rebuilds no dictionary term by term and tokenizes nothing.
+//! with lists of its own its posting lists (term ids, lengths, then every list laid end to end)
+//! and the per-slot chunk ids, lengths and term ids, then the pool the same way (its live slots
+//! renumbered in order, with their session numbers and the sessions' names), so a load rebuilds
+//! no dictionary term by term and tokenizes nothing.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, RwLock};
 
-use super::{Doc, KeywordIndex, Lists, Posting, Postings, SessionPostings, Shared};
+use super::pool::{DEAD, PoolSession};
+use super::{Doc, KeywordIndex, KeywordPool, Lists, Posting, Postings, SessionPostings, Shared};
 use crate::flat::{Record, SectionReader, SectionWriter, invalid};
 use crate::index_change::read;
 
 impl KeywordIndex {
     pub(crate) fn write_flat<W: Write>(&self, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
-        let (names, sessions) = {
+        let (names, pool) = {
             let shared = read(&self.shared);
             let mut names: Vec<Box<str>> = vec![Box::from(""); shared.terms.len()];
             for (term, &id) in &shared.terms {
@@ -19,19 +22,21 @@ impl KeywordIndex {
                     slot.clone_from(term);
                 }
             }
-            let sessions: Vec<(String, Arc<RwLock<SessionPostings>>)> = shared
-                .sessions
-                .iter()
-                .map(|(name, p)| (name.clone(), Arc::clone(p)))
-                .collect();
-            (names, sessions)
+            (names, Arc::clone(&shared.pool))
         };
-        Record::default()
-            .u64(names.len() as u64)
-            .u64(sessions.len() as u64)
-            .write(out)?;
+        Record::default().u64(names.len() as u64).write(out)?;
         out.texts(names.iter().map(|n| Some(&**n)))?;
         drop(names);
+        // The pool before the sessions with lists of their own (as the vector index writes its
+        // pool first): a session leaving the pool meanwhile is written twice rather than missed,
+        // and a load keeps its own lists.
+        read(&pool).write_flat(out)?;
+        let sessions: Vec<(String, Arc<RwLock<SessionPostings>>)> = read(&self.shared)
+            .sessions
+            .iter()
+            .map(|(name, p)| (name.clone(), Arc::clone(p)))
+            .collect();
+        Record::default().u64(sessions.len() as u64).write(out)?;
         for (name, postings) in sessions {
             read(&postings).write_flat(&name, out)?;
         }
@@ -42,7 +47,6 @@ impl KeywordIndex {
     pub(crate) fn read_flat<R: Read>(&self, input: &mut SectionReader<'_, R>) -> io::Result<()> {
         let mut head = Record::read(input)?;
         let terms = head.take_usize()?;
-        let sessions = head.take_u64()?;
         head.done()?;
         let words = input.texts(terms)?;
         let mut shared = Shared::default();
@@ -54,13 +58,21 @@ impl KeywordIndex {
             }
         }
         drop(words);
+        let mut pool = KeywordPool::read_flat(terms, input)?;
+        let mut head = Record::read(input)?;
+        let sessions = head.take_u64()?;
+        head.done()?;
         for _ in 0..sessions {
             let (name, postings) = SessionPostings::read_flat(terms, input)?;
+            if let Some(n) = pool.number(&name) {
+                pool.drop_session(n);
+            }
             let postings = Arc::new(RwLock::new(postings));
             if shared.sessions.insert(name, postings).is_some() {
                 return Err(invalid("session listed twice"));
             }
         }
+        shared.pool = Arc::new(RwLock::new(pool));
         self.replace_with(Self {
             shared: RwLock::new(shared),
         });
@@ -192,6 +204,162 @@ impl SessionPostings {
             *self.expiries.entry(at.clone()).or_insert(0) += 1;
         }
         Ok(())
+    }
+}
+
+impl KeywordPool {
+    fn write_flat<W: Write>(&self, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
+        // Live slots renumbered in order (dead ones are not written).
+        let mut new_slot = vec![DEAD; self.tags.len()];
+        let mut live = Vec::new();
+        for (slot, &tag) in self.tags.iter().enumerate() {
+            if tag != DEAD {
+                new_slot[slot] = count(live.len())?;
+                live.push(slot);
+            }
+        }
+        let mut ids: Vec<u32> = self.postings.keys().copied().collect();
+        ids.sort_unstable();
+        let mut lens = Vec::with_capacity(ids.len());
+        let (mut slots, mut counts) = (Vec::new(), Vec::new());
+        let mut kept = Vec::with_capacity(ids.len());
+        for id in ids {
+            let before = slots.len();
+            for p in self.postings[&id].list() {
+                let slot = new_slot[p.slot as usize];
+                if slot != DEAD {
+                    slots.push(slot);
+                    counts.push(p.count);
+                }
+            }
+            if slots.len() > before {
+                kept.push(id);
+                lens.push(count(slots.len() - before)?);
+            }
+        }
+        Record::default()
+            .u64(self.names.len() as u64)
+            .u64(live.len() as u64)
+            .u64(kept.len() as u64)
+            .write(out)?;
+        out.texts(self.names.iter().map(|n| Some(n.as_str())))?;
+        out.array(
+            &live
+                .iter()
+                .map(|&s| self.chunk_ids[s])
+                .collect::<Vec<i64>>(),
+        )?;
+        out.array(&live.iter().map(|&s| self.lens[s]).collect::<Vec<u32>>())?;
+        out.array(&live.iter().map(|&s| self.tags[s]).collect::<Vec<u32>>())?;
+        out.array(&kept)?;
+        out.array(&lens)?;
+        out.array(&slots)?;
+        out.array(&counts)?;
+        let mut expires: Vec<(u32, &str)> = self
+            .expires
+            .iter()
+            .map(|(&slot, at)| (new_slot[slot as usize], &**at))
+            .filter(|(slot, _)| *slot != DEAD)
+            .collect();
+        expires.sort_unstable();
+        out.array(&expires.iter().map(|(s, _)| *s).collect::<Vec<u32>>())?;
+        out.texts(expires.iter().map(|(_, at)| Some(*at)))
+    }
+
+    /// The pool written by [`Self::write_flat`]; term ids must be below `terms`.
+    fn read_flat<R: Read>(terms: usize, input: &mut SectionReader<'_, R>) -> io::Result<Self> {
+        let mut head = Record::read(input)?;
+        let names = head.take_usize()?;
+        let docs = head.take_usize()?;
+        let lists = head.take_usize()?;
+        head.done()?;
+        let texts = input.texts(names)?;
+        let mut pool = Self::default();
+        for n in 0..names {
+            let name = texts.some(n)?;
+            let number = count(n)?;
+            pool.names.push(name.to_owned());
+            pool.sessions.push(PoolSession::default());
+            if name.is_empty() {
+                pool.free.push(number);
+            } else if pool.numbers.insert(name.to_owned(), number).is_some() {
+                return Err(invalid("pooled session listed twice"));
+            }
+        }
+        drop(texts);
+        pool.chunk_ids = input.array(docs)?;
+        pool.lens = input.array(docs)?;
+        pool.tags = input.array(docs)?;
+        let slots_max = count(docs)?;
+        let ids: Vec<u32> = input.array(lists)?;
+        let lens: Vec<u32> = input.array(lists)?;
+        let total = sum(&lens)?;
+        let slots: Vec<u32> = input.array(total)?;
+        let counts: Vec<u16> = input.array(total)?;
+        let mut at = 0;
+        let mut last = None;
+        for (&id, &len) in ids.iter().zip(&lens) {
+            let end = at + len as usize;
+            let list = &slots[at..end];
+            let sorted = list.windows(2).all(|w| w[0] < w[1]);
+            let in_range = list.last().is_some_and(|&s| s < slots_max);
+            if !sorted || !in_range || last.is_some_and(|l| l >= id) || id as usize >= terms {
+                return Err(invalid("pooled postings"));
+            }
+            last = Some(id);
+            let postings: Vec<Posting> = list
+                .iter()
+                .zip(&counts[at..end])
+                .map(|(&slot, &count)| Posting { slot, count })
+                .collect();
+            pool.postings.insert(id, Postings::from_sorted(&postings));
+            at = end;
+        }
+        drop((ids, lens, slots, counts));
+        let expiry_slots: Vec<u32> = input.array_any()?;
+        let expiries = input.texts(expiry_slots.len())?;
+        for (slot, &n) in pool.tags.iter().enumerate() {
+            let live = pool
+                .names
+                .get(n as usize)
+                .is_some_and(|name| !name.is_empty());
+            if !live {
+                return Err(invalid("pooled session number"));
+            }
+            let s = &mut pool.sessions[n as usize];
+            s.docs += 1;
+            s.total_len += u64::from(pool.lens[slot]);
+            if pool
+                .slot_of
+                .insert(pool.chunk_ids[slot], count(slot)?)
+                .is_some()
+            {
+                return Err(invalid("pooled chunk listed twice"));
+            }
+        }
+        if pool
+            .sessions
+            .iter()
+            .zip(&pool.names)
+            .any(|(s, n)| (s.docs == 0) != n.is_empty())
+        {
+            return Err(invalid("pooled session without chunks"));
+        }
+        for (i, &slot) in expiry_slots.iter().enumerate() {
+            let at: Box<str> = expiries.some(i)?.into();
+            let n = *pool
+                .tags
+                .get(slot as usize)
+                .ok_or_else(|| invalid("expiry slot"))?;
+            *pool.sessions[n as usize]
+                .expiries
+                .entry(at.clone())
+                .or_insert(0) += 1;
+            if pool.expires.insert(slot, at).is_some() {
+                return Err(invalid("expiry listed twice"));
+            }
+        }
+        Ok(pool)
     }
 }
 

@@ -10,7 +10,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{Pool, SessionMatrix, VectorIndex};
 use crate::category::Category;
-use crate::facets::ChunkFacets;
+use crate::facets::{ChunkFacets, time_key};
 use crate::flat::{Record, SectionReader, SectionWriter, invalid};
 use crate::index_change::{read, write};
 use crate::sign_codes::SignCodes;
@@ -186,11 +186,13 @@ impl SessionMatrix {
                 Some(signs.ok_or_else(|| invalid("codes"))?)
             }
         };
+        let created = facets.iter().map(|f| time_key(&f.created_at)).collect();
         let matrix = Self {
             codes,
             scales,
             ids,
             facets,
+            created,
             rows,
             signs,
         };

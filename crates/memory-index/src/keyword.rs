@@ -14,9 +14,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::keyword_index::{KeywordIndex, Posting, SessionPostings};
+use crate::keyword_index::searched::PoolPart;
+use crate::keyword_index::{KeywordIndex, Posting, Searched, SessionPostings, View};
 use crate::topk::TopK;
-use crate::vector_index::read;
 
 /// Postings the `OR` plan may score: ~50 ns each with the merge and the weights, so the plan's
 /// work stays near 0.25 ms. Measured at 100k notes: 20,000 put the leg's p95 at ~1 ms. At 10k
@@ -51,21 +51,32 @@ pub fn keyword_leg(
     limit: usize,
     allows: &dyn Fn(&str, i64) -> bool,
 ) -> Vec<(i64, f64)> {
+    keyword_leg_in(index, &index.searched(sessions), terms, limit, allows)
+}
+
+/// [`keyword_leg`] over sessions already resolved for the search.
+pub fn keyword_leg_in(
+    index: &KeywordIndex,
+    searched: &Searched,
+    terms: &[String],
+    limit: usize,
+    allows: &dyn Fn(&str, i64) -> bool,
+) -> Vec<(i64, f64)> {
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let (ids, locked) = index.resolve(terms, sessions);
-    let guards: Vec<_> = locked.iter().map(|(_, p)| read(p)).collect();
-    let docs: usize = guards.iter().map(|g| g.docs()).sum();
+    let ids = index.term_ids(terms);
+    let locked = searched.lock(index);
+    let view = locked.view();
+    let docs = view.docs();
     if docs == 0 {
         return Vec::new();
     }
-    let total_len: u64 = guards.iter().map(|g| g.total_len()).sum();
     let stats = Stats {
         docs: docs as f64,
-        avg_len: (total_len as f64 / docs as f64).max(1.0),
+        avg_len: (view.total_len() as f64 / docs as f64).max(1.0),
     };
-    let (counted, weights) = weigh(terms, ids, &guards, stats);
+    let (counted, weights) = weigh(terms, ids, &view, stats);
     let Some(plan) = plan_from_counts(counted) else {
         return Vec::new();
     };
@@ -75,40 +86,45 @@ pub fn keyword_leg(
             .filter_map(|t| weights.get(t).copied())
             .collect()
     };
+    // Ties at the floor go to the smaller chunk id, whatever order the chunks come in.
     let mut top = TopK::new(limit);
     let mut offer = |session: &str, chunk_id: i64, score: f64| {
-        if top.floor().is_none_or(|floor| score as f32 > floor) && allows(session, chunk_id) {
-            // The chunk id breaks ties, so equal scores rank the same way every time.
-            top.offer(score as f32, std::cmp::Reverse(chunk_id));
+        if top.floor().is_none_or(|floor| score as f32 >= floor) && allows(session, chunk_id) {
+            top.offer_ordered(score as f32, chunk_id);
         }
     };
+    let parts = parts(&view);
     match plan {
         KeywordPlan::Any(chosen) => {
             let chosen = resolve(&chosen);
-            for ((session, _), g) in locked.iter().zip(&guards) {
-                any_of(g, &chosen, stats, &mut |id, s| offer(session, id, s));
+            for part in &parts {
+                any_of(part, &chosen, stats, &mut offer);
             }
         }
         KeywordPlan::All { terms, fallback } => {
             let (terms, fallback) = (resolve(&terms), resolve(&[fallback]));
             let mut found = false;
-            for ((session, _), g) in locked.iter().zip(&guards) {
-                all_of(g, &terms, stats, &mut |id, s| {
+            for part in &parts {
+                all_of(part, &terms, stats, &mut |session, id, s| {
                     found = true;
                     offer(session, id, s);
                 });
             }
             if !found {
-                for ((session, _), g) in locked.iter().zip(&guards) {
-                    any_of(g, &fallback, stats, &mut |id, s| offer(session, id, s));
+                for part in &parts {
+                    any_of(part, &fallback, stats, &mut offer);
                 }
             }
         }
     }
-    top.into_sorted()
+    let mut out: Vec<(i64, f64)> = top
+        .into_sorted()
         .into_iter()
-        .map(|(std::cmp::Reverse(id), s)| (id, f64::from(s)))
-        .collect()
+        .map(|(id, s)| (id, f64::from(s)))
+        .collect();
+    // Equal scores: the larger chunk id first (the order this leg has always returned).
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    out
 }
 
 /// Each term's document frequency in the searched sessions (for the plan), and its id and idf
@@ -120,7 +136,7 @@ pub fn keyword_leg(
 fn weigh<'t>(
     terms: &'t [String],
     ids: Vec<Option<u32>>,
-    guards: &[std::sync::RwLockReadGuard<'_, SessionPostings>],
+    view: &View<'_>,
     stats: Stats,
 ) -> (Vec<(usize, &'t str)>, FxHashMap<&'t str, (u32, f64)>) {
     let known: Vec<(&str, u32)> = terms
@@ -128,16 +144,7 @@ fn weigh<'t>(
         .zip(ids)
         .filter_map(|(t, id)| Some((t.as_str(), id?)))
         .collect();
-    let counted: Vec<(usize, &str)> = known
-        .iter()
-        .map(|&(t, id)| {
-            let df = guards
-                .iter()
-                .map(|g| g.postings(id).map_or(0, |p| p.len()))
-                .sum();
-            (df, t)
-        })
-        .collect();
+    let counted: Vec<(usize, &str)> = known.iter().map(|&(t, id)| (view.df(id), t)).collect();
     let weights = known
         .iter()
         .zip(&counted)
@@ -166,21 +173,57 @@ impl Stats {
     }
 }
 
-/// Scores every chunk of `g` holding any of `terms` (term ids with their idf).
-fn any_of(g: &SessionPostings, terms: &[(u32, f64)], stats: Stats, emit: &mut dyn FnMut(i64, f64)) {
+/// Lists to score: the pool's (only the searched sessions' slots) or one session's own.
+enum Part<'v> {
+    Pool(&'v PoolPart<'v>),
+    Own(&'v str, &'v SessionPostings),
+}
+
+fn parts<'v>(view: &'v View<'_>) -> Vec<Part<'v>> {
+    let own = view.own.iter().map(|(name, g)| Part::Own(name, g));
+    std::iter::once(Part::Pool(view.pool)).chain(own).collect()
+}
+
+impl Part<'_> {
+    fn list(&self, id: u32) -> Option<&[Posting]> {
+        match self {
+            Self::Pool(p) => p.list(id),
+            Self::Own(_, g) => Some(g.postings(id)?.list()),
+        }
+    }
+
+    /// The chunk id, length and session of a searched slot.
+    fn doc(&self, slot: u32) -> Option<(i64, u32, &str)> {
+        match self {
+            Self::Pool(p) => p.doc(slot),
+            Self::Own(name, g) => {
+                let (id, len) = g.doc(slot);
+                Some((id, len, name))
+            }
+        }
+    }
+}
+
+/// The emitted chunks: (session, chunk id, score).
+type Emit<'e> = dyn FnMut(&str, i64, f64) + 'e;
+
+/// Scores every searched chunk of `part` holding any of `terms` (term ids with their idf).
+fn any_of(part: &Part<'_>, terms: &[(u32, f64)], stats: Stats, emit: &mut Emit<'_>) {
     let lists: Vec<(&[Posting], f64)> = terms
         .iter()
-        .filter_map(|&(id, idf)| Some((g.postings(id)?.list(), idf)))
+        .filter_map(|&(id, idf)| Some((part.list(id)?, idf)))
         .collect();
     if let [(list, idf)] = lists.as_slice() {
         // One term: no accumulation needed.
         for p in *list {
-            let (chunk_id, len) = g.doc(p.slot);
-            emit(chunk_id, stats.weight(*idf, p.count, len));
+            if let Some((chunk_id, len, session)) = part.doc(p.slot) {
+                emit(session, chunk_id, stats.weight(*idf, p.count, len));
+            }
         }
         return;
     }
-    // The lists are sorted by slot: merge them, each slot's weights summed as it passes.
+    // The lists are sorted by slot: merge them, each slot's weights summed as it passes (in
+    // the terms' order).
     let mut cursors = vec![0usize; lists.len()];
     loop {
         let next = lists
@@ -191,52 +234,60 @@ fn any_of(g: &SessionPostings, terms: &[(u32, f64)], stats: Stats, emit: &mut dy
         let Some(slot) = next else {
             return;
         };
-        let (chunk_id, len) = g.doc(slot);
+        let doc = part.doc(slot);
         let mut score = 0.0;
         for ((list, idf), at) in lists.iter().zip(cursors.iter_mut()) {
             if let Some(p) = list.get(*at).filter(|p| p.slot == slot) {
-                score += stats.weight(*idf, p.count, len);
+                if let Some((_, len, _)) = doc {
+                    score += stats.weight(*idf, p.count, len);
+                }
                 *at += 1;
             }
         }
-        emit(chunk_id, score);
+        if let Some((chunk_id, _, session)) = doc {
+            emit(session, chunk_id, score);
+        }
     }
 }
 
-/// Scores every chunk of `g` holding all of `terms`: walks the shortest list; each other list
-/// keeps a cursor that only moves forward, by galloping (so the walk costs about the shortest
-/// list's length per term, not a binary search over a whole list per posting).
-fn all_of(g: &SessionPostings, terms: &[(u32, f64)], stats: Stats, emit: &mut dyn FnMut(i64, f64)) {
+/// Scores every searched chunk of `part` holding all of `terms`: walks the shortest list; each
+/// other list keeps a cursor that only moves forward, by galloping (so the walk costs about the
+/// shortest list's length per term, not a binary search over a whole list per posting). The
+/// weights are summed in the terms' order.
+fn all_of(part: &Part<'_>, terms: &[(u32, f64)], stats: Stats, emit: &mut Emit<'_>) {
     let mut lists = Vec::with_capacity(terms.len());
-    for &(id, idf) in terms {
-        match g.postings(id) {
-            Some(list) => lists.push((list.list(), idf)),
-            // A term missing from this session: no chunk here holds them all.
+    for (at, &(id, _)) in terms.iter().enumerate() {
+        match part.list(id) {
+            Some(list) => lists.push((list, at)),
+            // A term missing here: no chunk here holds them all.
             None => return,
         }
     }
     lists.sort_by_key(|(l, _)| l.len());
-    let Some(((shortest, first_idf), rest)) = lists.split_first() else {
+    let Some(((shortest, first_at), rest)) = lists.split_first() else {
         return;
     };
     let mut cursors = vec![0usize; rest.len()];
+    let mut counts = vec![0u16; terms.len()];
     'slots: for first in *shortest {
-        let mut counts = Vec::with_capacity(rest.len());
-        for ((list, _), cursor) in rest.iter().zip(cursors.iter_mut()) {
+        counts[*first_at] = first.count;
+        for ((list, at), cursor) in rest.iter().zip(cursors.iter_mut()) {
             *cursor = gallop(list, *cursor, first.slot);
             match list.get(*cursor) {
-                Some(p) if p.slot == first.slot => counts.push(p.count),
+                Some(p) if p.slot == first.slot => counts[*at] = p.count,
                 Some(_) => continue 'slots,
                 // This list is used up: no later slot can be in all of them.
                 None => return,
             }
         }
-        let (chunk_id, len) = g.doc(first.slot);
-        let mut score = stats.weight(*first_idf, first.count, len);
-        for ((_, idf), c) in rest.iter().zip(counts) {
-            score += stats.weight(*idf, c, len);
+        let Some((chunk_id, len, session)) = part.doc(first.slot) else {
+            continue;
+        };
+        let mut score = 0.0;
+        for (&(_, idf), &c) in terms.iter().zip(&counts) {
+            score += stats.weight(idf, c, len);
         }
-        emit(chunk_id, score);
+        emit(session, chunk_id, score);
     }
 }
 

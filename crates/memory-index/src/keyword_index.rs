@@ -1,23 +1,26 @@
 //! The in-memory keyword index that serves the keyword leg of hybrid search.
 //!
-//! One dictionary for the whole index (term → id), and per session one posting list per term it
-//! holds (the chunks holding it, as slots sorted ascending, with the term's count in each), keyed
-//! by the term's id, and per slot the chunk's id, length in words and term ids (so that a removal
-//! knows which lists to leave). It is kept by the same calls as the vector index
-//! ([`crate::vector_index::VectorIndex::apply`]: the writer after each commit, the catch-up from
-//! the change log, the load at open), from the chunk text each change carries, so both legs always
-//! see the same chunks. Scoring is in [`crate::keyword`].
+//! One dictionary for the whole index (term → id). A session of [`APPROX_MIN_ROWS`] chunks or
+//! more (a large notes session) has one posting list per term it holds (the chunks holding it,
+//! as slots sorted ascending, with the term's count in each), keyed by the term's id, and per
+//! slot the chunk's id, length and term ids (so that a removal knows which lists to leave). The
+//! smaller sessions (a user's conversations) share one pool of lists, one per term, whose slots
+//! carry their session's number (`keyword_pool.rs`): a search of hundreds of them looks each
+//! term up once. A search resolves its sessions once (`keyword_searched.rs`). The index is kept
+//! by the same calls as the vector index ([`crate::vector_index::VectorIndex::apply`]: the
+//! writer after each commit, the catch-up from the change log, the load at open), from the chunk
+//! text each change carries, so both legs always see the same chunks. Scoring is in
+//! [`crate::keyword`].
 //!
-//! Memory: a posting is 8 bytes (slot `u32`, count `u16`); a list of one posting (most terms of a
-//! small session: a conversation of a few hundred turns) is held inline, with no allocation, so a
-//! term costs a session one map entry (~40 bytes) rather than its own copy of the word and two
-//! allocations. A chunk adds its id, length and term ids (4 bytes each) and an entry in the
-//! id → slot map. Terms are never dropped from the dictionary (a vocabulary is small next to its
-//! postings); a session's emptied lists are, and freed slots are reused.
+//! Memory: a posting is 8 bytes (slot `u32`, count `u16`); a list of one posting is held
+//! inline, with no allocation. A pooled chunk adds its id, length and session number (16 bytes)
+//! and an entry in the pool's id → slot map; a chunk of a large session its id, length and term
+//! ids. Terms are never dropped from the dictionary (a vocabulary is small next to its
+//! postings); a session's emptied lists are, and freed slots are reused (the pool's once purged).
 //!
-//! Locks as in the vector index: one `RwLock` per session, never held across `.await`; the
-//! dictionary and the session map share one lock, so a search resolves its terms and its
-//! sessions against the same generation of the index.
+//! Locks: the dictionary, the map of large sessions and the pool's handle share one lock, taken
+//! before the pool's own lock or a session's (never the other way round), none held across
+//! `.await`, so a search resolves its terms and its sessions against the same generation.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -26,7 +29,10 @@ use std::sync::{Arc, RwLock};
 
 use crate::terms::TermBag;
 use crate::vector_index::{read, write};
+use crate::vector_leg::APPROX_MIN_ROWS;
 use lists::Lists;
+pub use pool::KeywordPool;
+pub use searched::{Locked, Searched, View};
 
 /// One chunk holding a term, and the term's count in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -250,11 +256,15 @@ impl SessionPostings {
     }
 }
 
-/// The dictionary and every session's postings (one lock: see the module's comment).
+/// The dictionary, the sessions with lists of their own and the pool of the others (one lock:
+/// see the module's comment; taken before the pool's).
 #[derive(Debug, Default)]
 struct Shared {
     terms: FxHashMap<Box<str>, u32>,
     sessions: HashMap<String, Arc<RwLock<SessionPostings>>>,
+    pool: Arc<RwLock<KeywordPool>>,
+    /// Every session gets lists of its own (the unpooled form, which tests compare the pool to).
+    own_only: bool,
 }
 
 /// Every session's postings.
@@ -263,33 +273,69 @@ pub struct KeywordIndex {
     shared: RwLock<Shared>,
 }
 
-/// A search's view of the index: its terms' ids (`None`: no chunk holds it) and the postings of
-/// its sessions, each with the session's name.
-pub type Resolved<'s> = (
-    Vec<Option<u32>>,
-    Vec<(&'s str, Arc<RwLock<SessionPostings>>)>,
-);
+/// Where a session's chunks are indexed.
+enum Home {
+    Own(Arc<RwLock<SessionPostings>>),
+    Pool(Arc<RwLock<KeywordPool>>),
+}
 
 impl KeywordIndex {
     pub fn upsert(&self, session: &str, chunk_id: i64, bag: &TermBag, expires_at: Option<&str>) {
-        let (terms, postings) = self.intern(session, bag);
-        write(&postings).upsert(chunk_id, bag.len, &terms, expires_at);
-    }
-
-    pub fn remove(&self, session: &str, chunk_id: i64) {
-        let postings = read(&self.shared).sessions.get(session).cloned();
-        if let Some(postings) = postings {
-            write(&postings).remove(chunk_id);
+        let (terms, home) = self.intern(session, bag);
+        match home {
+            Home::Own(postings) => write(&postings).upsert(chunk_id, bag.len, &terms, expires_at),
+            Home::Pool(pool) => {
+                let full = {
+                    let mut pool = write(&pool);
+                    pool.upsert(session, chunk_id, bag.len, &terms, expires_at)
+                        .is_some_and(|n| pool.docs_of(n) >= APPROX_MIN_ROWS)
+                };
+                if full {
+                    self.move_out(session);
+                }
+            }
         }
     }
 
-    /// `bag`'s terms as ids (new ones added to the dictionary) and `session`'s postings (created
-    /// when new): one read lock when both are known, else one write lock.
-    fn intern(
-        &self,
-        session: &str,
-        bag: &TermBag,
-    ) -> (Vec<(u32, u16)>, Arc<RwLock<SessionPostings>>) {
+    pub fn remove(&self, session: &str, chunk_id: i64) {
+        let home = {
+            let shared = read(&self.shared);
+            match shared.sessions.get(session) {
+                Some(p) => Home::Own(Arc::clone(p)),
+                None => Home::Pool(Arc::clone(&shared.pool)),
+            }
+        };
+        match home {
+            Home::Own(postings) => write(&postings).remove(chunk_id),
+            Home::Pool(pool) => write(&pool).remove(session, chunk_id),
+        }
+    }
+
+    /// Moves a pooled session that reached [`APPROX_MIN_ROWS`] chunks to lists of its own.
+    fn move_out(&self, session: &str) {
+        let mut shared = write(&self.shared);
+        let pool = Arc::clone(&shared.pool);
+        let mut pool = write(&pool);
+        let Some(n) = pool.number(session) else {
+            return;
+        };
+        if pool.docs_of(n) < APPROX_MIN_ROWS {
+            return;
+        }
+        let own = pool.take(n);
+        shared
+            .sessions
+            .insert(session.to_owned(), Arc::new(RwLock::new(own)));
+    }
+
+    /// `bag`'s terms as ids (new ones added to the dictionary) and where `session`'s chunks go
+    /// (the pool unless it has lists of its own): one read lock when the terms are known, else
+    /// one write lock.
+    fn intern(&self, session: &str, bag: &TermBag) -> (Vec<(u32, u16)>, Home) {
+        let home = |shared: &Shared| match shared.sessions.get(session) {
+            Some(p) => Home::Own(Arc::clone(p)),
+            None => Home::Pool(Arc::clone(&shared.pool)),
+        };
         {
             let shared = read(&self.shared);
             let ids: Option<Vec<(u32, u16)>> = bag
@@ -297,8 +343,10 @@ impl KeywordIndex {
                 .iter()
                 .map(|(t, n)| Some((*shared.terms.get(t.as_str())?, *n)))
                 .collect();
-            if let (Some(ids), Some(p)) = (ids, shared.sessions.get(session)) {
-                return (ids, Arc::clone(p));
+            if let Some(ids) = ids
+                && (!shared.own_only || shared.sessions.contains_key(session))
+            {
+                return (ids, home(&shared));
             }
         }
         let mut shared = write(&self.shared);
@@ -311,37 +359,38 @@ impl KeywordIndex {
                 (*shared.terms.entry(t.as_str().into()).or_insert(next), *n)
             })
             .collect();
-        let postings = shared.sessions.entry(session.to_owned()).or_default();
-        (ids, Arc::clone(postings))
+        if shared.own_only {
+            shared.sessions.entry(session.to_owned()).or_default();
+        }
+        (ids, home(shared))
     }
 
-    /// `terms` as ids and the postings of `sessions` (each once, unknown ones left out), to lock
-    /// for a search, read under one lock.
-    pub fn resolve<'s>(&self, terms: &[String], sessions: &'s [String]) -> Resolved<'s> {
+    /// An index whose sessions all keep lists of their own, as before the pool.
+    #[cfg(test)]
+    pub(crate) fn unpooled() -> Self {
+        let shared = Shared {
+            own_only: true,
+            ..Shared::default()
+        };
+        Self {
+            shared: RwLock::new(shared),
+        }
+    }
+
+    /// `terms` as ids (`None`: no chunk holds it).
+    pub fn term_ids(&self, terms: &[String]) -> Vec<Option<u32>> {
         let shared = read(&self.shared);
-        let ids = terms
+        terms
             .iter()
             .map(|t| shared.terms.get(t.as_str()).copied())
-            .collect();
-        let mut seen = std::collections::HashSet::new();
-        let postings = sessions
-            .iter()
-            .filter(|s| seen.insert(s.as_str()))
-            .filter_map(|s| Some((s.as_str(), Arc::clone(shared.sessions.get(s)?))))
-            .collect();
-        (ids, postings)
-    }
-
-    /// The postings of `sessions` (each once, unknown ones left out), to lock for a search.
-    pub fn of<'s>(&self, sessions: &'s [String]) -> Vec<(&'s str, Arc<RwLock<SessionPostings>>)> {
-        self.resolve(&[], sessions).1
+            .collect()
     }
 
     /// Whether a chunk of `sessions` has expired at `now` (and is not swept yet).
     pub fn any_expired(&self, sessions: &[String], now: &str) -> bool {
-        self.of(sessions)
-            .iter()
-            .any(|(_, p)| read(p).any_expired(now))
+        let searched = self.searched(sessions);
+        let locked = searched.lock(self);
+        locked.view().any_expired(now)
     }
 
     /// Takes over `other`'s dictionary and postings (a reload) in one step.
@@ -358,3 +407,10 @@ impl KeywordIndex {
 mod flat_keywords;
 #[path = "keyword_lists.rs"]
 mod lists;
+#[path = "keyword_pool.rs"]
+mod pool;
+#[cfg(test)]
+#[path = "keyword_pool_tests.rs"]
+mod pool_tests;
+#[path = "keyword_searched.rs"]
+pub(crate) mod searched;

@@ -40,7 +40,7 @@ pub use facts::{DEFAULT_DUPLICATE_SIMILARITY, FactDifference, fact_difference, r
 pub use filters::{QueryFilters, Scope, time_text};
 pub use fusion::{Fusion, Weights, fuse};
 pub use index_change::{IndexChange, read, write};
-pub use keyword_index::KeywordIndex;
+pub use keyword_index::{KeywordIndex, Locked, Searched, View};
 pub use query_words::query_terms;
 pub use topk::TopK;
 pub use vector_index::VectorIndex;

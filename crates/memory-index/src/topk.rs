@@ -56,6 +56,18 @@ impl<T: Ord> TopK<T> {
         }
     }
 
+    /// Like [`Self::offer`], but an equal score replaces the worst kept when `item` orders
+    /// before it: the items kept are then the same whatever order they are offered in.
+    pub fn offer_ordered(&mut self, score: f32, item: T) {
+        let scored = Scored(score, item);
+        if self.heap.len() < self.limit {
+            self.heap.push(scored);
+        } else if self.heap.peek().is_some_and(|worst| scored < *worst) {
+            self.heap.pop();
+            self.heap.push(scored);
+        }
+    }
+
     /// Best first.
     pub fn into_sorted(self) -> Vec<(T, f32)> {
         // Ascending by `Ord` is best-first, since the order is reversed.

@@ -155,6 +155,16 @@ impl VectorIndex {
         .unwrap_or(false)
     }
 
+    /// [`Self::allows`] for one step of a search: the pool's lock taken once, its chunks
+    /// found by id alone (a chunk id names one chunk), no session looked up by name but those
+    /// with a matrix of their own.
+    pub fn facet_check(&self) -> FacetCheck<'_> {
+        FacetCheck {
+            index: self,
+            pool: read(&self.pool),
+        }
+    }
+
     pub fn leg(&self) -> VectorLeg {
         VectorLeg::from_u8(self.leg.load(AtomicOrdering::Relaxed))
     }
@@ -319,6 +329,30 @@ impl VectorIndex {
             .filter(|s| seen.insert(s.as_str()))
             .filter_map(|s| map.get(s).cloned())
             .collect()
+    }
+}
+
+/// See [`VectorIndex::facet_check`].
+#[derive(Debug)]
+pub struct FacetCheck<'a> {
+    index: &'a VectorIndex,
+    pool: std::sync::RwLockReadGuard<'a, Pool>,
+}
+
+impl FacetCheck<'_> {
+    /// Whether `filter` allows chunk `chunk_id` of `session` (false when it is not indexed).
+    pub fn allows(&self, session: &str, chunk_id: i64, filter: &FacetFilter) -> bool {
+        let matrix = &self.pool.matrix;
+        if let Some(&row) = matrix.rows.get(&chunk_id) {
+            return matrix.allowed(Some(filter), row);
+        }
+        let own = read(&self.index.sessions).get(session).cloned();
+        own.is_some_and(|m| {
+            let m = read(&m);
+            m.rows
+                .get(&chunk_id)
+                .is_some_and(|&row| m.allowed(Some(filter), row))
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! share one ([`super::pool`]).
 
 use crate::dot::quantize;
-use crate::facets::ChunkFacets;
+use crate::facets::{ChunkFacets, NO_KEY, time_key};
 use crate::sign_codes::SignCodes;
 
 #[derive(Debug, Default)]
@@ -12,6 +12,8 @@ pub(super) struct SessionMatrix {
     pub(super) scales: Vec<f32>,
     pub(super) ids: Vec<i64>,
     pub(super) facets: Vec<ChunkFacets>,
+    /// Per row: its creation time's [`crate::facets::time_key`] (time filters check it alone).
+    pub(super) created: Vec<i64>,
     pub(super) rows: rustc_hash::FxHashMap<i64, usize>,
     /// The binary codes, when the matrix is large enough (or the approximate leg is forced).
     pub(super) signs: Option<SignCodes>,
@@ -28,6 +30,7 @@ impl SessionMatrix {
     ) -> usize {
         let row = self.row_for(dims, chunk_id);
         self.scales[row] = quantize(vector, &mut self.codes[row * dims..(row + 1) * dims]);
+        self.created[row] = time_key(&facets.created_at);
         self.facets[row] = facets.clone();
         self.recode(dims, row);
         row
@@ -44,6 +47,7 @@ impl SessionMatrix {
         let row = self.row_for(dims, chunk_id);
         self.codes[row * dims..(row + 1) * dims].copy_from_slice(codes);
         self.scales[row] = scale;
+        self.created[row] = time_key(&facets.created_at);
         self.facets[row] = facets;
         self.recode(dims, row);
     }
@@ -58,6 +62,7 @@ impl SessionMatrix {
         self.ids.push(chunk_id);
         self.scales.push(0.0);
         self.facets.push(ChunkFacets::default());
+        self.created.push(NO_KEY);
         self.codes.resize((row + 1) * dims, 0);
         row
     }
@@ -85,6 +90,7 @@ impl SessionMatrix {
                 .copy_within(last * dims..(last + 1) * dims, row * dims);
             self.scales[row] = self.scales[last];
             self.facets.swap(row, last);
+            self.created[row] = self.created[last];
             let moved = self.ids[last];
             self.ids[row] = moved;
             self.rows.insert(moved, row);
@@ -92,8 +98,14 @@ impl SessionMatrix {
         self.ids.truncate(last);
         self.scales.truncate(last);
         self.facets.truncate(last);
+        self.created.truncate(last);
         self.codes.truncate(last * dims);
         Some((row, last))
+    }
+
+    /// Whether `filter` (if any) allows row `row`.
+    pub(super) fn allowed(&self, filter: Option<&crate::facets::FacetFilter>, row: usize) -> bool {
+        filter.is_none_or(|f| f.allows_keyed(self.created[row], &self.facets[row]))
     }
 
     pub(super) fn row(&self, dims: usize, row: usize) -> &[i8] {

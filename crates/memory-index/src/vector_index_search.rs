@@ -148,8 +148,7 @@ impl VectorIndex {
             matrices.iter().map(|m| read(m)).collect();
         let mut top = TopK::new(limit.saturating_mul(RESCORE_FACTOR));
         let mut probe_due = false;
-        let allowed =
-            |m: &SessionMatrix, row: usize| filter.is_none_or(|f| f.allows(&m.facets[row]));
+        let allowed = |m: &SessionMatrix, row: usize| m.allowed(filter, row);
         for (m, matrix) in guards.iter().enumerate() {
             let admit = |row: usize| allowed(matrix, row);
             probe_due |= q.matrix(matrix, matrix.ids.len(), &admit, &mut top, m);

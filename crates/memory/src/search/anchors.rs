@@ -68,6 +68,7 @@ impl MemoryStore {
         }
         let legs = Legs {
             sessions,
+            searched: self.inner.index.keywords().searched(sessions),
             candidates: EVENT_CANDIDATES,
             vector: None,
             terms: terms.clone(),

@@ -119,6 +119,7 @@ impl MemoryStore {
         };
         let legs = Legs {
             sessions,
+            searched: self.inner.index.keywords().searched(sessions),
             candidates,
             vector: query_vector,
             terms,

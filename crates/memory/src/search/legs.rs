@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 
-use memory_index::FacetFilter;
 use memory_index::fusion::fuse;
-use memory_index::keyword::keyword_leg;
+use memory_index::keyword::keyword_leg_in;
+use memory_index::{FacetFilter, Searched};
 
 use crate::memory_store::MemoryStore;
 use crate::search::query::{HybridQuery, QueryFilters, Scope};
@@ -23,6 +23,8 @@ pub(crate) const TIME_WEIGHT: f64 = 0.15;
 /// What both legs look for, prepared once per search.
 pub(crate) struct Legs<'a> {
     pub sessions: &'a [String],
+    /// The same sessions resolved once in the keyword index, for every step that reads it.
+    pub searched: Searched,
     pub candidates: usize,
     pub vector: Option<Vec<f32>>,
     pub terms: Vec<String>,
@@ -43,7 +45,8 @@ impl MemoryStore {
         // notes keeps the unfiltered fast path.
         let index = &self.inner.index;
         let now = time::now_text();
-        let expired = index.keywords().any_expired(sessions, &now);
+        let keywords = index.keywords();
+        let expired = legs.searched.lock(keywords).view().any_expired(&now);
         let scope = Scope {
             filters: filters.clone(),
             expired_at: expired.then_some(now),
@@ -65,15 +68,16 @@ impl MemoryStore {
             }
         };
         let keyword_leg = async {
+            let check = filter.as_ref().map(|f| (index.facet_check(), f));
             let allows = |session: &str, chunk_id: i64| {
-                filter
+                check
                     .as_ref()
-                    .is_none_or(|f| index.allows(session, chunk_id, f))
+                    .is_none_or(|(c, f)| c.allows(session, chunk_id, f))
             };
-            keyword_leg(
-                index.keywords(),
+            keyword_leg_in(
+                keywords,
+                &legs.searched,
                 &legs.terms,
-                sessions,
                 legs.candidates,
                 &allows,
             )
@@ -86,7 +90,7 @@ impl MemoryStore {
             "hybrid query"
         );
         let fused = fuse(query.fusion, query.weights, &vector, &keyword);
-        self.lifted(sessions, &legs.names, fused)
+        self.lifted(&legs.searched, &legs.names, fused)
     }
 }
 

@@ -12,9 +12,10 @@
 //!   times its length over twice the searched chunks' average, at most 1.
 //!
 //! Scores stay in `0..=1` (divided by one plus both lifts). The cost is a lookup per fused chunk
-//! in the keyword index (its length, one binary search per name): no scan.
+//! in the keyword index (its slot in the pool, or in the few sessions with lists of their own;
+//! then one binary search per name): no scan, no session asked by name.
 
-use memory_index::read;
+use memory_index::Searched;
 
 use crate::memory_store::MemoryStore;
 
@@ -29,35 +30,33 @@ impl MemoryStore {
     /// first again.
     pub(crate) fn lifted(
         &self,
-        sessions: &[String],
+        searched: &Searched,
         names: &[String],
         fused: Vec<(i64, f64)>,
     ) -> Vec<(i64, f64)> {
         if fused.is_empty() {
             return fused;
         }
-        let (name_ids, locked) = self.inner.index.keywords().resolve(names, sessions);
+        let keywords = self.inner.index.keywords();
         // A name no chunk holds: no chunk is named by all of them.
-        let name_ids: Option<Vec<u32>> = name_ids.into_iter().collect();
-        let guards: Vec<_> = locked.iter().map(|(_, p)| read(p)).collect();
-        let docs: usize = guards.iter().map(|g| g.docs()).sum();
-        let total: u64 = guards.iter().map(|g| g.total_len()).sum();
+        let name_ids: Option<Vec<u32>> = keywords.term_ids(names).into_iter().collect();
+        let locked = searched.lock(keywords);
+        let view = locked.view();
+        let docs = view.docs();
+        let total = view.total_len();
         let long = 2.0 * (total as f64 / docs.max(1) as f64).max(1.0);
         let name_lift = if names.is_empty() { 0.0 } else { NAME_LIFT };
         let whole = 1.0 + LENGTH_LIFT + name_lift;
         let mut out: Vec<(i64, f64)> = fused
             .into_iter()
             .map(|(id, s)| {
-                let Some((g, len)) = guards
-                    .iter()
-                    .find_map(|g| g.chunk_len(id).map(|len| (g, f64::from(len))))
-                else {
+                let Some(len) = view.chunk_len(id).map(f64::from) else {
                     return (id, s / whole);
                 };
                 let named = !names.is_empty()
                     && name_ids
                         .as_ref()
-                        .is_some_and(|ids| ids.iter().all(|&n| g.holds(id, n)));
+                        .is_some_and(|ids| ids.iter().all(|&n| view.holds(id, n)));
                 let lift =
                     LENGTH_LIFT * (len / long).min(1.0) + if named { name_lift } else { 0.0 };
                 (id, (s + lift) / whole)
