@@ -108,8 +108,12 @@ async fn on_a_terminal_the_user_is_asked_and_only_yes_means_the_process_tier() {
         let tmux = test_support::Tmux::start("oxydra-host-sh", 120, 20, &script);
         tmux.wait_for("the question", |s| s.contains("[y/N]")).await;
         tmux.type_line(answer);
+        // Either outcome, whole: the error's last line names the flag (its first line alone
+        // can be on the screen before the rest is drawn).
         let screen = tmux
-            .wait_for(expect, |s| s.contains("TIER=") || s.contains("error:"))
+            .wait_for(expect, |s| {
+                s.contains("TIER=") || s.contains("./scripts/run.sh --process bob")
+            })
             .await;
         assert!(screen.contains(expect), "answer {answer:?}:\n{screen}");
         if answer.is_empty() {
