@@ -100,17 +100,19 @@ async fn encrypted_db(root: &Path, enc: &MemoryEncryption) -> (PathBuf, PathBuf)
         ..memory::OpenOptions::default()
     };
     let config = types::MemoryConfig::default();
-    drop(
-        memory::MemoryStore::open(
-            memory::Target::Config {
-                config: &config,
-                user_root: &root.join("alice"),
-            },
-            options,
-        )
-        .await
-        .unwrap(),
-    );
+    // Closed, not dropped: a dropped store's threads close their connections (and checkpoint
+    // the file) a moment later, which would race the test's reading of the file.
+    memory::MemoryStore::open(
+        memory::Target::Config {
+            config: &config,
+            user_root: &root.join("alice"),
+        },
+        options,
+    )
+    .await
+    .unwrap()
+    .close()
+    .await;
     assert!(!is_plaintext_db(&file));
     (file, memory_key_path(root, &alice()))
 }
