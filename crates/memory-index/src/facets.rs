@@ -118,13 +118,20 @@ impl FacetFilter {
     /// [`Self::allows`] for a chunk whose creation time's [`time_key`] is `key`: a chunk outside
     /// the time bounds is refused by the key alone (the same answer, without reading its text).
     pub fn allows_keyed(&self, key: i64, facets: &ChunkFacets) -> bool {
+        self.may_allow_key(key) && self.allows(facets)
+    }
+
+    /// Whether this filter bounds the creation time (then [`Self::may_allow_key`] refuses rows).
+    pub fn bounds_time(&self) -> bool {
+        self.after.is_some() || self.before.is_some()
+    }
+
+    /// `false` when a chunk created at [`time_key`] `key` is outside the time bounds (a chunk it
+    /// lets through may still be refused by [`Self::allows`]).
+    pub fn may_allow_key(&self, key: i64) -> bool {
         let known = |bound: Option<i64>| bound.filter(|&b| b != NO_KEY && key != NO_KEY);
-        if known(self.after_key).is_some_and(|a| key < a)
-            || known(self.before_key).is_some_and(|b| key >= b)
-        {
-            return false;
-        }
-        self.allows(facets)
+        !(known(self.after_key).is_some_and(|a| key < a)
+            || known(self.before_key).is_some_and(|b| key >= b))
     }
 
     /// Whether a search with this scope may return the chunk.

@@ -377,3 +377,6 @@ mod pool_tests;
 #[cfg(test)]
 #[path = "vector_index_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "vector_index_window_tests.rs"]
+mod window_tests;

@@ -10,16 +10,21 @@ use crate::filters::{QueryFilters, Scope};
 use crate::terms::TermBag;
 
 /// Seeded pseudo-random unit vectors around a shared direction (as a text model's are).
-struct Rows {
+pub(super) struct Rows {
     seed: u64,
     dims: usize,
     centre: Vec<f32>,
 }
 
 impl Rows {
-    fn new(dims: usize) -> Self {
+    pub(super) fn new(dims: usize) -> Self {
+        Self::seeded(dims, 11)
+    }
+
+    /// Rows of another sequence (`new` is seed 11).
+    pub(super) fn seeded(dims: usize, seed: u64) -> Self {
         let mut rows = Self {
-            seed: 11,
+            seed,
             dims,
             centre: Vec::new(),
         };
@@ -39,7 +44,7 @@ impl Rows {
             .collect()
     }
 
-    fn unit(&mut self) -> Vec<f32> {
+    pub(super) fn unit(&mut self) -> Vec<f32> {
         let noise = self.noise();
         let mut v: Vec<f32> = self.centre.iter().zip(noise).map(|(c, n)| c + n).collect();
         crate::embedding::normalize(&mut v);
@@ -64,12 +69,12 @@ fn upsert(session: &str, chunk_id: i64, vector: Vec<f32>) -> IndexChange {
     }
 }
 
-fn session(i: usize) -> String {
+pub(super) fn session(i: usize) -> String {
     format!("conversation-{i}")
 }
 
 /// The truth: every chunk's session and vector.
-type Truth = HashMap<i64, (String, Vec<f32>)>;
+pub(super) type Truth = HashMap<i64, (String, Vec<f32>)>;
 
 /// The best `limit` chunks of `sessions` by f32 cosine (tagged ones only with `tagged`).
 fn exact(
@@ -92,7 +97,7 @@ fn exact(
 
 /// `got` is `want` up to the rows' rounding: the same scores position by position, every chunk
 /// one of the sessions searched.
-fn same(got: &[(i64, f32)], want: &[(i64, f32)], truth: &Truth, sessions: &[String]) {
+pub(super) fn same(got: &[(i64, f32)], want: &[(i64, f32)], truth: &Truth, sessions: &[String]) {
     assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
     for ((id, score), (_, expected)) in got.iter().zip(want) {
         assert!(

@@ -38,6 +38,9 @@ struct Query<'q> {
     query: &'q [f32],
     codes: Vec<i8>,
     limit: usize,
+    /// The search's filter when it bounds the creation time: a narrow span's rows are gathered
+    /// and scored exactly rather than searched for among all.
+    window: Option<&'q FacetFilter>,
     /// A user's query: first passes count towards their next live probe.
     count: bool,
 }
@@ -82,6 +85,44 @@ impl VectorIndex {
         } else {
             0
         }
+    }
+
+    /// The ids of the chunks of `sessions` that `filter` allows, ascending, when its time bounds
+    /// hold few of them (under one in [`EXACT_WHEN_SHARE`]); `None` when they hold more or the
+    /// filter bounds no time. A leg that would check its candidates one by one checks them
+    /// against this list instead (a narrow span refuses most, and each check by id is a hash
+    /// look-up); an empty list means there is nothing to search.
+    pub fn chunks_within(&self, sessions: &[String], filter: &FacetFilter) -> Option<Vec<i64>> {
+        if !filter.bounds_time() {
+            return None;
+        }
+        let pool = read(&self.pool);
+        let matrices = self.matrices_of(sessions);
+        let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
+            matrices.iter().map(|m| read(m)).collect();
+        let selection = pool.select(sessions);
+        let rows = selection.rows + guards.iter().map(|g| g.ids.len()).sum::<usize>();
+        let most = rows / EXACT_WHEN_SHARE;
+        let mut ids = Vec::new();
+        let mut take = |m: &SessionMatrix, admit: &dyn Fn(usize) -> bool| -> Option<()> {
+            for (row, &key) in m.created.iter().enumerate() {
+                if filter.may_allow_key(key) && admit(row) && m.allowed(Some(filter), row) {
+                    if ids.len() >= most {
+                        return None;
+                    }
+                    ids.push(m.ids[row]);
+                }
+            }
+            Some(())
+        };
+        if selection.rows > 0 {
+            take(&pool.matrix, &|row| selection.admits(&pool, row))?;
+        }
+        for matrix in &guards {
+            take(matrix, &|_| true)?;
+        }
+        ids.sort_unstable();
+        Some(ids)
     }
 
     /// The `limit` chunks of `sessions` closest to `query`, best first, as (chunk id, cosine).
@@ -134,6 +175,7 @@ impl VectorIndex {
             query,
             codes: vec![0i8; dims],
             limit,
+            window: filter.filter(|f| f.bounds_time()),
             count,
         };
         if quantize(query, &mut q.codes) == 0.0 {
@@ -186,6 +228,10 @@ impl Query<'_> {
         top: &mut TopK<(usize, usize)>,
         m: usize,
     ) -> bool {
+        if let Some(rows) = self.narrow(matrix, rows, admit) {
+            scored(matrix, &self.codes, &rows, top, m);
+            return false;
+        }
         let want = match &matrix.signs {
             Some(signs) => signs.candidate_count(self.limit, rows),
             None => candidate_count(self.limit, rows),
@@ -220,6 +266,31 @@ impl Query<'_> {
             }
         }
         false
+    }
+
+    /// The rows of `matrix` that `admit` accepts when the search's time span holds few of its
+    /// `rows` (under one in [`EXACT_WHEN_SHARE`]), ascending; `None` when it holds more or the
+    /// search names no span. A span the first pass would meet rarely costs it a walk of many
+    /// distance bands (each admitting few rows); a check of each row's time key costs about a
+    /// nanosecond, and stops as soon as the span proves wide.
+    fn narrow(
+        &self,
+        matrix: &SessionMatrix,
+        rows: usize,
+        admit: &dyn Fn(usize) -> bool,
+    ) -> Option<Vec<u32>> {
+        let window = self.window?;
+        let most = rows / EXACT_WHEN_SHARE;
+        let mut inside = Vec::new();
+        for (row, &key) in matrix.created.iter().enumerate() {
+            if window.may_allow_key(key) && admit(row) {
+                if inside.len() >= most {
+                    return None;
+                }
+                inside.push(u32::try_from(row).ok()?);
+            }
+        }
+        Some(inside)
     }
 
     /// Searches the pooled sessions among `sessions` into `top` as `(m, row)`: the pool as a

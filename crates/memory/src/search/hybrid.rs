@@ -21,8 +21,9 @@
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
 //! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
 //! work is bounded by the posting budget); the vector scan runs inline when it is small and on the
-//! blocking pool, beside the keyword leg, when it is not; ONE reader-thread job then reads the
-//! details of the best chunks.
+//! blocking pool, beside the keyword leg, when it is not; a query naming a time runs its search
+//! within the span beside the whole one (that pass's large scan on the blocking pool); ONE
+//! reader-thread job then reads the details of the best chunks.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +33,7 @@ use crate::memory_store::MemoryStore;
 use crate::notes::indexing::embed_checked;
 use crate::search::freshness::Delta;
 use crate::search::hits::hits_of;
-use crate::search::legs::{Legs, time_ranked, within};
+use crate::search::legs::{Legs, Scan, time_ranked, within};
 use crate::search::query::{HybridQuery, SearchHit};
 use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
@@ -125,12 +126,22 @@ impl MemoryStore {
             terms,
             names,
         };
-        let mut fused = self.fused(query, &legs, &query.filters).await;
-        // A time in the query's words: what was said then comes first.
-        if let Some(filters) = range.and_then(|r| within(&query.filters, &r)) {
-            let inside = self.fused(query, &legs, &filters).await;
-            fused = time_ranked(fused, inside);
-        }
+        // A time in the query's words: what was said then comes first. The search within it runs
+        // beside the whole one (its large scan on the blocking pool, polled first so that it is
+        // under way while the whole search scans in place).
+        let fused = match range.and_then(|r| within(&query.filters, &r)) {
+            Some(filters) => {
+                let (inside, all) = tokio::join!(
+                    self.fused(query, &legs, &filters, Scan::Beside),
+                    self.fused(query, &legs, &query.filters, Scan::InPlace)
+                );
+                time_ranked(all, inside)
+            }
+            None => {
+                self.fused(query, &legs, &query.filters, Scan::InPlace)
+                    .await
+            }
+        };
         let batching = self.batching();
         self.read_small(move |conn| async move {
             hits_of(&Reads::new(conn, batching), fresh, fused, top_k).await
@@ -146,6 +157,7 @@ impl MemoryStore {
         query: Vec<f32>,
         limit: usize,
         filter: Option<FacetFilter>,
+        place: Scan,
     ) -> Vec<(i64, f64)> {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
@@ -169,8 +181,9 @@ impl MemoryStore {
         // worker's other tasks to another worker, so nothing waits behind it, and the scan does
         // not wait for a blocking-pool thread to be scheduled (with the machine's other cores
         // busy, that wait was the tail of the search's latency).
-        let here = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let here = place == Scan::InPlace
+            && tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         if here {
             return tokio::task::block_in_place(scan);
         }

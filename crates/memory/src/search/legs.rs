@@ -3,7 +3,9 @@
 //! the query's time ([`crate::search::when`]): when its text names a span of time, the chunks
 //! created in that span (both legs run again, filtered to it) are ranked ahead by
 //! [`TIME_WEIGHT`], the others kept after them (a time in words is often loose: "in July" may be
-//! told in early August).
+//! told in early August). A narrow span's few chunks are listed once
+//! ([`memory_index::vector_index::VectorIndex::chunks_within`]): the keyword leg checks its
+//! candidates against the list, and an empty one ends the pass at once.
 
 use std::collections::HashMap;
 
@@ -19,6 +21,15 @@ use crate::time;
 /// Share of the fused score given to being in the query's span of time (LoCoMo: 0.15, 0.3 and
 /// 0.5 within noise of each other; 1.0, the span's chunks strictly first, loses 0.05).
 pub(crate) const TIME_WEIGHT: f64 = 0.15;
+
+/// Where a pass's large vector scan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// On the caller's thread (see [`MemoryStore::vector_leg`]).
+    InPlace,
+    /// On the blocking pool, so that the caller can run another pass meanwhile.
+    Beside,
+}
 
 /// What both legs look for, prepared once per search.
 pub(crate) struct Legs<'a> {
@@ -39,6 +50,7 @@ impl MemoryStore {
         query: &HybridQuery,
         legs: &Legs<'_>,
         filters: &QueryFilters,
+        scan: Scan,
     ) -> Vec<(i64, f64)> {
         let sessions = legs.sessions;
         // Expired notes are hidden before ranking, like any filter; a scope without expired
@@ -52,6 +64,13 @@ impl MemoryStore {
             expired_at: expired.then_some(now),
         };
         let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+        // A narrow span of time: its few chunks listed once (none: nothing to search).
+        let within = filter
+            .as_ref()
+            .and_then(|f| index.chunks_within(sessions, f));
+        if within.as_ref().is_some_and(Vec::is_empty) {
+            return Vec::new();
+        }
         // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
         let vector_leg = async {
             match &legs.vector {
@@ -61,6 +80,7 @@ impl MemoryStore {
                         v.clone(),
                         legs.candidates,
                         filter.clone(),
+                        scan,
                     )
                     .await
                 }
@@ -68,11 +88,15 @@ impl MemoryStore {
             }
         };
         let keyword_leg = async {
-            let check = filter.as_ref().map(|f| (index.facet_check(), f));
-            let allows = |session: &str, chunk_id: i64| {
-                check
+            let check = match &within {
+                Some(_) => None,
+                None => filter.as_ref().map(|f| (index.facet_check(), f)),
+            };
+            let allows = |session: &str, chunk_id: i64| match &within {
+                Some(ids) => ids.binary_search(&chunk_id).is_ok(),
+                None => check
                     .as_ref()
-                    .is_none_or(|(c, f)| c.allows(session, chunk_id, f))
+                    .is_none_or(|(c, f)| c.allows(session, chunk_id, f)),
             };
             keyword_leg_in(
                 keywords,
