@@ -30,6 +30,9 @@ const K1: f64 = 1.2;
 /// development half, 0.75 → 0.1 raised hybrid NDCG@10 by 0.020 ± 0.005 (docs/benchmarks.md).
 const B: f64 = 0.1;
 
+/// A filter of the keyword leg's candidates: whether chunk `id` of `session` may be returned.
+pub type Allows<'a> = &'a dyn Fn(&str, i64) -> bool;
+
 /// Which terms to score.
 #[derive(Debug, PartialEq)]
 pub enum KeywordPlan<'t> {
@@ -62,15 +65,30 @@ pub fn keyword_leg_in(
     limit: usize,
     allows: &dyn Fn(&str, i64) -> bool,
 ) -> Vec<(i64, f64)> {
+    keyword_legs_in(index, searched, terms, limit, &[allows])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// [`keyword_leg_in`] under several filters at once, one list per filter in their order: the
+/// postings are walked and scored once, each candidate offered to every filter's top `limit`.
+pub fn keyword_legs_in(
+    index: &KeywordIndex,
+    searched: &Searched,
+    terms: &[String],
+    limit: usize,
+    allows: &[Allows<'_>],
+) -> Vec<Vec<(i64, f64)>> {
+    let nothing = || vec![Vec::new(); allows.len()];
     if terms.is_empty() || limit == 0 {
-        return Vec::new();
+        return nothing();
     }
     let ids = index.term_ids(terms);
     let locked = searched.lock(index);
     let view = locked.view();
     let docs = view.docs();
     if docs == 0 {
-        return Vec::new();
+        return nothing();
     }
     let stats = Stats {
         docs: docs as f64,
@@ -78,7 +96,7 @@ pub fn keyword_leg_in(
     };
     let (counted, weights) = weigh(terms, ids, &view, stats);
     let Some(plan) = plan_from_counts(counted) else {
-        return Vec::new();
+        return nothing();
     };
     let resolve = |chosen: &[&str]| -> Vec<(u32, f64)> {
         chosen
@@ -87,10 +105,12 @@ pub fn keyword_leg_in(
             .collect()
     };
     // Ties at the floor go to the smaller chunk id, whatever order the chunks come in.
-    let mut top = TopK::new(limit);
+    let mut tops: Vec<TopK<i64>> = allows.iter().map(|_| TopK::new(limit)).collect();
     let mut offer = |session: &str, chunk_id: i64, score: f64| {
-        if top.floor().is_none_or(|floor| score as f32 >= floor) && allows(session, chunk_id) {
-            top.offer_ordered(score as f32, chunk_id);
+        for (top, allows) in tops.iter_mut().zip(allows) {
+            if top.floor().is_none_or(|floor| score as f32 >= floor) && allows(session, chunk_id) {
+                top.offer_ordered(score as f32, chunk_id);
+            }
         }
     };
     let parts = parts(&view);
@@ -117,14 +137,18 @@ pub fn keyword_leg_in(
             }
         }
     }
-    let mut out: Vec<(i64, f64)> = top
-        .into_sorted()
-        .into_iter()
-        .map(|(id, s)| (id, f64::from(s)))
-        .collect();
-    // Equal scores: the larger chunk id first (the order this leg has always returned).
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-    out
+    tops.into_iter()
+        .map(|top| {
+            let mut out: Vec<(i64, f64)> = top
+                .into_sorted()
+                .into_iter()
+                .map(|(id, s)| (id, f64::from(s)))
+                .collect();
+            // Equal scores: the larger chunk id first (the order this leg has always returned).
+            out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+            out
+        })
+        .collect()
 }
 
 /// Each term's document frequency in the searched sessions (for the plan), and its id and idf

@@ -121,6 +121,44 @@ fn filters_apply_before_ranking() {
 }
 
 #[test]
+fn several_filters_in_one_walk_answer_as_each_alone() {
+    // A plan of every term (Any), one of all terms (All), and one whose terms no chunk holds
+    // together (the rarest alone).
+    let n = POSTING_BUDGET + 10;
+    let texts: Vec<String> = (0..n)
+        .map(|i| match i % 4 {
+            0 => format!("tea berlin note {i}"),
+            1 => format!("tea note {i} oolong"),
+            _ => format!("berlin trip {i} tea"),
+        })
+        .collect();
+    let docs: Vec<(&str, i64, &str)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (if i % 3 == 0 { "a" } else { "b" }, i as i64, t.as_str()))
+        .collect();
+    let index = index_of(&docs);
+    let sessions = vec!["a".to_owned(), "b".to_owned()];
+    let searched = index.searched(&sessions);
+    let filters: [Allows<'_>; 4] = [
+        &|_, _| true,
+        &|_, id| id % 7 == 0,
+        &|session, _| session == "a",
+        &|_, _| false,
+    ];
+    for query in ["oolong trip", "tea berlin", "oolong trip tea berlin"] {
+        let terms = query_index_terms(query);
+        let together = keyword_legs_in(&index, &searched, &terms, 20, &filters);
+        assert_eq!(together.len(), filters.len());
+        for (got, allows) in together.iter().zip(filters) {
+            let alone = keyword_leg_in(&index, &searched, &terms, 20, allows);
+            assert_eq!(got, &alone, "{query}");
+        }
+        assert!(!together[0].is_empty() && together[3].is_empty(), "{query}");
+    }
+}
+
+#[test]
 fn common_terms_switch_to_all_then_to_the_rarest() {
     let n = POSTING_BUDGET + 10;
     let texts: Vec<String> = (0..n)

@@ -304,8 +304,20 @@ impl SignCodes {
         &self,
         query: &[u64],
         want: usize,
-        mut admit: impl FnMut(usize) -> bool,
+        admit: impl Fn(usize) -> bool,
         out: &mut Vec<u32>,
+    ) {
+        self.candidates_each(query, want, &[&admit], std::slice::from_mut(out));
+    }
+
+    /// [`Self::candidates`] for several filters of one query at once (`outs[i]` for
+    /// `admits[i]`): the distances are computed once, and each filter's bands read from them.
+    pub fn candidates_each(
+        &self,
+        query: &[u64],
+        want: usize,
+        admits: &[&dyn Fn(usize) -> bool],
+        outs: &mut [Vec<u32>],
     ) {
         let n = self.rows();
         DISTANCES.with_borrow_mut(|dist| {
@@ -330,39 +342,53 @@ impl SignCodes {
             let histogram: Vec<usize> = (0..buckets)
                 .map(|d| (0..4).map(|lane| counts[lane * buckets + d] as usize).sum())
                 .collect();
-            // Bands of distances `low..=high`, read until enough rows were admitted.
-            let (mut low, mut read, mut admitted) = (0usize, 0usize, 0usize);
-            while admitted < want && low < histogram.len() {
-                let target = band_rows(want - admitted, read, admitted);
-                let mut high = low;
-                let mut rows = histogram[low];
-                while rows < target && high + 1 < histogram.len() {
-                    high += 1;
-                    rows += histogram[high];
-                }
-                if rows > 0 {
-                    let span = high - low;
-                    // One unsigned compare: `low <= d <= high`.
-                    let in_band = |d: u16| usize::from(d).wrapping_sub(low) <= span;
-                    // Most rows lie outside the band: sixteen at a time are skipped with one
-                    // branchless test (vectorized), and only groups holding one are read row by row.
-                    for (group, ds) in dist.chunks(16).enumerate() {
-                        if !ds.iter().fold(false, |any, &d| any | in_band(d)) {
-                            continue;
-                        }
-                        for (i, &d) in ds.iter().enumerate() {
-                            let row = group * 16 + i;
-                            if in_band(d) && admit(row) {
-                                out.push(row_u32(row));
-                                admitted += 1;
-                            }
-                        }
-                    }
-                }
-                read += rows;
-                low = high + 1;
+            for (admit, out) in admits.iter().zip(outs.iter_mut()) {
+                bands(dist, &histogram, want, admit, out);
             }
         });
+    }
+}
+
+/// Appends to `out` the rows of the nearest distance bands (by `histogram` of `dist`) that
+/// `admit` accepts, band after band until `want` were admitted.
+fn bands(
+    dist: &[u16],
+    histogram: &[usize],
+    want: usize,
+    admit: &dyn Fn(usize) -> bool,
+    out: &mut Vec<u32>,
+) {
+    // Bands of distances `low..=high`, read until enough rows were admitted.
+    let (mut low, mut read, mut admitted) = (0usize, 0usize, 0usize);
+    while admitted < want && low < histogram.len() {
+        let target = band_rows(want - admitted, read, admitted);
+        let mut high = low;
+        let mut rows = histogram[low];
+        while rows < target && high + 1 < histogram.len() {
+            high += 1;
+            rows += histogram[high];
+        }
+        if rows > 0 {
+            let span = high - low;
+            // One unsigned compare: `low <= d <= high`.
+            let in_band = |d: u16| usize::from(d).wrapping_sub(low) <= span;
+            // Most rows lie outside the band: sixteen at a time are skipped with one
+            // branchless test (vectorized), and only groups holding one are read row by row.
+            for (group, ds) in dist.chunks(16).enumerate() {
+                if !ds.iter().fold(false, |any, &d| any | in_band(d)) {
+                    continue;
+                }
+                for (i, &d) in ds.iter().enumerate() {
+                    let row = group * 16 + i;
+                    if in_band(d) && admit(row) {
+                        out.push(row_u32(row));
+                        admitted += 1;
+                    }
+                }
+            }
+        }
+        read += rows;
+        low = high + 1;
     }
 }
 

@@ -282,6 +282,23 @@ fn a_selective_filter_applies_before_ranking() {
     }
 }
 
+/// The candidates `signs` gives `query` under `admit`, and how many rows `admit` was asked about.
+fn asked_and_found(
+    signs: &SignCodes,
+    query: &[u64],
+    admit: impl Fn(usize) -> bool,
+) -> (usize, Vec<u32>) {
+    // The filter is a `Fn` (one walk of the distances may serve several): counted in a cell.
+    let asked = std::cell::Cell::new(0usize);
+    let mut found = Vec::new();
+    let counted = |row| {
+        asked.set(asked.get() + 1);
+        admit(row)
+    };
+    signs.candidates(query, 100, counted, &mut found);
+    (asked.get(), found)
+}
+
 #[test]
 fn the_filter_is_asked_only_about_rows_near_the_cut_off() {
     let mut rng = Lcg(8);
@@ -289,17 +306,7 @@ fn the_filter_is_asked_only_about_rows_near_the_cut_off() {
     let (codes, scales) = int8_rows(&rows);
     let signs = SignCodes::build(&codes, &scales, DIMS, Centring::Mean);
     let query = signs.query_code(&embed(&sentences(&mut rng, 1))[0]);
-    let mut asked = 0;
-    let mut found = Vec::new();
-    signs.candidates(
-        &query,
-        100,
-        |_| {
-            asked += 1;
-            true
-        },
-        &mut found,
-    );
+    let (asked, found) = asked_and_found(&signs, &query, |_| true);
     assert!(
         found.len() >= 100 && asked == found.len(),
         "{asked} asked, {} found",
@@ -307,29 +314,11 @@ fn the_filter_is_asked_only_about_rows_near_the_cut_off() {
     );
     assert!(asked < 400, "asked about {asked} rows of 3000");
     // A filter that admits every other row: asked about more rows, still enough found.
-    let (mut asked, mut found) = (0, Vec::new());
-    signs.candidates(
-        &query,
-        100,
-        |row| {
-            asked += 1;
-            row % 2 == 0
-        },
-        &mut found,
-    );
+    let (asked, found) = asked_and_found(&signs, &query, |row| row % 2 == 0);
     assert!(found.len() >= 100 && found.iter().all(|r| r % 2 == 0));
     assert!(asked < 1000, "asked about {asked} rows of 3000");
     // Nothing admitted: every row asked once, none found.
-    let (mut asked, mut found) = (0, Vec::new());
-    signs.candidates(
-        &query,
-        100,
-        |_| {
-            asked += 1;
-            false
-        },
-        &mut found,
-    );
+    let (asked, found) = asked_and_found(&signs, &query, |_| false);
     assert_eq!((asked, found.len()), (3000, 0));
 }
 

@@ -16,7 +16,7 @@
 //! to the query's code picks a thousand or a few thousand candidates — more where the session's
 //! codes were measured to need more ([`crate::calibration`], live probes in `recall_probe.rs`) —
 //! (only rows the filter allows, so a filter still applies before ranking), and only those are
-//! scored with the int8 kernel (`first_pass.rs`), then rescored exactly as above. The codes follow every change in
+//! scored with the int8 kernel (`gathered.rs`), then rescored exactly as above. The codes follow every change in
 //! [`VectorIndex::apply`] (the one path of saves, updates, deletes, catch-ups and the load at open)
 //! and are rebuilt around a new centre after a change of size by four.
 //!
@@ -358,10 +358,10 @@ impl FacetCheck<'_> {
 
 #[path = "codes_upkeep.rs"]
 mod codes_upkeep;
-#[path = "first_pass.rs"]
-mod first_pass;
 #[path = "flat_matrix.rs"]
 mod flat_matrix;
+#[path = "gathered.rs"]
+mod gathered;
 #[path = "vector_index_matrix.rs"]
 mod matrix;
 #[path = "vector_index_pool.rs"]

@@ -4,7 +4,7 @@
 
 use std::sync::RwLockReadGuard;
 
-use super::first_pass::{first_pass, scored};
+use super::gathered::scored;
 use super::pool::Pool;
 use super::{SessionMatrix, VectorIndex, VectorLeg, read};
 use crate::calibration::MIN_ROWS;
@@ -38,9 +38,9 @@ struct Query<'q> {
     query: &'q [f32],
     codes: Vec<i8>,
     limit: usize,
-    /// The search's filter when it bounds the creation time: a narrow span's rows are gathered
-    /// and scored exactly rather than searched for among all.
-    window: Option<&'q FacetFilter>,
+    /// One search per filter (a narrow span's rows are gathered and scored exactly rather than
+    /// searched for among all, see [`Query::narrow`]).
+    filters: &'q [Option<&'q FacetFilter>],
     /// A user's query: first passes count towards their next live probe.
     count: bool,
 }
@@ -166,20 +166,37 @@ impl VectorIndex {
         filter: Option<&FacetFilter>,
         count: bool,
     ) -> (Vec<(i64, f32)>, bool) {
+        let (mut found, due) = self.search_each(leg, sessions, query, limit, &[filter], count);
+        (found.pop().unwrap_or_default(), due)
+    }
+
+    /// [`Self::search_counted`] under several filters at once, one list per filter in their
+    /// order: each matrix's Hamming distances (or its exact dot products) are computed once and
+    /// serve every filter, each of which then takes its own candidates and rescoring.
+    pub fn search_each(
+        &self,
+        leg: VectorLeg,
+        sessions: &[String],
+        query: &[f32],
+        limit: usize,
+        filters: &[Option<&FacetFilter>],
+        count: bool,
+    ) -> (Vec<Vec<(i64, f32)>>, bool) {
         let dims = self.dims;
+        let nothing = || (vec![Vec::new(); filters.len()], false);
         if query.len() != dims || limit == 0 {
-            return (Vec::new(), false);
+            return nothing();
         }
         let mut q = Query {
             leg,
             query,
             codes: vec![0i8; dims],
             limit,
-            window: filter.filter(|f| f.bounds_time()),
+            filters,
             count,
         };
         if quantize(query, &mut q.codes) == 0.0 {
-            return (Vec::new(), false);
+            return nothing();
         }
         let _searching = self.searching();
         // The pool first, then the map of sessions (the order writers take them in). Read locks
@@ -188,48 +205,72 @@ impl VectorIndex {
         let matrices = self.matrices_of(sessions);
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
             matrices.iter().map(|m| read(m)).collect();
-        let mut top = TopK::new(limit.saturating_mul(RESCORE_FACTOR));
+        let mut tops: Vec<TopK<(usize, usize)>> = filters
+            .iter()
+            .map(|_| TopK::new(limit.saturating_mul(RESCORE_FACTOR)))
+            .collect();
         let mut probe_due = false;
-        let allowed = |m: &SessionMatrix, row: usize| m.allowed(filter, row);
         for (m, matrix) in guards.iter().enumerate() {
-            let admit = |row: usize| allowed(matrix, row);
-            probe_due |= q.matrix(matrix, matrix.ids.len(), &admit, &mut top, m);
+            probe_due |= q.matrix(matrix, matrix.ids.len(), &|_| true, &mut tops, m);
         }
         let pooled = guards.len();
-        probe_due |= q.pool(&pool, sessions, &allowed, &mut top, pooled);
+        probe_due |= q.pool(&pool, sessions, &mut tops, pooled);
         let matrix_of = |m: usize| match m == pooled {
             true => Some(&pool.matrix),
             false => guards.get(m).map(|g| &**g),
         };
-        let mut rescored: Vec<(i64, f32)> = top
-            .into_sorted()
+        let found = tops
             .into_iter()
-            .filter_map(|((m, row), _)| {
-                let matrix = matrix_of(m)?;
-                let score = dot_f32_i8(query, matrix.row(dims, row)) * matrix.scales[row];
-                (score > 0.0).then(|| (matrix.ids[row], score))
+            .map(|top| {
+                let mut rescored: Vec<(i64, f32)> = top
+                    .into_sorted()
+                    .into_iter()
+                    .filter_map(|((m, row), _)| {
+                        let matrix = matrix_of(m)?;
+                        let score = dot_f32_i8(query, matrix.row(dims, row)) * matrix.scales[row];
+                        (score > 0.0).then(|| (matrix.ids[row], score))
+                    })
+                    .collect();
+                rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                rescored.truncate(limit);
+                rescored
             })
             .collect();
-        rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        rescored.truncate(limit);
-        (rescored, probe_due)
+        (found, probe_due)
     }
 }
 
+/// One filter's test of a row of the matrix being searched.
+type Admit<'a> = Box<dyn Fn(usize) -> bool + 'a>;
+
 impl Query<'_> {
-    /// Searches `matrix` (the `rows` of it `admit` may accept) into `top` as `(m, row)`: by its
-    /// binary first pass when it has codes and the leg wants it, else every row exactly.
-    /// Whether a live probe of it is due.
+    /// Searches `matrix` (the `rows` of it `admit` may accept) into `tops` as `(m, row)`, one
+    /// per filter: a narrow span's rows gathered ([`Self::narrow`]); for the other filters, one
+    /// binary first pass when the matrix has codes and the leg wants it, else one exact scan of
+    /// every row. Whether a live probe of it is due.
     fn matrix(
         &self,
         matrix: &SessionMatrix,
         rows: usize,
         admit: &dyn Fn(usize) -> bool,
-        top: &mut TopK<(usize, usize)>,
+        tops: &mut [TopK<(usize, usize)>],
         m: usize,
     ) -> bool {
-        if let Some(rows) = self.narrow(matrix, rows, admit) {
-            scored(matrix, &self.codes, &rows, top, m);
+        let admits: Vec<Admit<'_>> = self
+            .filters
+            .iter()
+            .map(|&f| Box::new(move |row| admit(row) && matrix.allowed(f, row)) as Admit<'_>)
+            .collect();
+        let mut rest = Vec::new();
+        for (p, top) in tops.iter_mut().enumerate() {
+            match self.narrow(self.filters[p], matrix, rows, &admits[p]) {
+                Some(inside) => scored(matrix, &self.codes, &inside, &mut |s, row| {
+                    top.offer(s, (m, row));
+                }),
+                None => rest.push(p),
+            }
+        }
+        if rest.is_empty() {
             return false;
         }
         let want = match &matrix.signs {
@@ -247,7 +288,15 @@ impl Query<'_> {
         };
         if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
             let due = self.count && matrix.ids.len() >= MIN_ROWS && signs.probe_due();
-            first_pass(matrix, signs, self.query, &self.codes, want, admit, top, m);
+            let asks: Vec<&dyn Fn(usize) -> bool> = rest.iter().map(|&p| &*admits[p]).collect();
+            let mut outs = vec![Vec::with_capacity(want + want / 4); rest.len()];
+            signs.candidates_each(&signs.query_code(self.query), want, &asks, &mut outs);
+            for (&p, rows) in rest.iter().zip(&outs) {
+                let top = &mut tops[p];
+                scored(matrix, &self.codes, rows, &mut |s, row| {
+                    top.offer(s, (m, row))
+                });
+            }
             return due;
         }
         let dims = self.codes.len();
@@ -260,26 +309,32 @@ impl Query<'_> {
                 let row = first + i;
                 // The query's scale is a positive constant: left out of the ranking score.
                 let approx = dot as f32 * matrix.scales[row];
-                if approx > 0.0 && admit(row) {
-                    top.offer(approx, (m, row));
+                if approx <= 0.0 {
+                    continue;
+                }
+                for &p in &rest {
+                    if admits[p](row) {
+                        tops[p].offer(approx, (m, row));
+                    }
                 }
             }
         }
         false
     }
 
-    /// The rows of `matrix` that `admit` accepts when the search's time span holds few of its
+    /// The rows of `matrix` that `admit` accepts when `filter`'s time span holds few of its
     /// `rows` (under one in [`EXACT_WHEN_SHARE`]), ascending; `None` when it holds more or the
-    /// search names no span. A span the first pass would meet rarely costs it a walk of many
+    /// filter names no span. A span the first pass would meet rarely costs it a walk of many
     /// distance bands (each admitting few rows); a check of each row's time key costs about a
     /// nanosecond, and stops as soon as the span proves wide.
     fn narrow(
         &self,
+        filter: Option<&FacetFilter>,
         matrix: &SessionMatrix,
         rows: usize,
         admit: &dyn Fn(usize) -> bool,
     ) -> Option<Vec<u32>> {
-        let window = self.window?;
+        let window = filter.filter(|f| f.bounds_time())?;
         let most = rows / EXACT_WHEN_SHARE;
         let mut inside = Vec::new();
         for (row, &key) in matrix.created.iter().enumerate() {
@@ -293,14 +348,14 @@ impl Query<'_> {
         Some(inside)
     }
 
-    /// Searches the pooled sessions among `sessions` into `top` as `(m, row)`: the pool as a
-    /// whole when they hold much of it, else their rows gathered. Whether a probe is due.
+    /// Searches the pooled sessions among `sessions` into `tops` as `(m, row)`: the pool as a
+    /// whole when they hold much of it, else their rows gathered (scored once for every
+    /// filter). Whether a probe is due.
     fn pool(
         &self,
         pool: &Pool,
         sessions: &[String],
-        allowed: &dyn Fn(&SessionMatrix, usize) -> bool,
-        top: &mut TopK<(usize, usize)>,
+        tops: &mut [TopK<(usize, usize)>],
         m: usize,
     ) -> bool {
         let selection = pool.select(sessions);
@@ -311,12 +366,22 @@ impl Query<'_> {
         let whole = self.leg == VectorLeg::Approximate
             || selection.rows.saturating_mul(POOL_WHOLE_SHARE) >= matrix.ids.len();
         if whole {
-            let admit = |row: usize| selection.admits(pool, row) && allowed(matrix, row);
-            return self.matrix(matrix, selection.rows, &admit, top, m);
+            let admit = |row: usize| selection.admits(pool, row);
+            return self.matrix(matrix, selection.rows, &admit, tops, m);
         }
         let mut rows = selection.rows_of(pool);
-        rows.retain(|&row| allowed(matrix, row as usize));
-        scored(matrix, &self.codes, &rows, top, m);
+        rows.retain(|&row| {
+            self.filters
+                .iter()
+                .any(|&f| matrix.allowed(f, row as usize))
+        });
+        scored(matrix, &self.codes, &rows, &mut |s, row| {
+            for (top, &f) in tops.iter_mut().zip(self.filters) {
+                if matrix.allowed(f, row) {
+                    top.offer(s, (m, row));
+                }
+            }
+        });
         false
     }
 }

@@ -1,6 +1,7 @@
 //! Tests of a search within a span of time: a narrow span's chunks are listed once
 //! ([`VectorIndex::chunks_within`]) and scored exactly, whatever the leg, in the pool and in a
-//! session's own matrix alike; a wide span, or a filter without one, is searched as before.
+//! session's own matrix alike; a wide span, or a filter without one, is searched as before; and
+//! several filters searched in one walk answer as each alone.
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -145,6 +146,32 @@ fn a_wide_span_or_none_is_searched_as_before() {
             let q = queries.unit();
             let got = index.search(&all, &q, 10, Some(filter));
             same(&got, &exact(&truth, &all, &q, filter), &truth, &all);
+        }
+    }
+}
+
+#[test]
+fn several_filters_in_one_walk_answer_as_each_alone() {
+    let all: Vec<String> = (0..40).map(session).chain([BIG.to_owned()]).collect();
+    let few = vec![session(3), session(30), BIG.to_owned()];
+    let narrow = span(1010, 1030, false);
+    let wide = span(0, 2000, false);
+    let tagged = span(-1, 3000, true);
+    let filters = [None, Some(&narrow), Some(&wide), Some(&tagged)];
+    let mut queries = Rows::seeded(DIMS, 9);
+    for leg in [VectorLeg::Auto, VectorLeg::Exact, VectorLeg::Approximate] {
+        let (index, _) = fixture(leg);
+        for scope in [&all, &few] {
+            for _ in 0..5 {
+                let q = queries.unit();
+                let (together, _) = index.search_each(leg, scope, &q, 10, &filters, false);
+                assert_eq!(together.len(), filters.len());
+                for (got, filter) in together.iter().zip(filters) {
+                    let alone = index.search_with(leg, scope, &q, 10, filter);
+                    assert_eq!(got, &alone, "{leg:?}");
+                    assert!(!got.is_empty());
+                }
+            }
         }
     }
 }

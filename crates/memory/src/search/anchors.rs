@@ -12,7 +12,7 @@ use types::TimeReadView;
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::search::hits::chunk_details_on;
-use crate::search::legs::{Legs, Scan};
+use crate::search::legs::Legs;
 use crate::search::query::{HitSource, HybridQuery, QueryFilters, Weights};
 use crate::search::when::{TimeRange, event_anchor, event_date, time_range};
 use crate::time;
@@ -83,7 +83,7 @@ impl MemoryStore {
             ..query.clone()
         };
         let found: Vec<i64> = self
-            .fused(&lookup, &legs, &lookup.filters, Scan::InPlace)
+            .fused(&lookup, &legs, &lookup.filters)
             .await
             .into_iter()
             .take(EVENT_CANDIDATES)

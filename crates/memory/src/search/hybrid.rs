@@ -21,9 +21,9 @@
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
 //! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
 //! work is bounded by the posting budget); the vector scan runs inline when it is small and on the
-//! blocking pool, beside the keyword leg, when it is not; a query naming a time runs its search
-//! within the span beside the whole one (that pass's large scan on the blocking pool); ONE
-//! reader-thread job then reads the details of the best chunks.
+//! blocking pool, beside the keyword leg, when it is not; a query naming a time searches the
+//! whole scope and the span in the same walk of each leg; ONE reader-thread job then reads the
+//! details of the best chunks.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +33,7 @@ use crate::memory_store::MemoryStore;
 use crate::notes::indexing::embed_checked;
 use crate::search::freshness::Delta;
 use crate::search::hits::hits_of;
-use crate::search::legs::{Legs, Scan, time_ranked, within};
+use crate::search::legs::{Legs, time_ranked, within};
 use crate::search::query::{HybridQuery, SearchHit};
 use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
@@ -126,21 +126,17 @@ impl MemoryStore {
             terms,
             names,
         };
-        // A time in the query's words: what was said then comes first. The search within it runs
-        // beside the whole one (its large scan on the blocking pool, polled first so that it is
-        // under way while the whole search scans in place).
+        // A time in the query's words: what was said then comes first. The search within it is
+        // the same walk of both legs as the whole one.
         let fused = match range.and_then(|r| within(&query.filters, &r)) {
             Some(filters) => {
-                let (inside, all) = tokio::join!(
-                    self.fused(query, &legs, &filters, Scan::Beside),
-                    self.fused(query, &legs, &query.filters, Scan::InPlace)
-                );
-                time_ranked(all, inside)
+                let mut both = self
+                    .fused_each(query, &legs, &[&query.filters, &filters])
+                    .await;
+                let inside = both.pop().unwrap_or_default();
+                time_ranked(both.pop().unwrap_or_default(), inside)
             }
-            None => {
-                self.fused(query, &legs, &query.filters, Scan::InPlace)
-                    .await
-            }
+            None => self.fused(query, &legs, &query.filters).await,
         };
         let batching = self.batching();
         self.read_small(move |conn| async move {
@@ -149,21 +145,23 @@ impl MemoryStore {
         .await
     }
 
-    /// The vector leg: inline for a small scan; a large one in place on a multi-threaded runtime,
-    /// else on the blocking pool.
+    /// The vector leg under each of `filters` (one list each, one walk of the rows for all):
+    /// inline for a small scan; a large one in place on a multi-threaded runtime, else on the
+    /// blocking pool.
     pub(crate) async fn vector_leg(
         &self,
         sessions: Vec<String>,
         query: Vec<f32>,
         limit: usize,
-        filter: Option<FacetFilter>,
-        place: Scan,
-    ) -> Vec<(i64, f64)> {
+        filters: Vec<Option<FacetFilter>>,
+    ) -> Vec<Vec<(i64, f64)>> {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
+        let passes = filters.len();
         let scan = move || {
+            let refs: Vec<Option<&FacetFilter>> = filters.iter().map(Option::as_ref).collect();
             let (found, probe_due) =
-                index.search_counted(index.leg(), &sessions, &query, limit, filter.as_ref(), true);
+                index.search_each(index.leg(), &sessions, &query, limit, &refs, true);
             // Now and then the first pass's reach is measured on this real query, off the
             // search's path (see `memory_index::calibration`).
             if probe_due {
@@ -171,8 +169,8 @@ impl MemoryStore {
             }
             found
                 .into_iter()
-                .map(|(id, s)| (id, f64::from(s)))
-                .collect::<Vec<_>>()
+                .map(|pass| pass.into_iter().map(|(id, s)| (id, f64::from(s))).collect())
+                .collect::<Vec<Vec<(i64, f64)>>>()
         };
         if inline {
             return scan();
@@ -181,9 +179,8 @@ impl MemoryStore {
         // worker's other tasks to another worker, so nothing waits behind it, and the scan does
         // not wait for a blocking-pool thread to be scheduled (with the machine's other cores
         // busy, that wait was the tail of the search's latency).
-        let here = place == Scan::InPlace
-            && tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let here = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         if here {
             return tokio::task::block_in_place(scan);
         }
@@ -191,7 +188,7 @@ impl MemoryStore {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, "vector scan failed; searching by keywords only");
-                Vec::new()
+                vec![Vec::new(); passes]
             }
         }
     }

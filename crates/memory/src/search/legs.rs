@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use memory_index::fusion::fuse;
-use memory_index::keyword::keyword_leg_in;
+use memory_index::keyword::{Allows, keyword_legs_in};
 use memory_index::{FacetFilter, Searched};
 
 use crate::memory_store::MemoryStore;
@@ -22,14 +22,8 @@ use crate::time;
 /// 0.5 within noise of each other; 1.0, the span's chunks strictly first, loses 0.05).
 pub(crate) const TIME_WEIGHT: f64 = 0.15;
 
-/// Where a pass's large vector scan runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scan {
-    /// On the caller's thread (see [`MemoryStore::vector_leg`]).
-    InPlace,
-    /// On the blocking pool, so that the caller can run another pass meanwhile.
-    Beside,
-}
+/// One set of filters as the keyword leg checks its candidates.
+type Filter<'a> = Box<dyn Fn(&str, i64) -> bool + 'a>;
 
 /// What both legs look for, prepared once per search.
 pub(crate) struct Legs<'a> {
@@ -50,8 +44,21 @@ impl MemoryStore {
         query: &HybridQuery,
         legs: &Legs<'_>,
         filters: &QueryFilters,
-        scan: Scan,
     ) -> Vec<(i64, f64)> {
+        self.fused_each(query, legs, &[filters])
+            .await
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// [`Self::fused`] under several sets of filters at once, one list per set in their order:
+    /// each leg runs once for all of them (one walk of the distances and of the postings).
+    pub(crate) async fn fused_each(
+        &self,
+        query: &HybridQuery,
+        legs: &Legs<'_>,
+        filters: &[&QueryFilters],
+    ) -> Vec<Vec<(i64, f64)>> {
         let sessions = legs.sessions;
         // Expired notes are hidden before ranking, like any filter; a scope without expired
         // notes keeps the unfiltered fast path.
@@ -59,46 +66,52 @@ impl MemoryStore {
         let now = time::now_text();
         let keywords = index.keywords();
         let expired = legs.searched.lock(keywords).view().any_expired(&now);
-        let scope = Scope {
-            filters: filters.clone(),
-            expired_at: expired.then_some(now),
-        };
-        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
-        // A narrow span of time: its few chunks listed once (none: nothing to search).
-        let within = filter
-            .as_ref()
-            .and_then(|f| index.chunks_within(sessions, f));
-        if within.as_ref().is_some_and(Vec::is_empty) {
-            return Vec::new();
+        let mut out = vec![Vec::new(); filters.len()];
+        // Each set's filter and, for a narrow span of time, its few chunks listed once; a set
+        // whose span holds nothing of these sessions finds nothing, and is left out of the legs.
+        let passes: Vec<(usize, Option<FacetFilter>, Option<Vec<i64>>)> = filters
+            .iter()
+            .enumerate()
+            .filter_map(|(p, &filters)| {
+                let scope = Scope {
+                    filters: filters.clone(),
+                    expired_at: expired.then(|| now.clone()),
+                };
+                let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+                let within = filter
+                    .as_ref()
+                    .and_then(|f| index.chunks_within(sessions, f));
+                (!within.as_ref().is_some_and(Vec::is_empty)).then_some((p, filter, within))
+            })
+            .collect();
+        if passes.is_empty() {
+            return out;
         }
         // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
         let vector_leg = async {
             match &legs.vector {
                 Some(v) => {
-                    self.vector_leg(
-                        sessions.to_vec(),
-                        v.clone(),
-                        legs.candidates,
-                        filter.clone(),
-                        scan,
-                    )
-                    .await
+                    let filters = passes.iter().map(|(_, f, _)| f.clone()).collect();
+                    self.vector_leg(sessions.to_vec(), v.clone(), legs.candidates, filters)
+                        .await
                 }
-                None => Vec::new(),
+                None => vec![Vec::new(); passes.len()],
             }
         };
         let keyword_leg = async {
-            let check = match &within {
-                Some(_) => None,
-                None => filter.as_ref().map(|f| (index.facet_check(), f)),
-            };
-            let allows = |session: &str, chunk_id: i64| match &within {
-                Some(ids) => ids.binary_search(&chunk_id).is_ok(),
-                None => check
-                    .as_ref()
-                    .is_none_or(|(c, f)| c.allows(session, chunk_id, f)),
-            };
-            keyword_leg_in(
+            let check = index.facet_check();
+            let allows: Vec<Filter<'_>> = passes
+                .iter()
+                .map(|(_, filter, within)| -> Filter<'_> {
+                    match (within, filter) {
+                        (Some(ids), _) => Box::new(move |_, id| ids.binary_search(&id).is_ok()),
+                        (None, Some(f)) => Box::new(|session, id| check.allows(session, id, f)),
+                        (None, None) => Box::new(|_, _| true),
+                    }
+                })
+                .collect();
+            let allows: Vec<Allows<'_>> = allows.iter().map(|a| &**a).collect();
+            keyword_legs_in(
                 keywords,
                 &legs.searched,
                 &legs.terms,
@@ -107,14 +120,17 @@ impl MemoryStore {
             )
         };
         let (vector, keyword) = tokio::join!(vector_leg, keyword_leg);
-        tracing::debug!(
-            sessions = sessions.len(),
-            vector = vector.len(),
-            keyword = keyword.len(),
-            "hybrid query"
-        );
-        let fused = fuse(query.fusion, query.weights, &vector, &keyword);
-        self.lifted(&legs.searched, &legs.names, fused)
+        for (((p, _, _), vector), keyword) in passes.iter().zip(vector).zip(keyword) {
+            tracing::debug!(
+                sessions = sessions.len(),
+                vector = vector.len(),
+                keyword = keyword.len(),
+                "hybrid query"
+            );
+            let fused = fuse(query.fusion, query.weights, &vector, &keyword);
+            out[*p] = self.lifted(&legs.searched, &legs.names, fused);
+        }
+        out
     }
 }
 

@@ -64,6 +64,15 @@ impl MemoryStore {
         }
     }
 
+    /// Runs the live recall probe on each of `queries` now, in order (benches: the first pass's
+    /// reach then comes from these queries, whichever searches before happened to be probed).
+    pub fn settle_vector_leg(&self, sessions: &[SessionId], queries: &[Vec<f32>]) {
+        let sessions: Vec<String> = sessions.iter().map(ToString::to_string).collect();
+        for query in queries {
+            self.inner.index.check_recall(&sessions, query);
+        }
+    }
+
     /// Per session of `sessions` with binary codes: its rows and the share of them its first pass
     /// keeps at least (benches).
     pub fn vector_reach(&self, sessions: &[SessionId]) -> Vec<(usize, f64)> {

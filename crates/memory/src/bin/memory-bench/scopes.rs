@@ -18,6 +18,9 @@
 //! the conversation hits), the same as it was done before (every session listed with its event
 //! count, two reads per hit), and the bare `MemoryStore::search` with the sessions listed
 //! beforehand.
+//! Before the searches, the live recall probe runs on every query
+//! ([`MemoryStore::settle_vector_leg`]): its share only grows, and which searches it would
+//! sample depends on the code measured, so two binaries compare at the same reach.
 //! `--dir` keeps the store for later runs (sizes are measured only by the run that loads it).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "bench report")]
 
@@ -110,7 +113,22 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
     let queries: Vec<&String> = (0..WARMUP_QUERIES + run.queries)
         .map(|_| &questions[rng.below(questions.len())])
         .collect();
-    let sessions = all_sessions(&store, &user).await?.len();
+    // The live probes' share only grows, and which searches they sample depends on the code
+    // being measured: settled on every query first, two binaries compare at the same reach.
+    let listed = all_sessions(&store, &user).await?;
+    let mut vectors = Vec::with_capacity(queries.len());
+    for q in &queries {
+        let mut v = embedder.embed(std::slice::from_ref(*q)).await?.remove(0);
+        memory::embedding::normalize(&mut v);
+        vectors.push(v);
+    }
+    store.settle_vector_leg(&listed, &vectors);
+    println!(
+        "first pass settled on the {} queries: (rows, share kept) {:?}\n",
+        vectors.len(),
+        store.vector_reach(&listed)
+    );
+    let sessions = listed.len();
     println!(
         "{sessions} sessions searched; top {TOP_K}, {} queries after {WARMUP_QUERIES} warm-up, the three ways in turn, each first on a third of the queries\n",
         run.queries
@@ -128,7 +146,6 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
         println!("| {cores} | {} |", bare.row("`MemoryStore::search` alone"));
         eprintln!("load average after {cores} busy: {}", load_average());
     }
-    let listed = all_sessions(&store, &user).await?;
     crate::scopes_leg::vector_leg(&store, embedder.as_ref(), &listed, &queries).await?;
     println!("\nload average at the end: {}", load_average());
     store.close().await;
