@@ -99,13 +99,20 @@ impl MemoryStore {
             }
         };
         let keyword_leg = async {
-            let check = index.facet_check();
+            // The vector index's facets are read (under its pool's lock) only when a set needs
+            // them checked one by one.
+            let check = passes
+                .iter()
+                .any(|(_, f, within)| f.is_some() && within.is_none())
+                .then(|| index.facet_check());
             let allows: Vec<Filter<'_>> = passes
                 .iter()
                 .map(|(_, filter, within)| -> Filter<'_> {
                     match (within, filter) {
                         (Some(ids), _) => Box::new(move |_, id| ids.binary_search(&id).is_ok()),
-                        (None, Some(f)) => Box::new(|session, id| check.allows(session, id, f)),
+                        (None, Some(f)) => Box::new(|session, id| {
+                            check.as_ref().is_some_and(|c| c.allows(session, id, f))
+                        }),
                         (None, None) => Box::new(|_, _| true),
                     }
                 })
