@@ -329,6 +329,7 @@ impl KeywordPool {
             let s = &mut pool.sessions[n as usize];
             s.docs += 1;
             s.total_len += u64::from(pool.lens[slot]);
+            s.hold(count(slot)?);
             if pool
                 .slot_of
                 .insert(pool.chunk_ids[slot], count(slot)?)

@@ -7,7 +7,9 @@
 //! one posting list per term, postings by pool slot, and per slot the chunk's id, length and
 //! session number. A search looks each term up once and skips the postings of sessions it does
 //! not search; the BM25 statistics stay those of the searched sessions (per session counts kept
-//! here). A session reaching the size moves to lists of its own ([`KeywordPool::take`]).
+//! here). A session reaching the size moves to lists of its own ([`KeywordPool::take`]). Each
+//! session's span of slots is kept too: a search of a few sessions reads each list only between
+//! their spans (the current conversation is one short run of slots among hundreds of others).
 //!
 //! Slots only grow: a new chunk's postings go at the end of each of its lists. A removed chunk's
 //! slot is marked dead and its postings stay until a purge, once a quarter of the slots are dead,
@@ -33,6 +35,19 @@ pub(super) struct PoolSession {
     pub(super) total_len: u64,
     /// Expiry times (as stored text) of its chunks that have one, with their counts.
     pub(super) expiries: BTreeMap<Box<str>, u32>,
+    /// The first and last slot its chunks lie in (removals leave it wide until a purge): a
+    /// search of few sessions reads each list only between its sessions' spans.
+    pub(super) span: Option<(u32, u32)>,
+}
+
+impl PoolSession {
+    /// Widens the span to `slot`.
+    pub(super) fn hold(&mut self, slot: u32) {
+        self.span = Some(match self.span {
+            Some((first, last)) => (first.min(slot), last.max(slot)),
+            None => (slot, slot),
+        });
+    }
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +114,7 @@ impl KeywordPool {
         let s = &mut self.sessions[n as usize];
         s.docs += 1;
         s.total_len += u64::from(len);
+        s.hold(slot);
         if let Some(at) = expires_at {
             *s.expiries.entry(at.into()).or_insert(0) += 1;
             self.expires.insert(slot, at.into());
@@ -208,6 +224,12 @@ impl KeywordPool {
             .collect();
         for slot in self.slot_of.values_mut() {
             *slot = new_slot[*slot as usize];
+        }
+        for s in &mut self.sessions {
+            s.span = None;
+        }
+        for (slot, &n) in (0u32..).zip(&self.tags) {
+            self.sessions[n as usize].hold(slot);
         }
         self.dead = 0;
     }

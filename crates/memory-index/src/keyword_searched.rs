@@ -51,6 +51,9 @@ pub(crate) struct PoolPart<'a> {
     chosen: Cow<'a, [bool]>,
     /// Every live slot is searched: a list's length is its document frequency.
     whole: bool,
+    /// Unless `whole`: the slots the searched sessions' chunks lie between (first, last), the
+    /// only part of each list read; `None` when no pooled session is searched.
+    span: Option<(u32, u32)>,
 }
 
 impl KeywordIndex {
@@ -112,11 +115,19 @@ impl Searched {
             (Cow::Owned(r.own), Cow::Owned(r.chosen), r.all)
         };
         let whole = all && pool.dead == 0;
+        let span = pool
+            .sessions
+            .iter()
+            .zip(chosen.iter())
+            .filter(|(_, c)| **c)
+            .filter_map(|(s, _)| s.span)
+            .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
         Locked {
             pool: PoolPart {
                 pool,
                 chosen,
                 whole,
+                span,
             },
             own,
         }
@@ -155,8 +166,20 @@ impl PoolPart<'_> {
         Some((p.chunk_ids[at], p.lens[at], p.names[n as usize].as_str()))
     }
 
+    /// The postings of term `id` that can be of a searched session: the whole list when every
+    /// session is searched, else those between the searched sessions' spans (found by two binary
+    /// searches, so a search of the current conversation does not read every other one's).
     pub(crate) fn list(&self, id: u32) -> Option<&[Posting]> {
-        self.pool.postings.get(&id).map(|p| p.list())
+        let list = self.pool.postings.get(&id)?.list();
+        if self.whole {
+            return Some(list);
+        }
+        let Some((first, last)) = self.span else {
+            return Some(&[]);
+        };
+        let from = list.partition_point(|p| p.slot < first);
+        let to = list.partition_point(|p| p.slot <= last).max(from);
+        Some(&list[from..to])
     }
 
     /// The searched chunks holding term `id`.

@@ -147,6 +147,13 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
         eprintln!("load average after {cores} busy: {}", load_average());
     }
     crate::scopes_leg::vector_leg(&store, embedder.as_ref(), &listed, &queries).await?;
+    crate::scopes_leg::current_conversation(
+        &store,
+        &listed,
+        SessionId::user_memory(&user),
+        &queries,
+    )
+    .await?;
     println!("\nload average at the end: {}", load_average());
     store.close().await;
     Ok(())

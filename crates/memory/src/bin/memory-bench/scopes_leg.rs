@@ -60,3 +60,45 @@ pub async fn vector_leg(
     );
     Ok(())
 }
+
+/// What a search of the notes and the current conversation (`memory_search`'s default with
+/// `include_conversation`) costs in a store holding many other conversations: `search`
+/// p50 / p95 over `queries`, each as a keyword-only, a vector-only and a hybrid search, the
+/// conversation being `sessions`' last one (a pooled session among hundreds).
+pub async fn current_conversation(
+    store: &MemoryStore,
+    sessions: &[SessionId],
+    user_memory: SessionId,
+    queries: &[&String],
+) -> BenchResult<()> {
+    let Some(current) = sessions.iter().rev().find(|s| **s != user_memory) else {
+        return Ok(());
+    };
+    let scope = vec![user_memory.clone(), current.clone()];
+    println!(
+        "\n| notes + the current conversation ({}), {} queries | search p50 / p95 ms |",
+        current,
+        queries.len()
+    );
+    println!("|---|---|");
+    for (name, vector, fts) in [
+        ("keyword only", 0.0, 1.0),
+        ("vector only", 1.0, 0.0),
+        ("hybrid", 0.8, 0.2),
+    ] {
+        let mut times = Vec::with_capacity(queries.len());
+        for q in queries {
+            let mut query = memory::HybridQuery::new(scope.clone(), q.as_str(), TOP_K);
+            query.weights = memory::Weights { vector, fts };
+            let t = Instant::now();
+            store.search(&query).await?;
+            times.push(ms(t));
+        }
+        println!(
+            "| {name} | {:.3} / {:.3} |",
+            percentile(&times, 50.0),
+            percentile(&times, 95.0)
+        );
+    }
+    Ok(())
+}
