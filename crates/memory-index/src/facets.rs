@@ -118,7 +118,13 @@ impl FacetFilter {
     /// [`Self::allows`] for a chunk whose creation time's [`time_key`] is `key`: a chunk outside
     /// the time bounds is refused by the key alone (the same answer, without reading its text).
     pub fn allows_keyed(&self, key: i64, facets: &ChunkFacets) -> bool {
-        self.may_allow_key(key) && self.allows(facets)
+        // Keys on both sides decide the time alone; the texts are compared only without one.
+        let keyed =
+            key != NO_KEY && self.after_key != Some(NO_KEY) && self.before_key != Some(NO_KEY);
+        match keyed {
+            true => self.may_allow_key(key) && self.allows_untimed(facets),
+            false => self.allows(facets),
+        }
     }
 
     /// Whether this filter bounds the creation time (then [`Self::may_allow_key`] refuses rows).
@@ -136,17 +142,14 @@ impl FacetFilter {
 
     /// Whether a search with this scope may return the chunk.
     pub fn allows(&self, facets: &ChunkFacets) -> bool {
+        let after = self.after.as_ref().is_none_or(|a| facets.created_at >= *a);
+        let before = self.before.as_ref().is_none_or(|b| facets.created_at < *b);
+        after && before && self.allows_untimed(facets)
+    }
+
+    /// [`Self::allows`] but for the time bounds.
+    fn allows_untimed(&self, facets: &ChunkFacets) -> bool {
         let f = &self.scope.filters;
-        if self.after.as_ref().is_some_and(|a| facets.created_at < *a) {
-            return false;
-        }
-        if self
-            .before
-            .as_ref()
-            .is_some_and(|b| facets.created_at >= *b)
-        {
-            return false;
-        }
         if !f.tags_any.is_empty() && !facets.tags.iter().any(|t| f.tags_any.contains(t)) {
             return false;
         }

@@ -6,7 +6,7 @@ use std::io::Cursor;
 
 use super::*;
 use crate::flat::{SectionReader, SectionWriter};
-use crate::keyword::keyword_leg;
+use crate::keyword::{Allows, keyword_leg};
 use crate::terms::{query_index_terms, text_terms};
 
 /// A small deterministic generator (xorshift).
@@ -34,9 +34,6 @@ fn text(rng: &mut Rng) -> String {
     }
     words.join(" ")
 }
-
-/// A search's filter.
-type Allows<'a> = &'a dyn Fn(&str, i64) -> bool;
 
 /// Both forms of the index, changed alike.
 struct Pair {

@@ -116,12 +116,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
     // The live probes' share only grows, and which searches they sample depends on the code
     // being measured: settled on every query first, two binaries compare at the same reach.
     let listed = all_sessions(&store, &user).await?;
-    let mut vectors = Vec::with_capacity(queries.len());
-    for q in &queries {
-        let mut v = embedder.embed(std::slice::from_ref(*q)).await?.remove(0);
-        memory::embedding::normalize(&mut v);
-        vectors.push(v);
-    }
+    let vectors = crate::scopes_leg::query_vectors(embedder.as_ref(), &queries).await?;
     store.settle_vector_leg(&listed, &vectors);
     println!(
         "first pass settled on the {} queries: (rows, share kept) {:?}\n",
@@ -146,7 +141,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
         println!("| {cores} | {} |", bare.row("`MemoryStore::search` alone"));
         eprintln!("load average after {cores} busy: {}", load_average());
     }
-    crate::scopes_leg::vector_leg(&store, embedder.as_ref(), &listed, &queries).await?;
+    crate::scopes_leg::vector_leg(&store, &listed, &vectors).await?;
     crate::scopes_leg::current_conversation(
         &store,
         &listed,

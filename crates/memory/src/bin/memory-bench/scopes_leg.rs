@@ -15,21 +15,32 @@ use crate::stats::percentile;
 
 const TOP_K: usize = 10;
 
-pub async fn vector_leg(
-    store: &MemoryStore,
+/// The queries' unit vectors, in order.
+pub async fn query_vectors(
     embedder: &dyn Embedder,
-    sessions: &[SessionId],
     queries: &[&String],
-) -> BenchResult<()> {
-    let (mut recalls, mut default_t, mut exact_t) = (Vec::new(), Vec::new(), Vec::new());
+) -> BenchResult<Vec<Vec<f32>>> {
+    let mut vectors = Vec::with_capacity(queries.len());
     for q in queries {
         let mut v = embedder.embed(std::slice::from_ref(*q)).await?.remove(0);
         memory::embedding::normalize(&mut v);
+        vectors.push(v);
+    }
+    Ok(vectors)
+}
+
+pub async fn vector_leg(
+    store: &MemoryStore,
+    sessions: &[SessionId],
+    queries: &[Vec<f32>],
+) -> BenchResult<()> {
+    let (mut recalls, mut default_t, mut exact_t) = (Vec::new(), Vec::new(), Vec::new());
+    for v in queries {
         let t = Instant::now();
-        let exact = store.vector_leg_alone(sessions, &v, TOP_K, VectorLeg::Exact);
+        let exact = store.vector_leg_alone(sessions, v, TOP_K, VectorLeg::Exact);
         exact_t.push(ms(t));
         let t = Instant::now();
-        let got = store.vector_leg_alone(sessions, &v, TOP_K, VectorLeg::Auto);
+        let got = store.vector_leg_alone(sessions, v, TOP_K, VectorLeg::Auto);
         default_t.push(ms(t));
         if exact.is_empty() {
             continue;
