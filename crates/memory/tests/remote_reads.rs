@@ -195,3 +195,54 @@ async fn a_remote_note_or_page_read_is_one_request() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn the_contexts_of_a_searchs_conversation_hits_are_one_request() {
+    need(Need::Sqld);
+    let c = Clients::start().await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    let chat = |name: &str| SessionId::parse(name).unwrap();
+    for (who, name) in [(&alice, "trip"), (&alice, "garden"), (&bob, "bob-chat")] {
+        for i in 1..=5 {
+            let text = format!("{name} turn {i}, it's \"quoted\"");
+            let message = match i % 2 {
+                1 => types::Message::user(text),
+                _ => types::Message::assistant(text),
+            };
+            c.store
+                .sessions()
+                .append_message(&chat(name), who, &message)
+                .await
+                .unwrap();
+        }
+    }
+    let hits = [
+        (chat("trip"), 3),
+        (chat("bob-chat"), 2),
+        (chat("garden"), 1),
+        (chat("trip"), 42),
+    ];
+    let before = c.proxy.count();
+    let got = c
+        .store
+        .conversation_contexts(&alice, &hits, 1)
+        .await
+        .unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "one request for every hit");
+    let near = |i: usize| -> Vec<String> {
+        let context = got[i].as_ref().unwrap();
+        context.neighbours.iter().map(|n| n.text.clone()).collect()
+    };
+    assert_eq!(
+        near(0),
+        [
+            "trip turn 2, it's \"quoted\"",
+            "trip turn 4, it's \"quoted\""
+        ]
+    );
+    assert_eq!(got[0].as_ref().unwrap().speaker, "user");
+    assert!(got[1].is_none(), "bob's conversation is not alice's");
+    assert_eq!(near(2), ["garden turn 2, it's \"quoted\""]);
+    assert!(got[3].is_none(), "no such message");
+}

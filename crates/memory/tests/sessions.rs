@@ -171,3 +171,91 @@ async fn conversations_are_listed_by_owner_and_hits_read_together_with_their_tur
         Err(MemoryError::SessionNotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn a_hits_neighbours_are_the_nearest_spoken_turns_across_tool_calls() {
+    let f = fixture().await;
+    let alice = user("alice");
+    let chat = session("tools");
+    let call = types::ToolCall {
+        id: "c1".into(),
+        name: "web_search".into(),
+        arguments: "{}".into(),
+    };
+    let events = [
+        Message::user("first"),                                  // 1
+        Message::assistant("second"),                            // 2
+        Message::user("what is the weather?"),                   // 3
+        Message::assistant_tool_calls(None, vec![call.clone()]), // 4
+        Message::tool_result("c1", "sunny, 21 C"),               // 5
+        Message::assistant_tool_calls(None, vec![call]),         // 6
+        Message::tool_result("c1", "no rain"),                   // 7
+        Message::assistant("sunny and dry"),                     // 8
+        Message::user("thanks"),                                 // 9
+        Message::assistant("any time"),                          // 10
+        Message::user("last"),                                   // 11
+    ];
+    for message in &events {
+        f.store
+            .sessions()
+            .append_message(&chat, &alice, message)
+            .await
+            .unwrap();
+    }
+    let hits = [(chat.clone(), 8), (chat.clone(), 5), (chat.clone(), 1)];
+    let got = f
+        .store
+        .conversation_contexts(&alice, &hits, 2)
+        .await
+        .unwrap();
+    let near = |i: usize| -> Vec<(u64, String)> {
+        let context = got[i].as_ref().expect("a spoken message");
+        context
+            .neighbours
+            .iter()
+            .map(|n| (n.seq, n.text.clone()))
+            .collect()
+    };
+    assert_eq!(got[0].as_ref().unwrap().speaker, "assistant");
+    assert_eq!(
+        near(0),
+        [
+            (2, "second".to_owned()),
+            (3, "what is the weather?".to_owned()),
+            (9, "thanks".to_owned()),
+            (10, "any time".to_owned()),
+        ],
+        "two spoken turns each side, tool calls and results skipped"
+    );
+    assert!(got[1].is_none(), "a tool result is not a spoken message");
+    assert_eq!(
+        near(2),
+        [
+            (2, "second".to_owned()),
+            (3, "what is the weather?".to_owned())
+        ],
+        "nothing before the first turn"
+    );
+
+    // Twelve tool results after a turn: beyond the widest read (4 × radius + 1 events), the
+    // turn still has its context, without the turn that follows them.
+    let busy = session("busy");
+    let mut turns = vec![Message::user("start"), Message::assistant("on it")];
+    turns.extend((0..12).map(|i| Message::tool_result("c1", format!("result {i}"))));
+    turns.push(Message::assistant("done"));
+    for message in &turns {
+        f.store
+            .sessions()
+            .append_message(&busy, &alice, message)
+            .await
+            .unwrap();
+    }
+    let got = f
+        .store
+        .conversation_contexts(&alice, &[(busy, 2)], 2)
+        .await
+        .unwrap();
+    let context = got[0].as_ref().expect("the turn's context");
+    let near: Vec<u64> = context.neighbours.iter().map(|n| n.seq).collect();
+    assert_eq!(near, [1], "\"done\" (15) lies beyond the widest read");
+}

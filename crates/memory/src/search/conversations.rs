@@ -5,16 +5,18 @@
 //! Scoped by user before anything is read: another user's sessions are never listed.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::Value;
 use serde::{Deserialize, Serialize};
 use types::{Message, Role, SessionId, UserId};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::sessions::{from_sql_seq, to_sql_seq};
-use crate::store::rows::query_first;
+use crate::store::batch_read::Reads;
+use crate::store::stmt::Stmt;
 use crate::time;
 
 /// Longest text of one neighbouring turn, in characters.
@@ -48,13 +50,6 @@ fn speaker(role: Role) -> Option<&'static str> {
         Role::Assistant => Some("assistant"),
         _ => None,
     }
-}
-
-/// A conversation session's owner, kind and title.
-struct SessionHead {
-    user: String,
-    conversation: bool,
-    title: Option<String>,
 }
 
 impl MemoryStore {
@@ -105,8 +100,8 @@ impl MemoryStore {
     }
 
     /// [`MemoryStore::conversation_context`] of each message `(session, seq)` of `hits`, in one
-    /// small read (a search's hits are read together, not one request each); `None` for a
-    /// message that is not in one of `user`'s conversations.
+    /// statement (a search's hits are read together: one request to a server, one prepared
+    /// statement on a file); `None` for a message that is not in one of `user`'s conversations.
     pub async fn conversation_contexts(
         &self,
         user: &UserId,
@@ -114,27 +109,44 @@ impl MemoryStore {
         radius: usize,
     ) -> Result<Vec<Option<ConversationContext>>, MemoryError> {
         let (user, hits) = (user.clone(), hits.to_vec());
+        let batching = self.batching();
         self.read_small(move |conn| async move {
-            let mut heads: HashMap<SessionId, Option<SessionHead>> = HashMap::new();
+            let reads = Reads::new(conn, batching);
             let mut out = Vec::with_capacity(hits.len());
-            for (session, seq) in hits {
-                if !heads.contains_key(&session) {
-                    let head = session_head(&conn, &session).await?;
-                    heads.insert(session.clone(), head);
+            for part in hits.chunks(HITS_PER_READ) {
+                // The `radius` events on each side first: all it takes when no tool call sits
+                // between the turns. A hit short of spoken neighbours where its conversation
+                // goes on is read again, wider.
+                let mut near = spoken_near(&reads, &user, part, radius).await?;
+                let mut found = Vec::with_capacity(part.len());
+                let mut short = Vec::new();
+                for (k, (session, seq)) in part.iter().enumerate() {
+                    let context = match near.remove(&k) {
+                        Some(near) => context_of(session, &near, *seq, radius, radius, false)?,
+                        None => Found::Nothing,
+                    };
+                    if matches!(context, Found::Short) {
+                        short.push(k);
+                    }
+                    found.push(context);
                 }
-                let head = heads.get(&session).and_then(Option::as_ref);
-                let Some(head) = head.filter(|h| h.conversation && h.user == user.as_str()) else {
-                    out.push(None);
-                    continue;
-                };
-                let spoken = spoken_near(&conn, &session, seq, radius).await?;
-                out.push(context_of(
-                    &session,
-                    head.title.clone(),
-                    &spoken,
-                    seq,
-                    radius,
-                ));
+                if !short.is_empty() {
+                    let wide = radius * 4 + 1;
+                    let again: Vec<(SessionId, u64)> =
+                        short.iter().map(|&k| part[k].clone()).collect();
+                    let mut near = spoken_near(&reads, &user, &again, wide).await?;
+                    for (j, &k) in short.iter().enumerate() {
+                        let (session, seq) = &part[k];
+                        found[k] = match near.remove(&j) {
+                            Some(near) => context_of(session, &near, *seq, radius, wide, true)?,
+                            None => Found::Nothing,
+                        };
+                    }
+                }
+                out.extend(found.into_iter().map(|f| match f {
+                    Found::Context(c) => Some(c),
+                    Found::Nothing | Found::Short => None,
+                }));
             }
             Ok(out)
         })
@@ -142,94 +154,157 @@ impl MemoryStore {
     }
 }
 
-async fn session_head(
-    conn: &Connection,
-    session: &SessionId,
-) -> Result<Option<SessionHead>, MemoryError> {
-    query_first(
-        conn,
-        "SELECT user_id, kind, title FROM sessions WHERE session_id = ?1",
-        [session.as_str()],
-        "reading a conversation",
-        |row| {
-            let ctx = "reading a conversation";
-            Ok(SessionHead {
-                user: row.get(0).map_err(MemoryError::db(ctx))?,
-                conversation: row.get::<String>(1).map_err(MemoryError::db(ctx))? == "conversation",
-                title: row.get(2).map_err(MemoryError::db(ctx))?,
-            })
-        },
-    )
-    .await
-}
+/// Hits whose contexts one statement reads (four arguments each, far under SQLite's limit).
+const HITS_PER_READ: usize = 64;
 
 /// One user or assistant message: its sequence number, speaker, text and date.
 type Spoken = (u64, &'static str, String, DateTime<Utc>);
 
-/// The user and assistant messages around `seq`, oldest first. Tool calls and results sit between
-/// the turns: read generously (`4 × radius + 1` events each side), keep the spoken ones.
-async fn spoken_near(
-    conn: &Connection,
-    session: &SessionId,
+/// A user or assistant event as read: its sequence number, payload and date, parsed only when
+/// it is shown.
+struct Raw {
     seq: u64,
-    radius: usize,
-) -> Result<Vec<Spoken>, MemoryError> {
-    let ctx = "reading a conversation";
-    let window = (radius * 4 + 1) as u64;
-    let low = to_sql_seq(seq.saturating_sub(window))?;
-    let high = to_sql_seq(seq.saturating_add(window))?;
-    let mut rows = conn
-        .query(
-            "SELECT seq, payload_json, created_at FROM events
-             WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
-            libsql::params![session.as_str(), low, high],
-        )
-        .await
-        .map_err(MemoryError::db(ctx))?;
-    let mut spoken = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let payload: String = row.get(1).map_err(MemoryError::db(ctx))?;
-        let message: Message =
-            serde_json::from_str(&payload).map_err(MemoryError::corrupt("stored message"))?;
-        let Some(who) = speaker(message.role) else {
-            continue;
-        };
-        let Some(text) = message.content.filter(|t| !t.trim().is_empty()) else {
-            continue;
-        };
-        let at = time::parse(&row.get::<String>(2).map_err(MemoryError::db(ctx))?)?;
-        let seq = from_sql_seq(row.get(0).map_err(MemoryError::db(ctx))?)?;
-        spoken.push((seq, who, text, at));
-    }
-    Ok(spoken)
+    payload: String,
+    created: String,
 }
 
-/// Message `seq` of `spoken` with up to `radius` spoken messages on each side; `None` when it is
-/// not among them.
+/// A conversation's title and next sequence number, and the events read around a hit.
+struct Near {
+    title: Option<String>,
+    next_seq: u64,
+    events: Vec<Raw>,
+}
+
+/// For each hit `k` of `hits` in one of `user`'s conversations, its session's title and the user
+/// and assistant events around it, oldest first. Tool calls and results sit between the turns:
+/// `window` events on each side. A session that is not `user`'s conversation yields no row: its
+/// events are never read.
+async fn spoken_near(
+    reads: &Reads,
+    user: &UserId,
+    hits: &[(SessionId, u64)],
+    window: usize,
+) -> Result<HashMap<usize, Near>, MemoryError> {
+    let ctx = "reading a conversation";
+    let window = window as u64;
+    let mut args = Vec::with_capacity(hits.len() * 4 + 1);
+    for (k, (session, seq)) in hits.iter().enumerate() {
+        args.push(Value::Integer(i64::try_from(k).unwrap_or(i64::MAX)));
+        args.push(Value::Text(session.as_str().to_owned()));
+        args.push(Value::Integer(to_sql_seq(seq.saturating_sub(window))?));
+        args.push(Value::Integer(to_sql_seq(seq.saturating_add(window))?));
+    }
+    // Last: SQLite numbers each `?` after those before it in the text, the windows' first.
+    args.push(Value::Text(user.as_str().to_owned()));
+    let windows = vec!["(?, ?, ?, ?)"; hits.len()].join(", ");
+    let sql = format!(
+        "WITH w (k, session_id, low, high) AS (VALUES {windows})
+         SELECT w.k, s.title, s.next_seq, e.seq, e.payload_json, e.created_at
+         FROM w JOIN sessions s ON s.session_id = w.session_id
+         JOIN events e ON e.session_id = w.session_id AND e.seq BETWEEN w.low AND w.high
+         WHERE s.user_id = ? AND s.kind = 'conversation' AND e.role IN ('user', 'assistant')
+         ORDER BY w.k, e.seq"
+    );
+    let mut rows = reads.one(Stmt::built(sql, args), ctx).await?;
+    let mut out: HashMap<usize, Near> = HashMap::new();
+    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+        let k = usize::try_from(row.get::<i64>(0).map_err(MemoryError::db(ctx))?)
+            .map_err(MemoryError::corrupt("hit number"))?;
+        let near = match out.entry(k) {
+            Entry::Occupied(near) => near.into_mut(),
+            Entry::Vacant(new) => new.insert(Near {
+                title: row.get(1).map_err(MemoryError::db(ctx))?,
+                next_seq: from_sql_seq(row.get(2).map_err(MemoryError::db(ctx))?)?,
+                events: Vec::new(),
+            }),
+        };
+        near.events.push(Raw {
+            seq: from_sql_seq(row.get(3).map_err(MemoryError::db(ctx))?)?,
+            payload: row.get(4).map_err(MemoryError::db(ctx))?,
+            created: row.get(5).map_err(MemoryError::db(ctx))?,
+        });
+    }
+    Ok(out)
+}
+
+/// The event as a spoken message; `None` for one without text (a tool call).
+fn spoken(raw: &Raw) -> Result<Option<Spoken>, MemoryError> {
+    let message: Message =
+        serde_json::from_str(&raw.payload).map_err(MemoryError::corrupt("stored message"))?;
+    let Some(who) = speaker(message.role) else {
+        return Ok(None);
+    };
+    let Some(text) = message.content.filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    Ok(Some((raw.seq, who, text, time::parse(&raw.created)?)))
+}
+
+/// What the events read around a hit tell.
+enum Found {
+    Context(ConversationContext),
+    /// Not a spoken message of the conversation.
+    Nothing,
+    /// Fewer than `radius` spoken messages on a side where the conversation has events beyond
+    /// those read.
+    Short,
+}
+
+/// Message `seq` of `near` (its `window` events on each side) with up to `radius` spoken messages
+/// on each side, parsed from the message outwards (the rest left unread). Short only when asked
+/// (`short_ok` false): the widest read takes what it found.
 fn context_of(
     session: &SessionId,
-    title: Option<String>,
-    spoken: &[Spoken],
+    near: &Near,
     seq: u64,
     radius: usize,
-) -> Option<ConversationContext> {
-    let at = spoken.iter().position(|(s, ..)| *s == seq)?;
-    let (_, who, _, when) = &spoken[at];
-    let neighbours = spoken
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != at && i.abs_diff(at) <= radius)
-        .map(|(_, (seq, who, text, _))| NearbyTurn {
-            seq: *seq,
-            speaker: (*who).to_owned(),
+    window: usize,
+    short_ok: bool,
+) -> Result<Found, MemoryError> {
+    let events = &near.events;
+    let Some(at) = events.iter().position(|r| r.seq == seq) else {
+        return Ok(Found::Nothing);
+    };
+    let Some((_, who, _, when)) = spoken(&events[at])? else {
+        return Ok(Found::Nothing);
+    };
+    let mut before = Vec::new();
+    for raw in events[..at].iter().rev() {
+        if before.len() == radius {
+            break;
+        }
+        before.extend(spoken(raw)?);
+    }
+    let mut after = Vec::new();
+    for raw in &events[at + 1..] {
+        if after.len() == radius {
+            break;
+        }
+        after.extend(spoken(raw)?);
+    }
+    // Sequence numbers start at 1 and end before `next_seq`.
+    let window = window as u64;
+    let more_before = before.len() < radius && seq > window + 1;
+    let more_after =
+        after.len() < radius && seq.saturating_add(window) < near.next_seq.saturating_sub(1);
+    if !short_ok && (more_before || more_after) {
+        return Ok(Found::Short);
+    }
+    let neighbours = before
+        .into_iter()
+        .rev()
+        .chain(after)
+        .map(|(seq, who, text, _)| NearbyTurn {
+            seq,
+            speaker: who.to_owned(),
             text: text.chars().take(NEIGHBOUR_CHARS).collect(),
         })
         .collect();
-    Some(ConversationContext {
+    Ok(Found::Context(ConversationContext {
         session_id: session.clone(),
-        title,
-        speaker: (*who).to_owned(),
-        at: *when,
+        title: near.title.clone(),
+        speaker: who.to_owned(),
+        at: when,
         neighbours,
-    })
+    }))
 }
