@@ -26,6 +26,7 @@ mod remote_commits;
 mod remote_reads;
 mod remote_requests;
 mod replica;
+mod replies;
 mod restore_places;
 mod round_trips;
 mod schedules;

@@ -246,3 +246,41 @@ async fn the_contexts_of_a_searchs_conversation_hits_are_one_request() {
     assert_eq!(near(2), ["garden turn 2, it's \"quoted\""]);
     assert!(got[3].is_none(), "no such message");
 }
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_remote_search_of_a_conversation_reads_the_replies_in_the_same_request() {
+    need(Need::Sqld);
+    let c = Clients::start().await;
+    let alice = user("alice");
+    let chat = SessionId::parse("season").unwrap();
+    let turns = [
+        types::Message::user("I walked the dog along the river this morning"),
+        types::Message::assistant("Lovely. Did you finish the tax forms?"),
+        types::Message::user("Not yet, tomorrow"),
+        types::Message::user("Big news: I signed with a new basketball team today!"),
+        types::Message::assistant("Congratulations! Which team did you sign with?"),
+        types::Message::user("The Minnesota Wolves, starting in autumn."),
+    ];
+    for message in &turns {
+        c.store
+            .sessions()
+            .append_message(&chat, &alice, message)
+            .await
+            .unwrap();
+    }
+    let query = HybridQuery::new(vec![chat.clone()], "Which team did I sign with?", 3);
+    c.store.search(&query).await.unwrap();
+    let before = c.proxy.count();
+    let hits = c.store.search(&query).await.unwrap();
+    assert_eq!(c.proxy.count() - before, 1, "a search with its replies");
+    let question = hits
+        .iter()
+        .position(|h| h.event_seq == 5)
+        .expect("the question");
+    assert_eq!(
+        hits.get(question + 1).map(|h| h.event_seq),
+        Some(6),
+        "the reply right after it: {hits:?}"
+    );
+}

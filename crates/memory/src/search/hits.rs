@@ -12,15 +12,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libsql::{Connection, Rows, Value};
+use libsql::{Connection, Row, Rows, Value};
 use types::{NoteId, SessionId};
 
 use crate::error::MemoryError;
 use crate::notes::indexing::ChunkMeta;
 use crate::notes::metadata::NoteMetadata;
-use crate::notes::sessions::from_sql_seq;
+use crate::notes::sessions::{from_sql_seq, to_sql_seq};
 use crate::search::freshness::{Delta, DeltaReader, head_from, log_head_stmt};
 use crate::search::query::{HitSource, SearchHit};
+use crate::search::replies::{Prefetched, after_chunks_stmt, read_after};
 use crate::store::batch_read::Reads;
 use crate::store::stmt::Stmt;
 use crate::time;
@@ -30,14 +31,22 @@ const CTX: &str = "reading search results";
 /// A note's whole text, metadata and namespace, by note id.
 type NoteTexts = HashMap<String, (String, NoteMetadata, Option<String>)>;
 
+/// What [`hits_of`] reads: the hits, the changes committed since this process last caught up
+/// (`None` when there are none or when not asked), and what follows the conversation hits read
+/// in the same round (see [`crate::search::replies`]).
+pub(crate) type Read = (Vec<SearchHit>, Option<Delta>, Prefetched);
+
 /// The hits of the fused chunks, and when `fresh` is given the changes committed since this
-/// process last caught up (`None` when there are none).
+/// process last caught up. With `conversations` (the search holds conversation sessions), a
+/// server's first round also reads what follows its chunks' messages.
 pub(crate) async fn hits_of(
     reads: &Reads,
     fresh: Option<DeltaReader>,
     fused: Vec<(i64, f64)>,
     top_k: usize,
-) -> Result<(Vec<SearchHit>, Option<Delta>), MemoryError> {
+    conversations: bool,
+) -> Result<Read, MemoryError> {
+    let mut after = Prefetched::new();
     let mut grouper = Grouper::new(top_k);
     let mut texts = NoteTexts::new();
     let mut head = None;
@@ -48,12 +57,18 @@ pub(crate) async fn hits_of(
         let batch = &fused[start..end];
         let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
         let read_head = fresh.is_some() && head.is_none();
-        let mut stmts = Vec::with_capacity(3);
+        // On a server the turns after the window's messages come in the same request; on a
+        // file they are read after, for the hits alone (a third of the rows).
+        let read_after_ = conversations && reads.batches() && start == 0 && !ids.is_empty();
+        let mut stmts = Vec::with_capacity(4);
         if read_head {
             stmts.push(log_head_stmt());
         }
         if !ids.is_empty() {
             stmts.extend(detail_stmts(&ids));
+        }
+        if read_after_ {
+            stmts.push(after_chunks_stmt(&ids));
         }
         if stmts.is_empty() {
             break;
@@ -68,6 +83,10 @@ pub(crate) async fn hits_of(
             note_texts(next()?, &mut texts).await?;
             grouper.add(batch, &details)?;
         }
+        if read_after_ {
+            let wanted = grouper.conversation_turns()?;
+            after = read_after(next()?, Some(&wanted)).await?;
+        }
         start = end;
         window *= 2;
         if start >= fused.len() || grouper.is_full() {
@@ -80,7 +99,7 @@ pub(crate) async fn hits_of(
     };
     let mut hits = grouper.hits;
     fill_note_texts(&mut hits, texts);
-    Ok((hits, delta))
+    Ok((hits, delta, after))
 }
 
 fn missing_rows() -> MemoryError {
@@ -138,20 +157,54 @@ fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
 async fn chunk_details(mut rows: Rows) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
     let mut out = HashMap::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
-        let meta: String = row.get(5).map_err(MemoryError::db(CTX))?;
-        out.insert(
-            row.get::<i64>(0).map_err(MemoryError::db(CTX))?,
-            ChunkDetail {
-                session: row.get(1).map_err(MemoryError::db(CTX))?,
-                event_seq: row.get(2).map_err(MemoryError::db(CTX))?,
-                note_id: row.get(3).map_err(MemoryError::db(CTX))?,
-                text: row.get(4).map_err(MemoryError::db(CTX))?,
-                meta: serde_json::from_str(&meta)
-                    .map_err(MemoryError::corrupt("chunk metadata"))?,
-            },
-        );
+        let (id, detail) = detail_of(&row)?;
+        out.insert(id, detail);
     }
     Ok(out)
+}
+
+/// The chunk id and details in a row's first six columns (`chunk_id, session_id, event_seq,
+/// note_id, text, metadata_json`).
+pub(crate) fn detail_of(row: &Row) -> Result<(i64, ChunkDetail), MemoryError> {
+    let meta: String = row.get(5).map_err(MemoryError::db(CTX))?;
+    Ok((
+        row.get::<i64>(0).map_err(MemoryError::db(CTX))?,
+        ChunkDetail {
+            session: row.get(1).map_err(MemoryError::db(CTX))?,
+            event_seq: row.get(2).map_err(MemoryError::db(CTX))?,
+            note_id: row.get(3).map_err(MemoryError::db(CTX))?,
+            text: row.get(4).map_err(MemoryError::db(CTX))?,
+            meta: serde_json::from_str(&meta).map_err(MemoryError::corrupt("chunk metadata"))?,
+        },
+    ))
+}
+
+impl ChunkDetail {
+    /// The hit this chunk makes with `score` (a note's whole text and metadata are filled in
+    /// later).
+    pub(crate) fn hit(&self, score: f64) -> Result<SearchHit, MemoryError> {
+        let note_id = match &self.note_id {
+            Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
+            None => None,
+        };
+        Ok(SearchHit {
+            session_id: SessionId::parse(&self.session)
+                .map_err(MemoryError::corrupt("session id"))?,
+            source: HitSource::parse(&self.meta.source),
+            note_id,
+            text: self.text.clone(),
+            note_text: None,
+            category: None,
+            tags: Vec::new(),
+            context: None,
+            namespace: None,
+            unconfirmed: false,
+            score,
+            created_at: time::parse(&self.meta.created_at)?,
+            updated_at: time::parse(&self.meta.updated_at)?,
+            event_seq: from_sql_seq(self.event_seq)?,
+        })
+    }
 }
 
 /// Adds the notes' texts, metadata and namespaces in `rows` to `texts`.
@@ -212,6 +265,15 @@ impl Grouper {
         self.hits.len() >= self.top_k
     }
 
+    /// The (session, event) of each conversation hit so far.
+    fn conversation_turns(&self) -> Result<HashSet<(String, i64)>, MemoryError> {
+        self.hits
+            .iter()
+            .filter(|h| h.source == HitSource::Conversation)
+            .map(|h| Ok((h.session_id.to_string(), to_sql_seq(h.event_seq)?)))
+            .collect()
+    }
+
     /// Takes the next fused chunks (in order) with their details.
     fn add(
         &mut self,
@@ -232,27 +294,7 @@ impl Grouper {
             {
                 continue;
             }
-            let note_id = match &d.note_id {
-                Some(id) => Some(NoteId::parse(id).map_err(MemoryError::corrupt("note id"))?),
-                None => None,
-            };
-            self.hits.push(SearchHit {
-                session_id: SessionId::parse(&d.session)
-                    .map_err(MemoryError::corrupt("session id"))?,
-                source: HitSource::parse(&d.meta.source),
-                note_id,
-                text: d.text.clone(),
-                note_text: None,
-                category: None,
-                tags: Vec::new(),
-                context: None,
-                namespace: None,
-                unconfirmed: false,
-                score: *score,
-                created_at: time::parse(&d.meta.created_at)?,
-                updated_at: time::parse(&d.meta.updated_at)?,
-                event_seq: from_sql_seq(d.event_seq)?,
-            });
+            self.hits.push(d.hit(*score)?);
         }
         Ok(())
     }

@@ -34,7 +34,8 @@ use crate::notes::indexing::embed_checked;
 use crate::search::freshness::Delta;
 use crate::search::hits::hits_of;
 use crate::search::legs::{Legs, time_ranked, within};
-use crate::search::query::{HybridQuery, SearchHit};
+use crate::search::query::{HybridQuery, Scope, SearchHit};
+use crate::search::replies::with_replies;
 use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
@@ -139,8 +140,23 @@ impl MemoryStore {
             None => self.fused(query, &legs, &query.filters).await,
         };
         let batching = self.batching();
+        // The turns after conversation hits join them under the query's own filters.
+        let scope = Scope {
+            filters: query.filters.clone(),
+            expired_at: None,
+        };
+        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+        let index = Arc::clone(&self.inner.index);
+        let conversations = query.sessions.iter().any(|s| !s.is_user_memory());
         self.read_small(move |conn| async move {
-            hits_of(&Reads::new(conn, batching), fresh, fused, top_k).await
+            let reads = Reads::new(conn, batching);
+            let (hits, delta, after) = hits_of(&reads, fresh, fused, top_k, conversations).await?;
+            let allows =
+                |session: &str, id| filter.as_ref().is_none_or(|f| index.allows(session, id, f));
+            Ok((
+                with_replies(&reads, hits, after, top_k, allows).await?,
+                delta,
+            ))
         })
         .await
     }

@@ -17,6 +17,7 @@ pub(crate) mod legs_alone;
 pub(crate) mod priors;
 pub(crate) mod query;
 pub(crate) mod reindex;
+mod replies;
 pub(crate) mod snapshot;
 pub(crate) mod snapshot_file;
 pub(crate) mod when;

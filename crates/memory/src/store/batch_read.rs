@@ -67,6 +67,12 @@ impl Reads {
         Self { conn, batching }
     }
 
+    /// Whether reads go to a server as one batch (where a statement more in a batch is cheaper
+    /// than a request more).
+    pub(crate) fn batches(&self) -> bool {
+        self.batching.on()
+    }
+
     /// Runs `stmts` (reads only) and gives back each one's rows, in order: one request on a
     /// remote server.
     pub(crate) async fn rows(
