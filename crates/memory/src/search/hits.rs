@@ -8,7 +8,9 @@
 //! (there each plain query costs two, so the reads took six or seven), and the same statements
 //! one by one on a file. The statements run in that order, each on the database as committed when
 //! it runs, as they did one by one: the log's head first, so the freshness check (see
-//! [`crate::search::freshness`]) never records changes the hits were read without.
+//! [`crate::search::freshness`]) never records changes the hits were read without. On a server,
+//! a search of conversations adds to the first window's request the turns after its messages
+//! (see [`crate::search::replies`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -59,7 +61,7 @@ pub(crate) async fn hits_of(
         let read_head = fresh.is_some() && head.is_none();
         // On a server the turns after the window's messages come in the same request; on a
         // file they are read after, for the hits alone (a third of the rows).
-        let read_after_ = conversations && reads.batches() && start == 0 && !ids.is_empty();
+        let with_after = conversations && reads.batches() && start == 0 && !ids.is_empty();
         let mut stmts = Vec::with_capacity(4);
         if read_head {
             stmts.push(log_head_stmt());
@@ -67,7 +69,7 @@ pub(crate) async fn hits_of(
         if !ids.is_empty() {
             stmts.extend(detail_stmts(&ids));
         }
-        if read_after_ {
+        if with_after {
             stmts.push(after_chunks_stmt(&ids));
         }
         if stmts.is_empty() {
@@ -83,7 +85,7 @@ pub(crate) async fn hits_of(
             note_texts(next()?, &mut texts).await?;
             grouper.add(batch, &details)?;
         }
-        if read_after_ {
+        if with_after {
             let wanted = grouper.conversation_turns()?;
             after = read_after(next()?, Some(&wanted)).await?;
         }
