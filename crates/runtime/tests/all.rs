@@ -15,6 +15,7 @@ mod capture;
 mod dispatch;
 mod lifecycle;
 mod memory;
+mod past_replies;
 mod progress;
 mod search_time;
 mod summary;
