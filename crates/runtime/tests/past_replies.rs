@@ -76,7 +76,7 @@ async fn answer_found_after_its_question(kind: ProviderKind) {
     let dir = tempfile::tempdir().unwrap();
     let (rt, server) = agent(kind, dir.path()).await;
     for (i, (said, reply)) in FIRST_SESSION.iter().enumerate() {
-        server.push(ScriptedReply::text(*reply));
+        server.push(ScriptedReply::text(reply));
         let c = ctx(dir.path(), "alice", "chat-a", &format!("t{i}"));
         let (outcome, _) = run(&rt, &c, said).await;
         assert_eq!(outcome.unwrap().status, TurnStatus::Completed);
