@@ -350,6 +350,60 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
 }
 
 #[tokio::test]
+async fn long_notes_filling_the_first_window_still_leave_top_k_distinct_hits() {
+    let f = fixture().await;
+    let alice = user("alice");
+    let save = |text: String| {
+        let store = f.store.clone();
+        let alice = alice.clone();
+        async move {
+            store
+                .save(
+                    &alice,
+                    None,
+                    &text,
+                    NoteMetadata::default(),
+                    memory::Similar::Unchecked,
+                )
+                .await
+                .and_then(memory::Saved::into_note)
+                .unwrap()
+        }
+    };
+    // Three long notes whose every chunk names the query's words: their chunks come first, more
+    // of them than the first window of details holds, and they make three hits only.
+    for n in 0..3 {
+        let long: String = (0..60)
+            .map(|i| format!("Tomato harvest log {n}.{i}: tomatoes picked, tomato vines tied. "))
+            .collect();
+        save(long).await;
+    }
+    for n in 0..12 {
+        save(format!("Short note {n} about tomatoes")).await;
+    }
+    let stats = f.store.upkeep().stats().await.unwrap();
+    assert!(
+        stats.chunks >= 3 * 4 + 12,
+        "the long notes are split: {stats:?}"
+    );
+    let hits = f
+        .store
+        .search(&HybridQuery::new(
+            vec![memory_of("alice")],
+            "tomato harvest",
+            10,
+        ))
+        .await
+        .unwrap();
+    let notes: std::collections::HashSet<_> = hits.iter().map(|h| h.note_id.clone()).collect();
+    assert_eq!(
+        (hits.len(), notes.len()),
+        (10, 10),
+        "ten distinct notes, the window read again past the long notes' chunks: {hits:?}"
+    );
+}
+
+#[tokio::test]
 async fn filters_restrict_both_legs() {
     let f = fixture().await;
     let alice = user("alice");

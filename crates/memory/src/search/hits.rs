@@ -1,7 +1,9 @@
 //! Reading a search's hits: the details of its best chunks and the texts of their notes, in fused
 //! order, one hit per note (or per message), and the change log's head beside them.
 //!
-//! Details are read for about 3 × top_k chunks first (usually enough for top_k distinct notes),
+//! Details are read for about 3 × top_k chunks first on a server (usually enough for top_k
+//! distinct notes, in one request) and 1.5 × top_k on a file (where a round is one statement more
+//! and the rows read are what costs: ~0.2 ms less for a search of 10 hits over 110,000 chunks),
 //! the window doubling while grouping (several chunks of one note) leaves hits missing. Each
 //! window's reads — the chunks' details and their notes' texts, the first with the change log's
 //! head — go as one [`Reads::rows`] call: one request to a remote server for most searches
@@ -52,7 +54,11 @@ pub(crate) async fn hits_of(
     let mut grouper = Grouper::new(top_k);
     let mut texts = NoteTexts::new();
     let mut head = None;
-    let mut window = (top_k * 3).max(10);
+    let mut window = if reads.batches() {
+        (top_k * 3).max(10)
+    } else {
+        (top_k * 3 / 2).max(10)
+    };
     let mut start = 0;
     loop {
         let end = (start + window).min(fused.len());
