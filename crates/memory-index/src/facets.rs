@@ -115,6 +115,11 @@ impl FacetFilter {
         }
     }
 
+    /// The filter of `scope`; `None` when it filters nothing (every chunk passes).
+    pub fn of(scope: Scope) -> Option<Self> {
+        (!scope.is_empty()).then(|| Self::new(scope))
+    }
+
     /// [`Self::allows`] for a chunk whose creation time's [`time_key`] is `key`: a chunk outside
     /// the time bounds is refused by the key alone (the same answer, without reading its text).
     pub fn allows_keyed(&self, key: i64, facets: &ChunkFacets) -> bool {

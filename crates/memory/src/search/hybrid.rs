@@ -20,10 +20,11 @@
 //!
 //! Threads: the query is embedded on the caller's thread when that is cheap (the builtin model,
 //! once loaded, takes ~10 µs for a short query); the keyword leg runs on the caller's thread (its
-//! work is bounded by the posting budget); the vector scan runs inline when it is small and on the
-//! blocking pool, beside the keyword leg, when it is not; a query naming a time searches the
-//! whole scope and the span in the same walk of each leg; ONE reader-thread job then reads the
-//! details of the best chunks.
+//! work is bounded by the posting budget); the vector scan runs inline when it is small, and when
+//! it is not in place on a multi-threaded runtime (its other tasks handed to another worker), else
+//! on the blocking pool beside the keyword leg; a query naming a time searches the whole scope and
+//! the span in the same walk of each leg; ONE read (on the caller's thread for a file, see
+//! `read_small`) then takes the details of the best chunks and the turns after conversation hits.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,11 +142,10 @@ impl MemoryStore {
         };
         let batching = self.batching();
         // The turns after conversation hits join them under the query's own filters.
-        let scope = Scope {
+        let filter = FacetFilter::of(Scope {
             filters: query.filters.clone(),
             expired_at: None,
-        };
-        let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+        });
         let index = Arc::clone(&self.inner.index);
         let conversations = query.sessions.iter().any(|s| !s.is_user_memory());
         self.read_small(move |conn| async move {

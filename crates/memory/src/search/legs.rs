@@ -77,7 +77,7 @@ impl MemoryStore {
                     filters: filters.clone(),
                     expired_at: expired.then(|| now.clone()),
                 };
-                let filter = (!scope.is_empty()).then(|| FacetFilter::new(scope));
+                let filter = FacetFilter::of(scope);
                 let within = filter
                     .as_ref()
                     .and_then(|f| index.chunks_within(sessions, f));
@@ -87,7 +87,8 @@ impl MemoryStore {
         if passes.is_empty() {
             return out;
         }
-        // Polled first: a large scan is on the blocking pool before the keyword leg starts here.
+        // Polled first: off a multi-threaded runtime a large scan is on the blocking pool before
+        // the keyword leg starts here (on one, it runs in place: see `MemoryStore::vector_leg`).
         let vector_leg = async {
             match &legs.vector {
                 Some(v) => {

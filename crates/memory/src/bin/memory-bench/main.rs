@@ -136,6 +136,20 @@ impl Args {
     }
 }
 
+/// The unit vectors of `texts` (queries), in order, one embedding call each as a search makes.
+pub(crate) async fn unit_vectors<T: AsRef<str>>(
+    embedder: &dyn Embedder,
+    texts: &[T],
+) -> BenchResult<Vec<Vec<f32>>> {
+    let mut vectors = Vec::with_capacity(texts.len());
+    for text in texts {
+        let mut v = embedder.embed(&[text.as_ref().to_owned()]).await?.remove(0);
+        memory::embedding::normalize(&mut v);
+        vectors.push(v);
+    }
+    Ok(vectors)
+}
+
 /// `--vector-leg`: how the vector leg finds its candidates.
 fn parse_leg(s: &str) -> BenchResult<memory::VectorLeg> {
     match s {

@@ -74,12 +74,7 @@ pub async fn run(dir: &Path, kind: EmbedderKind, run: OpenRun) -> BenchResult<()
     let queries: Vec<String> = (0..WARMUP_QUERIES + run.queries)
         .map(|_| corpus.query(&mut qrng))
         .collect();
-    let mut vectors = Vec::with_capacity(queries.len());
-    for q in &queries {
-        let mut v = embedder.embed(std::slice::from_ref(q)).await?.remove(0);
-        memory::embedding::normalize(&mut v);
-        vectors.push(v);
-    }
+    let vectors = crate::unit_vectors(embedder.as_ref(), &queries).await?;
     println!("| Hamming kernel | search p50 / p95 / p99 ms | vector leg alone p50 / p95 ms |");
     println!("|---|---|---|");
     for kernel in Kernel::ALL.into_iter().filter(|k| k.available()) {

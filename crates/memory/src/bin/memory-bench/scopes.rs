@@ -116,7 +116,7 @@ pub async fn run(file: &Path, kind: EmbedderKind, run: ScopesRun) -> BenchResult
     // The live probes' share only grows, and which searches they sample depends on the code
     // being measured: settled on every query first, two binaries compare at the same reach.
     let listed = all_sessions(&store, &user).await?;
-    let vectors = crate::scopes_leg::query_vectors(embedder.as_ref(), &queries).await?;
+    let vectors = crate::unit_vectors(embedder.as_ref(), &queries).await?;
     store.settle_vector_leg(&listed, &vectors);
     println!(
         "first pass settled on the {} queries: (rows, share kept) {:?}\n",

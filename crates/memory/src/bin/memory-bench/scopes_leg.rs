@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use memory::{Embedder, MemoryStore, VectorLeg};
+use memory::{MemoryStore, VectorLeg};
 use types::SessionId;
 
 use crate::BenchResult;
@@ -14,20 +14,6 @@ use crate::latency::ms;
 use crate::stats::percentile;
 
 const TOP_K: usize = 10;
-
-/// The queries' unit vectors, in order.
-pub async fn query_vectors(
-    embedder: &dyn Embedder,
-    queries: &[&String],
-) -> BenchResult<Vec<Vec<f32>>> {
-    let mut vectors = Vec::with_capacity(queries.len());
-    for q in queries {
-        let mut v = embedder.embed(std::slice::from_ref(*q)).await?.remove(0);
-        memory::embedding::normalize(&mut v);
-        vectors.push(v);
-    }
-    Ok(vectors)
-}
 
 pub async fn vector_leg(
     store: &MemoryStore,
