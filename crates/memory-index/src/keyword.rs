@@ -65,25 +65,37 @@ pub fn keyword_leg_in(
     limit: usize,
     allows: &dyn Fn(&str, i64) -> bool,
 ) -> Vec<(i64, f64)> {
-    keyword_legs_in(index, searched, terms, limit, &[allows])
+    keyword_legs_in(index, searched, terms, &[], limit, &[allows])
         .pop()
         .unwrap_or_default()
 }
 
 /// [`keyword_leg_in`] under several filters at once, one list per filter in their order: the
 /// postings are walked and scored once, each candidate offered to every filter's top `limit`.
+///
+/// `related` are further terms with a share of their idf each
+/// ([`crate::related_words::related_terms`]): they join an `Any` plan, rarest first, within what
+/// the budget leaves, and never an `All` plan (a chunk need not hold them); when no query term is
+/// found anywhere they are the plan.
 pub fn keyword_legs_in(
     index: &KeywordIndex,
     searched: &Searched,
     terms: &[String],
+    related: &[(String, f64)],
     limit: usize,
     allows: &[Allows<'_>],
 ) -> Vec<Vec<(i64, f64)>> {
     let nothing = || vec![Vec::new(); allows.len()];
-    if terms.is_empty() || limit == 0 {
+    if (terms.is_empty() && related.is_empty()) || limit == 0 {
         return nothing();
     }
     let ids = index.term_ids(terms);
+    let related_names: Vec<String> = related.iter().map(|(t, _)| t.clone()).collect();
+    let related: Vec<(Option<u32>, f64)> = index
+        .term_ids(&related_names)
+        .into_iter()
+        .zip(related.iter().map(|(_, share)| *share))
+        .collect();
     let locked = searched.lock(index);
     let view = locked.view();
     let docs = view.docs();
@@ -95,9 +107,7 @@ pub fn keyword_legs_in(
         avg_len: (view.total_len() as f64 / docs as f64).max(1.0),
     };
     let (counted, weights) = weigh(terms, ids, &view, stats);
-    let Some(plan) = plan_from_counts(counted) else {
-        return nothing();
-    };
+    let plan = plan_from_counts(counted).unwrap_or(KeywordPlan::Any(Vec::new()));
     let resolve = |chosen: &[&str]| -> Vec<(u32, f64)> {
         chosen
             .iter()
@@ -116,7 +126,11 @@ pub fn keyword_legs_in(
     let parts = parts(&view);
     match plan {
         KeywordPlan::Any(chosen) => {
-            let chosen = resolve(&chosen);
+            let mut chosen = resolve(&chosen);
+            chosen.extend(within_budget(&view, stats, &chosen, &related));
+            if chosen.is_empty() {
+                return nothing();
+            }
             for part in &parts {
                 any_of(part, &chosen, stats, &mut offer);
             }
@@ -149,6 +163,38 @@ pub fn keyword_legs_in(
             out
         })
         .collect()
+}
+
+/// The related terms an `Any` plan of `chosen` can still score (id, weighted idf): found in the
+/// searched sessions, rarest first, while the postings of all add up to at most the budget.
+fn within_budget(
+    view: &View<'_>,
+    stats: Stats,
+    chosen: &[(u32, f64)],
+    related: &[(Option<u32>, f64)],
+) -> Vec<(u32, f64)> {
+    if related.is_empty() {
+        return Vec::new();
+    }
+    let mut total: usize = chosen.iter().map(|&(id, _)| view.df(id)).sum();
+    let mut found: Vec<(usize, u32, f64)> = related
+        .iter()
+        .filter_map(|&(id, share)| {
+            let id = id?;
+            let df = view.df(id);
+            (df > 0 && chosen.iter().all(|&(c, _)| c != id)).then_some((df, id, share))
+        })
+        .collect();
+    found.sort_by_key(|&(df, id, _)| (df, id));
+    let mut out = Vec::new();
+    for (df, id, share) in found {
+        if total + df > POSTING_BUDGET {
+            break;
+        }
+        total += df;
+        out.push((id, share * stats.idf(df)));
+    }
+    out
 }
 
 /// Each term's document frequency in the searched sessions (for the plan), and its id and idf

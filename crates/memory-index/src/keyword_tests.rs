@@ -148,7 +148,7 @@ fn several_filters_in_one_walk_answer_as_each_alone() {
     ];
     for query in ["oolong trip", "tea berlin", "oolong trip tea berlin"] {
         let terms = query_index_terms(query);
-        let together = keyword_legs_in(&index, &searched, &terms, 20, &filters);
+        let together = keyword_legs_in(&index, &searched, &terms, &[], 20, &filters);
         assert_eq!(together.len(), filters.len());
         for (got, allows) in together.iter().zip(filters) {
             let alone = keyword_leg_in(&index, &searched, &terms, 20, allows);
@@ -158,20 +158,30 @@ fn several_filters_in_one_walk_answer_as_each_alone() {
     }
 }
 
-#[test]
-fn common_terms_switch_to_all_then_to_the_rarest() {
-    let n = POSTING_BUDGET + 10;
-    let texts: Vec<String> = (0..n)
+/// `n` texts, chunk 7's `seventh`, every other `filler` and its number.
+fn past_the_budget(n: usize, seventh: &str, filler: &str) -> Vec<String> {
+    (0..n)
         .map(|i| match i {
-            7 => "alpha beta gamma".to_owned(),
-            _ => format!("alpha beta filler{i}"),
+            7 => seventh.to_owned(),
+            _ => format!("{filler}{i}"),
         })
-        .collect();
-    let mut docs: Vec<(&str, i64, &str)> = texts
+        .collect()
+}
+
+/// The texts as chunks of session `s`, numbered from 0.
+fn numbered(texts: &[String]) -> Vec<(&str, i64, &str)> {
+    texts
         .iter()
         .enumerate()
         .map(|(i, t)| ("s", i as i64, t.as_str()))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn common_terms_switch_to_all_then_to_the_rarest() {
+    let n = POSTING_BUDGET + 10;
+    let texts = past_the_budget(n, "alpha beta gamma", "alpha beta filler");
+    let mut docs = numbered(&texts);
     // "gamma" is common too, but not in the same chunks as alpha and beta, except chunk 7.
     let gammas: Vec<String> = (0..n).map(|i| format!("gamma delta {i}")).collect();
     docs.extend(
@@ -246,4 +256,69 @@ fn a_removal_leaves_every_list_before_and_after_the_lists_grow_into_a_map() {
     assert!(search(&index, "common", &["small"], 10).is_empty());
     index.upsert("small", 2, &text_terms("tok10 again"), None);
     assert_eq!(search(&index, "tok10", &["small", "big"], 10), [2]);
+}
+
+fn search_related(
+    index: &KeywordIndex,
+    query: &str,
+    related: &[(&str, f64)],
+    limit: usize,
+) -> Vec<(i64, f64)> {
+    let sessions = ["s".to_owned()];
+    let related: Vec<(String, f64)> = related.iter().map(|(t, w)| ((*t).to_owned(), *w)).collect();
+    keyword_legs_in(
+        index,
+        &index.searched(&sessions),
+        &query_index_terms(query),
+        &related,
+        limit,
+        &[&|_, _| true],
+    )
+    .pop()
+    .unwrap_or_default()
+}
+
+#[test]
+fn related_terms_score_at_their_share_below_the_querys_own() {
+    let index = index_of(&[
+        ("s", 1, "we adopted a puppy last spring"),
+        ("s", 2, "our dog loves the beach"),
+        ("s", 3, "the weather was fine"),
+        ("s", 4, "a puppy and a dog at the park"),
+    ]);
+    let plain = search_related(&index, "dog", &[], 10);
+    // The shorter chunk first.
+    assert_eq!(plain.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [2, 4]);
+    let with = search_related(&index, "dog", &[("puppi", 0.3)], 10);
+    let ids: Vec<i64> = with.iter().map(|(id, _)| *id).collect();
+    // Both words first, then the exact match, then the related one alone.
+    assert_eq!(ids, [4, 2, 1], "{with:?}");
+    let exact = with[1].1;
+    let related = with[2].1;
+    assert!(related < exact * 0.5, "{with:?}");
+    // The related term alone weighs its share of what it weighs as a query term.
+    let as_term = search_related(&index, "puppy", &[], 10);
+    let own = as_term.iter().find(|(id, _)| *id == 1).unwrap().1;
+    assert!((related - 0.3 * own).abs() < 1e-5, "{related} vs {own}");
+    // A query word found nowhere: the related terms are the plan.
+    let alone = search_related(&index, "hound", &[("puppi", 0.3)], 10);
+    assert_eq!(alone.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [1, 4]);
+    // A related term found nowhere changes nothing.
+    assert_eq!(search_related(&index, "dog", &[("wolf", 0.3)], 10), plain);
+}
+
+#[test]
+fn related_terms_fit_the_budget_and_never_join_an_all_plan() {
+    let n = POSTING_BUDGET + 10;
+    let texts = past_the_budget(n, "alpha beta", "alpha beta common filler");
+    let mut docs = numbered(&texts);
+    docs.push(("s", n as i64, "rare words here"));
+    let index = index_of(&docs);
+    // Every query term is common (an All plan): the related term does not widen it.
+    let all = search_related(&index, "alpha beta", &[("rare", 0.3)], 10);
+    assert!(all.iter().all(|(id, _)| (*id as usize) < n), "{all:?}");
+    // A rare query term leaves room for a rare related term, not for a common one.
+    let any = search_related(&index, "words", &[("common", 0.3), ("rare", 0.3)], 10);
+    assert_eq!(any.len(), 1, "{any:?}");
+    assert_eq!(any[0].0, n as i64);
 }

@@ -25,6 +25,7 @@ mod index_change;
 pub mod keyword;
 mod keyword_index;
 mod query_words;
+pub mod related_words;
 pub mod sign_codes;
 pub mod terms;
 mod topk;

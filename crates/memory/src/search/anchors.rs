@@ -72,6 +72,8 @@ impl MemoryStore {
             candidates: EVENT_CANDIDATES,
             vector: None,
             terms: terms.clone(),
+            // The event's own words: a related word would date another event.
+            related: Vec::new(),
             names: query_names(&anchor.event),
         };
         let lookup = HybridQuery {

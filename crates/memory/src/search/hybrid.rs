@@ -41,6 +41,7 @@ use crate::store::batch_read::Reads;
 use memory_index::FacetFilter;
 use memory_index::embedding::{BUILTIN_MODEL_ID, BuiltinEmbedder, Embedder, normalize};
 use memory_index::fusion::sanitize;
+use memory_index::related_words::related_terms;
 use memory_index::terms::{query_index_terms, query_names};
 use memory_index::vector_index::VectorIndex;
 
@@ -115,10 +116,12 @@ impl MemoryStore {
             Some(span) => Some(span.clone()),
             None => self.time_in(query, sessions).await?,
         };
-        let (terms, names) = if fts_weight > 0.0 {
-            (query_index_terms(&query.text), query_names(&query.text))
+        let (terms, related, names) = if fts_weight > 0.0 {
+            let (terms, names) = (query_index_terms(&query.text), query_names(&query.text));
+            let related = related_terms(&query.text, &terms, &names);
+            (terms, related, names)
         } else {
-            (Vec::new(), Vec::new())
+            (Vec::new(), Vec::new(), Vec::new())
         };
         let legs = Legs {
             sessions,
@@ -126,6 +129,7 @@ impl MemoryStore {
             candidates,
             vector: query_vector,
             terms,
+            related,
             names,
         };
         // A time in the query's words: what was said then comes first. The search within it is

@@ -33,6 +33,9 @@ pub(crate) struct Legs<'a> {
     pub candidates: usize,
     pub vector: Option<Vec<f32>>,
     pub terms: Vec<String>,
+    /// Further keyword terms with a share of their weight: the related words of the query's
+    /// (`memory_index::related_words`).
+    pub related: Vec<(String, f64)>,
     /// The names the query gives ([`crate::search::priors`]).
     pub names: Vec<String>,
 }
@@ -123,6 +126,7 @@ impl MemoryStore {
                 keywords,
                 &legs.searched,
                 &legs.terms,
+                &legs.related,
                 legs.candidates,
                 &allows,
             )
