@@ -313,6 +313,16 @@ fn related_terms_fit_the_budget_and_never_join_an_all_plan() {
     let texts = past_the_budget(n, "alpha beta", "alpha beta common filler");
     let mut docs = numbered(&texts);
     docs.push(("s", n as i64, "rare words here"));
+    // More postings than the related terms' share of the budget, and fewer.
+    let many: Vec<String> = (0..=RELATED_BUDGET).map(|i| format!("zeta {i}")).collect();
+    let few: Vec<String> = (0..3).map(|i| format!("kappa {i}")).collect();
+    let from = n as i64 + 1;
+    docs.extend(
+        many.iter()
+            .chain(&few)
+            .enumerate()
+            .map(|(i, t)| ("s", from + i as i64, t.as_str())),
+    );
     let index = index_of(&docs);
     // Every query term is common (an All plan): the related term does not widen it.
     let all = search_related(&index, "alpha beta", &[("rare", 0.3)], 10);
@@ -321,4 +331,10 @@ fn related_terms_fit_the_budget_and_never_join_an_all_plan() {
     let any = search_related(&index, "words", &[("common", 0.3), ("rare", 0.3)], 10);
     assert_eq!(any.len(), 1, "{any:?}");
     assert_eq!(any[0].0, n as i64);
+    // Related terms take at most their share of the budget, rarest first.
+    let shared = search_related(&index, "words", &[("zeta", 0.3), ("kappa", 0.3)], 10);
+    let kappas = (from + many.len() as i64..).take(3).collect::<Vec<_>>();
+    let mut got: Vec<i64> = shared.iter().map(|(id, _)| *id).collect();
+    got.sort_unstable();
+    assert_eq!(got, [&[n as i64][..], &kappas].concat(), "{shared:?}");
 }
