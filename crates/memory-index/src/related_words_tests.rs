@@ -1,3 +1,6 @@
+//! The related-words table: what a query word brings, what brings nothing, and the table
+//! checked against the builtin model it was generated from.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use super::build::{Words, vocabulary};

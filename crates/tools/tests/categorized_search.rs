@@ -101,6 +101,15 @@ async fn search_memories_leaves_out_memories_unrelated_to_the_query() {
             "recommend a hotel in Lisbon",
             "No memories found for 'recommend a hotel in Lisbon'.",
         ),
+        // A related word of the query's (the builtin model's nearest words) counts as shared.
+        (
+            "tires",
+            "Found 1 memory for 'tires':\n- [fact] The car needs new winter tyres before November",
+        ),
+        (
+            "chair",
+            "Found 1 memory for 'chair':\n- [preference] Alice prefers an aisle seat on long flights",
+        ),
     ] {
         assert_eq!(search(&registry, &ctx, query).await, expected, "{query}");
     }

@@ -8,10 +8,11 @@
 //! answer, `Failed to store memory: Invalid category '<value>'`.
 //!
 //! `search_memories` returns only memories with some evidence of being about the query: a
-//! memory that shares a word with it (the keyword leg found it), or one whose fused score is
-//! above [`MEANING_FLOOR`]. Without that, a one-word query such as "seat" lists every memory the
-//! store holds, unrelated ones included, because the vector leg ranks every note (see
-//! `docs/benchmarks.md`, "Score floors", for why a floor on the score alone cannot tell them apart).
+//! memory that shares a word with it or one of its related words (the keyword leg found it), or
+//! one whose fused score is above [`MEANING_FLOOR`]. Without that, a one-word query such as
+//! "seat" lists every memory the store holds, unrelated ones included, because the vector leg
+//! ranks every note (see `docs/benchmarks.md`, "Score floors", for why a floor on the score alone
+//! cannot tell them apart).
 
 use std::collections::HashSet;
 
