@@ -225,3 +225,55 @@ async fn notes_lend_nothing() {
         }
     }
 }
+
+/// A long answer of the agent's (several chunks) that ends with a question: its first chunk
+/// matches the query, and the user's reply to the question at its end still joins it.
+async fn a_long_message_asking_at_its_end_lends_to_its_reply(f: &Fixture) {
+    let chat = session("long");
+    chatter(f, &chat).await;
+    let advice = "For the marathon training plan, start with three easy runs a week and one long \
+                  run on the weekend, adding ten percent of distance each week. ";
+    let filler = "Keep most runs at a pace where you can still talk, sleep enough, eat well \
+                  before the long runs and take a rest week every month to recover. ";
+    let long = format!(
+        "{advice}{}Which shoes are you running in at the moment?",
+        filler.repeat(12)
+    );
+    assert!(
+        long.len() > memory_index::CHUNK_CHARS * 2,
+        "three chunks at least"
+    );
+    let seqs = say(
+        f,
+        &chat,
+        day(3),
+        &[
+            Message::assistant(long),
+            Message::user("Old Brooks Ghost, nearly worn out."),
+            Message::assistant("Then new shoes first, before the long runs grow."),
+        ],
+    )
+    .await;
+    let (asked, reply) = (seqs[0], seqs[1]);
+    let hits = search(f, &chat, "marathon training plan long run distance", 3).await;
+    let a = position(&hits, asked).expect("the long message matches");
+    assert!(
+        !hits[a].text.contains('?'),
+        "the matching chunk is not the one asking: {hits:?}"
+    );
+    let r = position(&hits, reply).unwrap_or_else(|| panic!("the reply is not among {hits:?}"));
+    assert_eq!(r, a + 1, "{hits:?}");
+    assert!((hits[r].score - 0.98 * hits[a].score).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn a_long_message_asking_at_its_end_lends_to_its_reply_on_a_file() {
+    a_long_message_asking_at_its_end_lends_to_its_reply(&fixture().await).await;
+}
+
+#[tokio::test]
+#[ignore = "needs sqld"]
+async fn a_long_message_asking_at_its_end_lends_to_its_reply_on_a_server() {
+    need(Need::Sqld);
+    a_long_message_asking_at_its_end_lends_to_its_reply(&fixture_on(Backend::Remote).await).await;
+}

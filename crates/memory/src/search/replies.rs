@@ -5,8 +5,8 @@
 //! better than the user's answer, "The Minnesota Wolves!", which shares no word with it. So after
 //! the hits are read, each conversation hit lends part of its score to the turn after it:
 //!
-//! - a message that asks something (holds a `?`) to its **reply**, the next user or assistant
-//!   message of the session, at [`REPLY_SHARE`] of its score;
+//! - a message that asks something (any part of it holds a `?`) to its **reply**, the next user
+//!   or assistant message of the session, at [`REPLY_SHARE`] of its score;
 //! - any other message to its **follow-up**, the second next one (the same speaker going on after
 //!   the other's reaction), at [`FOLLOW_UP_SHARE`].
 //!
@@ -35,10 +35,12 @@ pub(crate) const FOLLOW_UP_SHARE: f64 = 0.9;
 /// Events after a hit searched for its next two messages (tool calls sit between turns).
 const WINDOW: u64 = 9;
 
-/// Whether a message asks something.
-fn asks(text: &str) -> bool {
-    text.contains('?')
-}
+/// Whether a message asks something (any of its chunks holds a `?`: a long message asks at its
+/// end, while its best chunk may be its first), read with the turns after it. `char(63)` is `?`,
+/// written so that no client could take it for a placeholder.
+const ASKS: &str = "EXISTS (SELECT 1 FROM chunks q
+    WHERE q.session_id = w.session_id AND q.event_seq = w.event_seq
+    AND q.note_id IS NULL AND instr(q.text, char(63)) > 0)";
 
 /// A conversation message, as the key of what follows it: (session id, event sequence number).
 type Turn = (String, i64);
@@ -49,6 +51,8 @@ type Turn = (String, i64);
 pub(crate) struct After {
     turns: Vec<(i64, ChunkDetail)>,
     more: bool,
+    /// Whether the message itself asks something.
+    asks: bool,
 }
 
 /// What follows some messages, read with the hits.
@@ -65,10 +69,10 @@ pub(crate) async fn with_replies(
     top_k: usize,
     allows: impl Fn(&str, i64) -> bool,
 ) -> Result<Vec<SearchHit>, MemoryError> {
-    let mut lenders: Vec<(Turn, bool, f64)> = Vec::new();
+    let mut lenders: Vec<(Turn, f64)> = Vec::new();
     for hit in hits.iter().filter(|h| h.source == HitSource::Conversation) {
         let turn = (hit.session_id.to_string(), to_sql_seq(hit.event_seq)?);
-        lenders.push((turn, asks(&hit.text), hit.score));
+        lenders.push((turn, hit.score));
     }
     if lenders.is_empty() {
         return Ok(hits);
@@ -93,11 +97,11 @@ pub(crate) async fn with_replies(
     }
     // The best score lent to each turn.
     let mut lent: HashMap<Turn, (f64, &ChunkDetail, i64)> = HashMap::new();
-    for (turn, asks, score) in &lenders {
+    for (turn, score) in &lenders {
         let Some(after) = read.get(turn) else {
             continue;
         };
-        let (next, share) = if *asks {
+        let (next, share) = if after.asks {
             (after.turns.first(), REPLY_SHARE)
         } else {
             (after.turns.get(1), FOLLOW_UP_SHARE)
@@ -135,7 +139,7 @@ pub(crate) async fn with_replies(
 }
 
 /// The chunks' columns a turn after is read with, then its message's session and sequence
-/// number, then whether the session goes on past the events read.
+/// number, whether the session goes on past the events read, and whether the message asks.
 const COLUMNS: &str = "c.chunk_id, c.session_id, c.event_seq, c.note_id, c.text, c.metadata_json";
 
 /// What follows the messages of conversation chunks `ids` (notes' chunks are left out): the two
@@ -146,7 +150,7 @@ pub(crate) fn after_chunks_stmt(ids: &[i64]) -> Stmt {
     let args: Vec<Value> = ids.iter().copied().map(Value::Integer).collect();
     Stmt::built(
         format!(
-            "SELECT {COLUMNS}, w.session_id, w.event_seq, s.next_seq - 1 > w.event_seq + 2
+            "SELECT {COLUMNS}, w.session_id, w.event_seq, s.next_seq - 1 > w.event_seq + 2, {ASKS}
              FROM chunks w JOIN sessions s ON s.session_id = w.session_id
              LEFT JOIN chunks c ON c.session_id = w.session_id
                  AND c.event_seq > w.event_seq AND c.event_seq <= w.event_seq + 2
@@ -174,9 +178,11 @@ pub(crate) async fn read_after(
             continue;
         }
         let more = row.get::<bool>(8).map_err(MemoryError::db(CTX))?;
+        let asks = row.get::<bool>(9).map_err(MemoryError::db(CTX))?;
         let found = row.get::<Option<i64>>(0).map_err(MemoryError::db(CTX))?;
         let after = out.entry(turn).or_default();
         after.more = more;
+        after.asks = asks;
         // Two messages at most, each once (a message's several chunks in the hits' window read
         // the same turns): the rest is left unparsed.
         let Some(seq) = found
@@ -207,7 +213,8 @@ async fn turns_within(
     let windows = vec!["(?, ?)"; turns.len()].join(", ");
     let sql = format!(
         "WITH w (session_id, event_seq) AS (VALUES {windows})
-         SELECT {COLUMNS}, w.session_id, w.event_seq, s.next_seq - 1 > w.event_seq + {window}
+         SELECT {COLUMNS}, w.session_id, w.event_seq, s.next_seq - 1 > w.event_seq + {window},
+             {ASKS}
          FROM w JOIN sessions s ON s.session_id = w.session_id
          LEFT JOIN chunks c ON c.session_id = w.session_id
              AND c.event_seq > w.event_seq AND c.event_seq <= w.event_seq + {window}
