@@ -79,8 +79,8 @@ pub fn keyword_leg_in(
 ///
 /// `related` are further terms with a share of their idf each
 /// ([`crate::related_words::related_terms`]): they join an `Any` plan, rarest first, within a
-/// fifth of the budget and what the query's terms leave of it, and never an `All` plan (a chunk need not hold them); when no query term is
-/// found anywhere they are the plan.
+/// fifth of the budget and what the query's terms leave of it, and never an `All` plan (a chunk
+/// need not hold them); when no query term is found anywhere they are the plan.
 pub fn keyword_legs_in(
     index: &KeywordIndex,
     searched: &Searched,
@@ -93,10 +93,9 @@ pub fn keyword_legs_in(
     if (terms.is_empty() && related.is_empty()) || limit == 0 {
         return nothing();
     }
-    let ids = index.term_ids(terms);
-    let related_names: Vec<String> = related.iter().map(|(t, _)| t.clone()).collect();
+    let ids = index.term_ids(terms.iter().map(String::as_str));
     let related: Vec<(Option<u32>, f64)> = index
-        .term_ids(&related_names)
+        .term_ids(related.iter().map(|(t, _)| t.as_str()))
         .into_iter()
         .zip(related.iter().map(|(_, share)| *share))
         .collect();
@@ -115,7 +114,7 @@ pub fn keyword_legs_in(
     let resolve = |chosen: &[&str]| -> Vec<(u32, f64)> {
         chosen
             .iter()
-            .filter_map(|t| weights.get(t).copied())
+            .filter_map(|t| weights.get(t).map(|&(id, idf, _)| (id, idf)))
             .collect()
     };
     // Ties at the floor go to the smaller chunk id, whatever order the chunks come in.
@@ -130,8 +129,13 @@ pub fn keyword_legs_in(
     let parts = parts(&view);
     match plan {
         KeywordPlan::Any(chosen) => {
+            let spent = chosen
+                .iter()
+                .filter_map(|t| weights.get(t))
+                .map(|w| w.2)
+                .sum();
             let mut chosen = resolve(&chosen);
-            chosen.extend(within_budget(&view, stats, &chosen, &related));
+            chosen.extend(within_budget(&view, stats, &chosen, spent, &related));
             if chosen.is_empty() {
                 return nothing();
             }
@@ -169,19 +173,20 @@ pub fn keyword_legs_in(
         .collect()
 }
 
-/// The related terms an `Any` plan of `chosen` can still score (id, weighted idf): found in the
-/// searched sessions, rarest first, while their postings add up to at most [`RELATED_BUDGET`]
-/// and those of all the plan's terms to at most [`POSTING_BUDGET`].
+/// The related terms an `Any` plan of `chosen` (holding `spent` postings) can still score (id,
+/// weighted idf): found in the searched sessions, rarest first, while their postings add up to at
+/// most [`RELATED_BUDGET`] and those of all the plan's terms to at most [`POSTING_BUDGET`].
 fn within_budget(
     view: &View<'_>,
     stats: Stats,
     chosen: &[(u32, f64)],
+    spent: usize,
     related: &[(Option<u32>, f64)],
 ) -> Vec<(u32, f64)> {
     if related.is_empty() {
         return Vec::new();
     }
-    let mut total: usize = chosen.iter().map(|&(id, _)| view.df(id)).sum();
+    let mut total = spent;
     let mut found: Vec<(usize, u32, f64)> = related
         .iter()
         .filter_map(|&(id, share)| {
@@ -204,8 +209,8 @@ fn within_budget(
     out
 }
 
-/// Each term's document frequency in the searched sessions (for the plan), and its id and idf
-/// by term. Terms no chunk holds are dropped here; the others are known by their ids from now on.
+/// Each term's document frequency in the searched sessions (for the plan), and its id, idf and
+/// document frequency by term. Terms no chunk holds are dropped here; the others are known by their ids from now on.
 #[allow(
     clippy::type_complexity,
     reason = "the two views of one count, built together for one caller"
@@ -215,7 +220,7 @@ fn weigh<'t>(
     ids: Vec<Option<u32>>,
     view: &View<'_>,
     stats: Stats,
-) -> (Vec<(usize, &'t str)>, FxHashMap<&'t str, (u32, f64)>) {
+) -> (Vec<(usize, &'t str)>, FxHashMap<&'t str, (u32, f64, usize)>) {
     let known: Vec<(&str, u32)> = terms
         .iter()
         .zip(ids)
@@ -225,7 +230,7 @@ fn weigh<'t>(
     let weights = known
         .iter()
         .zip(&counted)
-        .map(|(&(t, id), &(df, _))| (t, (id, stats.idf(df))))
+        .map(|(&(t, id), &(df, _))| (t, (id, stats.idf(df), df)))
         .collect();
     (counted, weights)
 }

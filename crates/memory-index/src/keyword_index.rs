@@ -378,11 +378,11 @@ impl KeywordIndex {
     }
 
     /// `terms` as ids (`None`: no chunk holds it).
-    pub fn term_ids(&self, terms: &[String]) -> Vec<Option<u32>> {
+    pub fn term_ids<'t>(&self, terms: impl IntoIterator<Item = &'t str>) -> Vec<Option<u32>> {
         let shared = read(&self.shared);
         terms
-            .iter()
-            .map(|t| shared.terms.get(t.as_str()).copied())
+            .into_iter()
+            .map(|t| shared.terms.get(t).copied())
             .collect()
     }
 

@@ -83,9 +83,7 @@ impl Pair {
             for now in ["2025-01-01", "2035-01-01"] {
                 assert_eq!(a.any_expired(now), b.any_expired(now), "{what} {now}");
             }
-            let ids = self
-                .pooled
-                .term_ids(&["often1".to_owned(), "common".to_owned()]);
+            let ids = self.pooled.term_ids(["often1", "common"]);
             for chunk in (0..20_000).step_by(37) {
                 assert_eq!(a.chunk_len(chunk), b.chunk_len(chunk), "{what} {chunk}");
                 for id in ids.iter().flatten() {

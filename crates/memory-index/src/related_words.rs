@@ -7,7 +7,8 @@
 //! related_words`; [`build`] holds the computation, a test checks the table against the model).
 //! Each whole word of the vocabulary lists its [`NEIGHBOURS`] nearest whole words of another stem
 //! with cosine ≥ [`MIN_COSINE`]. A query word outside the vocabulary (mostly a name or a rare word)
-//! brings none, and names never do: another name is not the same person.
+//! brings none, and names never do: another name is not the same person. The table is parsed
+//! once per process, off the search's path ([`warm`]).
 //!
 //! A related term weighs [`RELATED_WEIGHT`] × its cosine × its idf: it reorders the candidates and
 //! rarely outranks an exact match. On LoCoMo's development half it gained NDCG@10 on a plateau of
@@ -79,6 +80,12 @@ pub fn related_terms(query: &str, terms: &[String], names: &[String]) -> Vec<(St
         }
     }
     out
+}
+
+/// Parses the table now (~40 ms of stemming, once per process) so that the first search does
+/// not: stores call it on the blocking pool when they open.
+pub fn warm() {
+    LazyLock::force(&TABLE);
 }
 
 /// Whether a vocabulary word may be listed or looked up: a whole word of ASCII letters that is

@@ -194,6 +194,10 @@ impl MemoryStore {
         leg: VectorLeg,
     ) -> Result<Self, MemoryError> {
         tracing::debug!(?target, model = embedder.model_id(), "opening memory store");
+        // The keyword leg's related words are parsed beside the open, not on the first search.
+        drop(tokio::task::spawn_blocking(
+            memory_index::related_words::warm,
+        ));
         let snapshot = match &target {
             DbTarget::Local { path, key: None } => {
                 Some(crate::search::snapshot_file::path_for(path))

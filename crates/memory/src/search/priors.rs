@@ -39,7 +39,10 @@ impl MemoryStore {
         }
         let keywords = self.inner.index.keywords();
         // A name no chunk holds: no chunk is named by all of them.
-        let name_ids: Option<Vec<u32>> = keywords.term_ids(names).into_iter().collect();
+        let name_ids: Option<Vec<u32>> = keywords
+            .term_ids(names.iter().map(String::as_str))
+            .into_iter()
+            .collect();
         let locked = searched.lock(keywords);
         let view = locked.view();
         let docs = view.docs();
