@@ -14,7 +14,7 @@ use memory::{HitSource, HybridQuery, QueryFilters, SearchHit};
 use test_support::{Need, need};
 use types::{Message, SessionId, ToolCall};
 
-use crate::common::{Backend, Fixture, fixture, fixture_on, session, user};
+use crate::common::{Backend, Fixture, fixture, fixture_on, save_note, session, user};
 
 /// Unrelated turns the store also holds, so that a reply sharing nothing with the query is not
 /// among the best few by chance.
@@ -199,16 +199,7 @@ async fn notes_lend_nothing() {
         "The user's favourite colour is teal.",
         "The user's dentist is Dr. Okafor.",
     ] {
-        f.store
-            .save(
-                &alice,
-                None,
-                text,
-                memory::NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .unwrap();
+        save_note(&f.store, &alice, text).await;
     }
     let hits = search(&f, &notes, "Which team did I sign with?", 3).await;
     assert!(!hits.is_empty());

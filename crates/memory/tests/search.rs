@@ -353,33 +353,16 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
 async fn long_notes_filling_the_first_window_still_leave_top_k_distinct_hits() {
     let f = fixture().await;
     let alice = user("alice");
-    let save = |text: String| {
-        let store = f.store.clone();
-        let alice = alice.clone();
-        async move {
-            store
-                .save(
-                    &alice,
-                    None,
-                    &text,
-                    NoteMetadata::default(),
-                    memory::Similar::Unchecked,
-                )
-                .await
-                .and_then(memory::Saved::into_note)
-                .unwrap()
-        }
-    };
     // Three long notes whose every chunk names the query's words: their chunks come first, more
     // of them than the first window of details holds, and they make three hits only.
     for n in 0..3 {
         let long: String = (0..60)
             .map(|i| format!("Tomato harvest log {n}.{i}: tomatoes picked, tomato vines tied. "))
             .collect();
-        save(long).await;
+        common::save_note(&f.store, &alice, &long).await;
     }
     for n in 0..12 {
-        save(format!("Short note {n} about tomatoes")).await;
+        common::save_note(&f.store, &alice, &format!("Short note {n} about tomatoes")).await;
     }
     let stats = f.store.upkeep().stats().await.unwrap();
     assert!(

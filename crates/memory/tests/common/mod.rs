@@ -228,6 +228,21 @@ pub fn session(name: &str) -> SessionId {
     SessionId::parse(name).unwrap()
 }
 
+/// Saves `text` as a plain note of `owner`'s, whatever similar notes the store holds.
+pub async fn save_note(store: &MemoryStore, owner: &UserId, text: &str) -> memory::Note {
+    store
+        .save(
+            owner,
+            None,
+            text,
+            memory::NoteMetadata::default(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)
+        .unwrap()
+}
+
 /// A direct connection to the database file, for checks the store's API does not offer.
 pub struct Raw {
     _db: libsql::Database,
