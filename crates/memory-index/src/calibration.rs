@@ -8,7 +8,8 @@
 //!
 //! - **When its codes are built** (the load at open, a four-fold change of size): [`SAMPLES`] rows
 //!   are taken as queries; a [`Probe`] finds each one's exact top ten by the int8 kernel and the
-//!   Hamming rank of each neighbour (how many rows lie at its distance or closer).
+//!   first-pass rank of each neighbour (by the weighted distance of [`crate::hamming`]: how many
+//!   rows lie at its distance or closer).
 //! - **While it is searched**: one search in [`CHECK_EVERY`] of a matrix that took the first pass
 //!   (one in [`SETTLED_EVERY`] once [`SETTLED_PROBES`] were taken) is probed the same way with the
 //!   real query, off the search's path: on one background thread at the lowest CPU priority
@@ -22,7 +23,7 @@
 //! The share of rows that catches [`TARGET`] of the measured neighbours (times a margin for live
 //! probes) is the
 //! matrix's floor for its candidate count; a large share makes the search scan exactly (see
-//! [`crate::sign_codes::SignCodes::candidate_count`]). A probe costs one int8 scan and one Hamming
+//! [`crate::sign_codes::SignCodes::candidate_count`]). A probe costs one int8 scan and one distance
 //! pass over the rows: ~25 ms at a million rows of 384 dimensions.
 
 use std::collections::VecDeque;
@@ -32,7 +33,7 @@ use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
 use crate::dot::dot_i8_rows;
-use crate::hamming::hamming_rows;
+use crate::hamming::{QueryCode, distances};
 use crate::topk::TopK;
 
 /// Rows sampled as queries when the codes are built.
@@ -96,8 +97,8 @@ pub fn probe_interval(probes: u32) -> u32 {
     }
 }
 
-/// One query's exact top ten, with their Hamming distances, and the histogram of every row's
-/// Hamming distance: fed block by block, then read as shares.
+/// One query's exact top ten, with their first-pass distances, and the histogram of every row's
+/// distance: fed block by block, then read as shares.
 #[derive(Debug)]
 pub struct Probe {
     top: TopK<(u16, usize)>,
@@ -108,10 +109,11 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(words: usize) -> Self {
+    /// A probe of a query coded as `code`.
+    pub fn new(code: &QueryCode) -> Self {
         Self {
             top: TopK::new(NEIGHBOURS),
-            histogram: vec![0; words * 64 + 1],
+            histogram: vec![0; code.max_distance() + 1],
             rows: 0,
             dots: vec![0; BLOCK],
             dist: vec![0; BLOCK],
@@ -119,8 +121,8 @@ impl Probe {
     }
 
     /// Adds rows `first..` (`codes` int8 row-major, `scales`, `bits` with `words` words per row):
-    /// `query` is the query's int8 code, `query_bits` its binary code; row `skip` (a sampled row
-    /// itself) is left out.
+    /// `query` is the query's int8 code, `query_code` its code for the first pass; row `skip` (a
+    /// sampled row itself) is left out.
     #[allow(
         clippy::too_many_arguments,
         reason = "the slices of one block of a matrix, and the query's two codes"
@@ -128,14 +130,14 @@ impl Probe {
     pub fn add(
         &mut self,
         query: &[i8],
-        query_bits: &[u64],
+        query_code: &QueryCode,
         first: usize,
         codes: &[i8],
         scales: &[f32],
         bits: &[u64],
         skip: Option<usize>,
     ) {
-        let (dims, words) = (query.len().max(1), query_bits.len().max(1));
+        let (dims, words) = (query.len().max(1), query_code.words().max(1));
         let blocks = codes
             .chunks(BLOCK * dims)
             .zip(scales.chunks(BLOCK))
@@ -143,7 +145,7 @@ impl Probe {
         for (b, ((codes, scales), bits)) in blocks.enumerate() {
             let start = first + b * BLOCK;
             dot_i8_rows(query, codes, dims, &mut self.dots);
-            hamming_rows(query_bits, bits, &mut self.dist);
+            distances(query_code, bits, &mut self.dist);
             for (i, (&dot, &scale)) in self.dots.iter().zip(scales).enumerate() {
                 let row = start + i;
                 if Some(row) == skip {
@@ -159,7 +161,7 @@ impl Probe {
         }
     }
 
-    /// For each exact neighbour, the share of rows at its Hamming distance or closer.
+    /// For each exact neighbour, the share of rows at its distance or closer.
     pub fn shares(self) -> Vec<f64> {
         let rows = self.rows.max(1) as f64;
         let mut at_or_below = self.histogram;
@@ -176,26 +178,31 @@ impl Probe {
 }
 
 /// The share of rows (`0.0..=1.0`) the first pass must keep so that sampled rows, as queries, find
-/// their exact top ten among the candidates; `bits` holds each row's `words`
-/// code words in step with `codes`.
-pub fn sampled_share(codes: &[i8], scales: &[f32], dims: usize, bits: &[u64], words: usize) -> f64 {
+/// their exact top ten among the candidates; `bits` holds each row's code words in step with
+/// `codes`, taken around `centre`.
+pub fn sampled_share(
+    codes: &[i8],
+    scales: &[f32],
+    dims: usize,
+    bits: &[u64],
+    centre: &[f32],
+) -> f64 {
     let n = scales.len();
-    if n < MIN_ROWS || dims == 0 || words == 0 || bits.len() < n * words {
+    let words = dims.div_ceil(64);
+    if n < MIN_ROWS || dims == 0 || bits.len() < n * words || centre.len() != dims {
         return 0.0;
     }
     let mut shares = Vec::with_capacity(SAMPLES * NEIGHBOURS);
     for s in 0..SAMPLES {
         let sample = s * n / SAMPLES;
-        let mut probe = Probe::new(words);
-        probe.add(
-            &codes[sample * dims..(sample + 1) * dims],
-            &bits[sample * words..(sample + 1) * words],
-            0,
-            codes,
-            scales,
-            bits,
-            Some(sample),
-        );
+        let code = &codes[sample * dims..(sample + 1) * dims];
+        let row: Vec<f32> = code
+            .iter()
+            .map(|&c| f32::from(c) * scales[sample])
+            .collect();
+        let query = QueryCode::around(&row, centre);
+        let mut probe = Probe::new(&query);
+        probe.add(code, &query, 0, codes, scales, bits, Some(sample));
         shares.extend(probe.shares());
     }
     quantile(&mut shares, TARGET)

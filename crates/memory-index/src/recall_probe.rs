@@ -39,15 +39,16 @@ impl VectorIndex {
         query_codes: &[i8],
     ) {
         let dims = self.dims;
-        let (query_bits, words) = {
+        let query_code = {
             let guard = read(lock);
             let m = matrix_of(&guard);
             match m.signs.as_ref().filter(|_| m.ids.len() >= MIN_ROWS) {
-                Some(signs) => (signs.query_code(query), signs.words()),
+                Some(signs) => signs.query_code(query),
                 None => return,
             }
         };
-        let mut probe = Probe::new(words);
+        let words = query_code.words();
+        let mut probe = Probe::new(&query_code);
         let mut first = 0;
         loop {
             yield_to_searches(&self.searching);
@@ -62,7 +63,7 @@ impl VectorIndex {
             }
             probe.add(
                 query_codes,
-                &query_bits,
+                &query_code,
                 first,
                 &m.codes[first * dims..end * dims],
                 &m.scales[first..end],

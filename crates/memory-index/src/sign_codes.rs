@@ -9,8 +9,10 @@
 //! (measured in `sign_codes_tests.rs`). Subtracting the centre does not change the ranking the
 //! codes approximate: `q·x = q·(x − centre) + q·centre`, the last term the same for every row.
 //!
-//! A query is coded the same way; the distance to every row is computed in one pass ([`crate::
-//! hamming`]), counted in a histogram of distances `0..=dims`, and the histogram gives the
+//! A query is coded the same way, and keeps a weight of 0–3 per dimension besides
+//! ([`crate::hamming::QueryCode`]: a dimension where the query is near the centre counts little);
+//! the weighted distance to every row is computed in one pass ([`crate::hamming`]), counted in a
+//! histogram of distances `0..=3·dims`, and the histogram gives the
 //! cut-off distance below which at least the wanted number of rows lie: no heap, no sort. Rows up
 //! to that cut-off are collected, and only those are checked against the search's filter; when the
 //! filter rejected too many, the cut-off moves out (by the share the filter let through so far)
@@ -25,12 +27,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::calibration::{LiveShares, probe_interval, sampled_share};
-use crate::hamming::hamming_rows;
+use crate::hamming::{QueryCode, distances};
 
 /// Rebuild when the row count has moved this factor away from the one the centre was taken at.
 const REBUILD_FACTOR: usize = 4;
 
-/// Rows per call of the Hamming kernel.
+/// Rows per call of the distance kernel.
 const BLOCK: usize = 1024;
 
 /// The binary first pass hands this many candidates per result wanted to the int8 scoring...
@@ -46,7 +48,7 @@ const ROWS_PER_CANDIDATE: usize = 200;
 /// 1,000 gave 0.9955 and 3,000 gave 1.0. LoCoMo's conversations (369–680 turns, questions as
 /// queries) are harder for one bit per dimension: 50 candidates gave 0.82, 100 gave 0.93, 250 gave
 /// 0.991 (`memory-bench locomo --vector-leg approximate` with these counts forced). Scoring a
-/// candidate costs ~0.1 µs (a gathered int8 row), little next to the Hamming pass over all rows,
+/// candidate costs ~0.1 µs (a gathered int8 row), little next to the distance pass over all rows,
 /// so the net is wide.
 pub fn candidate_count(limit: usize, rows: usize) -> usize {
     limit
@@ -122,7 +124,7 @@ impl SignCodes {
         for ((code, &scale), out) in rows.zip(signs.bits.chunks_exact_mut(words.max(1))) {
             encode(&signs.centre, code, scale, out);
         }
-        signs.sampled = sampled_share(codes, scales, dims, &signs.bits, words);
+        signs.sampled = sampled_share(codes, scales, dims, &signs.bits, &signs.centre);
         signs
     }
 
@@ -178,18 +180,24 @@ impl SignCodes {
     }
 
     /// The share of `truth` (each query's exact top ten, as row numbers) among the `want`
-    /// candidates these codes pick for each of `queries`, for tests.
+    /// candidates these codes pick for each of `queries` (with `weighted` codes of the queries,
+    /// else plain Hamming distances), for tests.
     #[cfg(test)]
     pub fn candidate_recall(
         &self,
         queries: &[Vec<f32>],
         truth: &[std::collections::HashSet<i64>],
         want: usize,
+        weighted: bool,
     ) -> f64 {
         let mut found = 0;
         for (q, truth) in queries.iter().zip(truth) {
             let mut candidates = Vec::new();
-            self.candidates(&self.query_code(q), want, |_| true, &mut candidates);
+            let mut code = self.query_code(q);
+            if !weighted {
+                code = QueryCode::plain(code.bits().to_vec());
+            }
+            self.candidates(&code, want, |_| true, &mut candidates);
             found += candidates
                 .iter()
                 .filter(|&&row| truth.contains(&i64::from(row)))
@@ -289,20 +297,16 @@ impl SignCodes {
     }
 
     /// The query's code, around the same centre as the rows.
-    pub fn query_code(&self, query: &[f32]) -> Vec<u64> {
-        query
-            .chunks(64)
-            .zip(self.centre.chunks(64))
-            .map(|(q, centre)| pack(q.iter().zip(centre).map(|(&x, &m)| x > m)))
-            .collect()
+    pub fn query_code(&self, query: &[f32]) -> QueryCode {
+        QueryCode::around(query, &self.centre)
     }
 
-    /// Appends to `out` the rows closest to `query` in Hamming distance that `admit` accepts: at
+    /// Appends to `out` the rows closest to `query` in weighted distance that `admit` accepts: at
     /// least `want` of them when that many are admitted (all rows at the cut-off distance are
     /// taken, so a few more), `admit` being asked only about rows up to the cut-off.
     pub fn candidates(
         &self,
-        query: &[u64],
+        query: &QueryCode,
         want: usize,
         admit: impl Fn(usize) -> bool,
         out: &mut Vec<u32>,
@@ -314,7 +318,7 @@ impl SignCodes {
     /// `admits[i]`): the distances are computed once, and each filter's bands read from them.
     pub fn candidates_each(
         &self,
-        query: &[u64],
+        query: &QueryCode,
         want: usize,
         admits: &[&dyn Fn(usize) -> bool],
         outs: &mut [Vec<u32>],
@@ -322,13 +326,13 @@ impl SignCodes {
         let n = self.rows();
         DISTANCES.with_borrow_mut(|dist| {
             dist.resize(n, 0);
-            let buckets = self.words * 64 + 1;
+            let buckets = query.max_distance() + 1;
             // Four interleaved histograms: distances crowd around the middle, and consecutive
             // increments of one counter would wait on each other.
             let mut counts = vec![0u32; 4 * buckets];
             let blocks = self.bits.chunks(BLOCK * self.words);
             for (codes, out) in blocks.zip(dist.chunks_mut(BLOCK)) {
-                hamming_rows(query, codes, out);
+                distances(query, codes, out);
                 let (quads, rest) = out.as_chunks::<4>();
                 for quad in quads {
                     for (lane, &d) in quad.iter().enumerate() {

@@ -184,7 +184,7 @@ pub(super) fn recall_at_10(exact: &VectorIndex, approx: &VectorIndex, queries: &
 }
 
 #[test]
-fn the_first_pass_recalls_the_exact_top_10_and_centring_matters() {
+fn the_first_pass_recalls_the_exact_top_10_and_centring_and_weights_matter() {
     let mut rng = Lcg(11);
     let rows = embed(&sentences(&mut rng, 6000));
     let queries = embed(&sentences(&mut rng, 200));
@@ -212,9 +212,22 @@ fn the_first_pass_recalls_the_exact_top_10_and_centring_matters() {
         .map(|q| ids(&exact.search(&session(), q, 10, None)))
         .collect();
     for want in [50, 100, 200, 400, 800] {
-        let with = centred.candidate_recall(&queries, &truth, want);
-        let without = plain.candidate_recall(&queries, &truth, want);
-        eprintln!("{want} candidates of 6000: recall@10 {with:.4} centred, {without:.4} not");
+        let with = centred.candidate_recall(&queries, &truth, want, true);
+        let without = plain.candidate_recall(&queries, &truth, want, true);
+        let unweighted = centred.candidate_recall(&queries, &truth, want, false);
+        eprintln!(
+            "{want} candidates of 6000: recall@10 {with:.4} centred, {without:.4} not, {unweighted:.4} centred without weights"
+        );
+        assert!(
+            with >= unweighted,
+            "{want}: weighted {with}, plain Hamming {unweighted}"
+        );
+        if want <= 100 {
+            assert!(
+                with > unweighted,
+                "{want}: weighted {with}, plain Hamming {unweighted}"
+            );
+        }
         assert!(
             with >= without,
             "{want}: centred {with}, around zero {without}"
@@ -285,7 +298,7 @@ fn a_selective_filter_applies_before_ranking() {
 /// The candidates `signs` gives `query` under `admit`, and how many rows `admit` was asked about.
 fn asked_and_found(
     signs: &SignCodes,
-    query: &[u64],
+    query: &crate::hamming::QueryCode,
     admit: impl Fn(usize) -> bool,
 ) -> (usize, Vec<u32>) {
     // The filter is a `Fn` (one walk of the distances may serve several): counted in a cell.

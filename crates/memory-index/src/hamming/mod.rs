@@ -1,9 +1,13 @@
-//! The Hamming distance of the vector leg's binary first pass.
+//! The distance of the vector leg's binary first pass: a weighted Hamming distance.
 //!
-//! A row's binary code is one bit per dimension packed in `u64` words; the distance to the
-//! query's code is the number of differing bits (XOR, then a population count). x86-64's baseline
-//! has no `popcnt` instruction, so portable Rust counts bits with a dozen shifts and masks per
-//! word; with `popcnt` (checked at run time, the check is cached by `std`) it is one instruction.
+//! A row's binary code is one bit per dimension packed in `u64` words; the query keeps its sign
+//! bits and a weight of 0–3 per dimension ([`QueryCode`]), and the distance to a row is the sum of
+//! the weights where their bits differ: two population counts per word (the XOR masked by each
+//! weight plane, the second counted twice). The row stays one bit per dimension; only the query
+//! is finer, which halves the rows the first pass must keep for the same recall.
+//!
+//! x86-64's baseline has no `popcnt` instruction, so portable Rust counts bits with a dozen
+//! shifts and masks per word; with `popcnt` (checked at run time, the check is cached by `std`) it is one instruction.
 //! With AVX-512 `VPOPCNTDQ` (e.g. AMD Zen 4, Intel Ice Lake) 384-dimension codes are counted four
 //! rows at a time in 512-bit registers: at a million rows 2.0 ms where `popcnt` took 3.8 ms (the
 //! pass then reads its 48 MB at the memory's speed). Other widths take `popcnt`, other CPUs the
@@ -103,37 +107,140 @@ pub fn kernel() -> Kernel {
     }
 }
 
-/// `out[r] = popcount(query XOR codes[r·w .. (r+1)·w])` with `w = query.len()` words, for every
-/// whole row of `codes` (at most `out.len()`): one dispatch per block of rows, not per row.
-/// The wide kernels count 384-dimension codes; other widths take the `popcnt` loop.
-pub fn hamming_rows(query: &[u64], codes: &[u64], out: &mut [u16]) {
-    if query.is_empty() {
+/// A query as the first pass compares it with the rows' codes: the sign of each component of the
+/// query minus the rows' centre (as a row is coded), and a weight of 0–3 per dimension, in two bit
+/// planes, from the size of that component. A row's distance is the sum of the weights of the
+/// dimensions whose signs differ: dimensions where the query is near the centre say little about
+/// the dot product and count little.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryCode {
+    bits: Vec<u64>,
+    /// Bit 0 of each dimension's weight.
+    low: Vec<u64>,
+    /// Bit 1 of each dimension's weight.
+    high: Vec<u64>,
+}
+
+/// The share of a query's components below the size that weighs [`MAX_WEIGHT`] (larger ones are
+/// clipped to it).
+const CLIP_QUANTILE: f64 = 0.9;
+/// The largest weight of a dimension (two bit planes).
+const MAX_WEIGHT: u32 = 3;
+
+impl QueryCode {
+    /// The code of a centred query (`query − centre`, one value per dimension). The weights
+    /// round `3·|x| / m` (at most 3), `m` the size below which nine in ten components lie:
+    /// measured on LoCoMo questions against 10k notes and 50k turn-like messages (the share of
+    /// rows the first pass must keep to catch 99 % of the exact top ten), two planes clipped there
+    /// need 0.16 and 0.024 of the rows where the plain Hamming distance needed 0.31 and 0.047, and
+    /// unrounded weights 0.14 and 0.024 (docs/benchmarks.md).
+    pub fn new(centred: &[f32]) -> Self {
+        let words = centred.len().div_ceil(64);
+        let mut sizes: Vec<f32> = centred.iter().map(|x| x.abs()).collect();
+        let clip = match sizes.len() {
+            0 => 0.0,
+            n => {
+                let at = ((n as f64 * CLIP_QUANTILE).ceil() as usize).clamp(1, n) - 1;
+                *sizes.select_nth_unstable_by(at, f32::total_cmp).1
+            }
+        };
+        let weight = |x: f32| -> u32 {
+            if !(clip > 0.0 && clip.is_finite()) {
+                // Nine in ten components at the centre: the rest count fully, as signs alone.
+                return if x != 0.0 { MAX_WEIGHT } else { 0 };
+            }
+            let w = (x.abs() * MAX_WEIGHT as f32 / clip).round();
+            if w >= MAX_WEIGHT as f32 {
+                MAX_WEIGHT
+            } else {
+                w as u32
+            }
+        };
+        let mut code = Self {
+            bits: vec![0; words],
+            low: vec![0; words],
+            high: vec![0; words],
+        };
+        for (i, &x) in centred.iter().enumerate() {
+            let (word, bit) = (i / 64, 1u64 << (i % 64));
+            let w = weight(x);
+            if x > 0.0 {
+                code.bits[word] |= bit;
+            }
+            if w & 1 != 0 {
+                code.low[word] |= bit;
+            }
+            if w & 2 != 0 {
+                code.high[word] |= bit;
+            }
+        }
+        code
+    }
+
+    /// The code of `query` around `centre` (the rows' centre, one value per dimension).
+    pub fn around(query: &[f32], centre: &[f32]) -> Self {
+        let centred: Vec<f32> = query.iter().zip(centre).map(|(&x, &m)| x - m).collect();
+        Self::new(&centred)
+    }
+
+    /// A code whose every dimension weighs 1: its distances are Hamming distances to `bits`.
+    pub fn plain(bits: Vec<u64>) -> Self {
+        let words = bits.len();
+        Self {
+            bits,
+            low: vec![u64::MAX; words],
+            high: vec![0; words],
+        }
+    }
+
+    /// Code words (64 dimensions each).
+    pub fn words(&self) -> usize {
+        self.bits.len()
+    }
+
+    /// The sign bits.
+    pub fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// The largest distance a row can be at (every sign differs, every weight the largest).
+    pub fn max_distance(&self) -> usize {
+        self.words() * 64 * MAX_WEIGHT as usize
+    }
+}
+
+/// `out[r]` = the weighted count of the bits where row `r` of `codes` (`query.words()` words per
+/// row) differs from `query`, for every whole row (at most `out.len()`): one dispatch per block of
+/// rows, not per row. The wide kernels count 384-dimension codes; other widths take the `popcnt`
+/// loop.
+pub fn distances(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
+    if query.words() == 0 {
         out.iter_mut().for_each(|o| *o = 0);
         return;
     }
     run(kernel(), query, codes, out);
 }
 
-/// [`hamming_rows`] with a given kernel, which the caller has checked is available.
-fn run(kernel: Kernel, query: &[u64], codes: &[u64], out: &mut [u16]) {
+/// [`distances`] with a given kernel, which the caller has checked is available.
+fn run(kernel: Kernel, query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match kernel {
-        Kernel::Avx512 if query.len() == 6 => return x86::rows_384_avx512(query, codes, out),
-        Kernel::Avx2 if query.len() == 6 => return x86::rows_384_avx2(query, codes, out),
+        Kernel::Avx512 if query.words() == 6 => return x86::rows_384_avx512(query, codes, out),
+        Kernel::Avx2 if query.words() == 6 => return x86::rows_384_avx2(query, codes, out),
         Kernel::Portable => {}
         // Every CPU with AVX2 or AVX-512 has popcnt.
         _ => return x86::rows_popcnt(query, codes, out),
     }
     let _ = kernel;
-    hamming_rows_portable(query, codes, out);
+    distances_portable(query, codes, out);
 }
 
 /// The fallback (and the reference the tests compare the fast path with). Inlined into the
 /// `popcnt` path, which compiles this same loop with the instruction enabled.
 #[inline]
-pub fn hamming_rows_portable(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub fn distances_portable(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     // Common widths get a loop of fixed length, unrolled: no per-row loop over words.
-    match query.len() {
+    match query.words() {
         6 => rows_of::<6>(query, codes, out),
         12 => rows_of::<12>(query, codes, out),
         24 => rows_of::<24>(query, codes, out),
@@ -145,25 +252,42 @@ pub fn hamming_rows_portable(query: &[u64], codes: &[u64], out: &mut [u16]) {
     }
 }
 
-/// [`hamming_rows_portable`] for codes of `W` words (384, 768 and 1536 dimensions).
+/// [`distances_portable`] for codes of `W` words (384, 768 and 1536 dimensions).
 #[inline(always)]
-fn rows_of<const W: usize>(query: &[u64], codes: &[u64], out: &mut [u16]) {
-    let Ok(query) = <&[u64; W]>::try_from(query) else {
+fn rows_of<const W: usize>(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
+    let (Ok(bits), Ok(low), Ok(high)) = (
+        <&[u64; W]>::try_from(&query.bits[..]),
+        <&[u64; W]>::try_from(&query.low[..]),
+        <&[u64; W]>::try_from(&query.high[..]),
+    ) else {
         return;
     };
     let (rows, _) = codes.as_chunks::<W>();
     for (o, row) in out.iter_mut().zip(rows) {
-        let bits: u32 = (0..W).map(|i| (query[i] ^ row[i]).count_ones()).sum();
-        *o = u16::try_from(bits).unwrap_or(u16::MAX);
+        let d: u32 = (0..W)
+            .map(|i| {
+                let x = bits[i] ^ row[i];
+                (x & low[i]).count_ones() + 2 * (x & high[i]).count_ones()
+            })
+            .sum();
+        *o = u16::try_from(d).unwrap_or(u16::MAX);
     }
 }
 
-/// Differing bits of two codes (at most 64 × words; a code has at most 2^10 words here, as
-/// dimensions ≤ 65,535 keep every distance in `u16`).
+/// The weighted differing bits of one row (at most 3 × 64 × words; dimensions up to 21,845 keep
+/// every distance in `u16`, larger ones saturate).
 #[inline(always)]
-fn distance(a: &[u64], b: &[u64]) -> u16 {
-    let bits: u32 = a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum();
-    u16::try_from(bits).unwrap_or(u16::MAX)
+fn distance(query: &QueryCode, row: &[u64]) -> u16 {
+    let d: u32 = row
+        .iter()
+        .zip(&query.bits)
+        .zip(query.low.iter().zip(&query.high))
+        .map(|((r, q), (l, h))| {
+            let x = q ^ r;
+            (x & l).count_ones() + 2 * (x & h).count_ones()
+        })
+        .sum();
+    u16::try_from(d).unwrap_or(u16::MAX)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Tests that every Hamming kernel counts the same bits as the naive count.
+//! Tests that every kernel counts the same weighted bits as the naive count, and how a query's
+//! weights are chosen.
 
 use super::*;
 
@@ -13,20 +14,34 @@ fn random(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
-/// Differing bits counted one bit at a time: the reference every kernel must equal.
-fn naive(query: &[u64], codes: &[u64]) -> Vec<u16> {
+/// Differing bits counted one bit at a time, each at its weight: the reference every kernel must
+/// equal.
+fn naive(query: &QueryCode, codes: &[u64]) -> Vec<u16> {
     codes
-        .chunks_exact(query.len())
+        .chunks_exact(query.words())
         .map(|row| {
-            let mut bits = 0u16;
-            for (q, r) in query.iter().zip(row) {
+            let mut d = 0u16;
+            for (w, r) in row.iter().enumerate() {
                 for b in 0..64 {
-                    bits += u16::from((q >> b) & 1 != (r >> b) & 1);
+                    let bit = |x: u64| (x >> b) & 1;
+                    let weight = bit(query.low[w]) + 2 * bit(query.high[w]);
+                    if bit(query.bits[w]) != bit(*r) {
+                        d += weight as u16;
+                    }
                 }
             }
-            bits
+            d
         })
         .collect()
+}
+
+/// A query of `words` words with random signs and weights.
+fn random_query(next: &mut impl FnMut() -> u64, words: usize) -> QueryCode {
+    QueryCode {
+        bits: (0..words).map(|_| next()).collect(),
+        low: (0..words).map(|_| next()).collect(),
+        high: (0..words).map(|_| next()).collect(),
+    }
 }
 
 fn available() -> Vec<Kernel> {
@@ -34,14 +49,14 @@ fn available() -> Vec<Kernel> {
 }
 
 #[test]
-fn every_kernel_counts_the_same_bits_as_the_naive_count() {
+fn every_kernel_counts_the_same_weighted_bits_as_the_naive_count() {
     let mut next = random(5);
     let kernels = available();
     assert!(kernels.contains(&Kernel::Portable));
     for words in [1, 2, 6, 7, 12, 24] {
         // Row counts around the four-row blocks: 0–3 left over, and a single row.
         for rows in [1, 3, 4, 5, 33, 34, 35, 36, 1001] {
-            let query: Vec<u64> = (0..words).map(|_| next()).collect();
+            let query = random_query(&mut next, words);
             let codes: Vec<u64> = (0..words * rows).map(|_| next()).collect();
             let expected = naive(&query, &codes);
             for &kernel in &kernels {
@@ -86,8 +101,30 @@ fn every_kernel_counts_identical_complementary_and_sparse_codes() {
     let codes = rows.concat();
     for kernel in available() {
         let mut out = [9u16; 5];
-        run(kernel, &[u64::MAX; 6], &codes, &mut out);
+        run(
+            kernel,
+            &QueryCode::plain(vec![u64::MAX; 6]),
+            &codes,
+            &mut out,
+        );
         assert_eq!(out, [0, 384, 382, 192, 372], "{}", kernel.name());
+        // Every weight 3: three times the differing bits, the largest distance included.
+        let heaviest = QueryCode {
+            bits: vec![u64::MAX; 6],
+            low: vec![u64::MAX; 6],
+            high: vec![u64::MAX; 6],
+        };
+        run(kernel, &heaviest, &codes, &mut out);
+        assert_eq!(out, [0, 1152, 1146, 576, 1116], "{}", kernel.name());
+        assert_eq!(heaviest.max_distance(), 1152);
+        // Weight 2 on the first word only, 0 elsewhere.
+        let first = QueryCode {
+            bits: vec![u64::MAX; 6],
+            low: vec![0; 6],
+            high: vec![u64::MAX, 0, 0, 0, 0, 0],
+        };
+        run(kernel, &first, &codes, &mut out);
+        assert_eq!(out, [0, 128, 126, 0, 124], "{}", kernel.name());
     }
 }
 
@@ -104,11 +141,58 @@ fn the_dispatched_count_uses_the_fastest_kernel_and_a_missing_one_is_refused() {
         assert_eq!(force_kernel(Some(k)), Err(k));
         assert_eq!(kernel(), best, "a refused kernel changes nothing");
     }
-    let query = [3u64; 6];
+    let query = QueryCode::plain(vec![3u64; 6]);
     let codes = vec![5u64; 6 * 9];
     let mut out = [0u16; 9];
-    hamming_rows(&query, &codes, &mut out);
+    distances(&query, &codes, &mut out);
     assert_eq!(out.to_vec(), naive(&query, &codes));
-    hamming_rows(&[], &codes, &mut out);
+    assert_eq!(out, [12; 9], "two differing bits a word, each of weight 1");
+    distances(&QueryCode::plain(Vec::new()), &codes, &mut out);
     assert_eq!(out, [0; 9], "an empty code differs nowhere");
+}
+
+#[test]
+fn a_querys_weights_grow_with_its_distance_from_the_centre() {
+    // 100 components: ninety of size up to 0.9, ten large.
+    let centred: Vec<f32> = (0..100)
+        .map(|i| {
+            let size = if i < 90 { i as f32 / 100.0 } else { 5.0 };
+            if i % 2 == 0 { size } else { -size }
+        })
+        .collect();
+    let code = QueryCode::new(&centred);
+    assert_eq!(code.words(), 2);
+    let weight =
+        |i: usize| ((code.low[i / 64] >> (i % 64)) & 1) + 2 * ((code.high[i / 64] >> (i % 64)) & 1);
+    let sign = |i: usize| (code.bits[i / 64] >> (i % 64)) & 1;
+    for (i, &x) in centred.iter().enumerate() {
+        assert_eq!(sign(i), u64::from(x > 0.0), "sign of {i}");
+    }
+    // The clip is the size nine in ten lie at or below (0.89): weight round(3·|x| / 0.89).
+    assert_eq!(weight(0), 0, "at the centre");
+    assert_eq!(weight(10), 0, "0.10: rounds to 0");
+    assert_eq!(weight(20), 1, "0.20");
+    assert_eq!(weight(50), 2, "0.50");
+    assert_eq!(weight(80), 3, "0.80");
+    for i in 90..100 {
+        assert_eq!(weight(i), 3, "clipped at the largest weight");
+    }
+    for i in 1..90 {
+        assert!(
+            weight(i) >= weight(i - 1),
+            "weights never fall as sizes grow ({i})"
+        );
+    }
+    // A query at the centre everywhere but one component: that one counts, the rest not at all.
+    let mut lone = vec![0.0f32; 384];
+    lone[7] = -0.3;
+    let code = QueryCode::new(&lone);
+    assert_eq!((code.low[0] >> 7) & 1 | ((code.high[0] >> 7) & 1) << 1, 3);
+    assert_eq!(code.low.iter().map(|w| w.count_ones()).sum::<u32>(), 1);
+    assert_eq!(code.high.iter().map(|w| w.count_ones()).sum::<u32>(), 1);
+    assert_eq!(code.bits, vec![0; 6], "below the centre");
+    // Around a centre: the same code as the centred query.
+    let centre = vec![0.5f32; 100];
+    let query: Vec<f32> = centred.iter().map(|x| x + 0.5).collect();
+    assert_eq!(QueryCode::around(&query, &centre), QueryCode::new(&centred));
 }

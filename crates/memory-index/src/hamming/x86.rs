@@ -1,4 +1,4 @@
-//! The x86-64 kernels of [`super::hamming_rows`]: `popcnt`, AVX2 (a nibble-table count) and
+//! The x86-64 kernels of [`super::distances`]: `popcnt`, AVX2 (a nibble-table count) and
 //! AVX-512 `VPOPCNTDQ`. Each is a `#[target_feature]` function behind a safe wrapper that the
 //! dispatcher calls only after the run-time check of its features ([`super::Kernel::available`]).
 #![allow(
@@ -6,6 +6,7 @@
     reason = "#[target_feature] functions called only after a runtime check of their features"
 )]
 
+use super::QueryCode;
 use std::arch::x86_64::{
     __m256i, _mm256_add_epi8, _mm256_add_epi64, _mm256_and_si256, _mm256_blend_epi32,
     _mm256_loadu_si256, _mm256_permute2x128_si256, _mm256_sad_epu8, _mm256_set1_epi8,
@@ -14,56 +15,63 @@ use std::arch::x86_64::{
 };
 
 /// Safe wrapper: callers have checked that the CPU supports `popcnt`.
-pub(super) fn rows_popcnt(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub(super) fn rows_popcnt(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     debug_assert!(std::arch::is_x86_feature_detected!("popcnt"));
     // SAFETY: the dispatcher calls this only when popcnt was detected at run time.
-    unsafe { hamming_rows_popcnt(query, codes, out) }
+    unsafe { distances_popcnt(query, codes, out) }
 }
 
 /// The portable loop compiled with `popcnt` enabled: `count_ones` becomes the instruction.
 #[target_feature(enable = "popcnt")]
-unsafe fn hamming_rows_popcnt(query: &[u64], codes: &[u64], out: &mut [u16]) {
-    super::hamming_rows_portable(query, codes, out);
+unsafe fn distances_popcnt(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
+    super::distances_portable(query, codes, out);
 }
 
 /// Safe wrapper: callers have checked that the CPU supports AVX-512F and VPOPCNTDQ, and that
 /// codes have 6 words (384 dimensions).
-pub(super) fn rows_384_avx512(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub(super) fn rows_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     debug_assert!(std::arch::is_x86_feature_detected!("avx512vpopcntdq"));
     // SAFETY: the dispatcher calls this only when both features were detected.
     unsafe { hamming_384_avx512(query, codes, out) }
 }
 
-/// Four rows (24 words, three 512-bit registers) at a time: XOR with the query repeated,
-/// a population count per word, and the words of each row added up; the rest row by row.
+/// Four rows (24 words, three 512-bit registers) at a time: XOR with the query repeated, a
+/// population count per word of each weight plane's share (the second doubled), and the words of
+/// each row added up; the rest row by row.
 #[target_feature(enable = "avx512f,avx512vpopcntdq,popcnt")]
-unsafe fn hamming_384_avx512(query: &[u64], codes: &[u64], out: &mut [u16]) {
+unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     use std::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_mask_reduce_add_epi64, _mm512_popcnt_epi64,
-        _mm512_xor_si512,
+        __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_loadu_si512,
+        _mm512_mask_reduce_add_epi64, _mm512_popcnt_epi64, _mm512_slli_epi64, _mm512_xor_si512,
     };
-    let Ok(q) = <&[u64; 6]>::try_from(query) else {
+    let repeat = |plane: &[u64]| -> [__m512i; 3] {
+        let pattern: [u64; 24] = std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0));
+        let (patterns, _) = pattern.as_chunks::<8>();
+        // SAFETY: each chunk is 8 words (64 bytes); unaligned loads are allowed.
+        std::array::from_fn(|k| unsafe {
+            _mm512_loadu_si512(patterns[k].as_ptr().cast::<__m512i>())
+        })
+    };
+    if query.words() != 6 {
         return;
-    };
-    let pattern: [u64; 24] = std::array::from_fn(|i| q[i % 6]);
-    let (patterns, _) = pattern.as_chunks::<8>();
-    // SAFETY: each chunk is 8 words (64 bytes); unaligned loads are allowed.
-    let [p0, p1, p2] = std::array::from_fn(|k| unsafe {
-        _mm512_loadu_si512(patterns[k].as_ptr().cast::<__m512i>())
-    });
+    }
+    let (p, low, high) = (repeat(&query.bits), repeat(&query.low), repeat(&query.high));
     let quads = (codes.len() / 24).min(out.len() / 4);
     let (head, tail) = out.split_at_mut(quads * 4);
     let (outs, _) = head.as_chunks_mut::<4>();
     let (rows, _) = codes[..quads * 24].as_chunks::<24>();
     for (o, quad) in outs.iter_mut().zip(rows) {
         let (words, _) = quad.as_chunks::<8>();
-        // SAFETY: as above, 64-byte unaligned loads of whole chunks.
-        let [w0, w1, w2] = std::array::from_fn(|k| unsafe {
-            _mm512_loadu_si512(words[k].as_ptr().cast::<__m512i>())
+        let c: [__m512i; 3] = std::array::from_fn(|k| {
+            // SAFETY: as above, 64-byte unaligned loads of whole chunks.
+            let w = unsafe { _mm512_loadu_si512(words[k].as_ptr().cast::<__m512i>()) };
+            let x = _mm512_xor_si512(w, p[k]);
+            _mm512_add_epi64(
+                _mm512_popcnt_epi64(_mm512_and_si512(x, low[k])),
+                _mm512_slli_epi64::<1>(_mm512_popcnt_epi64(_mm512_and_si512(x, high[k]))),
+            )
         });
-        let c0 = _mm512_popcnt_epi64(_mm512_xor_si512(w0, p0));
-        let c1 = _mm512_popcnt_epi64(_mm512_xor_si512(w1, p1));
-        let c2 = _mm512_popcnt_epi64(_mm512_xor_si512(w2, p2));
+        let [c0, c1, c2] = c;
         // Row k's six words are lanes 6k..6k+6 of the three registers.
         let sums = [
             _mm512_mask_reduce_add_epi64(0x3F, c0),
@@ -75,12 +83,12 @@ unsafe fn hamming_384_avx512(query: &[u64], codes: &[u64], out: &mut [u16]) {
             *o = u16::try_from(s).unwrap_or(u16::MAX);
         }
     }
-    super::hamming_rows_portable(query, &codes[quads * 24..], tail);
+    super::distances_portable(query, &codes[quads * 24..], tail);
 }
 
 /// Safe wrapper: callers have checked that the CPU supports AVX2 and that codes have 6 words
 /// (384 dimensions).
-pub(super) fn rows_384_avx2(query: &[u64], codes: &[u64], out: &mut [u16]) {
+pub(super) fn rows_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
     // SAFETY: the dispatcher calls this only when AVX2 was detected at run time.
     unsafe { hamming_384_avx2(query, codes, out) }
@@ -103,42 +111,48 @@ fn byte_counts(x: __m256i) -> __m256i {
     )
 }
 
-/// The byte counts of one row's words (two registers' worth, ≤ 16 a byte) summed per 64-bit lane.
+/// The byte counts of one row's words (two registers' worth, ≤ 48 a byte) summed per 64-bit lane.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn row_lanes(whole: __m256i, part: __m256i) -> __m256i {
     _mm256_sad_epu8(_mm256_add_epi8(whole, part), _mm256_setzero_si256())
 }
 
-/// Four rows (24 words, six 256-bit registers) at a time. Per register the XOR's bits are
-/// counted per byte (≤ 8); the bytes of a row are added (≤ 16 a byte), summed per 64-bit lane
-/// against zero (`vpsadbw`), and the four rows' lanes are transposed and added so one register
-/// holds the four distances.
+/// Four rows (24 words, six 256-bit registers) at a time. Per register the XOR's bits under each
+/// weight plane are counted per byte (≤ 8), the second plane's twice (≤ 24 a byte); the bytes of a
+/// row are added (≤ 48 a byte), summed per 64-bit lane against zero (`vpsadbw`), and the four
+/// rows' lanes are transposed and added so one register holds the four distances.
 #[target_feature(enable = "avx2")]
-unsafe fn hamming_384_avx2(query: &[u64], codes: &[u64], out: &mut [u16]) {
-    let Ok(q) = <&[u64; 6]>::try_from(query) else {
-        return;
-    };
-    let pattern: [u64; 24] = std::array::from_fn(|i| q[i % 6]);
-    let (patterns, _) = pattern.as_chunks::<4>();
+unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     let zero = _mm256_setzero_si256();
-    let mut p = [zero; 6];
-    for (p, pattern) in p.iter_mut().zip(patterns) {
+    let repeat = |plane: &[u64]| -> [__m256i; 6] {
+        let pattern: [u64; 24] = std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0));
+        let (patterns, _) = pattern.as_chunks::<4>();
         // SAFETY: each chunk is 4 words (32 bytes); unaligned loads are allowed.
-        *p = unsafe { _mm256_loadu_si256(pattern.as_ptr().cast::<__m256i>()) };
+        std::array::from_fn(|k| unsafe {
+            _mm256_loadu_si256(patterns[k].as_ptr().cast::<__m256i>())
+        })
+    };
+    if query.words() != 6 {
+        return;
     }
+    let (p, low, high) = (repeat(&query.bits), repeat(&query.low), repeat(&query.high));
     let quads = (codes.len() / 24).min(out.len() / 4);
     let (head, tail) = out.split_at_mut(quads * 4);
     let (outs, _) = head.as_chunks_mut::<4>();
     let (rows, _) = codes[..quads * 24].as_chunks::<24>();
     for (o, quad) in outs.iter_mut().zip(rows) {
         let (words, _) = quad.as_chunks::<4>();
-        let mut c = [zero; 6];
-        for (k, (c, p)) in c.iter_mut().zip(&p).enumerate() {
+        let c: [__m256i; 6] = std::array::from_fn(|k| {
             // SAFETY: as above, 32-byte unaligned loads of whole chunks.
             let w = unsafe { _mm256_loadu_si256(words[k].as_ptr().cast::<__m256i>()) };
-            *c = byte_counts(_mm256_xor_si256(w, *p));
-        }
+            let x = _mm256_xor_si256(w, p[k]);
+            let twice = byte_counts(_mm256_and_si256(x, high[k]));
+            _mm256_add_epi8(
+                byte_counts(_mm256_and_si256(x, low[k])),
+                _mm256_add_epi8(twice, twice),
+            )
+        });
         // Registers 1 and 4 hold two words of each neighbouring row (low and high 128 bits).
         let r0 = row_lanes(c[0], _mm256_blend_epi32::<0xF0>(c[1], zero));
         let r1 = row_lanes(c[2], _mm256_blend_epi32::<0x0F>(c[1], zero));
@@ -158,5 +172,5 @@ unsafe fn hamming_384_avx2(query: &[u64], codes: &[u64], out: &mut [u16]) {
             *o = u16::try_from(s).unwrap_or(u16::MAX);
         }
     }
-    super::hamming_rows_portable(query, &codes[quads * 24..], tail);
+    super::distances_portable(query, &codes[quads * 24..], tail);
 }
