@@ -8,7 +8,7 @@
 //!
 //! - **When its codes are built** (the load at open, a four-fold change of size): [`SAMPLES`] rows
 //!   are taken as queries; a [`Probe`] finds each one's exact top ten by the int8 kernel and the
-//!   first-pass rank of each neighbour (by the weighted distance of [`crate::hamming`]: how many
+//!   first-pass rank of each neighbour (by the masked distance of [`crate::hamming`]: how many
 //!   rows lie at its distance or closer).
 //! - **While it is searched**: one search in [`CHECK_EVERY`] of a matrix that took the first pass
 //!   (one in [`SETTLED_EVERY`] once [`SETTLED_PROBES`] were taken) is probed the same way with the

@@ -9,10 +9,10 @@
 //! (measured in `sign_codes_tests.rs`). Subtracting the centre does not change the ranking the
 //! codes approximate: `q·x = q·(x − centre) + q·centre`, the last term the same for every row.
 //!
-//! A query is coded the same way, and keeps a weight of 0–3 per dimension besides
-//! ([`crate::hamming::QueryCode`]: a dimension where the query is near the centre counts little);
-//! the weighted distance to every row is computed in one pass ([`crate::hamming`]), counted in a
-//! histogram of distances `0..=3·dims`, and the histogram gives the
+//! A query is coded the same way, and keeps besides a mask of the dimensions that count
+//! ([`crate::hamming::QueryCode`]: those where the query sits nearest the centre do not);
+//! the masked distance to every row is computed in one pass ([`crate::hamming`]), counted in a
+//! histogram of distances `0..=dims`, and the histogram gives the
 //! cut-off distance below which at least the wanted number of rows lie: no heap, no sort. Rows up
 //! to that cut-off are collected, and only those are checked against the search's filter; when the
 //! filter rejected too many, the cut-off moves out (by the share the filter let through so far)
@@ -180,7 +180,7 @@ impl SignCodes {
     }
 
     /// The share of `truth` (each query's exact top ten, as row numbers) among the `want`
-    /// candidates these codes pick for each of `queries` (with `weighted` codes of the queries,
+    /// candidates these codes pick for each of `queries` (with `masked` codes of the queries,
     /// else plain Hamming distances), for tests.
     #[cfg(test)]
     pub fn candidate_recall(
@@ -188,13 +188,13 @@ impl SignCodes {
         queries: &[Vec<f32>],
         truth: &[std::collections::HashSet<i64>],
         want: usize,
-        weighted: bool,
+        masked: bool,
     ) -> f64 {
         let mut found = 0;
         for (q, truth) in queries.iter().zip(truth) {
             let mut candidates = Vec::new();
             let mut code = self.query_code(q);
-            if !weighted {
+            if !masked {
                 code = QueryCode::plain(code.bits().to_vec());
             }
             self.candidates(&code, want, |_| true, &mut candidates);
@@ -301,7 +301,7 @@ impl SignCodes {
         QueryCode::around(query, &self.centre)
     }
 
-    /// Appends to `out` the rows closest to `query` in weighted distance that `admit` accepts: at
+    /// Appends to `out` the rows closest to `query` in masked distance that `admit` accepts: at
     /// least `want` of them when that many are admitted (all rows at the cut-off distance are
     /// taken, so a few more), `admit` being asked only about rows up to the cut-off.
     pub fn candidates(

@@ -184,7 +184,7 @@ pub(super) fn recall_at_10(exact: &VectorIndex, approx: &VectorIndex, queries: &
 }
 
 #[test]
-fn the_first_pass_recalls_the_exact_top_10_and_centring_and_weights_matter() {
+fn the_first_pass_recalls_the_exact_top_10_and_centring_and_the_mask_matter() {
     let mut rng = Lcg(11);
     let rows = embed(&sentences(&mut rng, 6000));
     let queries = embed(&sentences(&mut rng, 200));
@@ -214,18 +214,18 @@ fn the_first_pass_recalls_the_exact_top_10_and_centring_and_weights_matter() {
     for want in [50, 100, 200, 400, 800] {
         let with = centred.candidate_recall(&queries, &truth, want, true);
         let without = plain.candidate_recall(&queries, &truth, want, true);
-        let unweighted = centred.candidate_recall(&queries, &truth, want, false);
+        let unmasked = centred.candidate_recall(&queries, &truth, want, false);
         eprintln!(
-            "{want} candidates of 6000: recall@10 {with:.4} centred, {without:.4} not, {unweighted:.4} centred without weights"
+            "{want} candidates of 6000: recall@10 {with:.4} centred, {without:.4} not, {unmasked:.4} centred without the mask"
         );
         assert!(
-            with >= unweighted,
-            "{want}: weighted {with}, plain Hamming {unweighted}"
+            with >= unmasked,
+            "{want}: masked {with}, plain Hamming {unmasked}"
         );
         if want <= 100 {
             assert!(
-                with > unweighted,
-                "{want}: weighted {with}, plain Hamming {unweighted}"
+                with > unmasked,
+                "{want}: masked {with}, plain Hamming {unmasked}"
             );
         }
         assert!(

@@ -1,10 +1,11 @@
-//! The distance of the vector leg's binary first pass: a weighted Hamming distance.
+//! The distance of the vector leg's binary first pass: a masked Hamming distance.
 //!
 //! A row's binary code is one bit per dimension packed in `u64` words; the query keeps its sign
-//! bits and a weight of 0–3 per dimension ([`QueryCode`]), and the distance to a row is the sum of
-//! the weights where their bits differ: two population counts per word (the XOR masked by each
-//! weight plane, the second counted twice). The row stays one bit per dimension; only the query
-//! is finer, which halves the rows the first pass must keep for the same recall.
+//! bits and a mask of the dimensions that count ([`QueryCode`]: those where it sits far enough from
+//! the rows' centre), and the distance to a row is the number of counted bits that differ (XOR,
+//! AND with the mask, then a population count). The row stays one bit per dimension; leaving out
+//! the query's weakest dimensions cuts the rows the first pass must keep for the same recall by a
+//! third to a half.
 //!
 //! x86-64's baseline has no `popcnt` instruction, so portable Rust counts bits with a dozen
 //! shifts and masks per word; with `popcnt` (checked at run time, the check is cached by `std`) it is one instruction.
@@ -108,71 +109,53 @@ pub fn kernel() -> Kernel {
 }
 
 /// A query as the first pass compares it with the rows' codes: the sign of each component of the
-/// query minus the rows' centre (as a row is coded), and a weight of 0–3 per dimension, in two bit
-/// planes, from the size of that component. A row's distance is the sum of the weights of the
-/// dimensions whose signs differ: dimensions where the query is near the centre say little about
-/// the dot product and count little.
+/// query minus the rows' centre (as a row is coded), and a mask of the dimensions that count. A
+/// row's distance is the number of counted dimensions whose signs differ: the dimensions where the
+/// query sits nearest the centre say least about the dot product and are left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryCode {
     bits: Vec<u64>,
-    /// Bit 0 of each dimension's weight.
-    low: Vec<u64>,
-    /// Bit 1 of each dimension's weight.
-    high: Vec<u64>,
+    /// Set for the dimensions that count.
+    mask: Vec<u64>,
 }
 
-/// The share of a query's components below the size that weighs [`MAX_WEIGHT`] (larger ones are
-/// clipped to it).
-const CLIP_QUANTILE: f64 = 0.9;
-/// The largest weight of a dimension (two bit planes).
-const MAX_WEIGHT: u32 = 3;
+/// The share of a query's components, those nearest the centre, left out of its distances.
+const LEFT_OUT: f64 = 0.4;
 
 impl QueryCode {
-    /// The code of a centred query (`query − centre`, one value per dimension). The weights
-    /// round `3·|x| / m` (at most 3), `m` the size below which nine in ten components lie:
-    /// measured on LoCoMo questions against 10k notes and 50k turn-like messages (the share of
-    /// rows the first pass must keep to catch 99 % of the exact top ten), two planes clipped there
-    /// need 0.16 and 0.024 of the rows where the plain Hamming distance needed 0.31 and 0.047, and
-    /// unrounded weights 0.14 and 0.024 (docs/benchmarks.md).
+    /// The code of a centred query (`query − centre`, one value per dimension): a dimension counts
+    /// when its size is at least that of the component [`LEFT_OUT`] of the others lie under.
+    /// Measured on LoCoMo questions against 10k synthetic notes and 100k turn-like messages (the
+    /// share of rows the first pass must keep to catch 99 % of the exact top ten): 0.20 and 0.020
+    /// of the rows where every dimension counting needed 0.31 and 0.036; weights of 0–3 in two
+    /// planes needed 0.16 and 0.017 but twice the counting (docs/benchmarks.md).
     pub fn new(centred: &[f32]) -> Self {
         let words = centred.len().div_ceil(64);
         let mut sizes: Vec<f32> = centred.iter().map(|x| x.abs()).collect();
-        let clip = match sizes.len() {
+        let least = match sizes.len() {
             0 => 0.0,
             n => {
-                let at = ((n as f64 * CLIP_QUANTILE).ceil() as usize).clamp(1, n) - 1;
+                let at = ((n as f64 * LEFT_OUT) as usize).min(n - 1);
                 *sizes.select_nth_unstable_by(at, f32::total_cmp).1
-            }
-        };
-        let weight = |x: f32| -> u32 {
-            if !(clip > 0.0 && clip.is_finite()) {
-                // Nine in ten components at the centre: the rest count fully, as signs alone.
-                return if x != 0.0 { MAX_WEIGHT } else { 0 };
-            }
-            let w = (x.abs() * MAX_WEIGHT as f32 / clip).round();
-            if w >= MAX_WEIGHT as f32 {
-                MAX_WEIGHT
-            } else {
-                w as u32
             }
         };
         let mut code = Self {
             bits: vec![0; words],
-            low: vec![0; words],
-            high: vec![0; words],
+            mask: vec![0; words],
         };
         for (i, &x) in centred.iter().enumerate() {
             let (word, bit) = (i / 64, 1u64 << (i % 64));
-            let w = weight(x);
             if x > 0.0 {
                 code.bits[word] |= bit;
             }
-            if w & 1 != 0 {
-                code.low[word] |= bit;
+            // At least the components off the centre count, however many sit on it.
+            if x.abs() >= least && x != 0.0 {
+                code.mask[word] |= bit;
             }
-            if w & 2 != 0 {
-                code.high[word] |= bit;
-            }
+        }
+        if code.mask.iter().all(|&m| m == 0) {
+            // A query at the centre: every dimension counts, as signs alone.
+            return Self::plain(code.bits);
         }
         code
     }
@@ -183,14 +166,10 @@ impl QueryCode {
         Self::new(&centred)
     }
 
-    /// A code whose every dimension weighs 1: its distances are Hamming distances to `bits`.
+    /// A code whose every dimension counts: its distances are Hamming distances to `bits`.
     pub fn plain(bits: Vec<u64>) -> Self {
-        let words = bits.len();
-        Self {
-            bits,
-            low: vec![u64::MAX; words],
-            high: vec![0; words],
-        }
+        let mask = vec![u64::MAX; bits.len()];
+        Self { bits, mask }
     }
 
     /// Code words (64 dimensions each).
@@ -203,16 +182,15 @@ impl QueryCode {
         &self.bits
     }
 
-    /// The largest distance a row can be at (every sign differs, every weight the largest).
+    /// The largest distance a row can be at (every counted sign differs).
     pub fn max_distance(&self) -> usize {
-        self.words() * 64 * MAX_WEIGHT as usize
+        self.mask.iter().map(|m| m.count_ones() as usize).sum()
     }
 }
 
-/// `out[r]` = the weighted count of the bits where row `r` of `codes` (`query.words()` words per
-/// row) differs from `query`, for every whole row (at most `out.len()`): one dispatch per block of
-/// rows, not per row. The wide kernels count 384-dimension codes; other widths take the `popcnt`
-/// loop.
+/// `out[r]` = the counted bits where row `r` of `codes` (`query.words()` words per row) differs
+/// from `query`, for every whole row (at most `out.len()`): one dispatch per block of rows, not
+/// per row. The wide kernels count 384-dimension codes; other widths take the `popcnt` loop.
 pub fn distances(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     if query.words() == 0 {
         out.iter_mut().for_each(|o| *o = 0);
@@ -255,37 +233,29 @@ pub fn distances_portable(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
 /// [`distances_portable`] for codes of `W` words (384, 768 and 1536 dimensions).
 #[inline(always)]
 fn rows_of<const W: usize>(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
-    let (Ok(bits), Ok(low), Ok(high)) = (
+    let (Ok(bits), Ok(mask)) = (
         <&[u64; W]>::try_from(&query.bits[..]),
-        <&[u64; W]>::try_from(&query.low[..]),
-        <&[u64; W]>::try_from(&query.high[..]),
+        <&[u64; W]>::try_from(&query.mask[..]),
     ) else {
         return;
     };
     let (rows, _) = codes.as_chunks::<W>();
     for (o, row) in out.iter_mut().zip(rows) {
         let d: u32 = (0..W)
-            .map(|i| {
-                let x = bits[i] ^ row[i];
-                (x & low[i]).count_ones() + 2 * (x & high[i]).count_ones()
-            })
+            .map(|i| ((bits[i] ^ row[i]) & mask[i]).count_ones())
             .sum();
         *o = u16::try_from(d).unwrap_or(u16::MAX);
     }
 }
 
-/// The weighted differing bits of one row (at most 3 × 64 × words; dimensions up to 21,845 keep
-/// every distance in `u16`, larger ones saturate).
+/// The counted differing bits of one row (at most 64 × words; a code has at most 2^10 words
+/// here, as dimensions ≤ 65,535 keep every distance in `u16`).
 #[inline(always)]
 fn distance(query: &QueryCode, row: &[u64]) -> u16 {
     let d: u32 = row
         .iter()
-        .zip(&query.bits)
-        .zip(query.low.iter().zip(&query.high))
-        .map(|((r, q), (l, h))| {
-            let x = q ^ r;
-            (x & l).count_ones() + 2 * (x & h).count_ones()
-        })
+        .zip(query.bits.iter().zip(&query.mask))
+        .map(|(r, (q, m))| ((q ^ r) & m).count_ones())
         .sum();
     u16::try_from(d).unwrap_or(u16::MAX)
 }

@@ -1,5 +1,5 @@
-//! Tests that every kernel counts the same weighted bits as the naive count, and how a query's
-//! weights are chosen.
+//! Tests that every kernel counts the same masked bits as the naive count, and how a query's
+//! mask is chosen.
 
 use super::*;
 
@@ -14,8 +14,7 @@ fn random(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
-/// Differing bits counted one bit at a time, each at its weight: the reference every kernel must
-/// equal.
+/// Differing bits under the mask counted one bit at a time: the reference every kernel must equal.
 fn naive(query: &QueryCode, codes: &[u64]) -> Vec<u16> {
     codes
         .chunks_exact(query.words())
@@ -24,9 +23,8 @@ fn naive(query: &QueryCode, codes: &[u64]) -> Vec<u16> {
             for (w, r) in row.iter().enumerate() {
                 for b in 0..64 {
                     let bit = |x: u64| (x >> b) & 1;
-                    let weight = bit(query.low[w]) + 2 * bit(query.high[w]);
-                    if bit(query.bits[w]) != bit(*r) {
-                        d += weight as u16;
+                    if bit(query.mask[w]) == 1 && bit(query.bits[w]) != bit(*r) {
+                        d += 1;
                     }
                 }
             }
@@ -35,12 +33,11 @@ fn naive(query: &QueryCode, codes: &[u64]) -> Vec<u16> {
         .collect()
 }
 
-/// A query of `words` words with random signs and weights.
+/// A query of `words` words with random signs and mask.
 fn random_query(next: &mut impl FnMut() -> u64, words: usize) -> QueryCode {
     QueryCode {
         bits: (0..words).map(|_| next()).collect(),
-        low: (0..words).map(|_| next()).collect(),
-        high: (0..words).map(|_| next()).collect(),
+        mask: (0..words).map(|_| next()).collect(),
     }
 }
 
@@ -49,7 +46,7 @@ fn available() -> Vec<Kernel> {
 }
 
 #[test]
-fn every_kernel_counts_the_same_weighted_bits_as_the_naive_count() {
+fn every_kernel_counts_the_same_masked_bits_as_the_naive_count() {
     let mut next = random(5);
     let kernels = available();
     assert!(kernels.contains(&Kernel::Portable));
@@ -108,23 +105,14 @@ fn every_kernel_counts_identical_complementary_and_sparse_codes() {
             &mut out,
         );
         assert_eq!(out, [0, 384, 382, 192, 372], "{}", kernel.name());
-        // Every weight 3: three times the differing bits, the largest distance included.
-        let heaviest = QueryCode {
-            bits: vec![u64::MAX; 6],
-            low: vec![u64::MAX; 6],
-            high: vec![u64::MAX; 6],
-        };
-        run(kernel, &heaviest, &codes, &mut out);
-        assert_eq!(out, [0, 1152, 1146, 576, 1116], "{}", kernel.name());
-        assert_eq!(heaviest.max_distance(), 1152);
-        // Weight 2 on the first word only, 0 elsewhere.
+        // Only the first word counts.
         let first = QueryCode {
             bits: vec![u64::MAX; 6],
-            low: vec![0; 6],
-            high: vec![u64::MAX, 0, 0, 0, 0, 0],
+            mask: vec![u64::MAX, 0, 0, 0, 0, 0],
         };
         run(kernel, &first, &codes, &mut out);
-        assert_eq!(out, [0, 128, 126, 0, 124], "{}", kernel.name());
+        assert_eq!(out, [0, 64, 63, 0, 62], "{}", kernel.name());
+        assert_eq!(first.max_distance(), 64);
     }
 }
 
@@ -146,51 +134,53 @@ fn the_dispatched_count_uses_the_fastest_kernel_and_a_missing_one_is_refused() {
     let mut out = [0u16; 9];
     distances(&query, &codes, &mut out);
     assert_eq!(out.to_vec(), naive(&query, &codes));
-    assert_eq!(out, [12; 9], "two differing bits a word, each of weight 1");
+    assert_eq!(out, [12; 9], "two differing bits a word, every one counted");
     distances(&QueryCode::plain(Vec::new()), &codes, &mut out);
     assert_eq!(out, [0; 9], "an empty code differs nowhere");
 }
 
 #[test]
-fn a_querys_weights_grow_with_its_distance_from_the_centre() {
-    // 100 components: ninety of size up to 0.9, ten large.
+fn a_query_leaves_out_the_dimensions_nearest_the_centre() {
+    // 100 components of sizes 0.00, 0.01, … 0.99, alternately above and below the centre.
     let centred: Vec<f32> = (0..100)
         .map(|i| {
-            let size = if i < 90 { i as f32 / 100.0 } else { 5.0 };
+            let size = i as f32 / 100.0;
             if i % 2 == 0 { size } else { -size }
         })
         .collect();
     let code = QueryCode::new(&centred);
     assert_eq!(code.words(), 2);
-    let weight =
-        |i: usize| ((code.low[i / 64] >> (i % 64)) & 1) + 2 * ((code.high[i / 64] >> (i % 64)) & 1);
-    let sign = |i: usize| (code.bits[i / 64] >> (i % 64)) & 1;
+    let bit = |plane: &[u64], i: usize| (plane[i / 64] >> (i % 64)) & 1;
     for (i, &x) in centred.iter().enumerate() {
-        assert_eq!(sign(i), u64::from(x > 0.0), "sign of {i}");
+        assert_eq!(bit(&code.bits, i), u64::from(x > 0.0), "sign of {i}");
+        // The forty smallest are left out: sizes from 0.40 count.
+        assert_eq!(bit(&code.mask, i), u64::from(i >= 40), "mask of {i}");
     }
-    // The clip is the size nine in ten lie at or below (0.89): weight round(3·|x| / 0.89).
-    assert_eq!(weight(0), 0, "at the centre");
-    assert_eq!(weight(10), 0, "0.10: rounds to 0");
-    assert_eq!(weight(20), 1, "0.20");
-    assert_eq!(weight(50), 2, "0.50");
-    assert_eq!(weight(80), 3, "0.80");
-    for i in 90..100 {
-        assert_eq!(weight(i), 3, "clipped at the largest weight");
-    }
-    for i in 1..90 {
-        assert!(
-            weight(i) >= weight(i - 1),
-            "weights never fall as sizes grow ({i})"
-        );
-    }
+    assert_eq!(code.max_distance(), 60);
+    // Rows differing only where the query is weakest are at distance 0; elsewhere, 1 a bit.
+    let near = code
+        .bits
+        .iter()
+        .enumerate()
+        .map(|(w, &b)| if w == 0 { b ^ 0xFF } else { b });
+    let far = code
+        .bits
+        .iter()
+        .enumerate()
+        .map(|(w, &b)| if w == 0 { b ^ (0xFF << 50) } else { b });
+    let rows: Vec<u64> = near.chain(far).collect();
+    let mut out = [9u16; 2];
+    distances(&code, &rows, &mut out);
+    assert_eq!(out, [0, 8]);
+
     // A query at the centre everywhere but one component: that one counts, the rest not at all.
     let mut lone = vec![0.0f32; 384];
     lone[7] = -0.3;
     let code = QueryCode::new(&lone);
-    assert_eq!((code.low[0] >> 7) & 1 | ((code.high[0] >> 7) & 1) << 1, 3);
-    assert_eq!(code.low.iter().map(|w| w.count_ones()).sum::<u32>(), 1);
-    assert_eq!(code.high.iter().map(|w| w.count_ones()).sum::<u32>(), 1);
+    assert_eq!(code.mask, vec![1 << 7, 0, 0, 0, 0, 0]);
     assert_eq!(code.bits, vec![0; 6], "below the centre");
+    // A query at the centre everywhere: every dimension counts, as plain signs.
+    assert_eq!(QueryCode::new(&[0.0; 384]), QueryCode::plain(vec![0; 6]));
     // Around a centre: the same code as the centred query.
     let centre = vec![0.5f32; 100];
     let query: Vec<f32> = centred.iter().map(|x| x + 0.5).collect();

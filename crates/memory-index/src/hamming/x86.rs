@@ -35,14 +35,14 @@ pub(super) fn rows_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16])
     unsafe { hamming_384_avx512(query, codes, out) }
 }
 
-/// Four rows (24 words, three 512-bit registers) at a time: XOR with the query repeated, a
-/// population count per word of each weight plane's share (the second doubled), and the words of
-/// each row added up; the rest row by row.
+/// Four rows (24 words, three 512-bit registers) at a time: XOR with the query repeated, AND with
+/// its mask, a population count per word, and the words of each row added up; the rest row by
+/// row.
 #[target_feature(enable = "avx512f,avx512vpopcntdq,popcnt")]
 unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     use std::arch::x86_64::{
-        __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_loadu_si512,
-        _mm512_mask_reduce_add_epi64, _mm512_popcnt_epi64, _mm512_slli_epi64, _mm512_xor_si512,
+        __m512i, _mm512_and_si512, _mm512_loadu_si512, _mm512_mask_reduce_add_epi64,
+        _mm512_popcnt_epi64, _mm512_xor_si512,
     };
     let repeat = |plane: &[u64]| -> [__m512i; 3] {
         let pattern: [u64; 24] = std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0));
@@ -55,7 +55,7 @@ unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) 
     if query.words() != 6 {
         return;
     }
-    let (p, low, high) = (repeat(&query.bits), repeat(&query.low), repeat(&query.high));
+    let (p, mask) = (repeat(&query.bits), repeat(&query.mask));
     let quads = (codes.len() / 24).min(out.len() / 4);
     let (head, tail) = out.split_at_mut(quads * 4);
     let (outs, _) = head.as_chunks_mut::<4>();
@@ -65,11 +65,7 @@ unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) 
         let c: [__m512i; 3] = std::array::from_fn(|k| {
             // SAFETY: as above, 64-byte unaligned loads of whole chunks.
             let w = unsafe { _mm512_loadu_si512(words[k].as_ptr().cast::<__m512i>()) };
-            let x = _mm512_xor_si512(w, p[k]);
-            _mm512_add_epi64(
-                _mm512_popcnt_epi64(_mm512_and_si512(x, low[k])),
-                _mm512_slli_epi64::<1>(_mm512_popcnt_epi64(_mm512_and_si512(x, high[k]))),
-            )
+            _mm512_popcnt_epi64(_mm512_and_si512(_mm512_xor_si512(w, p[k]), mask[k]))
         });
         let [c0, c1, c2] = c;
         // Row k's six words are lanes 6k..6k+6 of the three registers.
@@ -111,17 +107,17 @@ fn byte_counts(x: __m256i) -> __m256i {
     )
 }
 
-/// The byte counts of one row's words (two registers' worth, ≤ 48 a byte) summed per 64-bit lane.
+/// The byte counts of one row's words (two registers' worth, ≤ 16 a byte) summed per 64-bit lane.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn row_lanes(whole: __m256i, part: __m256i) -> __m256i {
     _mm256_sad_epu8(_mm256_add_epi8(whole, part), _mm256_setzero_si256())
 }
 
-/// Four rows (24 words, six 256-bit registers) at a time. Per register the XOR's bits under each
-/// weight plane are counted per byte (≤ 8), the second plane's twice (≤ 24 a byte); the bytes of a
-/// row are added (≤ 48 a byte), summed per 64-bit lane against zero (`vpsadbw`), and the four
-/// rows' lanes are transposed and added so one register holds the four distances.
+/// Four rows (24 words, six 256-bit registers) at a time. Per register the bits of the XOR under
+/// the query's mask are counted per byte (≤ 8); the bytes of a row are added (≤ 16 a byte), summed
+/// per 64-bit lane against zero (`vpsadbw`), and the four rows' lanes are transposed and added so
+/// one register holds the four distances.
 #[target_feature(enable = "avx2")]
 unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     let zero = _mm256_setzero_si256();
@@ -136,7 +132,7 @@ unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     if query.words() != 6 {
         return;
     }
-    let (p, low, high) = (repeat(&query.bits), repeat(&query.low), repeat(&query.high));
+    let (p, mask) = (repeat(&query.bits), repeat(&query.mask));
     let quads = (codes.len() / 24).min(out.len() / 4);
     let (head, tail) = out.split_at_mut(quads * 4);
     let (outs, _) = head.as_chunks_mut::<4>();
@@ -146,12 +142,7 @@ unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
         let c: [__m256i; 6] = std::array::from_fn(|k| {
             // SAFETY: as above, 32-byte unaligned loads of whole chunks.
             let w = unsafe { _mm256_loadu_si256(words[k].as_ptr().cast::<__m256i>()) };
-            let x = _mm256_xor_si256(w, p[k]);
-            let twice = byte_counts(_mm256_and_si256(x, high[k]));
-            _mm256_add_epi8(
-                byte_counts(_mm256_and_si256(x, low[k])),
-                _mm256_add_epi8(twice, twice),
-            )
+            byte_counts(_mm256_and_si256(_mm256_xor_si256(w, p[k]), mask[k]))
         });
         // Registers 1 and 4 hold two words of each neighbouring row (low and high 128 bits).
         let r0 = row_lanes(c[0], _mm256_blend_epi32::<0xF0>(c[1], zero));

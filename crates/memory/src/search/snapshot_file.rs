@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use memory_index::VectorIndex;
 use memory_index::flat::{BYTE_ORDER, Record, SectionReader, SectionWriter};
 
-/// `05`: the first pass's shares measured by the weighted distance (an `04` file's Hamming shares
-/// would keep too many candidates for good).
+/// `05`: the first pass's shares measured by the masked distance (an `04` file's plain Hamming
+/// shares would keep too many candidates for good).
 const MAGIC: &str = "OXYIDX05";
 /// Bytes buffered around the sections (the large arrays are read and written directly).
 const BUFFER: usize = 1 << 20;

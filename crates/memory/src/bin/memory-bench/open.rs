@@ -122,14 +122,14 @@ pub fn kernels(rows: usize, passes: usize, busy_cores: usize) -> BenchResult<()>
     let mut rng = Rng::new(11);
     let codes: Vec<u64> = (0..rows * 6).map(|_| rng.next_u64()).collect();
     // A query's centred components, uniform in [-1, 1): the kernels' work is the same whatever the
-    // weights are.
+    // mask is.
     let centred: Vec<f32> = (0..384)
         .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect();
     let query = QueryCode::new(&centred);
     let mut dist = vec![0u16; rows];
     println!(
-        "# First-pass distances (weighted Hamming) of {rows} 384-bit codes ({passes} passes, {busy_cores} busy core(s))\n"
+        "# First-pass distances (masked Hamming) of {rows} 384-bit codes ({passes} passes, {busy_cores} busy core(s))\n"
     );
     println!("| kernel | p50 / p95 ms | rows/µs (p50) |");
     println!("|---|---|---|");
