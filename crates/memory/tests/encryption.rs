@@ -15,9 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{DIMS, test_key, user};
-use memory::{
-    EncryptionKey, HashEmbedder, HybridQuery, MemoryError, MemoryStore, NoteMetadata, change_key,
-};
+use memory::{EncryptionKey, HashEmbedder, HybridQuery, MemoryError, MemoryStore, change_key};
 use types::SessionId;
 
 fn other_key() -> EncryptionKey {
@@ -68,17 +66,7 @@ async fn fill(store: &MemoryStore, n: usize) -> Vec<String> {
     let mut saved = Vec::new();
     for i in 0..n {
         let text = format!("note {i}: the plaintext marker zanzibar-{i} must not be on disk");
-        store
-            .save(
-                &user("alice"),
-                None,
-                &text,
-                NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .and_then(memory::Saved::into_note)
-            .unwrap();
+        common::save_note(store, &user("alice"), &text).await;
         saved.push(text);
     }
     saved.sort();

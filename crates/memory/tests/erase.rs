@@ -10,25 +10,13 @@
 
 use crate::common::{Backend, fixture_on, on_both_backends, user};
 
-use memory::NoteMetadata;
-
 on_both_backends!(erasing_drops_every_table_and_the_store_starts_again_empty);
 
 async fn erasing_drops_every_table_and_the_store_starts_again_empty(backend: Backend) {
     let f = fixture_on(backend).await;
     let alice = user("alice");
     for i in 0..5 {
-        f.store
-            .save(
-                &alice,
-                None,
-                &format!("alice note {i}"),
-                NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .and_then(memory::Saved::into_note)
-            .unwrap();
+        crate::common::save_note(&f.store, &alice, &format!("alice note {i}")).await;
     }
     let raw = f.raw().await;
     // A table added by someone else's migration is covered too.

@@ -72,17 +72,7 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
     let f = fixture_on(backend).await;
     let agent = &f.store;
     let alice = user("alice");
-    agent
-        .save(
-            &alice,
-            None,
-            "Tomatoes need full sun and deep watering",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    crate::common::save_note(agent, &alice, "Tomatoes need full sun and deep watering").await;
     assert_eq!(
         by_vector(agent, "tomatoes sun").await,
         ["Tomatoes need full sun and deep watering"]
@@ -90,17 +80,8 @@ async fn every_kind_of_write_by_another_store_is_seen_by_the_next_search(backend
 
     // The "CLI": a second store on the same file, opened while the agent's is open.
     let cli = f.reopen().await;
-    let saved = cli
-        .save(
-            &alice,
-            None,
-            "Favourite tram line is the number seven",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let saved =
+        crate::common::save_note(&cli, &alice, "Favourite tram line is the number seven").await;
     let found = by_vector(agent, "favourite tram line").await;
     assert_eq!(
         by_keyword(agent, "favourite tram line").await,
@@ -200,26 +181,8 @@ async fn a_reader_behind_the_pruned_log_reloads_everything(backend: Backend) {
     let alice = user("alice");
     by_vector(&f.store, "anything").await;
     let cli = f.reopen().await;
-    cli.save(
-        &alice,
-        None,
-        "Prefers window seats on trains",
-        NoteMetadata::default(),
-        memory::Similar::Unchecked,
-    )
-    .await
-    .and_then(memory::Saved::into_note)
-    .unwrap();
-    cli.save(
-        &alice,
-        None,
-        "Birthday is on the ninth of May",
-        NoteMetadata::default(),
-        memory::Similar::Unchecked,
-    )
-    .await
-    .and_then(memory::Saved::into_note)
-    .unwrap();
+    crate::common::save_note(&cli, &alice, "Prefers window seats on trains").await;
+    crate::common::save_note(&cli, &alice, "Birthday is on the ninth of May").await;
     // As if the log had been pruned past what the agent applied.
     let raw = f.raw().await;
     raw.conn
@@ -246,18 +209,7 @@ async fn the_log_records_every_chunk_change_in_the_writers_transaction(backend: 
     let raw = f.raw().await;
     let alice = user("alice");
     let before = raw.count("SELECT count(*) FROM index_changes", ()).await;
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "one chunk",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = crate::common::save_note(&f.store, &alice, "one chunk").await;
     // The chunk and its vector.
     let after_save = raw.count("SELECT count(*) FROM index_changes", ()).await;
     assert_eq!(after_save - before, 2);

@@ -72,18 +72,7 @@ async fn rows_of(raw: &Raw, note: &NoteId) -> [i64; 6] {
 async fn an_update_keeps_the_old_text_as_a_version_and_search_sees_only_the_current() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Alice lives in Lisbon",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Alice lives in Lisbon").await;
     f.store
         .update(
             &alice,
@@ -142,18 +131,7 @@ async fn an_update_keeps_the_old_text_as_a_version_and_search_sees_only_the_curr
 async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchable_again() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "The garage code is on a yellow sticker",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "The garage code is on a yellow sticker").await;
     f.store
         .delete(&alice, None, &note.note_id)
         .await
@@ -201,18 +179,7 @@ async fn a_delete_is_a_tombstone_that_restores_with_the_same_id_and_is_searchabl
 async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Prefers window seats",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Prefers window seats").await;
     f.store
         .update(
             &alice,
@@ -269,18 +236,7 @@ async fn restoring_an_old_version_of_a_live_note_keeps_the_replaced_text() {
 async fn a_deleted_note_restores_to_an_older_version_when_asked() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Dentist is Dr Ana",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Dentist is Dr Ana").await;
     f.store
         .update(
             &alice,
@@ -324,18 +280,7 @@ async fn a_deleted_note_restores_to_an_older_version_when_asked() {
 async fn purge_after_the_retention_window_leaves_nothing_behind() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Old phone number 555 0101",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Old phone number 555 0101").await;
     f.store
         .update(
             &alice,
@@ -348,18 +293,7 @@ async fn purge_after_the_retention_window_leaves_nothing_behind() {
         .await
         .and_then(memory::Written::into_note)
         .unwrap();
-    let kept = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Kept note about bees",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let kept = common::save_note(&f.store, &alice, "Kept note about bees").await;
     f.store
         .delete(&alice, None, &note.note_id)
         .await
@@ -450,18 +384,7 @@ async fn an_expired_note_is_swept_with_its_versions() {
 async fn history_and_restore_never_reach_another_users_notes() {
     let f = fixture().await;
     let (alice, bob) = (user("alice"), user("bob"));
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Alice's secret recipe uses saffron",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Alice's secret recipe uses saffron").await;
     f.store
         .delete(&alice, None, &note.note_id)
         .await

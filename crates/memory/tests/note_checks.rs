@@ -19,18 +19,7 @@ use types::UserId;
 async fn duplicates_are_found_by_normalised_text_and_near_duplicates_by_cosine() {
     let f = fixture().await;
     let (alice, bob) = (user("alice"), user("bob"));
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Alice drinks green tea every morning",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Alice drinks green tea every morning").await;
     let check = |who: UserId, text: &'static str| {
         let store = f.store.clone();
         async move { store.check_duplicate(&who, text).await.unwrap() }
@@ -88,18 +77,7 @@ async fn duplicates_are_found_by_normalised_text_and_near_duplicates_by_cosine()
 async fn hashes_of_notes_from_before_migration_7_are_filled_at_open() {
     let f = fixture().await;
     let alice = user("alice");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Cat is called Mia",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Cat is called Mia").await;
     let raw = f.raw().await;
     raw.conn
         .execute("UPDATE notes SET text_hash = NULL", ())

@@ -12,9 +12,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 
 use common::{Raw, user};
-use memory::{
-    HashEmbedder, HybridQuery, LegacyDir, MemoryError, MemoryStore, NoteMetadata, OpenOptions,
-};
+use memory::{HashEmbedder, HybridQuery, LegacyDir, MemoryError, MemoryStore, OpenOptions};
 use types::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, Message, SessionId};
 
 fn hash_config(db_path: &str) -> MemoryConfig {
@@ -49,17 +47,7 @@ async fn migrations_apply_once() {
         .collect();
     assert_eq!(versions[..4], [1, 2, 3, 4], "{first:?}");
     assert!(versions.windows(2).all(|w| w[0] < w[1]), "{first:?}");
-    f.store
-        .save(
-            &user("alice"),
-            None,
-            "kept",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&f.store, &user("alice"), "kept").await;
     drop(f.store);
     let again = MemoryStore::open(
         memory::Target::File(&f.path),
@@ -87,17 +75,7 @@ async fn database_placement_follows_the_config() {
             )
             .await
             .unwrap();
-            store
-                .save(
-                    &user("alice"),
-                    None,
-                    "placed",
-                    NoteMetadata::default(),
-                    memory::Similar::Unchecked,
-                )
-                .await
-                .and_then(memory::Saved::into_note)
-                .unwrap();
+            common::save_note(&store, &user("alice"), "placed").await;
             assert!(expected.is_file(), "{db_path} → {}", expected.display());
         }
     };
@@ -121,17 +99,7 @@ async fn a_legacy_database_in_the_working_directory_is_moved_once() {
     )
     .await
     .unwrap();
-    let note = old
-        .save(
-            &alice,
-            None,
-            "Saved by an older version.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&old, &alice, "Saved by an older version.").await;
     drop(old);
 
     let options = || OpenOptions {
@@ -228,17 +196,7 @@ async fn a_model_change_re_embeds_everything_and_never_mixes_models() {
         "Alice's sister lives in Porto.",
         "Alice runs on Sundays.",
     ] {
-        small
-            .save(
-                &alice,
-                None,
-                text,
-                NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .and_then(memory::Saved::into_note)
-            .unwrap();
+        common::save_note(&small, &alice, text).await;
     }
     let chat = SessionId::parse("chat-1").unwrap();
     small

@@ -13,7 +13,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::user;
-use memory::{HashEmbedder, MemoryError, MemoryStore, NoteMetadata, RemoteProblem};
+use memory::{HashEmbedder, MemoryError, MemoryStore, RemoteProblem};
 use test_support::{Need, Sqld, need};
 use types::{EmbeddingBackend, EmbeddingConfig, MemoryConfig};
 
@@ -55,17 +55,7 @@ async fn a_remote_store_keeps_notes_across_reopen() {
     )
     .await
     .unwrap();
-    let note = store
-        .save(
-            &user("alice"),
-            None,
-            "the boiler code is 4417",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&store, &user("alice"), "the boiler code is 4417").await;
     drop(store);
     let again = MemoryStore::open(
         memory::Target::Remote {

@@ -53,17 +53,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
     let cost = async |before: usize| proxy.count() - before;
 
     let before = proxy.count();
-    let note = store
-        .save(
-            &alice,
-            None,
-            "The boiler code is 4417.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&store, &alice, "The boiler code is 4417.").await;
     assert_eq!(cost(before).await, 1, "a save");
 
     let before = proxy.count();
@@ -137,17 +127,7 @@ async fn a_remote_update_or_delete_is_two_requests_and_a_save_one() {
 
     // (The retry went the statement way, whose connection closes its stream with the next
     // request: a write in between takes that request.)
-    store
-        .save(
-            &alice,
-            None,
-            "The gate code is 1234.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&store, &alice, "The gate code is 1234.").await;
 
     // A delete for a call: two, a retry gets its receipt, and the tombstone restores the note.
     let call = CallKey::new("chat-1", "call_2", "memory_delete", "{}");

@@ -75,17 +75,7 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
     let replica = open_in(&dir, &server, &token).await;
 
     // Its own write: on the primary, and readable from the replica at once.
-    let note = replica
-        .save(
-            &alice,
-            None,
-            "The spare key is under the blue pot",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&replica, &alice, "The spare key is under the blue pot").await;
     assert_eq!(replica.get(&alice, &note.note_id).await.unwrap(), note);
     assert_eq!(
         texts_found(&replica, "spare key", KEYWORDS).await,
@@ -103,17 +93,7 @@ async fn a_replica_reads_its_own_writes_and_syncs_the_primarys() {
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 1);
 
     // Another host's write reaches the replica with the next sync (or the background one).
-    primary
-        .save(
-            &alice,
-            None,
-            "Piano lessons are on Thursdays",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&primary, &alice, "Piano lessons are on Thursdays").await;
     replica.sync().await.unwrap();
     assert_eq!(
         texts_found(&replica, "piano lessons thursdays", VECTOR)
@@ -144,17 +124,7 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     )
     .await
     .unwrap();
-    let kept = replica
-        .save(
-            &alice,
-            None,
-            "The wifi password is on the fridge",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let kept = common::save_note(&replica, &alice, "The wifi password is on the fridge").await;
 
     server.stop();
     assert_eq!(replica.get(&alice, &kept.note_id).await.unwrap(), kept);
@@ -202,17 +172,7 @@ async fn without_its_primary_a_replica_reads_and_refuses_writes_clearly() {
     let on_primary = primary.list_notes(&alice).await.unwrap();
     assert_eq!(on_primary.len(), 1);
     assert_eq!(on_primary[0].note_id, kept.note_id);
-    replica
-        .save(
-            &alice,
-            None,
-            "Written after the primary came back",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&replica, &alice, "Written after the primary came back").await;
     assert_eq!(replica.list_notes(&alice).await.unwrap().len(), 2);
     assert_eq!(primary.list_notes(&alice).await.unwrap().len(), 2);
 }
@@ -271,17 +231,7 @@ async fn replica_readers_stay_consistent_while_the_primarys_frames_arrive() {
         tokio::spawn(async move {
             for i in 0..NOTES {
                 let text = format!("note number {i} about topic{i}");
-                primary
-                    .save(
-                        &alice,
-                        None,
-                        &text,
-                        NoteMetadata::default(),
-                        memory::Similar::Unchecked,
-                    )
-                    .await
-                    .and_then(memory::Saved::into_note)
-                    .unwrap();
+                common::save_note(&primary, &alice, &text).await;
             }
         })
     };

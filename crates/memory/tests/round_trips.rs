@@ -40,17 +40,7 @@ async fn export_and_import_keep_ids_and_are_idempotent(backend: Backend) {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    f.store
-        .save(
-            &alice,
-            None,
-            "Alice's birthday is in May.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&f.store, &alice, "Alice's birthday is in May.").await;
     let exported = f.store.export_notes(&alice).await.unwrap();
     assert_eq!(exported.len(), 2);
     let line = serde_json::to_string(&exported[0]).unwrap();

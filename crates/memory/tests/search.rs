@@ -28,30 +28,8 @@ fn texts(hits: &[SearchHit]) -> BTreeSet<String> {
 async fn users_never_see_each_other() {
     let f = fixture().await;
     let (alice, bob) = (user("alice"), user("bob"));
-    let a = f
-        .store
-        .save(
-            &alice,
-            None,
-            "My favourite colour is green.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
-    let b = f
-        .store
-        .save(
-            &bob,
-            None,
-            "My favourite colour is blue.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let a = common::save_note(&f.store, &alice, "My favourite colour is green.").await;
+    let b = common::save_note(&f.store, &bob, "My favourite colour is blue.").await;
     for (who, own) in [("alice", &a), ("bob", &b)] {
         for text in ["favourite colour", "green", "blue", "colour"] {
             let hits = f
@@ -132,17 +110,7 @@ async fn hostile_queries_never_error_and_never_act_as_syntax(backend: Backend) {
         "Meeting moved to Friday (room four).",
     ];
     for text in corpus {
-        f.store
-            .save(
-                &alice,
-                None,
-                text,
-                NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .and_then(memory::Saved::into_note)
-            .unwrap();
+        common::save_note(&f.store, &alice, text).await;
     }
     let [tea, office, shed, meeting] = corpus;
     let huge_word = "a".repeat(100_000);
@@ -212,28 +180,8 @@ async fn several_sessions_share_one_score_scale() {
     let f = fixture().await;
     let alice = user("alice");
     let chat = session("chat-7");
-    f.store
-        .save(
-            &alice,
-            None,
-            "Alice prefers window seats on flights.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
-    f.store
-        .save(
-            &alice,
-            None,
-            "Alice's dentist is Dr. Lopez.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&f.store, &alice, "Alice prefers window seats on flights.").await;
+    common::save_note(&f.store, &alice, "Alice's dentist is Dr. Lopez.").await;
     f.store
         .sessions()
         .append_message(
@@ -301,29 +249,8 @@ async fn long_notes_are_one_hit_with_their_best_chunk() {
         .map(|i| format!("Paragraph {i} talks about gardening and tomatoes. "))
         .collect();
     let long = format!("{filler}The secret ingredient is smoked paprika. {filler}");
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            &long,
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
-    f.store
-        .save(
-            &alice,
-            None,
-            "Tomatoes need sun.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, &long).await;
+    common::save_note(&f.store, &alice, "Tomatoes need sun.").await;
     let stats = f.store.upkeep().stats().await.unwrap();
     assert!(stats.chunks > 3, "the long note is split: {stats:?}");
     let hits = f
@@ -421,17 +348,7 @@ async fn filters_restrict_both_legs() {
         .await
         .and_then(memory::Saved::into_note)
         .unwrap();
-    f.store
-        .save(
-            &alice,
-            None,
-            "Alice likes quiet mornings.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&f.store, &alice, "Alice likes quiet mornings.").await;
     let scope = vec![memory_of("alice")];
     let check = |filters: QueryFilters, expected: &'static [&'static str]| {
         let q = HybridQuery {
@@ -527,17 +444,7 @@ async fn scope_applies_before_ranking_in_both_legs() {
         "Alice once tasted an oolong at a market stall in a long list of other things she did",
         "The shop on the corner sells many things, among them oolong, rice and paper",
     ] {
-        f.store
-            .save(
-                &alice,
-                None,
-                text,
-                NoteMetadata::default(),
-                memory::Similar::Unchecked,
-            )
-            .await
-            .and_then(memory::Saved::into_note)
-            .unwrap();
+        common::save_note(&f.store, &alice, text).await;
     }
     let legs = [
         (

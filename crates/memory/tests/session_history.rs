@@ -13,7 +13,7 @@
 use crate::common;
 
 use common::{Raw, fixture, session, user};
-use memory::{MemoryError, NoteMetadata};
+use memory::MemoryError;
 use types::{Message, SessionId};
 
 #[tokio::test]
@@ -87,17 +87,7 @@ async fn sessions_history_titles_and_ownership() {
         ("alice", 4, memory::SessionKind::Conversation)
     );
     assert!(info.last_active_at >= info.created_at);
-    f.store
-        .save(
-            &alice,
-            None,
-            "Alice likes trams.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    common::save_note(&f.store, &alice, "Alice likes trams.").await;
     let listed = f.store.sessions().list_sessions(&alice).await.unwrap();
     assert_eq!(
         listed

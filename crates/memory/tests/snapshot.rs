@@ -12,10 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use memory::{
-    Category, Embedder, HashEmbedder, HybridQuery, MemoryStore, MetadataPatch, NoteMetadata,
-    Weights,
-};
+use memory::{Category, Embedder, HashEmbedder, HybridQuery, MemoryStore, MetadataPatch, Weights};
 use memory_index::flat::{BYTE_ORDER, Record, SectionWriter};
 use types::{NoteId, SessionId};
 
@@ -58,17 +55,8 @@ async fn answers(store: &MemoryStore) -> Vec<Vec<(String, String)>> {
 }
 
 async fn save(store: &MemoryStore, text: &str) -> NoteId {
-    store
-        .save(
-            &user("alice"),
-            None,
-            text,
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
+    crate::common::save_note(store, &user("alice"), text)
         .await
-        .and_then(memory::Saved::into_note)
-        .unwrap()
         .note_id
 }
 

@@ -54,18 +54,7 @@ async fn note_lifecycle_keeps_every_table_in_step(backend: Backend) {
     let alice = user("alice");
     let raw = f.raw().await;
 
-    let note = f
-        .store
-        .save(
-            &alice,
-            None,
-            "Alice's cat is named Whiskers.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&f.store, &alice, "Alice's cat is named Whiskers.").await;
     let id = note.note_id.to_string();
     assert!(id.starts_with("note-"));
     assert_eq!(note.created_at, note.updated_at);
@@ -204,17 +193,7 @@ async fn failed_updates_leave_the_old_note_intact_and_searchable(backend: Backen
     let embedder = Arc::new(FlakyEmbedder::new());
     let store = f.open(embedder.clone()).await;
     let alice = user("alice");
-    let note = store
-        .save(
-            &alice,
-            None,
-            "The user's favourite tea is oolong.",
-            NoteMetadata::default(),
-            memory::Similar::Unchecked,
-        )
-        .await
-        .and_then(memory::Saved::into_note)
-        .unwrap();
+    let note = common::save_note(&store, &alice, "The user's favourite tea is oolong.").await;
     let raw = f.raw().await;
     let check_intact = |label: &'static str| {
         let (store, raw, note, alice) = (store.clone(), &raw, note.clone(), alice.clone());
@@ -375,17 +354,7 @@ async fn hundreds_of_concurrent_writes_get_distinct_sequences_and_survive_reopen
                 )
             } else {
                 let text = format!("note number {i} about topic{i}");
-                let note = store
-                    .save(
-                        &alice,
-                        None,
-                        &text,
-                        NoteMetadata::default(),
-                        memory::Similar::Unchecked,
-                    )
-                    .await
-                    .and_then(memory::Saved::into_note)
-                    .unwrap();
+                let note = common::save_note(&store, &alice, &text).await;
                 assert!(note.note_id.as_str().starts_with("note-"));
                 (false, 0)
             }
