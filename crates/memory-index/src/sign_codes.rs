@@ -193,10 +193,10 @@ impl SignCodes {
         let mut found = 0;
         for (q, truth) in queries.iter().zip(truth) {
             let mut candidates = Vec::new();
-            let mut code = self.query_code(q);
-            if !masked {
-                code = QueryCode::plain(code.bits().to_vec());
-            }
+            let code = match masked {
+                true => self.query_code(q),
+                false => self.query_code(q).unmasked(),
+            };
             self.candidates(&code, want, |_| true, &mut candidates);
             found += candidates
                 .iter()

@@ -14,6 +14,11 @@ use std::arch::x86_64::{
     _mm256_storeu_si256, _mm256_unpackhi_epi64, _mm256_unpacklo_epi64, _mm256_xor_si256,
 };
 
+/// A query plane's six words repeated four times: one copy per row of a four-row block.
+fn repeated(plane: &[u64]) -> [u64; 24] {
+    std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0))
+}
+
 /// Safe wrapper: callers have checked that the CPU supports `popcnt`.
 pub(super) fn rows_popcnt(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     debug_assert!(std::arch::is_x86_feature_detected!("popcnt"));
@@ -45,7 +50,7 @@ unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) 
         _mm512_popcnt_epi64, _mm512_xor_si512,
     };
     let repeat = |plane: &[u64]| -> [__m512i; 3] {
-        let pattern: [u64; 24] = std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0));
+        let pattern = repeated(plane);
         let (patterns, _) = pattern.as_chunks::<8>();
         // SAFETY: each chunk is 8 words (64 bytes); unaligned loads are allowed.
         std::array::from_fn(|k| unsafe {
@@ -122,7 +127,7 @@ fn row_lanes(whole: __m256i, part: __m256i) -> __m256i {
 unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     let zero = _mm256_setzero_si256();
     let repeat = |plane: &[u64]| -> [__m256i; 6] {
-        let pattern: [u64; 24] = std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0));
+        let pattern = repeated(plane);
         let (patterns, _) = pattern.as_chunks::<4>();
         // SAFETY: each chunk is 4 words (32 bytes); unaligned loads are allowed.
         std::array::from_fn(|k| unsafe {
