@@ -311,15 +311,16 @@ impl SignCodes {
         admit: impl Fn(usize) -> bool,
         out: &mut Vec<u32>,
     ) {
-        self.candidates_each(query, want, &[&admit], std::slice::from_mut(out));
+        self.candidates_each(query, &[want], &[&admit], std::slice::from_mut(out));
     }
 
     /// [`Self::candidates`] for several filters of one query at once (`outs[i]` for
-    /// `admits[i]`): the distances are computed once, and each filter's bands read from them.
+    /// `admits[i]`, at least `wants[i]` of them): the distances are computed once, and each
+    /// filter's bands read from them.
     pub fn candidates_each(
         &self,
         query: &QueryCode,
-        want: usize,
+        wants: &[usize],
         admits: &[&dyn Fn(usize) -> bool],
         outs: &mut [Vec<u32>],
     ) {
@@ -346,7 +347,7 @@ impl SignCodes {
             let histogram: Vec<usize> = (0..buckets)
                 .map(|d| (0..4).map(|lane| counts[lane * buckets + d] as usize).sum())
                 .collect();
-            for (admit, out) in admits.iter().zip(outs.iter_mut()) {
+            for ((admit, out), &want) in admits.iter().zip(outs.iter_mut()).zip(wants) {
                 bands(dist, &histogram, want, admit, out);
             }
         });

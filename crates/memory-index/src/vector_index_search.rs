@@ -26,6 +26,12 @@ const SCAN_BLOCK: usize = 256;
 /// at about one row in six to eight.
 const EXACT_WHEN_SHARE: usize = 8;
 
+/// Where the first pass runs, a narrow span's rows are gathered and scored only when they are at
+/// most this many times the candidates the pass would take among as many rows; a larger span
+/// takes its candidates from the pass (distances the search's other filters computed anyway),
+/// so that a span of a tenth of 100k rows gathers ~1,000 rows rather than 10,000.
+const SPAN_GATHERED: usize = 2;
+
 /// The pool is searched as a whole (its first pass, or every row in order with the other
 /// sessions' rows skipped) when the sessions searched hold at least one of its rows in this
 /// many; the rows of fewer are gathered and scanned exactly (a gathered row costs about five
@@ -39,7 +45,7 @@ struct Query<'q> {
     codes: Vec<i8>,
     limit: usize,
     /// One search per filter (a narrow span's rows are gathered and scored exactly rather than
-    /// searched for among all, see [`Query::narrow`]).
+    /// searched for among all, see [`Query::span`]).
     filters: &'q [Option<&'q FacetFilter>],
     /// A user's query: first passes count towards their next live probe.
     count: bool,
@@ -240,12 +246,22 @@ impl VectorIndex {
     }
 }
 
+/// What a filter's span of time holds of a matrix (see [`Query::span`]).
+enum Span {
+    /// The filter bounds no time.
+    None,
+    /// These rows, few.
+    Few(Vec<u32>),
+    /// Many rows: at most this many.
+    Many(usize),
+}
+
 /// One filter's test of a row of the matrix being searched.
 type Admit<'a> = Box<dyn Fn(usize) -> bool + 'a>;
 
 impl Query<'_> {
     /// Searches `matrix` (the `rows` of it `admit` may accept) into `tops` as `(m, row)`, one
-    /// per filter: a narrow span's rows gathered ([`Self::narrow`]); for the other filters, one
+    /// per filter: a narrow span's rows gathered ([`Self::span`]); for the other filters, one
     /// binary first pass when the matrix has codes and the leg wants it, else one exact scan of
     /// every row. Whether a live probe of it is due.
     fn matrix(
@@ -261,37 +277,52 @@ impl Query<'_> {
             .iter()
             .map(|&f| Box::new(move |row| admit(row) && matrix.allowed(f, row)) as Admit<'_>)
             .collect();
-        let mut rest = Vec::new();
+        let want_of = |rows: usize| match &matrix.signs {
+            Some(signs) => signs.candidate_count(self.limit, rows),
+            None => candidate_count(self.limit, rows),
+        };
+        let want = want_of(rows);
+        // `Auto` scans exactly when the candidates would be so many that gathering them costs
+        // more than reading every row in order; `Approximate` takes the first pass
+        // regardless (with every row a candidate it returns what the exact scan does), so
+        // that tests of small stores exercise it.
+        let first = matrix.signs.is_some()
+            && match self.leg {
+                VectorLeg::Auto => want.saturating_mul(EXACT_WHEN_SHARE) < rows,
+                VectorLeg::Approximate => true,
+                VectorLeg::Exact => false,
+            };
+        // Each filter's candidates: a narrow span's rows gathered, or the first pass (or the
+        // scan) taking as many as a matrix of the span's rows would need.
+        let mut rest: Vec<(usize, usize)> = Vec::new();
         for (p, top) in tops.iter_mut().enumerate() {
-            match self.narrow(self.filters[p], matrix, rows, &admits[p]) {
-                Some(inside) => scored(matrix, &self.codes, &inside, &mut |s, row| {
-                    top.offer(s, (m, row));
-                }),
-                None => rest.push(p),
+            match self.span(self.filters[p], matrix, rows, &admits[p], first) {
+                Span::Few(inside)
+                    if !first || inside.len() <= SPAN_GATHERED * want_of(inside.len()) =>
+                {
+                    scored(matrix, &self.codes, &inside, &mut |s, row| {
+                        top.offer(s, (m, row));
+                    })
+                }
+                Span::Few(inside) => rest.push((p, want_of(inside.len()))),
+                Span::Many(most) => rest.push((p, want_of(most))),
+                Span::None => rest.push((p, want)),
             }
         }
         if rest.is_empty() {
             return false;
         }
-        let want = match &matrix.signs {
-            Some(signs) => signs.candidate_count(self.limit, rows),
-            None => candidate_count(self.limit, rows),
-        };
-        // `Auto` scans exactly when the candidates would be so many that gathering them costs
-        // more than reading every row in order; `Approximate` takes the first pass
-        // regardless (with every row a candidate it returns what the exact scan does), so
-        // that tests of small stores exercise it.
-        let first = match self.leg {
-            VectorLeg::Auto => want.saturating_mul(EXACT_WHEN_SHARE) < rows,
-            VectorLeg::Approximate => true,
-            VectorLeg::Exact => false,
-        };
         if let Some(signs) = matrix.signs.as_ref().filter(|_| first) {
             let due = self.count && matrix.ids.len() >= MIN_ROWS && signs.probe_due();
-            let asks: Vec<&dyn Fn(usize) -> bool> = rest.iter().map(|&p| &*admits[p]).collect();
-            let mut outs = vec![Vec::with_capacity(want + want / 4); rest.len()];
-            signs.candidates_each(&signs.query_code(self.query), want, &asks, &mut outs);
-            for (&p, rows) in rest.iter().zip(&outs) {
+            let asks: Vec<&dyn Fn(usize) -> bool> =
+                rest.iter().map(|&(p, _)| &*admits[p]).collect();
+            let wants: Vec<usize> = rest.iter().map(|&(_, want)| want).collect();
+            let mut outs: Vec<Vec<u32>> = wants
+                .iter()
+                .map(|&want| Vec::with_capacity(want + want / 4))
+                .collect();
+            signs.candidates_each(&signs.query_code(self.query), &wants, &asks, &mut outs);
+            for (&(p, _), rows) in rest.iter().zip(&outs) {
                 let top = &mut tops[p];
                 scored(matrix, &self.codes, rows, &mut |s, row| {
                     top.offer(s, (m, row))
@@ -299,6 +330,7 @@ impl Query<'_> {
             }
             return due;
         }
+        let rest: Vec<usize> = rest.into_iter().map(|(p, _)| p).collect();
         let dims = self.codes.len();
         let mut dots = vec![0i32; SCAN_BLOCK];
         for (block, ids) in matrix.ids.chunks(SCAN_BLOCK).enumerate() {
@@ -322,30 +354,41 @@ impl Query<'_> {
         false
     }
 
-    /// The rows of `matrix` that `admit` accepts when `filter`'s time span holds few of its
-    /// `rows` (under one in [`EXACT_WHEN_SHARE`]), ascending; `None` when it holds more or the
-    /// filter names no span. A span the first pass would meet rarely costs it a walk of many
-    /// distance bands (each admitting few rows); a check of each row's time key costs about a
-    /// nanosecond, and stops as soon as the span proves wide.
-    fn narrow(
+    /// What `filter`'s time span holds of `matrix`'s `rows` that `admit` accepts: the rows
+    /// themselves, ascending, when they are few (under one in [`EXACT_WHEN_SHARE`]); else, when
+    /// `count` (the first pass will take candidates for the span), at most how many (the rows
+    /// whose time is inside, counted without asking `admit`). A check of a row's time key costs
+    /// about a nanosecond; without `count` the walk stops as soon as the span proves wide.
+    fn span(
         &self,
         filter: Option<&FacetFilter>,
         matrix: &SessionMatrix,
         rows: usize,
         admit: &dyn Fn(usize) -> bool,
-    ) -> Option<Vec<u32>> {
-        let window = filter.filter(|f| f.bounds_time())?;
+        count: bool,
+    ) -> Span {
+        let Some(window) = filter.filter(|f| f.bounds_time()) else {
+            return Span::None;
+        };
         let most = rows / EXACT_WHEN_SHARE;
         let mut inside = Vec::new();
         for (row, &key) in matrix.created.iter().enumerate() {
             if window.may_allow_key(key) && admit(row) {
                 if inside.len() >= most {
-                    return None;
+                    if !count {
+                        return Span::Many(rows);
+                    }
+                    let later = &matrix.created[row..];
+                    let more = later.iter().filter(|&&k| window.may_allow_key(k)).count();
+                    return Span::Many(inside.len() + more);
                 }
-                inside.push(u32::try_from(row).ok()?);
+                match u32::try_from(row) {
+                    Ok(row) => inside.push(row),
+                    Err(_) => return Span::Many(rows),
+                }
             }
         }
-        Some(inside)
+        Span::Few(inside)
     }
 
     /// Searches the pooled sessions among `sessions` into `tops` as `(m, row)`: the pool as a

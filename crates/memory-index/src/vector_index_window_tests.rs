@@ -175,3 +175,71 @@ fn several_filters_in_one_walk_answer_as_each_alone() {
         }
     }
 }
+
+/// A span too large to gather whole (more rows than twice the first pass's candidates for as
+/// many) takes its candidates from the first pass, as many as a matrix of the span's rows would
+/// need: it finds the span's best as often as the unfiltered pass finds the matrix's (against
+/// the exact scan's, same int8 scoring). Spans of a twentieth (gathered), a seventh (listed,
+/// then left to the pass) and two fifths of 24,000 rows (counted); alone and beside the
+/// unfiltered search, whose distances they share.
+#[test]
+fn a_span_too_large_to_gather_finds_its_best_through_the_first_pass() {
+    let rows = 24_000i64;
+    let index = VectorIndex::with_leg("m", DIMS, VectorLeg::Approximate);
+    let mut vectors = Rows::seeded(DIMS, 11);
+    let changes: Vec<IndexChange> = (0..rows)
+        .map(|chunk_id| IndexChange::Upsert {
+            session: BIG.to_owned(),
+            chunk_id,
+            vector: vectors.unit(),
+            // Ten chunks a day, as `facets` says: days 0 to 2,400.
+            facets: facets(chunk_id),
+            terms: TermBag::default(),
+        })
+        .collect();
+    index.apply(&changes);
+    let scope = vec![BIG.to_owned()];
+    let ids = |found: &[(i64, f32)]| found.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    // Of `exact`'s ids, how many `got` holds.
+    let shared = |got: &[i64], exact: &[i64]| exact.iter().filter(|id| got.contains(id)).count();
+    let spans = [
+        span(0, 120, false),
+        span(600, 940, false),
+        span(1000, 1960, false),
+    ];
+    let mut queries = Rows::seeded(DIMS, 13);
+    let (mut unfiltered, mut within, mut expected) = (0, 0, 0);
+    for (n, filter) in spans.iter().enumerate() {
+        let (found, wanted) = (within, expected);
+        for _ in 0..20 {
+            let q = queries.unit();
+            let passes = [None, Some(filter)];
+            let (exact, _) = index.search_each(VectorLeg::Exact, &scope, &q, 10, &passes, false);
+            let (both, _) =
+                index.search_each(VectorLeg::Approximate, &scope, &q, 10, &passes, false);
+            let alone = index.search_with(VectorLeg::Approximate, &scope, &q, 10, Some(filter));
+            assert_eq!(
+                both[1], alone,
+                "the span beside the unfiltered search answers as alone"
+            );
+            assert!(
+                alone.iter().all(|(id, _)| filter.allows(&facets(*id))),
+                "{alone:?}"
+            );
+            assert_eq!((exact[0].len(), exact[1].len()), (10, 10));
+            unfiltered += shared(&ids(&both[0]), &ids(&exact[0]));
+            within += shared(&ids(&alone), &ids(&exact[1]));
+            expected += 10;
+        }
+        let recall = (within - found) as f64 / (expected - wanted) as f64;
+        assert!(recall >= 0.98, "recall@10 within span {n}: {recall:.3}");
+    }
+    let (unfiltered, within) = (
+        unfiltered as f64 / expected as f64,
+        within as f64 / expected as f64,
+    );
+    assert!(
+        within >= unfiltered - 0.005,
+        "recall@10 within the spans {within:.4}, of the whole {unfiltered:.4}"
+    );
+}
