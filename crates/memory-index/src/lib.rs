@@ -31,6 +31,7 @@ pub mod terms;
 mod topk;
 pub mod vector_index;
 mod vector_leg;
+mod vocatives;
 
 pub use calibration::{Probe, yield_to_searches};
 pub use category::{Category, UnknownCategory};

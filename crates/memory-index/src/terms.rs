@@ -3,7 +3,9 @@
 //! A word is a run of letters and digits (as the query side splits it, [`crate::query_words`]).
 //! Each word is lowercased, stripped of Latin diacritics (`café` and `cafe` are one term), cut at [`MAX_TERM_CHARS`] characters and stemmed with the Snowball
 //! English stemmer (`preferences` and `preferred` meet at `prefer`). Stop words count towards a
-//! text's length, as BM25 wants, but are not indexed: no query ever looks them up.
+//! text's length, as BM25 wants, but are not indexed: no query ever looks them up. Nor are the
+//! names a stored text uses to address someone ([`crate::vocatives`]: "Thanks, Caroline!" is not
+//! about Caroline); a query keeps every name it writes.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -13,6 +15,7 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
 use crate::query_words::{MAX_TERM_CHARS, is_stop_word, query_terms};
+use crate::vocatives::addressed;
 
 static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
@@ -32,6 +35,9 @@ pub fn text_terms(text: &str) -> TermBag {
     let mut lower = String::new();
     for word in words(text) {
         len = len.saturating_add(1);
+        if addressed(text, word) {
+            continue;
+        }
         lower.clear();
         if word.is_ascii() {
             lower.extend(word.chars().map(|c| c.to_ascii_lowercase()));
@@ -138,6 +144,11 @@ mod tests {
             ]
         );
         assert_eq!(text_terms(""), TermBag::default());
+        // A name used to address someone counts as a word but is not a term; one spoken of is.
+        let bag = text_terms("Thanks, Caroline! I told Melanie about the race.");
+        assert_eq!(bag.len, 8);
+        let got: Vec<&str> = bag.terms.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(got, ["melani", "race", "thank", "told"]);
         assert_eq!(text_terms("the and of").terms, []);
         assert_eq!(text_terms("the and of").len, 3);
         let long = "x".repeat(500);

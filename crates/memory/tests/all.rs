@@ -17,6 +17,7 @@ mod erase;
 mod event_anchors;
 mod freshness;
 mod lifecycle;
+mod names;
 mod note_checks;
 mod open;
 mod organised;

@@ -16,11 +16,11 @@ use common::{Backend, fixture, fixture_on, on_both_backends, session, user};
 use memory::{HitSource, HybridQuery, NoteMetadata, QueryFilters, SearchHit, Weights};
 use types::{Message, SessionId};
 
-fn memory_of(name: &str) -> SessionId {
+pub(crate) fn memory_of(name: &str) -> SessionId {
     SessionId::user_memory(&user(name))
 }
 
-fn texts(hits: &[SearchHit]) -> BTreeSet<String> {
+pub(crate) fn texts(hits: &[SearchHit]) -> BTreeSet<String> {
     hits.iter().map(|h| h.text.clone()).collect()
 }
 
