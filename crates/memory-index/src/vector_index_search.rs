@@ -249,7 +249,7 @@ impl VectorIndex {
 /// What a filter's span of time holds of a matrix (see [`Query::span`]).
 enum Span {
     /// The filter bounds no time.
-    None,
+    Untimed,
     /// These rows, few.
     Few(Vec<u32>),
     /// Many rows: at most this many.
@@ -297,16 +297,18 @@ impl Query<'_> {
         let mut rest: Vec<(usize, usize)> = Vec::new();
         for (p, top) in tops.iter_mut().enumerate() {
             match self.span(self.filters[p], matrix, rows, &admits[p], first) {
-                Span::Few(inside)
-                    if !first || inside.len() <= SPAN_GATHERED * want_of(inside.len()) =>
-                {
-                    scored(matrix, &self.codes, &inside, &mut |s, row| {
-                        top.offer(s, (m, row));
-                    })
+                Span::Few(inside) => {
+                    let wanted = want_of(inside.len());
+                    if first && inside.len() > SPAN_GATHERED * wanted {
+                        rest.push((p, wanted));
+                    } else {
+                        scored(matrix, &self.codes, &inside, &mut |s, row| {
+                            top.offer(s, (m, row));
+                        });
+                    }
                 }
-                Span::Few(inside) => rest.push((p, want_of(inside.len()))),
                 Span::Many(most) => rest.push((p, want_of(most))),
-                Span::None => rest.push((p, want)),
+                Span::Untimed => rest.push((p, want)),
             }
         }
         if rest.is_empty() {
@@ -368,7 +370,7 @@ impl Query<'_> {
         count: bool,
     ) -> Span {
         let Some(window) = filter.filter(|f| f.bounds_time()) else {
-            return Span::None;
+            return Span::Untimed;
         };
         let most = rows / EXACT_WHEN_SHARE;
         let mut inside = Vec::new();

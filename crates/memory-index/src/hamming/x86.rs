@@ -19,6 +19,23 @@ fn repeated(plane: &[u64]) -> [u64; 24] {
     std::array::from_fn(|i| plane.get(i % 6).copied().unwrap_or(0))
 }
 
+/// A four-row block's distances, its 24 words, and what is left of both for the portable loop.
+type Blocks<'a> = (
+    &'a mut [[u16; 4]],
+    &'a [[u64; 24]],
+    &'a mut [u16],
+    &'a [u64],
+);
+
+/// `codes` (six words a row) and `out` cut into whole four-row blocks and the rest.
+fn blocks<'a>(codes: &'a [u64], out: &'a mut [u16]) -> Blocks<'a> {
+    let quads = (codes.len() / 24).min(out.len() / 4);
+    let (head, tail) = out.split_at_mut(quads * 4);
+    let (outs, _) = head.as_chunks_mut::<4>();
+    let (rows, rest) = codes.split_at(quads * 24);
+    (outs, rows.as_chunks::<24>().0, tail, rest)
+}
+
 /// Safe wrapper: callers have checked that the CPU supports `popcnt`.
 pub(super) fn rows_popcnt(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
     debug_assert!(std::arch::is_x86_feature_detected!("popcnt"));
@@ -61,10 +78,7 @@ unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) 
         return;
     }
     let (p, mask) = (repeat(&query.bits), repeat(&query.mask));
-    let quads = (codes.len() / 24).min(out.len() / 4);
-    let (head, tail) = out.split_at_mut(quads * 4);
-    let (outs, _) = head.as_chunks_mut::<4>();
-    let (rows, _) = codes[..quads * 24].as_chunks::<24>();
+    let (outs, rows, tail, rest) = blocks(codes, out);
     for (o, quad) in outs.iter_mut().zip(rows) {
         let (words, _) = quad.as_chunks::<8>();
         let c: [__m512i; 3] = std::array::from_fn(|k| {
@@ -84,7 +98,7 @@ unsafe fn hamming_384_avx512(query: &QueryCode, codes: &[u64], out: &mut [u16]) 
             *o = u16::try_from(s).unwrap_or(u16::MAX);
         }
     }
-    super::distances_portable(query, &codes[quads * 24..], tail);
+    super::distances_portable(query, rest, tail);
 }
 
 /// Safe wrapper: callers have checked that the CPU supports AVX2 and that codes have 6 words
@@ -138,10 +152,7 @@ unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
         return;
     }
     let (p, mask) = (repeat(&query.bits), repeat(&query.mask));
-    let quads = (codes.len() / 24).min(out.len() / 4);
-    let (head, tail) = out.split_at_mut(quads * 4);
-    let (outs, _) = head.as_chunks_mut::<4>();
-    let (rows, _) = codes[..quads * 24].as_chunks::<24>();
+    let (outs, rows, tail, rest) = blocks(codes, out);
     for (o, quad) in outs.iter_mut().zip(rows) {
         let (words, _) = quad.as_chunks::<4>();
         let c: [__m256i; 6] = std::array::from_fn(|k| {
@@ -168,5 +179,5 @@ unsafe fn hamming_384_avx2(query: &QueryCode, codes: &[u64], out: &mut [u16]) {
             *o = u16::try_from(s).unwrap_or(u16::MAX);
         }
     }
-    super::distances_portable(query, &codes[quads * 24..], tail);
+    super::distances_portable(query, rest, tail);
 }
