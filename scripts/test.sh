@@ -78,13 +78,23 @@ landlock_abi() {
   fi
 }
 landlock_abi || missing+=(landlock)
-# sqld: $OXYDRA_SQLD, or ../shared/tools/sqld/sqld beside the repository (where CI puts it).
+# sqld: $OXYDRA_SQLD, or ../shared/tools/sqld/sqld beside the repository (where CI puts it), or
+# beside the local checkout this one was cloned from (`git clone . "$d/c"`), exported for the tests.
 find_sqld() {
   if [ -n "${OXYDRA_SQLD:-}" ]; then
     [ -f "$OXYDRA_SQLD" ]
     return
   fi
-  [ -f ../shared/tools/sqld/sqld ]
+  [ -f ../shared/tools/sqld/sqld ] && return
+  local origin
+  origin=$(git config --get remote.origin.url 2>/dev/null || true)
+  if [ -d "$origin" ] && [ -f "$origin/../shared/tools/sqld/sqld" ]; then
+    OXYDRA_SQLD="$(cd "$origin/../shared/tools/sqld" && pwd)/sqld"
+    export OXYDRA_SQLD
+    echo "==> sqld from beside the checkout this clone came from: $OXYDRA_SQLD"
+    return
+  fi
+  return 1
 }
 find_sqld && command -v openssl >/dev/null 2>&1 || missing+=(sqld)
 include=(--include-ignored)
