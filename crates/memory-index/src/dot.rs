@@ -2,9 +2,14 @@
 //!
 //! The i8 product is the inner loop of the vector scan. Portable Rust compiles to SSE2 on x86-64,
 //! which has no fast widening i8 multiply, so the scan would be no faster than f32; with AVX2 the
-//! same loop runs about eight times faster (sign-extend 16 bytes to i16, `vpmaddwd`). AVX2 is used
-//! when the CPU has it (checked at run time, the check is cached by `std`); every other CPU gets
-//! the portable loop, which LLVM vectorizes well on AArch64 (NEON is baseline there).
+//! kernel multiplies 32 bytes per step (`vpmaddubsw` on one side's magnitudes and the other side
+//! carrying its sign, `vpmaddwd` to i32): half the instructions of sign-extending 16 bytes to i16
+//! and `vpmaddwd`, what it did before (docs/benchmarks.md, *The int8 kernel*). AVX2 is used when
+//! the CPU has it (checked at run time, the check is cached by `std`); every other CPU gets the
+//! portable loop, which LLVM vectorizes well on AArch64 (NEON is baseline there).
+//!
+//! Codes are within `-127..=127`, as [`quantize`] writes them (a snapshot holding `-128` is
+//! refused at load): the AVX2 kernel's pairs of products then never saturate.
 //!
 //! This module and [`crate::hamming`] are the only ones with `unsafe`: one `#[target_feature]`
 //! function here, called only after the feature check.
@@ -71,7 +76,8 @@ pub fn dot_i8_gather(query: &[i8], codes: &[i8], dims: usize, rows: &[u32], out:
     }
 }
 
-/// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127).
+/// `Σ a[i]·b[i]` over the common length, exact in i32 (for up to 2^17 components of ±127; codes
+/// within `-127..=127`).
 #[cfg(test)]
 pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
@@ -142,9 +148,10 @@ pub fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
 )]
 mod avx2 {
     use std::arch::x86_64::{
-        __m128i, _MM_HINT_T0, _mm_add_epi32, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_prefetch,
-        _mm_shuffle_epi32, _mm256_add_epi32, _mm256_castsi256_si128, _mm256_cvtepi8_epi16,
-        _mm256_extracti128_si256, _mm256_madd_epi16, _mm256_setzero_si256,
+        __m256i, _MM_HINT_T0, _mm_add_epi32, _mm_cvtsi128_si32, _mm_prefetch, _mm_shuffle_epi32,
+        _mm256_abs_epi8, _mm256_add_epi32, _mm256_castsi256_si128, _mm256_extracti128_si256,
+        _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_set1_epi16,
+        _mm256_setzero_si256, _mm256_sign_epi8,
     };
 
     /// The gather asks for the row this many candidates ahead while it scores one (measured at a
@@ -219,20 +226,23 @@ mod avx2 {
     unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
         let n = a.len().min(b.len());
         let (a, b) = (&a[..n], &b[..n]);
+        let ones = _mm256_set1_epi16(1);
         let mut acc = _mm256_setzero_si256();
-        let mut blocks_a = a.chunks_exact(16);
-        let mut blocks_b = b.chunks_exact(16);
+        let mut blocks_a = a.chunks_exact(32);
+        let mut blocks_b = b.chunks_exact(32);
         for (x, y) in blocks_a.by_ref().zip(blocks_b.by_ref()) {
-            // SAFETY: each block is exactly 16 bytes; unaligned loads are allowed.
+            // SAFETY: each block is exactly 32 bytes; unaligned loads are allowed.
             let (x, y) = unsafe {
                 (
-                    _mm_loadu_si128(x.as_ptr().cast::<__m128i>()),
-                    _mm_loadu_si128(y.as_ptr().cast::<__m128i>()),
+                    _mm256_loadu_si256(x.as_ptr().cast::<__m256i>()),
+                    _mm256_loadu_si256(y.as_ptr().cast::<__m256i>()),
                 )
             };
-            // i8 → i16, then pairwise i16·i16 summed into i32 lanes (no overflow: |x·y| ≤ 2^14).
-            let products = _mm256_madd_epi16(_mm256_cvtepi8_epi16(x), _mm256_cvtepi8_epi16(y));
-            acc = _mm256_add_epi32(acc, products);
+            // `vpmaddubsw` multiplies unsigned by signed bytes: |x| times y with x's sign, in
+            // pairs summed to i16 (at most 2 · 127 · 127 = 32,258, no saturation while both
+            // sides stay within ±127 as `quantize` writes them), then pairs of those to i32.
+            let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
         }
         let halves = _mm_add_epi32(
             _mm256_castsi256_si128(acc),
@@ -261,9 +271,11 @@ mod tests {
 
     #[test]
     fn i8_paths_equal_naive_for_all_lengths() {
-        for n in [0, 1, 7, 15, 16, 17, 31, 32, 33, 100, 384, 1536] {
-            let a: Vec<i8> = (0..n).map(|i| ((i * 37 + 11) % 255) as i8).collect();
-            let b: Vec<i8> = (0..n).map(|i| ((i * 101 + 3) % 251) as i8).collect();
+        // Codes as `quantize` writes them: -127..=127.
+        let code = |i: usize, m: usize, a: usize| ((i * m + a) % 255) as i32 - 127;
+        for n in [0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 384, 1536] {
+            let a: Vec<i8> = (0..n).map(|i| code(i, 37, 11) as i8).collect();
+            let b: Vec<i8> = (0..n).map(|i| code(i, 101, 3) as i8).collect();
             let naive = naive_i8(&a, &b);
             assert_eq!(dot_i8(&a, &b), naive, "dispatched, n={n}");
             assert_eq!(dot_i8_portable(&a, &b), naive, "portable, n={n}");
@@ -274,8 +286,8 @@ mod tests {
         }
         // Many rows at once, as the scan calls it.
         let dims = 40;
-        let q: Vec<i8> = (0..dims).map(|i| (i as i8).wrapping_mul(7)).collect();
-        let rows: Vec<i8> = (0..dims * 9).map(|i| (i as i8).wrapping_mul(13)).collect();
+        let q: Vec<i8> = (0..dims).map(|i| code(i, 7, 0) as i8).collect();
+        let rows: Vec<i8> = (0..dims * 9).map(|i| code(i, 13, 5) as i8).collect();
         let mut out = vec![0i32; 9];
         dot_i8_rows(&q, &rows, dims, &mut out);
         let naive: Vec<i32> = rows.chunks_exact(dims).map(|r| naive_i8(&q, r)).collect();
@@ -292,11 +304,22 @@ mod tests {
             .map(|&r| naive.get(r as usize).copied().unwrap_or(0))
             .collect();
         assert_eq!(out, expected);
-        // Extremes: every product at its largest magnitude.
-        let lo = vec![-128i8; 384];
+        // Extremes: every product at its largest magnitude, of either sign, and zeros.
+        let lo = vec![-127i8; 384];
         let hi = vec![127i8; 384];
-        assert_eq!(dot_i8(&lo, &lo), 384 * 128 * 128);
-        assert_eq!(dot_i8(&lo, &hi), -384 * 128 * 127);
+        assert_eq!(dot_i8(&lo, &lo), 384 * 127 * 127);
+        assert_eq!(dot_i8(&lo, &hi), -384 * 127 * 127);
+        assert_eq!(dot_i8(&hi, &lo), -384 * 127 * 127);
+        let zeros = vec![0i8; 384];
+        assert_eq!(dot_i8(&zeros, &hi), 0);
+        assert_eq!(dot_i8(&hi, &zeros), 0);
+        // Every pair of code values, at every position of a 32-byte step.
+        let all: Vec<i8> = (-127..=127).collect();
+        for x in -127i8..=127 {
+            let a = vec![x; all.len()];
+            assert_eq!(dot_i8(&a, &all), naive_i8(&a, &all), "x={x}");
+            assert_eq!(dot_i8(&all, &a), naive_i8(&all, &a), "x={x}");
+        }
         // Unequal lengths use the common prefix.
         assert_eq!(dot_i8(&hi[..20], &hi), 20 * 127 * 127);
         // The f32 × i8 rescoring, against a plain sum, at lengths around its lane count.

@@ -145,6 +145,10 @@ impl SessionMatrix {
         let scales: Vec<f32> = input.array(n)?;
         let size = n.checked_mul(dims).ok_or_else(|| invalid("matrix size"))?;
         let codes: Vec<i8> = input.array(size)?;
+        // `quantize` writes -127..=127, what the int8 kernels rely on (`crate::dot`).
+        if codes.contains(&i8::MIN) {
+            return Err(invalid("code out of range"));
+        }
         let categories: Vec<u8> = input.array(n)?;
         let created = input.texts(n)?;
         let expires = input.texts(n)?;

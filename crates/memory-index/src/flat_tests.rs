@@ -181,3 +181,28 @@ fn a_section_longer_than_the_file_asks_for_no_memory() {
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidData);
 }
+
+#[test]
+fn a_code_the_int8_kernels_cannot_take_is_refused() {
+    // Every section's first byte set to -128 with its checksum made right again: the int8 codes'
+    // section is refused for it (the AVX2 kernel assumes -127..=127), not read into the index.
+    let index = index(8, 12, VectorLeg::Approximate);
+    let bytes = written(&index);
+    let mut refused = 0;
+    let mut at = 0;
+    while at + 8 <= bytes.len() {
+        let len = u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        let body = at + 8;
+        if len > 0 && body + len + 4 <= bytes.len() {
+            let mut patched = bytes.clone();
+            patched[body] = 0x80;
+            let crc = crc32fast::hash(&patched[body..body + len]);
+            patched[body + len..body + len + 4].copy_from_slice(&crc.to_ne_bytes());
+            if let Err(e) = read_back(&index, &patched) {
+                refused += usize::from(e.to_string().contains("code out of range"));
+            }
+        }
+        at = body + len + 4;
+    }
+    assert!(refused >= 1, "no codes section refused a -128");
+}
