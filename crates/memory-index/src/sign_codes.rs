@@ -26,6 +26,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+#[path = "sign_bands.rs"]
+mod bands;
+
+pub use bands::Span;
+
 use crate::calibration::{LiveShares, probe_interval, sampled_share};
 use crate::hamming::{QueryCode, distances};
 
@@ -311,17 +316,19 @@ impl SignCodes {
         admit: impl Fn(usize) -> bool,
         out: &mut Vec<u32>,
     ) {
-        self.candidates_each(query, &[want], &[&admit], std::slice::from_mut(out));
+        self.candidates_each(query, &[want], &[&admit], &[], std::slice::from_mut(out));
     }
 
     /// [`Self::candidates`] for several filters of one query at once (`outs[i]` for
     /// `admits[i]`, at least `wants[i]` of them): the distances are computed once, and each
-    /// filter's bands read from them.
+    /// filter's bands read from them. A filter with a span of time (`spans[i]`: each row's time
+    /// key and the filter) reads only the rows created inside it ([`bands::within`]).
     pub fn candidates_each(
         &self,
         query: &QueryCode,
         wants: &[usize],
         admits: &[&dyn Fn(usize) -> bool],
+        spans: &[Option<Span<'_>>],
         outs: &mut [Vec<u32>],
     ) {
         let n = self.rows();
@@ -347,53 +354,15 @@ impl SignCodes {
             let histogram: Vec<usize> = (0..buckets)
                 .map(|d| (0..4).map(|lane| counts[lane * buckets + d] as usize).sum())
                 .collect();
-            for ((admit, out), &want) in admits.iter().zip(outs.iter_mut()).zip(wants) {
-                bands(dist, &histogram, want, admit, out);
+            for (p, ((admit, out), &want)) in
+                admits.iter().zip(outs.iter_mut()).zip(wants).enumerate()
+            {
+                match spans.get(p).copied().flatten() {
+                    Some(span) => bands::within(dist, buckets, span, want, admit, out),
+                    None => bands::bands(dist, &histogram, want, admit, out),
+                }
             }
         });
-    }
-}
-
-/// Appends to `out` the rows of the nearest distance bands (by `histogram` of `dist`) that
-/// `admit` accepts, band after band until `want` were admitted.
-fn bands(
-    dist: &[u16],
-    histogram: &[usize],
-    want: usize,
-    admit: &dyn Fn(usize) -> bool,
-    out: &mut Vec<u32>,
-) {
-    // Bands of distances `low..=high`, read until enough rows were admitted.
-    let (mut low, mut read, mut admitted) = (0usize, 0usize, 0usize);
-    while admitted < want && low < histogram.len() {
-        let target = band_rows(want - admitted, read, admitted);
-        let mut high = low;
-        let mut rows = histogram[low];
-        while rows < target && high + 1 < histogram.len() {
-            high += 1;
-            rows += histogram[high];
-        }
-        if rows > 0 {
-            let span = high - low;
-            // One unsigned compare: `low <= d <= high`.
-            let in_band = |d: u16| usize::from(d).wrapping_sub(low) <= span;
-            // Most rows lie outside the band: sixteen at a time are skipped with one
-            // branchless test (vectorized), and only groups holding one are read row by row.
-            for (group, ds) in dist.chunks(16).enumerate() {
-                if !ds.iter().fold(false, |any, &d| any | in_band(d)) {
-                    continue;
-                }
-                for (i, &d) in ds.iter().enumerate() {
-                    let row = group * 16 + i;
-                    if in_band(d) && admit(row) {
-                        out.push(row_u32(row));
-                        admitted += 1;
-                    }
-                }
-            }
-        }
-        read += rows;
-        low = high + 1;
     }
 }
 
@@ -401,17 +370,6 @@ fn bands(
 /// and the bits of non-negative `f64`s order like the numbers.
 fn raise_share(atomic: &AtomicU64, share: f64) {
     atomic.fetch_max(share.max(0.0).to_bits(), Ordering::Relaxed);
-}
-
-/// Rows the next band should hold so that `need` more rows get admitted, from the share of rows
-/// admitted so far (all of them without a filter): at least `need`, twice what was read when
-/// nothing was admitted yet.
-fn band_rows(need: usize, read: usize, admitted: usize) -> usize {
-    match (read, admitted) {
-        (0, _) => need,
-        (_, 0) => need.max(read.saturating_mul(2)),
-        _ => need.saturating_mul(read.div_ceil(admitted)),
-    }
 }
 
 /// The bits of a row with int8 `code` and `scale` (component `i` is `scale · code[i]`).
@@ -467,11 +425,6 @@ fn mean(codes: &[i8], scales: &[f32], dims: usize) -> Vec<f32> {
     }
     let n = scales.len().max(1) as f64;
     sums.iter().map(|s| (s / n) as f32).collect()
-}
-
-/// Row indices fit in `u32` (the index holds far fewer than 4 billion rows).
-fn row_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

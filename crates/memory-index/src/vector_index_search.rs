@@ -4,13 +4,13 @@
 
 use std::sync::RwLockReadGuard;
 
-use super::gathered::scored;
+use super::gathered::{MOST_LISTS, scored, scored_each};
 use super::pool::Pool;
 use super::{SessionMatrix, VectorIndex, VectorLeg, read};
 use crate::calibration::MIN_ROWS;
 use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::FacetFilter;
-use crate::sign_codes::candidate_count;
+use crate::sign_codes::{Span as Keyed, candidate_count};
 use crate::topk::TopK;
 
 /// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
@@ -323,11 +323,22 @@ impl Query<'_> {
                 .iter()
                 .map(|&want| Vec::with_capacity(want + want / 4))
                 .collect();
-            signs.candidates_each(&signs.query_code(self.query), &wants, &asks, &mut outs);
-            for (&(p, _), rows) in rest.iter().zip(&outs) {
-                let top = &mut tops[p];
-                scored(matrix, &self.codes, rows, &mut |s, row| {
-                    top.offer(s, (m, row))
+            // A span's candidates come from the rows created inside it (see `sign_bands.rs`).
+            let spans: Vec<Option<Keyed<'_>>> = rest
+                .iter()
+                .map(|&(p, _)| {
+                    let filter = self.filters[p].filter(|f| f.bounds_time())?;
+                    Some(Keyed {
+                        keys: &matrix.created,
+                        filter,
+                    })
+                })
+                .collect();
+            let code = signs.query_code(self.query);
+            signs.candidates_each(&code, &wants, &asks, &spans, &mut outs);
+            for (lists, rest) in outs.chunks(MOST_LISTS).zip(rest.chunks(MOST_LISTS)) {
+                scored_each(matrix, &self.codes, lists, &mut |list, s, row| {
+                    tops[rest[list].0].offer(s, (m, row));
                 });
             }
             return due;
@@ -357,10 +368,10 @@ impl Query<'_> {
     }
 
     /// What `filter`'s time span holds of `matrix`'s `rows` that `admit` accepts: the rows
-    /// themselves, ascending, when they are few (under one in [`EXACT_WHEN_SHARE`]); else, when
-    /// `count` (the first pass will take candidates for the span), at most how many (the rows
-    /// whose time is inside, counted without asking `admit`). A check of a row's time key costs
-    /// about a nanosecond; without `count` the walk stops as soon as the span proves wide.
+    /// themselves, ascending, when they are few (the rows whose time is inside are at most one in
+    /// [`EXACT_WHEN_SHARE`]); else at most how many (those rows, counted without asking `admit`;
+    /// `rows` without `count`, when no first pass will take candidates for the span). A check of
+    /// a row's time key costs about a nanosecond.
     fn span(
         &self,
         filter: Option<&FacetFilter>,
@@ -373,17 +384,18 @@ impl Query<'_> {
             return Span::Untimed;
         };
         let most = rows / EXACT_WHEN_SHARE;
-        let mut inside = Vec::new();
+        // The keys alone first (one compare per row, no call): a wide span is known by them.
+        let keyed = matrix
+            .created
+            .iter()
+            .filter(|&&key| window.may_allow_key(key))
+            .count();
+        if keyed > most {
+            return Span::Many(if count { keyed } else { rows });
+        }
+        let mut inside = Vec::with_capacity(keyed);
         for (row, &key) in matrix.created.iter().enumerate() {
             if window.may_allow_key(key) && admit(row) {
-                if inside.len() >= most {
-                    if !count {
-                        return Span::Many(rows);
-                    }
-                    let later = &matrix.created[row..];
-                    let more = later.iter().filter(|&&k| window.may_allow_key(k)).count();
-                    return Span::Many(inside.len() + more);
-                }
                 match u32::try_from(row) {
                     Ok(row) => inside.push(row),
                     Err(_) => return Span::Many(rows),
