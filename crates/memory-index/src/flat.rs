@@ -144,7 +144,9 @@ impl<'a, R: Read> SectionReader<'a, R> {
     }
 
     fn fill<T: Pod + Zeroable>(&mut self, count: usize) -> io::Result<Vec<T>> {
-        let mut values = vec![T::zeroed(); count];
+        // A large array (the int8 rows, the binary codes) on huge pages from its first touch.
+        let mut values = crate::huge_pages::vec_with_capacity(count);
+        values.resize(count, T::zeroed());
         self.take(bytemuck::cast_slice_mut(&mut values))?;
         self.check(bytemuck::cast_slice(&values))?;
         Ok(values)

@@ -21,6 +21,7 @@ mod filters;
 pub mod flat;
 pub mod fusion;
 pub mod hamming;
+mod huge_pages;
 mod index_change;
 pub mod keyword;
 mod keyword_index;

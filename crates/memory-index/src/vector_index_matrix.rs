@@ -63,6 +63,8 @@ impl SessionMatrix {
         self.scales.push(0.0);
         self.facets.push(ChunkFacets::default());
         self.created.push(NO_KEY);
+        // The rows gathered at random: on huge pages once large (see `huge_pages.rs`).
+        crate::huge_pages::reserve(&mut self.codes, (row + 1) * dims);
         self.codes.resize((row + 1) * dims, 0);
         row
     }
