@@ -91,4 +91,40 @@ mod tests {
         let advised: Vec<u64> = vec_with_capacity(HUGE_PAGE);
         assert!(advised.capacity() >= HUGE_PAGE && advised.is_empty());
     }
+
+    /// The advice reaches the kernel: the mapping holding a large array is flagged for huge
+    /// pages (`hg` among its `VmFlags` in `/proc/self/smaps`), and a grown matrix's new buffer too.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_large_array_is_flagged_for_huge_pages() {
+        let flags_at = |addr: usize| -> String {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+            let mut inside = false;
+            for line in smaps.lines() {
+                let range = line
+                    .split_whitespace()
+                    .next()
+                    .and_then(|r| r.split_once('-'));
+                if let Some((lo, hi)) = range
+                    && let (Ok(lo), Ok(hi)) =
+                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    inside = (lo..hi).contains(&addr);
+                } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.to_owned();
+                }
+            }
+            panic!("no mapping holds {addr:#x}");
+        };
+        let flagged = |addr: usize| flags_at(addr).split_whitespace().any(|f| f == "hg");
+        let advised: Vec<u8> = vec_with_capacity(8 * HUGE_PAGE);
+        assert!(flagged(advised.as_ptr().addr() + 4 * HUGE_PAGE));
+        // Not every mapping is: the flag is the advice's, not the system's setting.
+        let plain: Vec<u8> = Vec::with_capacity(8 * HUGE_PAGE);
+        assert!(!flagged(plain.as_ptr().addr() + 4 * HUGE_PAGE));
+        let mut grown: Vec<i8> = vec![1; 1024];
+        reserve(&mut grown, 4 * HUGE_PAGE);
+        assert!(flagged(grown.as_ptr().addr() + 2 * HUGE_PAGE));
+        assert!(grown.iter().all(|&v| v == 1) && grown.len() == 1024);
+    }
 }
