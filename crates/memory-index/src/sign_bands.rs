@@ -116,3 +116,71 @@ fn band_rows(need: usize, read: usize, admitted: usize) -> usize {
 fn row_u32(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use chrono::{DateTime, Duration, Utc};
+
+    use super::*;
+    use crate::facets::time_key;
+    use crate::filters::{QueryFilters, Scope, time_text};
+
+    fn day(n: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000, 0).expect("a time") + Duration::days(n)
+    }
+
+    /// 10,000 rows, row `r` created on day `r / 10` at distance `(r · 37) % 97` from the query;
+    /// a span of days 300 to 400 (rows 3,000 to 3,999). The rows taken are the span's nearest,
+    /// the filter is never asked about a row outside it, and one in three it refuses is made up
+    /// from the next band.
+    #[test]
+    fn a_span_reads_only_its_own_rows_nearest_first() {
+        let rows = 10_000usize;
+        let dist: Vec<u16> = (0..rows).map(|r| ((r * 37) % 97) as u16).collect();
+        let keys: Vec<i64> = (0..rows)
+            .map(|r| time_key(&time_text(day(r as i64 / 10))))
+            .collect();
+        let filter = FacetFilter::new(Scope {
+            filters: QueryFilters {
+                created_after: Some(day(300)),
+                created_before: Some(day(400)),
+                ..QueryFilters::default()
+            },
+            expired_at: None,
+        });
+        let inside = |r: usize| (3_000..4_000).contains(&r);
+        let asked_outside = Cell::new(0);
+        let admit = |r: usize| {
+            asked_outside.set(asked_outside.get() + usize::from(!inside(r)));
+            !r.is_multiple_of(3)
+        };
+        let span = Span {
+            keys: &keys,
+            filter: &filter,
+        };
+        let mut out = Vec::new();
+        within(&dist, 97, span, 100, &admit, &mut out);
+        assert_eq!(asked_outside.get(), 0);
+        assert!(out.len() >= 100, "{} taken", out.len());
+        assert!(
+            out.iter()
+                .all(|&r| inside(r as usize) && !r.is_multiple_of(3))
+        );
+        // Nearest first: no admitted row of the span left out is nearer than one taken.
+        let farthest = out.iter().map(|&r| dist[r as usize]).max().expect("rows");
+        let left_nearer = (3_000..4_000)
+            .filter(|&r: &usize| !r.is_multiple_of(3) && !out.contains(&(r as u32)))
+            .any(|r| dist[r] < farthest);
+        assert!(!left_nearer);
+        // The whole matrix's bands, without the span, ask about rows everywhere.
+        let histogram = (0..97u16).fold(vec![0usize; 97], |mut h, d| {
+            h[usize::from(d)] = dist.iter().filter(|&&x| x == d).count();
+            h
+        });
+        let mut all = Vec::new();
+        bands(&dist, &histogram, 100, &admit, &mut all);
+        assert!(asked_outside.get() > 0);
+    }
+}
