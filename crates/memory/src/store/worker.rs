@@ -359,6 +359,9 @@ pub(crate) async fn connect(
             .await
             .map_err(MemoryError::db("configuring the connection"))?;
         keep_temp_in_memory(&conn).await?;
+        if target.key().is_none() {
+            read_mapped(&conn).await?;
+        }
     }
     Ok((db, conn))
 }
@@ -370,6 +373,28 @@ async fn keep_temp_in_memory(conn: &Connection) -> Result<(), MemoryError> {
     conn.execute("PRAGMA temp_store=MEMORY", ())
         .await
         .map_err(MemoryError::db("configuring the connection"))?;
+    Ok(())
+}
+
+/// Bytes of an unencrypted database file read through a memory map rather than `read` calls
+/// into SQLite's page cache: a search's reads of its hits (chunks, events, a few pages each, at
+/// random in a file of hundreds of megabytes) no longer copy every page from the kernel's cache
+/// (docs/benchmarks.md, *Reads through a map*). An encrypted file is read as before (its pages
+/// are decrypted into the page cache).
+const MMAP_SIZE: i64 = 1 << 30;
+
+async fn read_mapped(conn: &Connection) -> Result<(), MemoryError> {
+    // mmap_size answers with a row, so it runs as a query.
+    let mut rows = conn
+        .query(&format!("PRAGMA mmap_size={MMAP_SIZE}"), ())
+        .await
+        .map_err(MemoryError::db("configuring the connection"))?;
+    while rows
+        .next()
+        .await
+        .map_err(MemoryError::db("configuring the connection"))?
+        .is_some()
+    {}
     Ok(())
 }
 
@@ -407,5 +432,35 @@ mod tests {
             .unwrap();
         // 2 = MEMORY.
         assert_eq!(mode, Some(2));
+    }
+
+    /// An unencrypted local file is read through a map of up to `MMAP_SIZE` bytes.
+    #[tokio::test]
+    async fn a_local_file_is_read_through_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let thread = DbThread::spawn(
+            "test-db",
+            Target::Local {
+                path: dir.path().join("m.db"),
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
+        let size = thread
+            .run(|conn| async move {
+                let mut rows = conn
+                    .query("PRAGMA mmap_size", ())
+                    .await
+                    .map_err(MemoryError::db("reading mmap_size"))?;
+                let row = rows
+                    .next()
+                    .await
+                    .map_err(MemoryError::db("reading mmap_size"))?;
+                Ok(row.and_then(|r| r.get::<i64>(0).ok()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(size, Some(MMAP_SIZE));
     }
 }
