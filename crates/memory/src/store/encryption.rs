@@ -202,17 +202,7 @@ fn connect(db: &libsql::Database) -> Result<Connection, MemoryError> {
 
 /// Runs a pragma that may answer with rows.
 async fn pragma(conn: &Connection, sql: &str) -> Result<(), MemoryError> {
-    let mut rows = conn
-        .query(sql, ())
-        .await
-        .map_err(MemoryError::db("changing the encryption key"))?;
-    while rows
-        .next()
-        .await
-        .map_err(MemoryError::db("changing the encryption key"))?
-        .is_some()
-    {}
-    Ok(())
+    super::worker::pragma(conn, sql, "changing the encryption key").await
 }
 
 #[cfg(test)]

@@ -209,17 +209,7 @@ impl Db {
             return Ok(());
         }
         self.write(|conn| async move {
-            let mut rows = conn
-                .query("PRAGMA wal_checkpoint(TRUNCATE)", ())
-                .await
-                .map_err(MemoryError::db("checkpointing"))?;
-            while rows
-                .next()
-                .await
-                .map_err(MemoryError::db("checkpointing"))?
-                .is_some()
-            {}
-            Ok(())
+            worker::pragma(&conn, "PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing").await
         })
         .await
     }

@@ -339,17 +339,12 @@ pub(crate) async fn connect(
             .map_err(MemoryError::db("configuring the connection"))?;
         // The first statement is where a wrong, missing or unexpected key shows.
         check_readable(&conn, target.key().is_some()).await?;
-        // journal_mode answers with a row, so it must run as a query.
-        let mut rows = conn
-            .query("PRAGMA journal_mode=WAL", ())
-            .await
-            .map_err(MemoryError::db("enabling write-ahead logging"))?;
-        while rows
-            .next()
-            .await
-            .map_err(MemoryError::db("enabling write-ahead logging"))?
-            .is_some()
-        {}
+        pragma(
+            &conn,
+            "PRAGMA journal_mode=WAL",
+            "enabling write-ahead logging",
+        )
+        .await?;
         // NORMAL is durable across application crashes in WAL mode; only a power loss can drop
         // the last commits. It keeps a save well under a millisecond of fsync wait.
         conn.execute("PRAGMA synchronous=NORMAL", ())
@@ -384,17 +379,19 @@ async fn keep_temp_in_memory(conn: &Connection) -> Result<(), MemoryError> {
 const MMAP_SIZE: i64 = 1 << 30;
 
 async fn read_mapped(conn: &Connection) -> Result<(), MemoryError> {
-    // mmap_size answers with a row, so it runs as a query.
-    let mut rows = conn
-        .query(&format!("PRAGMA mmap_size={MMAP_SIZE}"), ())
-        .await
-        .map_err(MemoryError::db("configuring the connection"))?;
-    while rows
-        .next()
-        .await
-        .map_err(MemoryError::db("configuring the connection"))?
-        .is_some()
-    {}
+    let sql = format!("PRAGMA mmap_size={MMAP_SIZE}");
+    pragma(conn, &sql, "configuring the connection").await
+}
+
+/// Runs a pragma that may answer with rows (`journal_mode`, `mmap_size`, `wal_checkpoint`…:
+/// such a statement runs as a query), reading them to the end.
+pub(crate) async fn pragma(
+    conn: &Connection,
+    sql: &str,
+    doing: &'static str,
+) -> Result<(), MemoryError> {
+    let mut rows = conn.query(sql, ()).await.map_err(MemoryError::db(doing))?;
+    while rows.next().await.map_err(MemoryError::db(doing))?.is_some() {}
     Ok(())
 }
 
@@ -402,10 +399,8 @@ async fn read_mapped(conn: &Connection) -> Result<(), MemoryError> {
 mod tests {
     use super::*;
 
-    /// SQLite's temporary files stay in memory on every local connection: a sandbox gives
-    /// `oxydra-vm` no temporary directory (see `connect`).
-    #[tokio::test]
-    async fn local_connections_keep_temporary_files_in_memory() {
+    /// The value `PRAGMA <name>` answers on a fresh local, unencrypted store's connection.
+    async fn pragma_value(name: &'static str) -> Option<i64> {
         let dir = tempfile::tempdir().unwrap();
         let thread = DbThread::spawn(
             "test-db",
@@ -416,51 +411,33 @@ mod tests {
         )
         .await
         .unwrap();
-        let mode = thread
-            .run(|conn| async move {
+        thread
+            .run(move |conn| async move {
                 let mut rows = conn
-                    .query("PRAGMA temp_store", ())
+                    .query(&format!("PRAGMA {name}"), ())
                     .await
-                    .map_err(MemoryError::db("reading temp_store"))?;
+                    .map_err(MemoryError::db("reading a pragma"))?;
                 let row = rows
                     .next()
                     .await
-                    .map_err(MemoryError::db("reading temp_store"))?;
+                    .map_err(MemoryError::db("reading a pragma"))?;
                 Ok(row.and_then(|r| r.get::<i64>(0).ok()))
             })
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// SQLite's temporary files stay in memory on every local connection: a sandbox gives
+    /// `oxydra-vm` no temporary directory (see `connect`).
+    #[tokio::test]
+    async fn local_connections_keep_temporary_files_in_memory() {
         // 2 = MEMORY.
-        assert_eq!(mode, Some(2));
+        assert_eq!(pragma_value("temp_store").await, Some(2));
     }
 
     /// An unencrypted local file is read through a map of up to `MMAP_SIZE` bytes.
     #[tokio::test]
     async fn a_local_file_is_read_through_a_map() {
-        let dir = tempfile::tempdir().unwrap();
-        let thread = DbThread::spawn(
-            "test-db",
-            Target::Local {
-                path: dir.path().join("m.db"),
-                key: None,
-            },
-        )
-        .await
-        .unwrap();
-        let size = thread
-            .run(|conn| async move {
-                let mut rows = conn
-                    .query("PRAGMA mmap_size", ())
-                    .await
-                    .map_err(MemoryError::db("reading mmap_size"))?;
-                let row = rows
-                    .next()
-                    .await
-                    .map_err(MemoryError::db("reading mmap_size"))?;
-                Ok(row.and_then(|r| r.get::<i64>(0).ok()))
-            })
-            .await
-            .unwrap();
-        assert_eq!(size, Some(MMAP_SIZE));
+        assert_eq!(pragma_value("mmap_size").await, Some(MMAP_SIZE));
     }
 }
