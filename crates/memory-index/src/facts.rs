@@ -5,8 +5,11 @@
 //! they share dominate both vectors. So a cosine above the store's threshold only makes two notes
 //! *candidates*; [`fact_difference`] then looks for what makes two sentences about the same topic
 //! different facts, and finds none in a restatement:
-//! - **numbers** (digits and number words, `3rd` = `3` = `third`): any difference;
-//! - **names** (capitalised words after the first): one the other text does not mention;
+//! - **numbers** (digits, number words and clock times, `3rd` = `3` = `third`, `3pm` = `15:00`):
+//!   any difference;
+//! - **names** (capitalised words after the first): each text names one the other does not
+//!   mention (a name only one gives is more detail; `NYC` mentions `New York City`); days and
+//!   months count however they are written (`Mon` = `Mondays`);
 //! - **negation** (`not`, `never`, `no longer`, `dislikes`, `least`, `stopped`…): an odd number
 //!   of them in one text and an even number in the other;
 //! - **people** (`sister`, `son`, `manager`…): a relation named in one text and not the other,
@@ -24,6 +27,8 @@ use std::collections::BTreeSet;
 
 use crate::query_words::is_stop_word;
 use crate::terms::term;
+use numbers::number_at;
+use words::{COMPARISONS, FRAMING, NEGATIONS, ORDER, PEOPLE, calendar, synonym};
 
 /// Cosine at or above which two notes are candidates for the same fact with the builtin model
 /// (`[memory] duplicate_similarity`); [`fact_difference`] then decides.
@@ -50,14 +55,16 @@ pub fn fact_difference(a: &str, b: &str) -> Option<FactDifference> {
     if a.negations % 2 != b.negations % 2 {
         return Some(FactDifference::Negation);
     }
-    let missing_name = |x: &Parsed, y: &Parsed| x.names.iter().any(|n| !y.all.contains(n));
-    if missing_name(&a, &b) || missing_name(&b, &a) {
+    // A name only one note gives is more detail (`Riverside Elementary School`); a name in
+    // each that the other lacks is another place, person or thing.
+    let missing_name = |x: &Parsed, y: &Parsed| x.names.iter().any(|n| !y.names_it(n));
+    if missing_name(&a, &b) && missing_name(&b, &a) {
         return Some(FactDifference::Name);
     }
     if a.people != b.people {
         return Some(FactDifference::Person);
     }
-    if swapped(&a.content, &b.content) {
+    if swapped(&a, &b) {
         return Some(FactDifference::Word);
     }
     if a.compares && b.compares && a.content != b.content && {
@@ -79,13 +86,17 @@ pub fn restates(a: &str, b: &str) -> bool {
 /// Whether a word of `a` was replaced by a word of `b`: both are words the other text lacks, and
 /// both stand at the same place, between the same words of the longest run the two texts share
 /// (`likes tea` / `likes coffee`). A word only added, or one that moved, is no swap.
-fn swapped(a: &[String], b: &[String]) -> bool {
+fn swapped(x: &Parsed, y: &Parsed) -> bool {
+    let (a, b) = (&x.content, &y.content);
     let gaps_a = gaps(a, b);
     let gaps_b = gaps(b, a);
-    let lacks = |w: &String, other: &[String]| !other.iter().any(|v| same_word(w, v));
+    // A word written as the other's initials (`NYC`) is no word of its own.
+    let lacks = |w: &String, other: &Parsed| {
+        !other.initials.contains(w) && !other.content.iter().any(|v| same_word(w, v))
+    };
     a.iter()
         .zip(&gaps_a)
-        .any(|(w, g)| lacks(w, b) && b.iter().zip(&gaps_b).any(|(v, h)| g == h && lacks(v, a)))
+        .any(|(w, g)| lacks(w, y) && b.iter().zip(&gaps_b).any(|(v, h)| g == h && lacks(v, x)))
 }
 
 /// For each word of `x`, how many words of the longest common subsequence of `x` and `y` come
@@ -144,6 +155,8 @@ struct Parsed {
     /// Content stems in order (no stop, framing, number or negation words).
     content: Vec<String>,
     compares: bool,
+    /// See [`initials`].
+    initials: BTreeSet<String>,
 }
 
 impl Parsed {
@@ -151,25 +164,25 @@ impl Parsed {
         let mut p = Self::default();
         let expanded = expand_contractions(text);
         let tokens = tokens(&expanded);
-        let prefers = tokens
-            .iter()
-            .any(|t| t.to_lowercase().starts_with("prefer"));
-        for (i, token) in tokens.iter().enumerate() {
-            let lower = token.to_lowercase();
-            if token.chars().any(|c| c.is_ascii_digit()) {
-                let digits: String = lower
-                    .chars()
-                    .filter(|c| c.is_ascii_digit() || *c == ':')
-                    .collect();
-                p.numbers.insert(digits.trim_start_matches('0').to_owned());
-            } else if let Some(n) = number_word(&lower) {
-                p.numbers.insert(n.to_owned());
+        let lowered: Vec<String> = tokens.iter().map(|t| t.to_lowercase()).collect();
+        let prefers = lowered.iter().any(|t| t.starts_with("prefer"));
+        let mut i = 0;
+        while i < tokens.len() {
+            let (token, lower) = (tokens[i], lowered[i].as_str());
+            let at = i;
+            if let Some((number, taken)) = number_at(&lowered, i) {
+                p.numbers.insert(number);
+                i += taken;
                 continue;
             }
-            let canonical = synonym(&lower).unwrap_or(&lower);
+            i += 1;
+            let capitalised = token.chars().next().is_some_and(char::is_uppercase);
+            let canonical = synonym(lower)
+                .or_else(|| calendar(lower, capitalised))
+                .unwrap_or(lower);
             let stem = term(canonical);
             p.all.insert(stem.clone());
-            if i > 0 && token.chars().next().is_some_and(char::is_uppercase) {
+            if at > 0 && capitalised {
                 p.names.insert(stem.clone());
             }
             if COMPARISONS.contains(&canonical) || (prefers && canonical == "to") {
@@ -182,9 +195,7 @@ impl Parsed {
             if let Some(person) = PEOPLE.iter().find(|w| **w == canonical) {
                 p.people.insert(person);
             }
-            let digits = token.chars().any(|c| c.is_ascii_digit());
-            if digits
-                || is_stop_word(canonical)
+            if (is_stop_word(canonical) && !ORDER.contains(&canonical))
                 || FRAMING.contains(&canonical)
                 || FRAMING.contains(&stem.as_str())
             {
@@ -192,8 +203,33 @@ impl Parsed {
             }
             p.content.push(stem);
         }
+        p.initials = initials(&tokens);
         p
     }
+
+    /// Whether this note names `name` (a stem), itself or by its initials (`NYC` for `New York
+    /// City`).
+    fn names_it(&self, name: &str) -> bool {
+        self.all.contains(name) || self.initials.contains(name)
+    }
+}
+
+/// The initials of each run of two or more capitalised words (`New York City` → `nyc`), lowercased.
+fn initials(tokens: &[&str]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut run = String::new();
+    for token in tokens.iter().chain(std::iter::once(&"")) {
+        match token.chars().next() {
+            Some(c) if c.is_uppercase() => run.extend(c.to_lowercase()),
+            _ => {
+                if run.chars().count() >= 2 {
+                    out.insert(std::mem::take(&mut run));
+                }
+                run.clear();
+            }
+        }
+    }
+    out
 }
 
 /// `don't` → `do not`, `can't` / `cannot` → `can not`, `won't` → `will not`.
@@ -222,17 +258,24 @@ fn expand_contractions(text: &str) -> String {
     out
 }
 
-/// Runs of letters and digits; a `:` between digits stays inside (`7:40`).
+/// Runs of letters and digits; a `:` between digits stays inside (`7:40`), and so does a
+/// thousands separator (`1,200`).
 fn tokens(text: &str) -> Vec<&str> {
     let bytes: Vec<(usize, char)> = text.char_indices().collect();
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
     for (k, &(at, c)) in bytes.iter().enumerate() {
-        let digit_colon = c == ':'
-            && k > 0
-            && bytes[k - 1].1.is_ascii_digit()
-            && bytes.get(k + 1).is_some_and(|(_, n)| n.is_ascii_digit());
-        if c.is_alphanumeric() || digit_colon {
+        let after_digit = k > 0 && bytes[k - 1].1.is_ascii_digit();
+        let digit_colon =
+            c == ':' && after_digit && bytes.get(k + 1).is_some_and(|(_, n)| n.is_ascii_digit());
+        // A thousands separator: a comma after a digit with exactly three digits after it.
+        let thousands = c == ',' && after_digit && {
+            let next: Vec<char> = bytes[k + 1..].iter().take(4).map(|(_, n)| *n).collect();
+            next.len() >= 3
+                && next[..3].iter().all(char::is_ascii_digit)
+                && !next.get(3).is_some_and(char::is_ascii_digit)
+        };
+        if c.is_alphanumeric() || digit_colon || thousands {
             start.get_or_insert(at);
         } else if let Some(s) = start.take() {
             out.push(&text[s..at]);
@@ -244,145 +287,8 @@ fn tokens(text: &str) -> Vec<&str> {
     out
 }
 
-fn number_word(lower: &str) -> Option<&'static str> {
-    const WORDS: &[(&str, &str)] = &[
-        ("zero", "0"),
-        ("one", "1"),
-        ("once", "1"),
-        ("first", "1"),
-        ("two", "2"),
-        ("twice", "2"),
-        ("second", "2"),
-        ("three", "3"),
-        ("third", "3"),
-        ("four", "4"),
-        ("fourth", "4"),
-        ("five", "5"),
-        ("fifth", "5"),
-        ("six", "6"),
-        ("sixth", "6"),
-        ("seven", "7"),
-        ("seventh", "7"),
-        ("eight", "8"),
-        ("eighth", "8"),
-        ("nine", "9"),
-        ("ninth", "9"),
-        ("ten", "10"),
-        ("tenth", "10"),
-        ("eleven", "11"),
-        ("twelve", "12"),
-        ("twenty", "20"),
-        ("thirty", "30"),
-        ("forty", "40"),
-        ("fifty", "50"),
-        ("hundred", "100"),
-        ("thousand", "1000"),
-        ("dozen", "12"),
-    ];
-    WORDS.iter().find(|(w, _)| *w == lower).map(|(_, n)| *n)
-}
-
-/// Words that mean the same in notes about a person, mapped to one of them.
-fn synonym(lower: &str) -> Option<&'static str> {
-    const GROUPS: &[(&str, &[&str])] = &[
-        ("child", &["kid", "kids", "children", "child"]),
-        ("mother", &["mum", "mom", "mummy", "mommy", "mother"]),
-        ("father", &["dad", "daddy", "father"]),
-        ("grandmother", &["grandma", "granny", "gran", "grandmother"]),
-        (
-            "grandfather",
-            &["grandpa", "grandad", "granddad", "grandfather"],
-        ),
-        (
-            "learn",
-            &["learning", "learns", "studying", "studies", "study"],
-        ),
-        ("birth", &["born", "birthday", "birth"]),
-        ("fear", &["afraid", "scared", "fear", "fears"]),
-        ("brief", &["short", "shorter", "brief", "concise"]),
-        (
-            "reply",
-            &[
-                "answer",
-                "answers",
-                "replies",
-                "reply",
-                "response",
-                "responses",
-            ],
-        ),
-        ("before", &["earlier", "before"]),
-        ("after", &["later", "after"]),
-        (
-            "live",
-            &["lives", "lived", "living", "home", "based", "resides"],
-        ),
-        ("fan", &["fan", "fans", "supports", "support"]),
-        ("deadline", &["deadline", "deadlines", "due"]),
-    ];
-    GROUPS
-        .iter()
-        .find(|(_, words)| words.contains(&lower))
-        .map(|(to, _)| *to)
-}
-
-/// Words (or their stems) that turn a statement round.
-const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "least",
-    "dislike", "dislik", "hate", "stop", "stopped", "quit",
-];
-
-/// Comparisons, where the order of the compared words is the fact.
-const COMPARISONS: &[&str] = &["over", "than", "instead", "rather", "versus", "vs"];
-
-/// People a note may be about: one named in one note and not the other makes another fact.
-const PEOPLE: &[&str] = &[
-    "mother",
-    "father",
-    "parent",
-    "parents",
-    "sister",
-    "brother",
-    "sibling",
-    "son",
-    "daughter",
-    "child",
-    "wife",
-    "husband",
-    "partner",
-    "spouse",
-    "boyfriend",
-    "girlfriend",
-    "fiance",
-    "fiancee",
-    "friend",
-    "boss",
-    "colleague",
-    "coworker",
-    "client",
-    "niece",
-    "nephew",
-    "aunt",
-    "uncle",
-    "cousin",
-    "grandmother",
-    "grandfather",
-    "grandson",
-    "granddaughter",
-    "neighbour",
-    "neighbor",
-    "roommate",
-    "flatmate",
-];
-
-/// Framing: words that say how a fact is put, not what it is (stems and surface forms).
-const FRAMING: &[&str] = &[
-    "user", "s", "like", "love", "enjoy", "prefer", "want", "wish", "favourit", "favorit", "best",
-    "call", "name", "known", "use", "us", "go", "goe", "went", "get", "got", "take", "took",
-    "keep", "kept", "follow", "make", "made", "work", "play", "give", "realli", "every", "each",
-    "alway", "usual", "also", "most", "other", "rather", "would", "will", "happen", "fall", "turn",
-    "attend", "out", "up", "among", "over", "instead", "per", "much", "own", "current", "now",
-];
+mod numbers;
+mod words;
 
 #[cfg(test)]
 mod tests;

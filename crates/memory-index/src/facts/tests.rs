@@ -5,8 +5,12 @@ use crate::embedding::BuiltinEmbedder;
 
 /// The labelled pairs: (restatement?, kind, first, second).
 pub(crate) fn pairs() -> Vec<(bool, &'static str, &'static str, &'static str)> {
-    include_str!("../../data/fact_pairs.tsv")
-        .lines()
+    pairs_of(include_str!("../../data/fact_pairs.tsv"))
+}
+
+/// The pairs of a labelled file's text (see [`pairs`]).
+fn pairs_of(text: &'static str) -> Vec<(bool, &'static str, &'static str, &'static str)> {
+    text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
@@ -23,15 +27,12 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     dot / (norm(a) * norm(b)).max(f32::EPSILON)
 }
 
-/// The duplicate check on the labelled set, as the store applies it: the builtin model's cosine
-/// at the default threshold, then [`fact_difference`]. At most 2 % of different facts refused,
-/// at least 90 % of restatements caught (figures in docs/benchmarks.md).
-#[test]
-fn the_check_refuses_restatements_and_lets_different_facts_through() {
-    let pairs = pairs();
+/// The duplicate check on `pairs` as the store applies it (the builtin model's cosine at the
+/// default threshold, then [`fact_difference`]): restatements caught and different facts refused,
+/// as shares, with a line for each pair it gets wrong.
+fn check(pairs: &[(bool, &str, &str, &str)]) -> (f64, f64, String) {
     let same = pairs.iter().filter(|p| p.0).count();
     let different = pairs.len() - same;
-    assert!(same >= 60 && different >= 100, "{same} / {different}");
     let embedder = BuiltinEmbedder::new(64).expect("the builtin model");
     let texts: Vec<String> = pairs
         .iter()
@@ -58,22 +59,71 @@ fn the_check_refuses_restatements_and_lets_different_facts_through() {
             ));
         }
     }
-    let caught_share = f64::from(caught) / same as f64;
-    let refused_share = f64::from(refused) / different as f64;
-    eprintln!(
-        "caught {caught}/{} restatements, refused {refused}/{} different facts\n{}",
-        same,
-        different,
+    let report = format!(
+        "caught {caught}/{same} restatements, refused {refused}/{different} different facts\n{}",
         report.join("\n")
     );
+    (
+        f64::from(caught) / same as f64,
+        f64::from(refused) / different as f64,
+        report,
+    )
+}
+
+/// The set the check was written with: at most 2 % of different facts refused, at least 90 % of
+/// restatements caught (figures in docs/benchmarks.md).
+#[test]
+fn the_check_refuses_restatements_and_lets_different_facts_through() {
+    let pairs = pairs();
+    let same = pairs.iter().filter(|p| p.0).count();
     assert!(
-        caught_share >= 0.90,
-        "restatements caught {caught_share:.3}"
+        same >= 60 && pairs.len() - same >= 100,
+        "{same} / {}",
+        pairs.len()
     );
+    let (caught, refused, report) = check(&pairs);
+    eprintln!("{report}");
+    assert!(caught >= 0.90, "restatements caught {caught:.3}\n{report}");
     assert!(
-        refused_share <= 0.02,
-        "different facts refused {refused_share:.3}"
+        refused <= 0.02,
+        "different facts refused {refused:.3}\n{report}"
     );
+}
+
+/// Two sets written blind (by authors who saw neither the check nor the set above): the check
+/// still refuses at most 2 % of their different facts. It catches fewer of their restatements
+/// (0.72 and 0.59, against the 90 % target: synonyms and rewordings no word list holds); the
+/// floor here only keeps that from falling back.
+#[test]
+fn sets_written_blind_lose_no_different_fact() {
+    for (name, text) in [
+        (
+            "fact_pairs_blind.tsv",
+            include_str!("../../data/fact_pairs_blind.tsv"),
+        ),
+        (
+            "fact_pairs_blind2.tsv",
+            include_str!("../../data/fact_pairs_blind2.tsv"),
+        ),
+    ] {
+        let pairs = pairs_of(text);
+        let same = pairs.iter().filter(|p| p.0).count();
+        assert!(
+            same >= 70 && pairs.len() - same >= 100,
+            "{name}: {same} / {}",
+            pairs.len()
+        );
+        let (caught, refused, report) = check(&pairs);
+        eprintln!("{name}: {report}");
+        assert!(
+            refused <= 0.02,
+            "{name}: different facts refused {refused:.3}\n{report}"
+        );
+        assert!(
+            caught >= 0.55,
+            "{name}: restatements caught {caught:.3}\n{report}"
+        );
+    }
 }
 
 #[test]
@@ -126,8 +176,44 @@ fn each_kind_of_difference_is_found() {
             "Studied physics in Coimbra",
             "has a physics degree from Coimbra",
         ),
+        ("User lives in NYC", "The user lives in New York City"),
+        (
+            "Gym on Mon and Fri",
+            "Goes to the gym on Mondays and Fridays",
+        ),
+        ("Rent is £1,200 a month", "Monthly rent is £1200"),
+        ("Stand-up at 3pm", "Stand-up at 15:00"),
+        ("The user is thirty-four", "User is 34"),
+        (
+            "Daughter attends Riverside Elementary",
+            "Daughter attends Riverside Elementary School",
+        ),
+        ("The user bought a Kindle", "User purchased a Kindle"),
         ("", ""),
     ] {
         assert_eq!(fact_difference(a, b), None, "{a} / {b}");
+    }
+    // Written alike, yet other facts.
+    for (a, b, why) in [
+        (
+            "Medication at 8am",
+            "Medication at 8pm",
+            FactDifference::Number,
+        ),
+        ("Gym before work", "Gym after work", FactDifference::Word),
+        (
+            "User's manager is on leave in May",
+            "User is on leave in May",
+            FactDifference::Person,
+        ),
+        ("Lives in Lisbon", "Lives in Porto", FactDifference::Name),
+        ("Gym on Mondays", "Gym on Fridays", FactDifference::Name),
+        (
+            "User has a cat",
+            "User has two cats",
+            FactDifference::Number,
+        ),
+    ] {
+        assert_eq!(fact_difference(a, b), Some(why), "{a} / {b}");
     }
 }
