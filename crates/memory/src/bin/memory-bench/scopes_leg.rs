@@ -59,9 +59,9 @@ pub async fn vector_leg(
 }
 
 /// What a search of the notes and the current conversation (`memory_search`'s default with
-/// `include_conversation`) costs in a store holding many other conversations: `search`
-/// p50 / p95 over `queries`, each as a keyword-only, a vector-only and a hybrid search, the
-/// conversation being `sessions`' last one (a pooled session among hundreds).
+/// `include_conversation`) costs in a store holding many other conversations, the conversation
+/// being `sessions`' last one (a pooled session among hundreds); then the same of every session
+/// (scope "all"), each leg alone and both: see [`each_leg`].
 pub async fn current_conversation(
     store: &MemoryStore,
     sessions: &[SessionId],
@@ -72,9 +72,21 @@ pub async fn current_conversation(
         return Ok(());
     };
     let scope = vec![user_memory.clone(), current.clone()];
+    let title = format!("notes + the current conversation ({current})");
+    each_leg(store, &title, &scope, queries).await?;
+    each_leg(store, "scope all", sessions, queries).await
+}
+
+/// `search` p50 / p95 over `queries` in `scope`, each as a keyword-only, a vector-only and a
+/// hybrid search.
+async fn each_leg(
+    store: &MemoryStore,
+    title: &str,
+    scope: &[SessionId],
+    queries: &[&String],
+) -> BenchResult<()> {
     println!(
-        "\n| notes + the current conversation ({}), {} queries | search p50 / p95 ms |",
-        current,
+        "\n| {title}, {} queries | search p50 / p95 ms |",
         queries.len()
     );
     println!("|---|---|");
@@ -85,7 +97,7 @@ pub async fn current_conversation(
     ] {
         let mut times = Vec::with_capacity(queries.len());
         for q in queries {
-            let mut query = memory::HybridQuery::new(scope.clone(), q.as_str(), TOP_K);
+            let mut query = memory::HybridQuery::new(scope.to_vec(), q.as_str(), TOP_K);
             query.weights = memory::Weights { vector, fts };
             let t = Instant::now();
             store.search(&query).await?;
