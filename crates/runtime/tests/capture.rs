@@ -258,6 +258,24 @@ async fn malformed_changes_nothing(kind: ProviderKind) {
             {"action": "delete", "note_id": shown_not},
         ])),
         record(json!({"action": "add"})),
+        // One proposal the notes tools would refuse, after a good one: the good one waits too.
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey", "category": "pet"},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "x".repeat(memory::MAX_CONTENT_BYTES + 1)},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey",
+             "tags": (0..=memory::MAX_TAGS).map(|n| format!("t{n}")).collect::<Vec<_>>()},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey", "tags": [" "]},
+        ])),
         ScriptedReply::http_error(400, "bad request"),
     ] {
         f.server.push(reply);

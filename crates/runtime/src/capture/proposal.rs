@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use memory::{Category, MAX_CONTENT_BYTES, MAX_TAG_CHARS, MAX_TAGS, TooLong};
 use provider::ChatRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -160,8 +161,10 @@ impl Proposal {
 }
 
 /// The proposals in the model's reply, all checked: every entry's action known, the text an add
-/// or update writes present, an update or delete naming one of the notes shown (an update's
-/// version defaults to the one shown). Any fault refuses the whole answer: `Err` says which.
+/// or update writes present and within the notes tools' bounds (content, category, tags, as
+/// `memory_save` checks them: a proposal they would refuse must not leave the others applied
+/// alone), an update or delete naming one of the notes shown (an update's version defaults to
+/// the one shown). Any fault refuses the whole answer: `Err` says which.
 pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Proposal>, String> {
     let call = message
         .tool_calls
@@ -198,13 +201,16 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
             .map(str::to_owned)
     };
     let category = text("category");
-    let tags: Vec<String> = match entry.get("tags") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(tags)) => tags
-            .iter()
-            .map(|t| t.as_str().map(str::to_owned).ok_or("a tag is not text"))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("tags is not a list".into()),
+    if let Some(category) = &category {
+        category
+            .parse::<Category>()
+            .map_err(|_| format!("unknown category \"{category}\""))?;
+    }
+    let tags = tags_of(entry)?;
+    let content = || -> Result<String, String> {
+        let content = text("content").ok_or("no content")?;
+        TooLong::check(&content, MAX_CONTENT_BYTES).map_err(|e| format!("content of {e}"))?;
+        Ok(content)
     };
     let shown_note = || -> Result<(String, &str), String> {
         let id = text("note_id").ok_or("no note_id")?;
@@ -215,7 +221,7 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
     };
     match entry.get("action").and_then(Value::as_str) {
         Some("add") => Ok(Proposal::Add {
-            content: text("content").ok_or("an add without content")?,
+            content: content().map_err(|e| format!("an add with {e}"))?,
             category,
             tags,
         }),
@@ -223,7 +229,7 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
             let (note_id, shown_token) = shown_note()?;
             Ok(Proposal::Update {
                 edit_token: text("version").unwrap_or_else(|| shown_token.to_owned()),
-                content: text("content").ok_or("an update without content")?,
+                content: content().map_err(|e| format!("an update with {e}"))?,
                 note_id,
                 category,
                 tags,
@@ -234,6 +240,33 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
         }),
         _ => Err("action must be add, update or delete".into()),
     }
+}
+
+/// The entry's tags as the notes tools take them: at most [`MAX_TAGS`], each a label of 1 to
+/// [`MAX_TAG_CHARS`] characters (trimmed).
+fn tags_of(entry: &Value) -> Result<Vec<String>, String> {
+    let tags: Vec<String> = match entry.get("tags") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(tags)) => tags
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(|t| t.trim().to_owned())
+                    .ok_or("a tag is not text")
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("tags is not a list".into()),
+    };
+    if tags.len() > MAX_TAGS {
+        return Err(format!("more than {MAX_TAGS} tags"));
+    }
+    if tags
+        .iter()
+        .any(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
+    {
+        return Err(format!("a tag is not 1 to {MAX_TAG_CHARS} characters"));
+    }
+    Ok(tags)
 }
 
 #[cfg(test)]
@@ -300,7 +333,7 @@ mod tests {
         check(r#"{"notes": []}"#, Err("no \"memories\""));
         check(
             r#"{"memories": [{"action": "add", "content": "ok"}, {"action": "add"}]}"#,
-            Err("proposal 2: an add without content"),
+            Err("proposal 2: an add with no content"),
         );
         check(
             r#"{"memories": [{"action": "delete", "note_id": "note-other"}]}"#,
@@ -309,6 +342,36 @@ mod tests {
         check(
             r#"{"memories": [{"action": "forget", "note_id": "note-1"}]}"#,
             Err("action must be"),
+        );
+        // What the notes tools would refuse is refused here, before anything is applied.
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "category": "Fact"}]}"#,
+            Err("proposal 1: unknown category \"Fact\""),
+        );
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "tags": ["a", ""]}]}"#,
+            Err("proposal 1: a tag is not 1 to"),
+        );
+        let many = serde_json::to_string(&json!({"memories": [
+            {"action": "add", "content": "ok", "tags": vec!["t"; MAX_TAGS + 1]}
+        ]}))
+        .unwrap_or_default();
+        check(&many, Err("more than 10 tags"));
+        let long = serde_json::to_string(&json!({"memories": [
+            {"action": "update", "note_id": "note-1", "content": "x".repeat(MAX_CONTENT_BYTES + 1)}
+        ]}))
+        .unwrap_or_default();
+        check(
+            &long,
+            Err("proposal 1: an update with content of 8193 bytes"),
+        );
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "category": "preference", "tags": [" tea "]}]}"#,
+            Ok(vec![Proposal::Add {
+                content: "ok".into(),
+                category: Some("preference".into()),
+                tags: vec!["tea".into()],
+            }]),
         );
         let plain = Message::assistant("nothing to record");
         assert!(parse(&plain, &shown()).is_err());
