@@ -399,6 +399,56 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
 }
 
+/// A proposal accepted after an earlier one of the same number and text was accepted and its
+/// note deleted (numbers are reused once the list is empty) is applied again, not taken for a
+/// retry of the first acceptance.
+async fn a_reused_number_is_a_new_proposal(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t1", "I play the cello").await;
+    f.server.push(record(cello.clone()));
+    let first =
+        f.rt.capture_now(&c)
+            .await
+            .unwrap()
+            .expect("a capture")
+            .pending;
+    let added = f.rt.accept_memory(&c, first[0].id).await.unwrap().unwrap();
+    let out = f
+        .registry
+        .execute(
+            "memory_delete",
+            &json!({ "note_id": added.note_id }).to_string(),
+            &ctx(&f.root, "alice", "chat-a", "t2"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    assert!(texts(&f.store).await.is_empty());
+
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t3", "I still play the cello, every day").await;
+    f.server.push(record(cello));
+    let again =
+        f.rt.capture_now(&c)
+            .await
+            .unwrap()
+            .expect("a capture")
+            .pending;
+    assert_eq!(again[0].id, first[0].id, "the number is reused");
+    let change = f.rt.accept_memory(&c, again[0].id).await.unwrap().unwrap();
+    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
+    assert_ne!(change.note_id, added.note_id);
+    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_proposal_accepted_again_under_a_reused_number_is_applied() {
+    for kind in KINDS {
+        a_reused_number_is_a_new_proposal(kind).await;
+    }
+}
+
 #[tokio::test]
 async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
     for kind in KINDS {

@@ -112,8 +112,12 @@ impl AgentRuntime {
             .map_err(RuntimeError::memory("reading a capture proposal"))?
             .ok_or_else(|| no_proposal(id))?;
         let (_, proposal) = pending_view(&row).ok_or_else(|| no_proposal(id))?;
+        // The call id makes a retried acceptance write nothing twice. The number alone does not
+        // name the proposal: the store reuses numbers once the list is empty, and a later
+        // proposal of the same text would be taken for a retry and never written.
+        let made = row.created_at.timestamp_micros();
         let mut call = ToolExecutionContext {
-            call_id: Some(format!("capture-accept-{id}")),
+            call_id: Some(format!("capture-accept-{id}-{made}")),
             untrusted_input: None,
             ..ctx.clone()
         };
