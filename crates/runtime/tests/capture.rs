@@ -399,6 +399,72 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
 }
 
+/// A pending delete of a note the user has edited since it was proposed is refused and stays
+/// listed: what capture judged no longer true is the text it was shown, not the user's new one.
+async fn a_stale_delete_is_refused(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let porto = saved(&f, "The user lives in Porto").await;
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t1", "I moved away from Porto").await;
+    f.server.push(record(
+        json!([{"action": "delete", "note_id": porto.as_str()}]),
+    ));
+    let pending =
+        f.rt.capture_now(&c)
+            .await
+            .unwrap()
+            .expect("a capture")
+            .pending;
+    assert_eq!(pending[0].action, "delete");
+    // The user corrects the note before deciding.
+    let out = f
+        .registry
+        .execute(
+            "memory_update",
+            &json!({
+                "note_id": porto.as_str(),
+                "content": "The user lives in Porto in summer and Lisbon in winter",
+                "version": memory::edit_token("The user lives in Porto"),
+            })
+            .to_string(),
+            &ctx(&f.root, "alice", "chat-a", "t2"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let refused = f.rt.accept_memory(&c, pending[0].id).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("the note changed since"),
+        "{refused}"
+    );
+    assert_eq!(
+        texts(&f.store).await,
+        ["The user lives in Porto in summer and Lisbon in winter"]
+    );
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+    // Unchanged, the same kind of proposal is applied.
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t3", "Actually I left Lisbon and Porto both").await;
+    f.server.push(record(
+        json!([{"action": "delete", "note_id": porto.as_str()}]),
+    ));
+    let fresh =
+        f.rt.capture_now(&c)
+            .await
+            .unwrap()
+            .expect("a capture")
+            .pending;
+    let deleted = f.rt.accept_memory(&c, fresh[0].id).await.unwrap().unwrap();
+    assert_eq!(deleted.action, "deleted");
+    assert!(texts(&f.store).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_pending_delete_of_a_note_edited_since_is_refused() {
+    for kind in KINDS {
+        a_stale_delete_is_refused(kind).await;
+    }
+}
+
 /// A proposal accepted after an earlier one of the same number and text was accepted and its
 /// note deleted (numbers are reused once the list is empty) is applied again, not taken for a
 /// retry of the first acceptance.

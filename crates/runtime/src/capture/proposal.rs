@@ -133,6 +133,11 @@ pub(crate) enum Proposal {
     },
     Delete {
         note_id: String,
+        /// The version of the note as shown: a note changed since (the user edited it before
+        /// accepting a pending delete) is not deleted. Absent in proposals kept by earlier
+        /// versions.
+        #[serde(rename = "version", default, skip_serializing_if = "Option::is_none")]
+        edit_token: Option<String>,
     },
 }
 
@@ -148,7 +153,7 @@ impl Proposal {
     pub(crate) fn note_id(&self) -> Option<&str> {
         match self {
             Proposal::Add { .. } => None,
-            Proposal::Update { note_id, .. } | Proposal::Delete { note_id } => Some(note_id),
+            Proposal::Update { note_id, .. } | Proposal::Delete { note_id, .. } => Some(note_id),
         }
     }
 
@@ -235,9 +240,13 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
                 tags,
             })
         }
-        Some("delete") => Ok(Proposal::Delete {
-            note_id: shown_note()?.0,
-        }),
+        Some("delete") => {
+            let (note_id, shown_token) = shown_note()?;
+            Ok(Proposal::Delete {
+                note_id,
+                edit_token: Some(shown_token.to_owned()),
+            })
+        }
         _ => Err("action must be add, update or delete".into()),
     }
 }
@@ -326,6 +335,7 @@ mod tests {
                 },
                 Proposal::Delete {
                     note_id: "note-1".into(),
+                    edit_token: Some("v1".into()),
                 },
             ]),
         );
