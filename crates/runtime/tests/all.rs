@@ -12,6 +12,7 @@ mod common;
 
 mod approval_grants;
 mod capture;
+mod capture_suggest;
 mod dispatch;
 mod lifecycle;
 mod memory;

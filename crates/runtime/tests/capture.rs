@@ -27,20 +27,20 @@ use types::{
     RetrievalConfig, RuntimeConfig, Surface, ToolExecutionContext, UserId,
 };
 
-const KINDS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
+pub(crate) const KINDS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    store: MemoryStore,
-    server: ScriptedLlm,
-    rt: AgentRuntime,
-    registry: Arc<ToolRegistry>,
+    pub(crate) root: std::path::PathBuf,
+    pub(crate) store: MemoryStore,
+    pub(crate) server: ScriptedLlm,
+    pub(crate) rt: AgentRuntime,
+    pub(crate) registry: Arc<ToolRegistry>,
 }
 
 /// An agent with the notes tools and the file tools, governed with the store as audit sink
 /// (as the composed agent is), capturing as `config` says.
-async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
+pub(crate) async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
@@ -73,7 +73,7 @@ async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
 }
 
 /// Capture that only runs when asked (the idle timer is an hour).
-fn on_demand(mode: CaptureMode) -> CaptureConfig {
+pub(crate) fn on_demand(mode: CaptureMode) -> CaptureConfig {
     CaptureConfig {
         mode,
         idle_secs: 3600,
@@ -81,18 +81,18 @@ fn on_demand(mode: CaptureMode) -> CaptureConfig {
     }
 }
 
-fn alice() -> UserId {
+pub(crate) fn alice() -> UserId {
     UserId::parse("alice").unwrap()
 }
 
-fn record(memories: Value) -> ScriptedReply {
+pub(crate) fn record(memories: Value) -> ScriptedReply {
     ScriptedReply::tool_calls(vec![
         ScriptedToolCall::new("record_memories", json!({ "memories": memories })).with_id("rm"),
     ])
 }
 
 /// Saves a note as the user's agent would (before the exchange).
-async fn saved(f: &Fixture, text: &str) -> NoteId {
+pub(crate) async fn saved(f: &Fixture, text: &str) -> NoteId {
     let c = ctx(&f.root, "alice", "setup", "t0");
     let out = f
         .registry
@@ -103,14 +103,19 @@ async fn saved(f: &Fixture, text: &str) -> NoteId {
     NoteId::parse(v["note_id"].as_str().unwrap()).unwrap()
 }
 
-async fn turn(f: &Fixture, session: &str, turn: &str, text: &str) -> ToolExecutionContext {
+pub(crate) async fn turn(
+    f: &Fixture,
+    session: &str,
+    turn: &str,
+    text: &str,
+) -> ToolExecutionContext {
     let c = ctx(&f.root, "alice", session, turn);
     let (outcome, _) = run(&f.rt, &c, text).await;
     assert_eq!(outcome.unwrap().status, TurnStatus::Completed);
     c
 }
 
-async fn texts(store: &MemoryStore) -> Vec<String> {
+pub(crate) async fn texts(store: &MemoryStore) -> Vec<String> {
     let mut notes: Vec<String> = store
         .list_notes(&alice())
         .await
@@ -360,165 +365,6 @@ async fn untrusted_is_unconfirmed(kind: ProviderKind) {
 async fn an_exchange_that_read_a_file_yields_unconfirmed_notes() {
     for kind in KINDS {
         untrusted_is_unconfirmed(kind).await;
-    }
-}
-
-async fn suggest_keeps_proposals(kind: ProviderKind) {
-    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(
-        &f,
-        "chat-a",
-        "t1",
-        "I play the cello, and my son Leo is six",
-    )
-    .await;
-    f.server.push(record(json!([
-        {"action": "add", "content": "The user plays the cello"},
-        {"action": "add", "content": "The user's son Leo is six"},
-    ])));
-    let report = f.rt.capture_now(&c).await.unwrap().expect("a capture");
-    assert!(report.changes.is_empty());
-    assert_eq!(report.pending.len(), 2);
-    assert!(texts(&f.store).await.is_empty(), "nothing written yet");
-    let pending = f.rt.pending_memories(&c).await.unwrap();
-    assert_eq!(pending, report.pending);
-
-    let change =
-        f.rt.accept_memory(&c, pending[0].id)
-            .await
-            .unwrap()
-            .unwrap();
-    assert_eq!(change.action, "added");
-    f.rt.reject_memory(&c, pending[1].id).await.unwrap();
-    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
-    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
-    assert!(f.rt.accept_memory(&c, pending[1].id).await.is_err());
-    // Another user has no proposals here, and cannot take this user's.
-    let bob = ctx(&f.root, "bob", "chat-b", "t1");
-    assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
-}
-
-/// A pending delete of a note the user has edited since it was proposed is refused and stays
-/// listed: what capture judged no longer true is the text it was shown, not the user's new one.
-async fn a_stale_delete_is_refused(kind: ProviderKind) {
-    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
-    let porto = saved(&f, "The user lives in Porto").await;
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(&f, "chat-a", "t1", "I moved away from Porto").await;
-    f.server.push(record(
-        json!([{"action": "delete", "note_id": porto.as_str()}]),
-    ));
-    let pending =
-        f.rt.capture_now(&c)
-            .await
-            .unwrap()
-            .expect("a capture")
-            .pending;
-    assert_eq!(pending[0].action, "delete");
-    // The user corrects the note before deciding.
-    let out = f
-        .registry
-        .execute(
-            "memory_update",
-            &json!({
-                "note_id": porto.as_str(),
-                "content": "The user lives in Porto in summer and Lisbon in winter",
-                "version": memory::edit_token("The user lives in Porto"),
-            })
-            .to_string(),
-            &ctx(&f.root, "alice", "chat-a", "t2"),
-        )
-        .await;
-    assert!(out.ok, "{}", out.output);
-    let refused = f.rt.accept_memory(&c, pending[0].id).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("the note changed since"),
-        "{refused}"
-    );
-    assert_eq!(
-        texts(&f.store).await,
-        ["The user lives in Porto in summer and Lisbon in winter"]
-    );
-    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
-    // Unchanged, the same kind of proposal is applied.
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(&f, "chat-a", "t3", "Actually I left Lisbon and Porto both").await;
-    f.server.push(record(
-        json!([{"action": "delete", "note_id": porto.as_str()}]),
-    ));
-    let fresh =
-        f.rt.capture_now(&c)
-            .await
-            .unwrap()
-            .expect("a capture")
-            .pending;
-    let deleted = f.rt.accept_memory(&c, fresh[0].id).await.unwrap().unwrap();
-    assert_eq!(deleted.action, "deleted");
-    assert!(texts(&f.store).await.is_empty());
-}
-
-#[tokio::test]
-async fn a_pending_delete_of_a_note_edited_since_is_refused() {
-    for kind in KINDS {
-        a_stale_delete_is_refused(kind).await;
-    }
-}
-
-/// A proposal accepted after an earlier one of the same number and text was accepted and its
-/// note deleted (numbers are reused once the list is empty) is applied again, not taken for a
-/// retry of the first acceptance.
-async fn a_reused_number_is_a_new_proposal(kind: ProviderKind) {
-    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
-    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(&f, "chat-a", "t1", "I play the cello").await;
-    f.server.push(record(cello.clone()));
-    let first =
-        f.rt.capture_now(&c)
-            .await
-            .unwrap()
-            .expect("a capture")
-            .pending;
-    let added = f.rt.accept_memory(&c, first[0].id).await.unwrap().unwrap();
-    let out = f
-        .registry
-        .execute(
-            "memory_delete",
-            &json!({ "note_id": added.note_id }).to_string(),
-            &ctx(&f.root, "alice", "chat-a", "t2"),
-        )
-        .await;
-    assert!(out.ok, "{}", out.output);
-    assert!(texts(&f.store).await.is_empty());
-
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(&f, "chat-a", "t3", "I still play the cello, every day").await;
-    f.server.push(record(cello));
-    let again =
-        f.rt.capture_now(&c)
-            .await
-            .unwrap()
-            .expect("a capture")
-            .pending;
-    assert_eq!(again[0].id, first[0].id, "the number is reused");
-    let change = f.rt.accept_memory(&c, again[0].id).await.unwrap().unwrap();
-    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
-    assert_ne!(change.note_id, added.note_id);
-    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn a_proposal_accepted_again_under_a_reused_number_is_applied() {
-    for kind in KINDS {
-        a_reused_number_is_a_new_proposal(kind).await;
-    }
-}
-
-#[tokio::test]
-async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
-    for kind in KINDS {
-        suggest_keeps_proposals(kind).await;
     }
 }
 

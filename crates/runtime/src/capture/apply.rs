@@ -70,6 +70,7 @@ pub(crate) async fn apply(
             content,
             category,
             tags,
+            ..
         } => {
             let mut args = json!({ "note_id": note_id, "content": content, "version": edit_token });
             organise(&mut args, category.as_ref(), tags);
@@ -79,6 +80,7 @@ pub(crate) async fn apply(
         Proposal::Delete {
             note_id,
             edit_token,
+            ..
         } => {
             let id = NoteId::parse(note_id).map_err(|e| e.to_string())?;
             let text = store

@@ -24,13 +24,36 @@ pub(super) fn untrusted_name(input: UntrustedInput) -> &'static str {
     }
 }
 
-/// Stores `proposals` for the user; returns them as the user will see them.
+/// Stores `proposals` for the user, less those already waiting (a fact the user repeats in each
+/// conversation is proposed once, not once per capture); returns them as the user will see them.
 pub(super) async fn keep(
     store: &MemoryStore,
     place: ProposalPlace<'_>,
     proposals: &[Proposal],
 ) -> Result<Vec<PendingMemory>, RuntimeError> {
-    let texts: Vec<String> = proposals
+    let waiting: Vec<Proposal> = store
+        .captures()
+        .pending_proposals(place.user)
+        .await
+        .map_err(RuntimeError::memory("reading capture proposals"))?
+        .iter()
+        .filter_map(pending_view)
+        .map(|(_, p)| p)
+        .collect();
+    let mut kept: Vec<&Proposal> = Vec::new();
+    for p in proposals {
+        if !waiting
+            .iter()
+            .chain(kept.iter().copied())
+            .any(|w| w.same_change(p))
+        {
+            kept.push(p);
+        }
+    }
+    if kept.is_empty() {
+        return Ok(Vec::new());
+    }
+    let texts: Vec<String> = kept
         .iter()
         .map(|p| serde_json::to_string(p).unwrap_or_default())
         .collect();
@@ -59,6 +82,7 @@ fn view(id: i64, p: &Proposal, session_id: &str, created_at: &str) -> PendingMem
         action: p.action().to_owned(),
         note_id: p.note_id().map(str::to_owned),
         content: p.content().map(str::to_owned),
+        note_text: p.note_text().map(str::to_owned),
         session_id: session_id.to_owned(),
         created_at: created_at.to_owned(),
     }

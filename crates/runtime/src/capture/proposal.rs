@@ -126,6 +126,9 @@ pub(crate) enum Proposal {
         #[serde(rename = "version")]
         edit_token: String,
         content: String,
+        /// The note's text as shown (for the user deciding on a pending proposal).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note_text: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         category: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -138,6 +141,9 @@ pub(crate) enum Proposal {
         /// versions.
         #[serde(rename = "version", default, skip_serializing_if = "Option::is_none")]
         edit_token: Option<String>,
+        /// The note's text as shown (for the user deciding on a pending proposal).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note_text: Option<String>,
     },
 }
 
@@ -154,6 +160,42 @@ impl Proposal {
         match self {
             Proposal::Add { .. } => None,
             Proposal::Update { note_id, .. } | Proposal::Delete { note_id, .. } => Some(note_id),
+        }
+    }
+
+    /// The version of the note an update or delete was made against.
+    fn version(&self) -> Option<&str> {
+        match self {
+            Proposal::Add { .. } => None,
+            Proposal::Update { edit_token, .. } => Some(edit_token),
+            Proposal::Delete { edit_token, .. } => edit_token.as_deref(),
+        }
+    }
+
+    /// Whether `other` makes the same change: the same action on the same version of the same
+    /// note with the same text (whitespace and case aside).
+    pub(crate) fn same_change(&self, other: &Proposal) -> bool {
+        let text = |p: &Proposal| {
+            p.content().map(|t| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            })
+        };
+        self.action() == other.action()
+            && self.note_id() == other.note_id()
+            && self.version() == other.version()
+            && text(self) == text(other)
+    }
+
+    /// The text of the note an update or delete is about, as shown to the capture call.
+    pub(crate) fn note_text(&self) -> Option<&str> {
+        match self {
+            Proposal::Add { .. } => None,
+            Proposal::Update { note_text, .. } | Proposal::Delete { note_text, .. } => {
+                note_text.as_deref()
+            }
         }
     }
 
@@ -185,10 +227,7 @@ pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Propos
     if entries.len() > MAX_PROPOSALS {
         return Err(format!("more than {MAX_PROPOSALS} proposals"));
     }
-    let tokens: HashMap<&str, &str> = shown
-        .iter()
-        .map(|n| (n.note_id.as_str(), n.edit_token.as_str()))
-        .collect();
+    let tokens: HashMap<&str, &ShownNote> = shown.iter().map(|n| (n.note_id.as_str(), n)).collect();
     entries
         .iter()
         .enumerate()
@@ -196,7 +235,7 @@ pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Propos
         .collect()
 }
 
-fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> {
+fn one(entry: &Value, tokens: &HashMap<&str, &ShownNote>) -> Result<Proposal, String> {
     let text = |key: &str| {
         entry
             .get(key)
@@ -217,12 +256,12 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
         TooLong::check(&content, MAX_CONTENT_BYTES).map_err(|e| format!("content of {e}"))?;
         Ok(content)
     };
-    let shown_note = || -> Result<(String, &str), String> {
+    let shown_note = || -> Result<(String, &ShownNote), String> {
         let id = text("note_id").ok_or("no note_id")?;
-        let token = tokens
+        let note = tokens
             .get(id.as_str())
             .ok_or("note_id is not one of the notes shown")?;
-        Ok((id, token))
+        Ok((id, *note))
     };
     match entry.get("action").and_then(Value::as_str) {
         Some("add") => Ok(Proposal::Add {
@@ -231,20 +270,22 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
             tags,
         }),
         Some("update") => {
-            let (note_id, shown_token) = shown_note()?;
+            let (note_id, shown) = shown_note()?;
             Ok(Proposal::Update {
-                edit_token: text("version").unwrap_or_else(|| shown_token.to_owned()),
+                edit_token: text("version").unwrap_or_else(|| shown.edit_token.clone()),
                 content: content().map_err(|e| format!("an update with {e}"))?,
+                note_text: Some(shown.text.clone()),
                 note_id,
                 category,
                 tags,
             })
         }
         Some("delete") => {
-            let (note_id, shown_token) = shown_note()?;
+            let (note_id, shown) = shown_note()?;
             Ok(Proposal::Delete {
                 note_id,
-                edit_token: Some(shown_token.to_owned()),
+                edit_token: Some(shown.edit_token.clone()),
+                note_text: Some(shown.text.clone()),
             })
         }
         _ => Err("action must be add, update or delete".into()),
@@ -330,12 +371,14 @@ mod tests {
                     note_id: "note-1".into(),
                     edit_token: "v1".into(),
                     content: "Likes green tea".into(),
+                    note_text: Some("The user likes tea".into()),
                     category: None,
                     tags: vec![],
                 },
                 Proposal::Delete {
                     note_id: "note-1".into(),
                     edit_token: Some("v1".into()),
+                    note_text: Some("The user likes tea".into()),
                 },
             ]),
         );
