@@ -465,8 +465,15 @@ async fn past_conversations(kind: ProviderKind) {
         )
         .with_id(scope)
     };
+    // …and, asked for, the current one too.
+    let with_current = ScriptedToolCall::new(
+        "memory_search",
+        json!({"query": "what is the dog named", "scope": "conversations",
+               "include_conversation": true}),
+    )
+    .with_id("current");
     f.server.push_all([
-        ScriptedReply::tool_calls(vec![search("conversations"), search("all")]),
+        ScriptedReply::tool_calls(vec![search("conversations"), search("all"), with_current]),
         ScriptedReply::text("Biscuit."),
     ]);
     turn(&f, "chat-b", "t3", "Remind me what our dog is called?").await;
@@ -487,7 +494,22 @@ async fn past_conversations(kind: ProviderKind) {
             !out.to_string().contains("Rex"),
             "another user's conversation: {out}"
         );
-    } // The user's own search (the gateway's search_conversations, the TUI's /search).
+        // Not the question being asked, as its own best match: the current conversation is
+        // searched only when include_conversation asks for it.
+        assert!(
+            results.iter().all(|r| r["session_id"] != "chat-b"),
+            "{scope}: {out}"
+        );
+    }
+    let out: Value = serde_json::from_str(&common::tool_result(&last, "current").unwrap()).unwrap();
+    assert!(
+        out["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["session_id"] == "chat-b"),
+        "{out}"
+    ); // The user's own search (the gateway's search_conversations, the TUI's /search).
     let mine =
         f.rt.search_conversations(&ctx(&f.root, "alice", "chat-c", "t4"), "dog named", 5)
             .await

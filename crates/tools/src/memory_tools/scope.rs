@@ -29,7 +29,8 @@ pub(crate) fn scope_schema() -> Value {
         "enum": ["notes", "conversations", "all"],
         "description": "Where to search: \"notes\" (default) your saved notes; \"conversations\" \
             every past conversation with the user (each hit with its session, date, speaker and \
-            the turns around it); \"all\" both, ranked together."
+            the turns around it; the current one too with include_conversation); \"all\" both, \
+            ranked together."
     })
 }
 
@@ -46,13 +47,27 @@ pub(crate) fn scope_arg(args: &Value) -> Result<Scope, ToolError> {
     }
 }
 
-/// The sessions `scope` searches for the caller (`Notes` is not asked here).
+/// Whether a search of past conversations also reads the caller's current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Current {
+    Included,
+    Left,
+}
+
+/// The sessions `scope` searches for the caller (`Notes` is not asked here). The current
+/// conversation is left out unless `current` includes it (`include_conversation`): it is the
+/// model's context already, and its latest message — the question being asked — would come back
+/// as its own best match, above what was said before.
 pub(crate) async fn sessions(
     memory: &dyn MemoryRetrieval,
     ctx: &ToolExecutionContext,
     scope: Scope,
+    current: Current,
 ) -> Result<Vec<SessionId>, MemoryError> {
     let mut sessions = memory.conversation_sessions(&ctx.user_id).await?;
+    if current == Current::Left {
+        sessions.retain(|s| *s != ctx.session_id);
+    }
     if scope == Scope::All {
         sessions.push(SessionId::user_memory(&ctx.user_id));
     }
