@@ -10,11 +10,12 @@
     reason = "tests fail loudly"
 )]
 
+use memory::Origin;
 use serde_json::{Value, json};
 use test_support::ScriptedReply;
-use types::{CaptureMode, PendingMemory, ProviderKind, ToolExecutionContext};
+use types::{CaptureMode, NoteId, PendingMemory, ProviderKind, ToolExecutionContext};
 
-use crate::capture::{Fixture, KINDS, fixture, on_demand, record, saved, texts, turn};
+use crate::capture::{Fixture, KINDS, alice, fixture, on_demand, record, saved, texts, turn};
 use crate::common::ctx;
 
 /// A turn of alice's saying `said`, then a capture whose answer is `memories`: the context of
@@ -52,12 +53,29 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     let pending = f.rt.pending_memories(&c).await.unwrap();
     assert_eq!(pending, report.pending);
 
+    // Accepted later, from another conversation: the note still comes from chat-a's turn t1.
+    let elsewhere = ctx(&f.root, "alice", "chat-z", "t9");
     let change =
-        f.rt.accept_memory(&c, pending[0].id)
+        f.rt.accept_memory(&elsewhere, pending[0].id)
             .await
             .unwrap()
             .unwrap();
     assert_eq!(change.action, "added");
+    let note = f
+        .store
+        .get(&alice(), &NoteId::parse(&change.note_id).unwrap())
+        .await
+        .unwrap();
+    let provenance = note.metadata.provenance.unwrap();
+    assert_eq!(
+        (
+            provenance.origin,
+            provenance.session_id.as_deref(),
+            provenance.turn_id.as_deref(),
+            provenance.confirmed
+        ),
+        (Origin::Captured, Some("chat-a"), Some("t1"), true)
+    );
     f.rt.reject_memory(&c, pending[1].id).await.unwrap();
     assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
     assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());

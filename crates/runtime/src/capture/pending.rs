@@ -4,7 +4,7 @@
 //! written). A proposal whose note changed since it was made is refused and stays listed.
 
 use memory::{MemoryStore, PendingProposal, ProposalPlace};
-use types::{PendingMemory, Surface, ToolExecutionContext, UntrustedInput};
+use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
 
 use super::apply;
 use super::proposal::Proposal;
@@ -146,6 +146,14 @@ impl AgentRuntime {
             ..ctx.clone()
         };
         call.surface = types::CallSurface::new(Surface::Capture);
+        // The note comes from the exchange the proposal was made of (its provenance says so),
+        // not from the session the user happens to accept it in.
+        if let (Ok(session), Ok(turn)) = (
+            SessionId::parse(&row.session_id),
+            TurnId::parse(&row.turn_id),
+        ) {
+            (call.session_id, call.turn_id) = (session, turn);
+        }
         let change = apply::apply(&capture.notes_tools, store, &call, &proposal)
             .await
             .map_err(|reason| {
