@@ -93,7 +93,17 @@ pub(crate) fn record(memories: Value) -> ScriptedReply {
 
 /// Saves a note as the user's agent would (before the exchange).
 pub(crate) async fn saved(f: &Fixture, text: &str) -> NoteId {
-    let c = ctx(&f.root, "alice", "setup", "t0");
+    saved_after(f, text, None).await
+}
+
+/// [`saved`], by an agent whose context held `untrusted` input.
+pub(crate) async fn saved_after(
+    f: &Fixture,
+    text: &str,
+    untrusted: Option<types::UntrustedInput>,
+) -> NoteId {
+    let mut c = ctx(&f.root, "alice", "setup", "t0");
+    c.untrusted_input = untrusted;
     let out = f
         .registry
         .execute("memory_save", &json!({ "content": text }).to_string(), &c)

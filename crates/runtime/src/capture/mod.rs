@@ -10,8 +10,8 @@
 //!   recorded with the session and turn, like every model call.
 //! - **Governed**: the similar notes are read as `memory_search` and the changes are the notes
 //!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); a turn
-//!   that read untrusted content yields unconfirmed notes. `mode = "suggest"` stores the
-//!   proposals for the user instead (`pending`).
+//!   that read untrusted content, or a call shown an unconfirmed note, yields unconfirmed notes.
+//!   `mode = "suggest"` stores the proposals for the user instead (`pending`).
 //! - **Safe to fail**: a failed call, or an answer that is not a well-formed `record_memories`
 //!   call naming only notes it was shown, is logged and changes nothing.
 //!
@@ -220,7 +220,14 @@ impl Capture {
                 return Ok(None);
             }
         };
-        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange);
+        // An unconfirmed note shown is untrusted text read back, like a tool output in the
+        // exchange: what the call writes after it is unconfirmed (unless the user said it).
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange).or_else(|| {
+            shown
+                .iter()
+                .any(|n| n.unconfirmed)
+                .then_some(UntrustedInput::Note)
+        });
         let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
         self.store
             .captures()
@@ -352,6 +359,7 @@ impl Capture {
                         note_id: id.as_str().to_owned(),
                         edit_token: memory::edit_token(&text),
                         text,
+                        unconfirmed: hit.unconfirmed,
                     });
                 }
             }

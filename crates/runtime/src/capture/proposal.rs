@@ -78,6 +78,10 @@ pub(crate) struct ShownNote {
     #[serde(rename = "version")]
     pub(crate) edit_token: String,
     pub(crate) text: String,
+    /// Saved after untrusted input and not confirmed by the user: what the call writes after
+    /// reading it is unconfirmed too (not shown to the model).
+    #[serde(skip)]
+    pub(crate) unconfirmed: bool,
 }
 
 /// The capture request: the prompt, the notes, the exchange; `record_memories` forced.
@@ -340,6 +344,7 @@ mod tests {
             note_id: "note-1".into(),
             edit_token: "v1".into(),
             text: "The user likes tea".into(),
+            unconfirmed: false,
         }]
     }
 
