@@ -41,11 +41,19 @@ pub(crate) struct Fixture {
 /// An agent with the notes tools and the file tools, governed with the store as audit sink
 /// (as the composed agent is), capturing as `config` says.
 pub(crate) async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
+    fixture_governed(kind, config, GovernanceConfig::default()).await
+}
+
+/// [`fixture`], governed by `rules`.
+pub(crate) async fn fixture_governed(
+    kind: ProviderKind,
+    config: CaptureConfig,
+    rules: GovernanceConfig,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
-    let governance =
-        Governance::new(GovernanceConfig::default()).with_audit(Arc::new(store.clone()));
+    let governance = Governance::new(rules).with_audit(Arc::new(store.clone()));
     let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
         .retrieval(&RetrievalConfig::default())
         .memory_tools(types::MemoryDialect::Notes)

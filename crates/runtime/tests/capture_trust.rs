@@ -1,7 +1,9 @@
 //! Capture reads unconfirmed notes back as untrusted: a note saved after untrusted input (a file,
 //! a web page) and not yet confirmed by the user is shown to the capture call among the similar
 //! notes, and what the call writes next is unconfirmed — unless it restates the user's own words
-//! — so that rewording a planted note never launders it into recall.
+//! — so that rewording a planted note never launders it into recall. And it reads as the
+//! surface's read rules allow: a keyed note of a namespace it may not read is neither shown to
+//! the call nor changed by it.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,9 +15,14 @@
 use memory::Origin;
 use serde_json::json;
 use test_support::ScriptedReply;
-use types::{CaptureMode, NoteId, ProviderKind, UntrustedInput};
+use types::{
+    CaptureMode, GovernanceConfig, NoteId, OperationRule, OperationRules, ProviderKind,
+    UntrustedInput,
+};
 
-use crate::capture::{Fixture, KINDS, alice, fixture, on_demand, record, saved_after, turn};
+use crate::capture::{
+    Fixture, KINDS, alice, fixture, fixture_governed, on_demand, record, saved_after, texts, turn,
+};
 
 /// A note saved by the agent right after reading a file: unconfirmed.
 async fn planted(f: &Fixture, text: &str) -> NoteId {
@@ -63,5 +70,53 @@ async fn an_unconfirmed_note_stays_unconfirmed(kind: ProviderKind) {
 async fn a_capture_that_was_shown_an_unconfirmed_note_does_not_confirm_it() {
     for kind in KINDS {
         an_unconfirmed_note_stays_unconfirmed(kind).await;
+    }
+}
+
+async fn a_namespace_it_may_not_read_is_not_shown(kind: ProviderKind) {
+    let rules = GovernanceConfig {
+        operations: OperationRules {
+            read: Some(OperationRule {
+                allowed_namespaces: Some(vec!["notes".into()]),
+                ..OperationRule::default()
+            }),
+            ..OperationRules::default()
+        },
+        ..GovernanceConfig::default()
+    };
+    let f = fixture_governed(kind, on_demand(CaptureMode::Auto), rules).await;
+    let key = f
+        .store
+        .keys()
+        .put_keyed(
+            &alice(),
+            None,
+            "projects",
+            "bank",
+            "Project Falcon: the user's bank account for the launch is at Nordbank",
+            memory::NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t1", "I closed my Nordbank bank account").await;
+    f.server.push(record(
+        json!([{"action": "delete", "note_id": key.note_id.as_str()}]),
+    ));
+    let outcome = f.rt.capture_now(&c).await;
+    let shown = serde_json::to_string(f.server.last_request().unwrap().messages()).unwrap();
+    assert!(!shown.contains("Project Falcon"), "{shown}");
+    // The answer names a note it was not shown: refused whole, nothing deleted.
+    assert!(matches!(outcome, Ok(None)), "{outcome:?}");
+    assert_eq!(
+        texts(&f.store).await,
+        ["Project Falcon: the user's bank account for the launch is at Nordbank"]
+    );
+}
+
+#[tokio::test]
+async fn capture_reads_only_the_namespaces_its_surface_may_read() {
+    for kind in KINDS {
+        a_namespace_it_may_not_read_is_not_shown(kind).await;
     }
 }

@@ -38,7 +38,6 @@ use types::{
 
 use crate::RuntimeError;
 use crate::journal::{Entry, Journal};
-use crate::note_lifecycle::govern_on;
 use proposal::{Proposal, ShownNote};
 
 /// Existing notes shown to the capture call.
@@ -338,17 +337,21 @@ impl Capture {
         while !said.is_char_boundary(cut) {
             cut -= 1;
         }
-        let query = HybridQuery::new(
-            vec![SessionId::user_memory(&ctx.user_id)],
-            &said[..cut],
-            SHOWN_NOTES,
-        );
-        let store = &self.store;
-        let read = |_| async move {
+        let (store, said) = (&self.store, &said[..cut]);
+        let read = |_, governed: ToolExecutionContext| async move {
+            let notes = SessionId::user_memory(&governed.user_id);
+            let query = HybridQuery::new(
+                vec![notes],
+                said,
+                tools::search_fetch_k(&governed, SHOWN_NOTES),
+            );
             let hits = store
                 .search(&query)
                 .await
                 .map_err(RuntimeError::memory("searching notes for capture"))?;
+            // The surface's read rules hold here as in memory_search: a keyed note of a
+            // namespace capture may not read is neither shown nor, so, changed.
+            let hits = tools::readable_hits(&governed, hits, SHOWN_NOTES);
             let mut notes: Vec<ShownNote> = Vec::new();
             for hit in hits {
                 let (Some(id), Some(text)) = (hit.note_id, hit.note_text) else {
@@ -363,16 +366,20 @@ impl Capture {
                     });
                 }
             }
-            Ok(notes)
+            Ok::<_, RuntimeError>(notes)
         };
-        let governed = govern_on(
-            &self.agent_tools,
-            ctx,
-            memory_ops::SEARCH,
-            MemoryAccess::notes_read(),
-            read,
-        )
-        .await;
+        let access = MemoryAccess::notes_read();
+        let governed = self
+            .agent_tools
+            .governance()
+            .govern(
+                memory_ops::SEARCH,
+                &access,
+                serde_json::json!({ "note_id": access.key }),
+                ctx,
+                read,
+            )
+            .await;
         governed.unwrap_or_else(|e| {
             tracing::info!(error = %e, "capture: similar notes not read");
             Vec::new()

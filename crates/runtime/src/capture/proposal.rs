@@ -79,8 +79,8 @@ pub(crate) struct ShownNote {
     pub(crate) edit_token: String,
     pub(crate) text: String,
     /// Saved after untrusted input and not confirmed by the user: what the call writes after
-    /// reading it is unconfirmed too (not shown to the model).
-    #[serde(skip)]
+    /// reading it is unconfirmed too. Shown to the model only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) unconfirmed: bool,
 }
 
