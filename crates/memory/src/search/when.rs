@@ -8,7 +8,8 @@
 //! "last week" is the previous calendar week, "past week" the seven days up to today; "last
 //! weekend" is the Saturday and Sunday before the current week. "Last" with a month or a season
 //! ("last December", "last winter") is the latest one that has ended; "this winter" is the one
-//! under way (begun last December), else this year's. A month or a day without a year is
+//! under way (begun last December), else this year's. "This morning" (afternoon, evening) is
+//! today; "last night" is yesterday and today (its evening or today's small hours). A month or a day without a year is
 //! its latest occurrence that has started by today. Seasons are the northern meteorological ones
 //! (summer = June–August). Words that are also ordinary words ("may", "march", "fall") count as
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
@@ -354,6 +355,16 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
                         .find(|span| span.to.is_some_and(|end| end <= today))?,
                 };
                 return Some((span, 2));
+            }
+            match (word, next) {
+                ("this", "morning" | "afternoon" | "evening") => {
+                    return Some((day_span(today)?, 2));
+                }
+                // Yesterday evening, or the small hours of today.
+                ("last", "night") => {
+                    return Some((Span::days(today.pred_opt()?, today.succ_opt()?), 2));
+                }
+                _ => {}
             }
             if word != "past"
                 && let Some(m) = month(next)

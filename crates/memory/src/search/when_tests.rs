@@ -190,6 +190,8 @@ fn last_and_this_across_the_new_year() {
         ("last week", "2024-01-08..2024-01-15"),
         ("yesterday", "2024-01-14..2024-01-15"),
         ("last year", "2023-01-01..2024-01-01"),
+        ("what did I say last night", "2024-01-14..2024-01-16"),
+        ("this morning", "2024-01-15..2024-01-16"),
     ];
     for (text, want) in table {
         let got = time_range(text, &january).map(|r| dates(&r, chrono_tz::Pacific::Auckland));
