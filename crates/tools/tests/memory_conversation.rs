@@ -242,3 +242,40 @@ async fn a_time_in_the_query_ranks_past_conversations_of_that_time_first_and_say
     assert_eq!(recent["time"]["phrase"], "past week", "{recent}");
     assert!(recent["time"]["from"].is_string() && recent["time"]["until"].is_string());
 }
+
+/// In the user's first conversation there is no other to search: `scope` conversations answers
+/// with no results (not an error), `all` with the notes, and the current one is searched when
+/// `include_conversation` asks for it.
+#[tokio::test]
+async fn the_first_conversation_has_no_past_to_search_and_that_is_no_error() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    env.save("alice", "The user's cat is called Miso").await;
+    env.store
+        .sessions()
+        .append_message_at(
+            &SessionId::parse("chat-1").unwrap(),
+            &alice,
+            &Message::user("What is my cat called?"),
+            None,
+        )
+        .await
+        .unwrap();
+    let search = |scope: &str, current: bool| json!({"query": "cat called", "scope": scope, "include_conversation": current});
+    let none = env
+        .ok("alice", "memory_search", search("conversations", false))
+        .await;
+    assert_eq!(none["results"], json!([]), "{none}");
+    let all = env.ok("alice", "memory_search", search("all", false)).await;
+    assert_eq!(
+        texts(all["results"].as_array().unwrap()),
+        ["The user's cat is called Miso"]
+    );
+    let current = env
+        .ok("alice", "memory_search", search("conversations", true))
+        .await;
+    assert_eq!(
+        texts(current["results"].as_array().unwrap()),
+        ["What is my cat called?"]
+    );
+}
