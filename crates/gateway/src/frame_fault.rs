@@ -5,12 +5,16 @@
 //! untagged variant, so a tagged frame that fails to read is reported only as "data did not match
 //! any variant of untagged enum ClientFrame".
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 /// The fault of `frame` (a client frame of type `kind` that did not read), or `None` when the
 /// schema sees none (then serde's own message is all there is).
 pub(crate) fn describe(kind: &str, frame: &Value) -> Option<String> {
-    let schema = crate::protocol_schema();
+    // Built once: a client sending bad frames in a loop does not rebuild it each time.
+    static SCHEMA: OnceLock<Value> = OnceLock::new();
+    let schema = SCHEMA.get_or_init(crate::protocol_schema);
     let frames = schema.pointer("/$defs/ClientFrame/oneOf")?.as_array()?;
     let of_kind = frames
         .iter()
