@@ -9,7 +9,7 @@ use types::SessionId;
 use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{MAX_SEARCH_TOP_K, fetch_k, map_error, readable, string_arg};
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
-use super::render::{SEARCH_BUDGET, render};
+use super::render::{SEARCH_BUDGET, render, render_shown};
 use super::scope::{Current, Scope, annotate, scope_arg, scope_schema};
 use crate::MemoryAccess;
 use crate::ToolError;
@@ -177,7 +177,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 annotate(
                     memory,
                     ctx,
-                    render(&hits, SEARCH_BUDGET / 2, skipped),
+                    render_shown(&hits, SEARCH_BUDGET / 2, skipped),
                     &hits,
                 )
                 .await
