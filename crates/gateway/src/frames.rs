@@ -179,11 +179,24 @@ pub(crate) fn parse(text: &str, max_bytes: usize) -> Incoming {
     };
     match frame {
         Ok(frame) => Incoming::Frame(frame),
-        Err(e) => bad(
-            ErrorCode::MalformedFrame,
-            format!("{kind}: {e}"),
-            Some(kind),
-        ),
+        Err(e) => {
+            // A note request's own error names its field; any other frame's is serde's word
+            // that no variant matched, so the schema says what is wrong instead.
+            let fault = match NoteRequest::TYPES.contains(&kind.as_str()) {
+                true => None,
+                false => {
+                    // Read again on this path only: the frame was consumed reading it.
+                    let value = serde_json::from_str(text).unwrap_or_default();
+                    crate::frame_fault::describe(&kind, &value)
+                }
+            };
+            let said = fault.unwrap_or_else(|| e.to_string());
+            bad(
+                ErrorCode::MalformedFrame,
+                format!("{kind}: {said}"),
+                Some(kind),
+            )
+        }
     }
 }
 

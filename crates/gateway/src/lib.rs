@@ -19,6 +19,7 @@
 //! - `handshake` — the `hello`: version, user, token, timeout
 //! - `conn` — one connection: the answer to each client frame
 //! - `frames` — reading frames: size limit, JSON, known types
+//! - `frame_fault` — what is wrong with a frame of a known type whose fields do not fit it
 //! - `notes` — the user's notes: list, search, get, edit, delete
 //! - `captured` — capture's reports pushed to the user's clients; pending proposals accepted or rejected
 //! - `notify` — notifications of scheduled runs to every client of the user, unread ones on connect
@@ -49,6 +50,7 @@ mod captured;
 mod config;
 mod conn;
 mod error;
+mod frame_fault;
 mod frames;
 mod handshake;
 mod limits;

@@ -24,6 +24,7 @@ fn pending(full: bool) -> PendingMemory {
         action: if full { "update" } else { "delete" }.into(),
         note_id: Some(NOTE.into()),
         content: full.then(|| "The user lives in Porto".to_owned()),
+        note_text: full.then(|| "The user lives in Lisbon".to_owned()),
         session_id: "s-0b1c".into(),
         created_at: "2026-11-28T09:02:03.000Z".into(),
     }

@@ -34,6 +34,7 @@ mod notes_reads;
 mod notices;
 mod schedules;
 mod schema;
+mod search_frames;
 mod search_time;
 mod session_titles;
 mod tls;

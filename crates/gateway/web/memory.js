@@ -244,11 +244,12 @@ export class Memory {
 
   pendingCard(p) {
     const verb = { add: "add", update: "update", delete: "delete" }[p.action] || String(p.action);
-    const what = p.action === "delete" ? `forget note ${shortId(p.note_id)}` : String(p.content || "");
+    const was = p.note_text ? ` “${excerpt(p.note_text)}”` : "";
+    const what = p.action === "delete" ? `forget note ${shortId(p.note_id)}${was}` : String(p.content || "");
     const item = el("li", { class: "note pending", "data-pending": p.id },
       el("div", { class: "note-text" }, what),
       el("p", { class: "note-meta" }, `proposed: ${verb}`,
-        p.action === "update" ? ` of note ${shortId(p.note_id)}` : "",
+        p.action === "update" ? ` of note ${shortId(p.note_id)}${was ? `, which says${was}` : ""}` : "",
         " · " + String(p.created_at || "").slice(0, 16).replace("T", " ")),
       el("div", { class: "note-actions" },
         el("button", { type: "button", class: "primary", onclick: () => this.decide(p, item, true) }, "Accept"),

@@ -135,7 +135,8 @@ pub async fn compose_with(
         ModelLimits::from(&config.provider),
     )
     .with_retrieval(config.retrieval.clone())
-    // An unknown name is refused when the configuration is checked; here it reads as unset.
+    // An unknown name is refused when the file is loaded (`load_agent_config`); here it reads
+    // as unset.
     .with_timezone(tools::resolve_timezone(config.user.timezone.as_deref()).ok());
     let audit_retention = config
         .governance

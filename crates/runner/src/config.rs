@@ -380,6 +380,13 @@ pub fn load_agent_config(path: Option<&Path>) -> Result<AgentConfig, RunnerError
     let config: AgentConfig =
         toml::from_str(&text).map_err(|e: toml::de::Error| problem(toml_problem(&text, &e)))?;
     config.validate().map_err(|e| problem(e.to_string()))?;
+    // `types` has no time zone database: the name is checked here, where one is at hand (the
+    // memory search, recall and schedules all read the user's words about time in it; an unknown
+    // name must not quietly become the host's zone).
+    if let Some(name) = config.user.timezone.as_deref() {
+        tools::resolve_timezone(Some(name))
+            .map_err(|e| problem(format!("invalid setting `user.timezone`: {e}")))?;
+    }
     Ok(config)
 }
 

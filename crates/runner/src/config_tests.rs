@@ -102,6 +102,30 @@ fn an_empty_api_key_env_means_no_key() {
     );
 }
 
+/// An unknown `[user] timezone` is refused with the file, whether or not schedules are on (the
+/// memory search reads "yesterday" in it too); a known one loads.
+#[test]
+fn an_unknown_time_zone_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.toml");
+    for schedules in ["", "[schedules]\nenabled = false\n"] {
+        std::fs::write(
+            &path,
+            format!("{schedules}[user]\ntimezone = \"Europe/Pariss\"\n"),
+        )
+        .unwrap();
+        let error = load_agent_config(Some(&path)).unwrap_err().to_string();
+        assert!(
+            error.contains("invalid setting `user.timezone`: unknown time zone `Europe/Pariss`")
+                && error.contains("Europe/Paris"),
+            "{error}"
+        );
+    }
+    std::fs::write(&path, "[user]\ntimezone = \"Pacific/Auckland\"\n").unwrap();
+    let config = load_agent_config(Some(&path)).unwrap();
+    assert_eq!(config.user.timezone.as_deref(), Some("Pacific/Auckland"));
+}
+
 /// Each provider example in README.md, under `[provider]`, is a valid agent.toml whose
 /// `base_url` has the form its wire format needs (the Anthropic client appends /v1/messages,
 /// the OpenAI-compatible one /chat/completions).

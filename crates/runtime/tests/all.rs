@@ -12,6 +12,8 @@ mod common;
 
 mod approval_grants;
 mod capture;
+mod capture_suggest;
+mod capture_trust;
 mod dispatch;
 mod lifecycle;
 mod memory;

@@ -27,25 +27,33 @@ use types::{
     RetrievalConfig, RuntimeConfig, Surface, ToolExecutionContext, UserId,
 };
 
-const KINDS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
+pub(crate) const KINDS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    store: MemoryStore,
-    server: ScriptedLlm,
-    rt: AgentRuntime,
-    registry: Arc<ToolRegistry>,
+    pub(crate) root: std::path::PathBuf,
+    pub(crate) store: MemoryStore,
+    pub(crate) server: ScriptedLlm,
+    pub(crate) rt: AgentRuntime,
+    pub(crate) registry: Arc<ToolRegistry>,
 }
 
 /// An agent with the notes tools and the file tools, governed with the store as audit sink
 /// (as the composed agent is), capturing as `config` says.
-async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
+pub(crate) async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
+    fixture_governed(kind, config, GovernanceConfig::default()).await
+}
+
+/// [`fixture`], governed by `rules`.
+pub(crate) async fn fixture_governed(
+    kind: ProviderKind,
+    config: CaptureConfig,
+    rules: GovernanceConfig,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
-    let governance =
-        Governance::new(GovernanceConfig::default()).with_audit(Arc::new(store.clone()));
+    let governance = Governance::new(rules).with_audit(Arc::new(store.clone()));
     let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
         .retrieval(&RetrievalConfig::default())
         .memory_tools(types::MemoryDialect::Notes)
@@ -73,7 +81,7 @@ async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {
 }
 
 /// Capture that only runs when asked (the idle timer is an hour).
-fn on_demand(mode: CaptureMode) -> CaptureConfig {
+pub(crate) fn on_demand(mode: CaptureMode) -> CaptureConfig {
     CaptureConfig {
         mode,
         idle_secs: 3600,
@@ -81,19 +89,29 @@ fn on_demand(mode: CaptureMode) -> CaptureConfig {
     }
 }
 
-fn alice() -> UserId {
+pub(crate) fn alice() -> UserId {
     UserId::parse("alice").unwrap()
 }
 
-fn record(memories: Value) -> ScriptedReply {
+pub(crate) fn record(memories: Value) -> ScriptedReply {
     ScriptedReply::tool_calls(vec![
         ScriptedToolCall::new("record_memories", json!({ "memories": memories })).with_id("rm"),
     ])
 }
 
 /// Saves a note as the user's agent would (before the exchange).
-async fn saved(f: &Fixture, text: &str) -> NoteId {
-    let c = ctx(&f.root, "alice", "setup", "t0");
+pub(crate) async fn saved(f: &Fixture, text: &str) -> NoteId {
+    saved_after(f, text, None).await
+}
+
+/// [`saved`], by an agent whose context held `untrusted` input.
+pub(crate) async fn saved_after(
+    f: &Fixture,
+    text: &str,
+    untrusted: Option<types::UntrustedInput>,
+) -> NoteId {
+    let mut c = ctx(&f.root, "alice", "setup", "t0");
+    c.untrusted_input = untrusted;
     let out = f
         .registry
         .execute("memory_save", &json!({ "content": text }).to_string(), &c)
@@ -103,14 +121,19 @@ async fn saved(f: &Fixture, text: &str) -> NoteId {
     NoteId::parse(v["note_id"].as_str().unwrap()).unwrap()
 }
 
-async fn turn(f: &Fixture, session: &str, turn: &str, text: &str) -> ToolExecutionContext {
+pub(crate) async fn turn(
+    f: &Fixture,
+    session: &str,
+    turn: &str,
+    text: &str,
+) -> ToolExecutionContext {
     let c = ctx(&f.root, "alice", session, turn);
     let (outcome, _) = run(&f.rt, &c, text).await;
     assert_eq!(outcome.unwrap().status, TurnStatus::Completed);
     c
 }
 
-async fn texts(store: &MemoryStore) -> Vec<String> {
+pub(crate) async fn texts(store: &MemoryStore) -> Vec<String> {
     let mut notes: Vec<String> = store
         .list_notes(&alice())
         .await
@@ -258,6 +281,24 @@ async fn malformed_changes_nothing(kind: ProviderKind) {
             {"action": "delete", "note_id": shown_not},
         ])),
         record(json!({"action": "add"})),
+        // One proposal the notes tools would refuse, after a good one: the good one waits too.
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey", "category": "pet"},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "x".repeat(memory::MAX_CONTENT_BYTES + 1)},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey",
+             "tags": (0..=memory::MAX_TAGS).map(|n| format!("t{n}")).collect::<Vec<_>>()},
+        ])),
+        record(json!([
+            {"action": "add", "content": "The user's cat is called Mia"},
+            {"action": "add", "content": "The user's cat is grey", "tags": [" "]},
+        ])),
         ScriptedReply::http_error(400, "bad request"),
     ] {
         f.server.push(reply);
@@ -342,49 +383,6 @@ async fn untrusted_is_unconfirmed(kind: ProviderKind) {
 async fn an_exchange_that_read_a_file_yields_unconfirmed_notes() {
     for kind in KINDS {
         untrusted_is_unconfirmed(kind).await;
-    }
-}
-
-async fn suggest_keeps_proposals(kind: ProviderKind) {
-    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
-    f.server.push(ScriptedReply::text("OK."));
-    let c = turn(
-        &f,
-        "chat-a",
-        "t1",
-        "I play the cello, and my son Leo is six",
-    )
-    .await;
-    f.server.push(record(json!([
-        {"action": "add", "content": "The user plays the cello"},
-        {"action": "add", "content": "The user's son Leo is six"},
-    ])));
-    let report = f.rt.capture_now(&c).await.unwrap().expect("a capture");
-    assert!(report.changes.is_empty());
-    assert_eq!(report.pending.len(), 2);
-    assert!(texts(&f.store).await.is_empty(), "nothing written yet");
-    let pending = f.rt.pending_memories(&c).await.unwrap();
-    assert_eq!(pending, report.pending);
-
-    let change =
-        f.rt.accept_memory(&c, pending[0].id)
-            .await
-            .unwrap()
-            .unwrap();
-    assert_eq!(change.action, "added");
-    f.rt.reject_memory(&c, pending[1].id).await.unwrap();
-    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
-    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
-    assert!(f.rt.accept_memory(&c, pending[1].id).await.is_err());
-    // Another user has no proposals here, and cannot take this user's.
-    let bob = ctx(&f.root, "bob", "chat-b", "t1");
-    assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
-    for kind in KINDS {
-        suggest_keeps_proposals(kind).await;
     }
 }
 
@@ -485,8 +483,15 @@ async fn past_conversations(kind: ProviderKind) {
         )
         .with_id(scope)
     };
+    // …and, asked for, the current one too.
+    let with_current = ScriptedToolCall::new(
+        "memory_search",
+        json!({"query": "what is the dog named", "scope": "conversations",
+               "include_conversation": true}),
+    )
+    .with_id("current");
     f.server.push_all([
-        ScriptedReply::tool_calls(vec![search("conversations"), search("all")]),
+        ScriptedReply::tool_calls(vec![search("conversations"), search("all"), with_current]),
         ScriptedReply::text("Biscuit."),
     ]);
     turn(&f, "chat-b", "t3", "Remind me what our dog is called?").await;
@@ -507,7 +512,22 @@ async fn past_conversations(kind: ProviderKind) {
             !out.to_string().contains("Rex"),
             "another user's conversation: {out}"
         );
-    } // The user's own search (the gateway's search_conversations, the TUI's /search).
+        // Not the question being asked, as its own best match: the current conversation is
+        // searched only when include_conversation asks for it.
+        assert!(
+            results.iter().all(|r| r["session_id"] != "chat-b"),
+            "{scope}: {out}"
+        );
+    }
+    let out: Value = serde_json::from_str(&common::tool_result(&last, "current").unwrap()).unwrap();
+    assert!(
+        out["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["session_id"] == "chat-b"),
+        "{out}"
+    ); // The user's own search (the gateway's search_conversations, the TUI's /search).
     let mine =
         f.rt.search_conversations(&ctx(&f.root, "alice", "chat-c", "t4"), "dog named", 5)
             .await

@@ -88,9 +88,10 @@ async fn include_conversation_merges_labels_and_dedups() {
     );
 }
 
-/// A store whose multi-session queries fail (the conversation leg), to prove notes still return.
+/// A store whose multi-session queries fail (the conversation leg), to prove notes still return;
+/// or, given hits, whose searches answer those hits (in that order) — the rest is the store's.
 #[derive(Debug)]
-struct FailingConversation(MemoryStore);
+struct FailingConversation(MemoryStore, Option<Vec<SearchHit>>);
 
 #[async_trait]
 impl MemoryRetrieval for FailingConversation {
@@ -133,6 +134,9 @@ impl MemoryRetrieval for FailingConversation {
         self.0.list_notes_page(u, q).await
     }
     async fn hybrid_query(&self, q: &HybridQuery) -> Result<Vec<SearchHit>, MemoryError> {
+        if let Some(hits) = &self.1 {
+            return Ok(hits.clone());
+        }
         if q.sessions.iter().any(|s| !s.is_user_memory()) {
             return Err(MemoryError::WorkerStopped);
         }
@@ -166,13 +170,24 @@ impl MemoryRetrieval for FailingConversation {
     ) -> Result<Vec<memory::StoredEvent>, MemoryError> {
         self.0.sessions().history(s, None, limit).await
     }
+    async fn conversation_sessions(&self, u: &UserId) -> Result<Vec<SessionId>, MemoryError> {
+        self.0.conversation_sessions(u).await
+    }
+    async fn conversation_contexts(
+        &self,
+        u: &UserId,
+        hits: &[(SessionId, u64)],
+        radius: usize,
+    ) -> Result<Vec<Option<memory::ConversationContext>>, MemoryError> {
+        self.0.conversation_contexts(u, hits, radius).await
+    }
 }
 
 #[tokio::test]
 async fn a_failed_conversation_leg_still_returns_notes_and_says_so() {
     let env = env().await;
     env.save("alice", "prefers window seats on flights").await;
-    let registry = registry_over(Some(Arc::new(FailingConversation(env.store.clone()))));
+    let registry = registry_over(Some(Arc::new(FailingConversation(env.store.clone(), None))));
     let out = registry
         .execute(
             "memory_search",
@@ -241,4 +256,105 @@ async fn a_time_in_the_query_ranks_past_conversations_of_that_time_first_and_say
     assert!((now - said_at.with_timezone(&chrono::Utc)).num_hours() >= 47);
     assert_eq!(recent["time"]["phrase"], "past week", "{recent}");
     assert!(recent["time"]["from"].is_string() && recent["time"]["until"].is_string());
+}
+
+/// In the user's first conversation there is no other to search: `scope` conversations answers
+/// with no results (not an error), `all` with the notes, and the current one is searched when
+/// `include_conversation` asks for it.
+#[tokio::test]
+async fn the_first_conversation_has_no_past_to_search_and_that_is_no_error() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    env.save("alice", "The user's cat is called Miso").await;
+    env.store
+        .sessions()
+        .append_message_at(
+            &SessionId::parse("chat-1").unwrap(),
+            &alice,
+            &Message::user("What is my cat called?"),
+            None,
+        )
+        .await
+        .unwrap();
+    let search = |scope: &str, current: bool| json!({"query": "cat called", "scope": scope, "include_conversation": current});
+    let none = env
+        .ok("alice", "memory_search", search("conversations", false))
+        .await;
+    assert_eq!(none["results"], json!([]), "{none}");
+    let all = env.ok("alice", "memory_search", search("all", false)).await;
+    assert_eq!(
+        texts(all["results"].as_array().unwrap()),
+        ["The user's cat is called Miso"]
+    );
+    let current = env
+        .ok("alice", "memory_search", search("conversations", true))
+        .await;
+    assert_eq!(
+        texts(current["results"].as_array().unwrap()),
+        ["What is my cat called?"]
+    );
+}
+
+/// Each conversation result is told where *it* was said. A short message that is the start of a
+/// longer one ranked above it and left out to fit ("I like tea" / "I like tea with …") was
+/// given the longer one's session, date and neighbours: results were matched to hits by text.
+#[tokio::test]
+async fn a_conversation_result_is_placed_where_it_was_said_not_where_a_longer_one_was() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    let long = format!("I like tea with {}", "lemon and honey, ".repeat(60));
+    let said = [
+        ("chat-filler", "filler".to_owned()),
+        ("chat-long", long.clone()),
+        ("chat-short", "I like tea".to_owned()),
+    ];
+    for (chat, text) in &said {
+        env.store
+            .sessions()
+            .append_message_at(
+                &SessionId::parse(chat).unwrap(),
+                &alice,
+                &Message::user(text.as_str()),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let hit = |chat: &str, seq: u64, text: &str, score: f64| -> SearchHit {
+        serde_json::from_value(json!({
+            "session_id": chat, "source": "conversation", "note_id": null, "text": text,
+            "event_seq": seq, "score": score,
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        }))
+        .unwrap()
+    };
+    // Ten long results fill most of the room; the long tea message no longer fits, the short
+    // one still does.
+    let filler = "x".repeat(560);
+    let mut hits: Vec<SearchHit> = (0..10)
+        .map(|n| hit("chat-filler", n + 1, &format!("{n}{filler}"), 0.9))
+        .collect();
+    hits.push(hit("chat-long", 1, &long, 0.5));
+    hits.push(hit("chat-short", 1, "I like tea", 0.4));
+    let registry = registry_over(Some(Arc::new(FailingConversation(
+        env.store.clone(),
+        Some(hits),
+    ))));
+    let out = registry
+        .execute(
+            "memory_search",
+            &json!({ "query": "tea", "scope": "conversations", "top_k": 12 }).to_string(),
+            &ctx(&env.root, "alice", "chat-now"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let out: Value = serde_json::from_str(&out.output).unwrap();
+    assert_eq!(out["omitted"], 1, "the long one is left out: {out}");
+    let short = out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["text"] == "I like tea")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(short["session_id"], "chat-short", "{out}");
 }

@@ -209,9 +209,12 @@ pub fn parse(input: &str) -> Option<Result<Command, CommandError>> {
         "search" if arg.is_empty() => Err(CommandError(
             "/search needs words to look for in your past conversations".into(),
         )),
-        "search" => match arg.strip_prefix("open ") {
-            Some(n) => number(n.trim(), "/search open").map(|n| Command::SearchOpen { n }),
-            None => Ok(Command::Search {
+        // `open <n>` opens a hit; other words after "open" ("open source licences") are a search.
+        "search" => match arg.strip_prefix("open ").map(str::trim) {
+            Some(n) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                number(n, "/search open").map(|n| Command::SearchOpen { n })
+            }
+            _ => Ok(Command::Search {
                 query: arg.to_owned(),
             }),
         },
@@ -421,6 +424,16 @@ mod tests {
             })),
         );
         check("/search open 2", Some(Ok(Command::SearchOpen { n: 2 })));
+        check(
+            "/search open source licences",
+            Some(Ok(Command::Search {
+                query: "open source licences".into(),
+            })),
+        );
+        check(
+            "/search open 0",
+            Some(Err("/search open needs a number from the list")),
+        );
         check("/memory accept 2", mem(MemoryCommand::Accept { n: 2 }));
         check("/memory reject 1", mem(MemoryCommand::Reject { n: 1 }));
         check(

@@ -31,6 +31,11 @@ pub struct PendingMemory {
     /// The text an add or update would write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// The note's text as capture was shown it (update, delete): what the change would replace
+    /// or forget, so the user can judge it. Accepting is refused when the note says something
+    /// else by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_text: Option<String>,
     /// The conversation it was captured from.
     pub session_id: String,
     pub created_at: String,

@@ -6,7 +6,10 @@
 //! Days start at local midnight (or at the first local instant of the day when a change of clocks
 //! skips midnight), so a day is 23 or 25 hours long across a DST change. Weeks start on Monday;
 //! "last week" is the previous calendar week, "past week" the seven days up to today; "last
-//! weekend" is the Saturday and Sunday before the current week. A month or a day without a year is
+//! weekend" is the Saturday and Sunday before the current week. "Last" with a month or a season
+//! ("last December", "last winter") is the latest one that has ended; "this winter" is the one
+//! under way (begun last December), else this year's. "This morning" (afternoon, evening) is
+//! today; "last night" is yesterday and today (its evening or today's small hours). A month or a day without a year is
 //! its latest occurrence that has started by today. Seasons are the northern meteorological ones
 //! (summer = June–August). Words that are also ordinary words ("may", "march", "fall") count as
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
@@ -341,12 +344,40 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
             }
             if let Some(s) = season(next) {
                 let this_year = season_span(today.year(), s)?;
+                let last_year = season_span(today.year() - 1, s)?;
                 let span = match word {
+                    // The season under way (a winter begun last December), else this year's.
+                    "this" if covers(last_year, today) => last_year,
                     "this" => this_year,
-                    _ if this_year.to.is_some_and(|end| end <= today) => this_year,
-                    _ => season_span(today.year() - 1, s)?,
+                    // The latest one that has ended.
+                    _ => [this_year, last_year, season_span(today.year() - 2, s)?]
+                        .into_iter()
+                        .find(|span| span.to.is_some_and(|end| end <= today))?,
                 };
                 return Some((span, 2));
+            }
+            match (word, next) {
+                ("this", "morning" | "afternoon" | "evening") => {
+                    return Some((day_span(today)?, 2));
+                }
+                // Yesterday evening, or the small hours of today.
+                ("last", "night") => {
+                    return Some((Span::days(today.pred_opt()?, today.succ_opt()?), 2));
+                }
+                _ => {}
+            }
+            if word != "past"
+                && let Some(m) = month(next)
+                && month_after_last_or_this(&toks[i + 1], word)
+            {
+                let this_year = month_start(today.year(), m)?;
+                let start = match word {
+                    "this" => this_year,
+                    // The latest one that has ended ("last December" asked in January).
+                    _ if month_span(this_year)?.to.is_some_and(|end| end <= today) => this_year,
+                    _ => month_start(today.year() - 1, m)?,
+                };
+                return Some((month_span(start)?, 2));
             }
             return None;
         }
@@ -357,6 +388,22 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
     let u = unit(&toks.get(i + used)?.word)?;
     (toks.get(i + used + 1)?.word == "ago").then_some(())?;
     Some((ago(today, u, n)?, used + 2))
+}
+
+/// Whether `span` holds the day `d`.
+fn covers(span: Span, d: NaiveDate) -> bool {
+    span.from.is_none_or(|from| from <= d) && span.to.is_none_or(|to| d < to)
+}
+
+/// Whether month word `t` after "last" or "this" names the month: a full name, or a capitalised
+/// abbreviation; "may" and "march" after "this" only capitalised ("this may help").
+fn month_after_last_or_this(t: &Tok<'_>, word: &str) -> bool {
+    let capital = t.raw.starts_with(char::is_uppercase);
+    let full = super::when_dates::is_full_month(&t.word);
+    match t.word.as_str() {
+        "may" | "march" if word == "this" => capital,
+        _ => full || capital,
+    }
 }
 
 /// The calendar unit `n` units back from today's (0 = the current one).

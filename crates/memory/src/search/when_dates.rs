@@ -54,6 +54,11 @@ pub(super) fn month(word: &str) -> Option<u32> {
     u32::try_from(at + 1).ok()
 }
 
+/// Whether `word` is a month's whole name (not an abbreviation).
+pub(super) fn is_full_month(word: &str) -> bool {
+    MONTHS.contains(&word)
+}
+
 /// Words after which a month, season or year is surely a time.
 const PREPOSITIONS: [&str; 12] = [
     "in", "during", "on", "of", "since", "before", "after", "until", "from", "early", "late", "mid",

@@ -170,3 +170,34 @@ fn a_month_without_a_year_is_its_latest_start() {
     let got = time_range("in May", &paris).map(|r| dates(&r, chrono_tz::Europe::Paris));
     assert_eq!(got.as_deref(), Some("2023-05-01..2023-06-01"));
 }
+
+#[test]
+fn last_and_this_across_the_new_year() {
+    // Monday 15 January 2024 in Auckland (still Sunday 14 January in UTC).
+    let january = at("2024-01-14T20:00:00Z", chrono_tz::Pacific::Auckland);
+    let table = [
+        // The winter under way began last December; the last one ended in 2023.
+        ("this winter", "2023-12-01..2024-03-01"),
+        ("last winter", "2022-12-01..2023-03-01"),
+        ("in winter", "2023-12-01..2024-03-01"),
+        ("last summer", "2023-06-01..2023-09-01"),
+        ("what did I buy last December", "2023-12-01..2024-01-01"),
+        ("in December", "2023-12-01..2024-01-01"),
+        ("last January", "2023-01-01..2023-02-01"),
+        ("this January", "2024-01-01..2024-02-01"),
+        ("last Dec", "2023-12-01..2024-01-01"),
+        // "last week" on a Monday is the whole week before it.
+        ("last week", "2024-01-08..2024-01-15"),
+        ("yesterday", "2024-01-14..2024-01-15"),
+        ("last year", "2023-01-01..2024-01-01"),
+        ("what did I say last night", "2024-01-14..2024-01-16"),
+        ("this morning", "2024-01-15..2024-01-16"),
+    ];
+    for (text, want) in table {
+        let got = time_range(text, &january).map(|r| dates(&r, chrono_tz::Pacific::Auckland));
+        assert_eq!(got.as_deref(), Some(want), "{text:?}");
+    }
+    // A month word that is an ordinary word after "this" is no time.
+    assert_eq!(time_range("this may help", &january), None);
+    assert_eq!(time_range("this march is long", &january), None);
+}

@@ -70,19 +70,31 @@ pub(crate) async fn apply(
             content,
             category,
             tags,
+            ..
         } => {
             let mut args = json!({ "note_id": note_id, "content": content, "version": edit_token });
             organise(&mut args, category.as_ref(), tags);
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
             Ok(Some(change("updated", note_id.clone(), content, confirmed)))
         }
-        Proposal::Delete { note_id } => {
+        Proposal::Delete {
+            note_id,
+            edit_token,
+            ..
+        } => {
             let id = NoteId::parse(note_id).map_err(|e| e.to_string())?;
             let text = store
                 .get(&ctx.user_id, &id)
                 .await
                 .map(|n| n.content)
                 .map_err(|e| e.to_string())?;
+            // What was judged no longer true is the text shown; a note changed since stays.
+            if edit_token
+                .as_ref()
+                .is_some_and(|shown| *shown != memory::edit_token(&text))
+            {
+                return Err("the note changed since it was shown".to_owned());
+            }
             run(
                 tools,
                 MEMORY_DELETE_TOOL_NAME,

@@ -10,8 +10,8 @@
 //!   recorded with the session and turn, like every model call.
 //! - **Governed**: the similar notes are read as `memory_search` and the changes are the notes
 //!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); a turn
-//!   that read untrusted content yields unconfirmed notes. `mode = "suggest"` stores the
-//!   proposals for the user instead (`pending`).
+//!   that read untrusted content, or a call shown an unconfirmed note, yields unconfirmed notes.
+//!   `mode = "suggest"` stores the proposals for the user instead (`pending`).
 //! - **Safe to fail**: a failed call, or an answer that is not a well-formed `record_memories`
 //!   call naming only notes it was shown, is logged and changes nothing.
 //!
@@ -38,7 +38,6 @@ use types::{
 
 use crate::RuntimeError;
 use crate::journal::{Entry, Journal};
-use crate::note_lifecycle::govern_on;
 use proposal::{Proposal, ShownNote};
 
 /// Existing notes shown to the capture call.
@@ -220,7 +219,14 @@ impl Capture {
                 return Ok(None);
             }
         };
-        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange);
+        // An unconfirmed note shown is untrusted text read back, like a tool output in the
+        // exchange: what the call writes after it is unconfirmed (unless the user said it).
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange).or_else(|| {
+            shown
+                .iter()
+                .any(|n| n.unconfirmed)
+                .then_some(UntrustedInput::Note)
+        });
         let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
         self.store
             .captures()
@@ -331,17 +337,21 @@ impl Capture {
         while !said.is_char_boundary(cut) {
             cut -= 1;
         }
-        let query = HybridQuery::new(
-            vec![SessionId::user_memory(&ctx.user_id)],
-            &said[..cut],
-            SHOWN_NOTES,
-        );
-        let store = &self.store;
-        let read = |_| async move {
+        let (store, said) = (&self.store, &said[..cut]);
+        let read = |_, governed: ToolExecutionContext| async move {
+            let notes = SessionId::user_memory(&governed.user_id);
+            let query = HybridQuery::new(
+                vec![notes],
+                said,
+                tools::search_fetch_k(&governed, SHOWN_NOTES),
+            );
             let hits = store
                 .search(&query)
                 .await
                 .map_err(RuntimeError::memory("searching notes for capture"))?;
+            // The surface's read rules hold here as in memory_search: a keyed note of a
+            // namespace capture may not read is neither shown nor, so, changed.
+            let hits = tools::readable_hits(&governed, hits, SHOWN_NOTES);
             let mut notes: Vec<ShownNote> = Vec::new();
             for hit in hits {
                 let (Some(id), Some(text)) = (hit.note_id, hit.note_text) else {
@@ -352,19 +362,24 @@ impl Capture {
                         note_id: id.as_str().to_owned(),
                         edit_token: memory::edit_token(&text),
                         text,
+                        unconfirmed: hit.unconfirmed,
                     });
                 }
             }
-            Ok(notes)
+            Ok::<_, RuntimeError>(notes)
         };
-        let governed = govern_on(
-            &self.agent_tools,
-            ctx,
-            memory_ops::SEARCH,
-            MemoryAccess::notes_read(),
-            read,
-        )
-        .await;
+        let access = MemoryAccess::notes_read();
+        let governed = self
+            .agent_tools
+            .governance()
+            .govern(
+                memory_ops::SEARCH,
+                &access,
+                serde_json::json!({ "note_id": access.key }),
+                ctx,
+                read,
+            )
+            .await;
         governed.unwrap_or_else(|e| {
             tracing::info!(error = %e, "capture: similar notes not read");
             Vec::new()

@@ -4,7 +4,7 @@
 //! written). A proposal whose note changed since it was made is refused and stays listed.
 
 use memory::{MemoryStore, PendingProposal, ProposalPlace};
-use types::{PendingMemory, Surface, ToolExecutionContext, UntrustedInput};
+use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
 
 use super::apply;
 use super::proposal::Proposal;
@@ -24,13 +24,36 @@ pub(super) fn untrusted_name(input: UntrustedInput) -> &'static str {
     }
 }
 
-/// Stores `proposals` for the user; returns them as the user will see them.
+/// Stores `proposals` for the user, less those already waiting (a fact the user repeats in each
+/// conversation is proposed once, not once per capture); returns them as the user will see them.
 pub(super) async fn keep(
     store: &MemoryStore,
     place: ProposalPlace<'_>,
     proposals: &[Proposal],
 ) -> Result<Vec<PendingMemory>, RuntimeError> {
-    let texts: Vec<String> = proposals
+    let waiting: Vec<Proposal> = store
+        .captures()
+        .pending_proposals(place.user)
+        .await
+        .map_err(RuntimeError::memory("reading capture proposals"))?
+        .iter()
+        .filter_map(pending_view)
+        .map(|(_, p)| p)
+        .collect();
+    let mut kept: Vec<&Proposal> = Vec::new();
+    for p in proposals {
+        if !waiting
+            .iter()
+            .chain(kept.iter().copied())
+            .any(|w| w.same_change(p))
+        {
+            kept.push(p);
+        }
+    }
+    if kept.is_empty() {
+        return Ok(Vec::new());
+    }
+    let texts: Vec<String> = kept
         .iter()
         .map(|p| serde_json::to_string(p).unwrap_or_default())
         .collect();
@@ -59,6 +82,7 @@ fn view(id: i64, p: &Proposal, session_id: &str, created_at: &str) -> PendingMem
         action: p.action().to_owned(),
         note_id: p.note_id().map(str::to_owned),
         content: p.content().map(str::to_owned),
+        note_text: p.note_text().map(str::to_owned),
         session_id: session_id.to_owned(),
         created_at: created_at.to_owned(),
     }
@@ -112,12 +136,24 @@ impl AgentRuntime {
             .map_err(RuntimeError::memory("reading a capture proposal"))?
             .ok_or_else(|| no_proposal(id))?;
         let (_, proposal) = pending_view(&row).ok_or_else(|| no_proposal(id))?;
+        // The call id makes a retried acceptance write nothing twice. The number alone does not
+        // name the proposal: the store reuses numbers once the list is empty, and a later
+        // proposal of the same text would be taken for a retry and never written.
+        let made = row.created_at.timestamp_micros();
         let mut call = ToolExecutionContext {
-            call_id: Some(format!("capture-accept-{id}")),
+            call_id: Some(format!("capture-accept-{id}-{made}")),
             untrusted_input: None,
             ..ctx.clone()
         };
         call.surface = types::CallSurface::new(Surface::Capture);
+        // The note comes from the exchange the proposal was made of (its provenance says so),
+        // not from the session the user happens to accept it in.
+        if let (Ok(session), Ok(turn)) = (
+            SessionId::parse(&row.session_id),
+            TurnId::parse(&row.turn_id),
+        ) {
+            (call.session_id, call.turn_id) = (session, turn);
+        }
         let change = apply::apply(&capture.notes_tools, store, &call, &proposal)
             .await
             .map_err(|reason| {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use memory::{Category, MAX_CONTENT_BYTES, MAX_TAG_CHARS, MAX_TAGS, TooLong};
 use provider::ChatRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -77,6 +78,10 @@ pub(crate) struct ShownNote {
     #[serde(rename = "version")]
     pub(crate) edit_token: String,
     pub(crate) text: String,
+    /// Saved after untrusted input and not confirmed by the user: what the call writes after
+    /// reading it is unconfirmed too. Shown to the model only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) unconfirmed: bool,
 }
 
 /// The capture request: the prompt, the notes, the exchange; `record_memories` forced.
@@ -125,6 +130,9 @@ pub(crate) enum Proposal {
         #[serde(rename = "version")]
         edit_token: String,
         content: String,
+        /// The note's text as shown (for the user deciding on a pending proposal).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note_text: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         category: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -132,6 +140,14 @@ pub(crate) enum Proposal {
     },
     Delete {
         note_id: String,
+        /// The version of the note as shown: a note changed since (the user edited it before
+        /// accepting a pending delete) is not deleted. Absent in proposals kept by earlier
+        /// versions.
+        #[serde(rename = "version", default, skip_serializing_if = "Option::is_none")]
+        edit_token: Option<String>,
+        /// The note's text as shown (for the user deciding on a pending proposal).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note_text: Option<String>,
     },
 }
 
@@ -147,7 +163,43 @@ impl Proposal {
     pub(crate) fn note_id(&self) -> Option<&str> {
         match self {
             Proposal::Add { .. } => None,
-            Proposal::Update { note_id, .. } | Proposal::Delete { note_id } => Some(note_id),
+            Proposal::Update { note_id, .. } | Proposal::Delete { note_id, .. } => Some(note_id),
+        }
+    }
+
+    /// The version of the note an update or delete was made against.
+    fn version(&self) -> Option<&str> {
+        match self {
+            Proposal::Add { .. } => None,
+            Proposal::Update { edit_token, .. } => Some(edit_token),
+            Proposal::Delete { edit_token, .. } => edit_token.as_deref(),
+        }
+    }
+
+    /// Whether `other` makes the same change: the same action on the same version of the same
+    /// note with the same text (whitespace and case aside).
+    pub(crate) fn same_change(&self, other: &Proposal) -> bool {
+        let text = |p: &Proposal| {
+            p.content().map(|t| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            })
+        };
+        self.action() == other.action()
+            && self.note_id() == other.note_id()
+            && self.version() == other.version()
+            && text(self) == text(other)
+    }
+
+    /// The text of the note an update or delete is about, as shown to the capture call.
+    pub(crate) fn note_text(&self) -> Option<&str> {
+        match self {
+            Proposal::Add { .. } => None,
+            Proposal::Update { note_text, .. } | Proposal::Delete { note_text, .. } => {
+                note_text.as_deref()
+            }
         }
     }
 
@@ -160,8 +212,10 @@ impl Proposal {
 }
 
 /// The proposals in the model's reply, all checked: every entry's action known, the text an add
-/// or update writes present, an update or delete naming one of the notes shown (an update's
-/// version defaults to the one shown). Any fault refuses the whole answer: `Err` says which.
+/// or update writes present and within the notes tools' bounds (content, category, tags, as
+/// `memory_save` checks them: a proposal they would refuse must not leave the others applied
+/// alone), an update or delete naming one of the notes shown (an update's version defaults to
+/// the one shown). Any fault refuses the whole answer: `Err` says which.
 pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Proposal>, String> {
     let call = message
         .tool_calls
@@ -177,10 +231,7 @@ pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Propos
     if entries.len() > MAX_PROPOSALS {
         return Err(format!("more than {MAX_PROPOSALS} proposals"));
     }
-    let tokens: HashMap<&str, &str> = shown
-        .iter()
-        .map(|n| (n.note_id.as_str(), n.edit_token.as_str()))
-        .collect();
+    let tokens: HashMap<&str, &ShownNote> = shown.iter().map(|n| (n.note_id.as_str(), n)).collect();
     entries
         .iter()
         .enumerate()
@@ -188,7 +239,7 @@ pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Propos
         .collect()
 }
 
-fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> {
+fn one(entry: &Value, tokens: &HashMap<&str, &ShownNote>) -> Result<Proposal, String> {
     let text = |key: &str| {
         entry
             .get(key)
@@ -198,42 +249,78 @@ fn one(entry: &Value, tokens: &HashMap<&str, &str>) -> Result<Proposal, String> 
             .map(str::to_owned)
     };
     let category = text("category");
-    let tags: Vec<String> = match entry.get("tags") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(tags)) => tags
-            .iter()
-            .map(|t| t.as_str().map(str::to_owned).ok_or("a tag is not text"))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("tags is not a list".into()),
+    if let Some(category) = &category {
+        category
+            .parse::<Category>()
+            .map_err(|_| format!("unknown category \"{category}\""))?;
+    }
+    let tags = tags_of(entry)?;
+    let content = || -> Result<String, String> {
+        let content = text("content").ok_or("no content")?;
+        TooLong::check(&content, MAX_CONTENT_BYTES).map_err(|e| format!("content of {e}"))?;
+        Ok(content)
     };
-    let shown_note = || -> Result<(String, &str), String> {
+    let shown_note = || -> Result<(String, &ShownNote), String> {
         let id = text("note_id").ok_or("no note_id")?;
-        let token = tokens
+        let note = tokens
             .get(id.as_str())
             .ok_or("note_id is not one of the notes shown")?;
-        Ok((id, token))
+        Ok((id, *note))
     };
     match entry.get("action").and_then(Value::as_str) {
         Some("add") => Ok(Proposal::Add {
-            content: text("content").ok_or("an add without content")?,
+            content: content().map_err(|e| format!("an add with {e}"))?,
             category,
             tags,
         }),
         Some("update") => {
-            let (note_id, shown_token) = shown_note()?;
+            let (note_id, shown) = shown_note()?;
             Ok(Proposal::Update {
-                edit_token: text("version").unwrap_or_else(|| shown_token.to_owned()),
-                content: text("content").ok_or("an update without content")?,
+                edit_token: text("version").unwrap_or_else(|| shown.edit_token.clone()),
+                content: content().map_err(|e| format!("an update with {e}"))?,
+                note_text: Some(shown.text.clone()),
                 note_id,
                 category,
                 tags,
             })
         }
-        Some("delete") => Ok(Proposal::Delete {
-            note_id: shown_note()?.0,
-        }),
+        Some("delete") => {
+            let (note_id, shown) = shown_note()?;
+            Ok(Proposal::Delete {
+                note_id,
+                edit_token: Some(shown.edit_token.clone()),
+                note_text: Some(shown.text.clone()),
+            })
+        }
         _ => Err("action must be add, update or delete".into()),
     }
+}
+
+/// The entry's tags as the notes tools take them: at most [`MAX_TAGS`], each a label of 1 to
+/// [`MAX_TAG_CHARS`] characters (trimmed).
+fn tags_of(entry: &Value) -> Result<Vec<String>, String> {
+    let tags: Vec<String> = match entry.get("tags") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(tags)) => tags
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(|t| t.trim().to_owned())
+                    .ok_or("a tag is not text")
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("tags is not a list".into()),
+    };
+    if tags.len() > MAX_TAGS {
+        return Err(format!("more than {MAX_TAGS} tags"));
+    }
+    if tags
+        .iter()
+        .any(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
+    {
+        return Err(format!("a tag is not 1 to {MAX_TAG_CHARS} characters"));
+    }
+    Ok(tags)
 }
 
 #[cfg(test)]
@@ -257,6 +344,7 @@ mod tests {
             note_id: "note-1".into(),
             edit_token: "v1".into(),
             text: "The user likes tea".into(),
+            unconfirmed: false,
         }]
     }
 
@@ -288,11 +376,14 @@ mod tests {
                     note_id: "note-1".into(),
                     edit_token: "v1".into(),
                     content: "Likes green tea".into(),
+                    note_text: Some("The user likes tea".into()),
                     category: None,
                     tags: vec![],
                 },
                 Proposal::Delete {
                     note_id: "note-1".into(),
+                    edit_token: Some("v1".into()),
+                    note_text: Some("The user likes tea".into()),
                 },
             ]),
         );
@@ -300,7 +391,7 @@ mod tests {
         check(r#"{"notes": []}"#, Err("no \"memories\""));
         check(
             r#"{"memories": [{"action": "add", "content": "ok"}, {"action": "add"}]}"#,
-            Err("proposal 2: an add without content"),
+            Err("proposal 2: an add with no content"),
         );
         check(
             r#"{"memories": [{"action": "delete", "note_id": "note-other"}]}"#,
@@ -309,6 +400,36 @@ mod tests {
         check(
             r#"{"memories": [{"action": "forget", "note_id": "note-1"}]}"#,
             Err("action must be"),
+        );
+        // What the notes tools would refuse is refused here, before anything is applied.
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "category": "Fact"}]}"#,
+            Err("proposal 1: unknown category \"Fact\""),
+        );
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "tags": ["a", ""]}]}"#,
+            Err("proposal 1: a tag is not 1 to"),
+        );
+        let many = serde_json::to_string(&json!({"memories": [
+            {"action": "add", "content": "ok", "tags": vec!["t"; MAX_TAGS + 1]}
+        ]}))
+        .unwrap_or_default();
+        check(&many, Err("more than 10 tags"));
+        let long = serde_json::to_string(&json!({"memories": [
+            {"action": "update", "note_id": "note-1", "content": "x".repeat(MAX_CONTENT_BYTES + 1)}
+        ]}))
+        .unwrap_or_default();
+        check(
+            &long,
+            Err("proposal 1: an update with content of 8193 bytes"),
+        );
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok", "category": "preference", "tags": [" tea "]}]}"#,
+            Ok(vec![Proposal::Add {
+                content: "ok".into(),
+                category: Some("preference".into()),
+                tags: vec!["tea".into()],
+            }]),
         );
         let plain = Message::assistant("nothing to record");
         assert!(parse(&plain, &shown()).is_err());

@@ -28,7 +28,20 @@ const OMITTED_NOTE: &str = "Some results were left out to fit (see \"omitted\"):
 
 /// The results within `budget` bytes; `extra` is a note to add (e.g. a skipped search leg).
 pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> String {
+    render_shown(hits, budget, extra).text
+}
+
+/// Rendered results, and which hit each shows.
+pub(crate) struct Rendered {
+    pub(crate) text: String,
+    /// For each result, in order, the index of its hit (those left out to fit have none).
+    pub(crate) shown: Vec<usize>,
+}
+
+/// [`render`], saying which hit each result shows.
+pub(crate) fn render_shown(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> Rendered {
     let mut results = Vec::new();
+    let mut shown = Vec::new();
     let (mut used, mut omitted, mut partial) = (0, 0usize, false);
     for (i, hit) in hits.iter().enumerate() {
         let later = hits.len() - i - 1;
@@ -50,6 +63,7 @@ pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> 
         };
         used += size(&entry);
         results.push(entry);
+        shown.push(i);
     }
     let mut out = json!({ "results": results });
     let mut notes: Vec<&str> = Vec::new();
@@ -64,7 +78,10 @@ pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> 
     if !notes.is_empty() {
         out["note"] = json!(notes.join(" "));
     }
-    out.to_string()
+    Rendered {
+        text: out.to_string(),
+        shown,
+    }
 }
 
 fn size(entry: &Value) -> usize {

@@ -9,6 +9,7 @@ use memory::{HitSource, MemoryError, MemoryRetrieval, SearchHit};
 use serde_json::{Value, json};
 use types::{SessionId, ToolExecutionContext};
 
+use super::render::Rendered;
 use crate::ToolError;
 
 /// Messages shown on each side of a conversation hit.
@@ -29,7 +30,8 @@ pub(crate) fn scope_schema() -> Value {
         "enum": ["notes", "conversations", "all"],
         "description": "Where to search: \"notes\" (default) your saved notes; \"conversations\" \
             every past conversation with the user (each hit with its session, date, speaker and \
-            the turns around it); \"all\" both, ranked together."
+            the turns around it; the current one too with include_conversation); \"all\" both, \
+            ranked together."
     })
 }
 
@@ -46,27 +48,43 @@ pub(crate) fn scope_arg(args: &Value) -> Result<Scope, ToolError> {
     }
 }
 
-/// The sessions `scope` searches for the caller (`Notes` is not asked here).
+/// Whether a search of past conversations also reads the caller's current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Current {
+    Included,
+    Left,
+}
+
+/// The sessions `scope` searches for the caller (`Notes` is not asked here). The current
+/// conversation is left out unless `current` includes it (`include_conversation`): it is the
+/// model's context already, and its latest message — the question being asked — would come back
+/// as its own best match, above what was said before.
 pub(crate) async fn sessions(
     memory: &dyn MemoryRetrieval,
     ctx: &ToolExecutionContext,
     scope: Scope,
+    current: Current,
 ) -> Result<Vec<SessionId>, MemoryError> {
     let mut sessions = memory.conversation_sessions(&ctx.user_id).await?;
+    if current == Current::Left {
+        sessions.retain(|s| *s != ctx.session_id);
+    }
     if scope == Scope::All {
         sessions.push(SessionId::user_memory(&ctx.user_id));
     }
     Ok(sessions)
 }
 
-/// `out` (rendered results) with each conversation result told where it was said (the contexts
-/// of all of them read together).
+/// `rendered` results with each conversation result told where it was said (the contexts of
+/// all of them read together). Each result is matched to the hit it shows by its place, never by
+/// its text: a short message is often the start of a longer one left out to fit.
 pub(crate) async fn annotate(
     memory: &dyn MemoryRetrieval,
     ctx: &ToolExecutionContext,
-    out: String,
+    rendered: Rendered,
     hits: &[SearchHit],
 ) -> String {
+    let Rendered { text: out, shown } = rendered;
     let Ok(mut rendered) = serde_json::from_str::<Value>(&out) else {
         return out;
     };
@@ -74,20 +92,13 @@ pub(crate) async fn annotate(
         return out;
     };
     // Each rendered conversation result, and the hit it shows.
-    let mut used = vec![false; hits.len()];
-    let mut shown = Vec::new();
-    for (r, result) in results.iter().enumerate() {
-        if result["source"] != HitSource::Conversation.as_str() {
-            continue;
-        }
-        let text = result["text"].as_str().unwrap_or_default();
-        let found = hits.iter().enumerate().position(|(i, h)| {
-            !used[i] && h.source == HitSource::Conversation && h.text.starts_with(text)
-        });
-        let Some(i) = found else { continue };
-        used[i] = true;
-        shown.push((r, (hits[i].session_id.clone(), hits[i].event_seq)));
-    }
+    let shown: Vec<(usize, (SessionId, u64))> = shown
+        .iter()
+        .enumerate()
+        .filter_map(|(r, &i)| hits.get(i).map(|hit| (r, hit)))
+        .filter(|(_, hit)| hit.source == HitSource::Conversation)
+        .map(|(r, hit)| (r, (hit.session_id.clone(), hit.event_seq)))
+        .collect();
     if shown.is_empty() {
         return out;
     }

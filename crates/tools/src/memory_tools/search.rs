@@ -9,8 +9,8 @@ use types::SessionId;
 use super::MEMORY_SEARCH_TOOL_NAME;
 use super::common::{MAX_SEARCH_TOP_K, fetch_k, map_error, readable, string_arg};
 use super::meta_args::{category_arg, category_schema, tags_arg, tags_schema};
-use super::render::{SEARCH_BUDGET, render};
-use super::scope::{Scope, annotate, scope_arg, scope_schema};
+use super::render::{SEARCH_BUDGET, render, render_shown};
+use super::scope::{Current, Scope, annotate, scope_arg, scope_schema};
 use crate::MemoryAccess;
 use crate::ToolError;
 use crate::memory_tools::MemoryState;
@@ -35,8 +35,9 @@ const DESCRIPTION: &str = "Search your persistent memory for relevant informatio
      ranked by relevance using semantic similarity and keyword matching. By default searches \
      only your saved notes; set include_conversation to true to also search the current \
      conversation history, or scope to \"conversations\" (every past conversation with the \
-     user, each hit with its session_id, title, date, speaker and surrounding turns) or \
-     \"all\" (notes and past conversations ranked together). Returns {\"results\": [...]}: \
+     user, each hit with its session_id, title, date, speaker and surrounding turns; the \
+     current one too when include_conversation is true) or \"all\" (notes and past \
+     conversations ranked together). Returns {\"results\": [...]}: \
      each saved note comes whole, with the \
      version memory_update needs, unless it is too long to fit with the other results; then it \
      is an excerpt marked \"partial\": true with its full \"length\" and no version (search \
@@ -128,7 +129,11 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         let notes = SessionId::user_memory(&ctx.user_id);
         let mut skipped = None;
         let mut asked = if scope != Scope::Notes {
-            let sessions = super::scope::sessions(memory, ctx, scope)
+            let current = match include_conversation {
+                true => Current::Included,
+                false => Current::Left,
+            };
+            let sessions = super::scope::sessions(memory, ctx, scope, current)
                 .await
                 .map_err(|e| map_error(e, None))?;
             state.query(sessions, text, fetch_k(ctx, top_k), &filters)
@@ -172,7 +177,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
                 annotate(
                     memory,
                     ctx,
-                    render(&hits, SEARCH_BUDGET / 2, skipped),
+                    render_shown(&hits, SEARCH_BUDGET / 2, skipped),
                     &hits,
                 )
                 .await

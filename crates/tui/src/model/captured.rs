@@ -217,10 +217,16 @@ impl App {
         let mut text = title.to_owned();
         for (i, p) in memories.iter().enumerate() {
             let what = p.content.as_deref().map(excerpt).unwrap_or_default();
+            // What an update or delete would replace or forget, as capture was shown it.
+            let was = p
+                .note_text
+                .as_deref()
+                .map(|t| format!(" \"{}\"", excerpt(t)))
+                .unwrap_or_default();
             let line = match (p.action.as_str(), p.note_id.as_deref()) {
                 ("add", _) => format!("remember \"{what}\""),
-                ("update", Some(id)) => format!("change {} to \"{what}\"", short_id(id)),
-                (_, id) => format!("forget {}", short_id(id.unwrap_or_default())),
+                ("update", Some(id)) => format!("change {}{was} to \"{what}\"", short_id(id)),
+                (_, id) => format!("forget {}{was}", short_id(id.unwrap_or_default())),
             };
             text.push_str(&format!("\n  {}. {line}", i + 1));
         }
@@ -252,6 +258,7 @@ mod tests {
                 action: "add".into(),
                 note_id: None,
                 content: Some("The user plays the cello".into()),
+                note_text: None,
                 session_id: "s-1".into(),
                 created_at: "2026-11-28T09:00:00.000Z".into(),
             }],
@@ -283,5 +290,36 @@ mod tests {
         );
         app.on_capture_frame(ServerFrame::MemoryRejected { id: 9 });
         assert!(app.memory.pending.is_empty());
+    }
+
+    /// A pending update or delete says what it would replace or forget, not only the note's id.
+    #[test]
+    fn pending_changes_show_the_text_they_replace_or_forget() {
+        let user = types::UserId::parse("alice").expect("user");
+        let mut app = App::new(user, None, None);
+        let about = |action: &str, content: Option<&str>| PendingMemory {
+            id: 3,
+            action: action.into(),
+            note_id: Some("note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into()),
+            content: content.map(str::to_owned),
+            note_text: Some("The user lives in Porto".into()),
+            session_id: "s-1".into(),
+            created_at: "2026-11-28T09:00:00.000Z".into(),
+        };
+        app.on_capture_frame(ServerFrame::PendingMemories {
+            memories: vec![
+                about("update", Some("The user lives in Lisbon")),
+                about("delete", None),
+            ],
+        });
+        assert_eq!(
+            app.entries.last(),
+            Some(&Entry::info(
+                "Waiting for you:\n  \
+                 1. change note-3f2b5c1e… \"The user lives in Porto\" to \"The user lives in Lisbon\"\n  \
+                 2. forget note-3f2b5c1e… \"The user lives in Porto\"\n\
+                 /memory accept <n> saves one; /memory reject <n> drops it."
+            ))
+        );
     }
 }

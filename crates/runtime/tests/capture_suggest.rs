@@ -1,0 +1,236 @@
+//! Capture in `mode = "suggest"`: proposals wait for the user, who accepts (applied through the
+//! pipeline, confirmed) or rejects them; a proposal is kept once however often it is repeated,
+//! shows the text of the note it would change, is refused when that note changed since, and is
+//! applied even when the store reuses its number — in both wire formats of the scripted model.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use memory::Origin;
+use serde_json::{Value, json};
+use test_support::ScriptedReply;
+use types::{CaptureMode, NoteId, PendingMemory, ProviderKind, ToolExecutionContext};
+
+use crate::capture::{Fixture, KINDS, alice, fixture, on_demand, record, saved, texts, turn};
+use crate::common::ctx;
+
+/// A turn of alice's saying `said`, then a capture whose answer is `memories`: the context of
+/// the turn and the proposals the capture left pending.
+async fn proposed(
+    f: &Fixture,
+    (session, turn_id, said): (&str, &str, &str),
+    memories: Value,
+) -> (ToolExecutionContext, Vec<PendingMemory>) {
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(f, session, turn_id, said).await;
+    f.server.push(record(memories));
+    let report = f.rt.capture_now(&c).await.unwrap().expect("a capture");
+    (c, report.pending)
+}
+
+async fn suggest_keeps_proposals(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(
+        &f,
+        "chat-a",
+        "t1",
+        "I play the cello, and my son Leo is six",
+    )
+    .await;
+    f.server.push(record(json!([
+        {"action": "add", "content": "The user plays the cello"},
+        {"action": "add", "content": "The user's son Leo is six"},
+    ])));
+    let report = f.rt.capture_now(&c).await.unwrap().expect("a capture");
+    assert!(report.changes.is_empty());
+    assert_eq!(report.pending.len(), 2);
+    assert!(texts(&f.store).await.is_empty(), "nothing written yet");
+    let pending = f.rt.pending_memories(&c).await.unwrap();
+    assert_eq!(pending, report.pending);
+
+    // Accepted later, from another conversation: the note still comes from chat-a's turn t1.
+    let elsewhere = ctx(&f.root, "alice", "chat-z", "t9");
+    let change =
+        f.rt.accept_memory(&elsewhere, pending[0].id)
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(change.action, "added");
+    let note = f
+        .store
+        .get(&alice(), &NoteId::parse(&change.note_id).unwrap())
+        .await
+        .unwrap();
+    let provenance = note.metadata.provenance.unwrap();
+    assert_eq!(
+        (
+            provenance.origin,
+            provenance.session_id.as_deref(),
+            provenance.turn_id.as_deref(),
+            provenance.confirmed
+        ),
+        (Origin::Captured, Some("chat-a"), Some("t1"), true)
+    );
+    f.rt.reject_memory(&c, pending[1].id).await.unwrap();
+    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
+    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
+    assert!(f.rt.accept_memory(&c, pending[1].id).await.is_err());
+    // Another user has no proposals here, and cannot take this user's.
+    let bob = ctx(&f.root, "bob", "chat-b", "t1");
+    assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
+}
+
+/// A fact the user repeats in another conversation before deciding is proposed once: a proposal
+/// making the same change as one waiting (or as another of the same answer) is not kept again.
+async fn a_waiting_proposal_is_not_repeated(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
+    let (_, first) = proposed(&f, ("chat-a", "t1", "I play the cello"), cello).await;
+    assert_eq!(first.len(), 1);
+
+    let (c, second) = proposed(
+        &f,
+        ("chat-b", "t2", "Cello practice again today; I also sing"),
+        json!([
+            {"action": "add", "content": "The user  plays the Cello"},
+            {"action": "add", "content": "The user sings"},
+            {"action": "add", "content": "The user sings"},
+        ]),
+    )
+    .await;
+    let new: Vec<Option<&str>> = second.iter().map(|p| p.content.as_deref()).collect();
+    assert_eq!(new, [Some("The user sings")]);
+    let all: Vec<Option<String>> =
+        f.rt.pending_memories(&c)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.content)
+            .collect();
+    assert_eq!(
+        all,
+        [
+            Some("The user plays the cello".to_owned()),
+            Some("The user sings".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_fact_repeated_before_the_user_decides_is_proposed_once() {
+    for kind in KINDS {
+        a_waiting_proposal_is_not_repeated(kind).await;
+    }
+}
+
+/// A pending delete of a note the user has edited since it was proposed is refused and stays
+/// listed: what capture judged no longer true is the text it was shown, not the user's new one.
+async fn a_stale_delete_is_refused(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let porto = saved(&f, "The user lives in Porto").await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I moved away from Porto"),
+        json!([{"action": "delete", "note_id": porto.as_str()}]),
+    )
+    .await;
+    assert_eq!(pending[0].action, "delete");
+    // The user sees what would be forgotten, not only its id.
+    assert_eq!(
+        pending[0].note_text.as_deref(),
+        Some("The user lives in Porto")
+    );
+    // The user corrects the note before deciding.
+    let out = f
+        .registry
+        .execute(
+            "memory_update",
+            &json!({
+                "note_id": porto.as_str(),
+                "content": "The user lives in Porto in summer and Lisbon in winter",
+                "version": memory::edit_token("The user lives in Porto"),
+            })
+            .to_string(),
+            &ctx(&f.root, "alice", "chat-a", "t2"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let refused = f.rt.accept_memory(&c, pending[0].id).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("the note changed since"),
+        "{refused}"
+    );
+    assert_eq!(
+        texts(&f.store).await,
+        ["The user lives in Porto in summer and Lisbon in winter"]
+    );
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+    // Unchanged, the same kind of proposal is applied.
+    let (c, fresh) = proposed(
+        &f,
+        ("chat-a", "t3", "Actually I left Lisbon and Porto both"),
+        json!([{"action": "delete", "note_id": porto.as_str()}]),
+    )
+    .await;
+    let deleted = f.rt.accept_memory(&c, fresh[0].id).await.unwrap().unwrap();
+    assert_eq!(deleted.action, "deleted");
+    assert!(texts(&f.store).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_pending_delete_of_a_note_edited_since_is_refused() {
+    for kind in KINDS {
+        a_stale_delete_is_refused(kind).await;
+    }
+}
+
+/// A proposal accepted after an earlier one of the same number and text was accepted and its
+/// note deleted (numbers are reused once the list is empty) is applied again, not taken for a
+/// retry of the first acceptance.
+async fn a_reused_number_is_a_new_proposal(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
+    let (c, first) = proposed(&f, ("chat-a", "t1", "I play the cello"), cello.clone()).await;
+    let added = f.rt.accept_memory(&c, first[0].id).await.unwrap().unwrap();
+    let out = f
+        .registry
+        .execute(
+            "memory_delete",
+            &json!({ "note_id": added.note_id }).to_string(),
+            &ctx(&f.root, "alice", "chat-a", "t2"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    assert!(texts(&f.store).await.is_empty());
+
+    let (c, again) = proposed(
+        &f,
+        ("chat-a", "t3", "I still play the cello, every day"),
+        cello,
+    )
+    .await;
+    assert_eq!(again[0].id, first[0].id, "the number is reused");
+    let change = f.rt.accept_memory(&c, again[0].id).await.unwrap().unwrap();
+    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
+    assert_ne!(change.note_id, added.note_id);
+    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_proposal_accepted_again_under_a_reused_number_is_applied() {
+    for kind in KINDS {
+        a_reused_number_is_a_new_proposal(kind).await;
+    }
+}
+
+#[tokio::test]
+async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
+    for kind in KINDS {
+        suggest_keeps_proposals(kind).await;
+    }
+}
