@@ -73,6 +73,49 @@ async fn duplicates_are_found_by_normalised_text_and_near_duplicates_by_cosine()
     );
 }
 
+/// A keyed note (an MCP client's `putMemory` value under a namespace and key) is not one of the
+/// notes a save is compared with: its text, id and version are its namespace's, which the saver
+/// may not be allowed to read, and a capture that took it for the same fact would rewrite it.
+#[tokio::test]
+async fn keyed_values_are_not_compared_with_a_save() {
+    let f = fixture().await;
+    let alice = user("alice");
+    f.store
+        .keys()
+        .put_keyed(
+            &alice,
+            None,
+            "projects",
+            "bank",
+            "The user's bank is Nordbank",
+            NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    for text in [
+        "The user's bank is Nordbank",
+        "the user's bank is nordbank!",
+        "The user's bank is Nordbank now",
+    ] {
+        assert_eq!(
+            f.store.check_duplicate(&alice, text).await.unwrap(),
+            DuplicateCheck::Unique,
+            "{text}"
+        );
+    }
+    // The notes tools' own notes still are.
+    let note = common::save_note(&f.store, &alice, "The user's bank is Nordbank").await;
+    assert_eq!(
+        f.store
+            .check_duplicate(&alice, "The user's bank is Nordbank")
+            .await
+            .unwrap(),
+        DuplicateCheck::Duplicate {
+            note_id: note.note_id
+        }
+    );
+}
+
 #[tokio::test]
 async fn hashes_of_notes_from_before_migration_7_are_filled_at_open() {
     let f = fixture().await;

@@ -11,7 +11,10 @@
 //!    place) are near-duplicates: the caller shows them so the model updates one of them
 //!    instead, and saves anyway only when told to.
 //!
-//! Deleted notes and old versions are not compared (they have no index entries).
+//! Deleted notes and old versions are not compared (they have no index entries), nor are keyed
+//! values (an MCP client's `putMemory` under a namespace and key): they are their namespace's,
+//! whose text, id and version the saver may not be allowed to read, and a capture that took one
+//! for the same fact would rewrite it.
 
 use libsql::Connection;
 use serde::{Deserialize, Serialize};
@@ -271,6 +274,7 @@ async fn same_text(
     query_first(
         conn,
         "SELECT note_id FROM notes WHERE session_id = ?1 AND text_hash = ?2
+         AND mem_namespace IS NULL
          AND (expires_at IS NULL OR expires_at > ?3) ORDER BY +created_at LIMIT 1",
         [session.as_str(), hash, now_text().as_str()],
         ctx,
@@ -298,7 +302,7 @@ async fn notes_of_chunks(
         let found = query_first(
             conn,
             "SELECT n.note_id, n.content FROM chunks c JOIN notes n ON n.note_id = c.note_id
-             WHERE c.chunk_id = ?1 AND n.session_id = ?2
+             WHERE c.chunk_id = ?1 AND n.session_id = ?2 AND n.mem_namespace IS NULL
              AND (n.expires_at IS NULL OR n.expires_at > ?3)",
             libsql::params![*chunk_id, session.as_str(), now.as_str()],
             ctx,
