@@ -109,7 +109,7 @@ pub async fn compose_with(
     let mut governance =
         Governance::new(config.governance.clone()).with_metrics(Arc::clone(&metrics));
     if let Some(store) = &store {
-        governance = governance.with_audit(Arc::new(store.clone()));
+        governance = governance.with_store(store);
     }
     let governance = Arc::new(governance);
     let schedules = schedules_of(config, store.as_ref())?;

@@ -41,7 +41,7 @@ pub(crate) async fn env(config: Value) -> Env {
     let metrics = Arc::new(MemoryMetrics::new().unwrap());
     let clock = Arc::new(ManualClock::default());
     let governance = Governance::new(config)
-        .with_audit(Arc::new(store.clone()))
+        .with_store(&store)
         .with_metrics(metrics.clone())
         .with_clock(clock.clone());
     let memory: Arc<dyn MemoryRetrieval> = Arc::new(store.clone());

@@ -412,3 +412,74 @@ async fn hits_left_out_by_read_rules_do_not_leave_a_search_short() {
         );
     }
 }
+
+/// A keyed value is its namespace's whatever tool names it: the notes tools reach it by its note
+/// id (it shows in `memory_search` where reads are open), and a rule keeping writes and deletes
+/// to `notes` must hold for it as it does for `putMemory`.
+#[tokio::test]
+async fn a_keyed_value_named_by_its_note_id_is_governed_by_its_own_namespace() {
+    let env = env(json!({"operations": {
+        "write": {"allowed_namespaces": ["notes"]},
+        "delete": {"allowed_namespaces": ["notes"]},
+    }}))
+    .await;
+    let user = types::UserId::parse("alice").unwrap();
+    let keyed = env
+        .store
+        .keys()
+        .put_keyed(
+            &user,
+            None,
+            "projects",
+            "bank",
+            "The bank is Nordbank",
+            memory::NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    let note = env.store.get(&user, &keyed.note_id).await.unwrap();
+    let version = memory::edit_token(&note.content);
+    let update = env
+        .call(
+            Surface::Agent,
+            "memory_update",
+            json!({"note_id": keyed.note_id, "version": version, "content": "The bank is Evilbank"}),
+        )
+        .await;
+    assert!(denied(&update).contains("projects"), "{}", update.output);
+    let delete = env
+        .call(
+            Surface::Agent,
+            "memory_delete",
+            json!({"note_id": keyed.note_id}),
+        )
+        .await;
+    denied(&delete);
+    assert_eq!(env.notes().await, ["The bank is Nordbank"]);
+    // The user's own notes are still the notes tools' to change.
+    let saved = env
+        .call(
+            Surface::Agent,
+            "memory_save",
+            json!({"content": "likes tea"}),
+        )
+        .await;
+    let saved: Value = serde_json::from_str(&saved.output).unwrap();
+    let out = env
+        .call(
+            Surface::Agent,
+            "memory_update",
+            json!({"note_id": saved["note_id"], "version": saved["version"], "content": "likes green tea"}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let out = env
+        .call(
+            Surface::Agent,
+            "memory_delete",
+            json!({"note_id": saved["note_id"]}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    assert_eq!(env.notes().await, ["The bank is Nordbank"]);
+}

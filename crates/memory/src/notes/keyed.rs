@@ -217,6 +217,31 @@ impl Keys<'_> {
         .await
     }
 
+    /// The namespace `user`'s note `note_id` is kept under as a keyed value; `None` for one of
+    /// the notes tools' own notes, or when `user` has no such note. Governance checks a call that
+    /// names a note by its id against this namespace (`tools::governance`).
+    pub async fn namespace_of(
+        &self,
+        user: &UserId,
+        note_id: &NoteId,
+    ) -> Result<Option<String>, MemoryError> {
+        let session = SessionId::user_memory(user);
+        let note = note_id.to_string();
+        self.read(move |conn| async move {
+            let ctx = "reading a note's namespace";
+            let found = query_first(
+                &conn,
+                "SELECT mem_namespace FROM notes WHERE note_id = ?1 AND session_id = ?2",
+                [note.as_str(), session.as_str()],
+                ctx,
+                |row| row.get::<Option<String>>(0).map_err(MemoryError::db(ctx)),
+            )
+            .await?;
+            Ok(found.flatten())
+        })
+        .await
+    }
+
     /// One page of the live keys of `query.namespace` in `user`'s memory, in key order.
     pub async fn list_keys(&self, user: &UserId, query: &KeyQuery) -> Result<KeyPage, MemoryError> {
         check_namespace(&query.namespace)?;

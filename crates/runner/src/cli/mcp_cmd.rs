@@ -32,8 +32,7 @@ async fn serve(
         user_root,
         store,
     } = open_user_store(global, root, agent_config).await?;
-    let governance = tools::Governance::new(config.governance.clone())
-        .with_audit(Arc::new(store.clone()) as Arc<dyn tools::governance::AuditSink>);
+    let governance = tools::Governance::new(config.governance.clone()).with_store(&store);
     let registry = runner::mcp_registry(Some(&store), &config, Arc::new(governance))
         .context("cannot assemble the tools")?;
     let workspace = types::WorkspacePaths::new(&user_root);

@@ -24,7 +24,7 @@ use memory::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tools::governance::{Answer, AuditSink};
+use tools::governance::Answer;
 use tools::{Governance, MemoryAccess, ToolError, ToolRegistry};
 use types::{
     AgentConfig, CallSurface, NoteId, SessionId, Surface, TimeReadView, ToolExecutionContext,
@@ -50,8 +50,7 @@ impl CliMemory {
         user: &UserId,
         user_root: &Path,
     ) -> Result<Self> {
-        let audit: Arc<dyn AuditSink> = Arc::new(store.clone());
-        let governance = Governance::new(config.governance.clone()).with_audit(audit);
+        let governance = Governance::new(config.governance.clone()).with_store(store);
         let memory = Some(Arc::new(store.clone()) as Arc<dyn MemoryRetrieval>);
         let registry = tools::ToolSet::new(memory)
             .retrieval(&config.retrieval)

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tools::Governance;
-use tools::governance::AuditSink;
 use types::{CallSurface, SessionId, Surface, ToolExecutionContext, TurnId, WorkspacePaths};
 
 use crate::args::{ScheduleAction, ScheduleArgs};
@@ -36,8 +35,7 @@ async fn act(action: ScheduleAction, us: &UserStore) -> Result<()> {
     let zone =
         tools::resolve_timezone(us.config.user.timezone.as_deref()).map_err(anyhow::Error::msg)?;
     let schedules = tools::Schedules::new(us.store.clone(), us.config.schedules.clone(), zone);
-    let audit: Arc<dyn AuditSink> = Arc::new(us.store.clone());
-    let governance = Governance::new(us.config.governance.clone()).with_audit(audit);
+    let governance = Governance::new(us.config.governance.clone()).with_store(&us.store);
     let registry = tools::ToolSet::new(None)
         .schedules(&schedules)
         .registry()?

@@ -42,6 +42,7 @@ mod audit;
 mod edit;
 mod metrics;
 pub mod normal;
+mod note_namespace;
 mod permissions;
 pub mod pii;
 mod rate;
@@ -52,6 +53,7 @@ pub use answer::{Answer, Failure, ToolText};
 pub use audit::AuditSink;
 pub(crate) use edit::{screen_edit, tell_redacted};
 pub use metrics::MemoryMetrics;
+pub use note_namespace::NoteNamespaces;
 pub use permissions::Denial;
 pub use rate::{Clock, Limited, ManualClock, SystemClock};
 
@@ -81,6 +83,7 @@ pub struct Governance {
     clock: Arc<dyn Clock>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<Arc<MemoryMetrics>>,
+    namespaces: Option<Arc<dyn NoteNamespaces>>,
 }
 
 impl Default for Governance {
@@ -115,6 +118,7 @@ impl Governance {
             clock: Arc::new(SystemClock::default()),
             audit: None,
             metrics: None,
+            namespaces: None,
         }
     }
 
@@ -122,6 +126,22 @@ impl Governance {
     #[must_use]
     pub fn with_audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
         self.audit = Some(sink);
+        self
+    }
+
+    /// The user's store as both the audit sink and the reader of notes' namespaces: what every
+    /// surface of a user's memory governs with.
+    #[must_use]
+    pub fn with_store(self, store: &memory::MemoryStore) -> Self {
+        self.with_audit(Arc::new(store.clone()))
+            .with_note_namespaces(Arc::new(store.clone()))
+    }
+
+    /// Checks a call naming a note by its id against the namespace the note is kept under (a
+    /// keyed value's), read here (the user's store): see [`NoteNamespaces`].
+    #[must_use]
+    pub fn with_note_namespaces(mut self, namespaces: Arc<dyn NoteNamespaces>) -> Self {
+        self.namespaces = Some(namespaces);
         self
     }
 
@@ -153,6 +173,17 @@ impl Governance {
         ctx: &ToolExecutionContext,
     ) -> Result<Admitted, ToolError> {
         let started = Instant::now();
+        let keyed;
+        let access = match self.keyed_namespace(ctx, access).await {
+            Some(namespace) => {
+                keyed = MemoryAccess {
+                    namespace,
+                    ..access.clone()
+                };
+                &keyed
+            }
+            None => access,
+        };
         let surface = ctx.surface.kind;
         let policy = self.config.surfaces.policy(surface);
         let mut tag = audit_tag(ctx, tool, access);
@@ -243,6 +274,28 @@ impl Governance {
             started,
             redacted,
         })
+    }
+
+    /// The namespace of the keyed value a call on the `notes` namespace names by its note id
+    /// (`None`: not one, or no store to ask). A store that cannot be read here cannot be written
+    /// by the call either, so the call goes on as described and fails in its own stage.
+    async fn keyed_namespace(
+        &self,
+        ctx: &ToolExecutionContext,
+        access: &MemoryAccess,
+    ) -> Option<String> {
+        let namespaces = self.namespaces.as_ref()?;
+        if access.namespace != NOTES_NAMESPACE {
+            return None;
+        }
+        let note_id = types::NoteId::parse(access.key.as_deref()?).ok()?;
+        match namespaces.namespace_of(&ctx.user_id, &note_id).await {
+            Ok(namespace) => namespace,
+            Err(e) => {
+                tracing::warn!(error = %e, "a note's namespace could not be read");
+                None
+            }
+        }
     }
 
     /// A memory call refused before the admission stages could run (its arguments are not JSON
