@@ -483,3 +483,55 @@ async fn a_keyed_value_named_by_its_note_id_is_governed_by_its_own_namespace() {
     assert!(out.ok, "{}", out.output);
     assert_eq!(env.notes().await, ["The bank is Nordbank"]);
 }
+
+/// The same for a keyed value deleted and waiting to be restored: restoring it writes its
+/// namespace again.
+#[tokio::test]
+async fn restoring_a_deleted_keyed_value_is_governed_by_its_own_namespace() {
+    let env = env(json!({})).await;
+    let config: types::GovernanceConfig =
+        serde_json::from_value(json!({"operations": {"write": {"allowed_namespaces": ["notes"]}}}))
+            .unwrap();
+    let governance = tools::Governance::new(config).with_store(&env.store);
+    let user = types::UserId::parse("alice").unwrap();
+    let keyed = env
+        .store
+        .keys()
+        .put_keyed(
+            &user,
+            None,
+            "projects",
+            "bank",
+            "The bank is Nordbank",
+            memory::NoteMetadata::default(),
+        )
+        .await
+        .unwrap();
+    env.store.delete(&user, None, &keyed.note_id).await.unwrap();
+    let ctx = types::ToolExecutionContext::new(
+        user.clone(),
+        types::SessionId::parse("chat-1").unwrap(),
+        types::TurnId::parse("turn-1").unwrap(),
+        types::WorkspacePaths::for_user(&env.root, &user),
+    );
+    let access = tools::MemoryAccess::note_change(&keyed.note_id);
+    let store = env.store.clone();
+    let restored: Result<String, tools::ToolError> = governance
+        .govern(
+            "memory_restore",
+            &access,
+            json!({}),
+            &ctx,
+            |_, _| async move {
+                store
+                    .restore(&user, None, &keyed.note_id, None)
+                    .await
+                    .map(|_| "restored".to_owned())
+                    .map_err(|e| tools::ToolError::execution(e.to_string()))
+            },
+        )
+        .await;
+    let error = restored.expect_err("refused");
+    assert!(error.to_string().contains("projects"), "{error}");
+    assert!(env.notes().await.is_empty(), "nothing restored");
+}

@@ -217,9 +217,10 @@ impl Keys<'_> {
         .await
     }
 
-    /// The namespace `user`'s note `note_id` is kept under as a keyed value; `None` for one of
-    /// the notes tools' own notes, or when `user` has no such note. Governance checks a call that
-    /// names a note by its id against this namespace (`tools::governance`).
+    /// The namespace `user`'s note `note_id` — live, or deleted and restorable — is kept under as
+    /// a keyed value; `None` for one of the notes tools' own notes, or when `user` has no such
+    /// note. Governance checks a call that names a note by its id against this namespace
+    /// (`tools::governance`).
     pub async fn namespace_of(
         &self,
         user: &UserId,
@@ -231,7 +232,10 @@ impl Keys<'_> {
             let ctx = "reading a note's namespace";
             let found = query_first(
                 &conn,
-                "SELECT mem_namespace FROM notes WHERE note_id = ?1 AND session_id = ?2",
+                "SELECT mem_namespace FROM notes WHERE note_id = ?1 AND session_id = ?2
+                 UNION ALL
+                 SELECT mem_namespace FROM deleted_notes WHERE note_id = ?1 AND session_id = ?2
+                 LIMIT 1",
                 [note.as_str(), session.as_str()],
                 ctx,
                 |row| row.get::<Option<String>>(0).map_err(MemoryError::db(ctx)),
