@@ -8,6 +8,7 @@ mod categorized_search;
 mod file_tools;
 mod governance;
 mod governance_classes;
+mod governance_keyed;
 mod hostile_paths;
 mod memory_anchors;
 mod memory_contract;
