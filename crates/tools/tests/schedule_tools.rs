@@ -226,8 +226,12 @@ async fn bad_input_says_what_to_fix_and_changes_nothing() {
                 json!({"when": when, "instruction": "x"}),
             )
             .await;
+        // One plain sentence: what was wrong with `when` and what to write instead.
         assert!(
-            !out.ok && out.output.contains(part),
+            !out.ok
+                && out.output.starts_with("Nothing was scheduled: ")
+                && out.output.contains(part)
+                && !out.output.contains("must be `"),
             "{when}: {}",
             out.output
         );

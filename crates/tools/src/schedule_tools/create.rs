@@ -72,8 +72,10 @@ fn create(call: Call<'_, Schedules>) -> OpFuture<'_> {
         let min_interval = chrono::Duration::seconds(
             i64::try_from(s.config.min_interval_secs).unwrap_or(i64::MAX / 2_000),
         );
+        // The problem is a sentence of its own (`… is in the past: give a time in the
+        // future …`), not the `expected` half of "`when` must be …".
         let when = parse_when(when_text, s.now(), s.timezone, min_interval)
-            .map_err(|problem| ToolError::invalid("when", problem))?;
+            .map_err(|problem| ToolError::execution(format!("Nothing was scheduled: {problem}")))?;
         let title = match text("title").map(str::trim).filter(|t| !t.is_empty()) {
             Some(title) => title.to_owned(),
             None => title_of(instruction),
