@@ -184,11 +184,16 @@ fn phrase_to_cron(phrase: &str) -> Result<String, String> {
     let words: Vec<&str> = phrase.split_whitespace().collect();
     let unreadable = || format!("`every {phrase}` is not a recurrence I can read: {FORMS}");
     match words.as_slice() {
-        ["minute"] => Ok("* * * * *".to_owned()),
-        ["hour"] => Ok("0 * * * *".to_owned()),
-        ["60", "minutes" | "mins"] => Ok("0 * * * *".to_owned()),
-        [n, "minutes" | "mins"] => Ok(format!("*/{} * * * *", step(phrase, n, 60)?)),
-        [n, "hours"] => Ok(format!("0 */{} * * *", step(phrase, n, 24)?)),
+        ["minute" | "min"] => Ok("* * * * *".to_owned()),
+        ["hour" | "hr"] => Ok("0 * * * *".to_owned()),
+        // The units `in …` takes: `every 30 min` as well as `in 30 min`.
+        ["60", "m" | "min" | "mins" | "minute" | "minutes"] => Ok("0 * * * *".to_owned()),
+        [n, "m" | "min" | "mins" | "minute" | "minutes"] => {
+            Ok(format!("*/{} * * * *", step(phrase, n, 60)?))
+        }
+        [n, "h" | "hr" | "hrs" | "hour" | "hours"] => {
+            Ok(format!("0 */{} * * *", step(phrase, n, 24)?))
+        }
         [days, "at", time] => {
             let dow = day_field(days).ok_or_else(unreadable)?;
             let (h, m) = clock_time(time).ok_or_else(unreadable)?;
@@ -407,6 +412,15 @@ mod tests {
         check(
             "every 60 minutes",
             Ok(("2026-11-28T09:00:00Z", Some("0 * * * *"))),
+        );
+        // The units a delay takes, in a recurrence too.
+        check(
+            "every 30 min",
+            Ok(("2026-11-28T08:30:00Z", Some("*/30 * * * *"))),
+        );
+        check(
+            "every 2 hrs",
+            Ok(("2026-11-28T09:00:00Z", Some("0 */2 * * *"))),
         );
     }
 }
