@@ -367,16 +367,20 @@ async fn a_browser_origin_is_refused_and_delete_answers_no_content() {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "page", "version": "1"}}});
+    // Params that are not an object are refused as any browser request is, not answered.
+    let unnamed = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]});
     for origin in ["https://evil.example", "http://localhost:8080", "null"] {
-        let answer = exchange(
-            &gw,
-            "POST",
-            &[("Authorization", &bearer), ("Origin", origin)],
-            &init.to_string(),
-        )
-        .await;
-        assert_eq!(answer.status, 403, "Origin {origin}: {}", answer.body);
-        assert!(answer.header("mcp-session-id").is_none());
+        for body in [&init, &unnamed] {
+            let answer = exchange(
+                &gw,
+                "POST",
+                &[("Authorization", &bearer), ("Origin", origin)],
+                &body.to_string(),
+            )
+            .await;
+            assert_eq!(answer.status, 403, "Origin {origin}: {}", answer.body);
+            assert!(answer.header("mcp-session-id").is_none());
+        }
     }
     let session = initialize(&gw, &token).await;
     let answer = exchange(

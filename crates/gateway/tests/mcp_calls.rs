@@ -1,6 +1,7 @@
 //! `tools/call` over `/mcp` as an attacker or a careless client sends it, over raw HTTP against a
 //! real gateway serving two users, each with a real libSQL store: params that do not fit the
-//! MCP schema are answered "invalid params" saying what to fix (not "method not found"), and
+//! MCP schema are answered "invalid params" saying what to fix (not "method not found", nor an
+//! HTTP `415` for params that are not an object), and
 //! one user's token reaches neither the other's MCP session nor, by id, the other's notes.
 
 #![allow(
@@ -63,6 +64,20 @@ async fn malformed_tools_call_params_say_what_to_fix() {
             message.contains(names) && message.contains("tools/list"),
             "{params}: {message}"
         );
+    }
+    // Params that are not an object at all (JSON-RPC allows an array; MCP names its params).
+    for params in [
+        json!(["memory_search", {"query": "x"}]),
+        json!("memory_search"),
+    ] {
+        let answer = tools_call(&gw, &alice, &session, params.clone()).await;
+        assert_eq!(
+            (&answer["id"], &answer["error"]["code"]),
+            (&json!(9), &json!(-32602)),
+            "{params}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`params`"), "{params}: {message}");
     }
     // Well-formed params with a wrong argument stay a tool error the client's model can read.
     let result = call(&gw, &alice, &session, "memory_search", json!({"query": 5})).await;
