@@ -234,6 +234,7 @@ mod tests {
             Err("Path /memories/../x would escape /memories directory".to_owned())
         );
     }
+
     #[test]
     fn invisible_and_blank_names_are_refused() {
         let new = |raw: &str| canonical_new(raw).map_err(|e| e.to_string());

@@ -353,6 +353,7 @@ mod tests {
         assert!(err.contains("IANA"), "{err}");
         assert!(resolve_timezone(None).is_ok());
     }
+
     #[test]
     fn the_shortest_interval_holds_whenever_the_schedule_is_made() {
         let hour = Duration::seconds(3600);
