@@ -236,6 +236,23 @@ async fn bad_input_says_what_to_fix_and_changes_nothing() {
             out.output
         );
     }
+    // A `when` padded to 100 KB (a cron expression's spaces) is refused, not stored and listed.
+    let padded = format!("0{}9 * * *", " ".repeat(100_000));
+    let out = env
+        .call(
+            "alice",
+            "schedule_create",
+            json!({"when": padded, "instruction": "x"}),
+        )
+        .await;
+    assert!(
+        !out.ok
+            && out
+                .output
+                .contains("`when` must be a string of at most 200 characters"),
+        "{}",
+        out.output
+    );
     // A secret in the instruction is refused by the screening stage.
     let secret = env
         .call("alice", "schedule_create", json!({"when": "in 1 hour", "instruction": "use key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"}))

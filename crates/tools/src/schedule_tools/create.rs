@@ -12,6 +12,10 @@ use crate::spec::{Call, OpFuture, ToolSpec, boxed};
 use crate::{MemoryAccess, ToolError};
 use serde_json::Value;
 
+/// Longest `when`, in characters: every form fits in far less; a longer one (a cron expression
+/// padded with spaces) would be stored and listed with every schedule.
+const MAX_WHEN_CHARS: usize = 200;
+
 /// A title from the instruction's first words.
 fn title_of(instruction: &str) -> String {
     let words: Vec<&str> = instruction.split_whitespace().take(8).collect();
@@ -43,7 +47,7 @@ fn create_parameters() -> Value {
     serde_json::json!({
         "type": "object",
         "properties": {
-            "when": {"type": "string", "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
+            "when": {"type": "string", "maxLength": MAX_WHEN_CHARS, "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
             "instruction": {"type": "string", "description": "What the agent should do when it runs."},
             "title": {"type": "string", "description": "A short name for the schedule (optional)."}
         },

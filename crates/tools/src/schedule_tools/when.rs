@@ -67,7 +67,8 @@ pub fn parse_when(
     }
     let cron_text = match lower.strip_prefix("every ") {
         Some(phrase) => phrase_to_cron(phrase)?,
-        None => text.to_owned(),
+        // Fields with one space between them, as it is stored and shown.
+        None => text.split_whitespace().collect::<Vec<_>>().join(" "),
     };
     let cron =
         cron(&cron_text).map_err(|_| format!("`{text}` is not a time I can read: {FORMS}"))?;
@@ -389,6 +390,12 @@ mod tests {
             let got = parse_when(ok, utc(NOW), paris, hour);
             assert!(got.is_ok(), "{ok}: {got:?}");
         }
+    }
+
+    #[test]
+    fn a_cron_expression_is_kept_with_single_spaces() {
+        let wide = format!("0{}18 *\t* *", " ".repeat(5000));
+        check(&wide, Ok(("2026-11-28T17:00:00Z", Some("0 18 * * *"))));
     }
 
     #[test]
