@@ -23,6 +23,7 @@ mod handshake;
 mod isolation;
 mod limits;
 mod mcp_bounds;
+mod mcp_calls;
 mod mcp_status;
 mod memory_files;
 mod metrics;

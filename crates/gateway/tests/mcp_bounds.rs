@@ -23,15 +23,30 @@ use types::{UserId, WorkspacePaths};
 use crate::common::{open_store, provider, token_of, user_agent};
 
 /// Alice's gateway with `/mcp` (the notes dialect, keyed values and the files dialect, governed
-/// with metrics as `oxydra-vm` composes it) under `limits`.
+/// with metrics as `oxydra-vm` composes it: [`mcp_agent`]) under `limits`.
 async fn gateway(
     dir: &std::path::Path,
     limits: mcp::McpLimits,
     config: GatewayConfig,
 ) -> (RunningGateway, String) {
     let server = ScriptedLlm::start().await;
-    let agent = user_agent(dir, "alice", provider(&server)).await;
-    let store = open_store(dir, "alice").await;
+    let agent = mcp_agent(dir, "alice", &server, limits).await;
+    let mut gw = Gateway::new(config);
+    gw.add_user(agent).unwrap();
+    let gw = gw.start().await.unwrap();
+    let token = token_of(dir, "alice");
+    (gw, token)
+}
+
+/// `user`'s agent with `/mcp` as `oxydra-vm` composes it, under `limits`.
+pub(crate) async fn mcp_agent(
+    dir: &std::path::Path,
+    user: &str,
+    server: &ScriptedLlm,
+    limits: mcp::McpLimits,
+) -> gateway::UserAgent {
+    let agent = user_agent(dir, user, provider(server)).await;
+    let store = open_store(dir, user).await;
     let memory: Arc<dyn memory::MemoryRetrieval> = Arc::new(store.clone());
     let dialects = [types::MemoryDialect::Notes, types::MemoryDialect::Files];
     let mut agent_config = types::AgentConfig::default();
@@ -44,17 +59,12 @@ async fn gateway(
         .with_audit(Arc::new(store))
         .with_metrics(Arc::new(metrics.clone()));
     let registry = Arc::new(registry.with_governance(Arc::new(governance)));
-    let user = UserId::parse("alice").unwrap();
-    let mcp_server =
-        mcp::McpServer::new(registry, user, WorkspacePaths::new(dir.join("alice"))).unwrap();
-    let agent = agent
+    let workspace = WorkspacePaths::new(dir.join(user));
+    let user = UserId::parse(user).unwrap();
+    let mcp_server = mcp::McpServer::new(registry, user, workspace).unwrap();
+    agent
         .with_metrics(move || metrics.render())
-        .with_mcp(mcp_server, limits);
-    let mut gw = Gateway::new(config);
-    gw.add_user(agent).unwrap();
-    let gw = gw.start().await.unwrap();
-    let token = token_of(dir, "alice");
-    (gw, token)
+        .with_mcp(mcp_server, limits)
 }
 
 /// Alice's gateway with the default limits, and a session of hers.
@@ -73,10 +83,10 @@ fn limits(max_sessions: usize, idle: Duration) -> mcp::McpLimits {
 }
 
 /// A raw HTTP/1.1 exchange on a fresh connection: status, headers (lowercase names) and body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -88,7 +98,7 @@ impl Answer {
     }
 
     /// The JSON-RPC message in the body (JSON, or the `data:` of an SSE event with an id).
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         if let Ok(v) = serde_json::from_str(&self.body) {
             return v;
         }
@@ -101,7 +111,7 @@ impl Answer {
     }
 }
 
-async fn exchange(
+pub(crate) async fn exchange(
     gw: &RunningGateway,
     method: &str,
     headers: &[(&str, &str)],
@@ -171,7 +181,7 @@ fn unchunk(mut body: &str) -> String {
 }
 
 /// A new MCP session of alice's (initialize + initialized): its id.
-async fn initialize(gw: &RunningGateway, token: &str) -> String {
+pub(crate) async fn initialize(gw: &RunningGateway, token: &str) -> String {
     let bearer = format!("Bearer {token}");
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
@@ -188,7 +198,7 @@ async fn initialize(gw: &RunningGateway, token: &str) -> String {
     session
 }
 
-async fn post(gw: &RunningGateway, token: &str, session: &str, body: &Value) -> Answer {
+pub(crate) async fn post(gw: &RunningGateway, token: &str, session: &str, body: &Value) -> Answer {
     let bearer = format!("Bearer {token}");
     exchange(
         gw,
@@ -203,7 +213,7 @@ async fn post(gw: &RunningGateway, token: &str, session: &str, body: &Value) -> 
     .await
 }
 
-async fn ping(gw: &RunningGateway, token: &str, session: &str) -> u16 {
+pub(crate) async fn ping(gw: &RunningGateway, token: &str, session: &str) -> u16 {
     post(
         gw,
         token,
@@ -214,7 +224,13 @@ async fn ping(gw: &RunningGateway, token: &str, session: &str) -> u16 {
     .status
 }
 
-async fn call(gw: &RunningGateway, token: &str, session: &str, tool: &str, args: Value) -> Value {
+pub(crate) async fn call(
+    gw: &RunningGateway,
+    token: &str,
+    session: &str,
+    tool: &str,
+    args: Value,
+) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": {"name": tool, "arguments": args}});
     let answer = post(gw, token, session, &body).await;
@@ -351,16 +367,20 @@ async fn a_browser_origin_is_refused_and_delete_answers_no_content() {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "page", "version": "1"}}});
+    // Params that are not an object are refused as any browser request is, not answered.
+    let unnamed = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]});
     for origin in ["https://evil.example", "http://localhost:8080", "null"] {
-        let answer = exchange(
-            &gw,
-            "POST",
-            &[("Authorization", &bearer), ("Origin", origin)],
-            &init.to_string(),
-        )
-        .await;
-        assert_eq!(answer.status, 403, "Origin {origin}: {}", answer.body);
-        assert!(answer.header("mcp-session-id").is_none());
+        for body in [&init, &unnamed] {
+            let answer = exchange(
+                &gw,
+                "POST",
+                &[("Authorization", &bearer), ("Origin", origin)],
+                &body.to_string(),
+            )
+            .await;
+            assert_eq!(answer.status, 403, "Origin {origin}: {}", answer.body);
+            assert!(answer.header("mcp-session-id").is_none());
+        }
     }
     let session = initialize(&gw, &token).await;
     let answer = exchange(

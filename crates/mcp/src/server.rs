@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -200,5 +200,59 @@ impl ServerHandler for McpServer {
             .await;
         watch.abort();
         Ok(result.into())
+    }
+
+    /// rmcp reads a request of a method it knows whose params do not fit that method's type (a
+    /// `tools/call` whose `arguments` is an array) as a custom request, which it would answer
+    /// "method not found: tools/call". Such a request is answered "invalid params" saying what
+    /// to fix; a method nobody knows stays "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method: String = request.method.chars().take(64).collect();
+        Err(match method.as_str() {
+            "tools/call" => {
+                ErrorData::invalid_params(malformed_call(request.params.as_ref()), None)
+            }
+            "tools/list" => ErrorData::invalid_params(
+                "tools/list takes no params or {\"cursor\": a string from the previous page}",
+                None,
+            ),
+            _ => ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                None,
+            ),
+        })
+    }
+}
+
+/// What is wrong with the params of a `tools/call` that rmcp could not read.
+fn malformed_call(params: Option<&Value>) -> String {
+    const SHAPE: &str = "tools/call params are {\"name\": a tool's name (see tools/list), \
+                         \"arguments\": an object fitting that tool's inputSchema}";
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let Some(Value::Object(params)) = params else {
+        let got = params.map_or("nothing", kind);
+        return format!("params must be an object, got {got}: {SHAPE}");
+    };
+    match (params.get("name"), params.get("arguments")) {
+        (None, _) => format!("`name` is missing: {SHAPE}"),
+        (Some(name), _) if !name.is_string() => {
+            format!("`name` must be a string, got {}: {SHAPE}", kind(name))
+        }
+        (_, Some(args)) if !args.is_object() && !args.is_null() => {
+            format!("`arguments` must be an object, got {}: {SHAPE}", kind(args))
+        }
+        _ => format!("the params do not fit the MCP schema: {SHAPE}"),
     }
 }

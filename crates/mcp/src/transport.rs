@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use types::UserId;
 
 use rmcp::ServiceExt;
@@ -38,12 +39,35 @@ impl McpHttpService {
     /// memory through a browser that can reach loopback. A session ended with `DELETE` answers
     /// `204 No Content` (rmcp answers `202`, which clients such as the Python SDK report as a
     /// failed termination).
+    ///
+    /// A request whose `params` are not an object (JSON-RPC allows an array; MCP names its
+    /// params), which rmcp refuses as an unreadable body with `415`, is answered with the
+    /// JSON-RPC error `-32602` saying so.
     pub async fn handle<B>(&self, request: Request<B>) -> Response<BoxBody<Bytes, Infallible>>
     where
         B: http_body::Body + Send + 'static,
         B::Error: std::fmt::Display,
     {
         let delete = request.method() == http::Method::DELETE;
+        let (parts, body) = request.into_parts();
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                tracing::info!(error = %e, "MCP request body unreadable");
+                return plain(
+                    http::StatusCode::BAD_REQUEST,
+                    "the request body is unreadable",
+                );
+            }
+        };
+        // A browser's request goes on to rmcp, which refuses it (`403`) whatever its body.
+        if parts.method == http::Method::POST
+            && !parts.headers.contains_key(http::header::ORIGIN)
+            && let Some(answer) = unnamed_params(&bytes)
+        {
+            return answer;
+        }
+        let request = Request::from_parts(parts, Full::new(bytes));
         let mut response = self.inner.handle(request).await;
         if delete && response.status() == http::StatusCode::ACCEPTED {
             *response.status_mut() = http::StatusCode::NO_CONTENT;
@@ -55,6 +79,44 @@ impl McpHttpService {
     pub fn live_sessions(&self) -> usize {
         self.sessions.live()
     }
+}
+
+/// The JSON-RPC error for a request in `body` whose `params` are there but not an object, if it
+/// is one.
+fn unnamed_params(body: &[u8]) -> Option<Response<BoxBody<Bytes, Infallible>>> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let id = message.get("id")?;
+    message.get("method")?.as_str()?;
+    let got = match message.get("params")? {
+        serde_json::Value::Object(_) | serde_json::Value::Null => return None,
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::Bool(_) => "a boolean",
+    };
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32602,
+            "message": format!(
+                "`params` must be an object of named params, got {got}: for tools/call, \
+                 {{\"name\": a tool's name (see tools/list), \"arguments\": {{...}}}}"
+            ),
+        },
+    });
+    let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Some(response)
+}
+
+fn plain(status: http::StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
 }
 
 /// Streamable HTTP for `server`'s user with the default [`McpLimits`].

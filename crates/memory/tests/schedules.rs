@@ -1,6 +1,7 @@
 //! Schedules on every store target: created, listed, paused, resumed and cancelled only by their
 //! own user; due ones found by time; a run's end moves a schedule on only while it is still due
-//! at that time; notifications stay unread until marked read, per user; the active cap holds.
+//! at that time; notifications stay unread until marked read, per user, and once read are pruned
+//! past the retention window; the active cap holds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
@@ -308,8 +309,74 @@ async fn the_active_cap_and_bad_input_change_nothing(backend: Backend) {
     );
 }
 
+/// A notification once shown is kept for the retention window, then pruned (by the sweeper); an
+/// unread one is kept until it is shown, however old.
+async fn read_notifications_are_pruned_past_the_retention_window(backend: Backend) {
+    let f = fixture_on(backend).await;
+    let alice = user("alice");
+    for (i, text) in ["seen", "not seen"].into_iter().enumerate() {
+        let minute = u32::try_from(i).unwrap();
+        let once = f
+            .store
+            .schedules()
+            .create(&alice, new(text, at(minute), None), 10, None)
+            .await
+            .unwrap();
+        f.store
+            .schedules()
+            .finish_run(
+                &alice,
+                &once.id,
+                at(minute),
+                RunNext::Done,
+                Some(notice(text)),
+            )
+            .await
+            .unwrap();
+    }
+    let unread = f
+        .store
+        .schedules()
+        .unread_notifications(&alice, 10)
+        .await
+        .unwrap();
+    f.store
+        .schedules()
+        .mark_read(&alice, &[unread[0].id])
+        .await
+        .unwrap();
+    let schedules = f.store.schedules();
+    // Within the window nothing goes; past it, the read one does.
+    assert_eq!(
+        schedules
+            .prune_read_notifications(Duration::days(30))
+            .await
+            .unwrap(),
+        0
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert_eq!(
+        schedules
+            .prune_read_notifications(Duration::zero())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        schedules
+            .prune_read_notifications(Duration::zero())
+            .await
+            .unwrap(),
+        0
+    );
+    let left = schedules.unread_notifications(&alice, 10).await.unwrap();
+    let texts: Vec<&str> = left.iter().map(|n| n.text.as_str()).collect();
+    assert_eq!(texts, vec!["not seen"]);
+}
+
 on_both_backends!(
     schedules_belong_to_their_user,
     a_run_moves_its_schedule_on_once,
     the_active_cap_and_bad_input_change_nothing,
+    read_notifications_are_pruned_past_the_retention_window,
 );

@@ -19,6 +19,7 @@ struct Env {
     _dir: tempfile::TempDir,
     store: MemoryStore,
     registry: ToolRegistry,
+    clock: Arc<ManualWallClock>,
 }
 
 fn now() -> DateTime<Utc> {
@@ -31,6 +32,7 @@ async fn env(governance: Value, max_active: u32) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let store = alice_store(dir.path()).await;
     let config: GovernanceConfig = serde_json::from_value(governance).unwrap();
+    let clock = Arc::new(ManualWallClock::new(now()));
     let governance = Governance::new(config).with_audit(Arc::new(store.clone()));
     let schedules = Schedules::new(
         store.clone(),
@@ -40,7 +42,7 @@ async fn env(governance: Value, max_active: u32) -> Env {
         },
         "Europe/Paris".parse::<Tz>().unwrap(),
     )
-    .with_clock(Arc::new(ManualWallClock::new(now())));
+    .with_clock(Arc::clone(&clock) as Arc<dyn tools::WallClock>);
     let mut registry = ToolRegistry::default().with_governance(Arc::new(governance));
     for tool in ToolSet::new(None).schedules(&schedules).tools().unwrap() {
         registry.register(tool).unwrap();
@@ -49,6 +51,7 @@ async fn env(governance: Value, max_active: u32) -> Env {
         _dir: dir,
         store,
         registry,
+        clock,
     }
 }
 
@@ -165,6 +168,48 @@ async fn another_user_can_never_see_or_cancel_a_schedule() {
     assert_eq!(alice[0].state, memory::ScheduleState::Active);
 }
 
+/// Pausing a paused schedule or resuming an active one is refused and changes nothing: a resume
+/// of an active schedule whose run is due would otherwise move it to its next time, skipping
+/// the run (or a retry of a failed one).
+#[tokio::test]
+async fn a_change_to_the_state_a_schedule_is_in_is_refused() {
+    let env = env(json!({}), 10).await;
+    let made = env
+        .ok(
+            "alice",
+            "schedule_create",
+            json!({"when": "every day at 09:00", "instruction": "Summarise yesterday."}),
+        )
+        .await;
+    let id = made["created"]["id"].as_str().unwrap().to_owned();
+    // A day and a minute on, the 09:00 run is due and not yet run.
+    env.clock.advance(chrono::Duration::minutes(24 * 60 + 61));
+    let resumed = env
+        .call("alice", "schedule_pause", json!({"id": id, "resume": true}))
+        .await;
+    assert!(
+        !resumed.ok && resumed.output.contains("not paused"),
+        "{}",
+        resumed.output
+    );
+    let listed = env.ok("alice", "schedule_list", json!({})).await;
+    assert_eq!(
+        (
+            &listed["schedules"][0]["state"],
+            &listed["schedules"][0]["next_run"]
+        ),
+        (&json!("active"), &json!("2026-11-29T09:00:00+01:00")),
+        "the due run is kept"
+    );
+    env.ok("alice", "schedule_pause", json!({"id": id})).await;
+    let again = env.call("alice", "schedule_pause", json!({"id": id})).await;
+    assert!(
+        !again.ok && again.output.contains("paused already"),
+        "{}",
+        again.output
+    );
+}
+
 #[tokio::test]
 async fn bad_input_says_what_to_fix_and_changes_nothing() {
     let env = env(json!({}), 1).await;
@@ -181,12 +226,33 @@ async fn bad_input_says_what_to_fix_and_changes_nothing() {
                 json!({"when": when, "instruction": "x"}),
             )
             .await;
+        // One plain sentence: what was wrong with `when` and what to write instead.
         assert!(
-            !out.ok && out.output.contains(part),
+            !out.ok
+                && out.output.starts_with("Nothing was scheduled: ")
+                && out.output.contains(part)
+                && !out.output.contains("must be `"),
             "{when}: {}",
             out.output
         );
     }
+    // A `when` padded to 100 KB (a cron expression's spaces) is refused, not stored and listed.
+    let padded = format!("0{}9 * * *", " ".repeat(100_000));
+    let out = env
+        .call(
+            "alice",
+            "schedule_create",
+            json!({"when": padded, "instruction": "x"}),
+        )
+        .await;
+    assert!(
+        !out.ok
+            && out
+                .output
+                .contains("`when` must be a string of at most 200 characters"),
+        "{}",
+        out.output
+    );
     // A secret in the instruction is refused by the screening stage.
     let secret = env
         .call("alice", "schedule_create", json!({"when": "in 1 hour", "instruction": "use key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"}))

@@ -276,8 +276,8 @@ impl Upkeep<'_> {
         Ok(swept)
     }
 
-    /// Sweeps expired notes (and purges deleted notes past the retention window, and audit rows
-    /// older than `audit_retention` when set) now and then every `every` (expired notes are
+    /// Sweeps expired notes (and purges deleted notes and read schedule notifications past the
+    /// retention window, and audit rows older than `audit_retention` when set) now and then every `every` (expired notes are
     /// hidden from every read at once anyway; the sweeper only reclaims them). Stops when the
     /// returned handle is dropped.
     pub fn spawn_sweeper(
@@ -303,6 +303,14 @@ impl Upkeep<'_> {
                     .await
                 {
                     tracing::warn!(error = %e, "purging deleted notes failed");
+                }
+                // Notifications a client was shown are kept as long as a deleted note.
+                if let Err(e) = store
+                    .schedules()
+                    .prune_read_notifications(store.upkeep().tombstone_retention())
+                    .await
+                {
+                    tracing::warn!(error = %e, "pruning read notifications failed");
                 }
                 if let Some(keep) = audit_retention
                     && let Err(e) = store.audit().prune_audit(keep).await

@@ -233,6 +233,35 @@ impl Schedules<'_> {
         .await
     }
 
+    /// Deletes the notifications of every user of the store that a client was shown more than
+    /// `older_than` ago (unread ones stay, however old); how many. Nothing reads a notification
+    /// once shown (its run stays in its session's history), so without this the rows — each
+    /// with a run's answer — would pile up for as long as the store lives. The sweeper calls
+    /// it with [`Upkeep::tombstone_retention`](crate::Upkeep::tombstone_retention).
+    pub async fn prune_read_notifications(
+        &self,
+        older_than: chrono::Duration,
+    ) -> Result<u64, MemoryError> {
+        let cutoff = to_text(Utc::now() - older_than);
+        let pruned = self
+            .write(move |conn| async move {
+                conn.execute(
+                    "DELETE FROM schedule_notifications WHERE read_at IS NOT NULL AND read_at < ?1",
+                    [cutoff],
+                )
+                .await
+                .map_err(MemoryError::db("pruning read notifications"))
+            })
+            .await?;
+        if pruned > 0 {
+            tracing::info!(
+                rows = pruned,
+                "pruned read notifications past the retention window"
+            );
+        }
+        Ok(pruned)
+    }
+
     /// Marks `user`'s notifications `ids` as shown (another user's are left alone).
     pub async fn mark_read(&self, user: &UserId, ids: &[i64]) -> Result<(), MemoryError> {
         if ids.is_empty() {

@@ -261,7 +261,8 @@ impl Schedules<'_> {
     }
 
     /// Cancels, pauses or resumes `user`'s schedule `id` (another user's is not found), with the
-    /// audit row in the same transaction; the schedule as it now is. `resume_at` is the next run
+    /// audit row in the same transaction; the schedule as it now is. Pausing a paused schedule
+    /// or resuming an active one is refused and changes nothing. `resume_at` is the next run
     /// of a resumed schedule (the caller works it out from the recurrence).
     pub async fn change(
         &self,
@@ -282,6 +283,21 @@ impl Schedules<'_> {
                     return Err(MemoryError::InvalidInput(format!(
                         "schedule {id} is {} already: nothing was changed",
                         current.state.as_str()
+                    )));
+                }
+                // A change to the state the schedule is in would change nothing but its next
+                // run: a resume of an active one due now would skip the run (or its retry).
+                let already = match (change, current.state) {
+                    (ScheduleChange::Pause, ScheduleState::Paused) => Some("paused already"),
+                    (ScheduleChange::Resume, ScheduleState::Active) => {
+                        Some("not paused (it is active)")
+                    }
+                    _ => None,
+                };
+                if let Some(already) = already {
+                    let id: String = id.chars().take(80).collect();
+                    return Err(MemoryError::InvalidInput(format!(
+                        "schedule {id} is {already}: nothing was changed"
                     )));
                 }
                 let (state, next) = match change {

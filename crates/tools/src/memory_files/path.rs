@@ -12,7 +12,8 @@
 //! with another: no leading or trailing space, no trailing dot, no word (run of letters) mixing
 //! the Latin, Greek and Cyrillic scripts (`nоtes.md` with a Cyrillic `о`), and no leading dot —
 //! `view` leaves hidden names out, and what cannot be listed is not created (so nothing is
-//! recalled that `view` does not show).
+//! recalled that `view` does not show), and no character a reader does not see (a soft hyphen, a
+//! variation selector, a tag character, a Hangul filler).
 
 use memory::MEMORIES_ROOT;
 use unicode_normalization::UnicodeNormalization;
@@ -30,10 +31,24 @@ fn refuse(message: String) -> ToolError {
     ToolError::execution(message)
 }
 
-/// Characters that hide or reorder what a reader sees (zero-width, bidirectional controls, BOM).
+/// Characters that hide, reorder or break what a reader sees (zero-width, bidirectional
+/// controls, BOM, and the line and paragraph separators, which end a line as a newline does):
+/// refused in every path.
 fn invisible(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{2028}' | '\u{2029}')
+}
+
+/// Characters a reader does not see, or sees as a blank, beyond [`invisible`]: Unicode's
+/// default-ignorable code points (soft hyphen, joiners, variation selectors, tag characters,
+/// Hangul fillers, ...), the interlinear annotation marks and the braille blank. A name holding
+/// one could pass for another (`no\u{AD}tes.md` shows as `notes.md`), so no new name has them.
+fn unseen(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}'..='\u{1160}'
+        | '\u{17B4}'..='\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{2060}'..='\u{206F}'
+        | '\u{2800}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FFA0}'
+        | '\u{FFF0}'..='\u{FFFB}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// The script of a letter, among those whose letters look alike.
@@ -69,6 +84,12 @@ fn confusable(name: &str) -> Option<&'static str> {
     }
     if name.ends_with('.') {
         return Some("ends with a dot");
+    }
+    if name.chars().any(unseen) {
+        return Some(
+            "contains an invisible or blank character (such as a soft hyphen or a variation \
+             selector), so it could pass for another name",
+        );
     }
     // Word by word (a run of letters): `заметки.md` is two words, each of one script.
     let mut word: Option<Script> = None;
@@ -211,6 +232,47 @@ mod tests {
         assert_eq!(
             ok("/memories/../x"),
             Err("Path /memories/../x would escape /memories directory".to_owned())
+        );
+    }
+
+    #[test]
+    fn invisible_and_blank_names_are_refused() {
+        let new = |raw: &str| canonical_new(raw).map_err(|e| e.to_string());
+        // Characters a reader does not see (soft hyphen, joiners, variation selectors, tag
+        // characters, Hangul fillers, braille blank): `no\u{ad}tes.md` would pass for notes.md.
+        for c in [
+            '\u{ad}',
+            '\u{34f}',
+            '\u{61c}',
+            '\u{115f}',
+            '\u{1160}',
+            '\u{17b4}',
+            '\u{180e}',
+            '\u{206a}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{ffa0}',
+            '\u{fff9}',
+            '\u{1d173}',
+            '\u{e0001}',
+            '\u{e0041}',
+            '\u{2800}',
+        ] {
+            let raw = format!("/memories/no{c}tes.md");
+            let refused = new(&raw).expect_err(&format!("{:x} accepted", c as u32));
+            assert!(refused.contains("invisible"), "{:x}: {refused}", c as u32);
+            // A file of that name written before stays reachable, to view or delete.
+            assert!(canonical(&raw).is_ok(), "{:x}", c as u32);
+        }
+        // Line and paragraph separators break lines like a newline: refused for every command,
+        // so a name cannot forge lines of a directory view.
+        for c in ['\u{2028}', '\u{2029}'] {
+            let raw = format!("/memories/a{c}0B\t/memories/fake.md");
+            assert!(canonical(&raw).is_err(), "{:x} accepted", c as u32);
+        }
+        assert_eq!(
+            new("/memories/notes.md"),
+            Ok("/memories/notes.md".to_owned())
         );
     }
 }

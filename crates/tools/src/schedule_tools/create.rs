@@ -12,6 +12,10 @@ use crate::spec::{Call, OpFuture, ToolSpec, boxed};
 use crate::{MemoryAccess, ToolError};
 use serde_json::Value;
 
+/// Longest `when`, in characters: every form fits in far less; a longer one (a cron expression
+/// padded with spaces) would be stored and listed with every schedule.
+const MAX_WHEN_CHARS: usize = 200;
+
 /// A title from the instruction's first words.
 fn title_of(instruction: &str) -> String {
     let words: Vec<&str> = instruction.split_whitespace().take(8).collect();
@@ -43,7 +47,7 @@ fn create_parameters() -> Value {
     serde_json::json!({
         "type": "object",
         "properties": {
-            "when": {"type": "string", "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
+            "when": {"type": "string", "maxLength": MAX_WHEN_CHARS, "description": "When to run: RFC 3339 time, `in 20 minutes`, `every day at 09:00`, or a cron expression."},
             "instruction": {"type": "string", "description": "What the agent should do when it runs."},
             "title": {"type": "string", "description": "A short name for the schedule (optional)."}
         },
@@ -72,8 +76,10 @@ fn create(call: Call<'_, Schedules>) -> OpFuture<'_> {
         let min_interval = chrono::Duration::seconds(
             i64::try_from(s.config.min_interval_secs).unwrap_or(i64::MAX / 2_000),
         );
+        // The problem is a sentence of its own (`… is in the past: give a time in the
+        // future …`), not the `expected` half of "`when` must be …".
         let when = parse_when(when_text, s.now(), s.timezone, min_interval)
-            .map_err(|problem| ToolError::invalid("when", problem))?;
+            .map_err(|problem| ToolError::execution(format!("Nothing was scheduled: {problem}")))?;
         let title = match text("title").map(str::trim).filter(|t| !t.is_empty()) {
             Some(title) => title.to_owned(),
             None => title_of(instruction),

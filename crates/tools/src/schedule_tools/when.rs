@@ -67,17 +67,17 @@ pub fn parse_when(
     }
     let cron_text = match lower.strip_prefix("every ") {
         Some(phrase) => phrase_to_cron(phrase)?,
-        None => text.to_owned(),
+        // Fields with one space between them, as it is stored and shown.
+        None => text.split_whitespace().collect::<Vec<_>>().join(" "),
     };
     let cron =
         cron(&cron_text).map_err(|_| format!("`{text}` is not a time I can read: {FORMS}"))?;
     let first = next_of(&cron, tz, now).ok_or_else(|| format!("`{text}` never runs: {FORMS}"))?;
-    let second = next_of(&cron, tz, first).unwrap_or(first + min_interval);
-    if second - first < min_interval {
+    if let Some(gap) = shortest_gap(&cron, tz, first).filter(|gap| *gap < min_interval) {
         return Err(format!(
             "`{text}` would run every {} seconds; the shortest interval allowed is {} seconds \
              ([schedules] min_interval_secs)",
-            (second - first).num_seconds(),
+            gap.num_seconds(),
             min_interval.num_seconds()
         ));
     }
@@ -85,6 +85,27 @@ pub fn parse_when(
         first_run: first,
         recurrence: Some(cron_text),
     })
+}
+
+/// Runs of a recurrence looked at for its shortest gap.
+const RUNS_CHECKED: usize = 512;
+
+/// The shortest time between two of the runs of `cron` from `first` on (its first
+/// [`RUNS_CHECKED`], over at most nine years). Not only the first two: an irregular recurrence
+/// made between its runs (`* 9 * * *` at 09:59, `0,30 9 * * *` at 09:15) has its first two runs
+/// a day apart and the next ones a minute or half an hour apart.
+fn shortest_gap(cron: &Cron, tz: Tz, first: DateTime<Utc>) -> Option<Duration> {
+    let horizon = first + Duration::days(9 * 366);
+    let (mut at, mut shortest) = (first, None::<Duration>);
+    for _ in 0..RUNS_CHECKED {
+        let Some(next) = next_of(cron, tz, at).filter(|next| *next <= horizon) else {
+            break;
+        };
+        let gap = next - at;
+        shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+        at = next;
+    }
+    shortest
 }
 
 /// The first run of `recurrence` (a cron expression read in `timezone`) after `after`.
@@ -164,10 +185,16 @@ fn phrase_to_cron(phrase: &str) -> Result<String, String> {
     let words: Vec<&str> = phrase.split_whitespace().collect();
     let unreadable = || format!("`every {phrase}` is not a recurrence I can read: {FORMS}");
     match words.as_slice() {
-        ["minute"] => Ok("* * * * *".to_owned()),
-        ["hour"] => Ok("0 * * * *".to_owned()),
-        [n, "minutes" | "mins"] => Ok(format!("*/{} * * * *", step(n, 59).ok_or_else(unreadable)?)),
-        [n, "hours"] => Ok(format!("0 */{} * * *", step(n, 23).ok_or_else(unreadable)?)),
+        ["minute" | "min"] => Ok("* * * * *".to_owned()),
+        ["hour" | "hr"] => Ok("0 * * * *".to_owned()),
+        // The units `in …` takes: `every 30 min` as well as `in 30 min`.
+        ["60", "m" | "min" | "mins" | "minute" | "minutes"] => Ok("0 * * * *".to_owned()),
+        [n, "m" | "min" | "mins" | "minute" | "minutes"] => {
+            Ok(format!("*/{} * * * *", step(phrase, n, 60)?))
+        }
+        [n, "h" | "hr" | "hrs" | "hour" | "hours"] => {
+            Ok(format!("0 */{} * * *", step(phrase, n, 24)?))
+        }
         [days, "at", time] => {
             let dow = day_field(days).ok_or_else(unreadable)?;
             let (h, m) = clock_time(time).ok_or_else(unreadable)?;
@@ -177,8 +204,34 @@ fn phrase_to_cron(phrase: &str) -> Result<String, String> {
     }
 }
 
-fn step(n: &str, max: u32) -> Option<u32> {
-    n.parse().ok().filter(|n| (1..=max).contains(n))
+/// `n` of `every n minutes` (`per` 60) or `every n hours` (`per` 24). A cron step restarts at
+/// each hour (day), so only a divisor of it repeats evenly: `*/45` runs at :00 and :45, 15
+/// minutes apart, so `every 45 minutes` is refused rather than run unevenly.
+fn step(phrase: &str, n: &str, per: u32) -> Result<u32, String> {
+    let unit = if per == 60 { "minutes" } else { "hours" };
+    let whole = if per == 60 { "an hour" } else { "a day" };
+    let n: u32 = n
+        .parse()
+        .ok()
+        .filter(|n| (1..per).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "`every {phrase}`: give a number of {unit} from 1 to {}",
+                per - 1
+            )
+        })?;
+    if !per.is_multiple_of(n) {
+        let divisors: Vec<String> = (1..per)
+            .filter(|d| per.is_multiple_of(*d))
+            .map(|d| d.to_string())
+            .collect();
+        return Err(format!(
+            "`every {phrase}` cannot repeat evenly: the number of {unit} must divide {whole} \
+             ({}); for another rhythm use a cron expression",
+            divisors.join(", ")
+        ));
+    }
+    Ok(n)
 }
 
 fn day_field(days: &str) -> Option<&'static str> {
@@ -300,5 +353,82 @@ mod tests {
         let err = resolve_timezone(Some("Mars/Olympus")).unwrap_err();
         assert!(err.contains("IANA"), "{err}");
         assert!(resolve_timezone(None).is_ok());
+    }
+
+    #[test]
+    fn the_shortest_interval_holds_whenever_the_schedule_is_made() {
+        let hour = Duration::seconds(3600);
+        let paris = chrono_tz::Europe::Paris;
+        // Every minute of the 09:00 hour: made before that hour or in its last minutes, the
+        // runs are a minute apart either way.
+        for now in ["2026-11-28T06:00:00Z", "2026-11-28T08:58:30Z"] {
+            let got = parse_when("* 9 * * *", utc(now), paris, hour);
+            assert!(
+                got.as_ref()
+                    .is_err_and(|e| e.contains("would run every 60 seconds")),
+                "made at {now}: {got:?}"
+            );
+        }
+        // 09:00 and 09:30, made at 09:15: the first two runs are a day apart, the next two 30
+        // minutes.
+        let got = parse_when("0,30 9 * * *", utc("2026-11-28T08:15:00Z"), paris, hour);
+        assert!(
+            got.as_ref()
+                .is_err_and(|e| e.contains("would run every 1800 seconds")),
+            "{got:?}"
+        );
+        // Every minute of 29 February, made in its last minute: the next runs are four years on.
+        let got = parse_when("* * 29 2 *", utc("2028-02-29T22:58:30Z"), paris, hour);
+        assert!(got.is_err(), "{got:?}");
+        // Regular recurrences are untouched.
+        for ok in [
+            "0 9 * * *",
+            "0 */2 * * *",
+            "every weekday at 7:30",
+            "@yearly",
+        ] {
+            let got = parse_when(ok, utc(NOW), paris, hour);
+            assert!(got.is_ok(), "{ok}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_cron_expression_is_kept_with_single_spaces() {
+        let wide = format!("0{}18 *\t* *", " ".repeat(5000));
+        check(&wide, Ok(("2026-11-28T17:00:00Z", Some("0 18 * * *"))));
+    }
+
+    #[test]
+    fn every_n_minutes_or_hours_is_regular_or_refused() {
+        // `*/45` runs at :00 and :45, 15 minutes apart: `every 45 minutes` is not what it says.
+        for refused in [
+            "every 45 minutes",
+            "every 7 minutes",
+            "every 25 mins",
+            "every 5 hours",
+        ] {
+            check(refused, Err("divide"));
+        }
+        check(
+            "every 20 minutes",
+            Ok(("2026-11-28T08:20:00Z", Some("*/20 * * * *"))),
+        );
+        check(
+            "every 6 hours",
+            Ok(("2026-11-28T11:00:00Z", Some("0 */6 * * *"))),
+        );
+        check(
+            "every 60 minutes",
+            Ok(("2026-11-28T09:00:00Z", Some("0 * * * *"))),
+        );
+        // The units a delay takes, in a recurrence too.
+        check(
+            "every 30 min",
+            Ok(("2026-11-28T08:30:00Z", Some("*/30 * * * *"))),
+        );
+        check(
+            "every 2 hrs",
+            Ok(("2026-11-28T09:00:00Z", Some("0 */2 * * *"))),
+        );
     }
 }
