@@ -218,6 +218,8 @@ async fn bad_input_says_what_to_fix_and_changes_nothing() {
         ("2020-01-01T00:00:00Z", "in the past"),
         ("* * * * * *", "min_interval_secs"),
         ("in 0 minutes", "between 1 second"),
+        ("in 11 years", "unit must be"),
+        ("9999-12-31T09:00:00Z", "within 10 years"),
     ] {
         let out = env
             .call(

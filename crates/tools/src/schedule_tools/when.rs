@@ -60,6 +60,12 @@ pub fn parse_when(
                 "{text} is in the past: give a time in the future ({FORMS})"
             ));
         }
+        // As far ahead as a delay may reach (`in …`, 10 years).
+        if at - now > Duration::seconds(MAX_AHEAD_SECONDS) {
+            return Err(format!(
+                "{text} is more than 10 years ahead: give a time within 10 years"
+            ));
+        }
         return Ok(When {
             first_run: at,
             recurrence: None,
@@ -150,6 +156,9 @@ fn absolute(text: &str, tz: Tz) -> Option<DateTime<Utc>> {
     }
 }
 
+/// How far ahead a one-off may be, as a delay or a time: 10 years.
+const MAX_AHEAD_SECONDS: i64 = 3650 * 86_400;
+
 /// `20 minutes`, `2h`, `90 seconds`, `1 day`, `3 s`.
 fn delay_of(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -172,7 +181,7 @@ fn delay_of(text: &str) -> Result<Duration, String> {
             ));
         }
     };
-    if n <= 0 || n > 3650 * 86_400 / seconds {
+    if n <= 0 || n > MAX_AHEAD_SECONDS / seconds {
         return Err(format!(
             "`in {text}`: give a delay between 1 second and 10 years"
         ));
