@@ -181,6 +181,16 @@ async fn every_command_answers_with_the_reference_strings() {
             "The file /memories/notes.md has been updated.",
         ),
         (
+            json!({"command": "update", "path": "/memories/notes.md", "file_text": " \n"}),
+            REFUSED,
+            "No change was made: the new text of /memories/notes.md is empty; to remove the file, use the delete command",
+        ),
+        (
+            json!({"command": "view", "path": "/memories/notes.md"}),
+            OK,
+            "Here's the content of /memories/notes.md with line numbers:\n     1\treplaced",
+        ),
+        (
             json!({"command": "update", "path": "/memories/none.md", "file_text": "x"}),
             REFUSED,
             "The path /memories/none.md does not exist. Please provide a valid path.",

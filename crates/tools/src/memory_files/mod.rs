@@ -271,6 +271,13 @@ impl MemoryFiles {
                     false => PathExpect::Present,
                 };
                 let body = arg(args, "file_text", command)?;
+                // Emptying a file removes what it said: the `delete` command's, as for the edits.
+                if !create && crate::memory_tools::is_blank(body) {
+                    return Err(fail(format!(
+                        "No change was made: the new text of {shown} is empty; to remove the \
+                         file, use the delete command"
+                    )));
+                }
                 let put = store
                     .files()
                     .put_file(user, &path, body, expect, ctx.audit.as_ref(), written(ctx))
