@@ -298,7 +298,12 @@ export class Memory {
     if (!changes.length && !pending) return null;
     const said = [];
     if (changes.length) said.push(changes.length === 1 ? changes[0].line : `${changes.length} changes captured (see Changes)`);
-    if (pending) said.push(pending === 1 ? `proposed: “${excerpt(report.pending[0].content || "a change")}”` : `${pending} memories proposed`);
+    if (pending === 1) {
+      const p = report.pending[0];
+      said.push(p.action === "delete"
+        ? `proposed: forget “${excerpt(p.note_text || p.note_id || "a note")}”`
+        : `proposed: “${excerpt(p.content || "a change")}”`);
+    } else if (pending) said.push(`${pending} memories proposed`);
     this.countPending();
     const item = el("li", { class: "notification capture", "data-turn": report.turn_id },
       "🧠 Memory ", el("span", { class: "notification-text" }, said.join("; ")), " ",

@@ -283,17 +283,30 @@ impl Capture {
             changes: Vec::new(),
             pending: Vec::new(),
         };
+        let place = ProposalPlace {
+            user: &ctx.user_id,
+            session: &ctx.session_id,
+            turn: &ctx.turn_id,
+            untrusted: untrusted.map(pending::untrusted_name),
+        };
         if self.config.mode == CaptureMode::Suggest {
-            let place = ProposalPlace {
-                user: &ctx.user_id,
-                session: &ctx.session_id,
-                turn: &ctx.turn_id,
-                untrusted: untrusted.map(pending::untrusted_name),
-            };
             report.pending = pending::keep(&self.store, place, proposals).await?;
             return Ok(report);
         }
+        // After untrusted input a delete waits for the user, as in `suggest`: what it adds or
+        // updates is only unconfirmed, but what it forgets would be gone from recall.
+        let held: Vec<Proposal> = proposals
+            .iter()
+            .filter(|p| untrusted.is_some() && matches!(p, Proposal::Delete { .. }))
+            .cloned()
+            .collect();
+        if !held.is_empty() {
+            report.pending = pending::keep(&self.store, place, &held).await?;
+        }
         for (i, proposal) in proposals.iter().enumerate() {
+            if untrusted.is_some() && matches!(proposal, Proposal::Delete { .. }) {
+                continue;
+            }
             // A fact that restates what the user said stays theirs, even after untrusted input.
             let args = serde_json::to_string(proposal).unwrap_or_default();
             let mark = untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange));
