@@ -16,7 +16,7 @@ use types::Surface;
 
 use crate::governance::{env, error_object};
 
-fn denied(out: &tools::ToolOutcome) -> String {
+pub(crate) fn denied(out: &tools::ToolOutcome) -> String {
     let error = error_object(out);
     assert_eq!(error["code"], "PERMISSION_DENIED", "{error}");
     error["message"].as_str().unwrap().to_owned()

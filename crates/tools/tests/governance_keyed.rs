@@ -12,12 +12,24 @@
 use serde_json::{Value, json};
 use types::Surface;
 
-use crate::governance::{env, error_object};
+use crate::governance::{Env, env};
+use crate::governance_classes::denied;
 
-fn denied(out: &tools::ToolOutcome) -> String {
-    let error = error_object(out);
-    assert_eq!(error["code"], "PERMISSION_DENIED", "{error}");
-    error["message"].as_str().unwrap().to_owned()
+/// Alice's keyed value `projects/bank`, as an MCP client's `putMemory` stores it.
+async fn bank(env: &Env, user: &types::UserId) -> types::NoteId {
+    env.store
+        .keys()
+        .put_keyed(
+            user,
+            None,
+            "projects",
+            "bank",
+            "The bank is Nordbank",
+            memory::NoteMetadata::default(),
+        )
+        .await
+        .unwrap()
+        .note_id
 }
 
 /// A keyed value is its namespace's whatever tool names it: the notes tools reach it by its note
@@ -31,35 +43,19 @@ async fn a_keyed_value_named_by_its_note_id_is_governed_by_its_own_namespace() {
     }}))
     .await;
     let user = types::UserId::parse("alice").unwrap();
-    let keyed = env
-        .store
-        .keys()
-        .put_keyed(
-            &user,
-            None,
-            "projects",
-            "bank",
-            "The bank is Nordbank",
-            memory::NoteMetadata::default(),
-        )
-        .await
-        .unwrap();
-    let note = env.store.get(&user, &keyed.note_id).await.unwrap();
+    let keyed = bank(&env, &user).await;
+    let note = env.store.get(&user, &keyed).await.unwrap();
     let version = memory::edit_token(&note.content);
     let update = env
         .call(
             Surface::Agent,
             "memory_update",
-            json!({"note_id": keyed.note_id, "version": version, "content": "The bank is Evilbank"}),
+            json!({"note_id": keyed, "version": version, "content": "The bank is Evilbank"}),
         )
         .await;
     assert!(denied(&update).contains("projects"), "{}", update.output);
     let delete = env
-        .call(
-            Surface::Agent,
-            "memory_delete",
-            json!({"note_id": keyed.note_id}),
-        )
+        .call(Surface::Agent, "memory_delete", json!({"note_id": keyed}))
         .await;
     denied(&delete);
     assert_eq!(env.notes().await, ["The bank is Nordbank"]);
@@ -101,27 +97,15 @@ async fn restoring_a_deleted_keyed_value_is_governed_by_its_own_namespace() {
             .unwrap();
     let governance = tools::Governance::new(config).with_store(&env.store);
     let user = types::UserId::parse("alice").unwrap();
-    let keyed = env
-        .store
-        .keys()
-        .put_keyed(
-            &user,
-            None,
-            "projects",
-            "bank",
-            "The bank is Nordbank",
-            memory::NoteMetadata::default(),
-        )
-        .await
-        .unwrap();
-    env.store.delete(&user, None, &keyed.note_id).await.unwrap();
+    let keyed = bank(&env, &user).await;
+    env.store.delete(&user, None, &keyed).await.unwrap();
     let ctx = types::ToolExecutionContext::new(
         user.clone(),
         types::SessionId::parse("chat-1").unwrap(),
         types::TurnId::parse("turn-1").unwrap(),
         types::WorkspacePaths::for_user(&env.root, &user),
     );
-    let access = tools::MemoryAccess::note_change(&keyed.note_id);
+    let access = tools::MemoryAccess::note_change(&keyed);
     let store = env.store.clone();
     let restored: Result<String, tools::ToolError> = governance
         .govern(
@@ -131,7 +115,7 @@ async fn restoring_a_deleted_keyed_value_is_governed_by_its_own_namespace() {
             &ctx,
             |_, _| async move {
                 store
-                    .restore(&user, None, &keyed.note_id, None)
+                    .restore(&user, None, &keyed, None)
                     .await
                     .map(|_| "restored".to_owned())
                     .map_err(|e| tools::ToolError::execution(e.to_string()))

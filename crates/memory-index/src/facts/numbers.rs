@@ -140,10 +140,10 @@ fn number_word(lower: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
+    /// The numbers of `text` as the fact check reads them: its tokens, lowercased.
     fn numbers(text: &str) -> Vec<String> {
-        let tokens: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric() && c != ':' && c != ',')
-            .filter(|t| !t.is_empty())
+        let tokens: Vec<String> = crate::facts::tokens(text)
+            .into_iter()
             .map(str::to_lowercase)
             .collect();
         let mut out = Vec::new();

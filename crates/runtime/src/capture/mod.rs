@@ -295,16 +295,13 @@ impl Capture {
         }
         // After untrusted input a delete waits for the user, as in `suggest`: what it adds or
         // updates is only unconfirmed, but what it forgets would be gone from recall.
-        let held: Vec<Proposal> = proposals
-            .iter()
-            .filter(|p| untrusted.is_some() && matches!(p, Proposal::Delete { .. }))
-            .cloned()
-            .collect();
+        let waits = |p: &Proposal| untrusted.is_some() && matches!(p, Proposal::Delete { .. });
+        let held: Vec<Proposal> = proposals.iter().filter(|p| waits(p)).cloned().collect();
         if !held.is_empty() {
             report.pending = pending::keep(&self.store, place, &held).await?;
         }
         for (i, proposal) in proposals.iter().enumerate() {
-            if untrusted.is_some() && matches!(proposal, Proposal::Delete { .. }) {
+            if waits(proposal) {
                 continue;
             }
             // A fact that restates what the user said stays theirs, even after untrusted input.
