@@ -82,8 +82,14 @@ pub(crate) fn turn_examples(session: &SessionId, turn: &TurnId) -> Vec<(ServerFr
             17,
             TurnEvent::ApprovalRequested {
                 call_id: "call_2".into(),
-                name: "shell_exec".into(),
-                arguments: r#"{"command":"ls"}"#.into(),
+                name: "memory_delete".into(),
+                arguments: r#"{"note_id":"note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f"}"#.into(),
+                reason: Some(
+                    "It would forget the memory «Loves the trams in Lisbon», asked after the \
+                     conversation read a web page — text that can carry instructions the user \
+                     never gave."
+                        .into(),
+                ),
             },
         ),
         turn(

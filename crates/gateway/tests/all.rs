@@ -43,6 +43,7 @@ mod turns;
 mod web;
 mod web_browser;
 mod web_capture;
+mod web_forget;
 mod web_js;
 mod web_progress;
 mod web_timing;

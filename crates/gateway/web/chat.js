@@ -293,6 +293,8 @@ function approvalCard(client, frame) {
   const card = el("div", { class: "approval", tabindex: "0", role: "group", "aria-label": "approval for " + frame.name },
     el("p", {}, el("strong", {}, frame.name), " wants to run:"),
     el("pre", {}, frame.arguments || ""),
+    // Why the runtime asks (a memory delete after untrusted input): as text, never markup.
+    frame.reason ? el("p", { class: "approval-reason" }, frame.reason) : null,
     el("div", { class: "choices", role: "radiogroup" }, buttons),
     el("div", { class: "approval-actions" }, confirm, " ", status));
   function pick(i) {

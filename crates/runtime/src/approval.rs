@@ -31,6 +31,9 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The raw arguments text the model sent.
     pub arguments: String,
+    /// Why the call is asked about when its tool alone would not be (see
+    /// `TurnEvent::ApprovalRequested`).
+    pub reason: Option<String>,
 }
 
 /// The user's answer.

@@ -7,6 +7,8 @@
 //!   back to the model as the result text, prefixed `error:`, so it can correct itself.
 //! - `Privileged` calls pass `runtime.approval` first: `allow` runs them, `deny` refuses them, `ask`
 //!   asks the user (see [`crate::approval`]), unless the user allowed that tool for the session.
+//!   A memory delete made while untrusted text is in the context passes it too, with a reason
+//!   (see [`crate::forget_gate`]).
 //! - After cancellation, calls that had not started get a "cancelled before it ran" result and calls
 //!   that were running a "cancelled while it ran" one: every call always has exactly one result.
 //!   Tools that settle (memory writes: see `tools::Interruption`) report what really happened
@@ -90,8 +92,18 @@ impl Turn<'_> {
         })
     }
 
+    /// The call's tier: its tool's, or `Privileged` for a memory delete made while untrusted
+    /// text is in the context (see [`crate::forget_gate`]).
     fn tier(&self, call: &ToolCall) -> Option<SafetyTier> {
-        self.rt.tools.get(&call.name).map(|t| t.safety_tier())
+        let tier = self.rt.tools.get(&call.name)?.safety_tier();
+        if tier != SafetyTier::ReadOnly && self.forgets_after_untrusted(call).is_some() {
+            return Some(SafetyTier::Privileged);
+        }
+        Some(tier)
+    }
+
+    fn forgets_after_untrusted(&self, call: &ToolCall) -> Option<UntrustedInput> {
+        crate::forget_gate::needs_answer(&self.rt.tools, self.entries(), call)
     }
 
     /// The untrusted input `call` is made with: what is in the model's context now (see
@@ -169,8 +181,12 @@ impl Turn<'_> {
 
     /// The approval policy for a privileged call.
     async fn gate(&mut self, call: &ToolCall) -> Gate {
+        let forgets = self.forgets_after_untrusted(call);
         match self.rt.config.approval {
             ApprovalPolicy::Allow => return Gate::Run,
+            ApprovalPolicy::Deny if forgets.is_some() => {
+                return Gate::Refuse(crate::forget_gate::DENIED_AFTER_UNTRUSTED);
+            }
             ApprovalPolicy::Deny => return Gate::Refuse(DENIED),
             ApprovalPolicy::Ask => {}
         }
@@ -180,6 +196,10 @@ impl Turn<'_> {
         let Some(approver) = self.rt.approver.clone() else {
             return Gate::Refuse(NO_APPROVER);
         };
+        let reason = match forgets {
+            Some(read) => Some(self.rt.forget_reason(self.ctx, call, read).await),
+            None => None,
+        };
         // Register first, then tell the client: an answer can never arrive before its listener.
         let answer = approver.request(ApprovalRequest {
             user_id: self.ctx.user_id.clone(),
@@ -188,12 +208,14 @@ impl Turn<'_> {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
+            reason: reason.clone(),
         });
         self.emitter
             .send(TurnEvent::ApprovalRequested {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
+                reason,
             })
             .await;
         let wait = Duration::from_secs(self.rt.config.approval_timeout_secs);

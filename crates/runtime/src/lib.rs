@@ -45,6 +45,7 @@ mod conversation_search;
 mod dispatch;
 mod error;
 mod events;
+mod forget_gate;
 mod history;
 mod journal;
 mod models;

@@ -15,6 +15,7 @@ mod capture;
 mod capture_suggest;
 mod capture_trust;
 mod dispatch;
+mod forget_after_untrusted;
 mod lifecycle;
 mod memory;
 mod past_replies;

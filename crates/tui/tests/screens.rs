@@ -186,8 +186,8 @@ fn narrow_terminal_wraps_everything() {
     assert!(wide.contains("Your Lisbon trip"));
 }
 
-#[test]
-fn approval_prompt() {
+/// An app in a turn (another client's) whose `event` asks for approval.
+fn asking(event: TurnEvent) -> App {
     let mut app = online(None);
     app.on_frame(ServerFrame::TurnStarted {
         seq: 1,
@@ -199,17 +199,42 @@ fn approval_prompt() {
         seq: 2,
         session_id: sid(),
         turn_id: tid(),
-        event: TurnEvent::ApprovalRequested {
-            call_id: "call_2".into(),
-            name: "shell_exec".into(),
-            arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
-        },
+        event,
+    });
+    app
+}
+
+#[test]
+fn approval_prompt() {
+    let mut app = asking(TurnEvent::ApprovalRequested {
+        call_id: "call_2".into(),
+        name: "shell_exec".into(),
+        arguments: r#"{"command":"rm -r tmp/build"}"#.into(),
+        reason: None,
     });
     check("approval", &screen(&mut app, 80, 14));
     // Down picks the first answer; Enter without a choice would only have hinted.
     key(&mut app, KeyCode::Down, KeyModifiers::NONE);
     key(&mut app, KeyCode::Down, KeyModifiers::NONE);
     check("approval_session", &screen(&mut app, 80, 14));
+}
+
+/// A memory delete asked about after untrusted input shows why, with the note it would forget.
+#[test]
+fn approval_prompt_with_a_reason() {
+    let mut app = asking(TurnEvent::ApprovalRequested {
+        call_id: "call_3".into(),
+        name: "memory_delete".into(),
+        arguments: r#"{"note_id":"note-1"}"#.into(),
+        reason: Some(
+            "It would forget the memory «Alice lives in Lisbon», asked after the conversation \
+             read a web page — text that can carry instructions the user never gave."
+                .into(),
+        ),
+    });
+    let shown = screen(&mut app, 80, 16);
+    assert!(shown.contains("«Alice lives in Lisbon»"), "{shown}");
+    check("approval_reason", &shown);
 }
 
 #[test]

@@ -62,6 +62,7 @@ fn control_sequences_from_outside_are_shown_not_sent() {
                 call_id: "call_2".into(),
                 name: "shell_exec".into(),
                 arguments: format!(r#"{{"command":"echo {OSC52}"}}"#),
+                reason: None,
             },
         },
     ];

@@ -49,6 +49,10 @@ pub enum TurnEvent {
         call_id: String,
         name: String,
         arguments: String,
+        /// Why this call needs an answer when its tool alone would not (a memory delete after
+        /// untrusted input), naming what it would do in words the user can judge.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A model request failed and is tried again: `attempt` of `max_attempts` starts after
     /// `wait_ms`. `reason` is a few words ("timed out", "rate limited", "HTTP 503").

@@ -61,6 +61,8 @@ pub struct PendingApproval {
     pub call_id: String,
     pub name: String,
     pub arguments: String,
+    /// Why the runtime asks about this call when its tool alone would not be asked about.
+    pub reason: Option<String>,
     /// The highlighted answer (none until the user picks one).
     pub choice: Option<ApprovalChoice>,
     /// Enter was pressed without a choice (or text was typed): the prompt says how to choose.
@@ -73,11 +75,12 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    pub fn new(call_id: String, name: String, arguments: String) -> Self {
+    pub fn new(call_id: String, name: String, arguments: String, reason: Option<String>) -> Self {
         Self {
             call_id,
             name,
             arguments,
+            reason,
             choice: None,
             hint: false,
             typing: false,

@@ -20,6 +20,7 @@ fn asking() -> App {
             call_id: "call_2".into(),
             name: "shell_exec".into(),
             arguments: r#"{"command":"ls"}"#.into(),
+            reason: None,
         },
     });
     assert_eq!(app.turn, TurnState::Approval);

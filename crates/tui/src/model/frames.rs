@@ -129,7 +129,8 @@ impl App {
                 call_id,
                 name,
                 arguments,
-            } => self.approval_requested(call_id, name, arguments),
+                reason,
+            } => self.approval_requested(call_id, name, arguments, reason),
             TurnEvent::ModelRetry {
                 attempt,
                 max_attempts,
@@ -157,13 +158,20 @@ impl App {
         Vec::new()
     }
 
-    fn approval_requested(&mut self, call_id: String, name: String, arguments: String) {
+    fn approval_requested(
+        &mut self,
+        call_id: String,
+        name: String,
+        arguments: String,
+        reason: Option<String>,
+    ) {
         self.end_streaming();
         self.turn = TurnState::Approval;
         self.approval = Some(PendingApproval::new(
             call_id.clone(),
             name.clone(),
             arguments.clone(),
+            reason,
         ));
         self.push(Entry::Approval {
             call_id,

@@ -108,6 +108,18 @@ fn approval_prompt(approval: &PendingApproval, width: usize) -> InputView {
         ),
         ask,
     ))];
+    // Why this call is asked about (a memory delete after untrusted input): wrapped, at most
+    // three rows, escaped like every other text the TUI draws.
+    if let Some(reason) = &approval.reason {
+        let line = crate::markdown::MdLine::prose(
+            vec![Span::styled(
+                format!("  {reason}"),
+                Style::new().fg(Color::Yellow),
+            )],
+            2,
+        );
+        rows.extend(crate::view::wrap::wrap(&line, width).into_iter().take(3));
+    }
     for (i, choice) in ApprovalChoice::ALL.into_iter().enumerate() {
         let label = match choice {
             ApprovalChoice::Once => "Allow once (y)".to_owned(),
