@@ -51,8 +51,8 @@ pub struct GatewayConfig {
 
 impl GatewayConfig {
     pub const DEFAULT_MAX_FRAME_BYTES: usize = types::MAX_FRAME_BYTES;
-    /// Largest MCP request body accepted (rmcp's own limit).
-    pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+    /// Largest MCP request body accepted: the MCP service's own bound (rmcp's limit).
+    pub const MAX_BODY_BYTES: usize = mcp::MAX_REQUEST_BODY_BYTES;
 }
 
 impl Default for GatewayConfig {

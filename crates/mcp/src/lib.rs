@@ -31,4 +31,6 @@ mod transport;
 pub use error::McpError;
 pub use server::{McpServer, SURFACE};
 pub use sessions::McpLimits;
-pub use transport::{McpHttpService, http_service, http_service_with, serve_stdio};
+pub use transport::{
+    MAX_REQUEST_BODY_BYTES, McpHttpService, http_service, http_service_with, serve_stdio,
+};

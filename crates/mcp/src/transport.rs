@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use types::UserId;
 
 use rmcp::ServiceExt;
@@ -14,6 +14,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::sessions::CappedSessions;
 use crate::{McpError, McpLimits, McpServer};
+
+/// Largest request body the streamable-HTTP service reads, in bytes (rmcp's own limit). The
+/// service enforces it itself, whoever mounts it; the gateway's `/mcp` route uses the same bound.
+pub const MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// The streamable-HTTP service of one user's [`McpServer`].
 #[derive(Clone)]
@@ -40,18 +44,26 @@ impl McpHttpService {
     /// `204 No Content` (rmcp answers `202`, which clients such as the Python SDK report as a
     /// failed termination).
     ///
+    /// A body past [`MAX_REQUEST_BODY_BYTES`] (or announced so by its `Content-Length`) is
+    /// answered `413 Payload Too Large` after reading at most that much of it, whoever mounts
+    /// the service.
+    ///
     /// A request whose `params` are not an object (JSON-RPC allows an array; MCP names its
     /// params), which rmcp refuses as an unreadable body with `415`, is answered with the
     /// JSON-RPC error `-32602` saying so.
     pub async fn handle<B>(&self, request: Request<B>) -> Response<BoxBody<Bytes, Infallible>>
     where
         B: http_body::Body + Send + 'static,
-        B::Error: std::fmt::Display,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let delete = request.method() == http::Method::DELETE;
         let (parts, body) = request.into_parts();
-        let bytes = match body.collect().await {
+        if announced_length(&parts.headers).is_some_and(|n| n > MAX_REQUEST_BODY_BYTES) {
+            return too_large();
+        }
+        let bytes = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => return too_large(),
             Err(e) => {
                 tracing::info!(error = %e, "MCP request body unreadable");
                 return plain(
@@ -111,6 +123,31 @@ fn unnamed_params(body: &[u8]) -> Option<Response<BoxBody<Bytes, Infallible>>> {
         http::HeaderValue::from_static("application/json"),
     );
     Some(response)
+}
+
+/// The body length a request's `Content-Length` announces, if it has a readable one.
+fn announced_length(headers: &http::HeaderMap) -> Option<usize> {
+    headers
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `413` for a body past [`MAX_REQUEST_BODY_BYTES`] (read no further than that).
+fn too_large() -> Response<BoxBody<Bytes, Infallible>> {
+    let text = format!(
+        "the request body is larger than {MAX_REQUEST_BODY_BYTES} bytes: send a smaller request"
+    );
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 fn plain(status: http::StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {

@@ -3,3 +3,4 @@
 mod client;
 mod client_checks;
 mod client_progress;
+mod http_body;

@@ -62,8 +62,8 @@ pub use notes::provenance::{Origin, Provenance};
 pub use notes::receipts::{CallKey, WriteReceipt, Written, edit_token};
 pub use notes::schedule_runs::{NewNotification, Notification, RunEnded, RunNext};
 pub use notes::schedules::{
-    MAX_INSTRUCTION_BYTES, MAX_SCHEDULE_TITLE_CHARS, NewSchedule, Schedule, ScheduleChange,
-    ScheduleState,
+    MAX_INSTRUCTION_BYTES, MAX_SCHEDULE_TITLE_CHARS, MAX_WHEN_CHARS, NewSchedule, Schedule,
+    ScheduleChange, ScheduleState,
 };
 pub use notes::sessions::{SessionInfo, SessionKind, StoredEvent};
 pub use notes::summary::SummaryState;

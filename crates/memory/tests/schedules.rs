@@ -10,8 +10,8 @@ use crate::common;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use common::{Backend, fixture_on, on_both_backends, user};
 use memory::{
-    MemoryError, NewNotification, NewSchedule, Origin, Provenance, RunNext, ScheduleChange,
-    ScheduleState,
+    MAX_WHEN_CHARS, MemoryError, NewNotification, NewSchedule, Origin, Provenance, RunNext,
+    ScheduleChange, ScheduleState,
 };
 
 fn at(minute: u32) -> DateTime<Utc> {
@@ -309,6 +309,37 @@ async fn the_active_cap_and_bad_input_change_nothing(backend: Backend) {
     );
 }
 
+/// `when` is bounded by the store itself, whichever door created the schedule (the tool's schema
+/// is only one of them): an overlong one is refused and nothing is stored.
+async fn an_overlong_when_is_refused_by_the_store(backend: Backend) {
+    let f = fixture_on(backend).await;
+    let alice = user("alice");
+    let mut longest = new("fits", at(1), None);
+    longest.when_text = "w".repeat(MAX_WHEN_CHARS);
+    f.store
+        .schedules()
+        .create(&alice, longest, 10, None)
+        .await
+        .unwrap();
+    let mut over = new("over", at(2), None);
+    over.when_text = format!("0 9 * * *{}", " ".repeat(MAX_WHEN_CHARS));
+    let refused = f.store.schedules().create(&alice, over, 10, None).await;
+    assert!(
+        matches!(&refused, Err(MemoryError::InvalidInput(m)) if m == "`when` is over 200 characters: shorten it"),
+        "{refused:?}"
+    );
+    let titles: Vec<String> = f
+        .store
+        .schedules()
+        .list(&alice)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.title)
+        .collect();
+    assert_eq!(titles, vec!["fits".to_owned()]);
+}
+
 /// A notification once shown is kept for the retention window, then pruned (by the sweeper); an
 /// unread one is kept until it is shown, however old.
 async fn read_notifications_are_pruned_past_the_retention_window(backend: Backend) {
@@ -378,5 +409,6 @@ on_both_backends!(
     schedules_belong_to_their_user,
     a_run_moves_its_schedule_on_once,
     the_active_cap_and_bad_input_change_nothing,
+    an_overlong_when_is_refused_by_the_store,
     read_notifications_are_pruned_past_the_retention_window,
 );

@@ -503,6 +503,46 @@ async fn concurrent_edits_of_one_file_never_lose_an_update() {
     assert_eq!(file.content, expected);
 }
 
+/// `insert` edits the stored text in place: a CRLF file stays CRLF (the inserted lines too), and
+/// a file without a final newline does not gain one.
+#[tokio::test]
+async fn insert_keeps_line_endings_and_the_missing_final_newline() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    let cases = [
+        (
+            "/memories/crlf.md",
+            "one\r\ntwo\r\n",
+            1,
+            "new\n",
+            "one\r\nnew\r\ntwo\r\n",
+        ),
+        ("/memories/open.md", "one\ntwo", 2, "new", "one\ntwo\nnew"),
+    ];
+    for (path, before, line, text, after) in cases {
+        env.check(
+            json!({"command": "create", "path": path, "file_text": before}),
+            OK,
+            &format!("File created successfully at: {path}"),
+        )
+        .await;
+        env.check(
+            json!({"command": "insert", "path": path, "insert_line": line, "insert_text": text}),
+            OK,
+            &format!("The file {path} has been edited."),
+        )
+        .await;
+        let file = env
+            .store
+            .files()
+            .read_file(&alice, path)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(file.content, after, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn a_file_is_a_note_of_its_user_only() {
     let env = env().await;

@@ -202,7 +202,7 @@ async fn an_edit_is_screened_on_its_result_not_its_fragments() {
     nothing_stored(&env, &["sk_live_abcdefghijklmnop", "hunter22'"]).await;
     assert_eq!(
         env.notes().await,
-        vec!["password = 'hunter22\nstripe sk_live_ab\n".to_owned()]
+        vec!["password = 'hunter22\nstripe sk_live_ab".to_owned()]
     );
 }
 

@@ -19,6 +19,10 @@ use crate::time::{now_text, parse, to_text};
 
 /// Longest title, in characters.
 pub const MAX_SCHEDULE_TITLE_CHARS: usize = 200;
+/// Longest `when` (the text the schedule was asked with), in characters: every form fits in far
+/// less; a longer one (a cron expression padded with spaces) would be stored and listed with every
+/// schedule. The schedule tool's schema states the same bound.
+pub const MAX_WHEN_CHARS: usize = 200;
 /// Longest instruction, in bytes.
 pub const MAX_INSTRUCTION_BYTES: usize = 8 * 1024;
 
@@ -166,6 +170,11 @@ fn check(new: &NewSchedule) -> Result<(), MemoryError> {
     }
     if new.title.trim().is_empty() || new.title.chars().count() > MAX_SCHEDULE_TITLE_CHARS {
         return bad("the title must be 1 to 200 characters");
+    }
+    if new.when_text.chars().count() > MAX_WHEN_CHARS {
+        return Err(MemoryError::InvalidInput(format!(
+            "`when` is over {MAX_WHEN_CHARS} characters: shorten it"
+        )));
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use memory::{Category, MAX_CONTENT_BYTES, MAX_TAG_CHARS, MAX_TAGS, TooLong};
+use memory::{Category, MAX_CONTENT_BYTES, MAX_TAGS, NoteMetadata, TooLong};
 use provider::ChatRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -56,7 +56,7 @@ pub(crate) fn record_memories_schema() -> ToolSchema {
                             "note_id": {"type": "string", "description": "The existing note (update, delete)."},
                             "version": {"type": "string", "description": "The existing note's version as shown (update)."},
                             "category": {"type": "string", "enum": ["fact", "pattern", "preference", "capability"]},
-                            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10}
+                            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS}
                         },
                         "required": ["action"],
                         "additionalProperties": false
@@ -296,31 +296,26 @@ fn one(entry: &Value, tokens: &HashMap<&str, &ShownNote>) -> Result<Proposal, St
     }
 }
 
-/// The entry's tags as the notes tools take them: at most [`MAX_TAGS`], each a label of 1 to
-/// [`MAX_TAG_CHARS`] characters (trimmed).
+/// The entry's tags as the store keeps them: checked, trimmed and deduplicated by
+/// [`NoteMetadata::validated`], the rule the store applies to every note saved (`memory_save`'s
+/// included), refused in its words. Restating the rule here let the two drift.
 fn tags_of(entry: &Value) -> Result<Vec<String>, String> {
     let tags: Vec<String> = match entry.get("tags") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(tags)) => tags
             .iter()
-            .map(|t| {
-                t.as_str()
-                    .map(|t| t.trim().to_owned())
-                    .ok_or("a tag is not text")
-            })
+            .map(|t| t.as_str().map(str::to_owned).ok_or("a tag is not text"))
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("tags is not a list".into()),
     };
-    if tags.len() > MAX_TAGS {
-        return Err(format!("more than {MAX_TAGS} tags"));
-    }
-    if tags
-        .iter()
-        .any(|t| t.is_empty() || t.chars().count() > MAX_TAG_CHARS)
-    {
-        return Err(format!("a tag is not 1 to {MAX_TAG_CHARS} characters"));
-    }
-    Ok(tags)
+    let metadata = NoteMetadata {
+        tags,
+        ..NoteMetadata::default()
+    };
+    metadata
+        .validated()
+        .map(|m| m.tags)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -408,13 +403,8 @@ mod tests {
         );
         check(
             r#"{"memories": [{"action": "add", "content": "ok", "tags": ["a", ""]}]}"#,
-            Err("proposal 1: a tag is not 1 to"),
+            Err("proposal 1: a tag must be 1 to"),
         );
-        let many = serde_json::to_string(&json!({"memories": [
-            {"action": "add", "content": "ok", "tags": vec!["t"; MAX_TAGS + 1]}
-        ]}))
-        .unwrap_or_default();
-        check(&many, Err("more than 10 tags"));
         let long = serde_json::to_string(&json!({"memories": [
             {"action": "update", "note_id": "note-1", "content": "x".repeat(MAX_CONTENT_BYTES + 1)}
         ]}))
@@ -433,6 +423,37 @@ mod tests {
         );
         let plain = Message::assistant("nothing to record");
         assert!(parse(&plain, &shown()).is_err());
+    }
+
+    fn add_tagged(tags: &[&str]) -> Result<Vec<Proposal>, String> {
+        let arguments = json!({"memories": [{"action": "add", "content": "ok", "tags": tags}]});
+        parse(&reply(&arguments.to_string()), &shown())
+    }
+
+    #[test]
+    fn duplicate_tags_are_kept_once_as_memory_save_keeps_them() {
+        let tea = Proposal::Add {
+            content: "ok".into(),
+            category: None,
+            tags: vec!["tea".into()],
+        };
+        assert_eq!(add_tagged(&[" tea"; MAX_TAGS + 1]), Ok(vec![tea]));
+    }
+
+    #[test]
+    fn too_many_distinct_tags_are_refused_in_memory_save_words() {
+        let distinct: Vec<String> = (0..=MAX_TAGS).map(|i| format!("t{i}")).collect();
+        let store = NoteMetadata {
+            tags: distinct.clone(),
+            ..NoteMetadata::default()
+        };
+        let words = store.validated().map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(words, Err(format!("at most {MAX_TAGS} tags per note")));
+        let distinct: Vec<&str> = distinct.iter().map(String::as_str).collect();
+        assert_eq!(
+            add_tagged(&distinct),
+            Err(format!("proposal 1: at most {MAX_TAGS} tags per note"))
+        );
     }
 
     #[test]

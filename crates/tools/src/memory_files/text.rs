@@ -150,24 +150,82 @@ pub fn str_replace(
 }
 
 /// The text with `text` inserted after line `line` (0: at the top), or the reference's refusal.
+///
+/// The rest of the file is kept byte for byte: the inserted lines end as the file's lines do
+/// (CRLF when its first line ending is one), and a file without a final newline does not gain
+/// one. An empty file takes `text` as given.
 pub fn insert(content: &str, line: i64, text: &str) -> Result<String, String> {
-    let mut lines: Vec<&str> = content.lines().collect();
-    let at = usize::try_from(line).ok().filter(|l| *l <= lines.len());
+    let count = content.lines().count();
+    let at = usize::try_from(line).ok().filter(|l| *l <= count);
     let Some(at) = at else {
         return Err(format!(
-            "Invalid `insert_line` parameter: {line}. It should be within the range [0, {}].",
-            lines.len()
+            "Invalid `insert_line` parameter: {line}. It should be within the range [0, {count}]."
         ));
     };
-    lines.splice(at..at, text.lines());
-    let mut out = lines.join("\n");
-    out.push('\n');
-    Ok(out)
+    if content.is_empty() {
+        return Ok(text.to_owned());
+    }
+    let eol = match content.find('\n') {
+        Some(i) if content[..i].ends_with('\r') => "\r\n",
+        _ => "\n",
+    };
+    let block: Vec<&str> = text.lines().collect();
+    if block.is_empty() {
+        return Ok(content.to_owned());
+    }
+    let block = block.join(eol);
+    // Where line `at + 1` starts: after the `at`-th line ending, or the end of the text when its
+    // last line has none.
+    let offset = match at {
+        0 => 0,
+        _ => content
+            .match_indices('\n')
+            .nth(at - 1)
+            .map_or(content.len(), |(i, _)| i + 1),
+    };
+    let (before, after) = content.split_at(offset);
+    Ok(if before.ends_with('\n') || before.is_empty() {
+        format!("{before}{block}{eol}{after}")
+    } else {
+        format!("{before}{eol}{block}{after}")
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `insert(content, line, text)` gives `expected`.
+    fn check_insert(content: &str, line: i64, text: &str, expected: &str) {
+        assert_eq!(
+            insert(content, line, text).as_deref(),
+            Ok(expected),
+            "inserting {text:?} after line {line} of {content:?}"
+        );
+    }
+
+    #[test]
+    fn insert_keeps_the_files_line_endings() {
+        check_insert("a\nb\n", 1, "x", "a\nx\nb\n");
+        check_insert("a\r\nb\r\n", 1, "x", "a\r\nx\r\nb\r\n");
+        check_insert("a\r\nb\r\n", 0, "x\ny", "x\r\ny\r\na\r\nb\r\n");
+        check_insert("a\r\nb\r\n", 2, "x\r\ny\n", "a\r\nb\r\nx\r\ny\r\n");
+        check_insert("a\nb\n", 2, "x\r\ny", "a\nb\nx\ny\n");
+        // A file of mixed endings keeps each of its own; the inserted lines take the first one.
+        check_insert("a\r\nb\nc\n", 2, "x", "a\r\nb\nx\r\nc\n");
+    }
+
+    #[test]
+    fn insert_adds_no_final_newline_the_file_did_not_have() {
+        check_insert("a\nb", 2, "x", "a\nb\nx");
+        check_insert("a\r\nb", 2, "x", "a\r\nb\r\nx");
+        check_insert("a\nb", 1, "x", "a\nx\nb");
+        check_insert("a\nb", 0, "x", "x\na\nb");
+        check_insert("a\nb\n", 2, "x", "a\nb\nx\n");
+        // An empty file takes the text as given.
+        check_insert("", 0, "x", "x");
+        check_insert("", 0, "x\n", "x\n");
+    }
 
     #[test]
     fn sizes() {

@@ -1,7 +1,7 @@
 //! `schedule_create {when, instruction, title?}`: the agent will run `instruction` as a turn of
 //! its own at `when` (once, or on a recurrence), and notify the user of the result.
 
-use memory::{NewSchedule, Origin};
+use memory::{MAX_WHEN_CHARS, NewSchedule, Origin};
 use types::Operation;
 
 use super::{
@@ -11,10 +11,6 @@ use crate::memory_tools::provenance;
 use crate::spec::{Call, OpFuture, ToolSpec, boxed};
 use crate::{MemoryAccess, ToolError};
 use serde_json::Value;
-
-/// Longest `when`, in characters: every form fits in far less; a longer one (a cron expression
-/// padded with spaces) would be stored and listed with every schedule.
-const MAX_WHEN_CHARS: usize = 200;
 
 /// A title from the instruction's first words.
 fn title_of(instruction: &str) -> String {

@@ -13,6 +13,7 @@ mod cancel;
 mod create;
 mod list;
 mod pause;
+mod recurrence;
 mod view;
 mod when;
 

@@ -3,14 +3,15 @@
 //! read by `croner`) or a phrase (`every day at 09:00`, `every monday at 8:30`,
 //! `every weekday at 7:00`, `every 15 minutes`, `every hour`), which becomes one. Recurrences
 //! are read in the user's IANA time zone (`chrono-tz`), so a daily 09:00 stays 09:00 local
-//! across a DST change.
+//! across a DST change (`recurrence.rs` says what a repeated or skipped hour does).
 
 use std::str::FromStr;
 
 use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
+
+use super::recurrence::{cron, next_of};
 
 /// A parsed `when`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,19 +119,6 @@ fn shortest_gap(cron: &Cron, tz: Tz, first: DateTime<Utc>) -> Option<Duration> {
 pub fn next_run(recurrence: &str, timezone: &str, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let tz = Tz::from_str(timezone).ok()?;
     next_of(&cron(recurrence).ok()?, tz, after)
-}
-
-fn cron(text: &str) -> Result<Cron, croner::errors::CronError> {
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        .build()
-        .parse(text)
-}
-
-fn next_of(cron: &Cron, tz: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    cron.find_next_occurrence(&after.with_timezone(&tz), false)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// `2026-12-04T09:00:00+01:00`, or a local `2026-12-04 09:00` / `2026-12-04T09:00` in `tz`.
