@@ -310,7 +310,7 @@ async fn the_active_cap_and_bad_input_change_nothing(backend: Backend) {
 }
 
 /// `when` is bounded by the store itself, whichever door created the schedule (the tool's schema
-/// is only one of them): an overlong one is refused and nothing is stored.
+/// is only one of them): an overlong or a blank one is refused and nothing is stored.
 async fn an_overlong_when_is_refused_by_the_store(backend: Backend) {
     let f = fixture_on(backend).await;
     let alice = user("alice");
@@ -326,6 +326,13 @@ async fn an_overlong_when_is_refused_by_the_store(backend: Backend) {
     let refused = f.store.schedules().create(&alice, over, 10, None).await;
     assert!(
         matches!(&refused, Err(MemoryError::InvalidInput(m)) if m == "`when` is over 200 characters: shorten it"),
+        "{refused:?}"
+    );
+    let mut blank = new("blank", at(3), None);
+    blank.when_text = " \n ".to_owned();
+    let refused = f.store.schedules().create(&alice, blank, 10, None).await;
+    assert!(
+        matches!(&refused, Err(MemoryError::InvalidInput(m)) if m.starts_with("`when` is empty")),
         "{refused:?}"
     );
     let titles: Vec<String> = f

@@ -171,6 +171,11 @@ fn check(new: &NewSchedule) -> Result<(), MemoryError> {
     if new.title.trim().is_empty() || new.title.chars().count() > MAX_SCHEDULE_TITLE_CHARS {
         return bad("the title must be 1 to 200 characters");
     }
+    if new.when_text.trim().is_empty() {
+        return bad(
+            "`when` is empty: say when it runs (`0 9 * * *`, `in 2 hours`, a date and time)",
+        );
+    }
     if new.when_text.chars().count() > MAX_WHEN_CHARS {
         return Err(MemoryError::InvalidInput(format!(
             "`when` is over {MAX_WHEN_CHARS} characters: shorten it"
