@@ -239,3 +239,99 @@ async fn sessions_lists_and_exports_only_the_users_own_conversations() {
     assert!(err.contains("can be written by the user's shell"), "{err}");
     assert!(!shared.exists());
 }
+
+/// `runner memory search --scope`: the user's past conversations are searched with
+/// `conversations` (each hit named by its session and place, dated), both with `all`, and only
+/// the notes by default; another user's conversation never hits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_search_reaches_past_conversations_with_scope() {
+    let server = test_support::ScriptedLlm::start().await;
+    let setup = Setup::new(&server, &["alice", "bob"]);
+    converse(&setup, "alice", "chat-a", &[]).await;
+    converse(&setup, "bob", "chat-b", &[]).await;
+    stdout(
+        &setup
+            .runner(&[
+                "--user",
+                "alice",
+                "memory",
+                "save",
+                "Alice's Porto hotel is by the river",
+            ])
+            .await,
+    );
+    let search = |scope: &'static str| {
+        let setup = &setup;
+        async move {
+            let out = setup
+                .runner(&[
+                    "--user", "alice", "memory", "search", "Porto", "--scope", scope, "--json",
+                ])
+                .await;
+            serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+        }
+    };
+    let sessions = |hits: &Value| -> Vec<String> {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["session_id"].as_str().unwrap_or("notes").to_owned())
+            .collect()
+    };
+
+    let notes = search("notes").await;
+    assert_eq!(sessions(&notes), ["notes"], "{notes}");
+    let talk = search("conversations").await;
+    assert!(
+        !sessions(&talk).is_empty() && sessions(&talk).iter().all(|s| s == "chat-a"),
+        "{talk}"
+    );
+    assert!(
+        talk.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["text"] == "Lisbon first, then Porto." && h["event_seq"].is_u64()),
+        "{talk}"
+    );
+    let all = search("all").await;
+    let both = sessions(&all);
+    assert!(
+        both.contains(&"notes".to_owned()) && both.contains(&"chat-a".to_owned()),
+        "{all}"
+    );
+    assert!(!both.contains(&"chat-b".to_owned()), "{all}");
+
+    // Lines: a message is named by its session, place and date.
+    let out = stdout(
+        &setup
+            .runner(&[
+                "--user",
+                "alice",
+                "memory",
+                "search",
+                "Porto",
+                "--scope",
+                "conversations",
+            ])
+            .await,
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("  chat-a#") && l.ends_with("Lisbon first, then Porto.")),
+        "{out}"
+    );
+    let bad = stderr(
+        &setup
+            .runner(&[
+                "--user",
+                "alice",
+                "memory",
+                "search",
+                "Porto",
+                "--scope",
+                "everything",
+            ])
+            .await,
+    );
+    assert!(bad.contains("notes, conversations, all"), "{bad}");
+}

@@ -168,6 +168,17 @@ pub enum Command {
     },
 }
 
+/// `runner memory search --scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchScope {
+    /// The user's saved notes.
+    Notes,
+    /// Every conversation session of the user.
+    Conversations,
+    /// Both, ranked together.
+    All,
+}
+
 /// A tier named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierArg {
@@ -289,6 +300,9 @@ pub enum MemoryAction {
         query: String,
         #[arg(long = "top-k")]
         top_k: Option<usize>,
+        /// Where to search: the saved notes, every past conversation, or both ranked together.
+        #[arg(long, value_enum, default_value_t = SearchScope::Notes)]
+        scope: SearchScope,
         /// Only notes of this category, or carrying any of these tags.
         #[command(flatten)]
         organise: Organise,

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use memory::{HybridQuery, MemoryStore, Similar, Weights};
-use types::{AgentConfig, NoteId, SessionId, UserId, memory_ops};
+use types::{AgentConfig, SessionId, UserId, memory_ops};
 
-use crate::args::{MemoryAction, Organise, TargetArgs};
+use crate::args::{MemoryAction, Organise, SearchScope, TargetArgs};
 use crate::memory_cmd::{parse_note_id, print_json, progress};
 use crate::memory_governed::{Changed, CliMemory};
 use crate::{memory_audit, memory_organise, memory_tree};
@@ -32,11 +32,13 @@ pub(crate) async fn act(
         MemoryAction::Search {
             query,
             top_k,
+            scope,
             organise,
             json,
             raw,
         } => {
-            let q = search_query(user, config, query, top_k, &organise)?;
+            let mut q = search_query(user, config, query, top_k, &organise)?;
+            q.sessions = searched_sessions(store, user, scope).await?;
             let (rows, time) = governed.search(q).await?;
             if let Some(time) = time {
                 say_time(&time, raw, &mut std::io::stderr().lock())?;
@@ -186,6 +188,25 @@ fn search_query(
     Ok(q)
 }
 
+/// The sessions `--scope` searches: the user's notes, their conversation sessions, or both.
+async fn searched_sessions(
+    store: &MemoryStore,
+    user: &UserId,
+    scope: SearchScope,
+) -> Result<Vec<SessionId>> {
+    let mut sessions = match scope {
+        SearchScope::Notes => Vec::new(),
+        SearchScope::Conversations | SearchScope::All => store
+            .conversation_sessions(user)
+            .await
+            .context("listing the user's conversations")?,
+    };
+    if scope != SearchScope::Conversations {
+        sessions.push(SessionId::user_memory(user));
+    }
+    Ok(sessions)
+}
+
 /// How `search` read its words about time, one line (on stderr: stdout stays the hits, one per
 /// line or JSON).
 fn say_time(time: &types::TimeReadView, raw: bool, err: &mut impl Write) -> Result<()> {
@@ -204,9 +225,18 @@ fn print_hits(
         return print_json(out, &rows);
     }
     for h in rows {
-        let id = h.note_id.as_ref().map_or("-", NoteId::as_str);
+        // A message is named by its session and place in it, and dated.
+        let id = match (&h.note_id, &h.session_id) {
+            (Some(id), _) => id.as_str().to_owned(),
+            (None, Some(session)) => format!(
+                "{session}#{} {}",
+                h.event_seq.unwrap_or_default(),
+                h.created_at.format("%Y-%m-%d")
+            ),
+            (None, None) => "-".to_owned(),
+        };
         let text = crate::out::field(&h.text, raw);
-        let id = crate::out::field(id, raw);
+        let id = crate::out::field(&id, raw);
         writeln!(out, "{:.3}  {id}  {text}", h.score)?;
     }
     Ok(())

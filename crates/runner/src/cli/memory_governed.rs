@@ -371,6 +371,11 @@ pub(crate) enum Changed {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SearchRow {
     pub note_id: Option<NoteId>,
+    /// A message found in a past conversation: its session and place in it (`None` for notes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_seq: Option<u64>,
     pub text: String,
     pub score: f64,
     pub created_at: DateTime<Utc>,
@@ -381,8 +386,11 @@ pub(crate) struct SearchRow {
 
 impl From<SearchHit> for SearchRow {
     fn from(h: SearchHit) -> Self {
+        let message = h.source == memory::HitSource::Conversation;
         Self {
             note_id: h.note_id,
+            session_id: message.then(|| h.session_id.to_string()),
+            event_seq: message.then_some(h.event_seq),
             text: h.text,
             score: h.score,
             created_at: h.created_at,
