@@ -167,6 +167,41 @@ fn runner_mcp_servers_says_which_server_is_up_and_what_is_wrong() {
     assert!(stderr.contains("1 MCP server(s) not up"), "{stderr}");
 }
 
+/// `runner mcp-servers` runs as the operator (often root) and unconfined: a server it starts must
+/// not run what the shell planted in `shared/` (here a relative script; as well `python -m x`
+/// importing `shared/x.py`, or `npx` reading `shared/.npmrc`). It starts servers in a private
+/// scratch directory, so the planted script is not found and the server is reported down.
+#[test]
+fn runner_mcp_servers_runs_nothing_the_shell_planted_in_shared() {
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("alice/shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let ran = root.path().join("planted-script-ran");
+    std::fs::write(
+        shared.join("serve.sh"),
+        format!("touch '{}'\n", ran.display()),
+    )
+    .unwrap();
+    let agent_toml = root.path().join("agent.toml");
+    std::fs::write(
+        &agent_toml,
+        "[mcp.servers.local]\ncommand = \"/bin/sh\"\nargs = [\"serve.sh\"]\ntimeout_secs = 5\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--user", "alice", "mcp-servers", "--root"])
+        .arg(root.path())
+        .arg("--agent-config")
+        .arg(&agent_toml)
+        .env_remove("OXYDRA_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!ran.exists(), "the runner ran the shell's script: {stdout}");
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("local (stdio): down"), "{stdout}");
+}
+
 /// `runner status` names the MCP servers that are not up (from the health file `oxydra-vm`
 /// refreshes with each server's status line).
 #[test]

@@ -1,7 +1,11 @@
 //! `runner mcp-servers --user U`: checks each of the user's MCP servers (`[mcp.servers]` of
-//! their agent.toml) as their agent would connect it — starts it in the workspace's `shared/`,
-//! lists its tools — and says, per server, whether it is up with which tools, or what is wrong.
-//! Also the MCP part of `runner tools` ([`start`], [`tool_rows`]).
+//! their agent.toml) — starts it, lists its tools — and says, per server, whether it is up with
+//! which tools, or what is wrong. Also the MCP part of `runner tools` ([`start`], [`tool_rows`]).
+//!
+//! The runner runs as the operator (often root) and unconfined, so a stdio server starts in a
+//! private scratch directory, never in the user's `shared/`: the shell writes there, and a
+//! server started in it runs what the shell planted (`python -m x` imports `shared/x.py`, `npx`
+//! reads `shared/.npmrc`, a relative script is `shared/`'s).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,9 +25,8 @@ pub async fn run(
     root: Option<PathBuf>,
     agent_config: Option<PathBuf>,
 ) -> Result<()> {
-    let (user, root, agent_config, _) = user_setup(global, root, agent_config)?;
+    let (_, _, agent_config, _) = user_setup(global, root, agent_config)?;
     let config = runner::load_agent_config(agent_config.as_deref())?;
-    let ws = types::WorkspacePaths::for_user(&root, &user);
     let mut out = std::io::stdout().lock();
     if config.mcp.servers.is_empty() {
         writeln!(
@@ -32,7 +35,9 @@ pub async fn run(
         )?;
         return Ok(());
     }
-    let clients = start(&config, &ws.shared()).await;
+    // Kept while the servers run (their working directory): see the module's note.
+    let scratch = tempfile::tempdir()?;
+    let clients = start(&config, scratch.path()).await;
     let mut down = 0;
     for status in clients.status() {
         writeln!(out, "{status}")?;
@@ -55,8 +60,8 @@ pub async fn run(
     Ok(())
 }
 
-/// Starts the clients of `config`'s MCP servers (stdio ones in `cwd`), waiting for each first
-/// connection; a tool named like a built-in tool is refused, as in the agent.
+/// Starts the clients of `config`'s MCP servers (stdio ones in `cwd`, a directory no guest can
+/// write), waiting for each first connection; a tool named like a built-in tool is refused, as in the agent.
 pub(crate) async fn start(config: &AgentConfig, cwd: &Path) -> Arc<McpClients> {
     let mut reserved: Vec<String> = tools::ToolSet::new(None)
         .builtin(config.tools.memory)
