@@ -2,4 +2,5 @@
 
 mod client;
 mod client_checks;
+mod client_hostile;
 mod client_progress;

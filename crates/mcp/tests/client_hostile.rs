@@ -1,0 +1,101 @@
+//! The MCP client against a hostile server: a raw JSON-RPC server over stdio (Python's standard
+//! library only, speaking the MCP wire format by hand) that lists far too many tools, or pages
+//! through its tool list without end. The agent offers a bounded number of its tools, stays up,
+//! and says why the rest are not offered.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly"
+)]
+
+use mcp::client::{MAX_SERVER_TOOLS, ServerState};
+use types::McpServerConfig;
+
+use super::client::{Workspace, connect};
+
+/// Answers `initialize`, `tools/call` (`called <name>`) and `tools/list`; `many` lists 300 tools in one page, `endless` lists
+/// 200 new tools on every page and always names a next one.
+const HOSTILE: &str = r#"
+import json, sys
+mode = sys.argv[1]
+page = 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {"listChanged": False}},
+                  "serverInfo": {"name": "hostile", "version": "1"}}
+    elif method == "tools/list":
+        size = 300 if mode == "many" else 200
+        tools = [{"name": f"t{page}_{i}", "inputSchema": {"type": "object"}} for i in range(size)]
+        result = {"tools": tools}
+        if mode == "endless":
+            result["nextCursor"] = f"c{page}"
+        page += 1
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "called " + msg["params"]["name"]}]}
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"],
+                                     "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
+        continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+fn hostile(mode: &str) -> McpServerConfig {
+    McpServerConfig {
+        command: Some("python3".to_owned()),
+        args: vec!["-c".to_owned(), HOSTILE.to_owned(), mode.to_owned()],
+        timeout_secs: 10,
+        ..McpServerConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn a_server_listing_too_many_tools_offers_a_bounded_number_and_stays_up() {
+    let ws = Workspace::new();
+    let (clients, registry) = connect(
+        &ws,
+        &[("many", hostile("many")), ("endless", hostile("endless"))],
+        &[],
+    )
+    .await;
+    for server in ["many", "endless"] {
+        let status = clients
+            .status()
+            .into_iter()
+            .find(|s| s.name == server)
+            .unwrap();
+        assert_eq!(status.state, ServerState::Up, "{server}: {status}");
+        assert_eq!(status.tools.len(), MAX_SERVER_TOOLS, "{server}");
+        assert!(
+            status
+                .refused
+                .iter()
+                .any(|r| r.reason.contains("more than 128 tools")),
+            "{server}: {:?}",
+            status.refused.first()
+        );
+    }
+    assert_eq!(registry.names().len(), 2 * MAX_SERVER_TOOLS);
+    let endless = clients
+        .status()
+        .into_iter()
+        .find(|s| s.name == "endless")
+        .unwrap();
+    assert!(
+        endless
+            .refused
+            .iter()
+            .any(|r| r.reason.contains("the rest were not read")),
+        "{:?}",
+        endless.refused.last()
+    );
+}
+
