@@ -1,7 +1,7 @@
 //! The MCP client against a hostile server: a raw JSON-RPC server over stdio (Python's standard
 //! library only, speaking the MCP wire format by hand) that lists far too many tools, or pages
 //! through its tool list without end. The agent offers a bounded number of its tools, stays up,
-//! and says why the rest are not offered.
+//! and says why the rest are not offered. A server whose name ends in `_` has its tools called.
 
 #![allow(
     clippy::unwrap_used,
@@ -99,3 +99,14 @@ async fn a_server_listing_too_many_tools_offers_a_bounded_number_and_stays_up() 
     );
 }
 
+/// `raw_` offers `raw___t0_0`: the server is found by its whole name, not by the first `__` in
+/// the tool's (which named a server `raw` and made every tool of `raw_` unknown).
+#[tokio::test]
+async fn the_tools_of_a_server_whose_name_ends_in_an_underscore_are_called() {
+    let ws = Workspace::new();
+    let (_clients, registry) = connect(&ws, &[("raw_", hostile("many"))], &[]).await;
+    assert!(registry.names().contains(&"raw___t0_0".to_owned()));
+    let outcome = super::client::call(&registry, &ws, "raw___t0_0", serde_json::json!({})).await;
+    assert!(outcome.ok, "{}", outcome.output);
+    assert!(outcome.output.contains("called t0_0"), "{}", outcome.output);
+}

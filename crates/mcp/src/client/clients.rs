@@ -117,12 +117,17 @@ impl DynamicTools for McpClients {
             .collect()
     }
 
+    /// The tool `name` of the first server (in name order, as [`DynamicTools::tools`] lists
+    /// them) whose `<server>__` begins it: a server's name may end in `_` (`raw_` offers
+    /// `raw___t`), so the first `__` in a name need not end the server's.
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        let (server, _) = name.split_once("__")?;
-        let slot = self.slots.iter().find(|s| s.name == server)?;
-        slot.tools()
-            .get(name)
-            .map(|t| Arc::clone(t) as Arc<dyn Tool>)
+        self.slots
+            .iter()
+            .filter(|s| {
+                name.strip_prefix(s.name.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .find_map(|s| s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>))
     }
 }
 
