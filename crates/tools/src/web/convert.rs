@@ -107,7 +107,8 @@ const DROPPED_TAGS: [&str; 14] = [
 
 /// The page's `<title>`, if it has one.
 pub fn title(html: &str) -> Option<String> {
-    let lower = html[..html.len().min(64 * 1024)].to_ascii_lowercase();
+    // The first 64 KiB, cut on a character boundary (a byte index inside a letter panicked).
+    let lower = html[..html.floor_char_boundary(64 * 1024)].to_ascii_lowercase();
     let start = lower.find("<title")?;
     let open_end = start + lower[start..].find('>')? + 1;
     let close = open_end + lower[open_end..].find("</title")?;
