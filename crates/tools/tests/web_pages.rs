@@ -1,6 +1,7 @@
 //! `web_fetch` against pages that broke the HTML conversion, served by a real local HTTP server:
 //! a large page in a non-Latin script (its title was looked for in the first 64 KiB, cut inside
-//! a character: a panic, and the page could not be read).
+//! a character: a panic, and the page could not be read) and a page of deeply nested elements
+//! (the converter walks the tree recursively: the agent's process overflowed its stack).
 
 #![allow(
     clippy::unwrap_used,
@@ -58,9 +59,18 @@ fn cyrillic_page() -> String {
     page
 }
 
+fn nested_page(depth: usize) -> String {
+    format!(
+        "<!doctype html><html><head><title>Deep</title></head><body><p>Rooibos at the top.</p>{}bottom{}</body></html>",
+        "<div>".repeat(depth),
+        "</div>".repeat(depth)
+    )
+}
+
 async fn site() -> Server {
     Server::start(|path, _, _| match path {
         "/cyrillic" => Reply::ok("text/html; charset=utf-8", cyrillic_page()),
+        "/deep" => Reply::ok("text/html", nested_page(200_000)),
         _ => Reply::ok("text/plain", "nothing here"),
     })
     .await
@@ -75,4 +85,19 @@ async fn a_large_page_in_a_non_latin_script_is_read_with_its_title() {
     assert!(page.ok, "{}", page.output);
     assert!(page.output.contains("Title: Ройбуш"), "{}", page.output);
     assert!(page.output.contains("чай чай"), "{}", page.output);
+}
+
+#[tokio::test]
+async fn a_page_of_deeply_nested_elements_is_read_without_ending_the_agent() {
+    let server = site().await;
+    let registry = registry();
+    let url = format!("http://site.test:{}/deep", server.port());
+    let page = fetch(&registry, &url).await;
+    assert!(page.ok, "{}", page.output);
+    assert!(page.output.contains("Title: Deep"), "{}", page.output);
+    assert!(
+        page.output.contains("Rooibos at the top."),
+        "{}",
+        page.output
+    );
 }
