@@ -45,7 +45,7 @@ async fn fetch(registry: &ToolRegistry, url: &str) -> ToolOutcome {
 fn cyrillic_page() -> String {
     let head = "<!doctype html><html><head><title>Ройбуш</title></head><body><p>";
     let mut page = head.to_owned();
-    if page.len() % 2 == 0 {
+    if page.len().is_multiple_of(2) {
         page.push(' ');
     }
     while page.len() < 80 * 1024 {
