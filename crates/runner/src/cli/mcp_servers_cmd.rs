@@ -19,6 +19,7 @@ use types::AgentConfig;
 
 use crate::Global;
 use crate::memory_cmd::user_setup;
+use crate::out::field;
 
 pub async fn run(
     global: &Global,
@@ -39,13 +40,15 @@ pub async fn run(
     let scratch = tempfile::tempdir()?;
     let clients = start(&config, scratch.path()).await;
     let mut down = 0;
+    // What a server said (its tool names, errors, stderr) with control characters as escapes:
+    // a server cannot drive the operator's terminal.
     for status in clients.status() {
-        writeln!(out, "{status}")?;
+        writeln!(out, "{}", field(&status.to_string(), false))?;
         for tool in &status.tools {
-            writeln!(out, "  {tool}")?;
+            writeln!(out, "  {}", field(tool, false))?;
         }
         for refused in &status.refused {
-            writeln!(out, "  not offered: {}: {}", refused.tool, refused.reason)?;
+            writeln!(out, "  {}", refused_line(refused))?;
         }
         if status.state != ServerState::Up {
             down += 1;
@@ -95,6 +98,13 @@ pub(crate) async fn start(config: &AgentConfig, cwd: &Path) -> Arc<McpClients> {
         .unwrap_or(1);
     clients.ready(Duration::from_secs(longest + 5)).await;
     clients
+}
+
+/// `not offered: <tool>: <reason>`, escaped for the terminal (the tool's name is the server's,
+/// refused often for its characters).
+pub(crate) fn refused_line(refused: &mcp::client::RefusedTool) -> String {
+    let line = format!("not offered: {}: {}", refused.tool, refused.reason);
+    field(&line, false).into_owned()
 }
 
 /// The MCP tools `clients` offer now, as tools.
