@@ -202,6 +202,38 @@ fn runner_mcp_servers_runs_nothing_the_shell_planted_in_shared() {
     assert!(stdout.contains("local (stdio): down"), "{stdout}");
 }
 
+/// Without `--agent-config`, `runner mcp-servers --root R` read the copy of agent.toml in
+/// `.oxydra/`, which the user's `oxydra-vm` can write, and ran its stdio servers' commands as the
+/// operator (often root). It refuses to, and says how to name the operator's own agent.toml.
+#[test]
+fn runner_mcp_servers_runs_no_command_of_the_agents_own_copy() {
+    let root = tempfile::tempdir().unwrap();
+    let internal = root.path().join("alice/.oxydra");
+    std::fs::create_dir_all(&internal).unwrap();
+    std::fs::create_dir_all(root.path().join("alice/shared")).unwrap();
+    let ran = root.path().join("copy-command-ran");
+    std::fs::write(
+        internal.join("agent.toml"),
+        format!(
+            "[mcp.servers.planted]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch '{}'\"]\ntimeout_secs = 5\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("--config")
+        .arg(root.path().join("no-runner.toml"))
+        .args(["--user", "alice", "mcp-servers", "--root"])
+        .arg(root.path())
+        .env_remove("OXYDRA_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!ran.exists(), "the runner ran the copy's command: {stderr}");
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("--agent-config"), "{stderr}");
+}
+
 /// A server that answers with terminal control sequences in what the operator is shown: a tool
 /// name (refused for its characters), a property name, and its stderr (shown when it is down).
 const ODD_SERVER: &str = r#"

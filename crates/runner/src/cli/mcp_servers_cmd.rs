@@ -5,7 +5,8 @@
 //! The runner runs as the operator (often root) and unconfined, so a stdio server starts in a
 //! private scratch directory, never in the user's `shared/`: the shell writes there, and a
 //! server started in it runs what the shell planted (`python -m x` imports `shared/x.py`, `npx`
-//! reads `shared/.npmrc`, a relative script is `shared/`'s).
+//! reads `shared/.npmrc`, a relative script is `shared/`'s). Nor does it start the commands of
+//! the copy of agent.toml in `.oxydra/`, which the user's `oxydra-vm` can write.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,8 +27,25 @@ pub async fn run(
     root: Option<PathBuf>,
     agent_config: Option<PathBuf>,
 ) -> Result<()> {
-    let (_, _, agent_config, _) = user_setup(global, root, agent_config)?;
+    let (user, root, agent_config, _) = user_setup(global, root, agent_config)?;
     let config = runner::load_agent_config(agent_config.as_deref())?;
+    // The copy the runner gives the agent (`.oxydra/agent.toml`) is writable by the user's
+    // `oxydra-vm`: its commands are not run as the operator.
+    let copy = types::WorkspacePaths::for_user(&root, &user)
+        .internal()
+        .join("agent.toml");
+    let stdio = config
+        .mcp
+        .servers
+        .values()
+        .any(|s| s.enabled && s.command.is_some());
+    if stdio && agent_config.as_deref() == Some(copy.as_path()) {
+        bail!(
+            "the user's agent can write {}, so its stdio servers are not started as you; pass \
+             --agent-config with the agent.toml you keep (or run without --root, as runner.toml says)",
+            copy.display()
+        );
+    }
     let mut out = std::io::stdout().lock();
     if config.mcp.servers.is_empty() {
         writeln!(
