@@ -1,6 +1,5 @@
 //! [`McpClients`]: every configured server, supervised, and their tools as one [`DynamicTools`].
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use types::McpConfig;
 
 use super::launch::Launcher;
 use super::slot::{ServerStatus, Slot};
-use super::supervise::supervise;
+use super::supervise::{Reserved, supervise};
 
 /// The user's MCP servers, kept connected while this value lives (dropping it stops them).
 pub struct McpClients {
@@ -37,10 +36,14 @@ impl fmt::Debug for McpClients {
 
 impl McpClients {
     /// Starts connecting every enabled server of `config` (stdio ones through `launcher`); a
-    /// tool whose offered name is in `reserved` (the built-in tools) is refused. Must be called
+    /// tool whose offered name is in `reserved` (the built-in tools), or reads as another
+    /// server's, is refused. Must be called
     /// within a tokio runtime. Returns at once: see [`McpClients::ready`].
     pub fn start(config: &McpConfig, launcher: Arc<dyn Launcher>, reserved: &[String]) -> Self {
-        let reserved: Arc<BTreeSet<String>> = Arc::new(reserved.iter().cloned().collect());
+        let reserved = Arc::new(Reserved {
+            builtins: reserved.iter().cloned().collect(),
+            servers: config.servers.keys().cloned().collect(),
+        });
         let mut slots = Vec::new();
         let mut tasks = Vec::new();
         let changed = Arc::new(watch::channel(0).0);

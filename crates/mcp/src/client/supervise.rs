@@ -31,13 +31,41 @@ pub const MAX_SERVER_TOOLS: usize = 128;
 const MAX_LISTED: usize = 1024;
 const MAX_PAGES: usize = 64;
 
+/// The names a server's tools must not be offered under.
+#[derive(Debug, Default)]
+pub(crate) struct Reserved {
+    /// The built-in tools'.
+    pub builtins: BTreeSet<String>,
+    /// Every configured server's name.
+    pub servers: BTreeSet<String>,
+}
+
+impl Reserved {
+    /// Why `name`, a tool of `server`, is not offered, if it is not: a built-in's name, or one
+    /// that reads as another server's (`raw` + `_t` and `raw_` + `t` are both `raw___t`; it is
+    /// left to `raw_`).
+    fn clash(&self, server: &str, name: &str) -> Option<String> {
+        if self.builtins.contains(name) {
+            return Some(format!("`{name}` collides with a built-in tool"));
+        }
+        self.servers
+            .iter()
+            .filter(|other| other.len() > server.len())
+            .find(|other| {
+                name.strip_prefix(other.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .map(|other| format!("`{name}` reads as a tool of the server `{other}`"))
+    }
+}
+
 /// Runs until aborted.
 pub(crate) async fn supervise(
     slot: Arc<Slot>,
     launcher: Arc<dyn Launcher>,
     mut events: mpsc::UnboundedReceiver<Event>,
     events_tx: mpsc::UnboundedSender<Event>,
-    reserved: Arc<BTreeSet<String>>,
+    reserved: Arc<Reserved>,
 ) {
     let mut restarts = 0u32;
     let mut backoff = FIRST_BACKOFF;
@@ -87,7 +115,7 @@ async fn watch(
     session: Session,
     peer: Peer<RoleClient>,
     events: &mut mpsc::UnboundedReceiver<Event>,
-    reserved: &BTreeSet<String>,
+    reserved: &Reserved,
 ) -> String {
     let Session { service, _guard } = session;
     let ended = service.waiting();
@@ -115,7 +143,7 @@ async fn watch(
 async fn list(
     slot: &Arc<Slot>,
     peer: &Peer<RoleClient>,
-    reserved: &BTreeSet<String>,
+    reserved: &Reserved,
 ) -> Result<(), String> {
     let timeout = Duration::from_secs(slot.config.timeout_secs);
     let (listed, cut) = match tokio::time::timeout(timeout, list_pages(peer)).await {
@@ -138,8 +166,8 @@ async fn list(
         let schema = Value::Object((*tool.input_schema).clone());
         let checked = offered_name(&slot.name, &remote).and_then(|name| {
             check_schema(&schema)?;
-            if reserved.contains(&name) {
-                return Err(format!("`{name}` collides with a built-in tool"));
+            if let Some(reason) = reserved.clash(&slot.name, &name) {
+                return Err(reason);
             }
             if offered.contains_key(&name) {
                 return Err("the server lists it twice".to_owned());
