@@ -2,5 +2,6 @@
 
 mod client;
 mod client_checks;
+mod client_hostile;
 mod client_progress;
 mod http_body;

@@ -132,7 +132,12 @@ pub(crate) async fn connect(
     (clients, registry)
 }
 
-async fn call(registry: &ToolRegistry, ws: &Workspace, tool: &str, args: Value) -> ToolOutcome {
+pub(crate) async fn call(
+    registry: &ToolRegistry,
+    ws: &Workspace,
+    tool: &str,
+    args: Value,
+) -> ToolOutcome {
     registry.execute(tool, &args.to_string(), &ws.ctx()).await
 }
 

@@ -24,5 +24,6 @@ mod schedule_tools;
 mod screening;
 mod shell_exec;
 mod web_fetch;
+mod web_pages;
 mod web_search;
 mod web_server;

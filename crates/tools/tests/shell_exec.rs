@@ -74,3 +74,50 @@ async fn schema_tier_and_bad_arguments() {
         );
     }
 }
+
+/// The shell can replace `ipc/shell.sock` (its own directory) with a listener of its own. One
+/// that answers with an endless line made `oxydra-vm` buffer it whole until memory ran out; a
+/// frame longer than any the daemon sends is now refused after at most 1 MiB.
+#[tokio::test]
+async fn an_endless_reply_from_a_socket_the_shell_planted_is_refused_early() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let f = common::Fixture::new();
+    std::fs::write(f.root.join(".oxydra").join(types::SHELL_SECRET_FILE), "s").unwrap();
+    let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let decoy = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut auth = String::new();
+        BufReader::new(read).read_line(&mut auth).await.unwrap();
+        // At most 64 MiB, so that a client reading it all does not take the test host down.
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut sent = 0usize;
+        while sent < 64 * 1024 * 1024 && write.write_all(&chunk).await.is_ok() {
+            sent += chunk.len();
+        }
+        drop(write);
+        sent
+    });
+    let outcome = registry()
+        .execute(
+            "shell_exec",
+            &json!({ "command": "true" }).to_string(),
+            &f.ctx(),
+        )
+        .await;
+    let sent = decoy.await.unwrap();
+    assert!(!outcome.ok, "{outcome:?}");
+    assert!(
+        outcome
+            .output
+            .contains("the shell sent a reply longer than"),
+        "{}",
+        outcome.output
+    );
+    assert!(
+        sent < 8 * 1024 * 1024,
+        "the client read {sent} bytes of one line"
+    );
+}

@@ -1,6 +1,5 @@
 //! [`McpClients`]: every configured server, supervised, and their tools as one [`DynamicTools`].
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use types::McpConfig;
 
 use super::launch::Launcher;
 use super::slot::{ServerStatus, Slot};
-use super::supervise::supervise;
+use super::supervise::{Reserved, supervise};
 
 /// The user's MCP servers, kept connected while this value lives (dropping it stops them).
 pub struct McpClients {
@@ -37,10 +36,14 @@ impl fmt::Debug for McpClients {
 
 impl McpClients {
     /// Starts connecting every enabled server of `config` (stdio ones through `launcher`); a
-    /// tool whose offered name is in `reserved` (the built-in tools) is refused. Must be called
+    /// tool whose offered name is in `reserved` (the built-in tools), or reads as another
+    /// server's, is refused. Must be called
     /// within a tokio runtime. Returns at once: see [`McpClients::ready`].
     pub fn start(config: &McpConfig, launcher: Arc<dyn Launcher>, reserved: &[String]) -> Self {
-        let reserved: Arc<BTreeSet<String>> = Arc::new(reserved.iter().cloned().collect());
+        let reserved = Arc::new(Reserved {
+            builtins: reserved.iter().cloned().collect(),
+            servers: config.servers.keys().cloned().collect(),
+        });
         let mut slots = Vec::new();
         let mut tasks = Vec::new();
         let changed = Arc::new(watch::channel(0).0);
@@ -117,12 +120,17 @@ impl DynamicTools for McpClients {
             .collect()
     }
 
+    /// The tool `name` of the first server (in name order, as [`DynamicTools::tools`] lists
+    /// them) whose `<server>__` begins it: a server's name may end in `_` (`raw_` offers
+    /// `raw___t`), so the first `__` in a name need not end the server's.
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        let (server, _) = name.split_once("__")?;
-        let slot = self.slots.iter().find(|s| s.name == server)?;
-        slot.tools()
-            .get(name)
-            .map(|t| Arc::clone(t) as Arc<dyn Tool>)
+        self.slots
+            .iter()
+            .filter(|s| {
+                name.strip_prefix(s.name.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .find_map(|s| s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>))
     }
 }
 

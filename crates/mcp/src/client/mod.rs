@@ -33,4 +33,4 @@ pub use launch::{DEFAULT_PATH, DirectLauncher, LaunchError, Launched, Launcher};
 pub use result::render as render_result;
 pub use schema::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, check_schema, offered_name, tier_of};
 pub use slot::{RefusedTool, ServerState, ServerStatus};
-pub use supervise::{FIRST_BACKOFF, MAX_BACKOFF};
+pub use supervise::{FIRST_BACKOFF, MAX_BACKOFF, MAX_SERVER_TOOLS};

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::service::{Peer, RoleClient};
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -22,6 +23,41 @@ pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A connection that lasted this long starts the backoff over.
 const STABLE: Duration = Duration::from_secs(60);
+/// Most tools one server offers: every offered tool's schema goes with every model request
+/// (and OpenAI takes at most 128 tools in one). The rest are refused, named in the status.
+pub const MAX_SERVER_TOOLS: usize = 128;
+/// Most tools read from one listing, and most pages asked for: a server listing more, or
+/// paging on without end, is read no further (it would fill the agent's memory).
+const MAX_LISTED: usize = 1024;
+const MAX_PAGES: usize = 64;
+
+/// The names a server's tools must not be offered under.
+#[derive(Debug, Default)]
+pub(crate) struct Reserved {
+    /// The built-in tools'.
+    pub builtins: BTreeSet<String>,
+    /// Every configured server's name.
+    pub servers: BTreeSet<String>,
+}
+
+impl Reserved {
+    /// Why `name`, a tool of `server`, is not offered, if it is not: a built-in's name, or one
+    /// that reads as another server's (`raw` + `_t` and `raw_` + `t` are both `raw___t`; it is
+    /// left to `raw_`).
+    fn clash(&self, server: &str, name: &str) -> Option<String> {
+        if self.builtins.contains(name) {
+            return Some(format!("`{name}` collides with a built-in tool"));
+        }
+        self.servers
+            .iter()
+            .filter(|other| other.len() > server.len())
+            .find(|other| {
+                name.strip_prefix(other.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .map(|other| format!("`{name}` reads as a tool of the server `{other}`"))
+    }
+}
 
 /// Runs until aborted.
 pub(crate) async fn supervise(
@@ -29,7 +65,7 @@ pub(crate) async fn supervise(
     launcher: Arc<dyn Launcher>,
     mut events: mpsc::UnboundedReceiver<Event>,
     events_tx: mpsc::UnboundedSender<Event>,
-    reserved: Arc<BTreeSet<String>>,
+    reserved: Arc<Reserved>,
 ) {
     let mut restarts = 0u32;
     let mut backoff = FIRST_BACKOFF;
@@ -79,7 +115,7 @@ async fn watch(
     session: Session,
     peer: Peer<RoleClient>,
     events: &mut mpsc::UnboundedReceiver<Event>,
-    reserved: &BTreeSet<String>,
+    reserved: &Reserved,
 ) -> String {
     let Session { service, _guard } = session;
     let ended = service.waiting();
@@ -107,10 +143,10 @@ async fn watch(
 async fn list(
     slot: &Arc<Slot>,
     peer: &Peer<RoleClient>,
-    reserved: &BTreeSet<String>,
+    reserved: &Reserved,
 ) -> Result<(), String> {
     let timeout = Duration::from_secs(slot.config.timeout_secs);
-    let listed = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+    let (listed, cut) = match tokio::time::timeout(timeout, list_pages(peer)).await {
         Ok(Ok(listed)) => listed,
         Ok(Err(e)) => return Err(format!("listing its tools failed: {e}")),
         Err(_) => {
@@ -130,11 +166,16 @@ async fn list(
         let schema = Value::Object((*tool.input_schema).clone());
         let checked = offered_name(&slot.name, &remote).and_then(|name| {
             check_schema(&schema)?;
-            if reserved.contains(&name) {
-                return Err(format!("`{name}` collides with a built-in tool"));
+            if let Some(reason) = reserved.clash(&slot.name, &name) {
+                return Err(reason);
             }
             if offered.contains_key(&name) {
                 return Err("the server lists it twice".to_owned());
+            }
+            if offered.len() >= MAX_SERVER_TOOLS {
+                return Err(format!(
+                    "the server offers more than {MAX_SERVER_TOOLS} tools; name the ones to offer in `tools`"
+                ));
             }
             Ok(name)
         });
@@ -161,7 +202,36 @@ async fn list(
         };
         offered.insert(name, Arc::new(tool));
     }
+    if cut {
+        refused.push(RefusedTool {
+            tool: "(the rest)".to_owned(),
+            reason: format!(
+                "the server lists more than {MAX_LISTED} tools or {MAX_PAGES} pages; the rest were not read"
+            ),
+        });
+    }
     tracing::info!(server = %slot.name, tools = offered.len(), refused = refused.len(), "MCP tools listed");
     slot.set_tools(offered, refused);
     Ok(())
+}
+
+/// The server's tools, page by page, at most [`MAX_LISTED`] of them from at most [`MAX_PAGES`]
+/// pages; whether the listing was cut there.
+async fn list_pages(peer: &Peer<RoleClient>) -> Result<(Vec<Tool>, bool), ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer.list_tools(Some(params)).await?;
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED {
+            tools.truncate(MAX_LISTED);
+            return Ok((tools, true));
+        }
+        match page.next_cursor {
+            None => return Ok((tools, false)),
+            next => cursor = next,
+        }
+    }
+    Ok((tools, true))
 }

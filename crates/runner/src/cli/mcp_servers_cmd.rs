@@ -1,7 +1,12 @@
 //! `runner mcp-servers --user U`: checks each of the user's MCP servers (`[mcp.servers]` of
-//! their agent.toml) as their agent would connect it — starts it in the workspace's `shared/`,
-//! lists its tools — and says, per server, whether it is up with which tools, or what is wrong.
-//! Also the MCP part of `runner tools` ([`start`], [`tool_rows`]).
+//! their agent.toml) — starts it, lists its tools — and says, per server, whether it is up with
+//! which tools, or what is wrong. Also the MCP part of `runner tools` ([`start`], [`tool_rows`]).
+//!
+//! The runner runs as the operator (often root) and unconfined, so a stdio server starts in a
+//! private scratch directory, never in the user's `shared/`: the shell writes there, and a
+//! server started in it runs what the shell planted (`python -m x` imports `shared/x.py`, `npx`
+//! reads `shared/.npmrc`, a relative script is `shared/`'s). Nor does it start the commands of
+//! the copy of agent.toml in `.oxydra/`, which the user's `oxydra-vm` can write.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +20,7 @@ use types::AgentConfig;
 
 use crate::Global;
 use crate::memory_cmd::user_setup;
+use crate::out::field;
 
 pub async fn run(
     global: &Global,
@@ -23,7 +29,23 @@ pub async fn run(
 ) -> Result<()> {
     let (user, root, agent_config, _) = user_setup(global, root, agent_config)?;
     let config = runner::load_agent_config(agent_config.as_deref())?;
-    let ws = types::WorkspacePaths::for_user(&root, &user);
+    // The copy the runner gives the agent (`.oxydra/agent.toml`) is writable by the user's
+    // `oxydra-vm`: its commands are not run as the operator.
+    let copy = types::WorkspacePaths::for_user(&root, &user)
+        .internal()
+        .join("agent.toml");
+    let stdio = config
+        .mcp
+        .servers
+        .values()
+        .any(|s| s.enabled && s.command.is_some());
+    if stdio && agent_config.as_deref() == Some(copy.as_path()) {
+        bail!(
+            "the user's agent can write {}, so its stdio servers are not started as you; pass \
+             --agent-config with the agent.toml you keep (or run without --root, as runner.toml says)",
+            copy.display()
+        );
+    }
     let mut out = std::io::stdout().lock();
     if config.mcp.servers.is_empty() {
         writeln!(
@@ -32,15 +54,19 @@ pub async fn run(
         )?;
         return Ok(());
     }
-    let clients = start(&config, &ws.shared()).await;
+    // Kept while the servers run (their working directory): see the module's note.
+    let scratch = tempfile::tempdir()?;
+    let clients = start(&config, scratch.path()).await;
     let mut down = 0;
+    // What a server said (its tool names, errors, stderr) with control characters as escapes:
+    // a server cannot drive the operator's terminal.
     for status in clients.status() {
-        writeln!(out, "{status}")?;
+        writeln!(out, "{}", field(&status.to_string(), false))?;
         for tool in &status.tools {
-            writeln!(out, "  {tool}")?;
+            writeln!(out, "  {}", field(tool, false))?;
         }
         for refused in &status.refused {
-            writeln!(out, "  not offered: {}: {}", refused.tool, refused.reason)?;
+            writeln!(out, "  {}", refused_line(refused))?;
         }
         if status.state != ServerState::Up {
             down += 1;
@@ -55,8 +81,8 @@ pub async fn run(
     Ok(())
 }
 
-/// Starts the clients of `config`'s MCP servers (stdio ones in `cwd`), waiting for each first
-/// connection; a tool named like a built-in tool is refused, as in the agent.
+/// Starts the clients of `config`'s MCP servers (stdio ones in `cwd`, a directory no guest can
+/// write), waiting for each first connection; a tool named like a built-in tool is refused, as in the agent.
 pub(crate) async fn start(config: &AgentConfig, cwd: &Path) -> Arc<McpClients> {
     let mut reserved: Vec<String> = tools::ToolSet::new(None)
         .builtin(config.tools.memory)
@@ -90,6 +116,13 @@ pub(crate) async fn start(config: &AgentConfig, cwd: &Path) -> Arc<McpClients> {
         .unwrap_or(1);
     clients.ready(Duration::from_secs(longest + 5)).await;
     clients
+}
+
+/// `not offered: <tool>: <reason>`, escaped for the terminal (the tool's name is the server's,
+/// refused often for its characters).
+pub(crate) fn refused_line(refused: &mcp::client::RefusedTool) -> String {
+    let line = format!("not offered: {}: {}", refused.tool, refused.reason);
+    field(&line, false).into_owned()
 }
 
 /// The MCP tools `clients` offer now, as tools.

@@ -56,13 +56,14 @@ pub async fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) 
             .iter()
             .map(|s| serde_json::json!({"server": s.name, "status": s.to_string()}))
             .collect();
-        if servers.is_empty() {
-            serde_json::to_writer_pretty(&mut out, &rows)?;
+        let text = if servers.is_empty() {
+            serde_json::to_string_pretty(&rows)?
         } else {
             let both = serde_json::json!({"tools": rows, "mcp_servers": servers});
-            serde_json::to_writer_pretty(&mut out, &both)?;
-        }
-        writeln!(out)?;
+            serde_json::to_string_pretty(&both)?
+        };
+        // The characters JSON leaves raw that a terminal acts on (a server's text may hold them).
+        writeln!(out, "{}", types::terminal::escape_json(&text))?;
         return Ok(());
     }
     // The name column as wide as the longest name (`search_memories` is 15).
@@ -84,13 +85,14 @@ pub async fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) 
             t.name(),
             tier,
             t.timeout().as_secs(),
-            names.join(", ")
+            crate::out::field(&names.join(", "), false)
         )?;
     }
     for status in &servers {
-        writeln!(out, "mcp server {status}")?;
+        let line = format!("mcp server {status}");
+        writeln!(out, "{}", crate::out::field(&line, false))?;
         for refused in &status.refused {
-            writeln!(out, "  not offered: {}: {}", refused.tool, refused.reason)?;
+            writeln!(out, "  {}", crate::mcp_servers_cmd::refused_line(refused))?;
         }
     }
     Ok(())

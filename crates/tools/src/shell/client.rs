@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use types::{CancellationToken, ShellAuth, ShellRequest, ShellResponse, encode_line};
 
@@ -18,6 +18,34 @@ pub const SHELL_NOT_RUNNING: &str =
 
 /// Most output kept per stream; the registry cuts the final text shorter anyway.
 const KEEP_BYTES: usize = 64 * 1024;
+
+/// Longest reply line read from a daemon. Its frames carry at most 8 KiB of output each (under
+/// 64 KiB JSON-escaped); a longer line is not the daemon's: the shell can put a listener of its
+/// own at the socket's path, and an endless line was buffered whole until memory ran out.
+pub(crate) const MAX_REPLY_BYTES: usize = 1024 * 1024;
+
+/// What the model is told of a reply line longer than [`MAX_REPLY_BYTES`].
+pub(crate) const REPLY_TOO_LONG: &str = "the shell sent a reply longer than 1 MiB, which the shell daemon never does; restart the agent with the runner";
+
+/// The next line of `reader` (its newline included; `None` at the end), at most
+/// [`MAX_REPLY_BYTES`]: a longer one is an `InvalidData` error.
+pub(crate) async fn next_reply<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    let limit = u64::try_from(MAX_REPLY_BYTES).unwrap_or(u64::MAX) + 1;
+    let n = (&mut *reader)
+        .take(limit)
+        .read_until(b'\n', &mut line)
+        .await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.len() > MAX_REPLY_BYTES {
+        return Err(std::io::Error::new(ErrorKind::InvalidData, REPLY_TOO_LONG));
+    }
+    Ok(Some(line))
+}
 
 /// Reads the user's shell secret from `path` (`.oxydra/shell.secret`).
 pub async fn read_secret(path: &Path) -> Result<String, ToolError> {
@@ -86,12 +114,17 @@ async fn exchange(
     line.push_str(&encode_line(&request).map_err(encoding)?);
     write.write_all(line.as_bytes()).await.map_err(lost)?;
     let mut run = ShellRun::default();
-    let mut lines = BufReader::new(read).lines();
+    let mut reader = BufReader::new(read);
     loop {
-        let Some(line) = lines.next_line().await.map_err(lost)? else {
-            return Err(lost(ErrorKind::UnexpectedEof.into()));
+        let line = match next_reply(&mut reader).await {
+            Ok(Some(line)) => line,
+            Ok(None) => return Err(lost(ErrorKind::UnexpectedEof.into())),
+            Err(e) if e.kind() == ErrorKind::InvalidData => {
+                return Err(ToolError::execution(REPLY_TOO_LONG));
+            }
+            Err(e) => return Err(lost(e)),
         };
-        let frame: ShellResponse = serde_json::from_str(&line)
+        let frame: ShellResponse = serde_json::from_slice(&line)
             .map_err(|e| ToolError::execution_with("the shell sent an unreadable reply", e))?;
         match frame {
             ShellResponse::Stdout { data, .. } => keep(&mut run.stdout, &data, &mut run.cut),

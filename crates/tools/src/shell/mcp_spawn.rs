@@ -12,7 +12,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use types::{McpSpawn, McpSpawnRequest, ShellAuth, ShellResponse, encode_line};
@@ -113,13 +113,9 @@ pub async fn spawn_mcp_server(
 /// The daemon's one answer line, read without consuming anything after it (the server's own
 /// output may follow in the same read; the [`BufReader`] keeps it).
 async fn first_line(reader: &mut BufReader<OwnedReadHalf>) -> Result<ShellResponse, McpSpawnError> {
-    let mut line = Vec::new();
-    let n = reader
-        .read_until(b'\n', &mut line)
+    let line = super::client::next_reply(reader)
         .await
-        .map_err(McpSpawnError::Lost)?;
-    if n == 0 {
-        return Err(McpSpawnError::Lost(ErrorKind::UnexpectedEof.into()));
-    }
+        .map_err(McpSpawnError::Lost)?
+        .ok_or_else(|| McpSpawnError::Lost(ErrorKind::UnexpectedEof.into()))?;
     serde_json::from_slice(&line).map_err(|e| McpSpawnError::Lost(std::io::Error::other(e)))
 }

@@ -5,6 +5,8 @@
 
 use encoding_rs::{Encoding, UTF_8};
 
+use super::nesting::{MAX_NESTING, cap_nesting, prune_deeper_than};
+
 /// What a body is, by its `Content-Type` (or, lacking one, by a look at its first bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -107,7 +109,8 @@ const DROPPED_TAGS: [&str; 14] = [
 
 /// The page's `<title>`, if it has one.
 pub fn title(html: &str) -> Option<String> {
-    let lower = html[..html.len().min(64 * 1024)].to_ascii_lowercase();
+    // The first 64 KiB, cut on a character boundary (a byte index inside a letter panicked).
+    let lower = html[..html.floor_char_boundary(64 * 1024)].to_ascii_lowercase();
     let start = lower.find("<title")?;
     let open_end = start + lower[start..].find('>')? + 1;
     let close = open_end + lower[open_end..].find("</title")?;
@@ -155,14 +158,19 @@ pub fn html_to_markdown_within(html: &str, max_chars: usize) -> (String, bool) {
     }
 }
 
+/// `content` as Markdown, its nesting bounded first (see [`super::nesting`]).
 fn convert(content: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED_TAGS.to_vec())
         .build();
-    match converter.convert(content) {
-        Ok(markdown) => tidy(&markdown),
-        Err(_) => String::new(),
+    let content = cap_nesting(content, MAX_NESTING);
+    let Ok(tree) = converter.html_to_tree(&content) else {
+        return String::new();
+    };
+    if prune_deeper_than(&tree, MAX_NESTING + 8) {
+        tracing::debug!("web_fetch left out what a page nests deeper than {MAX_NESTING}");
     }
+    tidy(&converter.tree_to_markdown(&tree))
 }
 
 /// The `<main>…</main>` or `<article>…</article>` part of `html` (the first and outermost).

@@ -8,6 +8,7 @@
 mod convert;
 mod fetch;
 pub mod guard;
+mod nesting;
 mod search;
 
 use std::sync::Arc;
