@@ -70,7 +70,7 @@ pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{
     DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS, McpPipe,
     McpServerGuard, McpSpawnError, SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun,
-    read_secret, render as render_shell_run, run_command, spawn_mcp_server,
+    connect_unfollowed, read_secret, render as render_shell_run, run_command, spawn_mcp_server,
 };
 pub use tool::{Interruption, OutputFormat, Tool};
 pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};

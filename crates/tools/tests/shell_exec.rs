@@ -52,6 +52,24 @@ async fn a_stale_socket_is_not_a_running_shell() {
     check_not_running(&f).await;
 }
 
+/// The shell writes `ipc/`: a symlink it plants at `ipc/shell.sock` (to another service's socket)
+/// is never followed — the live socket behind it gets no connection, nothing of the secret or the
+/// command — and the tool says the shell is not running.
+#[tokio::test]
+async fn a_link_planted_at_the_shells_socket_is_not_followed() {
+    let f = common::Fixture::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let service = elsewhere.path().join("service.sock");
+    let listener = tokio::net::UnixListener::bind(&service).unwrap();
+    let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
+    std::os::unix::fs::symlink(&service, &socket).unwrap();
+    std::fs::write(f.root.join(".oxydra").join(types::SHELL_SECRET_FILE), "s3cret").unwrap();
+    check_not_running(&f).await;
+    let accepted =
+        tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "the planted link was followed to the service");
+}
+
 #[tokio::test]
 async fn schema_tier_and_bad_arguments() {
     let tool = ShellExec;

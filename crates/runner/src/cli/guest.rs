@@ -206,7 +206,7 @@ impl Guest {
         match self.role {
             Role::ShellVm => {
                 let socket = types::shell_socket_path(&ws.clone());
-                tokio::net::UnixStream::connect(&socket).await.ok()?;
+                tools::connect_unfollowed(&socket).await.ok()?;
                 Some(socket.display().to_string())
             }
             Role::OxydraVm => {

@@ -66,7 +66,7 @@ pub async fn run_command(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<ShellRun, ToolError> {
-    let stream = match UnixStream::connect(socket).await {
+    let stream = match super::connect_unfollowed(socket).await {
         Ok(stream) => stream,
         Err(e)
             if matches!(

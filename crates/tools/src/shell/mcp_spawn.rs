@@ -13,7 +13,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use types::{McpSpawn, McpSpawnRequest, ShellAuth, ShellResponse, encode_line};
 
@@ -66,7 +65,7 @@ pub async fn spawn_mcp_server(
     secret: &str,
     spec: &McpSpawn,
 ) -> Result<McpPipe, McpSpawnError> {
-    let stream = UnixStream::connect(socket).await.map_err(|e| {
+    let stream = super::connect_unfollowed(socket).await.map_err(|e| {
         if matches!(
             e.kind(),
             ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::NotADirectory

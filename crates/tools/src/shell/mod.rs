@@ -6,6 +6,7 @@
 mod client;
 mod mcp_spawn;
 mod report;
+mod socket;
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::{Tool, ToolError};
 pub use client::{SHELL_NOT_RUNNING, read_secret, run_command};
 pub use mcp_spawn::{McpPipe, McpServerGuard, McpSpawnError, spawn_mcp_server};
 pub use report::{ShellRun, render};
+pub use socket::connect_unfollowed;
 
 pub const SHELL_EXEC_TOOL_NAME: &str = "shell_exec";
 /// Timeout of a command whose call names none.

@@ -22,7 +22,7 @@ pub struct HealthProbe<'a> {
 impl HealthProbe<'_> {
     /// Writes the health file; true when everything is `ok`.
     pub async fn write(&self) -> bool {
-        let shell = match tokio::net::UnixStream::connect(self.boot.shell_socket()).await {
+        let shell = match tools::connect_unfollowed(&self.boot.shell_socket()).await {
             Ok(_) => "connected",
             Err(_) => "not running",
         };
