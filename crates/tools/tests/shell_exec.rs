@@ -63,11 +63,18 @@ async fn a_link_planted_at_the_shells_socket_is_not_followed() {
     let listener = tokio::net::UnixListener::bind(&service).unwrap();
     let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
     std::os::unix::fs::symlink(&service, &socket).unwrap();
-    std::fs::write(f.root.join(".oxydra").join(types::SHELL_SECRET_FILE), "s3cret").unwrap();
+    std::fs::write(
+        f.root.join(".oxydra").join(types::SHELL_SECRET_FILE),
+        "s3cret",
+    )
+    .unwrap();
     check_not_running(&f).await;
     let accepted =
         tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept()).await;
-    assert!(accepted.is_err(), "the planted link was followed to the service");
+    assert!(
+        accepted.is_err(),
+        "the planted link was followed to the service"
+    );
 }
 
 #[tokio::test]

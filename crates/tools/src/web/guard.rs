@@ -129,6 +129,14 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         // NAT64: an IPv4 address inside; check it.
         let [.., a, b, c, d] = ip.octets();
         non_public_v4(Ipv4Addr::new(a, b, c, d))
+    } else if first == 0x2002 {
+        // 6to4: the relay's IPv4 address in bits 16-48 (2002:7f00:1:: is 127.0.0.1's).
+        let [_, _, a, b, c, d, ..] = ip.octets();
+        non_public_v4(Ipv4Addr::new(a, b, c, d))
+    } else if let [0, 0, 0, 0, 0, 0, _, _] | [0, 0, 0, 0, 0xffff, 0, _, _] = ip.segments() {
+        // IPv4-compatible (::a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d) forms.
+        let [.., a, b, c, d] = ip.octets();
+        non_public_v4(Ipv4Addr::new(a, b, c, d))
     } else {
         None
     }
@@ -231,11 +239,21 @@ mod tests {
             "fd00:ec2::254",
             "::ffff:127.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "::127.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "::10.0.0.1",
         ] {
             let parsed: IpAddr = ip.parse().unwrap();
             assert!(non_public(parsed).is_some(), "{ip} passed as public");
         }
-        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+        for ip in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "2002:5db8:d822::1",
+        ] {
             assert_eq!(non_public(ip.parse().unwrap()), None, "{ip}");
         }
     }
