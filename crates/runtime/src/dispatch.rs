@@ -92,14 +92,8 @@ impl Turn<'_> {
         })
     }
 
-    /// The call's tier: its tool's, or `Privileged` for a memory delete made while untrusted
-    /// text is in the context (see [`crate::forget_gate`]).
     fn tier(&self, call: &ToolCall) -> Option<SafetyTier> {
-        let tier = self.rt.tools.get(&call.name)?.safety_tier();
-        if tier != SafetyTier::ReadOnly && self.forgets_after_untrusted(call).is_some() {
-            return Some(SafetyTier::Privileged);
-        }
-        Some(tier)
+        self.rt.tools.get(&call.name).map(|t| t.safety_tier())
     }
 
     fn forgets_after_untrusted(&self, call: &ToolCall) -> Option<UntrustedInput> {
@@ -144,8 +138,11 @@ impl Turn<'_> {
         call: &ToolCall,
         tier: Option<SafetyTier>,
     ) -> Result<(), RuntimeError> {
-        if tier == Some(SafetyTier::Privileged) {
-            match self.gate(call).await {
+        // A memory delete made while untrusted text is in the context is gated as a privileged
+        // call is (see `crate::forget_gate`); deletes are never read-only, so they get here.
+        let forgets = self.forgets_after_untrusted(call);
+        if tier == Some(SafetyTier::Privileged) || forgets.is_some() {
+            match self.gate(call, forgets).await {
                 Gate::Run => {}
                 Gate::Refuse(why) => {
                     return self
@@ -179,9 +176,9 @@ impl Turn<'_> {
             .await
     }
 
-    /// The approval policy for a privileged call.
-    async fn gate(&mut self, call: &ToolCall) -> Gate {
-        let forgets = self.forgets_after_untrusted(call);
+    /// The approval policy for a privileged call, or a delete after the untrusted input
+    /// `forgets`.
+    async fn gate(&mut self, call: &ToolCall, forgets: Option<UntrustedInput>) -> Gate {
         match self.rt.config.approval {
             ApprovalPolicy::Allow => return Gate::Run,
             ApprovalPolicy::Deny if forgets.is_some() => {
