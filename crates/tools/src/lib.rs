@@ -59,7 +59,9 @@ pub use memory_tools::{
     STORE_MEMORY_TOOL_NAME, audited_call_key,
 };
 /// A search's hits as its caller may read them (what the CLI's search shares with the tools).
-pub use memory_tools::{fetch_k as search_fetch_k, query_time, readable as readable_hits};
+pub use memory_tools::{
+    SearchScope, fetch_k as search_fetch_k, query_time, readable as readable_hits, scope_sessions,
+};
 pub use registry::{DynamicTools, Settling, ToolOutcome, ToolRegistry};
 pub use schedule_tools::{
     ManualWallClock, SCHEDULE_CANCEL_TOOL_NAME, SCHEDULE_CREATE_TOOL_NAME, SCHEDULE_LIST_TOOL_NAME,

@@ -194,17 +194,14 @@ async fn searched_sessions(
     user: &UserId,
     scope: SearchScope,
 ) -> Result<Vec<SessionId>> {
-    let mut sessions = match scope {
-        SearchScope::Notes => Vec::new(),
-        SearchScope::Conversations | SearchScope::All => store
-            .conversation_sessions(user)
-            .await
-            .context("listing the user's conversations")?,
+    let scope = match scope {
+        SearchScope::Notes => tools::SearchScope::Notes,
+        SearchScope::Conversations => tools::SearchScope::Conversations,
+        SearchScope::All => tools::SearchScope::All,
     };
-    if scope != SearchScope::Conversations {
-        sessions.push(SessionId::user_memory(user));
-    }
-    Ok(sessions)
+    tools::scope_sessions(store, user, scope, None)
+        .await
+        .context("listing the user's conversations")
 }
 
 /// How `search` read its words about time, one line (on stderr: stdout stays the hits, one per

@@ -7,7 +7,7 @@
 
 use memory::{HitSource, MemoryError, MemoryRetrieval, SearchHit};
 use serde_json::{Value, json};
-use types::{SessionId, ToolExecutionContext};
+use types::{SessionId, ToolExecutionContext, UserId};
 
 use super::render::Rendered;
 use crate::ToolError;
@@ -15,9 +15,9 @@ use crate::ToolError;
 /// Messages shown on each side of a conversation hit.
 const NEIGHBOURS: usize = 2;
 
-/// Where `memory_search` looks.
+/// Where `memory_search` (and `runner memory search --scope`) looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     Notes,
     Conversations,
     All,
@@ -65,12 +65,27 @@ pub(crate) async fn sessions(
     scope: Scope,
     current: Current,
 ) -> Result<Vec<SessionId>, MemoryError> {
-    let mut sessions = memory.conversation_sessions(&ctx.user_id).await?;
-    if current == Current::Left {
-        sessions.retain(|s| *s != ctx.session_id);
+    let leave = (current == Current::Left).then_some(&ctx.session_id);
+    scope_sessions(memory, &ctx.user_id, scope, leave).await
+}
+
+/// The sessions of `user` that `scope` searches: their notes, their conversation sessions (but
+/// `leave`), or both. Never another user's: the sessions are listed by `user`.
+pub async fn scope_sessions(
+    memory: &dyn MemoryRetrieval,
+    user: &UserId,
+    scope: Scope,
+    leave: Option<&SessionId>,
+) -> Result<Vec<SessionId>, MemoryError> {
+    let mut sessions = match scope {
+        Scope::Notes => Vec::new(),
+        Scope::Conversations | Scope::All => memory.conversation_sessions(user).await?,
+    };
+    if let Some(leave) = leave {
+        sessions.retain(|s| s != leave);
     }
-    if scope == Scope::All {
-        sessions.push(SessionId::user_memory(&ctx.user_id));
+    if scope != Scope::Conversations {
+        sessions.push(SessionId::user_memory(user));
     }
     Ok(sessions)
 }
