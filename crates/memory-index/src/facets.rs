@@ -100,17 +100,26 @@ pub struct FacetFilter {
     /// The bounds as [`time_key`]s.
     after_key: Option<i64>,
     before_key: Option<i64>,
+    /// Whether the scope asks nothing but the time (no tags, category or expiry): then a row's
+    /// facets are never read where its time key decides.
+    time_only: bool,
 }
 
 impl FacetFilter {
     pub fn new(scope: Scope) -> Self {
         let after = scope.filters.created_after.map(time_text);
         let before = scope.filters.created_before.map(time_text);
+        let f = &scope.filters;
+        let time_only = f.tags_any.is_empty()
+            && f.tags_all.is_empty()
+            && f.category.is_none()
+            && scope.expired_at.is_none();
         Self {
             after_key: after.as_deref().map(time_key),
             before_key: before.as_deref().map(time_key),
             after,
             before,
+            time_only,
             scope,
         }
     }
@@ -127,7 +136,7 @@ impl FacetFilter {
         let keyed =
             key != NO_KEY && self.after_key != Some(NO_KEY) && self.before_key != Some(NO_KEY);
         match keyed {
-            true => self.may_allow_key(key) && self.allows_untimed(facets),
+            true => self.may_allow_key(key) && (self.time_only || self.allows_untimed(facets)),
             false => self.allows(facets),
         }
     }
@@ -174,6 +183,7 @@ impl FacetFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filters::QueryFilters;
     use chrono::{DateTime, Utc};
 
     #[test]
@@ -207,5 +217,65 @@ mod tests {
         ] {
             assert_eq!(time_key(other), NO_KEY, "{other}");
         }
+    }
+
+    /// A filter bounding only the time decides by the key; one that also asks tags, a category
+    /// or hides expired notes still reads the row's facets inside the span.
+    #[test]
+    fn a_keyed_check_reads_the_facets_unless_the_filter_asks_only_the_time() {
+        let t = |day: i64| DateTime::<Utc>::from_timestamp(day * 86_400, 0).expect("time");
+        let chunk = |tags: &[&str], category: Option<&str>, expires: Option<i64>| {
+            ChunkFacets::new(
+                category,
+                tags.iter().map(|s| s.to_string()).collect(),
+                time_text(t(10)),
+                expires.map(|d| time_text(t(d))),
+            )
+        };
+        let filter = |filters: QueryFilters, expired_at: Option<i64>| {
+            FacetFilter::new(Scope {
+                filters: QueryFilters {
+                    created_after: Some(t(5)),
+                    created_before: Some(t(20)),
+                    ..filters
+                },
+                expired_at: expired_at.map(|d| time_text(t(d))),
+            })
+        };
+        let key = time_key(&time_text(t(10)));
+        let outside = time_key(&time_text(t(30)));
+        let plain = chunk(&[], None, None);
+        let time_only = filter(QueryFilters::default(), None);
+        assert!(time_only.allows_keyed(key, &plain));
+        assert!(!time_only.allows_keyed(outside, &plain));
+        let tagged = filter(
+            QueryFilters {
+                tags_any: vec!["trip".into()],
+                ..QueryFilters::default()
+            },
+            None,
+        );
+        assert!(!tagged.allows_keyed(key, &plain));
+        assert!(tagged.allows_keyed(key, &chunk(&["trip"], None, None)));
+        let all = filter(
+            QueryFilters {
+                tags_all: vec!["a".into(), "b".into()],
+                ..QueryFilters::default()
+            },
+            None,
+        );
+        assert!(!all.allows_keyed(key, &chunk(&["a"], None, None)));
+        let fact = filter(
+            QueryFilters {
+                category: Some(Category::Fact),
+                ..QueryFilters::default()
+            },
+            None,
+        );
+        assert!(!fact.allows_keyed(key, &plain));
+        assert!(fact.allows_keyed(key, &chunk(&[], Some("fact"), None)));
+        let hiding = filter(QueryFilters::default(), Some(15));
+        assert!(!hiding.allows_keyed(key, &chunk(&[], None, Some(12))));
+        assert!(hiding.allows_keyed(key, &chunk(&[], None, Some(18))));
     }
 }

@@ -43,7 +43,8 @@ struct Query<'q> {
     leg: VectorLeg,
     query: &'q [f32],
     codes: Vec<i8>,
-    limit: usize,
+    /// How many chunks each filter's search returns.
+    limits: &'q [usize],
     /// One search per filter (a narrow span's rows are gathered and scored exactly rather than
     /// searched for among all, see [`Query::span`]).
     filters: &'q [Option<&'q FacetFilter>],
@@ -172,32 +173,33 @@ impl VectorIndex {
         filter: Option<&FacetFilter>,
         count: bool,
     ) -> (Vec<(i64, f32)>, bool) {
-        let (mut found, due) = self.search_each(leg, sessions, query, limit, &[filter], count);
+        let (mut found, due) = self.search_each(leg, sessions, query, &[limit], &[filter], count);
         (found.pop().unwrap_or_default(), due)
     }
 
     /// [`Self::search_counted`] under several filters at once, one list per filter in their
-    /// order: each matrix's Hamming distances (or its exact dot products) are computed once and
-    /// serve every filter, each of which then takes its own candidates and rescoring.
+    /// order, of at most `limits[i]` chunks for `filters[i]`: each matrix's Hamming distances (or
+    /// its exact dot products) are computed once and serve every filter, each of which then
+    /// takes its own candidates and rescoring.
     pub fn search_each(
         &self,
         leg: VectorLeg,
         sessions: &[String],
         query: &[f32],
-        limit: usize,
+        limits: &[usize],
         filters: &[Option<&FacetFilter>],
         count: bool,
     ) -> (Vec<Vec<(i64, f32)>>, bool) {
         let dims = self.dims;
         let nothing = || (vec![Vec::new(); filters.len()], false);
-        if query.len() != dims || limit == 0 {
+        if query.len() != dims || limits.len() != filters.len() || limits.contains(&0) {
             return nothing();
         }
         let mut q = Query {
             leg,
             query,
             codes: vec![0i8; dims],
-            limit,
+            limits,
             filters,
             count,
         };
@@ -211,9 +213,9 @@ impl VectorIndex {
         let matrices = self.matrices_of(sessions);
         let guards: Vec<RwLockReadGuard<'_, SessionMatrix>> =
             matrices.iter().map(|m| read(m)).collect();
-        let mut tops: Vec<TopK<(usize, usize)>> = filters
+        let mut tops: Vec<TopK<(usize, usize)>> = limits
             .iter()
-            .map(|_| TopK::new(limit.saturating_mul(RESCORE_FACTOR)))
+            .map(|limit| TopK::new(limit.saturating_mul(RESCORE_FACTOR)))
             .collect();
         let mut probe_due = false;
         for (m, matrix) in guards.iter().enumerate() {
@@ -227,7 +229,8 @@ impl VectorIndex {
         };
         let found = tops
             .into_iter()
-            .map(|top| {
+            .zip(limits)
+            .map(|(top, &limit)| {
                 let mut rescored: Vec<(i64, f32)> = top
                     .into_sorted()
                     .into_iter()
@@ -277,11 +280,16 @@ impl Query<'_> {
             .iter()
             .map(|&f| Box::new(move |row| admit(row) && matrix.allowed(f, row)) as Admit<'_>)
             .collect();
-        let want_of = |rows: usize| match &matrix.signs {
-            Some(signs) => signs.candidate_count(self.limit, rows),
-            None => candidate_count(self.limit, rows),
+        // Filter `p`'s candidates among `rows` rows.
+        let want_of = |p: usize, rows: usize| match &matrix.signs {
+            Some(signs) => signs.candidate_count(self.limits[p], rows),
+            None => candidate_count(self.limits[p], rows),
         };
-        let want = want_of(rows);
+        // The largest filter's candidates decide between the first pass and the scan.
+        let want = (0..self.limits.len())
+            .map(|p| want_of(p, rows))
+            .max()
+            .unwrap_or(0);
         // `Auto` scans exactly when the candidates would be so many that gathering them costs
         // more than reading every row in order; `Approximate` takes the first pass
         // regardless (with every row a candidate it returns what the exact scan does), so
@@ -298,7 +306,7 @@ impl Query<'_> {
         for (p, top) in tops.iter_mut().enumerate() {
             match self.span(self.filters[p], matrix, rows, &admits[p], first) {
                 Span::Few(inside) => {
-                    let wanted = want_of(inside.len());
+                    let wanted = want_of(p, inside.len());
                     if first && inside.len() > SPAN_GATHERED * wanted {
                         rest.push((p, wanted));
                     } else {
@@ -307,8 +315,8 @@ impl Query<'_> {
                         });
                     }
                 }
-                Span::Many(most) => rest.push((p, want_of(most))),
-                Span::Untimed => rest.push((p, want)),
+                Span::Many(most) => rest.push((p, want_of(p, most))),
+                Span::Untimed => rest.push((p, want_of(p, rows))),
             }
         }
         if rest.is_empty() {

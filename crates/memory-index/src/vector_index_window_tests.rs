@@ -164,7 +164,8 @@ fn several_filters_in_one_walk_answer_as_each_alone() {
         for scope in [&all, &few] {
             for _ in 0..5 {
                 let q = queries.unit();
-                let (together, _) = index.search_each(leg, scope, &q, 10, &filters, false);
+                let (together, _) =
+                    index.search_each(leg, scope, &q, &vec![10; filters.len()], &filters, false);
                 assert_eq!(together.len(), filters.len());
                 for (got, filter) in together.iter().zip(filters) {
                     let alone = index.search_with(leg, scope, &q, 10, filter);
@@ -173,6 +174,34 @@ fn several_filters_in_one_walk_answer_as_each_alone() {
                 }
             }
         }
+    }
+}
+
+/// Each filter takes its own number of results in the one walk (the span of a query's time
+/// fewer than the whole search), and gets what it would alone with that number.
+#[test]
+fn each_filter_takes_its_own_limit_in_one_walk() {
+    let all: Vec<String> = (0..40).map(session).chain([BIG.to_owned()]).collect();
+    let narrow = span(1010, 1030, false);
+    let wide = span(0, 2000, false);
+    let filters = [None, Some(&narrow), Some(&wide)];
+    let limits = [20, 5, 8];
+    let mut queries = Rows::seeded(DIMS, 17);
+    for leg in [VectorLeg::Exact, VectorLeg::Approximate] {
+        let (index, _) = fixture(leg);
+        for _ in 0..5 {
+            let q = queries.unit();
+            let (together, _) = index.search_each(leg, &all, &q, &limits, &filters, false);
+            for ((got, filter), limit) in together.iter().zip(filters).zip(limits) {
+                let alone = index.search_with(leg, &all, &q, limit, filter);
+                assert_eq!(got, &alone, "{leg:?}, limit {limit}");
+                assert_eq!(got.len(), limit, "{leg:?}");
+            }
+        }
+        let q = queries.unit();
+        let (none, _) = index.search_each(leg, &all, &q, &[10, 0, 10], &filters, false);
+        assert!(none.iter().all(Vec::is_empty), "a limit of 0 finds nothing");
+        assert_eq!(none.len(), filters.len());
     }
 }
 
@@ -214,9 +243,12 @@ fn a_span_too_large_to_gather_finds_its_best_through_the_first_pass() {
         for _ in 0..20 {
             let q = queries.unit();
             let passes = [None, Some(filter)];
-            let (exact, _) = index.search_each(VectorLeg::Exact, &scope, &q, 10, &passes, false);
-            let (both, _) =
-                index.search_each(VectorLeg::Approximate, &scope, &q, 10, &passes, false);
+            let each = |leg| {
+                index
+                    .search_each(leg, &scope, &q, &[10, 10], &passes, false)
+                    .0
+            };
+            let (exact, both) = (each(VectorLeg::Exact), each(VectorLeg::Approximate));
             let alone = index.search_with(VectorLeg::Approximate, &scope, &q, 10, Some(filter));
             assert_eq!(
                 both[1], alone,

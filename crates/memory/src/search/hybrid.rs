@@ -34,7 +34,7 @@ use crate::memory_store::MemoryStore;
 use crate::notes::indexing::embed_checked;
 use crate::search::freshness::Delta;
 use crate::search::hits::hits_of;
-use crate::search::legs::{Legs, time_ranked, within};
+use crate::search::legs::{Legs, SPAN_SHARE, time_ranked, within};
 use crate::search::query::{HybridQuery, Scope, SearchHit};
 use crate::search::replies::with_replies;
 use crate::store::batch_read::Reads;
@@ -136,9 +136,9 @@ impl MemoryStore {
         // the same walk of both legs as the whole one.
         let fused = match range.and_then(|r| within(&query.filters, &r)) {
             Some(filters) => {
-                let mut both = self
-                    .fused_each(query, &legs, &[&query.filters, &filters])
-                    .await;
+                let span = (candidates / SPAN_SHARE).max(top_k);
+                let sets = [(&query.filters, candidates), (&filters, span)];
+                let mut both = self.fused_each(query, &legs, &sets).await;
                 let inside = both.pop().unwrap_or_default();
                 time_ranked(both.pop().unwrap_or_default(), inside)
             }
@@ -165,14 +165,14 @@ impl MemoryStore {
         .await
     }
 
-    /// The vector leg under each of `filters` (one list each, one walk of the rows for all):
-    /// inline for a small scan; a large one in place on a multi-threaded runtime, else on the
-    /// blocking pool.
+    /// The vector leg under each of `filters`, at most `limits[i]` chunks for `filters[i]` (one
+    /// list each, one walk of the rows for all): inline for a small scan; a large one in place
+    /// on a multi-threaded runtime, else on the blocking pool.
     pub(crate) async fn vector_leg(
         &self,
         sessions: Vec<String>,
         query: Vec<f32>,
-        limit: usize,
+        limits: Vec<usize>,
         filters: Vec<Option<FacetFilter>>,
     ) -> Vec<Vec<(i64, f64)>> {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
@@ -181,7 +181,7 @@ impl MemoryStore {
         let scan = move || {
             let refs: Vec<Option<&FacetFilter>> = filters.iter().map(Option::as_ref).collect();
             let (found, probe_due) =
-                index.search_each(index.leg(), &sessions, &query, limit, &refs, true);
+                index.search_each(index.leg(), &sessions, &query, &limits, &refs, true);
             // Now and then the first pass's reach is measured on this real query, off the
             // search's path (see `memory_index::calibration`).
             if probe_due {

@@ -79,7 +79,8 @@ pub async fn current_conversation(
 
 /// `search` p50 / p95 over `queries` in `scope`, each as a keyword-only, a vector-only and a
 /// hybrid search, then the hybrid reading the query's time as `memory_search` does — each way
-/// over every query before the next (the table above interleaves its ways).
+/// over every query before the next (the table above interleaves its ways); then the time-aware
+/// searches by what the query's words name ([`Kind`]), where the tail is.
 async fn each_leg(
     store: &MemoryStore,
     title: &str,
@@ -91,13 +92,15 @@ async fn each_leg(
         queries.len()
     );
     println!("|---|---|");
+    let mut kinds = Vec::with_capacity(queries.len());
+    let mut times = Vec::with_capacity(queries.len());
     for (name, vector, fts, timed) in [
         ("keyword only", 0.0, 1.0, false),
         ("vector only", 1.0, 0.0, false),
         ("hybrid", 0.8, 0.2, false),
         ("hybrid, time-aware (as `memory_search`)", 0.8, 0.2, true),
     ] {
-        let mut times = Vec::with_capacity(queries.len());
+        times.clear();
         for q in queries {
             let mut query = memory::HybridQuery::new(scope.to_vec(), q.as_str(), TOP_K);
             query.weights = memory::Weights { vector, fts };
@@ -107,6 +110,9 @@ async fn each_leg(
             let t = Instant::now();
             store.search(&query).await?;
             times.push(ms(t));
+            if timed {
+                kinds.push(Kind::of(store.read_time(&query).await?));
+            }
         }
         println!(
             "| {name} | {:.3} / {:.3} |",
@@ -114,5 +120,60 @@ async fn each_leg(
             percentile(&times, 95.0)
         );
     }
+    println!(
+        "\n| time-aware, by what the query names | queries | search p50 / p95 ms | share of the slowest 5 % |"
+    );
+    println!("|---|---|---|---|");
+    let slow = percentile(&times, 95.0);
+    let slowest = times.iter().filter(|t| **t >= slow).count().max(1);
+    for kind in [Kind::Plain, Kind::Time, Kind::Event] {
+        let mine: Vec<f64> = times
+            .iter()
+            .zip(&kinds)
+            .filter(|(_, k)| **k == kind)
+            .map(|(t, _)| *t)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let tail = mine.iter().filter(|t| **t >= slow).count();
+        println!(
+            "| {} | {} | {:.3} / {:.3} | {:.0} % |",
+            kind.name(),
+            mine.len(),
+            percentile(&mine, 50.0),
+            percentile(&mine, 95.0),
+            100.0 * tail as f64 / slowest as f64
+        );
+    }
     Ok(())
+}
+
+/// What a query's words name, as the time-aware search reads them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No time: one pass of each leg.
+    Plain,
+    /// A date or span ("last week", "in May"): the whole and the span in one walk.
+    Time,
+    /// An event as anchor ("before the trip"): a keyword lookup dates it first.
+    Event,
+}
+
+impl Kind {
+    fn of(range: Option<memory::TimeRange>) -> Self {
+        match range {
+            None => Self::Plain,
+            Some(r) if r.event.is_some() => Self::Event,
+            Some(_) => Self::Time,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "no time",
+            Self::Time => "a date or span",
+            Self::Event => "an event as anchor",
+        }
+    }
 }
