@@ -10,6 +10,7 @@
 )]
 mod common;
 
+mod agent_copy;
 mod container_memory;
 mod container_recovery;
 mod container_tier;

@@ -357,3 +357,57 @@ fn both_resolvers_refuse_links() {
         assert!(ws.open_file(&good).is_ok(), "{resolver:?}");
     }
 }
+
+/// The shell writes `shared/` and `tmp/` too. Temporary names made of the process id and a
+/// counter (`.oxydra-tmp-<pid>-<n>`) let it plant every name the agent's next writes would take,
+/// so that each `file_write` and `file_edit` failed: writes never trip over planted names, and
+/// leave them as they were.
+#[tokio::test]
+async fn planted_temporary_names_do_not_stop_writes() {
+    let fx = Fixture::new();
+    let pid = std::process::id();
+    for area in ["shared", "tmp"] {
+        let dir = fx.root.join(area);
+        for n in 0..20_000 {
+            std::fs::write(dir.join(format!(".oxydra-tmp-{pid}-{n}")), "planted").unwrap();
+        }
+        // A link and a directory at the first names (an exclusive create refuses both).
+        let first = dir.join(format!(".oxydra-tmp-{pid}-0"));
+        std::fs::remove_file(&first).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &first).unwrap();
+        let second = dir.join(format!(".oxydra-tmp-{pid}-1"));
+        std::fs::remove_file(&second).unwrap();
+        std::fs::create_dir(&second).unwrap();
+    }
+    let planted = |area: &str| fx.tree(&fx.root.join(area)).len();
+    let before = (planted("shared"), planted("tmp"));
+    for area in ["shared", "tmp"] {
+        for i in 0..5 {
+            let file = format!("{area}/w{i}.txt");
+            let wrote = fx
+                .call("file_write", json!({"path": file, "content": "one\n"}))
+                .await;
+            assert_eq!(
+                (wrote.ok, wrote.output.as_str()),
+                (true, format!("Created {file} (4 bytes)").as_str())
+            );
+            let edited = fx
+                .call(
+                    "file_edit",
+                    json!({"path": file, "old_text": "one", "new_text": "two"}),
+                )
+                .await;
+            assert!(edited.ok, "{edited:?}");
+            assert_eq!(fx.read(&file).as_deref(), Some("two\n"));
+        }
+    }
+    // Five new files in each area, no temporary file left behind, every planted name untouched.
+    assert_eq!(
+        (planted("shared"), planted("tmp")),
+        (before.0 + 5, before.1 + 5)
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join(format!("shared/.oxydra-tmp-{pid}-7"))).unwrap(),
+        "planted"
+    );
+}

@@ -15,11 +15,13 @@
 //! - `slot` — one server's shared state, [`ServerStatus`]
 //! - `schema` — offered names, schema checks, tiers, allow-lists
 //! - `progress` — a call's `notifications/progress` to its [`types::ProgressSink`]
+//! - `offered_text` — a server's descriptions and titles cleaned, bounded and labelled
 //! - `tool` — a server tool as a [`tools::Tool`]
 //! - `result` — a call's result as text for the model
 
 mod clients;
 mod launch;
+mod offered_text;
 mod progress;
 mod result;
 mod schema;
@@ -30,6 +32,7 @@ mod tool;
 
 pub use clients::McpClients;
 pub use launch::{DEFAULT_PATH, DirectLauncher, LaunchError, Launched, Launcher};
+pub use offered_text::{MAX_DESCRIPTION, MAX_SCHEMA_TEXT};
 pub use result::render as render_result;
 pub use schema::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, check_schema, offered_name, tier_of};
 pub use slot::{RefusedTool, ServerState, ServerStatus};

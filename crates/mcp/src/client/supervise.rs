@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::launch::Launcher;
+use super::offered_text::{clean_schema, description_of};
 use super::schema::{allowed, check_schema, offered_name, tier_of};
 use super::session::{Event, Session, connect};
 use super::slot::{RefusedTool, Slot};
@@ -163,7 +164,7 @@ async fn list(
         if !allowed(&slot.config, &remote) {
             continue;
         }
-        let schema = Value::Object((*tool.input_schema).clone());
+        let mut schema = Value::Object((*tool.input_schema).clone());
         let checked = offered_name(&slot.name, &remote).and_then(|name| {
             check_schema(&schema)?;
             if let Some(reason) = reserved.clash(&slot.name, &name) {
@@ -190,9 +191,11 @@ async fn list(
                 continue;
             }
         };
+        // The server's words go into the model's prompt: cleaned and bounded first.
+        clean_schema(&mut schema);
         let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
         let tool = McpTool {
-            description: McpTool::description_of(&slot.name, tool.description.as_deref()),
+            description: description_of(&slot.name, tool.description.as_deref()),
             tier: tier_of(&slot.config, &remote, read_only),
             timeout,
             schema,

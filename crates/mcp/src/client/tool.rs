@@ -14,9 +14,6 @@ use super::progress::call;
 use super::result::render;
 use super::slot::Slot;
 
-/// Longest tool description offered (it is sent with every model request).
-const MAX_DESCRIPTION: usize = 1024;
-
 /// One tool of one server.
 #[derive(Debug)]
 pub(crate) struct McpTool {
@@ -28,24 +25,6 @@ pub(crate) struct McpTool {
     pub tier: SafetyTier,
     pub timeout: Duration,
     pub slot: Weak<Slot>,
-}
-
-impl McpTool {
-    pub(crate) fn description_of(server: &str, description: Option<&str>) -> String {
-        let text = description.map(str::trim).filter(|d| !d.is_empty());
-        let mut text = match text {
-            Some(d) => format!("{d} (MCP server `{server}`)"),
-            None => format!("A tool of the MCP server `{server}`."),
-        };
-        if text.len() > MAX_DESCRIPTION {
-            let mut cut = MAX_DESCRIPTION;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-        }
-        text
-    }
 }
 
 #[async_trait::async_trait]

@@ -9,9 +9,10 @@
 //! Modules: `cli` (clap surface), `init_cmd` (with `init_provider`: the model it asks for), `start_cmd` (foreground), `detach` (`--detach`),
 //! `running` (what already serves a user, with which settings), `interrupt` (Ctrl-C while
 //! starting), `supervise` (one user's guests: launch, readiness, restart, stop), `guest` (spawning
-//! one guest and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd`, `tools_cmd`,
-//! `out`.
+//! one guest and waiting for it), `stop_cmd`, `status_cmd`, `logs_cmd`, `memory_cmd` (with
+//! `agent_copy`: what it follows of the agent's own agent.toml), `tools_cmd`, `out`.
 
+mod agent_copy;
 mod args;
 mod container_guest;
 mod detach;

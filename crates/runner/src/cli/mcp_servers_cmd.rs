@@ -5,8 +5,9 @@
 //! The runner runs as the operator (often root) and unconfined, so a stdio server starts in a
 //! private scratch directory, never in the user's `shared/`: the shell writes there, and a
 //! server started in it runs what the shell planted (`python -m x` imports `shared/x.py`, `npx`
-//! reads `shared/.npmrc`, a relative script is `shared/`'s). Nor does it start the commands of
-//! the copy of agent.toml in `.oxydra/`, which the user's `oxydra-vm` can write.
+//! reads `shared/.npmrc`, a relative script is `shared/`'s). Nor does it start or reach the
+//! servers of the copy of agent.toml in `.oxydra/`, which the user's `oxydra-vm` can write (a
+//! command run as the operator; a URL sent the operator's variable `bearer_token_env` names).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,19 +31,17 @@ pub async fn run(
     let (user, root, agent_config, _) = user_setup(global, root, agent_config)?;
     let config = runner::load_agent_config(agent_config.as_deref())?;
     // The copy the runner gives the agent (`.oxydra/agent.toml`) is writable by the user's
-    // `oxydra-vm`: its commands are not run as the operator.
-    let copy = types::WorkspacePaths::for_user(&root, &user)
-        .internal()
-        .join("agent.toml");
-    let stdio = config
-        .mcp
-        .servers
-        .values()
-        .any(|s| s.enabled && s.command.is_some());
-    if stdio && agent_config.as_deref() == Some(copy.as_path()) {
+    // `oxydra-vm`: its servers are neither started nor reached as the operator.
+    let any = config.mcp.servers.values().any(|s| s.enabled);
+    let copy = agent_config
+        .as_deref()
+        .filter(|path| crate::agent_copy::is_agents_copy(path, &root, &user));
+    if let (true, Some(copy)) = (any, copy) {
         bail!(
-            "the user's agent can write {}, so its stdio servers are not started as you; pass \
-             --agent-config with the agent.toml you keep (or run without --root, as runner.toml says)",
+            "the user's agent can write {}, so its MCP servers are not started or reached as you \
+             (a stdio server's command would run as you, an HTTP one would be sent what its \
+             bearer_token_env names); pass --agent-config with the agent.toml you keep (or run \
+             without --root, as runner.toml says)",
             copy.display()
         );
     }

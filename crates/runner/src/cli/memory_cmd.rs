@@ -82,6 +82,11 @@ async fn open_or_rekey(
         (None, _) => {}
     }
     let mut config = runner::load_agent_config(agent_config.as_deref())?;
+    if let Some(path) = agent_config.as_deref()
+        && crate::agent_copy::is_agents_copy(path, &root, &user)
+    {
+        config = crate::agent_copy::inert(config, path)?;
+    }
     if rekey {
         let ws = types::WorkspacePaths::new(root.join(user.as_str()));
         let place = runner::MemoryPlace::of(&config, &ws);
@@ -154,8 +159,9 @@ pub(crate) fn user_setup(
 /// The agent.toml of `user` under `root` when `--agent-config` is not given, so that the user's
 /// `[governance]` holds for every command that opens their store: the one runner.toml gives
 /// (when its workspace_root is `root`), else the copy the runner gave the user's agent when it
-/// last started (`<root>/<user>/.oxydra/agent.toml`). With neither, the defaults apply, and the
-/// log says so (`-v`).
+/// last started (`<root>/<user>/.oxydra/agent.toml`; the agent can write it, so only what
+/// [`crate::agent_copy::inert`] keeps of it is followed). With neither, the defaults apply, and
+/// the log says so (`-v`).
 fn users_agent_toml(global: &Global, root: &std::path::Path, user: &UserId) -> Option<PathBuf> {
     let same = |a: &std::path::Path| match (a.canonicalize(), root.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,

@@ -4,6 +4,10 @@
 //! with other builds does not inflate.
 //!
 //! `cargo run --release -p tools --bin web-bench [-- --runs N]`
+//!
+//! `-- --adversarial [--limit SECS]`: instead, pages built to make the conversion slow
+//! (`web_bench/adversarial.rs`), each at 1.25, 2.5 and 5 MiB (5 MiB is `[tools.web] max_bytes`'
+//! default), in the converting thread's CPU time.
 
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
@@ -13,6 +17,14 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tools::{ToolRegistry, ToolSet};
 use types::{SessionId, ToolExecutionContext, TurnId, UserId, WebConfig, WorkspacePaths};
+
+#[path = "web_bench/adversarial.rs"]
+mod adversarial;
+
+/// The value after `flag` on the command line.
+fn arg(flag: &str) -> Option<String> {
+    std::env::args().skip_while(|a| a != flag).nth(1)
+}
 
 /// An article-like page of about `bytes`: headings, paragraphs with links, lists, a table, and
 /// the navigation, scripts and footers real pages carry.
@@ -74,6 +86,15 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let (Some(case), Some(bytes)) = (arg("--case"), arg("--bytes")) {
+        return Ok(adversarial::run_case(&case, bytes.parse()?)?);
+    }
+    if std::env::args().any(|a| a == "--adversarial") {
+        let limit = arg("--limit").and_then(|s| s.parse().ok()).unwrap_or(60);
+        let mib = 1024 * 1024;
+        let sizes = [mib + mib / 4, 2 * mib + mib / 2, 5 * mib];
+        return adversarial::report(&sizes, Duration::from_secs(limit));
+    }
     let runs: usize = std::env::args()
         .skip_while(|a| a != "--runs")
         .nth(1)

@@ -12,7 +12,6 @@ mod write;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use serde::de::DeserializeOwned;
@@ -101,7 +100,34 @@ pub(crate) enum Written {
     Replaced,
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+/// How many fresh temporary names a write tries before it gives up.
+const TEMP_ATTEMPTS: usize = 8;
+
+/// A temporary name nobody can guess: `.oxydra-tmp-` and 64 random bits. The shell writes the
+/// same directories (`shared/`, `tmp/`); a name made of the process id and a counter let it
+/// plant every name the next writes would take, so that each of them failed.
+fn temp_name() -> Result<String, ToolError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| ToolError::execution(format!("could not make a temporary file name ({e})")))?;
+    Ok(format!(".oxydra-tmp-{:016x}", u64::from_le_bytes(bytes)))
+}
+
+/// A new temporary file in `dir`, created exclusively (never a file, link or directory someone
+/// planted), under a fresh random name each attempt.
+fn create_temp(dir: &OwnedFd, mode: u32, path: &SafePath) -> Result<(String, OwnedFd), ToolError> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut last = rustix::io::Errno::EXIST;
+    for _ in 0..TEMP_ATTEMPTS {
+        let temp = temp_name()?;
+        match rfs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => return Ok((temp, fd)),
+            Err(e @ rustix::io::Errno::EXIST) => last = e,
+            Err(e) => return Err(map_errno(e, path)),
+        }
+    }
+    Err(map_errno(last, path))
+}
 
 /// Writes `bytes` to `name` in `dir` atomically: a temporary file in the same directory, synced,
 /// then renamed over the name. An existing file keeps its permission bits; a symlink or directory
@@ -130,14 +156,7 @@ pub(crate) fn write_atomic(
             )));
         }
     };
-    let temp = format!(
-        ".oxydra-tmp-{}-{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rfs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(mode))
-        .map_err(|e| map_errno(e, path))?;
+    let (temp, fd) = create_temp(dir, mode, path)?;
     let result = fill_and_rename(File::from(fd), dir, &temp, name, bytes, mode, path);
     if result.is_err() {
         let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());

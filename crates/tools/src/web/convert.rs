@@ -5,7 +5,7 @@
 
 use encoding_rs::{Encoding, UTF_8};
 
-use super::nesting::{MAX_NESTING, cap_nesting, prune_deeper_than};
+use super::nesting::{MAX_NESTING, MAX_TREE_DEPTH, cap_nesting, prune_deeper_than};
 
 /// What a body is, by its `Content-Type` (or, lacking one, by a look at its first bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +167,8 @@ fn convert(content: &str) -> String {
     let Ok(tree) = converter.html_to_tree(&content) else {
         return String::new();
     };
-    if prune_deeper_than(&tree, MAX_NESTING + 8) {
-        tracing::debug!("web_fetch left out what a page nests deeper than {MAX_NESTING}");
+    if prune_deeper_than(&tree, MAX_TREE_DEPTH) {
+        tracing::debug!("web_fetch left out what a page nests deeper than {MAX_TREE_DEPTH}");
     }
     tidy(&converter.tree_to_markdown(&tree))
 }
@@ -257,6 +257,26 @@ mod tests {
             html_to_markdown_within(small, 1000),
             (html_to_markdown(small), true)
         );
+    }
+
+    /// A tag of 100,000 attributes (quadratic in the tokenizer) and formatting elements the parser
+    /// would re-open before each of 20,000 `<br>`s come out as their text and links.
+    #[test]
+    fn pages_built_to_be_slow_convert_to_their_text() {
+        let attrs: String = (0..100_000).map(|i| format!(" a{i}=x")).collect();
+        let page = format!(
+            "<body><p>See <a href=\"https://ex.org/x\"{attrs}>the link</a> now.</p></body>"
+        );
+        assert_eq!(
+            html_to_markdown(&page),
+            "See [the link](https://ex.org/x) now."
+        );
+        let fonts: String = (0..255).map(|i| format!("<font id=f{i}>")).collect();
+        let page = format!(
+            "<body><div>{fonts}</div>{}<p>end</p></body>",
+            "<div><br></div>".repeat(20_000)
+        );
+        assert_eq!(html_to_markdown(&page), "end");
     }
 
     #[test]
