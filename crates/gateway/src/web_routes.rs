@@ -3,8 +3,9 @@
 //! `GET /signin/{code}` redeems it) or a pasted token (`POST /auth/token`), `GET /auth/me`, and
 //! `POST /auth/signout`. A browser session is a random id in an HttpOnly, SameSite=Strict cookie
 //! named for the gateway's port; every state-changing browser request and every WebSocket
-//! upgrade that carries an `Origin` must come from the gateway's own origin. The token is only
-//! ever read from a request body or an `Authorization` header, and never logged.
+//! upgrade that carries an `Origin` must come from the gateway's own origin, and a sign-in link
+//! is redeemed only when the browser opened it itself (not for another site's page). The token
+//! is only ever read from a request body or an `Authorization` header, and never logged.
 
 use std::sync::Arc;
 
@@ -91,11 +92,23 @@ pub(crate) async fn issue_link(State(shared): State<Arc<Shared>>, headers: Heade
     json(StatusCode::OK, &body)
 }
 
-/// `GET /signin/{code}`: redeems a one-time code for a session cookie and goes to the page.
+/// `GET /signin/{code}`: redeems a one-time code for a session cookie and goes to the page. A
+/// request another site's page made (an image, a link: the browser says so in `Sec-Fetch-Site`)
+/// is refused before anything is looked at: it neither counts as a failed attempt, which would
+/// let any page keep the sign-in shut, nor signs the browser in with a code it chose.
 pub(crate) async fn redeem_link(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     Path(code): Path<String>,
 ) -> Response {
+    if from_another_site(&headers) {
+        tracing::info!("sign-in link requested by another site's page refused");
+        return (
+            StatusCode::FORBIDDEN,
+            "a sign-in link works only when opened directly: paste it into the address bar\n",
+        )
+            .into_response();
+    }
     match shared.web.redeem_code(&code) {
         Ok((session, user)) => {
             tracing::info!(user = %user, "signed in with a one-time link");
@@ -219,6 +232,18 @@ fn origin_check(shared: &Shared, headers: &HeaderMap) -> OriginCheck {
     } else {
         OriginCheck::Foreign
     }
+}
+
+/// Whether the browser says another site's page made this request (`Sec-Fetch-Site` is
+/// `cross-site`, or `same-site`: another port of the same host). A link the user opens
+/// themselves is `none`; a request without the header (another program) is not a page's.
+fn from_another_site(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| {
+            site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")
+        })
 }
 
 /// A browser's state-changing request must be JSON-or-empty from the gateway's own origin.

@@ -1,9 +1,10 @@
 //! The web client's routes on a real gateway over real sockets: the page on a plain `GET /` with
 //! strict security headers (and the WebSocket still at `/` and `/ws`), a one-time sign-in link
-//! (issued for the gateway token only, dead after first use or its lifetime), sign-in with a
-//! pasted token (same origin only, failures rate-limited), the session cookie's flags, a
-//! WebSocket `hello` authenticated by the cookie (only from the gateway's own origin; a foreign
-//! `Origin` is refused at the upgrade), and sign-out ending the session and its connections.
+//! (issued for the gateway token only, dead after first use or its lifetime, refused without a
+//! failure counted when another site's page requests it), sign-in with a pasted token (same
+//! origin only, failures rate-limited), the session cookie's flags, a WebSocket `hello`
+//! authenticated by the cookie (only from the gateway's own origin; a foreign `Origin` is
+//! refused at the upgrade), and sign-out ending the session and its connections.
 
 #![allow(
     clippy::unwrap_used,
@@ -369,5 +370,44 @@ async fn a_pasted_token_signs_in_from_the_page_only_and_failures_are_rate_limite
     assert!(limited.header("retry-after").is_some());
     let code = link(&gw, &token).await;
     assert_eq!(code.status, 429, "the link route shares the limit");
+    gw.shutdown().await;
+}
+
+/// Any page the user visits can make their browser request a URL of the gateway (an image, a
+/// link) with no cookie and no token: such a request to `/signin/…` (the browser marks it
+/// `Sec-Fetch-Site: cross-site`, or `same-site` from another port of the host) is refused before
+/// it counts as a failed sign-in — ten a minute used to shut every sign-in route for everyone —
+/// and a live code it carries is neither redeemed nor used up. The link the user opens
+/// themselves (`none`) still signs in.
+#[tokio::test]
+async fn another_sites_pages_cannot_shut_the_sign_in_or_use_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedLlm::start().await;
+    let gw = start(dir.path(), &["alice"], &server, GatewayConfig::default()).await;
+    let addr = gw.local_addr();
+    let token = token_of(dir.path(), "alice");
+    let from = |site: &str| {
+        vec![
+            format!("Sec-Fetch-Site: {site}"),
+            "Sec-Fetch-Mode: no-cors".to_owned(),
+            "Sec-Fetch-Dest: image".to_owned(),
+        ]
+    };
+    let guess = format!("/signin/{}", "0".repeat(64));
+    for site in ["cross-site", "same-site"].iter().cycle().take(12) {
+        let planted = http(addr, "GET", &guess, &from(site), "").await;
+        assert_eq!(planted.status, 403, "{site}: {}", planted.body);
+    }
+    let path = link_path(&link(&gw, &token).await);
+    let used = http(addr, "GET", &path, &from("cross-site"), "").await;
+    assert_eq!(used.status, 403);
+    assert!(used.header("set-cookie").is_none(), "not signed in");
+
+    let opened = http(addr, "GET", &path, &["Sec-Fetch-Site: none".to_owned()], "").await;
+    assert_eq!(opened.status, 303, "the user's own link still works");
+    assert!(opened.header("set-cookie").is_some());
+    let body = format!("{{\"token\":\"{token}\"}}");
+    let pasted = post_token(addr, Some(&origin(&gw)), &body).await;
+    assert_eq!(pasted.status, 200, "sign-in is not shut: {}", pasted.body);
     gw.shutdown().await;
 }

@@ -97,7 +97,7 @@ impl Turn<'_> {
     }
 
     fn forgets_after_untrusted(&self, call: &ToolCall) -> Option<UntrustedInput> {
-        crate::forget_gate::needs_answer(&self.rt.tools, self.entries(), call)
+        crate::forget_gate::needs_answer(&self.rt.tools, self.entries(), call, self.ctx)
     }
 
     /// The untrusted input `call` is made with: what is in the model's context now (see

@@ -9,8 +9,10 @@
 //! operation: `memory_delete`, the files tool's `delete`, an update that empties a note) goes
 //! through the approval policy while such text is in the context, with a reason naming what it
 //! would forget and what was read; capture's deletes wait for the user the same way (see
-//! [`crate::capture`]). Under `runtime.approval = "allow"` it runs, as every privileged call
-//! does; under `"deny"`, and where no one can answer, it is refused.
+//! [`crate::capture`]). A turn begun by untrusted text — the run of a schedule made after such
+//! text was read — is gated so from its start: its instruction is not the user's. Under
+//! `runtime.approval = "allow"` it runs, as every privileged call does; under `"deny"`, and where
+//! no one can answer, it is refused.
 
 use serde_json::Value;
 use tools::ToolRegistry;
@@ -29,18 +31,21 @@ untrusted content needs the user's approval, and this agent refuses calls that n
 themselves";
 
 /// The untrusted input that makes `call` a delete needing the user's answer: `None` when the call
-/// removes no note or no untrusted text is in `entries`.
+/// removes no note, no untrusted text is in `entries` and the turn itself was not started by
+/// untrusted text (`ctx`'s mark: the run of a schedule made after untrusted input, whose
+/// instruction is text the user never wrote).
 pub(crate) fn needs_answer(
     tools: &ToolRegistry,
     entries: &[Entry],
     call: &ToolCall,
+    ctx: &ToolExecutionContext,
 ) -> Option<UntrustedInput> {
     let args: Value = serde_json::from_str(&call.arguments).ok()?;
     let access = tools.get(&call.name)?.memory_access(&args)?;
     if access.operation != Operation::Delete {
         return None;
     }
-    crate::untrusted::in_context(tools, entries)
+    crate::untrusted::in_context(tools, entries).or(ctx.untrusted_input)
 }
 
 impl AgentRuntime {

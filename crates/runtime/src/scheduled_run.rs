@@ -5,10 +5,8 @@
 //! reported, and the notification stored and shown to the user's clients.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use memory::{NewNotification, Notification, Origin, RunNext, Schedule};
-use types::{
-    CallSurface, NotificationView, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput,
-};
+use memory::{NewNotification, Notification, RunNext, Schedule};
+use types::{CallSurface, NotificationView, SessionId, Surface, ToolExecutionContext, TurnId};
 
 use crate::RuntimeError;
 use crate::scheduler::{LATE_AFTER, RunHost, Scheduler};
@@ -38,17 +36,6 @@ pub fn notification_view(n: &Notification, tz: tools::Tz) -> NotificationView {
     }
 }
 
-/// What a schedule written after untrusted input passes on to its runs.
-fn untrusted(origin: Origin) -> Option<UntrustedInput> {
-    match origin {
-        Origin::File => Some(UntrustedInput::File),
-        Origin::Shell => Some(UntrustedInput::Shell),
-        Origin::Web => Some(UntrustedInput::Web),
-        Origin::Mcp => Some(UntrustedInput::Client),
-        _ => None,
-    }
-}
-
 impl Scheduler {
     /// Runs `schedule` (due now) to its end; never fails: a failure is retried or reported.
     pub(crate) async fn run_one(&self, schedule: Schedule, host: &dyn RunHost) {
@@ -70,7 +57,8 @@ impl Scheduler {
             self.workspace.clone(),
         );
         ctx.surface = CallSurface::new(Surface::Agent).with_client("scheduler");
-        ctx.untrusted_input = untrusted(schedule.provenance.origin);
+        // What a schedule made after untrusted input asks is not the user's: its runs say so.
+        ctx.untrusted_input = tools::schedule_untrusted(&schedule.provenance);
         let due_local = due.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z");
         let late_note = match late {
             true => " It is running late: the agent was not running at that time.",

@@ -20,6 +20,7 @@ mod lifecycle;
 mod memory;
 mod past_replies;
 mod progress;
+mod schedule_trust;
 mod search_time;
 mod summary;
 mod trust;

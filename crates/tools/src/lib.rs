@@ -66,7 +66,7 @@ pub use registry::{DynamicTools, Settling, ToolOutcome, ToolRegistry};
 pub use schedule_tools::{
     ManualWallClock, SCHEDULE_CANCEL_TOOL_NAME, SCHEDULE_CREATE_TOOL_NAME, SCHEDULE_LIST_TOOL_NAME,
     SCHEDULE_PAUSE_TOOL_NAME, SCHEDULES_NAMESPACE, Schedules, SystemWallClock, WallClock, When,
-    next_run, parse_when, resolve_timezone, schedule_json, schedule_view,
+    next_run, parse_when, resolve_timezone, schedule_json, schedule_untrusted, schedule_view,
 };
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{

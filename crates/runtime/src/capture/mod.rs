@@ -10,7 +10,8 @@
 //!   recorded with the session and turn, like every model call.
 //! - **Governed**: the similar notes are read as `memory_search` and the changes are the notes
 //!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); a turn
-//!   that read untrusted content, or a call shown an unconfirmed note, yields unconfirmed notes.
+//!   that read untrusted content, a turn begun by it (the run of a schedule made after it), or
+//!   a call shown an unconfirmed note, yields unconfirmed notes.
 //!   `mode = "suggest"` stores the proposals for the user instead (`pending`).
 //! - **Safe to fail**: a failed call, or an answer that is not a well-formed `record_memories`
 //!   call naming only notes it was shown, is logged and changes nothing.
@@ -220,13 +221,16 @@ impl Capture {
             }
         };
         // An unconfirmed note shown is untrusted text read back, like a tool output in the
-        // exchange: what the call writes after it is unconfirmed (unless the user said it).
-        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange).or_else(|| {
-            shown
-                .iter()
-                .any(|n| n.unconfirmed)
-                .then_some(UntrustedInput::Note)
-        });
+        // exchange: what the call writes after it is unconfirmed (unless the user said it). A
+        // turn begun by untrusted text (a run of a schedule made after it) marks it too.
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange)
+            .or_else(|| {
+                shown
+                    .iter()
+                    .any(|n| n.unconfirmed)
+                    .then_some(UntrustedInput::Note)
+            })
+            .or(ctx.untrusted_input);
         let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
         self.store
             .captures()
@@ -304,9 +308,12 @@ impl Capture {
             if waits(proposal) {
                 continue;
             }
-            // A fact that restates what the user said stays theirs, even after untrusted input.
+            // A fact that restates what the user said stays theirs, even after untrusted input —
+            // unless the turn was begun by untrusted text: its "user" message is that text.
             let args = serde_json::to_string(proposal).unwrap_or_default();
-            let mark = untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange));
+            let mark = ctx.untrusted_input.or_else(|| {
+                untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange))
+            });
             let ctx = ToolExecutionContext {
                 untrusted_input: mark,
                 call_id: Some(format!("capture-{}-{}", ctx.turn_id, i + 1)),
@@ -398,15 +405,18 @@ impl Capture {
 }
 
 /// The turn's context as capture uses it: the same user, session, turn and workspace, the
-/// `capture` surface, no call id, not cancelled with the turn.
-pub(crate) fn capture_ctx(ctx: &ToolExecutionContext) -> ToolExecutionContext {
+/// `capture` surface, no call id, not cancelled with the turn, and the turn's own untrusted
+/// mark (set when untrusted text began it).
+pub(crate) fn capture_ctx(turn: &ToolExecutionContext) -> ToolExecutionContext {
     let mut ctx = ToolExecutionContext::new(
-        ctx.user_id.clone(),
-        ctx.session_id.clone(),
-        ctx.turn_id.clone(),
-        ctx.workspace.clone(),
+        turn.user_id.clone(),
+        turn.session_id.clone(),
+        turn.turn_id.clone(),
+        turn.workspace.clone(),
     );
     ctx.surface = types::CallSurface::new(Surface::Capture);
     ctx.cancellation = CancellationToken::default();
+    // The mark of a turn begun by untrusted text (a scheduled run) carries over to its capture.
+    ctx.untrusted_input = turn.untrusted_input;
     ctx
 }

@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use memory::{MemoryError, MemoryStore};
+use memory::{MemoryError, MemoryStore, Origin, Provenance};
 use tokio::sync::Notify;
-use types::SchedulesConfig;
+use types::{SchedulesConfig, UntrustedInput};
 
 use crate::spec::ToolSpec;
 use crate::{MemoryAccess, ToolError};
@@ -112,6 +112,21 @@ impl Schedules {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+}
+
+/// The untrusted input a schedule was made after, which its runs carry (and its read-backs
+/// show): the source its origin names, and for any other schedule the user has not confirmed
+/// (made after an unconfirmed note was read back, or from a surface not trusted, its origin
+/// staying `user`) that of a note read back. `None` for the user's own.
+pub fn schedule_untrusted(provenance: &Provenance) -> Option<UntrustedInput> {
+    match provenance.origin {
+        Origin::File => Some(UntrustedInput::File),
+        Origin::Shell => Some(UntrustedInput::Shell),
+        Origin::Web => Some(UntrustedInput::Web),
+        Origin::Mcp => Some(UntrustedInput::Client),
+        _ if !provenance.confirmed => Some(UntrustedInput::Note),
+        _ => None,
     }
 }
 

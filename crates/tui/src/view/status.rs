@@ -1,8 +1,10 @@
 //! The status bar: connection, session, model, what the turn is doing, the MCP servers that
-//! are down.
+//! are down. Every part is escaped (`types::terminal`): the running tool's name is whatever the
+//! model called, and none of it reaches the terminal as a control sequence.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use types::terminal;
 
 use crate::model::{App, ConnState, TurnState};
 
@@ -37,7 +39,7 @@ pub fn line(app: &App, width: usize, scrolled: bool) -> Line<'static> {
     if !down.is_empty() {
         parts.push(format!("⚠ MCP down: {}", down.join(", ")));
     }
-    let left = format!(" {}", parts.join("  │  "));
+    let left = format!(" {}", terminal::escape_line(&parts.join("  │  ")));
     let right = if scrolled {
         "↑ scrolled · PageDown ".to_owned()
     } else if app.show_details {
