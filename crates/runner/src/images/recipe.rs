@@ -89,22 +89,28 @@ fn add_ca_bundle(rootfs: &mut Rootfs) -> Result<(), RunnerError> {
 /// `binary` without its debug sections (two thirds of a release binary, which keeps line tables
 /// for backtraces on the host), via binutils' `objcopy --strip-debug`. `None` (the binary goes in
 /// as it is, with a warning) when `objcopy` is missing or fails.
+///
+/// The copy is written in a private directory of its own (mode 0700, a random name): the
+/// system's temporary directory is every host account's, and a name there that another account
+/// can guess is one it can plant a link at, for this (often root) process to write through.
 fn stripped(binary: &Path) -> Option<Vec<u8>> {
-    let out = std::env::temp_dir().join(format!(
-        "oxydra-image-{}-{}",
-        std::process::id(),
-        binary.file_name()?.to_string_lossy()
-    ));
-    let status = Command::new("objcopy")
-        .arg("--strip-debug")
-        .arg(binary)
-        .arg(&out)
-        .status();
-    let bytes = match status {
-        Ok(s) if s.success() => std::fs::read(&out).ok(),
-        _ => None,
-    };
-    let _ = std::fs::remove_file(&out);
+    let scratch = tempfile::Builder::new()
+        .prefix("oxydra-image-")
+        .tempdir()
+        .ok();
+    let bytes = scratch.as_ref().and_then(|dir| {
+        let out = dir.path().join(binary.file_name()?);
+        let status = Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(binary)
+            .arg(&out)
+            .status();
+        match status {
+            Ok(s) if s.success() => std::fs::read(&out).ok(),
+            _ => None,
+        }
+    });
+    drop(scratch);
     if bytes.is_none() {
         tracing::warn!(
             binary = %binary.display(),
@@ -197,6 +203,43 @@ mod tests {
             "FROM scratch\nCOPY rootfs/ /\nENV LANG=C.UTF-8\n\
              ENTRYPOINT [\"/usr/local/bin/oxydra-vm\"]\n"
         );
+    }
+
+    /// What another host account plants at the name the copy used to take in the shared
+    /// temporary directory (`oxydra-image-<pid>-<binary>`) neither stops the stripping nor is
+    /// written through.
+    #[test]
+    fn stripping_is_not_stopped_by_names_planted_in_the_temporary_directory() {
+        if Command::new("objcopy").arg("--version").output().is_err() {
+            panic!("objcopy (binutils) is needed: scripts/test.sh installs it");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"the operator's file").unwrap();
+        let planted = |name: &str| {
+            std::env::temp_dir().join(format!("oxydra-image-{}-{name}", std::process::id()))
+        };
+        let (linked, blocked) = (planted("probe-a"), planted("probe-b"));
+        let _ = std::fs::remove_file(&linked);
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        std::fs::create_dir_all(&blocked).unwrap();
+        let mut got = Vec::new();
+        for name in ["probe-a", "probe-b"] {
+            let binary = dir.path().join(name);
+            std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+            got.push(stripped(&binary));
+        }
+        let left = std::fs::read(&victim).unwrap();
+        let _ = std::fs::remove_file(&linked);
+        let _ = std::fs::remove_dir(&blocked);
+        assert_eq!(
+            left, b"the operator's file",
+            "written through the planted link"
+        );
+        for bytes in got {
+            let bytes = bytes.expect("stripped despite the planted name");
+            assert!(bytes.starts_with(b"\x7fELF"), "an ELF binary");
+        }
     }
 
     #[test]
