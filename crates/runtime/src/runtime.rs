@@ -201,6 +201,17 @@ impl AgentRuntime {
             turn = %ctx.turn_id,
         );
         async {
+            // A turn in the session of a schedule made after untrusted input reads its runs'
+            // instructions: it is marked as they are.
+            let marked = match ctx.untrusted_input {
+                Some(_) => None,
+                None => self.schedule_session_mark(ctx).await.map(|mark| {
+                    let mut marked = ctx.clone();
+                    marked.untrusted_input = Some(mark);
+                    marked
+                }),
+            };
+            let ctx = marked.as_ref().unwrap_or(ctx);
             let mut turn = Turn::new(self, ctx, Emitter::new(events, &ctx.cancellation));
             // The session's own model, when it chose one (`/model`).
             let result = match self.option_for(&ctx.user_id, &ctx.session_id).await {

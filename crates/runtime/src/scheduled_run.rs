@@ -6,14 +6,39 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use memory::{NewNotification, Notification, RunNext, Schedule};
-use types::{CallSurface, NotificationView, SessionId, Surface, ToolExecutionContext, TurnId};
+use types::{
+    CallSurface, NotificationView, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput,
+};
 
 use crate::RuntimeError;
+use crate::runtime::AgentRuntime;
 use crate::scheduler::{LATE_AFTER, RunHost, Scheduler};
 
 /// The session a schedule's runs are turns of.
 pub fn schedule_session(schedule_id: &str) -> Option<SessionId> {
     SessionId::parse(&format!("schedule-{schedule_id}")).ok()
+}
+
+impl AgentRuntime {
+    /// The mark of a turn in the session of a schedule made after untrusted input: its runs'
+    /// instructions (text the user never wrote) are in that session's context, so a turn the
+    /// user takes there afterwards is marked as the runs are (its deletes wait for the user's
+    /// answer, what it saves is unconfirmed). `None` in any other session. A schedule that
+    /// cannot be read marks the turn: the safe side.
+    pub(crate) async fn schedule_session_mark(
+        &self,
+        ctx: &ToolExecutionContext,
+    ) -> Option<UntrustedInput> {
+        let id = ctx.session_id.as_str().strip_prefix("schedule-")?;
+        let store = self.notes_store().ok()?;
+        match store.schedules().get(&ctx.user_id, id).await {
+            Ok(schedule) => schedule.and_then(|s| tools::schedule_untrusted(&s.provenance)),
+            Err(e) => {
+                tracing::warn!(error = %e, "schedule of the session not read; turn marked");
+                Some(UntrustedInput::Note)
+            }
+        }
+    }
 }
 
 /// A stored notification as clients see it.

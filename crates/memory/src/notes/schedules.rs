@@ -141,16 +141,19 @@ pub(crate) fn schedule_from_row(row: &Row) -> Result<Schedule, MemoryError> {
 
 /// `user`'s schedule `id` on `conn`, or the not-found error (another user's looks absent).
 pub(crate) async fn load(conn: &Connection, user: &str, id: &str) -> Result<Schedule, MemoryError> {
-    let ctx = "reading a schedule";
+    find(conn, user, id).await?.ok_or_else(|| not_found(id))
+}
+
+/// `user`'s schedule `id` on `conn`, if there is one.
+async fn find(conn: &Connection, user: &str, id: &str) -> Result<Option<Schedule>, MemoryError> {
     query_first(
         conn,
         &format!("SELECT {COLUMNS} FROM schedules WHERE schedule_id = ?1 AND user_id = ?2"),
         libsql::params![id, user],
-        ctx,
+        "reading a schedule",
         schedule_from_row,
     )
-    .await?
-    .ok_or_else(|| not_found(id))
+    .await
 }
 
 fn not_found(id: &str) -> MemoryError {
@@ -247,6 +250,14 @@ impl Schedules<'_> {
             finish(tx, outcome).await
         })
         .await
+    }
+
+    /// `user`'s schedule `id` in any state (done and cancelled ones too); `None` when the user
+    /// has none of that id (another user's looks absent).
+    pub async fn get(&self, user: &UserId, id: &str) -> Result<Option<Schedule>, MemoryError> {
+        let (user, id) = (user.as_str().to_owned(), id.to_owned());
+        self.read_small(move |conn| async move { find(&conn, &user, &id).await })
+            .await
     }
 
     /// `user`'s active and paused schedules, next run first (paused ones last).
