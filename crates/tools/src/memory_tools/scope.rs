@@ -5,6 +5,8 @@
 //! id and title, its date, its speaker and the turns around it. Sessions are the caller's user's
 //! only (from the context, never from arguments).
 
+use std::collections::HashMap;
+
 use memory::{HitSource, MemoryError, MemoryRetrieval, SearchHit};
 use serde_json::{Value, json};
 use types::{SessionId, ToolExecutionContext, UserId};
@@ -88,6 +90,39 @@ pub async fn scope_sessions(
         sessions.push(SessionId::user_memory(user));
     }
     Ok(sessions)
+}
+
+/// `hits` with those said in the session of a schedule made after untrusted input marked
+/// unconfirmed: that session's user-role messages are the schedule's instruction, text the user
+/// never wrote, and its turns were taken under it. Shown so, they mark the context that reads
+/// them as an unconfirmed note does. A schedule that cannot be read marks its session's hits.
+pub(crate) async fn marked_planted(
+    memory: &dyn MemoryRetrieval,
+    user: &UserId,
+    mut hits: Vec<SearchHit>,
+) -> Vec<SearchHit> {
+    let Some(store) = memory.files() else {
+        return hits;
+    };
+    let mut known: HashMap<String, bool> = HashMap::new();
+    for hit in &mut hits {
+        let Some(id) = hit.session_id.as_str().strip_prefix("schedule-") else {
+            continue;
+        };
+        let planted = match known.get(id) {
+            Some(&planted) => planted,
+            None => {
+                let planted = match store.schedules().get(user, id).await {
+                    Ok(s) => s.is_some_and(|s| crate::schedule_untrusted(&s.provenance).is_some()),
+                    Err(_) => true,
+                };
+                known.insert(id.to_owned(), planted);
+                planted
+            }
+        };
+        hit.unconfirmed |= planted;
+    }
+    hits
 }
 
 /// `rendered` results with each conversation result told where it was said (the contexts of
