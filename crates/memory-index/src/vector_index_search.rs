@@ -180,7 +180,8 @@ impl VectorIndex {
     /// [`Self::search_counted`] under several filters at once, one list per filter in their
     /// order, of at most `limits[i]` chunks for `filters[i]`: each matrix's Hamming distances (or
     /// its exact dot products) are computed once and serve every filter, each of which then
-    /// takes its own candidates and rescoring.
+    /// takes its own candidates and rescoring. Nothing is found when a limit is 0 or the limits
+    /// are not one per filter (a caller's mistake, never a partial answer).
     pub fn search_each(
         &self,
         leg: VectorLeg,
