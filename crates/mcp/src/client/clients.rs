@@ -126,10 +126,7 @@ impl DynamicTools for McpClients {
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.slots
             .iter()
-            .filter(|s| {
-                name.strip_prefix(s.name.as_str())
-                    .is_some_and(|rest| rest.starts_with("__"))
-            })
+            .filter(|s| super::schema::reads_as_tool_of(name, &s.name))
             .find_map(|s| s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>))
     }
 }

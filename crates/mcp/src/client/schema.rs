@@ -36,6 +36,13 @@ pub fn offered_name(server: &str, tool: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// Whether `name` reads as a tool of `server` (begins `<server>__`, as [`offered_name`] makes
+/// them). A server's name may end in `_`, so more than one server's may be read in one name.
+pub(crate) fn reads_as_tool_of(name: &str, server: &str) -> bool {
+    name.strip_prefix(server)
+        .is_some_and(|rest| rest.starts_with("__"))
+}
+
 /// Checks that `schema` is an object schema the registry can validate arguments against: a
 /// `type: "object"` root, `properties` of schemas, `required` names among them, known types
 /// only, at most [`MAX_SCHEMA_BYTES`] and [`MAX_DEPTH`] deep. The problem, in a few words.

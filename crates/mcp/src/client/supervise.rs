@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::launch::Launcher;
 use super::offered_text::{clean_schema, description_of};
-use super::schema::{allowed, check_schema, offered_name, tier_of};
+use super::schema::{allowed, check_schema, offered_name, reads_as_tool_of, tier_of};
 use super::session::{Event, Session, connect};
 use super::slot::{RefusedTool, Slot};
 use super::tool::{McpTool, Offered};
@@ -52,10 +52,7 @@ impl Reserved {
         self.servers
             .iter()
             .filter(|other| other.len() > server.len())
-            .find(|other| {
-                name.strip_prefix(other.as_str())
-                    .is_some_and(|rest| rest.starts_with("__"))
-            })
+            .find(|other| reads_as_tool_of(name, other))
             .map(|other| format!("`{name}` reads as a tool of the server `{other}`"))
     }
 }

@@ -21,6 +21,7 @@ pub use categorized::{LIST_MEMORIES_TOOL_NAME, SEARCH_MEMORIES_TOOL_NAME, STORE_
 pub use common::{MAX_CONTENT_BYTES, MAX_SEARCH_TOP_K, audited_call_key, fetch_k, readable};
 pub(crate) use common::{MemoryHandle, MemoryState, is_blank, map_error, provenance};
 pub use peer_mcp::{GET_CONTEXT_TOOL_NAME, LIST_MEMORY_TOOL_NAME, PUT_MEMORY_TOOL_NAME};
+pub(crate) use render::shows_unconfirmed;
 pub use scope::{Scope as SearchScope, scope_sessions};
 pub use search::query_time;
 

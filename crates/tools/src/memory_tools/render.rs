@@ -109,10 +109,14 @@ fn base(hit: &SearchHit, text: &str) -> Value {
     entry
 }
 
-/// Whether a rendered search result shows a note the user has not confirmed (see
-/// [`crate::Tool::untrusted_in`]).
-pub(crate) fn shows_unconfirmed(output: &str) -> bool {
-    output.contains("\"unconfirmed\":true")
+/// The mark of a rendered result that shows something the user has not confirmed (a note, a
+/// schedule: see [`crate::Tool::untrusted_in`]): read back, it is untrusted text like a note.
+/// A key of the JSON, so an item's own text cannot fake or hide it (quotes are escaped inside
+/// strings).
+pub(crate) fn shows_unconfirmed(output: &str) -> Option<types::UntrustedInput> {
+    output
+        .contains("\"unconfirmed\":true")
+        .then_some(types::UntrustedInput::Note)
 }
 
 /// A note with its whole text and version (`None` when the whole text is not known).

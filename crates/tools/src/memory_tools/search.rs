@@ -28,7 +28,7 @@ pub(crate) static SPEC: ToolSpec<MemoryState> = ToolSpec::new(
     search,
 )
 .timeout_secs(15)
-.marks_untrusted(search_untrusted);
+.marks_untrusted(super::render::shows_unconfirmed);
 
 const DESCRIPTION: &str = "Search your persistent memory for relevant information. Use this when you need to recall \
      user preferences, past decisions, stored facts, or anything previously saved. Results are \
@@ -87,10 +87,6 @@ fn search_parameters() -> Value {
         );
     }
     schema
-}
-
-fn search_untrusted(output: &str) -> Option<types::UntrustedInput> {
-    super::render::shows_unconfirmed(output).then_some(types::UntrustedInput::Note)
 }
 
 fn search_access(_args: &Value) -> MemoryAccess {

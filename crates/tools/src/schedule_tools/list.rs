@@ -16,15 +16,8 @@ pub(crate) static SPEC: ToolSpec<Schedules> = ToolSpec::new(
     list_access,
     list,
 )
-.marks_untrusted(list_untrusted);
-
-/// Whether a rendered list shows a schedule made after untrusted input (a key of the JSON: a
-/// schedule's own text cannot fake or hide it, quotes being escaped inside strings).
-fn list_untrusted(output: &str) -> Option<types::UntrustedInput> {
-    output
-        .contains("\"unconfirmed\":true")
-        .then_some(types::UntrustedInput::Note)
-}
+// A list showing a schedule made after untrusted input marks the context as a note does.
+.marks_untrusted(crate::memory_tools::shows_unconfirmed);
 
 const DESCRIPTION: &str = "List the user's schedules (active and paused): id, title, instruction, when, next run \
      in the user's time zone, state; `unconfirmed` marks one made after reading untrusted \
