@@ -126,6 +126,28 @@ fn an_unknown_time_zone_is_a_config_error() {
     assert_eq!(config.user.timezone.as_deref(), Some("Pacific/Auckland"));
 }
 
+/// A malformed `[gateway] allow_hosts` entry stops the load with the setting, the entry and what
+/// is wrong with it; good entries load as the gateway reads them.
+#[test]
+fn a_malformed_allowed_host_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.toml");
+    std::fs::write(
+        &path,
+        "[gateway]\nallow_hosts = [\"alice.lan\", \"https://alice.lan:8101\"]\n",
+    )
+    .unwrap();
+    let error = load_agent_config(Some(&path)).unwrap_err().to_string();
+    let expected = "invalid setting `gateway.allow_hosts`: \"https://alice.lan:8101\" is not bare";
+    assert!(error.contains(expected), "{error}");
+    std::fs::write(&path, "[gateway]\nallow_hosts = [\"Alice.LAN\"]\n").unwrap();
+    let config = load_agent_config(Some(&path)).unwrap();
+    assert_eq!(
+        config.gateway.listed_hosts(),
+        Ok(vec![types::Host::Name("alice.lan".into())])
+    );
+}
+
 /// Each provider example in README.md, under `[provider]`, is a valid agent.toml whose
 /// `base_url` has the form its wire format needs (the Anthropic client appends /v1/messages,
 /// the OpenAI-compatible one /chat/completions).

@@ -52,6 +52,7 @@ pub use config::{CaptureConfig, CaptureMode, MAX_CAPTURE_CALLS_PER_HOUR, MAX_CAP
 pub use config::{
     DEFAULT_MODEL_NAME, MAX_MODEL_NAME, ModelEntry, ModelsConfig, model_choices, valid_model_name,
 };
+pub use config::{Host, HostError};
 pub use config::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use config::{MAX_WEB_CHARS, SearchBackend, WebConfig, WebSearchConfig};
 pub use context::{

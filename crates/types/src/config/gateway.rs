@@ -1,13 +1,14 @@
 //! `[gateway]`: how many connections the user's gateway holds and how long a connection may stay
 //! unauthenticated, how long a request body may take, and how many MCP sessions it holds for how
-//! long; where it listens, and its TLS certificate and key (both or neither). Unset connection
-//! caps are derived from the open-file limit at start.
+//! long; where it listens, its TLS certificate and key (both or neither), and the host names it
+//! answers to besides loopback and its own address. Unset connection caps are derived from the
+//! open-file limit at start.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::{ConfigError, Host};
 
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +39,11 @@ pub struct GatewayLimitsConfig {
     pub tls_cert: Option<PathBuf>,
     /// The private key of `tls_cert` (PEM: PKCS#8, PKCS#1 or SEC1).
     pub tls_key: Option<PathBuf>,
+    /// Host names (or addresses) browsers and clients may reach the gateway by, besides
+    /// `localhost`, the loopback addresses and the bound address (any address when bound to
+    /// `0.0.0.0` or `::`): e.g. a reverse proxy's `"alice.oxydra.example"`. A request whose
+    /// `Host` names anything else is refused (DNS rebinding). Bare names, no port or pattern.
+    pub allow_hosts: Vec<String>,
 }
 
 impl Default for GatewayLimitsConfig {
@@ -53,12 +59,26 @@ impl Default for GatewayLimitsConfig {
             secure_cookie: false,
             tls_cert: None,
             tls_key: None,
+            allow_hosts: Vec::new(),
         }
     }
 }
 
 impl GatewayLimitsConfig {
+    /// `allow_hosts`, read; the first entry that is not a bare host name or address is an error
+    /// that quotes it and says what is wrong.
+    pub fn listed_hosts(&self) -> Result<Vec<Host>, ConfigError> {
+        self.allow_hosts
+            .iter()
+            .map(|entry| {
+                Host::parse(entry)
+                    .map_err(|e| ConfigError::new("gateway.allow_hosts", format!("{entry:?} {e}")))
+            })
+            .collect()
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.listed_hosts()?;
         if !(1..=300).contains(&self.auth_timeout_secs) {
             return Err(ConfigError::new(
                 "gateway.auth_timeout_secs",
@@ -169,5 +189,45 @@ mod tests {
         check(tls(Some("c.pem"), Some("k.pem")), None);
         check(tls(Some("c.pem"), None), Some("gateway.tls_key"));
         check(tls(None, Some("k.pem")), Some("gateway.tls_cert"));
+        let hosts = |hosts: &[&str]| GatewayLimitsConfig {
+            allow_hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+            ..GatewayLimitsConfig::default()
+        };
+        check(
+            hosts(&["alice.oxydra.example", "192.168.1.20", "[::1]"]),
+            None,
+        );
+        check(
+            hosts(&["alice.lan", "https://alice.lan"]),
+            Some("gateway.allow_hosts"),
+        );
+        check(hosts(&["alice.lan:443"]), Some("gateway.allow_hosts"));
+    }
+
+    #[test]
+    fn a_malformed_host_is_quoted_with_what_is_wrong() {
+        let config = GatewayLimitsConfig {
+            allow_hosts: vec!["alice.lan".into(), "*.lan".into()],
+            ..GatewayLimitsConfig::default()
+        };
+        assert_eq!(
+            config.validate().map_err(|e| e.to_string()),
+            Err(
+                "invalid setting `gateway.allow_hosts`: \"*.lan\" is a pattern: list each name \
+                 in full"
+                    .to_owned()
+            )
+        );
+        let good = GatewayLimitsConfig {
+            allow_hosts: vec!["Alice.LAN.".into(), "10.0.0.2".into()],
+            ..GatewayLimitsConfig::default()
+        };
+        assert_eq!(
+            good.listed_hosts(),
+            Ok(vec![
+                Host::Name("alice.lan".into()),
+                Host::Ip([10, 0, 0, 2].into())
+            ])
+        );
     }
 }

@@ -5,6 +5,7 @@
 mod capture;
 mod gateway;
 mod governance;
+mod host;
 mod mcp;
 mod memory;
 pub mod memory_ops;
@@ -22,6 +23,7 @@ pub use governance::{
     GovernanceConfig, Operation, OperationRule, OperationRules, PiiAction, RateLimit,
     RateLimitsConfig, SecretAction, SurfaceConfig, SurfacePolicy, SurfacesConfig, ToolPermission,
 };
+pub use host::{Host, HostError};
 pub use mcp::{MAX_MCP_SERVER_NAME, McpConfig, McpServerConfig};
 pub use memory::{DbPath, EmbeddingBackend, EmbeddingConfig, MemoryConfig, RetrievalConfig};
 pub use memory_ops::tool_classes;
