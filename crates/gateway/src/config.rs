@@ -1,5 +1,5 @@
-//! [`GatewayConfig`]: where the gateway listens (address, port, TLS), its limits and timeouts,
-//! with defaults.
+//! [`GatewayConfig`]: where the gateway listens (address, port, TLS), the host names it answers
+//! to, its limits and timeouts, with defaults.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -47,6 +47,12 @@ pub struct GatewayConfig {
     /// Serve HTTPS and WSS only, with this certificate and key: cookies `Secure`, HSTS, the
     /// `Origin` of a browser's request must be `https://`.
     pub tls: Option<TlsIdentity>,
+    /// Host names (or addresses) a request's `Host` may name besides those always served:
+    /// `localhost`, the loopback addresses, the bound address, and any address when bound to
+    /// an unspecified one (`0.0.0.0`, `::`). Anything else is refused with 421 before any route
+    /// sees it, so a page whose DNS name was rebound to this machine cannot reach the gateway.
+    /// From `[gateway] allow_hosts`: a reverse proxy's name, or a name on the local network.
+    pub allow_hosts: Vec<types::Host>,
 }
 
 impl GatewayConfig {
@@ -72,6 +78,7 @@ impl Default for GatewayConfig {
             signin_code_lifetime: Duration::from_secs(60),
             secure_cookie: false,
             tls: None,
+            allow_hosts: Vec::new(),
         }
     }
 }

@@ -40,6 +40,8 @@
 //! - `trim` — returning memory to the system after a flood of connections
 //! - `tls` — [`TlsIdentity`] (a certificate and key checked to belong together) and the listener
 //!   that serves plain or TLS connections
+//! - `hosts` — the host names it answers to (loopback, its address, `allow_hosts`): any other
+//!   `Host` is refused before a route sees it (DNS rebinding)
 //! - `web_routes` — the web client: its page on `GET /`, sign-in (one-time link, pasted token),
 //!   sign-out, the `Origin` check on upgrades; `web_auth` its codes, sessions and failure limit;
 //!   `web_assets` its compiled-in files and every response's security headers
@@ -53,6 +55,7 @@ mod error;
 mod frame_fault;
 mod frames;
 mod handshake;
+mod hosts;
 mod limits;
 mod mcp_route;
 mod mcp_status;

@@ -13,6 +13,7 @@ use axum::routing::{any, get, post};
 use tokio::sync::watch;
 use types::{CancellationToken, UserId};
 
+use crate::hosts::ServedHosts;
 use crate::limits::{Admission, Caps, LimitedListener, Limits, raise_fd_limit};
 use crate::shared::Shared;
 use crate::tls::GatewayListener;
@@ -50,8 +51,9 @@ impl Gateway {
     /// TLS), with TLS when configured (then HTTPS and WSS only, with HSTS), and serves WebSocket
     /// clients on `/` (and `/ws`), the web client's page on a plain `GET /` with its
     /// sign-in routes (`web_routes`), each user's metrics on `/metrics` (bearer token), until
-    /// [`RunningGateway::shutdown`]. Raises the process's soft open-file limit to its hard limit
-    /// and derives the connection caps the configuration leaves open from it.
+    /// [`RunningGateway::shutdown`]; a request naming a host it does not serve is refused before
+    /// any route (`hosts`). Raises the process's soft open-file limit to its hard limit and
+    /// derives the connection caps the configuration leaves open from it.
     pub async fn start(self) -> Result<RunningGateway, GatewayError> {
         if self.users.is_empty() {
             return Err(GatewayError::NoUsers);
@@ -96,6 +98,10 @@ impl Gateway {
             .route("/auth/signout", post(web_routes::sign_out))
             .route("/metrics", get(crate::metrics::serve))
             .route("/mcp", any(crate::mcp_route::handle))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(ServedHosts::new(addr.ip(), &shared.config.allow_hosts)),
+                crate::hosts::refuse_others,
+            ))
             .layer(axum::middleware::from_fn(crate::web_assets::secure_headers));
         if tls {
             app = app.layer(axum::middleware::map_response(crate::web_assets::hsts));

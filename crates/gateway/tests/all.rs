@@ -44,6 +44,7 @@ mod web;
 mod web_browser;
 mod web_capture;
 mod web_forget;
+mod web_hosts;
 mod web_js;
 mod web_progress;
 mod web_timing;

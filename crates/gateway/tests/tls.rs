@@ -1,7 +1,8 @@
 //! The gateway's own TLS, over real sockets with a self-signed certificate made by the `openssl`
 //! CLI for each test: HTTPS and WSS with a client that trusts only that certificate (a one-time
 //! link signs in, its cookie is `Secure`, pages carry HSTS, the cookie authenticates a WebSocket
-//! `hello` from the `https://` origin while the `http://` one is refused); plaintext gets no HTTP
+//! `hello` from the `https://` origin while the `http://` one is refused, a request or upgrade
+//! naming another host is refused with 421); plaintext gets no HTTP
 //! on the TLS port; a missing file, bad PEM or a key that is not the certificate's is a clear
 //! error; a gateway bound beyond loopback without TLS warns loudly, with TLS or on loopback not;
 //! and the web client in Chromium signs in over HTTPS and goes online over WSS.
@@ -15,7 +16,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -27,7 +28,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::browser::Browser;
-use crate::common::{Client, start, token_of};
+use crate::common::{Client, logged, start, token_of};
 use gateway::{GatewayConfig, RunningGateway, TlsIdentity};
 use test_support::{ScriptedLlm, self_signed_cert};
 
@@ -104,6 +105,21 @@ async fn https_and_wss_sign_in_with_a_secure_cookie_and_hsts() {
         "max-age=31536000"
     );
     assert!(page.headers().contains_key("content-security-policy"));
+    // Over TLS too, a request or upgrade naming a host the gateway does not serve is refused.
+    let evil = format!("evil.example:{port}");
+    let rebound = client
+        .get(gw.web_url())
+        .header("host", &evil)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 421);
+    match wss(&gw, &cert, &[("Host", evil)]).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 421);
+        }
+        other => panic!("a WSS upgrade for another host was not refused: {other:?}"),
+    }
 
     let token = token_of(dir.path(), "alice");
     let link = client
@@ -233,32 +249,6 @@ async fn a_bad_certificate_or_key_is_a_clear_error() {
         assert!(!e.contains("BEGIN PRIVATE KEY-----\n"), "{e}");
     }
     assert!(TlsIdentity::load(&cert, &key).is_ok());
-}
-
-/// Every line the gateway logs while `run` runs on this thread.
-async fn logged<F: std::future::Future<Output = ()>>(run: F) -> String {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    run.await;
-    drop(guard);
-    let bytes = lines.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
 }
 
 #[tokio::test]

@@ -49,8 +49,24 @@ pub(crate) async fn http(
     headers: &[String],
     body: &str,
 ) -> Http {
+    let host = addr.to_string();
+    http_as(addr, Some(&host), method, path, headers, body).await
+}
+
+/// [`http`] naming `host` in its `Host` header (none without), whatever address it connects to.
+pub(crate) async fn http_as(
+    addr: SocketAddr,
+    host: Option<&str>,
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: &str,
+) -> Http {
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if let Some(host) = host {
+        request.push_str(&format!("Host: {host}\r\n"));
+    }
     for h in headers {
         request.push_str(h);
         request.push_str("\r\n");
@@ -82,18 +98,18 @@ pub(crate) async fn http(
 }
 
 /// `POST /auth/token` as JSON, with an `Origin` header line if given.
-async fn post_token(addr: SocketAddr, origin: Option<&str>, body: &str) -> Http {
+pub(crate) async fn post_token(addr: SocketAddr, origin: Option<&str>, body: &str) -> Http {
     let mut headers = vec!["Content-Type: application/json".to_owned()];
     headers.extend(origin.map(str::to_owned));
     http(addr, "POST", "/auth/token", &headers, body).await
 }
 
-fn origin(gw: &RunningGateway) -> String {
+pub(crate) fn origin(gw: &RunningGateway) -> String {
     format!("Origin: http://{}", gw.local_addr())
 }
 
 /// A one-time link for `token`'s user: its path.
-async fn link(gw: &RunningGateway, token: &str) -> Http {
+pub(crate) async fn link(gw: &RunningGateway, token: &str) -> Http {
     http(
         gw.local_addr(),
         "POST",
@@ -104,19 +120,19 @@ async fn link(gw: &RunningGateway, token: &str) -> Http {
     .await
 }
 
-fn link_path(response: &Http) -> String {
+pub(crate) fn link_path(response: &Http) -> String {
     let body: serde_json::Value = serde_json::from_str(&response.body).unwrap();
     body["path"].as_str().unwrap().to_owned()
 }
 
 /// `name=value` of the Set-Cookie header.
-fn cookie_pair(response: &Http) -> String {
+pub(crate) fn cookie_pair(response: &Http) -> String {
     let set = response.header("set-cookie").unwrap();
     set.split(';').next().unwrap().to_owned()
 }
 
 /// A WebSocket to `/` with extra headers.
-async fn ws_with(
+pub(crate) async fn ws_with(
     gw: &RunningGateway,
     headers: &[(&str, String)],
 ) -> Result<
@@ -135,7 +151,7 @@ async fn ws_with(
         .map(|(ws, _)| ws)
 }
 
-async fn hello_by_cookie(
+pub(crate) async fn hello_by_cookie(
     ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
 ) -> serde_json::Value {
     let hello = r#"{"type":"hello","protocol_version":1,"token":"","user_id":"alice"}"#;

@@ -1,5 +1,6 @@
 //! Fixtures for the gateway's tests: real gateways over real libSQL files and the scripted model,
-//! a real WebSocket client, and a headless browser signed in to the web client.
+//! a real WebSocket client, a headless browser signed in to the web client, and the lines the
+//! gateway logs.
 
 #![allow(
     dead_code,
@@ -297,6 +298,32 @@ pub fn code(frame: &ServerFrame) -> types::ErrorCode {
         ServerFrame::Error { code, .. } => *code,
         other => panic!("expected an error frame, got {other:?}"),
     }
+}
+
+/// Every line the gateway logs while `run` runs on this thread.
+pub async fn logged<F: std::future::Future<Output = ()>>(run: F) -> String {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    run.await;
+    drop(guard);
+    let bytes = lines.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
 }
 
 /// A short auth timeout, for tests.

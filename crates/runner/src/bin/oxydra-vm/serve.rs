@@ -87,6 +87,7 @@ pub async fn run(
         bind: limits.bind.unwrap_or(GatewayConfig::default().bind),
         secure_cookie: limits.secure_cookie,
         tls,
+        allow_hosts: limits.listed_hosts()?,
         ..GatewayConfig::default()
     });
     gateway.add_user(user)?;
