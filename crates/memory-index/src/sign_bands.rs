@@ -11,7 +11,6 @@
 use std::cell::RefCell;
 
 use crate::facets::FacetFilter;
-use crate::time_keys::distances_within;
 
 thread_local! {
     /// The distances of the rows inside a span, the others at [`OUTSIDE`]; reused like the
@@ -41,7 +40,14 @@ pub(super) fn within(
 ) {
     debug_assert_eq!(span.keys.len(), dist.len());
     WITHIN.with_borrow_mut(|inside| {
-        distances_within(dist, span.keys, span.filter.key_window(), OUTSIDE, inside);
+        inside.clear();
+        inside.extend(dist.iter().zip(span.keys).map(|(&d, &key)| {
+            if span.filter.may_allow_key(key) {
+                d
+            } else {
+                OUTSIDE
+            }
+        }));
         let mut histogram = vec![0usize; buckets];
         for &d in inside.iter() {
             if let Some(count) = histogram.get_mut(usize::from(d)) {
