@@ -11,8 +11,9 @@
 //! Codes are within `-127..=127`, as [`quantize`] writes them (a snapshot holding `-128` is
 //! refused at load): the AVX2 kernel's pairs of products then never saturate.
 //!
-//! This module, [`crate::hamming`] and `huge_pages.rs` (one `madvise`) are the only ones with
-//! `unsafe`: one `#[target_feature]` function here, called only after the feature check.
+//! This module, [`crate::hamming`], [`crate::time_keys`] and `huge_pages.rs` (one `madvise`) are
+//! the only ones with `unsafe`: one `#[target_feature]` function here, called only after the
+//! feature check.
 
 /// Width of the unrolled portable loop: 16 independent accumulators let LLVM use full registers.
 const LANES: usize = 16;

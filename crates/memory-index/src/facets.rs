@@ -92,6 +92,27 @@ pub fn time_key(text: &str) -> i64 {
 }
 
 /// A [`Scope`] prepared for checking many rows: the time bounds rendered once.
+/// The [`time_key`]s of a span of time, `low..=high`, and [`NO_KEY`] (no time: the texts decide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyWindow {
+    low: i64,
+    high: i64,
+}
+
+impl KeyWindow {
+    #[cfg(test)]
+    pub(crate) fn new(low: i64, high: i64) -> Self {
+        Self { low, high }
+    }
+
+    /// Whether `key` may be inside. Without a branch (`&` and `|`, not `&&` and `||`): a loop
+    /// over a matrix's keys is vectorized where the target compares 64-bit integers.
+    #[inline(always)]
+    pub fn holds(self, key: i64) -> bool {
+        (key == NO_KEY) | ((key >= self.low) & (key <= self.high))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FacetFilter {
     scope: Scope,
@@ -100,6 +121,8 @@ pub struct FacetFilter {
     /// The bounds as [`time_key`]s.
     after_key: Option<i64>,
     before_key: Option<i64>,
+    /// The keys [`Self::may_allow_key`] lets through (an unknown bound is none).
+    window: KeyWindow,
     /// Whether the scope asks nothing but the time (no tags, category or expiry): then a row's
     /// facets are never read where its time key decides.
     time_only: bool,
@@ -114,9 +137,17 @@ impl FacetFilter {
             && f.tags_all.is_empty()
             && f.category.is_none()
             && scope.expired_at.is_none();
+        let after_key = after.as_deref().map(time_key);
+        let before_key = before.as_deref().map(time_key);
+        let known = |bound: Option<i64>| bound.filter(|&b| b != NO_KEY);
         Self {
-            after_key: after.as_deref().map(time_key),
-            before_key: before.as_deref().map(time_key),
+            window: KeyWindow {
+                low: known(after_key).unwrap_or(i64::MIN),
+                // A known bound is above `NO_KEY`, the least `i64`: one less does not overflow.
+                high: known(before_key).map_or(i64::MAX, |b| b - 1),
+            },
+            after_key,
+            before_key,
             after,
             before,
             time_only,
@@ -148,10 +179,15 @@ impl FacetFilter {
 
     /// `false` when a chunk created at [`time_key`] `key` is outside the time bounds (a chunk it
     /// lets through may still be refused by [`Self::allows`]).
+    #[inline]
     pub fn may_allow_key(&self, key: i64) -> bool {
-        let known = |bound: Option<i64>| bound.filter(|&b| b != NO_KEY && key != NO_KEY);
-        !(known(self.after_key).is_some_and(|a| key < a)
-            || known(self.before_key).is_some_and(|b| key >= b))
+        self.window.holds(key)
+    }
+
+    /// The keys [`Self::may_allow_key`] lets through, for loops over many rows
+    /// ([`crate::time_keys`]).
+    pub fn key_window(&self) -> KeyWindow {
+        self.window
     }
 
     /// Whether a search with this scope may return the chunk.
@@ -217,6 +253,45 @@ mod tests {
         ] {
             assert_eq!(time_key(other), NO_KEY, "{other}");
         }
+    }
+
+    /// The key check lets through exactly the times the texts' comparison does, on both sides
+    /// of each bound, open or not; a key that is no time, and a bound that is none (a year past
+    /// 9999 has no key), refuse nothing.
+    #[test]
+    fn the_key_check_agrees_with_the_texts_at_every_bound() {
+        let t = |us: i64| DateTime::<Utc>::from_timestamp_micros(us).expect("time");
+        let (a, b) = (1_700_000_000_000_000, 1_700_086_400_000_000);
+        let times = [0, a - 1, a, a + 1, b - 1, b, b + 1, 253_402_300_799_999_999];
+        for after in [None, Some(t(a))] {
+            for before in [None, Some(t(b))] {
+                let filter = FacetFilter::new(Scope {
+                    filters: QueryFilters {
+                        created_after: after,
+                        created_before: before,
+                        ..QueryFilters::default()
+                    },
+                    expired_at: None,
+                });
+                for us in times {
+                    let text = time_text(t(us));
+                    let facets = ChunkFacets::new(None, Vec::new(), text.clone(), None);
+                    let key = time_key(&text);
+                    assert_eq!(filter.may_allow_key(key), filter.allows(&facets), "{text}");
+                }
+                assert!(filter.may_allow_key(NO_KEY));
+            }
+        }
+        let far = DateTime::<Utc>::from_timestamp(400_000_000_000, 0).expect("year 14645");
+        let unknown = FacetFilter::new(Scope {
+            filters: QueryFilters {
+                created_after: Some(far),
+                created_before: Some(far),
+                ..QueryFilters::default()
+            },
+            expired_at: None,
+        });
+        assert!(unknown.may_allow_key(time_key(&time_text(t(a)))));
     }
 
     /// A filter bounding only the time decides by the key; one that also asks tags, a category

@@ -29,6 +29,7 @@ mod query_words;
 pub mod related_words;
 pub mod sign_codes;
 pub mod terms;
+pub mod time_keys;
 mod topk;
 pub mod vector_index;
 mod vector_leg;

@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 
 use crate::facets::FacetFilter;
+use crate::time_keys::distances_within;
 
 thread_local! {
     /// The distances of the rows inside a span, the others at [`OUTSIDE`]; reused like the
@@ -40,14 +41,7 @@ pub(super) fn within(
 ) {
     debug_assert_eq!(span.keys.len(), dist.len());
     WITHIN.with_borrow_mut(|inside| {
-        inside.clear();
-        inside.extend(dist.iter().zip(span.keys).map(|(&d, &key)| {
-            if span.filter.may_allow_key(key) {
-                d
-            } else {
-                OUTSIDE
-            }
-        }));
+        distances_within(dist, span.keys, span.filter.key_window(), OUTSIDE, inside);
         let mut histogram = vec![0usize; buckets];
         for &d in inside.iter() {
             if let Some(count) = histogram.get_mut(usize::from(d)) {

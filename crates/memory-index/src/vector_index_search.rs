@@ -11,6 +11,7 @@ use crate::calibration::MIN_ROWS;
 use crate::dot::{dot_f32_i8, dot_i8_rows, quantize};
 use crate::facets::FacetFilter;
 use crate::sign_codes::{Span as Keyed, candidate_count};
+use crate::time_keys::{count_within, rows_within};
 use crate::topk::TopK;
 
 /// The i8 scan keeps this many candidates per result wanted; they are then rescored with the f32
@@ -110,10 +111,22 @@ impl VectorIndex {
         let selection = pool.select(sessions);
         let rows = selection.rows + guards.iter().map(|g| g.ids.len()).sum::<usize>();
         let most = rows / EXACT_WHEN_SHARE;
+        // The keys alone first (one compare per row, vectorized): a wide span is known by them
+        // before any row is listed. The pool's count holds when every pooled session is searched.
+        let pooled = match selection.rows == pool.matrix.ids.len() {
+            true => keyed_rows(&pool.matrix, filter),
+            false => 0,
+        };
+        if guards.iter().map(|g| keyed_rows(g, filter)).sum::<usize>() + pooled > most {
+            return None;
+        }
         let mut ids = Vec::new();
+        let mut inside = Vec::new();
         let mut take = |m: &SessionMatrix, admit: &dyn Fn(usize) -> bool| -> Option<()> {
-            for (row, &key) in m.created.iter().enumerate() {
-                if filter.may_allow_key(key) && admit(row) && m.allowed(Some(filter), row) {
+            inside.clear();
+            rows_within(&m.created, filter.key_window(), &mut inside);
+            for row in inside.iter().map(|&row| row as usize) {
+                if admit(row) && m.allowed(Some(filter), row) {
                     if ids.len() >= most {
                         return None;
                     }
@@ -248,6 +261,11 @@ impl VectorIndex {
             .collect();
         (found, probe_due)
     }
+}
+
+/// How many of `matrix`'s rows `filter`'s time bounds may allow, by their keys alone.
+fn keyed_rows(matrix: &SessionMatrix, filter: &FacetFilter) -> usize {
+    count_within(&matrix.created, filter.key_window())
 }
 
 /// What a filter's span of time holds of a matrix (see [`Query::span`]).
@@ -394,23 +412,13 @@ impl Query<'_> {
         };
         let most = rows / EXACT_WHEN_SHARE;
         // The keys alone first (one compare per row, no call): a wide span is known by them.
-        let keyed = matrix
-            .created
-            .iter()
-            .filter(|&&key| window.may_allow_key(key))
-            .count();
+        let keyed = keyed_rows(matrix, window);
         if keyed > most {
             return Span::Many(if count { keyed } else { rows });
         }
         let mut inside = Vec::with_capacity(keyed);
-        for (row, &key) in matrix.created.iter().enumerate() {
-            if window.may_allow_key(key) && admit(row) {
-                match u32::try_from(row) {
-                    Ok(row) => inside.push(row),
-                    Err(_) => return Span::Many(rows),
-                }
-            }
-        }
+        rows_within(&matrix.created, window.key_window(), &mut inside);
+        inside.retain(|&row| admit(row as usize));
         Span::Few(inside)
     }
 

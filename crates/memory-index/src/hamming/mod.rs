@@ -19,8 +19,9 @@
 //! in six 256-bit registers: each byte's bits by two lookups of its 4-bit halves in a 16-entry
 //! table (`vpshufb`), the bytes of a row summed with `vpsadbw`.
 //!
-//! This module, [`crate::dot`] and `huge_pages.rs` (one `madvise`) are the only ones with
-//! `unsafe`: `#[target_feature]` functions (in `x86.rs`), called only after the feature check.
+//! This module, [`crate::dot`], [`crate::time_keys`] and `huge_pages.rs` (one `madvise`) are the
+//! only ones with `unsafe`: `#[target_feature]` functions (in `x86.rs`), called only after the
+//! feature check.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
