@@ -2,7 +2,8 @@
 //! turn (captured already) still marks what a later capture of the same context writes, and
 //! holds its deletes for the user; an update naming a version the call was not shown refuses the
 //! whole answer, and the exchange waits for a good one; the answer of an MCP tool the registry
-//! no longer offers still marks the capture — in both wire formats of the scripted model.
+//! no longer offers still marks the capture; a change is reported as stored, what screening
+//! redacted left out — in both wire formats of the scripted model.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,11 +22,13 @@ use serde_json::json;
 use test_support::{ScriptedLlm, ScriptedReply, ScriptedToolCall};
 use tools::{DynamicTools, Governance, Tool, ToolError};
 use types::{
-    CaptureMode, MemoryDialect, ProviderKind, RuntimeConfig, SafetyTier, ToolExecutionContext,
-    UntrustedInput,
+    CaptureMode, GovernanceConfig, MemoryDialect, PiiAction, ProviderKind, RuntimeConfig,
+    SafetyTier, SurfaceConfig, SurfacesConfig, ToolExecutionContext, UntrustedInput,
 };
 
-use crate::capture::{Fixture, KINDS, alice, fixture, on_demand, record, saved, texts, turn};
+use crate::capture::{
+    Fixture, KINDS, alice, fixture, fixture_governed, on_demand, record, saved, texts, turn,
+};
 use crate::capture_trust::read_planted;
 use crate::common;
 
@@ -265,5 +268,46 @@ async fn a_tool_gone_since_still_marks(kind: ProviderKind) {
 async fn the_answer_of_a_tool_no_longer_offered_still_marks_the_capture() {
     for kind in KINDS {
         a_tool_gone_since_still_marks(kind).await;
+    }
+}
+
+/// With `[governance.surfaces.capture] pii = "redact"`, the note keeps no e-mail address: the
+/// report sent to every client must not either, and an undo of the change (which checks that the
+/// note still says what the change wrote) must find the note as it reports it.
+async fn a_change_is_reported_as_stored(kind: ProviderKind) {
+    let rules = GovernanceConfig {
+        surfaces: SurfacesConfig {
+            capture: SurfaceConfig {
+                pii: Some(PiiAction::Redact),
+                ..SurfaceConfig::default()
+            },
+            ..SurfacesConfig::default()
+        },
+        ..GovernanceConfig::default()
+    };
+    let f = fixture_governed(kind, on_demand(CaptureMode::Auto), rules).await;
+    let mail = "ana.silva@example.com";
+    f.server.push(ScriptedReply::text("Noted."));
+    let c = turn(
+        &f,
+        "chat-a",
+        "t1",
+        &format!("Write to me at {mail} from now on"),
+    )
+    .await;
+    f.server.push(record(json!([
+        {"action": "add", "content": format!("The user's e-mail address is {mail}")},
+    ])));
+    let report = f.rt.capture_now(&c).await.unwrap().expect("a capture");
+    let stored = texts(&f.store).await;
+    assert_eq!(stored, ["The user's e-mail address is [REDACTED:email]"]);
+    let reported: Vec<&str> = report.changes.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(reported, stored);
+}
+
+#[tokio::test]
+async fn a_captured_change_is_reported_as_stored_not_as_proposed() {
+    for kind in KINDS {
+        a_change_is_reported_as_stored(kind).await;
     }
 }
