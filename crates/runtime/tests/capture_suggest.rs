@@ -1,7 +1,8 @@
 //! Capture in `mode = "suggest"`: proposals wait for the user, who accepts (applied through the
 //! pipeline, confirmed) or rejects them; a proposal is kept once however often it is repeated,
 //! shows the text of the note it would change, is refused when that note changed since, and is
-//! applied even when the store reuses its number — in both wire formats of the scripted model.
+//! applied even when the store reuses its number, and never holds a secret — in both wire formats
+//! of the scripted model.
 
 #![allow(
     clippy::unwrap_used,
@@ -232,5 +233,54 @@ async fn a_proposal_accepted_again_under_a_reused_number_is_applied() {
 async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
     for kind in KINDS {
         suggest_keeps_proposals(kind).await;
+    }
+}
+
+/// A secret the user mentions is never kept with a proposal: it would wait in the store, go to
+/// every client and stay listed, where the pipeline never lets one into a note.
+async fn a_secret_is_not_kept_pending(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let key = "sk-proj-abcdEFGH1234ijklMNOP5678";
+    let (c, pending) = proposed(
+        &f,
+        (
+            "chat-a",
+            "t1",
+            &format!("My OpenAI key is {key}, for my side project"),
+        ),
+        json!([{"action": "add", "content": format!("The user's OpenAI key is {key}"),
+                "tags": ["openai", key]}]),
+    )
+    .await;
+    let listed = f.rt.pending_memories(&c).await.unwrap();
+    assert_eq!(listed, pending);
+    let kept = serde_json::to_string(&listed).unwrap();
+    assert!(!kept.contains(key), "{kept}");
+    let rows = f
+        .store
+        .captures()
+        .pending_proposals(&alice())
+        .await
+        .unwrap();
+    assert!(
+        rows.iter().all(|r| !r.proposal_json.contains(key)),
+        "{rows:?}"
+    );
+    assert_eq!(
+        listed[0].content.as_deref(),
+        Some("The user's OpenAI key is [REDACTED:secret]")
+    );
+    // Accepted, it passes the pipeline as any note does.
+    f.rt.accept_memory(&c, listed[0].id).await.unwrap();
+    assert_eq!(
+        texts(&f.store).await,
+        ["The user's OpenAI key is [REDACTED:secret]"]
+    );
+}
+
+#[tokio::test]
+async fn a_secret_in_a_proposal_is_redacted_before_it_is_kept() {
+    for kind in KINDS {
+        a_secret_is_not_kept_pending(kind).await;
     }
 }
