@@ -3,7 +3,8 @@
 //! holds its deletes for the user; an update naming a version the call was not shown refuses the
 //! whole answer, and the exchange waits for a good one; the answer of an MCP tool the registry
 //! no longer offers still marks the capture; a change is reported as stored, what screening
-//! redacted left out — in both wire formats of the scripted model.
+//! redacted left out; two captures of one session at once make one call — in both wire formats
+//! of the scripted model.
 
 #![allow(
     clippy::unwrap_used,
@@ -309,5 +310,29 @@ async fn a_change_is_reported_as_stored(kind: ProviderKind) {
 async fn a_captured_change_is_reported_as_stored_not_as_proposed() {
     for kind in KINDS {
         a_change_is_reported_as_stored(kind).await;
+    }
+}
+
+/// The capture before a summary and the idle one may start together for one session: they run
+/// one after the other, and the second finds the exchange captured — one call, one note.
+async fn racing_captures_make_one_call(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Auto)).await;
+    f.server.push(ScriptedReply::text("OK."));
+    let c = turn(&f, "chat-a", "t1", "I play the cello").await;
+    f.server.push(record(
+        json!([{"action": "add", "content": "The user plays the cello"}]),
+    ));
+    let before = f.server.requests().len();
+    let (one, two) = tokio::join!(f.rt.capture_now(&c), f.rt.capture_now(&c));
+    let made = [one.unwrap(), two.unwrap()];
+    assert_eq!(made.iter().flatten().count(), 1, "{made:?}");
+    assert_eq!(f.server.requests().len(), before + 1);
+    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
+}
+
+#[tokio::test]
+async fn two_captures_of_one_session_at_once_make_one_call() {
+    for kind in KINDS {
+        racing_captures_make_one_call(kind).await;
     }
 }

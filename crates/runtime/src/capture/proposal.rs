@@ -433,6 +433,13 @@ mod tests {
                 tags: vec!["tea".into()],
             }]),
         );
+        let many: Vec<Value> = (0..=MAX_PROPOSALS)
+            .map(|n| json!({"action": "add", "content": format!("fact {n}")}))
+            .collect();
+        check(
+            &json!({ "memories": many }).to_string(),
+            Err("more than 20"),
+        );
         let plain = Message::assistant("nothing to record");
         assert!(parse(&plain, &shown()).is_err());
     }
