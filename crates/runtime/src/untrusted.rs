@@ -6,7 +6,9 @@
 //! untrusted text (a file, a shell command's output, a note the user has not confirmed: see
 //! `tools::Tool::untrusted_in`) marks every memory write the model makes while it is there — in
 //! the turn that read it and the turns after — and stops marking once the summary has replaced
-//! it. An untrusted text can thus not be laundered by saving it a turn later.
+//! it. An untrusted text can thus not be laundered by saving it a turn later, nor by an MCP
+//! server that takes the tool which answered off its list
+//! ([`tools::ToolRegistry::untrusted_in`]).
 //!
 //! What the user said stays theirs: a write whose every text restates a user message still in
 //! the context (each word of the note, apart from framing words like "the user", appears in one
@@ -36,7 +38,7 @@ pub(crate) fn in_context(tools: &ToolRegistry, entries: &[Entry]) -> Option<Untr
             continue;
         };
         let output = message.content.as_deref().unwrap_or_default();
-        if let Some(mark) = tools.get(name).and_then(|t| t.untrusted_in(output)) {
+        if let Some(mark) = tools.untrusted_in(name, output) {
             return Some(mark);
         }
     }

@@ -12,6 +12,7 @@ mod common;
 
 mod approval_grants;
 mod capture;
+mod capture_attacks;
 mod capture_suggest;
 mod capture_trust;
 mod dispatch;

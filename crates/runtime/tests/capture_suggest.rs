@@ -1,7 +1,8 @@
 //! Capture in `mode = "suggest"`: proposals wait for the user, who accepts (applied through the
 //! pipeline, confirmed) or rejects them; a proposal is kept once however often it is repeated,
 //! shows the text of the note it would change, is refused when that note changed since, and is
-//! applied even when the store reuses its number — in both wire formats of the scripted model.
+//! applied even when the store reuses its number, and never holds a secret — in both wire formats
+//! of the scripted model.
 
 #![allow(
     clippy::unwrap_used,
@@ -52,6 +53,12 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     assert!(texts(&f.store).await.is_empty(), "nothing written yet");
     let pending = f.rt.pending_memories(&c).await.unwrap();
     assert_eq!(pending, report.pending);
+    // Another user of the store can neither take nor drop them by number.
+    let bob = ctx(&f.root, "bob", "chat-b", "t1");
+    assert!(f.rt.accept_memory(&bob, pending[0].id).await.is_err());
+    assert!(f.rt.reject_memory(&bob, pending[1].id).await.is_err());
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+    assert!(texts(&f.store).await.is_empty());
 
     // Accepted later, from another conversation: the note still comes from chat-a's turn t1.
     let elsewhere = ctx(&f.root, "alice", "chat-z", "t9");
@@ -80,8 +87,7 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
     assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
     assert!(f.rt.accept_memory(&c, pending[1].id).await.is_err());
-    // Another user has no proposals here, and cannot take this user's.
-    let bob = ctx(&f.root, "bob", "chat-b", "t1");
+    // Another user has no proposals here.
     assert!(f.rt.pending_memories(&bob).await.unwrap().is_empty());
 }
 
@@ -232,5 +238,111 @@ async fn a_proposal_accepted_again_under_a_reused_number_is_applied() {
 async fn suggest_mode_keeps_proposals_until_the_user_accepts_them() {
     for kind in KINDS {
         suggest_keeps_proposals(kind).await;
+    }
+}
+
+/// A secret the user mentions is never kept with a proposal: it would wait in the store, go to
+/// every client and stay listed, where the pipeline never lets one into a note.
+async fn a_secret_is_not_kept_pending(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let key = "sk-proj-abcdEFGH1234ijklMNOP5678";
+    let (c, pending) = proposed(
+        &f,
+        (
+            "chat-a",
+            "t1",
+            &format!("My OpenAI key is {key}, for my side project"),
+        ),
+        json!([{"action": "add", "content": format!("The user's OpenAI key is {key}"),
+                "tags": ["openai", key]}]),
+    )
+    .await;
+    let listed = f.rt.pending_memories(&c).await.unwrap();
+    assert_eq!(listed, pending);
+    let kept = serde_json::to_string(&listed).unwrap();
+    assert!(!kept.contains(key), "{kept}");
+    let rows = f
+        .store
+        .captures()
+        .pending_proposals(&alice())
+        .await
+        .unwrap();
+    assert!(
+        rows.iter().all(|r| !r.proposal_json.contains(key)),
+        "{rows:?}"
+    );
+    assert_eq!(
+        listed[0].content.as_deref(),
+        Some("The user's OpenAI key is [REDACTED:secret]")
+    );
+    // Accepted, it passes the pipeline as any note does.
+    f.rt.accept_memory(&c, listed[0].id).await.unwrap();
+    assert_eq!(
+        texts(&f.store).await,
+        ["The user's OpenAI key is [REDACTED:secret]"]
+    );
+}
+
+#[tokio::test]
+async fn a_secret_in_a_proposal_is_redacted_before_it_is_kept() {
+    for kind in KINDS {
+        a_secret_is_not_kept_pending(kind).await;
+    }
+}
+
+/// Accepting one proposal twice at once (a double click, two clients) writes one note: the
+/// second acceptance is the same call, and the proposal is gone after it.
+async fn accepted_twice_at_once(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
+    let (c, pending) = proposed(&f, ("chat-a", "t1", "I play the cello"), cello).await;
+    let (one, two) = tokio::join!(
+        f.rt.accept_memory(&c, pending[0].id),
+        f.rt.accept_memory(&c, pending[0].id)
+    );
+    assert!(one.is_ok() || two.is_ok(), "{one:?} {two:?}");
+    assert_eq!(texts(&f.store).await, ["The user plays the cello"]);
+    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_proposal_accepted_twice_at_once_is_written_once() {
+    for kind in KINDS {
+        accepted_twice_at_once(kind).await;
+    }
+}
+
+/// A pending update accepted after the user edited its note is refused and stays listed: it
+/// would replace a text capture never saw.
+async fn a_stale_update_is_refused(kind: ProviderKind) {
+    let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
+    let tea = saved(&f, "The user likes tea").await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I like green tea best"),
+        json!([{"action": "update", "note_id": tea.as_str(), "content": "The user likes green tea"}]),
+    )
+    .await;
+    let edited = "The user likes tea, black in the morning";
+    let out = f
+        .registry
+        .execute(
+            "memory_update",
+            &json!({"note_id": tea.as_str(), "content": edited,
+                    "version": memory::edit_token("The user likes tea")})
+            .to_string(),
+            &ctx(&f.root, "alice", "chat-a", "t2"),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    assert!(f.rt.accept_memory(&c, pending[0].id).await.is_err());
+    assert_eq!(texts(&f.store).await, [edited]);
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+}
+
+#[tokio::test]
+async fn a_pending_update_of_a_note_edited_since_is_refused() {
+    for kind in KINDS {
+        a_stale_update_is_refused(kind).await;
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use tracing::Instrument;
-use types::{ToolExecutionContext, ToolSchema};
+use types::{ToolExecutionContext, ToolSchema, UntrustedInput};
 
 use crate::governance::{Governance, ToolText};
 use crate::scrub::Scrubber;
@@ -44,6 +44,14 @@ pub trait DynamicTools: Send + Sync {
 
     /// The tool offered now under `name`.
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
+
+    /// What `name`'s answers read when the set no longer offers it but it names one of the set's
+    /// tools (a server that has changed its list since it answered): they stay as untrusted as
+    /// when it was offered. Default: the set never offers untrusted tools.
+    fn untrusted_unlisted(&self, name: &str) -> Option<UntrustedInput> {
+        let _ = name;
+        None
+    }
 
     /// Resolves once the set's first tools are known (or it has given up waiting for them): a
     /// turn waits for it before it offers tools, so an agent can be ready before its MCP
@@ -135,6 +143,20 @@ impl ToolRegistry {
         match self.tools.get(name) {
             Some(tool) => Some(Arc::clone(tool)),
             None => self.sets.iter().find_map(|set| set.get(name)),
+        }
+    }
+
+    /// The untrusted input the answer `output` of the tool `name` carries (see
+    /// [`Tool::untrusted_in`]), asked of every answer still in a model's context: the tool
+    /// offered now under `name`, else the tool set that offered it (an MCP server's tool stays
+    /// untrusted after its server changed its list).
+    pub fn untrusted_in(&self, name: &str, output: &str) -> Option<UntrustedInput> {
+        match self.get(name) {
+            Some(tool) => tool.untrusted_in(output),
+            None => self
+                .sets
+                .iter()
+                .find_map(|set| set.untrusted_unlisted(name)),
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tools::{DynamicTools, Tool};
-use types::McpConfig;
+use types::{McpConfig, UntrustedInput};
 
 use super::launch::Launcher;
 use super::slot::{ServerStatus, Slot};
@@ -128,6 +128,15 @@ impl DynamicTools for McpClients {
             .iter()
             .filter(|s| super::schema::reads_as_tool_of(name, &s.name))
             .find_map(|s| s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>))
+    }
+
+    /// A name of one of the servers' tools, listed no more (the server changed its list since
+    /// it answered): its answers are a server's, untrusted as every MCP tool's.
+    fn untrusted_unlisted(&self, name: &str) -> Option<UntrustedInput> {
+        self.slots
+            .iter()
+            .any(|s| super::schema::reads_as_tool_of(name, &s.name))
+            .then_some(UntrustedInput::Mcp)
     }
 }
 

@@ -3,7 +3,8 @@
 //! permission, rate limit, PII and secret screening, the write with its audit row, provenance
 //! `captured` with the session and turn — exactly as the model's own calls would. A save the
 //! store's duplicate check answers with similar notes becomes an update of the most similar one;
-//! an exact duplicate changes nothing. A refused or failed proposal is logged and skipped.
+//! an exact duplicate changes nothing. A refused or failed proposal is logged and skipped. A
+//! change is reported with the note's text as stored (screening may have redacted it).
 
 use memory::MemoryStore;
 use serde_json::{Value, json};
@@ -34,7 +35,8 @@ pub(crate) async fn apply(
             let answer = run(tools, MEMORY_SAVE_TOOL_NAME, &args, ctx).await?;
             if answer.get("saved") != Some(&Value::Bool(false)) {
                 let note_id = text_of(&answer, "note_id")?;
-                return Ok(Some(change("added", note_id, content, confirmed)));
+                let text = stored(store, ctx, &note_id, content).await;
+                return Ok(Some(change("added", note_id, &text, confirmed)));
             }
             // The store's duplicate check: the same text is already a note (nothing to do), or a
             // similar note exists — the new fact replaces it, as an update.
@@ -57,10 +59,11 @@ pub(crate) async fn apply(
                 ..ctx.clone()
             };
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, &call).await?;
+            let text = stored(store, ctx, similar, content).await;
             Ok(Some(change(
                 "updated",
                 similar.to_owned(),
-                content,
+                &text,
                 confirmed,
             )))
         }
@@ -75,7 +78,8 @@ pub(crate) async fn apply(
             let mut args = json!({ "note_id": note_id, "content": content, "version": edit_token });
             organise(&mut args, category.as_ref(), tags);
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
-            Ok(Some(change("updated", note_id.clone(), content, confirmed)))
+            let text = stored(store, ctx, note_id, content).await;
+            Ok(Some(change("updated", note_id.clone(), &text, confirmed)))
         }
         Proposal::Delete {
             note_id,
@@ -103,6 +107,27 @@ pub(crate) async fn apply(
             )
             .await?;
             Ok(Some(change("deleted", note_id.clone(), &text, true)))
+        }
+    }
+}
+
+/// The text of a note just written, as stored: the pipeline may have redacted what was proposed
+/// (`[governance.surfaces.capture]`), and the report is what clients show and undo from — an
+/// undo checks that the note still says what the change wrote. Unreadable: the proposed text.
+async fn stored(
+    store: &MemoryStore,
+    ctx: &ToolExecutionContext,
+    note_id: &str,
+    proposed: &str,
+) -> String {
+    let Ok(id) = NoteId::parse(note_id) else {
+        return proposed.to_owned();
+    };
+    match store.get(&ctx.user_id, &id).await {
+        Ok(note) => note.content,
+        Err(e) => {
+            tracing::warn!(error = %e, "capture: a note written could not be read back");
+            proposed.to_owned()
         }
     }
 }

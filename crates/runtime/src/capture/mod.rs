@@ -9,9 +9,10 @@
 //!   the exchange waits for the next capture); one capture runs at a time. Every call's usage is
 //!   recorded with the session and turn, like every model call.
 //! - **Governed**: the similar notes are read as `memory_search` and the changes are the notes
-//!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); a turn
-//!   that read untrusted content, a turn begun by it (the run of a schedule made after it), or
-//!   a call shown an unconfirmed note, yields unconfirmed notes.
+//!   tools run through the registry's pipeline, all as the surface `capture` (`apply`); an
+//!   exchange with untrusted content in its context (read in it, or in an earlier turn still
+//!   before the summary), a turn begun by it (the run of a schedule made after it), or a call
+//!   shown an unconfirmed note, yields unconfirmed notes, and its deletes wait for the user.
 //!   `mode = "suggest"` stores the proposals for the user instead (`pending`).
 //! - **Safe to fail**: a failed call, or an answer that is not a well-formed `record_memories`
 //!   call naming only notes it was shown, is logged and changes nothing.
@@ -181,17 +182,25 @@ impl Capture {
             .captured_upto(&ctx.session_id)
             .await
             .map_err(RuntimeError::memory("reading capture state"))?;
-        let exchange: Vec<Entry> = sessions
+        let summarized = sessions
+            .summary(&ctx.session_id)
+            .await
+            .map_err(RuntimeError::memory("reading the summary"))?
+            .map_or(0, |s| s.upto_seq);
+        // What the assistant had in its context when it spoke: the session after its summary
+        // (and the part not yet captured, even if a summary has just folded it away).
+        let context: Vec<Entry> = sessions
             .history(&ctx.session_id, None, self.history_events)
             .await
             .map_err(RuntimeError::memory("reading history"))?
             .into_iter()
-            .filter(|e| e.seq > upto)
+            .filter(|e| e.seq > upto.min(summarized))
             .map(|e| Entry {
                 seq: e.seq,
                 message: e.message,
             })
             .collect();
+        let exchange: Vec<Entry> = context.iter().filter(|e| e.seq > upto).cloned().collect();
         let Some(last) = exchange.last().map(|e| e.seq) else {
             return Ok(None);
         };
@@ -220,10 +229,13 @@ impl Capture {
                 return Ok(None);
             }
         };
-        // An unconfirmed note shown is untrusted text read back, like a tool output in the
-        // exchange: what the call writes after it is unconfirmed (unless the user said it). A
-        // turn begun by untrusted text (a run of a schedule made after it) marks it too.
-        let untrusted = crate::untrusted::in_context(&self.agent_tools, &exchange)
+        // Untrusted text still in the assistant's context marks what the call writes, as it
+        // marks the model's own writes (`crate::untrusted`): read in an earlier turn (captured
+        // already) it shaped the replies of this exchange all the same. An unconfirmed note
+        // shown is untrusted text read back, like a tool output: what the call writes after it
+        // is unconfirmed (unless the user said it). A turn begun by untrusted text (a run of a
+        // schedule made after it) marks it too.
+        let untrusted = crate::untrusted::in_context(&self.agent_tools, &context)
             .or_else(|| {
                 shown
                     .iter()

@@ -1,9 +1,11 @@
 //! `mode = "suggest"`: capture's proposals wait in the store (per user) until the user accepts
 //! one — then it is applied exactly as `auto` would have, through the registry's pipeline as the
 //! `capture` surface, and confirmed, since the user read it — or rejects it (removed, nothing
-//! written). A proposal whose note changed since it was made is refused and stays listed.
+//! written). A proposal whose note changed since it was made is refused and stays listed. A
+//! secret in a proposal's text is redacted before it is kept.
 
 use memory::{MemoryStore, PendingProposal, ProposalPlace};
+use tools::governance::pii::{self, PiiKind};
 use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
 
 use super::apply;
@@ -25,12 +27,14 @@ pub(super) fn untrusted_name(input: UntrustedInput) -> &'static str {
 }
 
 /// Stores `proposals` for the user, less those already waiting (a fact the user repeats in each
-/// conversation is proposed once, not once per capture); returns them as the user will see them.
+/// conversation is proposed once, not once per capture), secrets redacted; returns them as the
+/// user will see them.
 pub(super) async fn keep(
     store: &MemoryStore,
     place: ProposalPlace<'_>,
     proposals: &[Proposal],
 ) -> Result<Vec<PendingMemory>, RuntimeError> {
+    let proposals: Vec<Proposal> = proposals.iter().map(without_secrets).collect();
     let waiting: Vec<Proposal> = store
         .captures()
         .pending_proposals(place.user)
@@ -41,7 +45,7 @@ pub(super) async fn keep(
         .map(|(_, p)| p)
         .collect();
     let mut kept: Vec<&Proposal> = Vec::new();
-    for p in proposals {
+    for p in &proposals {
         if !waiting
             .iter()
             .chain(kept.iter().copied())
@@ -74,6 +78,21 @@ pub(super) async fn keep(
         .filter_map(pending_view)
         .map(|(view, _)| view)
         .collect())
+}
+
+/// `p` as a proposal may be kept: a secret in the text it would write redacted, a tag holding
+/// one left out. A proposal waits in the store, is sent to every client of the user and listed
+/// until they decide; what is stored is what is screened, and the pipeline never lets a secret
+/// into a note (refused or redacted, as `[governance]` says), so it is no secret's place either.
+fn without_secrets(p: &Proposal) -> Proposal {
+    let secret = |kind: PiiKind| kind == PiiKind::Secret;
+    let redact = |text: &mut String| *text = pii::redact(text, secret).0;
+    let mut p = p.clone();
+    if let Proposal::Add { content, tags, .. } | Proposal::Update { content, tags, .. } = &mut p {
+        redact(content);
+        tags.retain(|t| pii::redact(t, secret).1.is_empty());
+    }
+    p
 }
 
 fn view(id: i64, p: &Proposal, session_id: &str, created_at: &str) -> PendingMemory {

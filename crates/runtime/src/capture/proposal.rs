@@ -214,7 +214,7 @@ impl Proposal {
 /// The proposals in the model's reply, all checked: every entry's action known, the text an add
 /// or update writes present and within the notes tools' bounds (content, category, tags, as
 /// `memory_save` checks them: a proposal they would refuse must not leave the others applied
-/// alone), an update or delete naming one of the notes shown (an update's version defaults to
+/// alone), an update or delete naming one of the notes shown (an update's version, when given,
 /// the one shown). Any fault refuses the whole answer: `Err` says which.
 pub(crate) fn parse(message: &Message, shown: &[ShownNote]) -> Result<Vec<Proposal>, String> {
     let call = message
@@ -275,8 +275,13 @@ fn one(entry: &Value, tokens: &HashMap<&str, &ShownNote>) -> Result<Proposal, St
         }),
         Some("update") => {
             let (note_id, shown) = shown_note()?;
+            // The call was shown one version: another is a mix-up (invented, another note's)
+            // whose update would fail alone, or wait forever in `suggest` mode.
+            if text("version").is_some_and(|v| v != shown.edit_token) {
+                return Err("version is not the version of the note shown".into());
+            }
             Ok(Proposal::Update {
-                edit_token: text("version").unwrap_or_else(|| shown.edit_token.clone()),
+                edit_token: shown.edit_token.clone(),
                 content: content().map_err(|e| format!("an update with {e}"))?,
                 note_text: Some(shown.text.clone()),
                 note_id,
@@ -396,6 +401,13 @@ mod tests {
             r#"{"memories": [{"action": "forget", "note_id": "note-1"}]}"#,
             Err("action must be"),
         );
+        // A version the call was not shown (invented, stale, another note's) is a mix-up.
+        check(
+            r#"{"memories": [{"action": "add", "content": "ok"},
+                            {"action": "update", "note_id": "note-1", "version": "v0",
+                             "content": "Likes green tea"}]}"#,
+            Err("proposal 2: version is not the version of the note shown"),
+        );
         // What the notes tools would refuse is refused here, before anything is applied.
         check(
             r#"{"memories": [{"action": "add", "content": "ok", "category": "Fact"}]}"#,
@@ -420,6 +432,13 @@ mod tests {
                 category: Some("preference".into()),
                 tags: vec!["tea".into()],
             }]),
+        );
+        let many: Vec<Value> = (0..=MAX_PROPOSALS)
+            .map(|n| json!({"action": "add", "content": format!("fact {n}")}))
+            .collect();
+        check(
+            &json!({ "memories": many }).to_string(),
+            Err("more than 20"),
         );
         let plain = Message::assistant("nothing to record");
         assert!(parse(&plain, &shown()).is_err());
