@@ -1,11 +1,20 @@
-//! Where a user's local memory database may live: inside the workspace only in `.oxydra/`.
-//! Anywhere else in the workspace the shell could read the notes, and plant links at
-//! `memory.db-wal` or `-journal` that SQLite (in `oxydra-vm`, or in the unconfined runner for
-//! `runner memory`) would follow.
+//! Where a user's local memory database may live: inside the workspace only in `.oxydra/`
+//! ([`check_db_place`]). Anywhere else in the workspace the shell could read the notes, and plant
+//! links at `memory.db-wal` or `-journal` that SQLite (in `oxydra-vm`, or in the unconfined runner
+//! for `runner memory`) would follow.
+//!
+//! `.oxydra/` itself is the agent's to write, so before an operator's command (often root) opens
+//! the database by its path, [`check_db_links`] refuses what the agent could have planted there to
+//! turn the command on another file: `.oxydra/` (or any directory between the workspace root and
+//! the database) as a link, or the database or one of its files (`-wal`, `-shm`, `-journal`, …) as
+//! a link, a second name of another file, or anything but a regular file.
 
+use std::path::Path;
+
+use rustix::fs::FileType;
 use types::{MemoryConfig, WorkspacePaths};
 
-use crate::RunnerError;
+use crate::{MemoryPlace, RunnerError, SafeDir};
 
 /// Refuses a local database in `ws` outside `.oxydra/` (an embedded replica's file is a local
 /// database too; a remote store, a disabled one and a path outside the workspace are not this
@@ -25,6 +34,75 @@ pub fn check_db_place(memory: &MemoryConfig, ws: &WorkspacePaths) -> Result<(), 
         });
     }
     Ok(())
+}
+
+/// Refuses the database file of `place` when a link or another file's name was planted on its
+/// way (see the module): inside the workspace root `workspace_root` no directory from the root
+/// down to the database may be a link; wherever it lies, the database and its companion files
+/// must each be absent or a regular file with one name. Nothing is created or opened for
+/// writing; a database that does not exist yet passes.
+pub fn check_db_links(place: &MemoryPlace, workspace_root: &Path) -> Result<(), RunnerError> {
+    let (MemoryPlace::Local(file) | MemoryPlace::Replica(file)) = place else {
+        return Ok(());
+    };
+    let Some(parent) = file.parent() else {
+        return Ok(());
+    };
+    // Inside the workspaces every directory down from the root is opened without following a
+    // link; elsewhere the directory is the operator's choice (runner.toml's agent.toml).
+    let (base, rel) = match parent.strip_prefix(workspace_root) {
+        Ok(rel) => (workspace_root, rel),
+        Err(_) => (parent, Path::new("")),
+    };
+    let dir = match SafeDir::open(base, rel) {
+        Ok(dir) => dir,
+        Err(RunnerError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(());
+        }
+        Err(e) => return Err(first_link(base, rel).unwrap_or(e)),
+    };
+    for path in crate::database_files(file) {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let problem = match dir.entry(name) {
+            None => continue,
+            Some(found) if found.kind == FileType::Symlink => "is a link",
+            Some(found) if found.kind != FileType::RegularFile => "is not a regular file",
+            Some(found) if found.links > 1 => "is a second name (hard link) of another file",
+            Some(_) => continue,
+        };
+        return Err(planted(&path, problem));
+    }
+    Ok(())
+}
+
+/// The refusal naming the first link on the way from `base` down `rel`, if there is one (the
+/// directory could not be opened without following links).
+fn first_link(base: &Path, rel: &Path) -> Option<RunnerError> {
+    let mut at = base.to_path_buf();
+    for name in rel.components() {
+        at.push(name);
+        if at
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Some(planted(&at, "is a link"));
+        }
+    }
+    None
+}
+
+/// The refusal of [`check_db_links`]: what is wrong with `path` and what to check.
+fn planted(path: &Path, problem: &str) -> RunnerError {
+    RunnerError::Refused {
+        path: path.to_owned(),
+        problem: format!(
+            "{problem}; the user's agent can write .oxydra/ and could have planted it to turn \
+             this command on another user's database, so nothing was opened. Check it with \
+             `ls -la` and put the user's own database there (or remove what is not theirs)"
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 //!   where each lives
 //! - `beneath` — [`SafeDir`]: the one way to write where a less privileged process can write
 //!   (no link, FIFO or hard link planted there is ever followed)
-//! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`
+//! - `db_place` — [`check_db_place`]: a local memory database inside a workspace only in `.oxydra/`;
+//!   [`check_db_links`]: no link or second name planted on the way to it before an operator's
+//!   command opens it
 //! - `procs` — process liveness and signals by pid
 //! - `heal` — [`heal`]: what the runner owns in a workspace, put back before each (re)start
 //! - `cgroup` — [`Tracking`]: each guest and every process it starts in a cgroup that ends with it
@@ -70,7 +72,7 @@ pub use config::{
 pub use container_config::{
     ContainerSettings, Limits, ShellNetwork, default_oxydra_vm_image, default_shell_vm_image,
 };
-pub use db_place::check_db_place;
+pub use db_place::{check_db_links, check_db_place};
 pub use docker::{
     CONTAINER_AGENT_CONFIG, CONTAINER_WORKSPACE_ROOT, LABEL_MANAGED, LABEL_ROLE, LABEL_USER,
     LABEL_WORKSPACE, connect_docker, container_name, docker_message, is_not_found,

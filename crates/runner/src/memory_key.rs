@@ -248,6 +248,8 @@ pub async fn key_for_agent(
                 remove_database_files(workspace_root, file)?;
             }
             _ => {
+                // Run as root, this rewrites the file: never one the agent linked here.
+                crate::check_db_links(place, workspace_root)?;
                 tracing::info!(%user, "memory: encrypting the existing memory database at rest");
                 memory::change_key(file, None, Some(&key))
                     .await

@@ -184,3 +184,43 @@ fn a_planted_link_is_not_read_as_the_key() {
     std::os::unix::fs::symlink(&elsewhere, dir.join(MEMORY_KEY_FILE)).unwrap();
     assert!(stored_key(root.path(), &alice()).is_err());
 }
+
+/// `runner start` encrypts an unencrypted database in place, as root: a link alice's agent
+/// planted at her `.oxydra/memory.db` would have had bob's database encrypted with alice's key
+/// (and bob locked out of it). It is refused, and bob's file is left as it was.
+#[tokio::test]
+async fn a_linked_database_is_never_encrypted_in_place() {
+    let root = tempfile::tempdir().unwrap();
+    let enc = MemoryEncryption {
+        enabled: true,
+        key_command: None,
+    };
+    let options = memory::OpenOptions {
+        legacy_dir: memory::LegacyDir::Skip,
+        ..memory::OpenOptions::default()
+    };
+    memory::MemoryStore::open(
+        memory::Target::Config {
+            config: &types::MemoryConfig::default(),
+            user_root: &root.path().join("bob"),
+        },
+        options,
+    )
+    .await
+    .unwrap()
+    .close()
+    .await;
+    let bobs = root.path().join("bob/.oxydra/memory.db");
+    assert!(is_plaintext_db(&bobs));
+    let file = root.path().join("alice/.oxydra/memory.db");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&bobs, &file).unwrap();
+    let before = std::fs::read(&bobs).unwrap();
+    let place = MemoryPlace::Local(file);
+    let err = key_for_agent(&enc, root.path(), &alice(), &place)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is a link"), "{err}");
+    assert_eq!(std::fs::read(&bobs).unwrap(), before);
+}

@@ -29,6 +29,7 @@ mod memory_cli_trust;
 mod memory_dialects;
 mod memory_disabled;
 mod memory_keys;
+mod memory_links;
 mod memory_longevity;
 mod open_tls;
 mod operator_paths;

@@ -1,5 +1,6 @@
 //! `runner tools --json` prints the catalogue the model is offered (the web tools only when the
-//! agent's `[tools.web]` turns them on).
+//! agent's `[tools.web]` turns them on), and never starts the MCP servers of the copy of agent.toml
+//! the user's agent can write.
 
 use std::process::Command;
 
@@ -155,5 +156,58 @@ fn the_web_tools_are_listed_when_the_agent_config_enables_them() {
         String::from_utf8_lossy(&out.stderr).contains("tools.web.search.url"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `runner tools --agent-config` on a user's own copy (`<root>/<user>/.oxydra/agent.toml`, which
+/// their agent can write) started the stdio servers it names: the operator ran a command the
+/// agent wrote. It refuses, however the copy is spelled; the same file kept by the operator
+/// elsewhere still has its server started (so the command below does run when started).
+#[test]
+fn the_agents_own_copy_starts_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("workspaces");
+    let internal = root.join("alice/.oxydra");
+    std::fs::create_dir_all(&internal).unwrap();
+    std::fs::create_dir_all(root.join("alice/shared")).unwrap();
+    let marker = dir.path().join("copy-command-ran");
+    let toml = format!(
+        "[mcp.servers.planted]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch '{}'\"]\ntimeout_secs = 3\n",
+        marker.display()
+    );
+    std::fs::write(internal.join("agent.toml"), &toml).unwrap();
+    let tools = |path: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("--config")
+            .arg(dir.path().join("no-runner.toml"))
+            .args(["tools", "--agent-config"])
+            .arg(path)
+            .env_remove("OXYDRA_LOG")
+            .output()
+            .unwrap()
+    };
+    for spelled in [
+        internal.join("agent.toml"),
+        root.join("alice/shared/../.oxydra/agent.toml"),
+    ] {
+        let out = tools(&spelled);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !marker.exists(),
+            "{}: the copy's command ran",
+            spelled.display()
+        );
+        assert!(
+            !out.status.success() && stderr.contains("--agent-config"),
+            "{}: {stderr}",
+            spelled.display()
+        );
+    }
+    let kept = dir.path().join("agent.toml");
+    std::fs::write(&kept, &toml).unwrap();
+    let _ = tools(&kept);
+    assert!(
+        marker.exists(),
+        "the operator's own agent.toml starts its server"
     );
 }

@@ -11,6 +11,11 @@
 //! `[tools] memory` and `[memory]`'s local settings (enabled, retention, duplicate similarity,
 //! a built-in or hash embedder) — and refuse, naming `--agent-config`, when it names a place:
 //! silently leaving the place out would open another store than the agent's.
+//!
+//! Nor do they start or reach the MCP servers such a copy names ([`refuse_servers`]): a stdio
+//! server's command would run as the operator, an HTTP one would be sent the operator's variable
+//! its `bearer_token_env` names. `runner tools`, which is given no workspace root, knows the copy
+//! by its place ([`is_a_users_copy`]).
 
 use std::path::Path;
 
@@ -26,6 +31,49 @@ pub(crate) fn is_agents_copy(path: &Path, root: &Path, user: &UserId) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => path == copy,
     }
+}
+
+/// Whether `path` is some user's copy (`<root>/<user>/.oxydra/agent.toml`) for a command given no
+/// workspace root: `<root>/<user>` is a provisioned workspace (it holds one of the workspace's
+/// other directories, `shared/`, `vault/`, …), or `<root>` is `known_root` (runner.toml's
+/// `workspace_root`). An operator's own `~/.oxydra/agent.toml` is neither.
+pub(crate) fn is_a_users_copy(path: &Path, known_root: Option<&Path>) -> bool {
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    let Some(workspace) = path.parent().and_then(Path::parent) else {
+        return false;
+    };
+    let user = workspace
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| UserId::parse(n).ok());
+    let (Some(root), Some(user)) = (workspace.parent(), user) else {
+        return false;
+    };
+    let ws = types::WorkspacePaths::for_user(root, &user);
+    let provisioned = [ws.shared(), ws.vault(), ws.tmp(), ws.logs(), ws.ipc()]
+        .iter()
+        .any(|dir| dir.is_dir());
+    let known = known_root
+        .and_then(|known| known.canonicalize().ok())
+        .is_some_and(|known| known == root);
+    (provisioned || known) && is_agents_copy(&path, root, &user)
+}
+
+/// Refuses to start or reach the MCP servers of `config`, read from the agent's own copy `shown`
+/// (see the module): none enabled, nothing to refuse.
+pub(crate) fn refuse_servers(config: &AgentConfig, shown: &Path) -> Result<()> {
+    if config.mcp.servers.values().any(|s| s.enabled) {
+        bail!(
+            "the user's agent can write {}, so its MCP servers are not started or reached as you \
+             (a stdio server's command would run as you, an HTTP one would be sent what its \
+             bearer_token_env names); pass --agent-config with the agent.toml you keep for this \
+             user (runner.toml's entry for them names it)",
+            shown.display()
+        );
+    }
+    Ok(())
 }
 
 /// The parts of the agent's own copy `config` an operator's command may follow; an error naming

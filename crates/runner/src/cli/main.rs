@@ -173,7 +173,7 @@ fn main() -> ExitCode {
                 json,
                 memory,
                 agent_config,
-            } => tools_cmd::run(json, memory.as_deref(), agent_config.as_deref()).await,
+            } => tools_cmd::run(&global, json, memory.as_deref(), agent_config.as_deref()).await,
             args::Command::Open { no_browser } => open_cmd::run(&global, no_browser).await,
         }
     });

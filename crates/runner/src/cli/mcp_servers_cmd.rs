@@ -32,18 +32,11 @@ pub async fn run(
     let config = runner::load_agent_config(agent_config.as_deref())?;
     // The copy the runner gives the agent (`.oxydra/agent.toml`) is writable by the user's
     // `oxydra-vm`: its servers are neither started nor reached as the operator.
-    let any = config.mcp.servers.values().any(|s| s.enabled);
-    let copy = agent_config
+    if let Some(copy) = agent_config
         .as_deref()
-        .filter(|path| crate::agent_copy::is_agents_copy(path, &root, &user));
-    if let (true, Some(copy)) = (any, copy) {
-        bail!(
-            "the user's agent can write {}, so its MCP servers are not started or reached as you \
-             (a stdio server's command would run as you, an HTTP one would be sent what its \
-             bearer_token_env names); pass --agent-config with the agent.toml you keep (or run \
-             without --root, as runner.toml says)",
-            copy.display()
-        );
+        .filter(|path| crate::agent_copy::is_agents_copy(path, &root, &user))
+    {
+        crate::agent_copy::refuse_servers(&config, copy)?;
     }
     let mut out = std::io::stdout().lock();
     if config.mcp.servers.is_empty() {

@@ -1,6 +1,8 @@
 //! `runner memory ...`: a user's memory from the command line, through the same store API the
 //! memory tools use; every write through the governance of the `cli` surface
-//! ([`crate::memory_governed`]).
+//! ([`crate::memory_governed`]). The one place every command about one user's memory (`memory`,
+//! `usage`, `sessions`, `schedule`, `mcp`, `rekey`) opens it: a link the agent planted in
+//! `.oxydra/` is refused first ([`runner::check_db_links`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -87,9 +89,10 @@ async fn open_or_rekey(
     {
         config = crate::agent_copy::inert(config, path)?;
     }
+    let ws = types::WorkspacePaths::new(root.join(user.as_str()));
     if rekey {
-        let ws = types::WorkspacePaths::new(root.join(user.as_str()));
         let place = runner::MemoryPlace::of(&config, &ws);
+        runner::check_db_links(&place, &root)?;
         crate::keys_cmd::rekey(&encryption, &root, &user, &ws, &place).await?;
         return Ok(None);
     }
@@ -99,9 +102,11 @@ async fn open_or_rekey(
     if !config.memory.enabled {
         bail!("memory is disabled in the agent config ([memory] enabled = false)");
     }
-    let user_root = root.join(user.as_str());
-    runner::check_db_place(&config.memory, &types::WorkspacePaths::new(&user_root))?;
-    let place = runner::MemoryPlace::of(&config, &types::WorkspacePaths::new(&user_root));
+    runner::check_db_place(&config.memory, &ws)?;
+    let place = runner::MemoryPlace::of(&config, &ws);
+    // The agent can write .oxydra/: no link it planted there turns this command on another file.
+    runner::check_db_links(&place, &root)?;
+    let user_root = ws.root.clone();
     let options = OpenOptions {
         progress: Some(Box::new(progress("re-embedding"))),
         encryption_key: runner::key_for_cli(&encryption, &root, &user, &place)?,

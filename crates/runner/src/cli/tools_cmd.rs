@@ -1,7 +1,9 @@
 //! `runner tools [--json]`: the catalogue of built-in tools, exactly as the model is offered them
 //! (with `--agent-config`, the web tools too when its `[tools.web]` turns them on, and its MCP
 //! servers' tools: the servers are started in a scratch directory to list them, and their state
-//! is printed after the tools).
+//! is printed after the tools). When `--agent-config` is a user's own copy of agent.toml (in
+//! their `.oxydra/`, which their agent can write), its servers are not started: the command
+//! refuses as `runner mcp-servers` does ([`crate::agent_copy::refuse_servers`]).
 
 use std::io::Write;
 
@@ -11,10 +13,21 @@ use anyhow::{Context, Result};
 use types::{MemoryDialect, MemoryDialects, SafetyTier};
 
 /// `memory` (`notes`, `categorized`, `files`, or several joined by commas) wins over `[tools] memory` of `agent_config`.
-pub async fn run(json: bool, memory: Option<&str>, agent_config: Option<&Path>) -> Result<()> {
+pub async fn run(
+    global: &crate::Global,
+    json: bool,
+    memory: Option<&str>,
+    agent_config: Option<&Path>,
+) -> Result<()> {
     let agent = agent_config
         .map(|path| runner::load_agent_config(Some(path)))
         .transpose()?;
+    if let (Some(agent), Some(path)) = (&agent, agent_config) {
+        let known_root = global.runner_config().ok().map(|c| c.workspace_root);
+        if crate::agent_copy::is_a_users_copy(path, known_root.as_deref()) {
+            crate::agent_copy::refuse_servers(agent, path)?;
+        }
+    }
     let dialect = match memory {
         Some(names) => {
             let names: Vec<&str> = names.split(',').map(str::trim).collect();

@@ -129,48 +129,104 @@ const FIRST_PREFIX: usize = 64 * 1024;
 /// `html` as Markdown: the content of `<main>` (or `<article>`) when the page has one, else of the
 /// whole body, without its navigation, scripts, styles and forms.
 pub fn html_to_markdown(html: &str) -> String {
-    convert(main_part(html).unwrap_or(html))
+    convert(main_part(html).unwrap_or(html), &Unwatched).unwrap_or_default()
+}
+
+/// What a conversion in rounds ([`html_to_markdown_within`]) answers to while it runs: the
+/// parser cannot be interrupted, so the caller's time limit is checked between its steps.
+pub trait Watch {
+    /// Whether to stop before the next step (the caller's time is up).
+    fn stopped(&self) -> bool;
+    /// A round finished that is not the last: the Markdown of a prefix of the content, shorter
+    /// than what is shown. Kept, it is what can be shown if no later round finishes in time.
+    fn partial(&self, round: &Round);
+}
+
+/// A conversion nothing stops.
+#[derive(Debug)]
+pub struct Unwatched;
+
+impl Watch for Unwatched {
+    fn stopped(&self) -> bool {
+        false
+    }
+
+    fn partial(&self, _: &Round) {}
+}
+
+/// The Markdown of the first `bytes` of the content converted (the `<main>` part or the whole
+/// page), which is `of` bytes long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Round {
+    pub markdown: String,
+    pub bytes: usize,
+    pub of: usize,
+}
+
+impl Round {
+    /// Whether this is the whole content's Markdown.
+    pub fn is_whole(&self) -> bool {
+        self.bytes >= self.of
+    }
 }
 
 /// [`html_to_markdown`] converting no more of the page than showing `max_chars` characters needs:
 /// a prefix of the content first, four times longer each round, the whole only when the
 /// prefixes fall short. A huge page then costs the time of what is shown, not of its size (its
-/// 5 MB took seconds to convert, racing the tool's time limit). Also says whether the Markdown
-/// is the whole page's.
-pub fn html_to_markdown_within(html: &str, max_chars: usize) -> (String, bool) {
+/// 5 MB took seconds to convert, racing the tool's time limit). Each round that falls short goes
+/// to `watch`, which is asked before each step whether to stop: `None` when it said so.
+pub fn html_to_markdown_within(html: &str, max_chars: usize, watch: &dyn Watch) -> Option<Round> {
     let content = main_part(html).unwrap_or(html);
+    let of = content.len();
     let mut len = max_chars
         .saturating_mul(PREFIX_BYTES_PER_CHAR)
         .max(FIRST_PREFIX);
     loop {
-        if len >= content.len() {
-            return (convert(content), true);
+        if len >= of {
+            let markdown = convert(content, watch)?;
+            return Some(Round {
+                markdown,
+                bytes: of,
+                of,
+            });
         }
         let end = (0..=len)
             .rev()
             .find(|&i| content.is_char_boundary(i))
             .unwrap_or(0);
-        let markdown = convert(&content[..end]);
-        if markdown.chars().nth(max_chars).is_some() {
-            return (markdown, false);
+        let round = Round {
+            markdown: convert(&content[..end], watch)?,
+            bytes: end,
+            of,
+        };
+        if round.markdown.chars().nth(max_chars).is_some() {
+            return Some(round);
         }
+        watch.partial(&round);
         len = len.saturating_mul(4);
     }
 }
 
-/// `content` as Markdown, its nesting bounded first (see [`super::nesting`]).
-fn convert(content: &str) -> String {
+/// `content` as Markdown, its nesting bounded first (see [`super::nesting`]); `None` when `watch`
+/// said to stop before the parse or between the parse and the walk of its tree.
+fn convert(content: &str, watch: &dyn Watch) -> Option<String> {
+    if watch.stopped() {
+        return None;
+    }
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED_TAGS.to_vec())
         .build();
     let content = cap_nesting(content, MAX_NESTING);
     let Ok(tree) = converter.html_to_tree(&content) else {
-        return String::new();
+        return Some(String::new());
     };
+    if watch.stopped() {
+        return None;
+    }
     if prune_deeper_than(&tree, MAX_TREE_DEPTH) {
         tracing::debug!("web_fetch left out what a page nests deeper than {MAX_TREE_DEPTH}");
     }
-    tidy(&converter.tree_to_markdown(&tree))
+    Some(tidy(&converter.tree_to_markdown(&tree)))
 }
 
 /// The `<main>…</main>` or `<article>…</article>` part of `html` (the first and outermost).
@@ -247,15 +303,63 @@ mod tests {
             "<body>{}</body>",
             "<p>Steeped rooibos keeps well.</p>".repeat(100_000)
         );
-        let (partial, whole) = html_to_markdown_within(&html, 1000);
-        assert!(!whole);
+        let partial = html_to_markdown_within(&html, 1000, &Unwatched).unwrap();
+        assert!(!partial.is_whole());
+        let partial = partial.markdown;
         assert!(partial.chars().count() > 1000);
         assert!(partial.len() < html.len() / 10, "{}", partial.len());
         assert!(partial.starts_with("Steeped rooibos keeps well.\n\nSteeped"));
         let small = "<body><main><h1>Rooibos</h1><p>A red bush.</p></main></body>";
+        let round = html_to_markdown_within(small, 1000, &Unwatched).unwrap();
         assert_eq!(
-            html_to_markdown_within(small, 1000),
-            (html_to_markdown(small), true)
+            (round.is_whole(), round.markdown),
+            (true, html_to_markdown(small))
+        );
+    }
+
+    /// Stops when it is told to, before its next step, keeping the rounds that fell short.
+    struct StopAfter {
+        rounds: usize,
+        kept: std::cell::RefCell<Vec<Round>>,
+    }
+
+    impl Watch for StopAfter {
+        fn stopped(&self) -> bool {
+            self.kept.borrow().len() >= self.rounds
+        }
+
+        fn partial(&self, round: &Round) {
+            self.kept.borrow_mut().push(round.clone());
+        }
+    }
+
+    #[test]
+    fn a_conversion_in_rounds_stops_when_told_and_keeps_what_it_finished() {
+        // Little text in much markup: every round falls short of what is shown.
+        let html = format!(
+            "<body><p>Rooibos.</p>{}</body>",
+            "<div></div>".repeat(50_000)
+        );
+        let watch = StopAfter {
+            rounds: 2,
+            kept: Default::default(),
+        };
+        assert_eq!(html_to_markdown_within(&html, 1000, &watch), None);
+        let kept = watch.kept.into_inner();
+        let sizes: Vec<(usize, usize)> = kept.iter().map(|r| (r.bytes, r.of)).collect();
+        assert_eq!(
+            sizes,
+            [(FIRST_PREFIX, html.len()), (4 * FIRST_PREFIX, html.len())]
+        );
+        assert!(kept.iter().all(|r| r.markdown == "Rooibos."), "{kept:?}");
+        let unstopped = StopAfter {
+            rounds: usize::MAX,
+            kept: Default::default(),
+        };
+        let whole = html_to_markdown_within(&html, 1000, &unstopped).unwrap();
+        assert!(
+            whole.is_whole() && whole.markdown == "Rooibos.",
+            "{whole:?}"
         );
     }
 

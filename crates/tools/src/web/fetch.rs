@@ -1,17 +1,20 @@
 //! `web_fetch`: one GET of an http(s) URL from the agent, its redirects followed and checked hop
-//! by hop, its body read within the byte and time limits and shown as Markdown or text.
+//! by hop, its body read within the byte and time limits and shown as Markdown or text
+//! ([`super::render`]). The time limit holds for the whole call: the body is read until
+//! [`convert_reserve`] of it is left, for converting what came.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::{StatusCode, Url, header};
+use reqwest::{Url, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::{Instant, timeout_at};
 use types::{MAX_WEB_CHARS, SafetyTier, ToolExecutionContext, UntrustedInput, WebConfig};
 
-use super::convert::{Kind, cut, decode, html_to_markdown_within, kind_of, title};
+use super::convert::{Kind, kind_of};
 use super::guard::{AllowHosts, GuardedResolver, Lookup, check_url, refusal_in};
+use super::render::{Page, render_within};
 use crate::files::parse;
 use crate::{Tool, ToolError};
 
@@ -39,15 +42,9 @@ struct Args {
     max_chars: Option<u32>,
 }
 
-/// What one fetch brought back before it is rendered.
-struct Page {
-    url: Url,
-    status: StatusCode,
-    content_type: Option<String>,
-    body: Vec<u8>,
-    /// Why the body is incomplete, if it is.
-    short: Option<String>,
-    length: Option<u64>,
+/// The part of the time limit kept for converting the page: a tenth, at most 2 s.
+fn convert_reserve(limit: Duration) -> Duration {
+    (limit / 10).min(Duration::from_secs(2))
 }
 
 impl WebFetch {
@@ -139,9 +136,10 @@ impl WebFetch {
             match timeout_at(deadline, response.chunk()).await {
                 Err(_) if page.body.is_empty() => return Err(self.timed_out()),
                 Err(_) => {
+                    let read = self.limit - convert_reserve(self.limit);
                     page.short = Some(format!(
-                        "the page was still arriving after {} s; shown is what came",
-                        self.limit.as_secs()
+                        "the page was still arriving after {:.1} s; shown is what came",
+                        read.as_secs_f64()
                     ));
                     return Ok(page);
                 }
@@ -203,59 +201,6 @@ fn send_error(url: &Url, e: reqwest::Error) -> ToolError {
     ToolError::execution_with(what, e)
 }
 
-/// The page as the model reads it: final URL, status, type, then the content (cut to
-/// `max_chars`).
-fn render(page: &Page, max_chars: usize) -> String {
-    let kind = kind_of(page.content_type.as_deref(), &page.body);
-    let mut out = format!("URL: {}\nStatus: {}\n", page.url, page.status);
-    if let Some(ct) = &page.content_type {
-        out.push_str(&format!("Content-Type: {ct}\n"));
-    }
-    // Whether `content` is the whole page's (HTML is converted only as far as is shown).
-    let mut whole = true;
-    let content = match kind {
-        Kind::Other => {
-            let size = page
-                .length
-                .map_or_else(|| "unknown size".to_owned(), |n| format!("{n} bytes"));
-            out.push_str(&format!(
-                "\nA {} document ({size}), not shown: web_fetch reads HTML, text and JSON.\n",
-                page.content_type.as_deref().unwrap_or("binary")
-            ));
-            return out;
-        }
-        Kind::Html => {
-            let html = decode(&page.body, page.content_type.as_deref(), kind);
-            if let Some(title) = title(&html) {
-                out.push_str(&format!("Title: {title}\n"));
-            }
-            let (markdown, all) = html_to_markdown_within(&html, max_chars);
-            whole = all;
-            markdown
-        }
-        Kind::Text => decode(&page.body, page.content_type.as_deref(), kind),
-    };
-    if let Some(short) = &page.short {
-        out.push_str(&format!("Note: {short}.\n"));
-    }
-    let (shown, was_cut) = cut(&content, max_chars);
-    out.push('\n');
-    out.push_str(shown);
-    if was_cut && whole {
-        let total = content.chars().count();
-        out.push_str(&format!(
-            "\n\n[cut at {max_chars} of {total} characters; ask with a larger max_chars for more]"
-        ));
-    } else if was_cut {
-        out.push_str(&format!(
-            "\n\n[cut at {max_chars} characters of a longer page ({} bytes); ask with a larger \
-             max_chars for more]",
-            page.body.len()
-        ));
-    }
-    out
-}
-
 #[async_trait::async_trait]
 impl Tool for WebFetch {
     fn name(&self) -> &str {
@@ -301,12 +246,11 @@ impl Tool for WebFetch {
             .map_err(|_| ToolError::invalid("url", "an absolute http:// or https:// URL"))?;
         let max_chars = args.max_chars.unwrap_or(self.max_chars) as usize;
         let deadline = Instant::now() + self.limit;
+        let reading = deadline - convert_reserve(self.limit);
         let page = tokio::select! {
-            page = self.fetch(url, deadline) => page?,
+            page = self.fetch(url, reading) => page?,
             () = ctx.cancellation.cancelled() => return Err(ToolError::Cancelled),
         };
-        tokio::task::spawn_blocking(move || render(&page, max_chars))
-            .await
-            .map_err(|e| ToolError::execution_with("the page could not be converted", e))
+        render_within(page, max_chars, deadline, self.limit, &ctx.cancellation).await
     }
 }

@@ -9,6 +9,7 @@ mod convert;
 mod fetch;
 pub mod guard;
 mod nesting;
+mod render;
 mod search;
 
 use std::sync::Arc;
