@@ -42,7 +42,7 @@ mod time;
 pub use notes::audit::{
     AuditEntry, AuditPage, AuditQuery, AuditRecord, MAX_AUDIT_ROWS, MAX_NAME_CHARS,
 };
-pub use notes::capture::{PendingProposal, ProposalPlace};
+pub use notes::capture::{MAX_PENDING_PROPOSALS, PendingProposal, ProposalPlace};
 pub use notes::duplicates::{DuplicateCheck, SaveOutcome, Saved, Similar, SimilarNote, normalize};
 pub use notes::erase::Erased;
 pub use store::encryption::{EncryptionKey, change_key, is_plaintext};

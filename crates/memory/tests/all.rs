@@ -12,6 +12,7 @@ mod common;
 
 mod approximate;
 mod audit;
+mod captures;
 mod encryption;
 mod erase;
 mod event_anchors;

@@ -33,6 +33,10 @@ pub struct ProposalPlace<'a> {
     pub untrusted: Option<&'a str>,
 }
 
+/// Most proposals waiting for one user: a new one beyond them pushes out the oldest (a user who
+/// never reviews them sees the latest, and the table stays bounded).
+pub const MAX_PENDING_PROPOSALS: usize = 200;
+
 fn seq_value(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
@@ -86,7 +90,8 @@ impl Captures<'_> {
         .await
     }
 
-    /// Stores proposals for the user to accept or reject; returns their ids, in order.
+    /// Stores proposals for the user to accept or reject; returns their ids, in order. Beyond
+    /// [`MAX_PENDING_PROPOSALS`] of the user's, the oldest are dropped.
     pub async fn add_proposals(
         &self,
         place: ProposalPlace<'_>,
@@ -126,12 +131,31 @@ impl Captures<'_> {
                 }
                 ids.push(tx.last_insert_rowid());
             }
+            if outcome.is_ok() {
+                let pruned = tx
+                    .execute(
+                        "DELETE FROM capture_proposals WHERE user_id = ?1 AND id NOT IN
+                           (SELECT id FROM capture_proposals WHERE user_id = ?1
+                            ORDER BY id DESC LIMIT ?2)",
+                        libsql::params![user.clone(), MAX_PENDING_PROPOSALS as i64],
+                    )
+                    .await;
+                match pruned {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(
+                        user = %user,
+                        dropped = n,
+                        "capture: the oldest proposals waiting were pushed out by new ones"
+                    ),
+                    Err(e) => outcome = Err(MemoryError::db(ctx)(e)),
+                }
+            }
             finish(tx, outcome.map(|()| ids)).await
         })
         .await
     }
 
-    /// `user`'s pending proposals, oldest first.
+    /// `user`'s pending proposals (the latest [`MAX_PENDING_PROPOSALS`]), oldest first.
     pub async fn pending_proposals(
         &self,
         user: &UserId,
@@ -158,10 +182,12 @@ impl Captures<'_> {
             let ctx = "reading capture proposals";
             let mut rows = conn
                 .query(
-                    "SELECT id, session_id, turn_id, proposal_json, untrusted, created_at
-                     FROM capture_proposals WHERE user_id = ?1 AND (?2 IS NULL OR id = ?2)
-                     ORDER BY id LIMIT 200",
-                    libsql::params![user, id],
+                    "SELECT * FROM
+                       (SELECT id, session_id, turn_id, proposal_json, untrusted, created_at
+                        FROM capture_proposals WHERE user_id = ?1 AND (?2 IS NULL OR id = ?2)
+                        ORDER BY id DESC LIMIT ?3)
+                     ORDER BY id",
+                    libsql::params![user, id, MAX_PENDING_PROPOSALS as i64],
                 )
                 .await
                 .map_err(MemoryError::db(ctx))?;
