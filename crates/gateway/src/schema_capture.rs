@@ -27,6 +27,7 @@ fn pending(full: bool) -> PendingMemory {
         note_text: full.then(|| "The user lives in Lisbon".to_owned()),
         session_id: "s-0b1c".into(),
         created_at: "2026-11-28T09:02:03.000Z".into(),
+        untrusted: full.then(|| "web".to_owned()),
     }
 }
 

@@ -13,6 +13,12 @@ const CATEGORIES = ["fact", "pattern", "preference", "capability"];
 /** ` (read "last week" as …)`: how a search answer `r` read its words about time, if they named one. */
 const timeRead = (r) => (r.time && r.time.read ? ` (${r.time.read})` : "");
 
+/** What a proposal's untrusted input (`file`, `web`, …) was, in words; an unknown one said plainly. */
+const untrustedSource = (from) => ({
+  file: "a file", shell: "shell output", web: "a web page", note: "an unconfirmed note",
+  client: "text from another client", mcp: "an MCP tool's answer",
+}[from] || "text you did not write");
+
 export class Memory {
   constructor({ client, root, onOpenHit }) {
     this.client = client;
@@ -242,6 +248,7 @@ export class Memory {
     });
   }
 
+  /** A card of one proposal: what it would do, and what the conversation had read before it. */
   pendingCard(p) {
     const verb = { add: "add", update: "update", delete: "delete" }[p.action] || String(p.action);
     const was = p.note_text ? ` “${excerpt(p.note_text)}”` : "";
@@ -250,7 +257,8 @@ export class Memory {
       el("div", { class: "note-text" }, what),
       el("p", { class: "note-meta" }, `proposed: ${verb}`,
         p.action === "update" ? ` of note ${shortId(p.note_id)}${was ? `, which says${was}` : ""}` : "",
-        " · " + String(p.created_at || "").slice(0, 16).replace("T", " ")),
+        " · " + String(p.created_at || "").slice(0, 16).replace("T", " "),
+        p.untrusted ? el("span", { class: "badge" }, ` · proposed after reading ${untrustedSource(p.untrusted)}: check it`) : ""),
       el("div", { class: "note-actions" },
         el("button", { type: "button", class: "primary", onclick: () => this.decide(p, item, true) }, "Accept"),
         el("button", { type: "button", onclick: () => this.decide(p, item, false) }, "Reject")));

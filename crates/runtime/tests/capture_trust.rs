@@ -164,6 +164,10 @@ async fn an_untrusted_delete_waits(kind: ProviderKind) {
         .map(|p| (p.action.as_str(), p.note_id.as_deref()))
         .collect();
     assert_eq!(waiting, [("delete", Some(home.as_str()))]);
+    // Shown with what it came after, in the report and in the list the user decides from.
+    assert_eq!(report.pending[0].untrusted.as_deref(), Some("file"));
+    let listed = f.rt.pending_memories(&c).await.unwrap();
+    assert_eq!(listed, report.pending);
     assert_eq!(texts(&f.store).await, ["The user lives in Porto"]);
     // The user accepts it: now it is gone.
     let c = crate::common::ctx(&f.root, "alice", "chat-a", "t2");

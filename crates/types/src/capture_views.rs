@@ -39,6 +39,11 @@ pub struct PendingMemory {
     /// The conversation it was captured from.
     pub session_id: String,
     pub created_at: String,
+    /// The untrusted input that conversation had read before capture proposed it (`file`,
+    /// `shell`, `web`, `note`, `client`, `mcp`): the proposal may restate text the user did not
+    /// write, so it is shown with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 /// What one capture call did: the changes it made (mode `auto`) or the proposals it left

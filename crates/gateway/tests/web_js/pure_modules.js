@@ -1,5 +1,5 @@
-// Unit tests of the web client's pure modules (markdown.js, highlight.js, dom.js), run in the
-// page by `web_js.rs` through DevTools: imported from the gateway's own /assets/, each case
+// Unit tests of the web client's pure modules (markdown.js, highlight.js, dom.js, and a proposal's
+// card from memory.js), run in the page by `web_js.rs` through DevTools: imported from the gateway's own /assets/, each case
 // checked, and the result returned as {ran, failures}. Untrusted text must stay text: no
 // element the renderer did not mean to make, no link that is not http(s)/mailto to another host.
 
@@ -134,6 +134,16 @@
   eq("progress message cut", dom.progressText(1, 2, "y".repeat(50)), "1/2: " + "y".repeat(40) + "…");
   const made = dom.el("a", { href: "https://example.org/", title: "<t>" }, "<text>", dom.el("b", {}, "x"));
   eq("el builds with text children", show(made), '<a href="https://example.org/" title="<t>">"<text>" <b>"x"</></>');
+
+  // A proposal of capture says when it came after text the user did not write, as text.
+  const { Memory } = await import("/assets/memory.js");
+  const memory = new Memory({ client: {}, root: document.createElement("div"), onOpenHit: () => {} });
+  const proposal = (untrusted) => ({ id: 4, action: "add", content: "The user is moving to Oslo",
+    session_id: "s-1", created_at: "2026-11-28T09:00:00.000Z", untrusted });
+  const meta = (p) => memory.pendingCard(p).querySelector(".note-meta").textContent;
+  check("a proposal after a web page says so", meta(proposal("web")).includes("proposed after reading a web page: check it"), meta(proposal("web")));
+  check("an unknown source is said plainly", meta(proposal("<b>x</b>")).includes("proposed after reading text you did not write"), meta(proposal("<b>x</b>")));
+  check("a proposal after nothing untrusted says nothing of it", !meta(proposal(undefined)).includes("proposed after"), meta(proposal(undefined)));
 
   return { ran, failures };
 })()

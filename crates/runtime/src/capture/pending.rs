@@ -95,15 +95,16 @@ fn without_secrets(p: &Proposal) -> Proposal {
     p
 }
 
-fn view(id: i64, p: &Proposal, session_id: &str, created_at: &str) -> PendingMemory {
+fn view(row: &PendingProposal, p: &Proposal, created_at: &str) -> PendingMemory {
     PendingMemory {
-        id,
+        id: row.id,
         action: p.action().to_owned(),
         note_id: p.note_id().map(str::to_owned),
         content: p.content().map(str::to_owned),
         note_text: p.note_text().map(str::to_owned),
-        session_id: session_id.to_owned(),
+        session_id: row.session_id.clone(),
         created_at: created_at.to_owned(),
+        untrusted: row.untrusted.clone(),
     }
 }
 
@@ -113,7 +114,7 @@ pub(crate) fn pending_view(row: &PendingProposal) -> Option<(PendingMemory, Prop
     let at = row
         .created_at
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    Some((view(row.id, &proposal, &row.session_id, &at), proposal))
+    Some((view(row, &proposal, &at), proposal))
 }
 
 impl AgentRuntime {

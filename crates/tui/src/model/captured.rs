@@ -228,11 +228,35 @@ impl App {
                 ("update", Some(id)) => format!("change {}{was} to \"{what}\"", short_id(id)),
                 (_, id) => format!("forget {}{was}", short_id(id.unwrap_or_default())),
             };
-            text.push_str(&format!("\n  {}. {line}", i + 1));
+            // Proposed after the conversation read text the user did not write: it may restate it.
+            let after = p
+                .untrusted
+                .as_deref()
+                .map(|from| {
+                    format!(
+                        " (proposed after reading {}: check it)",
+                        untrusted_source(from)
+                    )
+                })
+                .unwrap_or_default();
+            text.push_str(&format!("\n  {}. {line}{after}", i + 1));
         }
         text.push_str("\n/memory accept <n> saves one; /memory reject <n> drops it.");
         self.push(Entry::info(text));
         self.memory.pending = memories;
+    }
+}
+
+/// What a proposal's untrusted input was, in words.
+fn untrusted_source(from: &str) -> &str {
+    match from {
+        "file" => "a file",
+        "shell" => "shell output",
+        "web" => "a web page",
+        "note" => "an unconfirmed note",
+        "client" => "text from another client",
+        "mcp" => "an MCP tool's answer",
+        _ => "text you did not write",
     }
 }
 
@@ -261,6 +285,7 @@ mod tests {
                 note_text: None,
                 session_id: "s-1".into(),
                 created_at: "2026-11-28T09:00:00.000Z".into(),
+                untrusted: None,
             }],
         }
     }
@@ -292,12 +317,13 @@ mod tests {
         assert!(app.memory.pending.is_empty());
     }
 
-    /// A pending update or delete says what it would replace or forget, not only the note's id.
+    /// A pending update or delete says what it would replace or forget, not only the note's id;
+    /// one proposed after untrusted input says so.
     #[test]
     fn pending_changes_show_the_text_they_replace_or_forget() {
         let user = types::UserId::parse("alice").expect("user");
         let mut app = App::new(user, None, None);
-        let about = |action: &str, content: Option<&str>| PendingMemory {
+        let about = |action: &str, content: Option<&str>, untrusted: Option<&str>| PendingMemory {
             id: 3,
             action: action.into(),
             note_id: Some("note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into()),
@@ -305,11 +331,12 @@ mod tests {
             note_text: Some("The user lives in Porto".into()),
             session_id: "s-1".into(),
             created_at: "2026-11-28T09:00:00.000Z".into(),
+            untrusted: untrusted.map(str::to_owned),
         };
         app.on_capture_frame(ServerFrame::PendingMemories {
             memories: vec![
-                about("update", Some("The user lives in Lisbon")),
-                about("delete", None),
+                about("update", Some("The user lives in Lisbon"), None),
+                about("delete", None, Some("web")),
             ],
         });
         assert_eq!(
@@ -317,7 +344,8 @@ mod tests {
             Some(&Entry::info(
                 "Waiting for you:\n  \
                  1. change note-3f2b5c1e… \"The user lives in Porto\" to \"The user lives in Lisbon\"\n  \
-                 2. forget note-3f2b5c1e… \"The user lives in Porto\"\n\
+                 2. forget note-3f2b5c1e… \"The user lives in Porto\" \
+                 (proposed after reading a web page: check it)\n\
                  /memory accept <n> saves one; /memory reject <n> drops it."
             ))
         );
