@@ -129,6 +129,46 @@ fn move_file(from: &Path, to: &Path) -> Result<(), MemoryError> {
     if std::fs::rename(from, to).is_ok() {
         return Ok(());
     }
-    std::fs::copy(from, to).map_err(MemoryError::io("moving the legacy memory database"))?;
+    copy_new(from, to).map_err(MemoryError::io("moving the legacy memory database"))?;
     std::fs::remove_file(from).map_err(MemoryError::io("moving the legacy memory database"))
+}
+
+/// Copies `from` to a new file `to`. Never through a link at `to`: the runner moves a legacy
+/// database as root into a workspace the agent can write, where a link planted at the database's
+/// place (even a dangling one) would have the copy create or overwrite the file it points to.
+fn copy_new(from: &Path, to: &Path) -> std::io::Result<u64> {
+    let mut source = std::fs::File::open(from)?;
+    let mut copy = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    std::io::copy(&mut source, &mut copy)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+
+    /// The copy of a move across filesystems writes a new file, and refuses a link planted at
+    /// its place, dangling or not, leaving what it points to untouched.
+    #[test]
+    fn the_copy_never_writes_through_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("legacy.db");
+        std::fs::write(&from, b"the user's notes").unwrap();
+        let to = dir.path().join("memory.db");
+        assert_eq!(copy_new(&from, &to).unwrap(), 16);
+        assert_eq!(std::fs::read(&to).unwrap(), b"the user's notes");
+        let (elsewhere, kept) = (dir.path().join("planted.db"), dir.path().join("kept.db"));
+        std::fs::write(&kept, b"another user's notes").unwrap();
+        for pointed in [&elsewhere, &kept] {
+            let link = dir.path().join("linked.db");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(pointed, &link).unwrap();
+            assert!(copy_new(&from, &link).is_err(), "{}", pointed.display());
+        }
+        assert!(!elsewhere.exists());
+        assert_eq!(std::fs::read(&kept).unwrap(), b"another user's notes");
+    }
 }
