@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use types::Host;
 
 /// Looks a host name up (the system resolver in production; a scripted one in tests).
 pub trait Lookup: Send + Sync + std::fmt::Debug {
@@ -53,24 +54,22 @@ pub struct Refused {
     pub kind: &'static str,
 }
 
-/// The hosts allowed to reach any address, lower-cased.
+/// The hosts allowed to reach any address, read as [`Host`]s: a name in any case or with a final
+/// dot, an IPv6 address in any of its spellings, all compare as the URL's host does.
 #[derive(Debug, Clone, Default)]
-pub struct AllowHosts(Arc<HashSet<String>>);
+pub struct AllowHosts(Arc<HashSet<Host>>);
 
 impl AllowHosts {
+    /// `hosts` as `[tools.web] allow_hosts` lists them; an entry that is no host (the
+    /// configuration's check refuses it before) allows nothing.
     pub fn new(hosts: &[String]) -> Self {
-        let set = hosts
-            .iter()
-            .map(|h| h.trim().trim_start_matches('[').trim_end_matches(']'))
-            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-            .collect();
-        Self(Arc::new(set))
+        Self(Arc::new(
+            hosts.iter().filter_map(|h| Host::parse(h).ok()).collect(),
+        ))
     }
 
     fn contains(&self, host: &str) -> bool {
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        self.0
-            .contains(&host.trim_end_matches('.').to_ascii_lowercase())
+        Host::parse(host).is_ok_and(|host| self.0.contains(&host))
     }
 }
 
@@ -270,5 +269,10 @@ mod tests {
         let allow = AllowHosts::new(&["127.0.0.1".to_owned(), "::1".to_owned()]);
         assert!(check_url(&url("http://127.0.0.1:8080/x"), &allow).is_ok());
         assert!(check_url(&url("http://[::1]/"), &allow).is_ok());
+        // Spelled otherwise in the list, the same hosts.
+        let allow = AllowHosts::new(&["0:0:0:0:0:0:0:1".to_owned(), "Wiki.LAN.".to_owned()]);
+        assert!(check_url(&url("http://[::1]/"), &allow).is_ok());
+        assert!(allow.contains("wiki.lan"));
+        assert!(!allow.contains("wiki.lan.evil.example"));
     }
 }

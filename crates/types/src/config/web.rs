@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::{ConfigError, Host};
 
 /// `[tools.web]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,17 +121,13 @@ impl WebConfig {
                 format!("must be between 100 and {MAX_WEB_CHARS}"),
             ));
         }
-        if let Some(host) = self
-            .allow_hosts
-            .iter()
-            .find(|h| h.trim().is_empty() || h.contains(['/', ':', '*', ' ']) && !is_ipv6(h))
-        {
-            return Err(ConfigError::new(
-                "tools.web.allow_hosts",
-                format!(
-                    "`{host}` is not a host name or address: write it bare, e.g. \"wiki.home.arpa\" (no scheme, port, path or pattern)"
-                ),
-            ));
+        for host in &self.allow_hosts {
+            Host::parse(host).map_err(|e| {
+                ConfigError::new(
+                    "tools.web.allow_hosts",
+                    format!("{host:?} {e}; e.g. \"wiki.home.arpa\""),
+                )
+            })?;
         }
         let Some(search) = &self.search else {
             return Ok(());
@@ -158,10 +154,6 @@ impl WebConfig {
     }
 }
 
-fn is_ipv6(host: &str) -> bool {
-    host.parse::<std::net::Ipv6Addr>().is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,8 +169,21 @@ mod tests {
         assert!(
             parse(r#"{"enabled": true, "allow_hosts": ["wiki.lan", "10.0.0.2", "::1"]}"#).is_ok()
         );
-        let bad = parse(r#"{"allow_hosts": ["http://wiki.lan/"]}"#).unwrap_err();
-        assert!(bad.contains("tools.web.allow_hosts"), "{bad}");
+        assert!(parse(r#"{"allow_hosts": ["Wiki.LAN.", "[fd00::2]", "my_box-2.lan"]}"#).is_ok());
+        for (entry, says) in [
+            ("http://wiki.lan/", "is not bare"),
+            ("wiki.lan:8080", "is not bare"),
+            ("*.lan", "is a pattern"),
+            ("wiki lan", "is not a host name"),
+            ("-wiki.lan", "is not a host name"),
+            ("10.0.0.256", "looks like an IPv4 address"),
+            ("", "is empty"),
+        ] {
+            let json = format!(r#"{{"allow_hosts": ["wiki.lan", {entry:?}]}}"#);
+            let bad = parse(&json).unwrap_err();
+            assert!(bad.contains("tools.web.allow_hosts"), "{entry:?}: {bad}");
+            assert!(bad.contains(says), "{entry:?}: {bad}");
+        }
         assert!(parse(r#"{"timeout_secs": 0}"#).is_err());
         let searx = parse(r#"{"search": {"backend": "searxng"}}"#).unwrap_err();
         assert!(searx.contains("SearXNG"), "{searx}");
