@@ -17,6 +17,7 @@ mod encryption;
 mod erase;
 mod event_anchors;
 mod freshness;
+mod large_scan;
 mod lifecycle;
 mod names;
 mod note_checks;
