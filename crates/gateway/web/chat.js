@@ -227,7 +227,7 @@ export class Chat {
       const what = c.path || `“${excerpt(c.text)}”`;
       let change = null;
       if (c.change === "saved") {
-        change = { line: `saved ${what}`, undo: { kind: "delete", noteId: c.note_id } };
+        change = { line: `saved ${what}`, undo: { kind: "delete", noteId: c.note_id, text: String(c.text || "").trim() } };
       } else if (c.change === "updated") {
         change = { line: `updated ${what}`, undo: { kind: "previous", noteId: c.note_id, text: String(c.text || "").trim() } };
       } else if (c.change === "deleted") {

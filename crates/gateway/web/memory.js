@@ -10,6 +10,9 @@ import { el, clear, excerpt, shortId } from "./dom.js";
 
 const CATEGORIES = ["fact", "pattern", "preference", "capability"];
 
+/** Why an undo of a save or an update did nothing: the note no longer says what it wrote. */
+const CHANGED = "The note changed since: see its history.";
+
 /** ` (read "last week" as …)`: how a search answer `r` read its words about time, if they named one. */
 const timeRead = (r) => (r.time && r.time.read ? ` (${r.time.read})` : "");
 
@@ -224,8 +227,8 @@ export class Memory {
         el("p", { class: "note-meta" }, `deleted ${String(d.deleted_at).slice(0, 10)} · purged after ${String(d.purge_after).slice(0, 10)}`),
         el("button", { type: "button", onclick: async () => {
           try {
-            await this.client.request({ type: "restore_note", note_id: d.note.note_id });
-            this.record({ line: `restored “${excerpt(d.note.text)}”`, undo: { kind: "delete", noteId: d.note.note_id } }, true);
+            const back = await this.client.request({ type: "restore_note", note_id: d.note.note_id });
+            this.record({ line: `restored “${excerpt(d.note.text)}”`, undo: { kind: "delete", noteId: d.note.note_id, text: String(back.note.text).trim() } }, true);
             this.showDeleted();
           } catch (e) { this.status.textContent = e.message; }
         } }, "Restore"))),
@@ -289,7 +292,7 @@ export class Memory {
   /** A change capture made (or an accepted proposal), as a change line with its undo. */
   capturedChange(c) {
     const what = `“${excerpt(c.text)}”`;
-    if (c.action === "added") return { line: `captured: saved ${what}`, undo: { kind: "delete", noteId: c.note_id } };
+    if (c.action === "added") return { line: `captured: saved ${what}`, undo: { kind: "delete", noteId: c.note_id, text: String(c.text || "").trim() } };
     if (c.action === "updated") return { line: `captured: updated ${what}`, undo: { kind: "previous", noteId: c.note_id, text: String(c.text || "").trim() } };
     if (c.action === "deleted") return { line: `captured: deleted ${what}`, undo: { kind: "restore", noteId: c.note_id } };
     return null;
@@ -371,25 +374,36 @@ export class Memory {
     if (change.state !== "pending") return;
     const u = change.undo;
     try {
-      if (u.kind === "delete") await this.client.request({ type: "delete_note", note_id: u.noteId });
-      else if (u.kind === "restore") await this.client.request({ type: "restore_note", note_id: u.noteId });
+      if (u.kind === "restore") await this.client.request({ type: "restore_note", note_id: u.noteId });
       else if (u.kind === "edit") await this.client.request({ type: "edit_note", note_id: u.noteId, content: u.text, version: u.version });
-      else if (u.kind === "previous") {
-        const h = await this.client.request({ type: "note_history", note_id: u.noteId });
-        const last = h.versions[h.versions.length - 1];
-        if (!last || last.text.trim() !== u.text || last.version < 2) {
-          state.textContent = " The note changed since: see its history.";
+      else if (u.kind === "delete" || u.kind === "previous") {
+        const { last, why } = await this.unchanged(u);
+        if (why || (u.kind === "previous" && last.version < 2)) {
+          state.textContent = " " + (why || CHANGED);
           return;
         }
-        await this.client.request({ type: "restore_note", note_id: u.noteId, version: last.version - 1 });
+        if (u.kind === "delete") await this.client.request({ type: "delete_note", note_id: u.noteId });
+        else await this.client.request({ type: "restore_note", note_id: u.noteId, version: last.version - 1 });
       }
       change.state = "undone";
       button.disabled = true;
       state.textContent = " undone";
       if (this.mode !== "deleted") this.refresh();
     } catch (e) {
-      state.textContent = " " + (e.code === "note_changed" ? "The note changed since: see its history." : e.message);
+      state.textContent = " " + (e.code === "note_changed" ? CHANGED : e.message);
     }
+  }
+
+  /**
+   * The first step of undoing a save or an update (`u.text`: what it wrote, trimmed): the note's
+   * history read, and its current version while that still says `u.text`; else why not.
+   */
+  async unchanged(u) {
+    const h = await this.client.request({ type: "note_history", note_id: u.noteId });
+    const last = h.versions[h.versions.length - 1];
+    if (h.deleted_at) return { why: u.kind === "delete" ? "The note is already deleted." : CHANGED };
+    if (!last || last.text.trim() !== u.text) return { why: CHANGED };
+    return { last };
   }
 
   /** Ctrl+Z: the latest change that can still be undone. */

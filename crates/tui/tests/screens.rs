@@ -474,8 +474,29 @@ fn memory_changes_are_listed_after_the_turn_with_undo() {
         app.on_frame(frame);
     }
     check("memory_changes", &screen(&mut app, 80, 20));
+    // The save is taken back by deleting the note, once its history shows it unchanged.
     assert_eq!(
         command(&mut app, "/undo 1"),
+        [ClientFrame::Note(NoteRequest::NoteHistory {
+            note_id: NOTE_A.into()
+        })]
+    );
+    assert_eq!(
+        app.on_frame(ServerFrame::NoteVersions {
+            note_id: NOTE_A.into(),
+            versions: vec![types::NoteVersionView {
+                version: 1,
+                text: "Lives in Porto".into(),
+                edit_token: "v-1".into(),
+                category: None,
+                tags: Vec::new(),
+                saved_at: "2025-01-01T09:00:00.000Z".into(),
+                replaced_at: None,
+                provenance: None,
+            }],
+            deleted_at: None,
+            purge_after: None,
+        }),
         [ClientFrame::Note(NoteRequest::DeleteNote {
             note_id: NOTE_A.into()
         })]

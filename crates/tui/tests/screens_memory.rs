@@ -253,7 +253,8 @@ fn deleted_notes_are_listed_and_restored_and_versions_reverted() {
     assert_eq!(
         app.memory_changes()[0].undo,
         tui::Undo::Delete {
-            note_id: NOTE_B.into()
+            note_id: NOTE_B.into(),
+            text: "Drinks tea, never coffee".into()
         }
     );
 

@@ -190,6 +190,7 @@ impl App {
                 format!("{how}: saved \"{text}\"{unconfirmed}"),
                 Undo::Delete {
                     note_id: change.note_id.clone(),
+                    text: change.text.trim().to_owned(),
                 },
             ),
             "updated" => (
@@ -298,7 +299,8 @@ mod tests {
         assert_eq!(
             app.memory.changes.last().map(|c| &c.undo),
             Some(&Undo::Delete {
-                note_id: "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into()
+                note_id: "note-3f2b5c1e-8d4a-4b6f-9c2d-1a2b3c4d5e6f".into(),
+                text: "The user's dog is called Biscuit".into()
             })
         );
         assert_eq!(

@@ -5,7 +5,9 @@
 //! (Ctrl+Z: the latest that can be).
 //!
 //! Every change can be undone, never overwriting a later one:
-//! - a note the agent saved: undo deletes it (a tombstone, itself restorable);
+//! - a note saved (by the agent, capture or a restore here): undo reads the note's history and,
+//!   if its current text is still the one saved, deletes it (a tombstone, itself restorable);
+//!   otherwise it says the note changed since, or is already deleted;
 //! - an edit made here: undo puts the old text back, only at the version the edit produced;
 //! - a delete (the agent's or one here): undo restores the note with its id;
 //! - an update by the agent (or a revert here): undo reads the note's history and, if its
@@ -36,8 +38,8 @@ pub struct MemoryChange {
 /// How a change is taken back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Undo {
-    /// A new note: delete it.
-    Delete { note_id: String },
+    /// A new note that said `text`: delete it, if the note's text is still `text`.
+    Delete { note_id: String, text: String },
     /// An edit: put `text` back, if the note's text is still the one of `edit_token`.
     Revert {
         note_id: String,
@@ -57,6 +59,17 @@ impl Undo {
     /// Whether there is still something to take back.
     pub fn is_pending(&self) -> bool {
         !matches!(self, Undo::Done)
+    }
+
+    /// The note and the text a save or an update wrote: such an undo reads the note's history
+    /// first, and goes on only while the note still says that text.
+    pub(super) fn checked(&self) -> Option<(&str, &str)> {
+        match self {
+            Undo::Delete { note_id, text } | Undo::PreviousVersion { note_id, text } => {
+                Some((note_id, text))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -330,7 +343,10 @@ impl App {
                     path,
                 } => (
                     format!("saved {}", what(&text, path.as_deref())),
-                    Undo::Delete { note_id },
+                    Undo::Delete {
+                        note_id,
+                        text: text.trim().to_owned(),
+                    },
                 ),
                 NoteChange::Updated {
                     note_id,

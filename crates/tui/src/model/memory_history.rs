@@ -29,7 +29,10 @@ impl App {
             return Vec::new();
         };
         let frame = match change.undo {
-            Undo::Delete { note_id } => ClientFrame::Note(NoteRequest::DeleteNote { note_id }),
+            // First the history, to check the note still says what the change wrote.
+            Undo::Delete { note_id, .. } | Undo::PreviousVersion { note_id, .. } => {
+                ClientFrame::Note(NoteRequest::NoteHistory { note_id })
+            }
             Undo::Revert {
                 note_id,
                 text,
@@ -43,10 +46,6 @@ impl App {
                 note_id,
                 version: None,
             }),
-            // First the history, to check the note still says what the change wrote.
-            Undo::PreviousVersion { note_id, .. } => {
-                ClientFrame::Note(NoteRequest::NoteHistory { note_id })
-            }
             Undo::Done => {
                 self.push(Entry::info(format!("Change {n} was already undone.")));
                 return Vec::new();
@@ -106,7 +105,8 @@ impl App {
         }
     }
 
-    /// A note's history: the second step of undoing an update, or a list to revert from.
+    /// A note's history: the second step of undoing a save or an update, or a list to revert
+    /// from.
     pub(super) fn on_history(
         &mut self,
         note_id: String,
@@ -114,30 +114,14 @@ impl App {
         deleted_at: Option<String>,
         purge_after: Option<String>,
     ) -> Vec<ClientFrame> {
-        let undoing =
-            self.memory
-                .undoing
-                .and_then(|i| match self.memory.changes.get(i).map(|c| &c.undo) {
-                    Some(Undo::PreviousVersion { note_id: id, text }) if *id == note_id => {
-                        Some((i, text.clone()))
-                    }
-                    _ => None,
-                });
-        if let Some((i, text)) = undoing {
-            let current = versions.last().filter(|_| deleted_at.is_none());
-            if let Some(current) = current.filter(|v| v.text.trim() == text && v.version > 1) {
-                return vec![ClientFrame::Note(NoteRequest::RestoreNote {
-                    note_id,
-                    version: Some(current.version - 1),
-                })];
-            }
-            self.memory.undoing = None;
-            self.push(Entry::error(format!(
-                "Change {} was not undone: the note changed since. /memory history shows its \
-                 versions.",
-                i + 1
-            )));
-            return Vec::new();
+        let undoing = self.memory.undoing.and_then(|i| {
+            let undo = &self.memory.changes.get(i)?.undo;
+            undo.checked()
+                .is_some_and(|(id, _)| id == note_id)
+                .then(|| (i, undo.clone()))
+        });
+        if let Some((i, undo)) = undoing {
+            return self.undo_unchanged(i, &undo, &versions, deleted_at.is_some());
         }
         let state = match (&deleted_at, &purge_after) {
             (Some(at), Some(until)) => {
@@ -165,6 +149,49 @@ impl App {
         self.push(Entry::info(text));
         self.memory.history = Some((note_id, versions));
         Vec::new()
+    }
+
+    /// The second step of undoing change `i`, a save or an update, given the note's history:
+    /// while the note's current text is still the one the change wrote, deletes the note or makes
+    /// the version before current again; otherwise sends nothing and says why.
+    fn undo_unchanged(
+        &mut self,
+        i: usize,
+        undo: &Undo,
+        versions: &[NoteVersionView],
+        deleted: bool,
+    ) -> Vec<ClientFrame> {
+        let current = versions.last().filter(|_| !deleted);
+        let unchanged = undo
+            .checked()
+            .and_then(|(_, text)| current.filter(|v| v.text.trim() == text));
+        let frame = match (undo, unchanged) {
+            (Undo::Delete { note_id, .. }, Some(_)) => NoteRequest::DeleteNote {
+                note_id: note_id.clone(),
+            },
+            (Undo::PreviousVersion { note_id, .. }, Some(v)) if v.version > 1 => {
+                NoteRequest::RestoreNote {
+                    note_id: note_id.clone(),
+                    version: Some(v.version - 1),
+                }
+            }
+            _ => {
+                self.memory.undoing = None;
+                self.push(match undo {
+                    Undo::Delete { .. } if deleted => Entry::info(format!(
+                        "Change {} was not undone: the note is already deleted.",
+                        i + 1
+                    )),
+                    _ => Entry::error(format!(
+                        "Change {} was not undone: the note changed since. /memory history \
+                         shows its versions.",
+                        i + 1
+                    )),
+                });
+                return Vec::new();
+            }
+        };
+        vec![ClientFrame::Note(frame)]
     }
 
     pub(super) fn show_deleted(&mut self, notes: Vec<DeletedNoteView>) {
@@ -214,6 +241,7 @@ impl App {
                 format!("restored \"{}\"", excerpt(&note.text)),
                 Undo::Delete {
                     note_id: note.note_id.clone(),
+                    text: note.text.trim().to_owned(),
                 },
             ),
         };

@@ -36,6 +36,8 @@ mod mcp_tests;
 mod sessions_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod undo_tests;
 
 use std::time::Duration;
 
