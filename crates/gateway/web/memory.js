@@ -377,7 +377,14 @@ export class Memory {
       if (u.kind === "restore") await this.client.request({ type: "restore_note", note_id: u.noteId });
       else if (u.kind === "edit") await this.client.request({ type: "edit_note", note_id: u.noteId, content: u.text, version: u.version });
       else if (u.kind === "delete" || u.kind === "previous") {
-        const { last, why } = await this.unchanged(u);
+        const { last, why, gone } = await this.unchanged(u);
+        if (gone) {
+          // A save whose note is gone has nothing left to take back: done, so that Ctrl+Z goes on.
+          change.state = "undone";
+          button.disabled = true;
+          state.textContent = " The note is already deleted: nothing to undo.";
+          return;
+        }
         if (why || (u.kind === "previous" && last.version < 2)) {
           state.textContent = " " + (why || CHANGED);
           return;
@@ -396,12 +403,13 @@ export class Memory {
 
   /**
    * The first step of undoing a save or an update (`u.text`: what it wrote, trimmed): the note's
-   * history read, and its current version while that still says `u.text`; else why not.
+   * history read, and its current version while that still says `u.text`; else why not (`gone`:
+   * the note of a save is deleted already).
    */
   async unchanged(u) {
     const h = await this.client.request({ type: "note_history", note_id: u.noteId });
     const last = h.versions[h.versions.length - 1];
-    if (h.deleted_at) return { why: u.kind === "delete" ? "The note is already deleted." : CHANGED };
+    if (h.deleted_at) return u.kind === "delete" ? { gone: true } : { why: CHANGED };
     if (!last || last.text.trim() !== u.text) return { why: CHANGED };
     return { last };
   }

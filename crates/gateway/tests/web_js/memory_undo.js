@@ -1,7 +1,7 @@
 // Undoing a save in memory.js, run in the page by `web_js.rs` against a stub client that records
 // the note frames sent and answers `note_history` with a canned history: the note is deleted only
-// while its current version still says what the save wrote; a note changed since, or deleted
-// already, is left alone and the change line says why. Returns {ran, failures}.
+// while its current version still says what the save wrote; a note changed since is left alone
+// (the change still pending) and a note deleted already ends the change; the line says which. Returns {ran, failures}.
 
 (async () => {
   const { Memory } = await import("/assets/memory.js");
@@ -40,7 +40,7 @@
     { sent: ["note_history"], state: " The note changed since: see its history.", change: "pending" });
   eq("a save deleted already is said to be gone",
     await undoSave({ versions: [version(1, "Lives in Porto")], deleted_at: "2026-11-29T09:00:00.000Z" }),
-    { sent: ["note_history"], state: " The note is already deleted.", change: "pending" });
+    { sent: ["note_history"], state: " The note is already deleted: nothing to undo.", change: "undone" });
 
   return { ran, failures };
 })()

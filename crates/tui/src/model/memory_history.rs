@@ -177,12 +177,18 @@ impl App {
             }
             _ => {
                 self.memory.undoing = None;
-                self.push(match undo {
-                    Undo::Delete { .. } if deleted => Entry::info(format!(
-                        "Change {} was not undone: the note is already deleted.",
+                // A save whose note is gone already has nothing left to take back: done, so
+                // that Ctrl+Z goes on to the change before it.
+                let gone = matches!(undo, Undo::Delete { .. }) && deleted;
+                if let Some(change) = self.memory.changes.get_mut(i).filter(|_| gone) {
+                    change.undo = Undo::Done;
+                }
+                self.push(match gone {
+                    true => Entry::info(format!(
+                        "Change {}: the note is already deleted; nothing to undo.",
                         i + 1
                     )),
-                    _ => Entry::error(format!(
+                    false => Entry::error(format!(
                         "Change {} was not undone: the note changed since. /memory history \
                          shows its versions.",
                         i + 1

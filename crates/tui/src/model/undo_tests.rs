@@ -1,6 +1,6 @@
 //! Undoing a save, fed frames as the gateway would: the note's history is read first, and the
 //! note is deleted only while it still says what the save wrote; a note changed since is left
-//! alone (the change stays undoable), one already deleted is said to be gone.
+//! alone (the change stays undoable), one already deleted is said to be gone (the change done).
 
 use types::{ClientFrame, NoteChange, NoteRequest, NoteVersionView, ServerFrame};
 
@@ -132,7 +132,9 @@ fn undoing_a_save_already_deleted_says_it_is_gone() {
     assert_eq!(app.on_frame(gone), []);
     assert_eq!(
         last_text(&app).as_deref(),
-        Some("Change 1 was not undone: the note is already deleted.")
+        Some("Change 1: the note is already deleted; nothing to undo.")
     );
     assert!(app.memory.undoing.is_none());
+    // Nothing is left to take back: Ctrl+Z goes on to the change before it.
+    assert!(!app.memory.changes[0].undo.is_pending());
 }
