@@ -254,7 +254,7 @@ impl App {
             },
             _ => Undo::PreviousVersion {
                 note_id: note.note_id.clone(),
-                text: note.text.clone(),
+                text: note.text.trim().to_owned(),
             },
         };
         self.record(format!("edited \"{}\"", excerpt(&note.text)), undo);

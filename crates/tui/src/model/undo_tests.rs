@@ -138,3 +138,31 @@ fn undoing_a_save_already_deleted_says_it_is_gone() {
     // Nothing is left to take back: Ctrl+Z goes on to the change before it.
     assert!(!app.memory.changes[0].undo.is_pending());
 }
+
+/// An edit answered with a text that ends in a newline (`note_edited` of an edit this client did
+/// not send) is undone against the trimmed text, as the history's versions are compared.
+#[test]
+fn an_edit_with_spaces_around_its_text_can_be_undone() {
+    let mut app = online();
+    app.on_frame(ServerFrame::NoteEdited {
+        note: types::NoteView {
+            note_id: NOTE.into(),
+            text: "Lives in Braga\n".into(),
+            category: None,
+            tags: Vec::new(),
+            edit_token: "v-2".into(),
+            created_at: "2025-01-01T09:00:00.000Z".into(),
+            updated_at: "2025-01-02T09:00:00.000Z".into(),
+            provenance: None,
+        },
+    });
+    assert_eq!(app.undo(None), asks_history());
+    let edited = history(&["Lives in Porto", "Lives in Braga\n"], None);
+    assert_eq!(
+        app.on_frame(edited),
+        [ClientFrame::Note(NoteRequest::RestoreNote {
+            note_id: NOTE.into(),
+            version: Some(1),
+        })]
+    );
+}
