@@ -1,7 +1,7 @@
-//! A vector scan too large to run inline, on a multi-threaded runtime as the gateway runs one: the
-//! keyword leg is offered to another core beside the scan (`MemoryStore::vector_leg`). The hits
-//! must be exactly those of the same search where the scan runs on the blocking pool (a
-//! current-thread runtime) — both legs fused, nothing lost to the join.
+//! A vector scan too large to run inline, on a multi-threaded runtime as the gateway runs one: it
+//! runs in place on the searching thread (`MemoryStore::vector_leg`), the keyword leg after it.
+//! The hits must be exactly those of the same search where the scan runs on the blocking pool (a
+//! current-thread runtime, the keyword leg meanwhile) — both legs fused, on either path.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
@@ -28,7 +28,7 @@ fn ranked(hits: &[SearchHit]) -> Vec<(String, u64)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_scan_and_the_keyword_leg_beside_it_find_what_one_after_the_other_finds() {
+async fn a_large_scan_in_place_finds_what_the_blocking_pool_finds_with_both_legs() {
     let dir = tempfile::tempdir().unwrap();
     let options = OpenOptions::with_embedder(Arc::new(HashEmbedder::new(DIMS)));
     let store = MemoryStore::open(Target::File(&dir.path().join("memory.db")), options)

@@ -168,14 +168,13 @@ impl MemoryStore {
     /// The vector leg under each of `filters`, at most `limits[i]` chunks for `filters[i]` (one
     /// list each, one walk of the rows for all): inline for a small scan; a large one in place
     /// on a multi-threaded runtime, else on the blocking pool.
-    pub(crate) async fn vector_leg<K: Send>(
+    pub(crate) async fn vector_leg(
         &self,
         sessions: Vec<String>,
         query: Vec<f32>,
         limits: Vec<usize>,
         filters: Vec<Option<FacetFilter>>,
-        beside: impl FnOnce() -> K + Send,
-    ) -> (Vec<Vec<(i64, f64)>>, K) {
+    ) -> Vec<Vec<(i64, f64)>> {
         let inline = self.inner.index.scan_size(&sessions) <= INLINE_SCAN_COMPONENTS;
         let index = Arc::clone(&self.inner.index);
         let passes = filters.len();
@@ -194,27 +193,22 @@ impl MemoryStore {
                 .collect::<Vec<Vec<(i64, f64)>>>()
         };
         if inline {
-            let found = scan();
-            return (found, beside());
+            return scan();
         }
         // A large scan on a multi-threaded runtime runs in place: the runtime first hands this
         // worker's other tasks to another worker, so nothing waits behind it, and the scan does
         // not wait for a blocking-pool thread to be scheduled (with the machine's other cores
-        // busy, that wait was the tail of the search's latency). `beside` is offered to an idle
-        // core meanwhile (`rayon_core::join`): taken, it runs beside the scan; left untaken (no
-        // core free), this thread runs it after the scan, as if there were no other core.
+        // busy, that wait was the tail of the search's latency).
         let here = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         if here {
-            return tokio::task::block_in_place(|| rayon_core::join(scan, beside));
+            return tokio::task::block_in_place(scan);
         }
-        let scanning = tokio::task::spawn_blocking(scan);
-        let other = beside();
-        match scanning.await {
-            Ok(found) => (found, other),
+        match tokio::task::spawn_blocking(scan).await {
+            Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, "vector scan failed; searching by keywords only");
-                (vec![Vec::new(); passes], other)
+                vec![Vec::new(); passes]
             }
         }
     }

@@ -99,7 +99,20 @@ impl MemoryStore {
         if passes.is_empty() {
             return out;
         }
-        let keyword_leg = || {
+        // Polled first: off a multi-threaded runtime a large scan is on the blocking pool before
+        // the keyword leg starts here (on one, it runs in place: see `MemoryStore::vector_leg`).
+        let vector_leg = async {
+            match &legs.vector {
+                Some(v) => {
+                    let limits = passes.iter().map(|(p, _, _)| filters[*p].1).collect();
+                    let filters = passes.iter().map(|(_, f, _)| f.clone()).collect();
+                    self.vector_leg(sessions.to_vec(), v.clone(), limits, filters)
+                        .await
+                }
+                None => vec![Vec::new(); passes.len()],
+            }
+        };
+        let keyword_leg = async {
             // The vector index's facets are read (under its pool's lock) only when a set needs
             // them checked one by one.
             let check = passes
@@ -128,17 +141,7 @@ impl MemoryStore {
                 &allows,
             )
         };
-        // The keyword leg runs beside a large vector scan when a core is free (see
-        // `MemoryStore::vector_leg`).
-        let (vector, keyword) = match &legs.vector {
-            Some(v) => {
-                let limits = passes.iter().map(|(p, _, _)| filters[*p].1).collect();
-                let sets = passes.iter().map(|(_, f, _)| f.clone()).collect();
-                self.vector_leg(sessions.to_vec(), v.clone(), limits, sets, keyword_leg)
-                    .await
-            }
-            None => (vec![Vec::new(); passes.len()], keyword_leg()),
-        };
+        let (vector, keyword) = tokio::join!(vector_leg, keyword_leg);
         for (((p, _, _), vector), keyword) in passes.iter().zip(vector).zip(keyword) {
             tracing::debug!(
                 sessions = sessions.len(),
