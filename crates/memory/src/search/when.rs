@@ -13,7 +13,11 @@
 //! its latest occurrence that has started by today. Seasons are the northern meteorological ones
 //! (summer = June–August). Words that are also ordinary words ("may", "march", "fall") count as
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
-//! "until" take a date as anchor. The first expression of the query is used. An event as anchor
+//! "until" take a date as anchor. A weekday alone ("on Tuesday") is the latest one before today;
+//! "a few days (weeks, months) ago" is two to six of them back, "the other day" the six days
+//! before today. "Recently" is no span: in LoCoMo's questions it means "lately, as of when it was
+//! said", and read as the past fortnight it cost single-hop questions 0.02 (`docs/benchmarks.md`).
+//! The first expression of the query is used. An event as anchor
 //! ("before the trip") is no date: [`event_anchor`] (in `when_events`) finds its words, the store
 //! dates the event from the user's memory (`search::anchors`) and the span is then computed here
 //! (`beside`) as for a date; [`time_range`] alone never reads one.
@@ -337,10 +341,7 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
                 return Some((span, 2));
             }
             if let Some(d) = weekday(next) {
-                let back =
-                    (7 + today.weekday().num_days_from_monday() - d.num_days_from_monday()) % 7;
-                let back = if back == 0 { 7 } else { back };
-                return Some((day_span(add_days(today, -i64::from(back))?)?, 2));
+                return Some((day_span(latest_before(today, d)?)?, 2));
             }
             if let Some(s) = season(next) {
                 let this_year = season_span(today.year(), s)?;
@@ -381,13 +382,41 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
             }
             return None;
         }
+        // A weekday alone ("on Tuesday", "since Monday"): the latest one before today.
+        _ if let Some(d) = weekday(word) => return Some((day_span(latest_before(today, d)?)?, 1)),
+        "the" if next == Some("other") && toks.get(i + 2).is_some_and(|t| t.word == "day") => {
+            return Some((Span::days(add_days(today, -6)?, today), 3));
+        }
         _ => {}
+    }
+    // "a few units ago": two to six of them back.
+    let few = match (word, next) {
+        ("a", Some("few")) => Some(2),
+        ("few", _) => Some(1),
+        _ => None,
+    };
+    if let Some(used) = few
+        && let Some(u) = toks.get(i + used).and_then(|t| unit(&t.word))
+        && toks.get(i + used + 1).is_some_and(|t| t.word == "ago")
+    {
+        let (far, near) = (ago(today, u, 6)?, ago(today, u, 2)?);
+        let span = Span {
+            from: far.from,
+            to: near.to,
+        };
+        return Some((span, used + 2));
     }
     // "N units ago"
     let (n, used) = count(toks, i)?;
     let u = unit(&toks.get(i + used)?.word)?;
     (toks.get(i + used + 1)?.word == "ago").then_some(())?;
     Some((ago(today, u, n)?, used + 2))
+}
+
+/// The latest day named `d` before today (one to seven days back).
+fn latest_before(today: NaiveDate, d: Weekday) -> Option<NaiveDate> {
+    let back = (7 + today.weekday().num_days_from_monday() - d.num_days_from_monday()) % 7;
+    add_days(today, -i64::from(if back == 0 { 7 } else { back }))
 }
 
 /// Whether `span` holds the day `d`.

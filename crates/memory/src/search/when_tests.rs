@@ -79,6 +79,14 @@ fn expressions_to_ranges() {
         ),
         ("two weeks before August 11, 2023", "2023-07-28..2023-08-04"),
         ("a day after May 3, 2023", "2023-05-04..2023-05-05"),
+        ("what did I say on Tuesday", "2023-08-15..2023-08-16"),
+        ("on Wednesday", "2023-08-09..2023-08-10"),
+        ("since Monday", "2023-08-14..-"),
+        ("anything before Friday?", "-..2023-08-11"),
+        ("a few days ago", "2023-08-10..2023-08-15"),
+        ("few weeks ago", "2023-07-03..2023-08-07"),
+        ("a few months ago", "2023-02-01..2023-07-01"),
+        ("the other day", "2023-08-10..2023-08-16"),
     ];
     let now = wednesday();
     for (text, want) in table {
@@ -99,6 +107,10 @@ fn ordinary_words_are_not_times() {
         "in 1850",
         "report 2023",
         "room 12 days",
+        "a few days",
+        "the other side",
+        "few ago",
+        "what did we discuss recently",
         "",
     ] {
         assert_eq!(time_range(text, &now), None, "{text:?}");
