@@ -382,8 +382,16 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
             }
             return None;
         }
-        // A weekday alone ("on Tuesday", "since Monday"): the latest one before today.
-        _ if let Some(d) = weekday(word) => return Some((day_span(latest_before(today, d)?)?, 1)),
+        // A weekday alone ("on Tuesday", "since Monday"): the latest one before today; "every
+        // Tuesday" is a habit, no day.
+        _ if let Some(d) = weekday(word) => {
+            let habit = i
+                .checked_sub(1)
+                .is_some_and(|p| ["every", "each"].contains(&toks[p].word.as_str()));
+            return (!habit)
+                .then(|| Some((day_span(latest_before(today, d)?)?, 1)))
+                .flatten();
+        }
         "the" if next == Some("other") && toks.get(i + 2).is_some_and(|t| t.word == "day") => {
             return Some((Span::days(add_days(today, -6)?, today), 3));
         }

@@ -111,6 +111,8 @@ fn ordinary_words_are_not_times() {
         "the other side",
         "few ago",
         "what did we discuss recently",
+        "I swim every Monday",
+        "cello on Sundays",
         "",
     ] {
         assert_eq!(time_range(text, &now), None, "{text:?}");
