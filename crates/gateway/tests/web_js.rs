@@ -17,9 +17,9 @@ const CASES: &str = include_str!("web_js/pure_modules.js");
 const MEMORY_UNDO: &str = include_str!("web_js/memory_undo.js");
 
 /// Runs `cases` in the signed-out page of a fresh gateway (the modules imported from its own
-/// origin) and returns their `{ran, failures}`, asserting there were no failures.
+/// origin) and returns their `{ran, failures}`, asserting there were no failures. The caller
+/// asks for Chromium first (`need`).
 async fn run_in_page(cases: &str) -> serde_json::Value {
-    test_support::need(Need::Chromium);
     let dir = tempfile::tempdir().unwrap();
     let server = ScriptedLlm::start().await;
     let gw = start(dir.path(), &["alice"], &server, GatewayConfig::default()).await;
@@ -38,6 +38,7 @@ async fn run_in_page(cases: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium"]
 async fn the_web_clients_pure_modules_pass_their_unit_tests_in_chromium() {
+    test_support::need(Need::Chromium);
     let result = run_in_page(CASES).await;
     assert!(result["ran"].as_u64().unwrap() >= 50, "{result}");
 }
@@ -46,6 +47,7 @@ async fn the_web_clients_pure_modules_pass_their_unit_tests_in_chromium() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium"]
 async fn undoing_a_save_in_the_web_client_deletes_only_an_unchanged_note() {
+    test_support::need(Need::Chromium);
     let result = run_in_page(MEMORY_UNDO).await;
     assert_eq!(result["ran"].as_u64(), Some(3), "{result}");
 }
