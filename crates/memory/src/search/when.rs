@@ -15,8 +15,9 @@
 //! time only next to a preposition ("in May"), a day number or a year. "Before" / "after" / "since" /
 //! "until" take a date as anchor. A weekday alone ("on Tuesday") is the latest one before today;
 //! "a few days (weeks, months) ago" is two to six of them back, "the other day" the six days
-//! before today. "Recently" is no span: in LoCoMo's questions it means "lately, as of when it was
-//! said", and read as the past fortnight it cost single-hop questions 0.02 (`docs/benchmarks.md`).
+//! before today; "an hour ago" (minutes, hours) the day of that moment. "Recently" is no span:
+//! in LoCoMo's questions it means "lately, as of when it was said", and read as the past
+//! fortnight it cost single-hop questions 0.02 (`docs/benchmarks.md`).
 //! The first expression of the query is used. An event as anchor
 //! ("before the trip") is no date: [`event_anchor`] (in `when_events`) finds its words, the store
 //! dates the event from the user's memory (`search::anchors`) and the span is then computed here
@@ -64,7 +65,7 @@ pub fn time_range(text: &str, at: &QueryTime) -> Option<TimeRange> {
     let today = at.now.with_timezone(&at.tz).date_naive();
     let (span, from, to) = anchored(&toks, today).or_else(|| {
         (0..toks.len()).find_map(|i| {
-            let (span, n) = single(&toks, i, today)?;
+            let (span, n) = single(&toks, i, today).or_else(|| hours_ago(&toks, i, at))?;
             Some((span, i, i + n))
         })
     })?;
@@ -425,6 +426,22 @@ fn relative(toks: &[Tok<'_>], i: usize, today: NaiveDate) -> Option<(Span, usize
 fn latest_before(today: NaiveDate, d: Weekday) -> Option<NaiveDate> {
     let back = (7 + today.weekday().num_days_from_monday() - d.num_days_from_monday()) % 7;
     add_days(today, -i64::from(if back == 0 { 7 } else { back }))
+}
+
+/// "an hour ago", "20 minutes ago", "5 hours ago": the local day of that moment (a search
+/// ranks by day, not by the minute).
+fn hours_ago(toks: &[Tok<'_>], i: usize, at: &QueryTime) -> Option<(Span, usize)> {
+    let (n, used) = count(toks, i)?;
+    let minutes = match toks.get(i + used)?.word.as_str() {
+        "hour" | "hours" => 60 * i64::from(n),
+        "minute" | "minutes" => i64::from(n),
+        _ => return None,
+    };
+    (toks.get(i + used + 1)?.word == "ago").then_some(())?;
+    let then = at
+        .now
+        .checked_sub_signed(chrono::Duration::minutes(minutes))?;
+    Some((day_span(then.with_timezone(&at.tz).date_naive())?, used + 2))
 }
 
 /// Whether `span` holds the day `d`.

@@ -87,6 +87,9 @@ fn expressions_to_ranges() {
         ("few weeks ago", "2023-07-03..2023-08-07"),
         ("a few months ago", "2023-02-01..2023-07-01"),
         ("the other day", "2023-08-10..2023-08-16"),
+        ("what did I say an hour ago", "2023-08-16..2023-08-17"),
+        ("20 hours ago", "2023-08-15..2023-08-16"),
+        ("ten minutes ago", "2023-08-16..2023-08-17"),
     ];
     let now = wednesday();
     for (text, want) in table {
@@ -113,6 +116,8 @@ fn ordinary_words_are_not_times() {
         "what did we discuss recently",
         "I swim every Monday",
         "cello on Sundays",
+        "an hour",
+        "three hours later",
         "",
     ] {
         assert_eq!(time_range(text, &now), None, "{text:?}");
