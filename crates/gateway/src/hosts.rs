@@ -35,12 +35,12 @@ impl ServedHosts {
     pub(crate) fn new(bind: IpAddr, listed: &[Host]) -> Self {
         Self {
             bind: bind.to_canonical(),
-            listed: listed.iter().map(canonical).collect(),
+            listed: listed.iter().map(Host::canonical).collect(),
         }
     }
 
     fn serves(&self, host: &Host) -> bool {
-        if host.is_loopback() || self.listed.contains(&canonical(host)) {
+        if host.is_loopback() || self.listed.contains(&host.canonical()) {
             return true;
         }
         match host {
@@ -67,14 +67,6 @@ impl ServedHosts {
                 let host = host_part(named).and_then(|h| Host::parse(h).ok());
                 !host.is_some_and(|h| self.serves(&h))
             })
-    }
-}
-
-/// Addresses compared as IPv4 where they are IPv4 written as IPv6 (`::ffff:127.0.0.1`).
-fn canonical(host: &Host) -> Host {
-    match host {
-        Host::Ip(ip) => Host::Ip(ip.to_canonical()),
-        Host::Name(_) => host.clone(),
     }
 }
 

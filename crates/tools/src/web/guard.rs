@@ -55,7 +55,8 @@ pub struct Refused {
 }
 
 /// The hosts allowed to reach any address, read as [`Host`]s: a name in any case or with a final
-/// dot, an IPv6 address in any of its spellings, all compare as the URL's host does.
+/// dot, an IPv6 address in any of its spellings (an IPv4 one written as IPv6 is that IPv4
+/// address: [`Host::canonical`]), all compare as the URL's host does.
 #[derive(Debug, Clone, Default)]
 pub struct AllowHosts(Arc<HashSet<Host>>);
 
@@ -64,12 +65,16 @@ impl AllowHosts {
     /// configuration's check refuses it before) allows nothing.
     pub fn new(hosts: &[String]) -> Self {
         Self(Arc::new(
-            hosts.iter().filter_map(|h| Host::parse(h).ok()).collect(),
+            hosts
+                .iter()
+                .filter_map(|h| Host::parse(h).ok())
+                .map(|h| h.canonical())
+                .collect(),
         ))
     }
 
     fn contains(&self, host: &str) -> bool {
-        Host::parse(host).is_ok_and(|host| self.0.contains(&host))
+        Host::parse(host).is_ok_and(|host| self.0.contains(&host.canonical()))
     }
 }
 
@@ -274,5 +279,7 @@ mod tests {
         assert!(check_url(&url("http://[::1]/"), &allow).is_ok());
         assert!(allow.contains("wiki.lan"));
         assert!(!allow.contains("wiki.lan.evil.example"));
+        let allow = AllowHosts::new(&["10.0.0.2".to_owned()]);
+        assert!(check_url(&url("http://[::ffff:10.0.0.2]/"), &allow).is_ok());
     }
 }

@@ -89,6 +89,15 @@ impl Host {
         Ok(Self::Name(name))
     }
 
+    /// The host as compared with another: an IPv4 address written as IPv6 (`::ffff:10.0.0.7`) is
+    /// that IPv4 address; a name is itself (already lower case, without its final dot).
+    pub fn canonical(&self) -> Self {
+        match self {
+            Self::Ip(ip) => Self::Ip(ip.to_canonical()),
+            Self::Name(_) => self.clone(),
+        }
+    }
+
     /// `localhost`, or a loopback address (`127.0.0.0/8`, `::1`, and the IPv4 ones written as
     /// IPv6, `::ffff:127.0.0.1`).
     pub fn is_loopback(&self) -> bool {
@@ -134,6 +143,8 @@ mod tests {
         check("user@alice.lan", Err(HostError::NotBare));
         check("[alice.lan]", Err(HostError::NotBare));
         check("[::1]:80", Err(HostError::NotBare));
+        let mapped = Host::parse("::ffff:10.0.0.7").unwrap().canonical();
+        assert_eq!(mapped, Host::parse("10.0.0.7").unwrap());
         check("*.lan", Err(HostError::Pattern));
         check("bücher.example", Err(HostError::NotAscii));
         check("a..b", Err(HostError::BadName));
