@@ -5,8 +5,9 @@
 //! they share dominate both vectors. So a cosine above the store's threshold only makes two notes
 //! *candidates*; [`fact_difference`] then looks for what makes two sentences about the same topic
 //! different facts, and finds none in a restatement:
-//! - **numbers** (digits, number words and clock times, `3rd` = `3` = `third`, `3pm` = `15:00`):
-//!   any difference;
+//! - **numbers** (digits, number words and clock times, `3rd` = `3` = `third`, `3pm` = `15:00`;
+//!   a date's month however it is written, `12 June` = `12/06`; `$85k` = `$85,000`): any
+//!   difference;
 //! - **names** (capitalised words after the first): each text names one the other does not
 //!   mention (a name only one gives is more detail; `NYC` mentions `New York City`); days and
 //!   months count however they are written (`Mon` = `Mondays`);
@@ -27,7 +28,9 @@ use std::collections::BTreeSet;
 
 use crate::query_words::is_stop_word;
 use crate::terms::term;
+use dates::{named_date, numeric_date, same_numbers};
 use numbers::number_at;
+pub use words::MONTHS;
 use words::{COMPARISONS, FRAMING, NEGATIONS, ORDER, PEOPLE, calendar, synonym};
 
 /// Cosine at or above which two notes are candidates for the same fact with the builtin model
@@ -49,7 +52,7 @@ pub enum FactDifference {
 /// symmetric).
 pub fn fact_difference(a: &str, b: &str) -> Option<FactDifference> {
     let (a, b) = (Parsed::of(a), Parsed::of(b));
-    if a.numbers != b.numbers {
+    if !same_numbers(&a.numbers, &b.numbers) {
         return Some(FactDifference::Number);
     }
     if a.negations % 2 != b.negations % 2 {
@@ -166,11 +169,24 @@ impl Parsed {
         let tokens = tokens(&expanded);
         let lowered: Vec<String> = tokens.iter().map(|t| t.to_lowercase()).collect();
         let prefers = lowered.iter().any(|t| t.starts_with("prefer"));
+        let money = lowered
+            .iter()
+            .any(|t| matches!(synonym(t), Some("gbp" | "usd" | "eur")));
         let mut i = 0;
         while i < tokens.len() {
             let (token, lower) = (tokens[i], lowered[i].as_str());
             let at = i;
-            if let Some((number, taken)) = number_at(&lowered, i) {
+            if let Some((dates, taken)) = named_date(&tokens, &lowered, i) {
+                p.numbers.extend(dates);
+                i += taken;
+                continue;
+            }
+            if let Some(values) = numeric_date(lower) {
+                p.numbers.extend(values);
+                i += 1;
+                continue;
+            }
+            if let Some((number, taken)) = number_at(&lowered, i, money) {
                 p.numbers.insert(number);
                 i += taken;
                 continue;
@@ -259,7 +275,8 @@ fn expand_contractions(text: &str) -> String {
 }
 
 /// Runs of letters and digits; a `:` between digits stays inside (`7:40`), and so does a
-/// thousands separator (`1,200`).
+/// thousands separator (`1,200`) and a date's `/` or ISO `-` (`22/08`, `2025-10-12`); a currency
+/// sign is a token of its own.
 fn tokens(text: &str) -> Vec<&str> {
     let bytes: Vec<(usize, char)> = text.char_indices().collect();
     let mut out = Vec::new();
@@ -275,10 +292,29 @@ fn tokens(text: &str) -> Vec<&str> {
                 && next[..3].iter().all(char::is_ascii_digit)
                 && !next.get(3).is_some_and(char::is_ascii_digit)
         };
-        if c.is_alphanumeric() || digit_colon || thousands {
+        // A date's `/` between digits (`22/08`), and an ISO date's `-` (`2025-10-12`).
+        let next_digit = bytes.get(k + 1).is_some_and(|(_, n)| n.is_ascii_digit());
+        let slash = c == '/' && after_digit && next_digit;
+        let iso = c == '-'
+            && after_digit
+            && next_digit
+            && start.is_some_and(|s| {
+                let run = &text[s..at];
+                let year = run
+                    .get(..4)
+                    .is_some_and(|y| y.chars().all(|d| d.is_ascii_digit()));
+                year && (run.len() == 4 || (run.as_bytes().get(4) == Some(&b'-') && run.len() <= 7))
+            });
+        if c.is_alphanumeric() || digit_colon || thousands || slash || iso {
             start.get_or_insert(at);
-        } else if let Some(s) = start.take() {
+            continue;
+        }
+        if let Some(s) = start.take() {
             out.push(&text[s..at]);
+        }
+        // A currency sign is a word of its own (`£800` says `800 pounds`).
+        if matches!(c, '£' | '$' | '€') {
+            out.push(&text[at..at + c.len_utf8()]);
         }
     }
     if let Some(s) = start {
@@ -287,6 +323,7 @@ fn tokens(text: &str) -> Vec<&str> {
     out
 }
 
+mod dates;
 mod numbers;
 mod words;
 

@@ -1,12 +1,21 @@
 //! The numbers of a note, each written one way whatever way the note writes it: digits without
 //! leading zeros or thousands separators (`£1,200` = `1200`), number words as digits (`two` = `2`,
-//! `thirty-four` = `34`, `third` = `3`), and clock times on 24 hours (`3pm` = `3 p.m.` = `15:00`,
-//! `10am` = `10:00`). `one` is no number here: it is as often a pronoun (`one way`, `the one`)
-//! and `a` says the same.
+//! `thirty-four` = `34`, `third` = `3`), clock times on 24 hours (`3pm` = `3 p.m.` = `15:00`,
+//! `10am` = `10:00`), and thousands written `k` in a note that names a currency (`$85k` =
+//! `$85,000`). `one` is no number here: it is as often a pronoun (`one way`, `the one`) and `a`
+//! says the same. Dates are read apart ([`super::dates`]).
 
-/// The number starting at token `i` of `tokens` (lowercased), and how many tokens it takes.
-pub(super) fn number_at(tokens: &[String], i: usize) -> Option<(String, usize)> {
+/// The number starting at token `i` of `tokens` (lowercased), and how many tokens it takes. In a
+/// note about `money` (it names a currency), `85k` is `85000`.
+pub(super) fn number_at(tokens: &[String], i: usize, money: bool) -> Option<(String, usize)> {
     let token = tokens.get(i)?;
+    if money
+        && let Some(digits) = token.strip_suffix('k')
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+    {
+        return Some((format!("{}000", digits.trim_start_matches('0')), 1));
+    }
     if token.chars().any(|c| c.is_ascii_digit()) {
         return Some(written(tokens, i));
     }
@@ -149,7 +158,7 @@ mod tests {
         let mut out = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
-            match number_at(&tokens, i) {
+            match number_at(&tokens, i, false) {
                 Some((n, taken)) => {
                     out.push(n);
                     i += taken;

@@ -90,10 +90,10 @@ fn the_check_refuses_restatements_and_lets_different_facts_through() {
     );
 }
 
-/// Two sets written blind (by authors who saw neither the check nor the set above): the check
+/// Three sets written blind (by authors who saw neither the check nor the set above): the check
 /// still refuses at most 2 % of their different facts. It catches fewer of their restatements
-/// (0.72 and 0.59, against the 90 % target: synonyms and rewordings no word list holds); the
-/// floor here only keeps that from falling back.
+/// (0.72, 0.63 and 0.57, against the 90 % target: synonyms and rewordings no word list holds);
+/// the floor here only keeps that from falling back.
 #[test]
 fn sets_written_blind_lose_no_different_fact() {
     for (name, text) in [
@@ -104,6 +104,10 @@ fn sets_written_blind_lose_no_different_fact() {
         (
             "fact_pairs_blind2.tsv",
             include_str!("../../data/fact_pairs_blind2.tsv"),
+        ),
+        (
+            "fact_pairs_blind3.tsv",
+            include_str!("../../data/fact_pairs_blind3.tsv"),
         ),
     ] {
         let pairs = pairs_of(text);

@@ -85,6 +85,11 @@ pub(super) fn synonym(lower: &str) -> Option<&'static str> {
             "kilogram",
             &["kg", "kgs", "kilo", "kilos", "kilogram", "kilograms"],
         ),
+        // A currency however it is written: its sign (a token of its own, see `tokens`), its
+        // code or its name.
+        ("gbp", &["£", "gbp", "pound", "pounds", "quid"]),
+        ("usd", &["$", "usd", "dollar", "dollars", "bucks"]),
+        ("eur", &["€", "eur", "euro", "euros"]),
     ];
     GROUPS
         .iter()
@@ -108,6 +113,7 @@ pub(super) fn calendar(lower: &str, capitalised: bool) -> Option<&'static str> {
         ("february", &["feb"], &[]),
         ("march", &[], &["mar"]),
         ("april", &["apr"], &[]),
+        ("may", &[], &["may"]),
         ("june", &["jun"], &[]),
         ("july", &["jul"], &[]),
         ("august", &["aug"], &[]),
@@ -122,6 +128,28 @@ pub(super) fn calendar(lower: &str, capitalised: bool) -> Option<&'static str> {
             short.contains(&lower) || (capitalised && word_like.contains(&lower))
         })
         .map(|(full, ..)| *full)
+}
+
+/// The months' names, in order (the query's time reading in `memory` uses them too).
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The number of a month named by [`calendar`] (`march` → 3).
+pub(super) fn month_number(full: &str) -> Option<u32> {
+    let at = MONTHS.iter().position(|m| *m == full)?;
+    u32::try_from(at + 1).ok()
 }
 
 /// Words (or their stems) that turn a statement round.

@@ -2,6 +2,7 @@
 //! seasons and years, and the local-date spans they name.
 
 use chrono::{Datelike, Months, NaiveDate};
+use memory_index::facts::MONTHS;
 
 /// Local dates `[from, to)`, either side open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,21 +29,6 @@ pub(super) struct Tok<'a> {
     /// The character right after the word.
     pub(super) then: Option<char>,
 }
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 /// 1..=12 for a month name or its three-letter abbreviation ("sept" too).
 pub(super) fn month(word: &str) -> Option<u32> {
