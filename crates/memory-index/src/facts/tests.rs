@@ -163,6 +163,16 @@ fn each_kind_of_difference_is_found() {
             "The user lives in Paris",
             FactDifference::Name,
         ),
+        (
+            "Rent is $900 a month",
+            "Rent is €900 a month",
+            FactDifference::Word,
+        ),
+        (
+            "Flight on 3 May",
+            "Flight on 5 March",
+            FactDifference::Number,
+        ),
     ] {
         assert_eq!(fact_difference(a, b), Some(why), "{a} / {b}");
     }
@@ -193,6 +203,11 @@ fn each_kind_of_difference_is_found() {
             "Daughter attends Riverside Elementary School",
         ),
         ("The user bought a Kindle", "User purchased a Kindle"),
+        ("Budget is £800", "The budget is 800 pounds"),
+        (
+            "Sam's birthday is 22/08",
+            "Sam's birthday is on August 22nd",
+        ),
         ("", ""),
     ] {
         assert_eq!(fact_difference(a, b), None, "{a} / {b}");
