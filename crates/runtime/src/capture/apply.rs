@@ -3,10 +3,8 @@
 //! permission, rate limit, PII and secret screening, the write with its audit row, provenance
 //! `captured` with the session and turn — exactly as the model's own calls would. A save the
 //! store's duplicate check answers with similar notes becomes an update of the most similar one;
-//! an exact duplicate changes nothing — and after untrusted input, when the similar note is
-//! confirmed, that update waits for the user as capture's own updates of such notes do. A refused
-//! or failed proposal is logged and skipped. A change is reported with the note's text as stored
-//! (screening may have redacted it).
+//! an exact duplicate changes nothing. A refused or failed proposal is logged and skipped. A
+//! change is reported with the note's text as stored (screening may have redacted it).
 
 use memory::MemoryStore;
 use serde_json::{Value, json};
@@ -18,23 +16,13 @@ use types::{CapturedChange, NoteId, ToolExecutionContext};
 
 use super::proposal::Proposal;
 
-/// What applying one proposal did.
-pub(crate) enum Applied {
-    Change(CapturedChange),
-    /// Nothing to do (already recorded).
-    Nothing,
-    /// An add that would rewrite a similar confirmed note after untrusted input: the update,
-    /// for the user to decide.
-    Held(Proposal),
-}
-
-/// One proposal.
+/// One proposal; `Ok(None)` when it changed nothing (already recorded).
 pub(crate) async fn apply(
     tools: &ToolRegistry,
     store: &MemoryStore,
     ctx: &ToolExecutionContext,
     proposal: &Proposal,
-) -> Result<Applied, String> {
+) -> Result<Option<CapturedChange>, String> {
     let confirmed = ctx.untrusted_input.is_none();
     match proposal {
         Proposal::Add {
@@ -48,33 +36,18 @@ pub(crate) async fn apply(
             if answer.get("saved") != Some(&Value::Bool(false)) {
                 let note_id = text_of(&answer, "note_id")?;
                 let text = stored(store, ctx, &note_id, content).await;
-                return Ok(Applied::Change(change("added", note_id, &text, confirmed)));
+                return Ok(Some(change("added", note_id, &text, confirmed)));
             }
             // The store's duplicate check: the same text is already a note (nothing to do), or a
             // similar note exists — the new fact replaces it, as an update.
             let Some(similar) = answer["similar"][0]["note_id"].as_str() else {
-                return Ok(Applied::Nothing);
+                return Ok(None);
             };
             let note_id = NoteId::parse(similar).map_err(|e| e.to_string())?;
             let note = store
                 .get(&ctx.user_id, &note_id)
                 .await
                 .map_err(|e| e.to_string())?;
-            let note_confirmed = note
-                .metadata
-                .provenance
-                .as_ref()
-                .is_none_or(|p| p.confirmed);
-            if !confirmed && note_confirmed {
-                return Ok(Applied::Held(Proposal::Update {
-                    note_id: similar.to_owned(),
-                    edit_token: memory::edit_token(&note.content),
-                    content: content.clone(),
-                    note_text: Some(note.content),
-                    category: category.clone(),
-                    tags: tags.clone(),
-                }));
-            }
             let mut args = json!({
                 "note_id": similar,
                 "content": content,
@@ -87,7 +60,7 @@ pub(crate) async fn apply(
             };
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, &call).await?;
             let text = stored(store, ctx, similar, content).await;
-            Ok(Applied::Change(change(
+            Ok(Some(change(
                 "updated",
                 similar.to_owned(),
                 &text,
@@ -106,12 +79,7 @@ pub(crate) async fn apply(
             organise(&mut args, category.as_ref(), tags);
             run(tools, MEMORY_UPDATE_TOOL_NAME, &args, ctx).await?;
             let text = stored(store, ctx, note_id, content).await;
-            Ok(Applied::Change(change(
-                "updated",
-                note_id.clone(),
-                &text,
-                confirmed,
-            )))
+            Ok(Some(change("updated", note_id.clone(), &text, confirmed)))
         }
         Proposal::Delete {
             note_id,
@@ -138,12 +106,7 @@ pub(crate) async fn apply(
                 ctx,
             )
             .await?;
-            Ok(Applied::Change(change(
-                "deleted",
-                note_id.clone(),
-                &text,
-                true,
-            )))
+            Ok(Some(change("deleted", note_id.clone(), &text, true)))
         }
     }
 }

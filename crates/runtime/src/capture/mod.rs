@@ -40,7 +40,6 @@ use types::{
 
 use crate::RuntimeError;
 use crate::journal::{Entry, Journal};
-use apply::Applied;
 use proposal::{Proposal, ShownNote};
 
 /// Existing notes shown to the capture call.
@@ -244,9 +243,7 @@ impl Capture {
                     .then_some(UntrustedInput::Note)
             })
             .or(ctx.untrusted_input);
-        let report = self
-            .record(ctx, (&exchange, &shown), untrusted, &proposals)
-            .await?;
+        let report = self.record(ctx, &exchange, untrusted, &proposals).await?;
         self.store
             .captures()
             .set_captured_upto(&ctx.user_id, &ctx.session_id, last)
@@ -288,12 +285,11 @@ impl Capture {
         Ok(response)
     }
 
-    /// Applies the proposals (`auto`) or keeps them for the user (`suggest`); `read` is the
-    /// exchange and the notes the call was shown.
+    /// Applies the proposals (`auto`) or keeps them for the user (`suggest`).
     async fn record(
         &self,
         ctx: &ToolExecutionContext,
-        (exchange, shown): (&[Entry], &[ShownNote]),
+        exchange: &[Entry],
         untrusted: Option<UntrustedInput>,
         proposals: &[Proposal],
     ) -> Result<CaptureReport, RuntimeError> {
@@ -313,44 +309,35 @@ impl Capture {
             report.pending = pending::keep(&self.store, place, proposals).await?;
             return Ok(report);
         }
-        // A fact that restates what the user said stays theirs, even after untrusted input —
-        // unless the turn was begun by untrusted text: its "user" message is that text.
-        let mark_of = |p: &Proposal| {
-            let args = serde_json::to_string(p).unwrap_or_default();
-            ctx.untrusted_input
-                .or_else(|| untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange)))
-        };
-        // After untrusted input a delete waits for the user, as in `suggest`, and so does an
-        // update of a confirmed note to words the user did not say: what it adds is only
-        // unconfirmed, but the note it forgets or rewrites (unconfirmed, so out of recall)
-        // would be gone from recall.
-        let confirmed = |id: &str| shown.iter().any(|n| n.note_id == id && !n.unconfirmed);
-        let waits = |p: &Proposal| match p {
-            Proposal::Delete { .. } => untrusted.is_some(),
-            Proposal::Update { note_id, .. } => confirmed(note_id) && mark_of(p).is_some(),
-            Proposal::Add { .. } => false,
-        };
-        let mut held: Vec<Proposal> = proposals.iter().filter(|p| waits(p)).cloned().collect();
+        // After untrusted input a delete waits for the user, as in `suggest`: what it adds or
+        // updates is only unconfirmed, but what it forgets would be gone from recall.
+        let waits = |p: &Proposal| untrusted.is_some() && matches!(p, Proposal::Delete { .. });
+        let held: Vec<Proposal> = proposals.iter().filter(|p| waits(p)).cloned().collect();
+        if !held.is_empty() {
+            report.pending = pending::keep(&self.store, place, &held).await?;
+        }
         for (i, proposal) in proposals.iter().enumerate() {
             if waits(proposal) {
                 continue;
             }
+            // A fact that restates what the user said stays theirs, even after untrusted input —
+            // unless the turn was begun by untrusted text: its "user" message is that text.
+            let args = serde_json::to_string(proposal).unwrap_or_default();
+            let mark = ctx.untrusted_input.or_else(|| {
+                untrusted.filter(|_| !crate::untrusted::restates_user(&args, exchange))
+            });
             let ctx = ToolExecutionContext {
-                untrusted_input: mark_of(proposal),
+                untrusted_input: mark,
                 call_id: Some(format!("capture-{}-{}", ctx.turn_id, i + 1)),
                 ..ctx.clone()
             };
             match apply::apply(&self.notes_tools, &self.store, &ctx, proposal).await {
-                Ok(Applied::Change(change)) => report.changes.push(change),
-                Ok(Applied::Nothing) => {}
-                Ok(Applied::Held(update)) => held.push(update),
+                Ok(Some(change)) => report.changes.push(change),
+                Ok(None) => {}
                 Err(reason) => {
                     tracing::warn!(action = proposal.action(), %reason, "capture proposal not applied");
                 }
             }
-        }
-        if !held.is_empty() {
-            report.pending = pending::keep(&self.store, place, &held).await?;
         }
         Ok(report)
     }

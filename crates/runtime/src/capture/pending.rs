@@ -183,11 +183,7 @@ impl AgentRuntime {
                 ))
             })?;
         self.reject_memory(ctx, id).await?;
-        // Accepted by the user, so confirmed: nothing is held for them again.
-        Ok(match change {
-            apply::Applied::Change(change) => Some(change),
-            apply::Applied::Nothing | apply::Applied::Held(_) => None,
-        })
+        Ok(change)
     }
 
     /// Removes the user's pending proposal `id`; nothing is written.
