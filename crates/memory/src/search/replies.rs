@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libsql::{Rows, Value};
+use libsql::{Row, Rows, Value};
 
 use crate::error::MemoryError;
 use crate::notes::sessions::to_sql_seq;
@@ -162,41 +162,51 @@ pub(crate) fn after_chunks_stmt(ids: &[i64]) -> Stmt {
     )
 }
 
-/// The rows of [`after_chunks_stmt`] or [`turns_within`]: what follows each message, parsed for
-/// the messages `wanted` only (`None`: all).
+/// The rows of [`after_chunks_stmt`]: what follows each message, parsed for the messages
+/// `wanted` only (`None`: all).
 pub(crate) async fn read_after(
     mut rows: Rows,
     wanted: Option<&HashSet<Turn>>,
 ) -> Result<Prefetched, MemoryError> {
     let mut out = Prefetched::new();
     while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
-        let turn: Turn = (
-            row.get(6).map_err(MemoryError::db(CTX))?,
-            row.get(7).map_err(MemoryError::db(CTX))?,
-        );
-        if wanted.is_some_and(|w| !w.contains(&turn)) {
-            continue;
-        }
-        let more = row.get::<bool>(8).map_err(MemoryError::db(CTX))?;
-        let asks = row.get::<bool>(9).map_err(MemoryError::db(CTX))?;
-        let found = row.get::<Option<i64>>(0).map_err(MemoryError::db(CTX))?;
-        let after = out.entry(turn).or_default();
-        after.more = more;
-        after.asks = asks;
-        // Two messages at most, each once (a message's several chunks in the hits' window read
-        // the same turns): the rest is left unparsed.
-        let Some(seq) = found
-            .map(|_| row.get::<i64>(2))
-            .transpose()
-            .map_err(MemoryError::db(CTX))?
-        else {
-            continue;
-        };
-        if after.turns.len() < 2 && after.turns.last().is_none_or(|(_, d)| d.event_seq != seq) {
-            after.turns.push(detail_of(&row)?);
-        }
+        after_row(&mut out, &row, wanted)?;
     }
     Ok(out)
+}
+
+/// One row of [`after_chunks_stmt`] or [`turns_within`] into `out`, when its message is `wanted`.
+fn after_row(
+    out: &mut Prefetched,
+    row: &Row,
+    wanted: Option<&HashSet<Turn>>,
+) -> Result<(), MemoryError> {
+    let turn: Turn = (
+        row.get(6).map_err(MemoryError::db(CTX))?,
+        row.get(7).map_err(MemoryError::db(CTX))?,
+    );
+    if wanted.is_some_and(|w| !w.contains(&turn)) {
+        return Ok(());
+    }
+    let more = row.get::<bool>(8).map_err(MemoryError::db(CTX))?;
+    let asks = row.get::<bool>(9).map_err(MemoryError::db(CTX))?;
+    let found = row.get::<Option<i64>>(0).map_err(MemoryError::db(CTX))?;
+    let after = out.entry(turn).or_default();
+    after.more = more;
+    after.asks = asks;
+    // Two messages at most, each once (a message's several chunks in the hits' window read
+    // the same turns): the rest is left unparsed.
+    let Some(seq) = found
+        .map(|_| row.get::<i64>(2))
+        .transpose()
+        .map_err(MemoryError::db(CTX))?
+    else {
+        return Ok(());
+    };
+    if after.turns.len() < 2 && after.turns.last().is_none_or(|(_, d)| d.event_seq != seq) {
+        after.turns.push(detail_of(row)?);
+    }
+    Ok(())
 }
 
 /// What follows messages `turns`, looking `window` events ahead.
@@ -221,7 +231,13 @@ async fn turns_within(
              AND c.note_id IS NULL AND c.ordinal = 0
          ORDER BY w.session_id, w.event_seq, c.event_seq"
     );
-    read_after(reads.one(Stmt::built(sql, args), CTX).await?, None).await
+    let mut out = Prefetched::new();
+    reads
+        .each(Stmt::built(sql, args), CTX, |row| {
+            after_row(&mut out, row, None)
+        })
+        .await?;
+    Ok(out)
 }
 
 const CTX: &str = "reading the turns after the hits";

@@ -25,10 +25,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use libsql::{Connection, Rows};
+use libsql::{Connection, Row, Rows};
 
 use crate::error::MemoryError;
 use crate::store::stmt::Stmt;
+use crate::store::stmt_cache::{each_row, read_all};
 
 /// The first statement of every batch: it always yields one row.
 const SENTINEL: &str = "SELECT 1";
@@ -105,6 +106,21 @@ impl Reads {
     pub(crate) async fn one(&self, stmt: Stmt, ctx: &'static str) -> Result<Rows, MemoryError> {
         let [rows] = self.rows_n([stmt], ctx).await?;
         Ok(rows)
+    }
+
+    /// Runs `stmt` and hands each of its rows to `read`, to the end: in one request on a
+    /// server, and on a file with the statement prepared once per connection
+    /// ([`crate::store::stmt_cache`]).
+    pub(crate) async fn each(
+        &self,
+        stmt: Stmt,
+        ctx: &'static str,
+        read: impl FnMut(&Row) -> Result<(), MemoryError>,
+    ) -> Result<(), MemoryError> {
+        if !self.batching.on() {
+            return each_row(&self.conn, &stmt.sql, stmt.args, ctx, read).await;
+        }
+        read_all(self.one(stmt, ctx).await?, ctx, read).await
     }
 
     /// [`Reads::rows`] for a fixed number of statements.

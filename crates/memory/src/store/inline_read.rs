@@ -9,14 +9,18 @@
 //! server's connection really waits on the network, which an async thread must not do blocking).
 
 use std::future::Future;
+use std::sync::Arc;
 
 use libsql::Connection;
 
 use crate::error::MemoryError;
+use crate::store::stmt_cache::{StmtCache, scoped};
 use crate::store::worker::{Target, connect};
 
 pub(crate) struct InlineReader {
     conn: tokio::sync::Mutex<Connection>,
+    /// The statements its jobs repeat (see [`crate::store::stmt_cache`]).
+    cache: Arc<StmtCache>,
     /// The connection belongs to it.
     _db: libsql::Database,
 }
@@ -36,6 +40,7 @@ impl InlineReader {
         let (db, conn) = connect(readers).await?;
         Ok(Some(Self {
             conn: tokio::sync::Mutex::new(conn),
+            cache: Arc::new(StmtCache::default()),
             _db: db,
         }))
     }
@@ -49,7 +54,7 @@ impl InlineReader {
         let Ok(guard) = self.conn.try_lock() else {
             return Err(job);
         };
-        let outcome = job(guard.clone()).await;
+        let outcome = scoped(&self.cache, job(guard.clone())).await;
         drop(guard);
         Ok(outcome)
     }

@@ -10,6 +10,7 @@ pub(crate) mod placement;
 pub(crate) mod remote;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+pub(crate) mod stmt_cache;
 pub(crate) mod worker;
 
 use std::future::Future;

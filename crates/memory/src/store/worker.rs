@@ -10,6 +10,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use libsql::Connection;
@@ -17,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::MemoryError;
 use crate::store::encryption::{EncryptionKey, check_readable, probe_file};
+use crate::store::stmt_cache::{StmtCache, scoped};
 
 type Job =
     Box<dyn FnOnce(Connection, Rc<libsql::Database>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -178,15 +180,19 @@ impl DbThread {
                     };
                     let db = Rc::new(db);
                     let remote = matches!(target, Target::Remote { .. });
+                    // A local connection keeps the statements its jobs repeat (see `stmt_cache`).
+                    let cache = Arc::new(StmtCache::default());
                     while let Some(job) = rx.recv().await {
                         // A remote connection is a server-side stream that expires after a few
                         // idle seconds (STREAM_EXPIRED): each job gets a new one, which costs no
                         // round trip (the stream opens with the job's first request).
-                        let job_conn = match remote {
-                            true => db.connect().unwrap_or_else(|_| conn.clone()),
-                            false => conn.clone(),
-                        };
-                        job(job_conn, Rc::clone(&db)).await;
+                        match remote {
+                            true => {
+                                let job_conn = db.connect().unwrap_or_else(|_| conn.clone());
+                                job(job_conn, Rc::clone(&db)).await;
+                            }
+                            false => scoped(&cache, job(conn.clone(), Rc::clone(&db))).await,
+                        }
                     }
                 });
             })
