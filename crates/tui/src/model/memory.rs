@@ -97,8 +97,9 @@ pub(super) struct MemoryView {
     /// A restore asked for here (not an undo): the note's text before it, `None` for a deleted
     /// note.
     pub(super) restoring: Option<(String, Option<String>)>,
-    /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`.
-    pub(super) pending: Vec<types::PendingMemory>,
+    /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`; one
+    /// decided since is `None`, so the numbers of the others stay the ones the user read.
+    pub(super) pending: Vec<Option<types::PendingMemory>>,
     /// The past-conversation hits last listed, numbered from 1 for `/search open <n>`.
     pub(super) found: Vec<types::ConversationHitView>,
     /// The message `/search open` is paging the session's history back to: session and number.
