@@ -98,6 +98,14 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
     boxed(async move {
         let memory = state.store()?;
         let text = string_arg(args, "query")?;
+        // Blank, it is no search: refused, as the user's own searches refuse it (answered with
+        // no results, it read as "nothing remembered").
+        if text.trim().is_empty() {
+            return Err(ToolError::InvalidArguments {
+                field: "query".into(),
+                expected: "a few words to search for, not only spaces".into(),
+            });
+        }
         if text.len() > MAX_QUERY_BYTES {
             return Err(ToolError::InvalidArguments {
                 field: "query".into(),
