@@ -7,11 +7,12 @@
 
 use std::sync::Arc;
 
-use runtime::{AgentRuntime, RuntimeError};
+use runtime::AgentRuntime;
 use tokio::sync::broadcast::error::RecvError;
-use types::{ClientFrame, ErrorCode, ServerFrame, ToolExecutionContext};
+use types::{ClientFrame, ServerFrame, ToolExecutionContext};
 
 use crate::conn::{Conn, Refusal};
+use crate::notes::refusal;
 use crate::user::UserAgent;
 
 /// Forwards `user`'s capture reports to their clients until the gateway shuts down.
@@ -93,21 +94,4 @@ async fn answer(
             memories: runtime.pending_memories(ctx).await.map_err(refusal)?,
         },
     })
-}
-
-fn refusal(e: RuntimeError) -> Refusal {
-    match e {
-        RuntimeError::InvalidNoteRequest(message) => (ErrorCode::InvalidRequest, message),
-        RuntimeError::MemoryDisabled => (
-            ErrorCode::MemoryDisabled,
-            "memory is disabled for this agent".to_owned(),
-        ),
-        e => {
-            tracing::warn!(error = %e, "a capture request failed");
-            (
-                ErrorCode::Internal,
-                "could not reach your memory; try again".to_owned(),
-            )
-        }
-    }
 }

@@ -141,7 +141,8 @@ mod tests {
             json!({"type": "send_turn", "text": "hi", "client_turn_id": "c1"}),
             Some("missing field `session_id`: a string"),
         );
-        // A frame the schema finds nothing wrong with (a value past u32): serde's message stays.
+        // A frame the schema finds nothing wrong with (a value past what a field holds): serde's
+        // message stays. (`search_conversations`' limit reads any whole number since.)
         check(
             "search_conversations",
             search(json!({"query": "dog", "limit": 1_u64 << 40})),

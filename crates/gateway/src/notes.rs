@@ -156,7 +156,10 @@ fn note_id_of(text: &str) -> Result<NoteId, Refusal> {
     })
 }
 
-fn refusal(e: RuntimeError) -> Refusal {
+/// A failed memory request as the client is told it: the one mapping of every memory frame
+/// (notes, and capture's proposals and conversation search), so a governance refusal is
+/// `not_allowed` with the pipeline's words wherever it happens.
+pub(crate) fn refusal(e: RuntimeError) -> Refusal {
     match e {
         RuntimeError::MemoryDisabled => (ErrorCode::MemoryDisabled, e.to_string()),
         RuntimeError::NoteNotFound(_) => (

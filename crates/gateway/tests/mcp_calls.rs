@@ -143,3 +143,87 @@ async fn one_users_token_reaches_nothing_of_another_user() {
     );
     gw.shutdown().await;
 }
+
+/// `memory_search` over `/mcp` takes the `scope` its listed schema offers: each user's token
+/// finds that user's past conversations (never the other's), and a scope outside the schema's
+/// is a tool error naming the allowed ones.
+#[tokio::test]
+async fn memory_search_over_mcp_searches_the_callers_past_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gw, alice, bob) = two_users(dir.path()).await;
+    for (user, said) in [
+        ("alice", "Our dog Biscuit loves the beach"),
+        ("bob", "Our dog Rex loves the beach"),
+    ] {
+        let store = crate::common::open_store(dir.path(), user).await;
+        store
+            .sessions()
+            .append_message_at(
+                &types::SessionId::parse(&format!("chat-{user}")).unwrap(),
+                &types::UserId::parse(user).unwrap(),
+                &types::Message::user(said),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let args = json!({"query": "dog loves the beach", "scope": "conversations"});
+    for (token, session, chat, said) in [
+        (
+            &alice,
+            "chat-alice",
+            "alice",
+            "Our dog Biscuit loves the beach",
+        ),
+        (&bob, "chat-bob", "bob", "Our dog Rex loves the beach"),
+    ] {
+        let mcp_session = initialize(&gw, token).await;
+        let listed = post(
+            &gw,
+            token,
+            &mcp_session,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        .await
+        .json();
+        let search = listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "memory_search")
+            .unwrap();
+        assert_eq!(
+            search["inputSchema"]["properties"]["scope"]["enum"],
+            json!(["notes", "conversations", "all"]),
+            "{chat}"
+        );
+        let result = call(&gw, token, &mcp_session, "memory_search", args.clone()).await;
+        assert_eq!(result["isError"], json!(false), "{chat}: {result}");
+        let found: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        let hits: Vec<(&str, &str)> = found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["session_id"].as_str().unwrap(),
+                    h["text"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(hits, [(session, said)], "{chat}: {found}");
+        let wrong = call(
+            &gw,
+            token,
+            &mcp_session,
+            "memory_search",
+            json!({"query": "dog", "scope": "everything"}),
+        )
+        .await;
+        assert_eq!(wrong["isError"], json!(true), "{chat}: {wrong}");
+        let text = wrong["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("\"conversations\""), "{text}");
+    }
+    gw.shutdown().await;
+}

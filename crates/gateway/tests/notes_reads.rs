@@ -1,6 +1,7 @@
 //! The user's note reads over a real WebSocket leave a trace: `list_notes`, `search_notes` and
-//! `get_note` pass the governance stages as the `gateway` surface (an audit row each, refused
-//! when the user's `[governance]` refuses reads, and the refusal audited too).
+//! `get_note` (and `search_conversations`) pass the governance stages as the `gateway` surface
+//! (an audit row each, refused as `not_allowed` when the user's `[governance]` refuses reads, and
+//! the refusal audited too).
 
 #![allow(
     clippy::unwrap_used,
@@ -77,6 +78,21 @@ async fn note_frames_that_read_are_governed_and_audited() {
         let answer = ask(&mut a, frame).await;
         assert_eq!(code(&answer), ErrorCode::NotAllowed, "{answer:?}");
     }
+    // The search of past conversations is a read too: refused as not_allowed in the pipeline's
+    // words (it was `internal`, "could not reach your memory; try again", which no retry fixes).
+    let answer = ask(
+        &mut a,
+        ClientFrame::SearchConversations {
+            query: "Lisbon".into(),
+            limit: 10,
+        },
+    )
+    .await;
+    assert_eq!(code(&answer), ErrorCode::NotAllowed, "{answer:?}");
+    let ServerFrame::Error { message, .. } = &answer else {
+        panic!("{answer:?}");
+    };
+    assert!(!message.contains("try again"), "{message}");
     drop(a);
     gw.shutdown().await;
     let denied = store
@@ -87,5 +103,5 @@ async fn note_frames_that_read_are_governed_and_audited() {
         .iter()
         .filter(|r| r.outcome == "denied")
         .count();
-    assert_eq!(denied, 3);
+    assert_eq!(denied, 4);
 }

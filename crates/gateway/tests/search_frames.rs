@@ -116,6 +116,11 @@ async fn searches_of_past_conversations_keep_to_their_user_and_refuse_bad_frames
             "limit",
         ),
         (
+            r#"{"type":"search_conversations","query":"dog","limit":99999999999}"#.to_owned(),
+            ErrorCode::InvalidRequest,
+            "limit must be between 1 and 50",
+        ),
+        (
             r#"{"type":"search_conversations","query":"dog","limit":-1}"#.to_owned(),
             ErrorCode::MalformedFrame,
             "limit",

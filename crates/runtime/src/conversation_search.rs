@@ -39,11 +39,15 @@ impl AgentRuntime {
         }
         let store = self.notes_store()?;
         let user = &ctx.user_id;
+        // Now and the dates of the hits in the user's time zone: "yesterday" is read in it, and
+        // a hit's date says the day the user lived it (in UTC a message said at 08:00 in Tokyo
+        // showed the day before).
+        let now = tools::query_time(self.timezone);
         let search = |_| async move {
             let sessions = store.conversation_sessions(user).await?;
             let mut q = HybridQuery::new(sessions, query, limit);
             q.weights = memory::Weights::from(&self.retrieval);
-            q.time = Some(tools::query_time(self.timezone));
+            q.time = Some(now);
             let time = store.read_and_settle_time(&mut q).await?;
             if q.sessions.is_empty() {
                 return Ok(Searched {
@@ -70,6 +74,7 @@ impl AgentRuntime {
                     text: hit.text,
                     date: place
                         .at
+                        .with_timezone(&now.tz)
                         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     context: place
                         .neighbours

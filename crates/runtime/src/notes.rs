@@ -302,7 +302,7 @@ impl AgentRuntime {
 }
 
 /// A refused write: the pipeline's own message (a governance refusal's `error.message`).
-fn refused(outcome: &tools::ToolOutcome) -> RuntimeError {
+pub(crate) fn refused(outcome: &tools::ToolOutcome) -> RuntimeError {
     let message = serde_json::from_str::<serde_json::Value>(&outcome.output)
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))

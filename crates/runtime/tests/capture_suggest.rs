@@ -12,11 +12,17 @@
 )]
 
 use memory::Origin;
+use runtime::RuntimeError;
 use serde_json::{Value, json};
 use test_support::ScriptedReply;
-use types::{CaptureMode, NoteId, PendingMemory, ProviderKind, ToolExecutionContext};
+use types::{
+    CaptureMode, GovernanceConfig, NoteId, PendingMemory, ProviderKind, SurfaceConfig,
+    SurfacesConfig, ToolExecutionContext,
+};
 
-use crate::capture::{Fixture, KINDS, alice, fixture, on_demand, record, saved, texts, turn};
+use crate::capture::{
+    Fixture, KINDS, alice, fixture, fixture_governed, on_demand, record, saved, texts, turn,
+};
 use crate::common::ctx;
 
 /// A turn of alice's saying `said`, then a capture whose answer is `memories`: the context of
@@ -344,5 +350,45 @@ async fn a_stale_update_is_refused(kind: ProviderKind) {
 async fn a_pending_update_of_a_note_edited_since_is_refused() {
     for kind in KINDS {
         a_stale_update_is_refused(kind).await;
+    }
+}
+
+/// A proposal the user's rules refuse when accepted (`[governance.surfaces.capture] read_only`)
+/// is refused in the pipeline's words, as a refusal (the gateway's `not_allowed`): it said "the
+/// note may have changed since; reject it and edit the note instead", which was not what
+/// happened. Nothing is written and the proposal stays listed.
+async fn a_refused_acceptance_says_the_rule(kind: ProviderKind) {
+    let rules = GovernanceConfig {
+        surfaces: SurfacesConfig {
+            capture: SurfaceConfig {
+                read_only: Some(true),
+                ..SurfaceConfig::default()
+            },
+            ..SurfacesConfig::default()
+        },
+        ..GovernanceConfig::default()
+    };
+    let f = fixture_governed(kind, on_demand(CaptureMode::Suggest), rules).await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I play the cello"),
+        json!([{"action": "add", "content": "The user plays the cello"}]),
+    )
+    .await;
+    let refused = f.rt.accept_memory(&c, pending[0].id).await.unwrap_err();
+    let RuntimeError::NoteRefused { kind: why, message } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(*why, "permission_denied", "{message}");
+    assert!(message.contains("read-only"), "{message}");
+    assert!(!message.contains("changed since"), "{message}");
+    assert!(texts(&f.store).await.is_empty());
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+}
+
+#[tokio::test]
+async fn an_acceptance_the_users_rules_refuse_says_which_rule() {
+    for kind in KINDS {
+        a_refused_acceptance_says_the_rule(kind).await;
     }
 }

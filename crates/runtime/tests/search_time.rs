@@ -161,3 +161,33 @@ async fn the_users_conversation_search_ranks_messages_of_the_month_it_names_firs
     assert_eq!(dated.hits[0].session_id, "chat-old", "{dated:?}");
     assert_eq!(dated.time, Some(reading(&month, then)));
 }
+
+/// A hit is dated in the user's time zone, the zone its words about time are read in: a message
+/// said at half past midnight in Paris is of that day (the TUI shows the date's first ten
+/// characters; in UTC it showed the day before).
+#[tokio::test]
+async fn a_conversation_hit_is_dated_on_the_users_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, store) = alices_runtime(dir.path()).await;
+    let alice = UserId::parse("alice").unwrap();
+    let said = DateTime::parse_from_rfc3339("2025-03-02T23:30:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    store
+        .sessions()
+        .append_message_at(
+            &SessionId::parse("chat-old").unwrap(),
+            &alice,
+            &Message::user("We named the puppy Biscuit"),
+            Some(said),
+        )
+        .await
+        .unwrap();
+    let ctx = ctx(dir.path(), "alice", "chat-2", "t1");
+    let found = rt
+        .search_conversations(&ctx, "puppy Biscuit", 5)
+        .await
+        .unwrap();
+    let dates: Vec<&str> = found.hits.iter().map(|h| h.date.as_str()).collect();
+    assert_eq!(dates, ["2025-03-03T00:30:00.000+01:00"]);
+}

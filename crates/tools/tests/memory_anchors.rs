@@ -120,3 +120,58 @@ async fn an_event_as_anchor_is_dated_by_the_users_memory_in_their_zone() {
     let bob = search("bob", "sunscreen packed before the trip").await;
     assert!(bob.get("time").is_none(), "{bob}");
 }
+
+/// Every result is dated in the user's time zone, the one "yesterday" or "on 3 March" is read
+/// in: a note saved at 05:00 on 3 March in Tokyo and a message said there at 08:30 are of 3
+/// March (in UTC both read as 2 March, and "when did I …" was answered a day early).
+#[tokio::test]
+async fn results_are_dated_in_the_users_zone() {
+    let env = env().await;
+    let alice = UserId::parse("alice").unwrap();
+    let trip = ExportedNote {
+        note_id: NoteId::from_uuid_str("00000000-0000-4000-8000-000000000001").unwrap(),
+        content: "Trip to Lisbon with Ana".into(),
+        metadata: NoteMetadata::default(),
+        created_at: at("2025-03-02T20:00:00Z"),
+        updated_at: at("2025-03-02T20:00:00Z"),
+    };
+    env.store
+        .import(&alice, None, vec![trip], memory::Similar::Unchecked, None)
+        .await
+        .unwrap();
+    env.store
+        .sessions()
+        .append_message_at(
+            &types::SessionId::parse("chat-old").unwrap(),
+            &alice,
+            &types::Message::user("The Lisbon trip tickets are booked"),
+            Some(at("2025-03-02T23:30:00Z")),
+        )
+        .await
+        .unwrap();
+    let registry = in_tokyo(env.store.clone());
+    let args = json!({ "query": "Lisbon trip", "scope": "all" }).to_string();
+    let out = registry
+        .execute("memory_search", &args, &ctx(&env.root, "alice", "s1"))
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let found: Value = serde_json::from_str(&out.output).unwrap();
+    let mut dates: Vec<(&str, &str)> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let date = r.get("date").unwrap_or(&r["created_at"]);
+            (r["source"].as_str().unwrap(), date.as_str().unwrap())
+        })
+        .collect();
+    dates.sort_unstable();
+    assert_eq!(
+        dates,
+        [
+            ("conversation", "2025-03-03T08:30:00+09:00"),
+            ("user_memory", "2025-03-03T05:00:00+09:00")
+        ],
+        "{found}"
+    );
+}

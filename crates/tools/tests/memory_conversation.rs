@@ -358,3 +358,43 @@ async fn a_conversation_result_is_placed_where_it_was_said_not_where_a_longer_on
         .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(short["session_id"], "chat-short", "{out}");
 }
+
+/// Bad input to `memory_search`'s search of past conversations: a `scope` of the wrong kind or
+/// unknown, a blank query. Each is a short error naming the field (the allowed scopes listed),
+/// with no path or SQL in it, and nothing changes. A blank query was searched and answered
+/// with no results, which reads as "nothing remembered" rather than as a mistake to fix.
+#[tokio::test]
+async fn bad_search_input_is_refused_with_what_to_send() {
+    let env = env().await;
+    env.save("alice", "Our cat is called Miso").await;
+    let before = env.note_count("alice").await;
+    let scopes = "one of \"notes\", \"conversations\", \"all\"";
+    let cases = [
+        (json!({"query": "cat", "scope": "everything"}), scopes),
+        (json!({"query": "cat", "scope": "Notes"}), scopes),
+        (json!({"query": "cat", "scope": ""}), scopes),
+        (json!({"query": "cat", "scope": 5}), scopes),
+        (json!({"query": "cat", "scope": null}), scopes),
+        (json!({"query": "cat", "scope": ["notes"]}), scopes),
+        (json!({"query": "   ", "scope": "all"}), "not only spaces"),
+        (json!({"query": "\n\t"}), "not only spaces"),
+    ];
+    for (args, names) in cases {
+        let out = env
+            .call("alice", "chat-1", "memory_search", args.clone())
+            .await;
+        assert!(!out.ok, "{args}: {}", out.output);
+        assert_eq!(out.error_kind, Some("invalid_arguments"), "{args}");
+        assert!(out.output.contains(names), "{args}: {}", out.output);
+        let field = if args["query"].as_str().unwrap().trim().is_empty() {
+            "query"
+        } else {
+            "scope"
+        };
+        assert!(out.output.contains(field), "{args}: {}", out.output);
+        for leak in [env.root.to_string_lossy().as_ref(), "SELECT", "memory.db"] {
+            assert!(!out.output.contains(leak), "{args}: {}", out.output);
+        }
+    }
+    assert_eq!(env.note_count("alice").await, before);
+}

@@ -129,7 +129,12 @@ async fn save_search_update_delete_roundtrip() {
     assert_eq!(hits[0]["text"], "User's name is Shantanu");
     assert_eq!(hits[0]["source"], "user_memory");
     assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
-    assert!(hits[0]["created_at"].as_str().unwrap().ends_with('Z'));
+    // RFC 3339 in the user's zone (here the host's: no `[user] timezone`).
+    let created = hits[0]["created_at"].as_str().unwrap();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(created).is_ok(),
+        "{created}"
+    );
     assert_eq!(hits[0]["created_at"], hits[0]["updated_at"]);
 
     let updated = env

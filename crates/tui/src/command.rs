@@ -284,7 +284,7 @@ fn memory(arg: &str) -> Result<MemoryCommand, CommandError> {
         }),
         _ => Err(CommandError(
             "/memory takes a category, more, search, show, edit, delete, history, revert, \
-             deleted, restore or confirm: see /help"
+             deleted, restore, confirm, pending, accept or reject: see /help"
                 .into(),
         )),
     }
@@ -417,6 +417,14 @@ mod tests {
         check("/memory restore 1", mem(MemoryCommand::Restore { n: 1 }));
         check("/memory confirm 4", mem(MemoryCommand::Confirm { n: 4 }));
         check("/memory pending", mem(MemoryCommand::Pending));
+        // A mistake's answer names every verb, the proposals' among them.
+        check(
+            "/memory pending all",
+            Some(Err(
+                "/memory takes a category, more, search, show, edit, delete, history, revert, \
+                 deleted, restore, confirm, pending, accept or reject: see /help",
+            )),
+        );
         check(
             "/search dog name",
             Some(Ok(Command::Search {

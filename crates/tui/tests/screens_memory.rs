@@ -355,3 +355,72 @@ fn an_unconfirmed_note_is_marked_in_the_list_and_confirmed_from_it() {
         "{after}"
     );
 }
+
+/// The numbers of a list stay the ones the user read: after `/memory delete 1`, note 2 is still
+/// the note listed second (the list shifted up, and `/memory edit 2` replaced the text of the
+/// note listed third), and a deleted one is said to be deleted; the same for `/memory restore`.
+#[test]
+fn a_list_keeps_its_numbers_after_a_delete_or_a_restore() {
+    const NOTE_C: &str = "note-5c1e8d4a-4b6f-4c2d-9a2b-3c4d5e6f7a8b";
+    let mut app = online(None);
+    app.on_frame(ServerFrame::NoteList {
+        notes: vec![
+            note(NOTE_A, "Loves the trams in Lisbon", None),
+            note(NOTE_B, "Drinks tea, never coffee", None),
+            note(NOTE_C, "Sister Ana is a doctor", None),
+        ],
+        total: 3,
+        next_cursor: None,
+    });
+    assert_eq!(
+        command(&mut app, "/memory delete 1"),
+        [ClientFrame::Note(NoteRequest::DeleteNote {
+            note_id: NOTE_A.into()
+        })]
+    );
+    app.on_frame(ServerFrame::NoteDeleted {
+        note_id: NOTE_A.into(),
+    });
+    let edited = command(&mut app, "/memory edit 2 Drinks green tea");
+    let edited_id = match edited.as_slice() {
+        [ClientFrame::Note(NoteRequest::EditNote { note_id, .. })] => note_id.as_str(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(edited_id, NOTE_B);
+    assert_eq!(command(&mut app, "/memory delete 1"), []);
+    assert!(
+        screen(&mut app, 80, 20).contains("Note 1 was deleted since the list"),
+        "{}",
+        screen(&mut app, 80, 20)
+    );
+
+    let deleted = |id: &str, text: &str| DeletedNoteView {
+        note: note(id, text, None),
+        deleted_at: "2025-01-03T08:00:00.000Z".into(),
+        purge_after: "2025-02-02T08:00:00.000Z".into(),
+    };
+    app.on_frame(ServerFrame::DeletedNotes {
+        notes: vec![
+            deleted(NOTE_A, "Loves the trams in Lisbon"),
+            deleted(NOTE_C, "Sister Ana is a doctor"),
+        ],
+    });
+    assert_eq!(
+        command(&mut app, "/memory restore 1"),
+        [ClientFrame::Note(NoteRequest::RestoreNote {
+            note_id: NOTE_A.into(),
+            version: None
+        })]
+    );
+    app.on_frame(ServerFrame::NoteRestored {
+        note: note(NOTE_A, "Loves the trams in Lisbon", None),
+    });
+    assert_eq!(
+        command(&mut app, "/memory restore 2"),
+        [ClientFrame::Note(NoteRequest::RestoreNote {
+            note_id: NOTE_C.into(),
+            version: None
+        })]
+    );
+    assert_eq!(command(&mut app, "/memory restore 1"), []);
+}

@@ -104,8 +104,10 @@ pub enum ClientFrame {
     /// Drops pending proposal `id`, writing nothing; answered with `memory_rejected`.
     RejectMemory { id: i64 },
     /// Searches every past conversation of the user (1 to 50 hits); answered with
-    /// `conversation_results`.
-    SearchConversations { query: String, limit: u32 },
+    /// `conversation_results`. `limit` is read whole (`u64`) so that any limit past 50 gets the
+    /// same answer naming it; as a `u32`, one past 4294967295 failed to read and was answered
+    /// with serde's word that no frame matched.
+    SearchConversations { query: String, limit: u64 },
     /// A request about the user's notes (`list_notes`, `edit_note`, `restore_note`, …): declared
     /// once, as [`NoteRequest`]. Untagged here because the request brings its own `type`; it stays
     /// the last variant, tried after every frame whose `type` is its own.

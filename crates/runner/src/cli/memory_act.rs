@@ -39,11 +39,12 @@ pub(crate) async fn act(
         } => {
             let mut q = search_query(user, config, query, top_k, &organise)?;
             q.sessions = searched_sessions(store, user, scope).await?;
+            let zone = q.time.unwrap_or_else(|| tools::query_time(None)).tz;
             let (rows, time) = governed.search(q).await?;
             if let Some(time) = time {
                 say_time(&time, raw, &mut std::io::stderr().lock())?;
             }
-            print_hits(&rows, json, raw, out)
+            print_hits(&rows, json, raw, &zone, out)
         }
         MemoryAction::Get { note_id } => {
             print_json(out, &governed.get(&parse_note_id(&note_id)?).await?)
@@ -211,13 +212,18 @@ fn say_time(time: &types::TimeReadView, raw: bool, err: &mut impl Write) -> Resu
     Ok(())
 }
 
-/// `search`'s hits, as JSON or one line each (score, id, text).
-fn print_hits(
+/// `search`'s hits, as JSON or one line each (score, id, text); a message dated on the day of
+/// `zone` (the user's), the zone its words about time were read in.
+fn print_hits<Z: chrono::TimeZone>(
     rows: &[crate::memory_governed::SearchRow],
     json: bool,
     raw: bool,
+    zone: &Z,
     out: &mut impl Write,
-) -> Result<()> {
+) -> Result<()>
+where
+    Z::Offset: std::fmt::Display,
+{
     if json {
         return print_json(out, &rows);
     }
@@ -228,7 +234,7 @@ fn print_hits(
             (None, Some(session)) => format!(
                 "{session}#{} {}",
                 h.event_seq.unwrap_or_default(),
-                h.created_at.format("%Y-%m-%d")
+                h.created_at.with_timezone(zone).format("%Y-%m-%d")
             ),
             (None, None) => "-".to_owned(),
         };
@@ -367,4 +373,38 @@ fn read_jsonl(reader: impl BufRead) -> Result<Vec<memory::ExportedNote>> {
         notes.push(note);
     }
     Ok(notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory_governed::SearchRow;
+
+    /// A message is listed on the user's day: said at 08:30 on 3 March in Tokyo, it is of 3
+    /// March (in UTC it was listed as 2 March, beside a time reading in Tokyo's days).
+    #[test]
+    fn a_message_hit_is_dated_on_the_users_day() {
+        let at = chrono::DateTime::parse_from_rfc3339("2025-03-02T23:30:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        let row = SearchRow {
+            note_id: None,
+            session_id: Some("chat-old".into()),
+            event_seq: Some(4),
+            text: "The Lisbon trip tickets are booked".into(),
+            score: 0.5,
+            created_at: at,
+            updated_at: at,
+            category: None,
+            tags: Vec::new(),
+        };
+        let tokyo = tools::query_time(tools::resolve_timezone(Some("Asia/Tokyo")).ok()).tz;
+        let mut out = Vec::new();
+        let printed = print_hits(&[row], false, false, &tokyo, &mut out);
+        assert!(printed.is_ok(), "{printed:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "0.500  chat-old#4 2025-03-03  The Lisbon trip tickets are booked\n"
+        );
+    }
 }

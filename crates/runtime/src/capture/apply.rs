@@ -9,12 +9,12 @@
 use memory::MemoryStore;
 use serde_json::{Value, json};
 use tools::{
-    MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, ToolOutcome,
-    ToolRegistry,
+    MEMORY_DELETE_TOOL_NAME, MEMORY_SAVE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, ToolRegistry,
 };
 use types::{CapturedChange, NoteId, ToolExecutionContext};
 
 use super::proposal::Proposal;
+use crate::RuntimeError;
 
 /// One proposal; `Ok(None)` when it changed nothing (already recorded).
 pub(crate) async fn apply(
@@ -22,7 +22,7 @@ pub(crate) async fn apply(
     store: &MemoryStore,
     ctx: &ToolExecutionContext,
     proposal: &Proposal,
-) -> Result<Option<CapturedChange>, String> {
+) -> Result<Option<CapturedChange>, NotApplied> {
     let confirmed = ctx.untrusted_input.is_none();
     match proposal {
         Proposal::Add {
@@ -97,7 +97,7 @@ pub(crate) async fn apply(
                 .as_ref()
                 .is_some_and(|shown| *shown != memory::edit_token(&text))
             {
-                return Err("the note changed since it was shown".to_owned());
+                return Err("the note changed since it was shown".to_owned().into());
             }
             run(
                 tools,
@@ -156,21 +156,44 @@ async fn run(
     tool: &str,
     args: &Value,
     ctx: &ToolExecutionContext,
-) -> Result<Value, String> {
-    let ToolOutcome {
-        ok,
-        output,
-        error_kind,
-    } = tools.execute(tool, &args.to_string(), ctx).await;
-    if !ok {
-        return Err(format!("{tool}: {}", error_kind.unwrap_or("refused")));
+) -> Result<Value, NotApplied> {
+    let outcome = tools.execute(tool, &args.to_string(), ctx).await;
+    if !outcome.ok {
+        return Err(NotApplied {
+            reason: format!("{tool}: {}", outcome.error_kind.unwrap_or("refused")),
+            refused: Some(crate::notes::refused(&outcome)),
+        });
     }
-    Ok(serde_json::from_str(&output).unwrap_or(Value::Null))
+    Ok(serde_json::from_str(&outcome.output).unwrap_or(Value::Null))
 }
 
-fn text_of(answer: &Value, key: &str) -> Result<String, String> {
+fn text_of(answer: &Value, key: &str) -> Result<String, NotApplied> {
     answer[key]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| format!("the answer has no {key}"))
+        .ok_or_else(|| format!("the answer has no {key}").into())
+}
+
+/// Why a proposal was not applied; `refused` is the pipeline's refusal
+/// ([`RuntimeError::NoteRefused`], its kind and words) when a notes tool failed, so the user who
+/// accepts a proposal is told the rule that refused it rather than that the note changed.
+#[derive(Debug)]
+pub(crate) struct NotApplied {
+    pub(crate) refused: Option<RuntimeError>,
+    reason: String,
+}
+
+impl From<String> for NotApplied {
+    fn from(reason: String) -> Self {
+        Self {
+            refused: None,
+            reason,
+        }
+    }
+}
+
+impl std::fmt::Display for NotApplied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
 }

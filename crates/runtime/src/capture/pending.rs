@@ -176,11 +176,21 @@ impl AgentRuntime {
         }
         let change = apply::apply(&capture.notes_tools, store, &call, &proposal)
             .await
-            .map_err(|reason| {
-                RuntimeError::InvalidNoteRequest(format!(
-                    "proposal {id} could not be applied ({reason}): the note may have changed \
-                     since; reject it and edit the note instead"
-                ))
+            .map_err(|not| {
+                let said = not.to_string();
+                match not.refused {
+                    // The user's rules refused it: said so (the note did not change).
+                    Some(
+                        e @ RuntimeError::NoteRefused {
+                            kind: "permission_denied" | "rate_limited",
+                            ..
+                        },
+                    ) => e,
+                    _ => RuntimeError::InvalidNoteRequest(format!(
+                        "proposal {id} could not be applied ({said}): the note may have \
+                         changed since; reject it and edit the note instead"
+                    )),
+                }
             })?;
         self.reject_memory(ctx, id).await?;
         Ok(change)

@@ -8,6 +8,8 @@
 //! is left out and counted in `"omitted"`. The output therefore never reaches the registry's cap
 //! and is never cut inside the JSON.
 
+use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use memory::{HitSource, SearchHit, edit_token};
 use serde_json::{Value, json};
 
@@ -26,9 +28,18 @@ const PARTIAL_NOTE: &str = "Results with \"partial\": true show only an excerpt 
 const OMITTED_NOTE: &str = "Some results were left out to fit (see \"omitted\"): search with a \
     more specific query or a smaller top_k to see them.";
 
-/// The results within `budget` bytes; `extra` is a note to add (e.g. a skipped search leg).
-pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> String {
-    render_shown(hits, budget, extra).text
+/// The results within `budget` bytes, dated in the user's time zone `tz`; `extra` is a note to
+/// add (e.g. a skipped search leg).
+pub(crate) fn render(hits: &[SearchHit], budget: usize, extra: Option<&str>, tz: Tz) -> String {
+    render_shown(hits, budget, extra, tz).text
+}
+
+/// `t` as the model reads a result's date: RFC 3339 in the user's time zone, the zone the
+/// query's words about time were read in ("yesterday" is the user's yesterday, and so is the
+/// day a result says). In UTC a message said at 08:00 on 3 March in Tokyo read as 2 March.
+pub(crate) fn local_time(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz)
+        .to_rfc3339_opts(SecondsFormat::Secs, /*use_z*/ true)
 }
 
 /// Rendered results, and which hit each shows.
@@ -39,19 +50,24 @@ pub(crate) struct Rendered {
 }
 
 /// [`render`], saying which hit each result shows.
-pub(crate) fn render_shown(hits: &[SearchHit], budget: usize, extra: Option<&str>) -> Rendered {
+pub(crate) fn render_shown(
+    hits: &[SearchHit],
+    budget: usize,
+    extra: Option<&str>,
+    tz: Tz,
+) -> Rendered {
     let mut results = Vec::new();
     let mut shown = Vec::new();
     let (mut used, mut omitted, mut partial) = (0, 0usize, false);
     for (i, hit) in hits.iter().enumerate() {
         let later = hits.len() - i - 1;
         let reserve = later * SLOT_PER_LATER_RESULT;
-        let whole = whole_entry(hit);
+        let whole = whole_entry(hit, tz);
         let fits = |entry: &Value, reserve: usize| used + size(entry) + reserve <= budget;
         let entry = match whole {
             Some(entry) if fits(&entry, reserve) => entry,
             _ => {
-                let entry = excerpt_entry(hit);
+                let entry = excerpt_entry(hit, tz);
                 if fits(&entry, 0) {
                     partial |= entry.get("partial").is_some();
                     entry
@@ -88,14 +104,14 @@ fn size(entry: &Value) -> usize {
     entry.to_string().len() + 1
 }
 
-fn base(hit: &SearchHit, text: &str) -> Value {
+fn base(hit: &SearchHit, text: &str, tz: Tz) -> Value {
     let mut entry = json!({
         "note_id": hit.note_id,
         "text": text,
         "score": (hit.score * 10_000.0).round() / 10_000.0,
         "source": hit.source.as_str(),
-        "created_at": hit.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        "updated_at": hit.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "created_at": local_time(hit.created_at, tz),
+        "updated_at": local_time(hit.updated_at, tz),
     });
     if let Some(category) = hit.category {
         entry["category"] = json!(category.as_str());
@@ -120,23 +136,23 @@ pub(crate) fn shows_unconfirmed(output: &str) -> Option<types::UntrustedInput> {
 }
 
 /// A note with its whole text and version (`None` when the whole text is not known).
-fn whole_entry(hit: &SearchHit) -> Option<Value> {
+fn whole_entry(hit: &SearchHit, tz: Tz) -> Option<Value> {
     match hit.source {
         HitSource::UserMemory => {
             let text = hit.note_text.as_deref()?;
-            let mut entry = base(hit, text);
+            let mut entry = base(hit, text, tz);
             entry["version"] = json!(edit_token(text));
             Some(entry)
         }
         // Messages cannot be updated: their best part is what the model needs.
-        HitSource::Conversation => Some(base(hit, &hit.text)),
+        HitSource::Conversation => Some(base(hit, &hit.text, tz)),
     }
 }
 
 /// The best-matching part, at most [`EXCERPT_BYTES`], marked partial when it is not everything.
-fn excerpt_entry(hit: &SearchHit) -> Value {
+fn excerpt_entry(hit: &SearchHit, tz: Tz) -> Value {
     let excerpt = &hit.text[..hit.text.floor_char_boundary(EXCERPT_BYTES)];
-    let mut entry = base(hit, excerpt);
+    let mut entry = base(hit, excerpt, tz);
     let whole_len = hit.note_text.as_deref().map(|t| t.chars().count());
     let is_whole = hit.note_text.as_deref() == Some(excerpt);
     if hit.source == HitSource::UserMemory && !is_whole {

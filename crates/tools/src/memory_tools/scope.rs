@@ -11,7 +11,7 @@ use memory::{HitSource, MemoryError, MemoryRetrieval, SearchHit};
 use serde_json::{Value, json};
 use types::{SessionId, ToolExecutionContext, UserId};
 
-use super::render::Rendered;
+use super::render::{Rendered, local_time};
 use crate::ToolError;
 
 /// Messages shown on each side of a conversation hit.
@@ -126,13 +126,14 @@ pub(crate) async fn marked_planted(
 }
 
 /// `rendered` results with each conversation result told where it was said (the contexts of
-/// all of them read together). Each result is matched to the hit it shows by its place, never by
+/// all of them read together), dated in the user's time zone `tz`. Each result is matched to the hit it shows by its place, never by
 /// its text: a short message is often the start of a longer one left out to fit.
 pub(crate) async fn annotate(
     memory: &dyn MemoryRetrieval,
     ctx: &ToolExecutionContext,
     rendered: Rendered,
     hits: &[SearchHit],
+    tz: chrono_tz::Tz,
 ) -> String {
     let Rendered { text: out, shown } = rendered;
     let Ok(mut rendered) = serde_json::from_str::<Value>(&out) else {
@@ -171,7 +172,7 @@ pub(crate) async fn annotate(
         if let Some(title) = place.title {
             result["title"] = json!(title);
         }
-        result["date"] = json!(place.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        result["date"] = json!(local_time(place.at, tz));
         result["speaker"] = json!(place.speaker);
         result["context"] = place
             .neighbours

@@ -98,6 +98,14 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
     boxed(async move {
         let memory = state.store()?;
         let text = string_arg(args, "query")?;
+        // Blank, it is no search: refused, as the user's own searches refuse it (answered with
+        // no results, it read as "nothing remembered").
+        if text.trim().is_empty() {
+            return Err(ToolError::InvalidArguments {
+                field: "query".into(),
+                expected: "a few words to search for, not only spaces".into(),
+            });
+        }
         if text.len() > MAX_QUERY_BYTES {
             return Err(ToolError::InvalidArguments {
                 field: "query".into(),
@@ -146,8 +154,10 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             tracing::warn!(error = %e, "reading the query's time failed");
             None
         });
-        asked.settle_time(range.as_ref());
+        // The user's zone, taken before the time is settled (a query naming no time has none
+        // after it): every result is dated in it.
         let tz = asked.time.map_or(chrono_tz::Tz::UTC, |t| t.tz);
+        asked.settle_time(range.as_ref());
         let hits = match memory.hybrid_query(&asked).await {
             Ok(hits) => hits,
             Err(e) if scope == Scope::Notes && asked.sessions.len() > 1 => {
@@ -168,14 +178,15 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         let hits = super::scope::marked_planted(memory, &ctx.user_id, hits).await;
         op.results(hits.len());
         let out = match scope {
-            Scope::Notes => render(&hits, SEARCH_BUDGET, skipped),
+            Scope::Notes => render(&hits, SEARCH_BUDGET, skipped, tz),
             // Half the room for where each message was said.
             _ => {
                 annotate(
                     memory,
                     ctx,
-                    render_shown(&hits, SEARCH_BUDGET / 2, skipped),
+                    render_shown(&hits, SEARCH_BUDGET / 2, skipped, tz),
                     &hits,
+                    tz,
                 )
                 .await
             }

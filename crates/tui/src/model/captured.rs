@@ -33,14 +33,14 @@ impl App {
                 self.show_pending(memories, "Waiting for you:");
             }
             ServerFrame::MemoryAccepted { id, change } => {
-                self.memory.pending.retain(|p| p.id != id);
+                self.decided(id);
                 match change {
                     Some(change) => self.captured(&change, "accepted"),
                     None => self.push(Entry::info("Accepted: your notes already said it.")),
                 }
             }
             ServerFrame::MemoryRejected { id } => {
-                self.memory.pending.retain(|p| p.id != id);
+                self.decided(id);
                 self.push(Entry::info("Rejected: nothing was saved."));
             }
             ServerFrame::ConversationResults { query, hits, time } => {
@@ -162,19 +162,35 @@ impl App {
 
     /// `/memory accept|reject <n>`.
     pub(super) fn decide(&mut self, n: usize, accept: bool) -> Vec<ClientFrame> {
-        let Some(id) = n
-            .checked_sub(1)
-            .and_then(|i| self.memory.pending.get(i))
-            .map(|p| p.id)
-        else {
-            self.push(Entry::error(format!(
-                "There is no proposal {n}: /memory pending lists them."
-            )));
-            return Vec::new();
+        let id = match n.checked_sub(1).and_then(|i| self.memory.pending.get(i)) {
+            Some(Some(p)) => p.id,
+            Some(None) => {
+                self.push(Entry::error(format!(
+                    "Proposal {n} is decided already: /memory pending lists those waiting."
+                )));
+                return Vec::new();
+            }
+            None => {
+                self.push(Entry::error(format!(
+                    "There is no proposal {n}: /memory pending lists them."
+                )));
+                return Vec::new();
+            }
         };
         match accept {
             true => vec![ClientFrame::AcceptMemory { id }],
             false => vec![ClientFrame::RejectMemory { id }],
+        }
+    }
+
+    /// Proposal `id` was accepted or rejected: its number is not given to another. Shifting
+    /// the list up made `/memory accept 1` then `/memory accept 2` take the proposal listed
+    /// third, one the user had not chosen.
+    fn decided(&mut self, id: i64) {
+        for slot in &mut self.memory.pending {
+            if slot.as_ref().is_some_and(|p| p.id == id) {
+                *slot = None;
+            }
         }
     }
 
@@ -244,7 +260,7 @@ impl App {
         }
         text.push_str("\n/memory accept <n> saves one; /memory reject <n> drops it.");
         self.push(Entry::info(text));
-        self.memory.pending = memories;
+        self.memory.pending = memories.into_iter().map(Some).collect();
     }
 }
 
@@ -316,7 +332,66 @@ mod tests {
                 .is_empty()
         );
         app.on_capture_frame(ServerFrame::MemoryRejected { id: 9 });
-        assert!(app.memory.pending.is_empty());
+        assert_eq!(app.memory.pending, [None]);
+        assert!(
+            app.memory_command(MemoryCommand::Accept { n: 1 })
+                .is_empty()
+        );
+    }
+
+    /// The numbers the user read stay theirs: after proposal 1 is accepted, `/memory accept 2`
+    /// is still the proposal listed second (it took the third when the list shifted up), and
+    /// a decided one is not taken again.
+    #[test]
+    fn a_decided_proposal_keeps_the_numbers_of_the_others() {
+        let user = types::UserId::parse("alice").expect("user");
+        let mut app = App::new(user, None, None);
+        let proposal = |id: i64, content: &str| PendingMemory {
+            id,
+            action: "add".into(),
+            note_id: None,
+            content: Some(content.into()),
+            note_text: None,
+            session_id: "s-1".into(),
+            created_at: "2026-11-28T09:00:00.000Z".into(),
+            untrusted: None,
+        };
+        app.on_capture_frame(ServerFrame::PendingMemories {
+            memories: vec![
+                proposal(4, "The user plays the cello"),
+                proposal(5, "The user's son Leo is six"),
+                proposal(6, "The user lives in Porto"),
+            ],
+        });
+        assert_eq!(
+            app.memory_command(MemoryCommand::Accept { n: 1 }),
+            vec![ClientFrame::AcceptMemory { id: 4 }]
+        );
+        app.on_capture_frame(ServerFrame::MemoryAccepted {
+            id: 4,
+            change: None,
+        });
+        assert_eq!(
+            app.memory_command(MemoryCommand::Accept { n: 2 }),
+            vec![ClientFrame::AcceptMemory { id: 5 }]
+        );
+        app.on_capture_frame(ServerFrame::MemoryRejected { id: 6 });
+        assert_eq!(
+            app.memory_command(MemoryCommand::Reject { n: 1 }),
+            Vec::<ClientFrame>::new()
+        );
+        assert_eq!(
+            app.memory_command(MemoryCommand::Reject { n: 3 }),
+            Vec::<ClientFrame>::new()
+        );
+        // Listed again, the waiting ones are numbered afresh.
+        app.on_capture_frame(ServerFrame::PendingMemories {
+            memories: vec![proposal(5, "The user's son Leo is six")],
+        });
+        assert_eq!(
+            app.memory_command(MemoryCommand::Reject { n: 1 }),
+            vec![ClientFrame::RejectMemory { id: 5 }]
+        );
     }
 
     /// A pending update or delete says what it would replace or forget, not only the note's id;

@@ -76,8 +76,10 @@ impl Undo {
 /// Memory state of the client.
 #[derive(Debug, Default)]
 pub(super) struct MemoryView {
-    /// The notes last listed, numbered from 1 for `/memory edit|delete <n>`.
-    pub(super) shown: Vec<NoteView>,
+    /// The notes last listed, numbered from 1 for `/memory edit|delete <n>`; one deleted since
+    /// is `None`, so the others keep the numbers the user read (shifted up, `/memory delete 1`
+    /// then `/memory edit 2 …` edited the note listed third).
+    pub(super) shown: Vec<Option<NoteView>>,
     /// The category of the last list asked for.
     category: Option<String>,
     /// The cursor of the next page of the last list, and its category.
@@ -90,15 +92,17 @@ pub(super) struct MemoryView {
     editing: Option<(String, String)>,
     /// An undo on its way: which change.
     pub(super) undoing: Option<usize>,
-    /// The deleted notes last listed, numbered from 1 for `/memory restore <n>`.
-    pub(super) deleted: Vec<DeletedNoteView>,
+    /// The deleted notes last listed, numbered from 1 for `/memory restore <n>`; one restored
+    /// since is `None` (the others keep their numbers).
+    pub(super) deleted: Vec<Option<DeletedNoteView>>,
     /// The note whose history was last shown, and its versions, for `/memory revert <v>`.
     pub(super) history: Option<(String, Vec<NoteVersionView>)>,
     /// A restore asked for here (not an undo): the note's text before it, `None` for a deleted
     /// note.
     pub(super) restoring: Option<(String, Option<String>)>,
-    /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`.
-    pub(super) pending: Vec<types::PendingMemory>,
+    /// Capture's proposals last listed, numbered from 1 for `/memory accept|reject <n>`; one
+    /// decided since is `None`, so the numbers of the others stay the ones the user read.
+    pub(super) pending: Vec<Option<types::PendingMemory>>,
     /// The past-conversation hits last listed, numbered from 1 for `/search open <n>`.
     pub(super) found: Vec<types::ConversationHitView>,
     /// The message `/search open` is paging the session's history back to: session and number.
@@ -175,16 +179,22 @@ impl App {
     }
 
     pub(super) fn shown_note(&mut self, n: usize) -> Option<NoteView> {
-        let note = n
-            .checked_sub(1)
-            .and_then(|i| self.memory.shown.get(i))
-            .cloned();
-        if note.is_none() {
-            self.push(Entry::error(format!(
-                "There is no note {n} in the last list: /memory lists your notes."
-            )));
+        match n.checked_sub(1).and_then(|i| self.memory.shown.get(i)) {
+            Some(Some(note)) => Some(note.clone()),
+            Some(None) => {
+                self.push(Entry::error(format!(
+                    "Note {n} was deleted since the list: /memory deleted lists what can be \
+                     restored."
+                )));
+                None
+            }
+            None => {
+                self.push(Entry::error(format!(
+                    "There is no note {n} in the last list: /memory lists your notes."
+                )));
+                None
+            }
         }
-        note
     }
 
     /// Applies a note frame; returns the next request of an undo in two steps.
@@ -241,7 +251,7 @@ impl App {
             return;
         }
         let old = self.memory.editing.take();
-        for shown in &mut self.memory.shown {
+        for shown in self.memory.shown.iter_mut().flatten() {
             if shown.note_id == note.note_id {
                 *shown = note.clone();
             }
@@ -267,9 +277,14 @@ impl App {
             .memory
             .shown
             .iter()
+            .flatten()
             .find(|n| n.note_id == note_id)
             .map(|n| excerpt(&n.text));
-        self.memory.shown.retain(|n| n.note_id != note_id);
+        for slot in &mut self.memory.shown {
+            if slot.as_ref().is_some_and(|n| n.note_id == note_id) {
+                *slot = None;
+            }
+        }
         if let Some(i) = self.memory.undoing.take() {
             self.undone(i);
             return;
@@ -300,7 +315,7 @@ impl App {
     fn show_notes(&mut self, title: &str, notes: Vec<NoteView>, more: bool) {
         if notes.is_empty() {
             self.push(Entry::info(format!("{title}\n  (none)")));
-            self.memory.shown = notes;
+            self.memory.shown = Vec::new();
             return;
         }
         let mut text = title.to_owned();
@@ -329,7 +344,7 @@ impl App {
         }
         text.push_str("\n/memory show|edit|delete|history <n> acts on a note.");
         self.push(Entry::info(text));
-        self.memory.shown = notes;
+        self.memory.shown = notes.into_iter().map(Some).collect();
     }
 
     /// Notes what a tool call of the running turn changed in memory (the `changes` of its

@@ -57,11 +57,20 @@ impl App {
 
     /// `/memory restore <n>`: the deleted note `n` of the last `/memory deleted`.
     pub(super) fn restore_deleted(&mut self, n: usize) -> Vec<ClientFrame> {
-        let Some(deleted) = n.checked_sub(1).and_then(|i| self.memory.deleted.get(i)) else {
-            self.push(Entry::error(format!(
-                "There is no deleted note {n}: /memory deleted lists them."
-            )));
-            return Vec::new();
+        let deleted = match n.checked_sub(1).and_then(|i| self.memory.deleted.get(i)) {
+            Some(Some(deleted)) => deleted,
+            Some(None) => {
+                self.push(Entry::error(format!(
+                    "Deleted note {n} is restored already: /memory lists your notes."
+                )));
+                return Vec::new();
+            }
+            None => {
+                self.push(Entry::error(format!(
+                    "There is no deleted note {n}: /memory deleted lists them."
+                )));
+                return Vec::new();
+            }
         };
         let note_id = deleted.note.note_id.clone();
         self.memory.restoring = Some((note_id.clone(), None));
@@ -217,7 +226,7 @@ impl App {
             text.push_str("\n/memory restore <n> brings one back.");
             self.push(Entry::info(text));
         }
-        self.memory.deleted = notes;
+        self.memory.deleted = notes.into_iter().map(Some).collect();
     }
 
     /// A note restored or confirmed: an undo done, or a change of its own (itself undoable).
@@ -226,14 +235,19 @@ impl App {
             self.undone(i);
             return;
         }
-        for shown in &mut self.memory.shown {
+        for shown in self.memory.shown.iter_mut().flatten() {
             if shown.note_id == note.note_id {
                 *shown = note.clone();
             }
         }
-        self.memory
-            .deleted
-            .retain(|d| d.note.note_id != note.note_id);
+        for slot in &mut self.memory.deleted {
+            if slot
+                .as_ref()
+                .is_some_and(|d| d.note.note_id == note.note_id)
+            {
+                *slot = None;
+            }
+        }
         self.memory.history = None;
         let (line, undo) = match self.memory.restoring.take() {
             Some((_, Some(_))) => (
@@ -256,7 +270,7 @@ impl App {
     }
 
     pub(super) fn on_confirmed(&mut self, note: NoteView) {
-        for shown in &mut self.memory.shown {
+        for shown in self.memory.shown.iter_mut().flatten() {
             if shown.note_id == note.note_id {
                 *shown = note.clone();
             }

@@ -65,7 +65,10 @@ impl CaptureConfig {
                 format!("must be at most {MAX_CAPTURE_IDLE_SECS} (one day)"),
             ));
         }
-        if !(1..=MAX_CAPTURE_CALLS_PER_HOUR).contains(&self.max_calls_per_hour) {
+        // With capture off no call is made: a zero there says the same, and the message below
+        // ("use mode = \"off\"") would tell the user to do what they did.
+        let least = u32::from(self.mode != CaptureMode::Off);
+        if !(least..=MAX_CAPTURE_CALLS_PER_HOUR).contains(&self.max_calls_per_hour) {
             return Err(ConfigError::new(
                 "memory.capture.max_calls_per_hour",
                 format!(
@@ -110,6 +113,12 @@ mod tests {
         check(r#"{"mode": "suggest", "idle_secs": 0}"#, Ok(()));
         check(r#"{"idle_secs": 86401}"#, Err("idle_secs"));
         check(r#"{"max_calls_per_hour": 0}"#, Err("mode = \"off\""));
+        // Off and no calls agree: not refused with advice to turn capture off.
+        check(r#"{"mode": "off", "max_calls_per_hour": 0}"#, Ok(()));
+        check(
+            r#"{"mode": "off", "max_calls_per_hour": 601}"#,
+            Err("max_calls_per_hour"),
+        );
         check(r#"{"max_calls_per_hour": 601}"#, Err("max_calls_per_hour"));
         check(r#"{"model": " "}"#, Err("memory.capture.model"));
         assert!(serde_json::from_str::<CaptureConfig>(r#"{"mode": "sometimes"}"#).is_err());
