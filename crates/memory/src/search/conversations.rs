@@ -205,25 +205,27 @@ async fn spoken_near(
          WHERE s.user_id = ? AND s.kind = 'conversation' AND e.role IN ('user', 'assistant')
          ORDER BY w.k, e.seq"
     );
-    let mut rows = reads.one(Stmt::built(sql, args), ctx).await?;
     let mut out: HashMap<usize, Near> = HashMap::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-        let k = usize::try_from(row.get::<i64>(0).map_err(MemoryError::db(ctx))?)
-            .map_err(MemoryError::corrupt("hit number"))?;
-        let near = match out.entry(k) {
-            Entry::Occupied(near) => near.into_mut(),
-            Entry::Vacant(new) => new.insert(Near {
-                title: row.get(1).map_err(MemoryError::db(ctx))?,
-                next_seq: from_sql_seq(row.get(2).map_err(MemoryError::db(ctx))?)?,
-                events: Vec::new(),
-            }),
-        };
-        near.events.push(Raw {
-            seq: from_sql_seq(row.get(3).map_err(MemoryError::db(ctx))?)?,
-            payload: row.get(4).map_err(MemoryError::db(ctx))?,
-            created: row.get(5).map_err(MemoryError::db(ctx))?,
-        });
-    }
+    reads
+        .each(Stmt::built(sql, args), ctx, |row| {
+            let k = usize::try_from(row.get::<i64>(0).map_err(MemoryError::db(ctx))?)
+                .map_err(MemoryError::corrupt("hit number"))?;
+            let near = match out.entry(k) {
+                Entry::Occupied(near) => near.into_mut(),
+                Entry::Vacant(new) => new.insert(Near {
+                    title: row.get(1).map_err(MemoryError::db(ctx))?,
+                    next_seq: from_sql_seq(row.get(2).map_err(MemoryError::db(ctx))?)?,
+                    events: Vec::new(),
+                }),
+            };
+            near.events.push(Raw {
+                seq: from_sql_seq(row.get(3).map_err(MemoryError::db(ctx))?)?,
+                payload: row.get(4).map_err(MemoryError::db(ctx))?,
+                created: row.get(5).map_err(MemoryError::db(ctx))?,
+            });
+            Ok(())
+        })
+        .await?;
     Ok(out)
 }
 
