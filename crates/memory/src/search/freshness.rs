@@ -22,7 +22,7 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use libsql::{Connection, Rows, Value};
+use libsql::{Connection, Row, Rows, Value};
 
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
@@ -51,7 +51,7 @@ impl Freshness {
 }
 
 /// The log's first and last entries (0 when it is empty).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LogHead {
     pub(crate) first: i64,
     pub(crate) last: i64,
@@ -164,19 +164,21 @@ pub(crate) fn log_head_stmt() -> Stmt {
 
 /// The head in the rows of [`log_head_stmt`].
 pub(crate) async fn head_from(rows: Rows) -> Result<LogHead, MemoryError> {
-    let head = first_row(rows, LOG_CTX, |row| {
-        let get = |i| {
-            row.get::<Option<i64>>(i)
-                .map(|v| v.unwrap_or(0))
-                .map_err(MemoryError::db(LOG_CTX))
-        };
-        Ok(LogHead {
-            first: get(0)?,
-            last: get(1)?,
-        })
+    let head = first_row(rows, LOG_CTX, head_row).await?;
+    Ok(head.unwrap_or_default())
+}
+
+/// The head in the row of [`log_head_stmt`].
+pub(crate) fn head_row(row: &Row) -> Result<LogHead, MemoryError> {
+    let get = |i| {
+        row.get::<Option<i64>>(i)
+            .map(|v| v.unwrap_or(0))
+            .map_err(MemoryError::db(LOG_CTX))
+    };
+    Ok(LogHead {
+        first: get(0)?,
+        last: get(1)?,
     })
-    .await?;
-    Ok(head.unwrap_or(LogHead { first: 0, last: 0 }))
 }
 
 /// The log's head, read on `conn` (inside a write transaction, say).

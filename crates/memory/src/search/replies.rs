@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libsql::{Row, Rows, Value};
+use libsql::{Row, Value};
 
 use crate::error::MemoryError;
 use crate::notes::sessions::to_sql_seq;
@@ -144,7 +144,7 @@ const COLUMNS: &str = "c.chunk_id, c.session_id, c.event_seq, c.note_id, c.text,
 
 /// What follows the messages of conversation chunks `ids` (notes' chunks are left out): the two
 /// events after each, all it takes when no tool call sits between the turns. Sent with the
-/// hits' reads (one request to a server); read by [`read_after`].
+/// hits' reads (one request to a server); read row by row by [`after_row`].
 pub(crate) fn after_chunks_stmt(ids: &[i64]) -> Stmt {
     let marks = vec!["?"; ids.len()].join(", ");
     let args: Vec<Value> = ids.iter().copied().map(Value::Integer).collect();
@@ -162,21 +162,8 @@ pub(crate) fn after_chunks_stmt(ids: &[i64]) -> Stmt {
     )
 }
 
-/// The rows of [`after_chunks_stmt`]: what follows each message, parsed for the messages
-/// `wanted` only (`None`: all).
-pub(crate) async fn read_after(
-    mut rows: Rows,
-    wanted: Option<&HashSet<Turn>>,
-) -> Result<Prefetched, MemoryError> {
-    let mut out = Prefetched::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
-        after_row(&mut out, &row, wanted)?;
-    }
-    Ok(out)
-}
-
 /// One row of [`after_chunks_stmt`] or [`turns_within`] into `out`, when its message is `wanted`.
-fn after_row(
+pub(crate) fn after_row(
     out: &mut Prefetched,
     row: &Row,
     wanted: Option<&HashSet<Turn>>,

@@ -123,6 +123,28 @@ impl Reads {
         read_all(self.one(stmt, ctx).await?, ctx, read).await
     }
 
+    /// Runs `stmts` in order and hands each row, with the index of its statement, to `read`:
+    /// one request on a server, and on a file each statement prepared once per connection and
+    /// read to its end before the next runs.
+    pub(crate) async fn each_in(
+        &self,
+        stmts: Vec<Stmt>,
+        ctx: &'static str,
+        mut read: impl FnMut(usize, &Row) -> Result<(), MemoryError>,
+    ) -> Result<(), MemoryError> {
+        if self.batching.on() {
+            let rows = self.rows(&stmts, ctx).await?;
+            for (i, rows) in rows.into_iter().enumerate() {
+                read_all(rows, ctx, |row| read(i, row)).await?;
+            }
+            return Ok(());
+        }
+        for (i, stmt) in stmts.into_iter().enumerate() {
+            each_row(&self.conn, &stmt.sql, stmt.args, ctx, |row| read(i, row)).await?;
+        }
+        Ok(())
+    }
+
     /// [`Reads::rows`] for a fixed number of statements.
     pub(crate) async fn rows_n<const N: usize>(
         &self,
