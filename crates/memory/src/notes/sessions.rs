@@ -1,7 +1,7 @@
 //! Sessions and their events: creation on first write, sequence allocation, history, titles.
 
 use chrono::{DateTime, Utc};
-use libsql::Connection;
+use libsql::{Connection, Value};
 use serde::{Deserialize, Serialize};
 use types::{Message, Role, SessionId, UserId};
 
@@ -9,6 +9,7 @@ use crate::error::MemoryError;
 use crate::notes::indexing::{ChunkMeta, EventRef, insert_chunks, prepare};
 use crate::rooms::Sessions;
 use crate::store::rows::query_first;
+use crate::store::stmt_cache::each_row;
 use crate::store::{begin, finish};
 use crate::time::{self, now_text};
 
@@ -76,12 +77,9 @@ async fn query_sessions(
          FROM sessions s WHERE {condition}"
     );
     let ctx = "listing sessions";
-    let mut rows = conn
-        .query(&sql, [param])
-        .await
-        .map_err(MemoryError::db(ctx))?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
+    let args = vec![Value::Text(param.to_owned())];
+    each_row(conn, &sql, args, ctx, |row| {
         let text = |i| row.get::<String>(i).map_err(MemoryError::db(ctx));
         let kind = if text(2)? == "memory" {
             SessionKind::Memory
@@ -98,7 +96,9 @@ async fn query_sessions(
             events: u64::try_from(row.get::<i64>(6).map_err(MemoryError::db(ctx))?).unwrap_or(0),
             model: row.get::<Option<String>>(7).map_err(MemoryError::db(ctx))?,
         });
-    }
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }
 
