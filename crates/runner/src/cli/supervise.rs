@@ -333,6 +333,16 @@ impl Supervisor {
             // Reaps the process, or removes the exited container (keeping its log).
             dead.stop(s.stop_timeout).await;
         }
+        if role == Role::OxydraVm {
+            // Its endpoint names a port nobody holds now, which the shell (it can listen on
+            // loopback, and reads the port in ipc/gateway.json) may take: a client must not find
+            // that address, with the token to send it, until the next launch writes a new one.
+            for file in runner::oxydra_vm_files(&self.plan.ws) {
+                if let Err(e) = runner::remove_if_exists(&file) {
+                    tracing::warn!(error = %e, "could not remove a dead agent's marker");
+                }
+            }
+        }
         self.end_strays(role);
         let mut last = what.to_owned();
         let mut cause: Option<String> = None;
