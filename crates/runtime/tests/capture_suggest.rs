@@ -384,5 +384,8 @@ async fn listing_pending_proposals_is_a_governed_audited_read() {
     assert_eq!(rows, [("read", "ok")], "{:?}", audit.rows);
     // The read is rate limited like any other: the second one within the minute is refused.
     let again = f.rt.pending_memories(&c).await.unwrap_err().to_string();
-    assert!(again.contains("too many calls for tool 'memory_pending'"), "{again}");
+    assert!(
+        again.contains("too many calls for tool 'memory_pending'"),
+        "{again}"
+    );
 }
