@@ -102,6 +102,14 @@ impl Verifier {
     }
 }
 
+/// Who connected, as `SO_PEERCRED` tells the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: u32,
+    /// 0 when the peer is in a pid namespace the daemon does not see (the agent's container).
+    pub pid: u32,
+}
+
 /// Proves the daemon to a client: HMAC-SHA256 under the bootstrap's proof key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Prover([u8; 32]);
@@ -124,11 +132,13 @@ impl Prover {
         Verifier::from_hex(&frame.challenge).map(|v| v.0)
     }
 
-    /// The proof (hex) for `challenge` asked by a peer of uid `peer_uid`.
-    pub fn prove(&self, challenge: &[u8; 32], peer_uid: u32) -> String {
+    /// The proof (hex) for `challenge` asked by `peer` (its uid, and its pid as this daemon
+    /// sees it: 0 for a process in a pid namespace the daemon does not see).
+    pub fn prove(&self, challenge: &[u8; 32], peer: Peer) -> String {
         let mut message = PROOF_DOMAIN.to_vec();
         message.extend_from_slice(challenge);
-        message.extend_from_slice(&peer_uid.to_le_bytes());
+        message.extend_from_slice(&peer.uid.to_le_bytes());
+        message.extend_from_slice(&peer.pid.to_le_bytes());
         hmac_sha256(&self.0, &message)
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -202,10 +212,10 @@ mod tests {
         let prover = Prover::from_hex(&"ab".repeat(32)).unwrap();
         let challenge = Prover::challenge(&format!(r#"{{"challenge":"{}"}}"#, "01".repeat(32)));
         let challenge = challenge.unwrap();
-        assert_ne!(
-            prover.prove(&challenge, 1000),
-            prover.prove(&challenge, 1001)
-        );
+        let peer = |uid, pid| Peer { uid, pid };
+        let proof = prover.prove(&challenge, peer(1000, 7));
+        assert_ne!(proof, prover.prove(&challenge, peer(1001, 7)));
+        assert_ne!(proof, prover.prove(&challenge, peer(1000, 8)));
         assert_eq!(Prover::challenge(r#"{"challenge":"01"}"#), None);
         assert_eq!(Prover::challenge(r#"{"auth":"x"}"#), None);
     }

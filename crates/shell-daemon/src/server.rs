@@ -21,7 +21,7 @@ use types::{
 };
 
 use crate::DaemonError;
-use crate::auth::{AUTH_DEADLINE, Prover, Verdict, Verifier};
+use crate::auth::{AUTH_DEADLINE, Peer, Prover, Verdict, Verifier};
 use crate::exec::{self, CommandLimits};
 
 /// What the daemon serves, resolved from its [`ShellBootstrap`].
@@ -137,7 +137,9 @@ pub async fn serve(
                 match stream.peer_cred() {
                     Ok(cred) if cred.uid() == me || Some(cred.uid()) == config.agent_uid => {
                         let config = Arc::clone(&config);
-                        connections.spawn(connection(stream, cred.uid(), config, permits.clone()));
+                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+                        let peer = Peer { uid: cred.uid(), pid };
+                        connections.spawn(connection(stream, peer, config, permits.clone()));
                     }
                     Ok(cred) => {
                         connections.spawn(refuse(stream, cred.uid(), cred.pid()));
@@ -181,7 +183,7 @@ struct Permits {
     mcp_servers: Arc<Semaphore>,
 }
 
-async fn connection(stream: UnixStream, peer: u32, config: Arc<DaemonConfig>, permits: Permits) {
+async fn connection(stream: UnixStream, peer: Peer, config: Arc<DaemonConfig>, permits: Permits) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     if !authenticate(&mut reader, &mut write, &config, peer).await {
@@ -231,12 +233,12 @@ async fn write_frames(
 
 /// Reads the first line within [`AUTH_DEADLINE`] and checks it; a refused client is told why
 /// (unless it hung up) and `false` is returned. A first line asking the daemon to prove itself
-/// is answered (for the uid `peer`), and the line after it is the one checked.
+/// is answered (for `peer`), and the line after it is the one checked.
 async fn authenticate(
     reader: &mut BufReader<OwnedReadHalf>,
     write: &mut OwnedWriteHalf,
     config: &DaemonConfig,
-    peer: u32,
+    peer: Peer,
 ) -> bool {
     let deadline = tokio::time::Instant::now() + AUTH_DEADLINE;
     let mut first = tokio::time::timeout_at(deadline, read_line(reader)).await;

@@ -1,6 +1,7 @@
 //! The daemon proves itself to the agent before the agent sends its secret, and the proof is for
-//! the uid the daemon sees: a listener of another uid put at the socket's path that relays the
-//! challenge to the real daemon gets a proof the agent refuses, so it never hears the secret.
+//! the uid and pid the daemon sees: a listener put at the socket's path that relays the challenge
+//! to the real daemon — of another uid, or of the agent's own — gets a proof the agent refuses,
+//! so it never hears the secret.
 
 #![allow(
     clippy::unwrap_used,
@@ -103,4 +104,49 @@ async fn a_relay_of_another_uid_cannot_pass_the_daemons_proof_on() {
     assert!(!d.ws.shared().join("relayed").exists());
     // The check can fail: straight to the daemon (this process's uid), its proof holds.
     assert_eq!(direct.unwrap().stdout, "direct\n");
+}
+
+/// With a runner not started as root the shell's commands share the agent's uid: a relay of
+/// theirs gets a proof for that uid, but for its own pid, which the agent (in the daemon's pid
+/// namespace, the process tier) refuses.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs landlock"]
+async fn a_relay_of_the_same_uid_cannot_pass_the_daemons_proof_on() {
+    test_support::need(Need::Landlock);
+    let d = Daemon::start();
+    let relay_dir = tempfile::tempdir().unwrap();
+    let relayed = relay_dir.path().join("shell.sock");
+    let heard = relay_dir.path().join("heard");
+    let mut relay = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", RELAY])
+        .arg(&d.socket)
+        .arg(&relayed)
+        .arg(&heard)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !relayed.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no relay");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let secret = shell_secret("alice");
+    let cancel = CancellationToken::default();
+    let timeout = Duration::from_secs(10);
+    let through_relay =
+        tools::run_command(&relayed, &secret, "touch relayed", timeout, &cancel).await;
+    relay.kill().unwrap();
+    relay.wait().unwrap();
+
+    let refused = through_relay.unwrap_err().to_string();
+    assert!(refused.contains(tools::NOT_THE_DAEMON), "{refused}");
+    let heard = std::fs::read_to_string(&heard).unwrap();
+    assert!(
+        heard.contains("\"challenge\""),
+        "the relay passed nothing on: {heard}"
+    );
+    assert!(
+        !heard.contains(&secret),
+        "the relay heard the secret: {heard}"
+    );
+    assert!(!d.ws.shared().join("relayed").exists());
 }

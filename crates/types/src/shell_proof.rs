@@ -5,13 +5,15 @@
 //! request (an MCP server's `env` included) go out, a client therefore writes a
 //! [`ShellChallenge`] (32 random bytes, hex) and the daemon answers
 //! [`crate::ShellResponse::Proof`]: HMAC-SHA256 under the daemon's [`ProofKey`] of
-//! [`PROOF_DOMAIN`], the challenge's bytes and the peer's uid as the daemon sees it (`SO_PEERCRED`,
-//! 4 bytes little-endian). The key is SHA-256 of [`PROOF_KEY_DOMAIN`] followed by the secret: the
+//! [`PROOF_DOMAIN`], the challenge's bytes and the peer's uid and pid as the daemon sees them
+//! (`SO_PEERCRED`, 4 bytes little-endian each; pid 0 for a peer in a pid namespace the daemon
+//! does not see, as the agent's container is to the shell's). The key is SHA-256 of [`PROOF_KEY_DOMAIN`] followed by the secret: the
 //! client derives it from the secret it holds, the daemon is given only the key (in its
 //! bootstrap, never on a command line), and neither the key nor the proof tells anything of the
 //! secret or its verifier. A listener that is not the daemon cannot answer; one that relays the
-//! challenge to the real daemon gets a proof for its own uid, which differs from the agent's
-//! whenever the runner gives them uids of their own (a runner started as root).
+//! challenge to the real daemon gets a proof for its own uid and pid: the agent accepts only its
+//! own uid with its own pid or pid 0, so a relay in the shell's pid namespace is refused even
+//! when it shares the agent's uid (a runner not started as root, process tier).
 //!
 //! ```text
 //! → {"challenge":"5be2…"}

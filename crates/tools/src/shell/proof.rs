@@ -1,6 +1,7 @@
 //! The client's half of the daemon's proof (see `types::shell_proof`): before the secret or a
 //! request leaves `oxydra-vm`, whatever listens at the socket's path must show it holds the proof
-//! key derived from the secret, for this process's uid. The shell writes `ipc/`: a listener of its
+//! key derived from the secret, for this process's uid and pid (or pid 0: the daemon runs in
+//! another pid namespace, the container tier). The shell writes `ipc/`: a listener of its
 //! own there (the daemon's socket renamed away) would otherwise be handed the secret and every
 //! request, an MCP server's `env` included.
 
@@ -50,22 +51,29 @@ where
         .await
         .map_err(|_| io::Error::from(ErrorKind::TimedOut))??
         .ok_or_else(|| io::Error::from(ErrorKind::UnexpectedEof))?;
-    let expected = proof(
-        &proof_key_of(secret),
-        &challenge,
-        rustix::process::geteuid().as_raw(),
-    );
+    let key = proof_key_of(secret);
+    let uid = rustix::process::geteuid().as_raw();
+    // The daemon sees this process as it is, or as pid 0 from another pid namespace (the
+    // container tier); a relay of the shell is a process of its own, seen with its own pid.
+    let expected = [std::process::id(), 0].map(|pid| proof(&key, &challenge, uid, pid));
     match serde_json::from_slice::<ShellResponse>(&answer) {
-        Ok(ShellResponse::Proof { proof }) if same(proof.as_bytes(), expected.as_bytes()) => Ok(()),
+        Ok(ShellResponse::Proof { proof })
+            if expected
+                .iter()
+                .any(|e| same(proof.as_bytes(), e.as_bytes())) =>
+        {
+            Ok(())
+        }
         _ => Err(io::Error::new(ErrorKind::PermissionDenied, NOT_THE_DAEMON)),
     }
 }
 
-/// HMAC-SHA256 under `key` of the domain, the challenge and `uid` (hex).
-fn proof(key: &ProofKey, challenge: &[u8; 32], uid: u32) -> String {
+/// HMAC-SHA256 under `key` of the domain, the challenge, `uid` and `pid` (hex).
+fn proof(key: &ProofKey, challenge: &[u8; 32], uid: u32, pid: u32) -> String {
     let mut message = PROOF_DOMAIN.to_vec();
     message.extend_from_slice(challenge);
     message.extend_from_slice(&uid.to_le_bytes());
+    message.extend_from_slice(&pid.to_le_bytes());
     let key: [u8; 32] = unhex(&key.0);
     let pad = |byte: u8| {
         let mut block = [byte; 64];
@@ -116,8 +124,10 @@ mod tests {
         assert_ne!(key, proof_key_of("s3cret2"));
         assert!(!key.0.contains("s3cret"));
         let challenge = [7u8; 32];
-        assert_ne!(proof(&key, &challenge, 1000), proof(&key, &challenge, 1001));
-        assert_ne!(proof(&key, &challenge, 1000), proof(&key, &[8u8; 32], 1000));
+        let one = proof(&key, &challenge, 1000, 7);
+        assert_ne!(one, proof(&key, &challenge, 1001, 7));
+        assert_ne!(one, proof(&key, &challenge, 1000, 8));
+        assert_ne!(one, proof(&key, &[8u8; 32], 1000, 7));
         assert!(same(b"ab", b"ab") && !same(b"ab", b"ac") && !same(b"ab", b"abc"));
     }
 }
