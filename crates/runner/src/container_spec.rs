@@ -56,9 +56,9 @@ pub struct GuestSpec<'a> {
     /// the invoking user's.
     pub uid: u32,
     pub gid: u32,
-    /// The SHA-256 (hex) of the user's shell secret, for `shell-vm`'s bootstrap. The secret
-    /// itself reaches `oxydra-vm` only through its `.oxydra/` mount.
-    pub shell_verifier: &'a str,
+    /// The verifier and proof key of the user's shell secret, for `shell-vm`'s bootstrap (over
+    /// stdin). The secret itself reaches `oxydra-vm` only through its `.oxydra/` mount.
+    pub shell_keys: &'a crate::ShellKeys,
     /// The agent's uid when it differs from the shell's: `shell-vm` lets it connect.
     pub agent_uid: Option<u32>,
     /// The user's memory encryption key, for `oxydra-vm`'s bootstrap only (never a mount, never
@@ -198,22 +198,19 @@ fn oxydra_vm_launch(
     })
 }
 
-/// `shell-vm`: its bootstrap (no secret but the verifier) as arguments, the user's shell network.
+/// `shell-vm`: its bootstrap over stdin (it holds the daemon's proof key, which no command line
+/// may show), the user's shell network.
 fn shell_vm_launch(spec: &GuestSpec<'_>, inner: &WorkspacePaths) -> Result<Launch, RunnerError> {
     let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
-    boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
+    spec.shell_keys.fill(&mut boot);
     boot.agent_uid = spec.agent_uid;
     boot.extra_read_paths = spec.shell_read_paths.to_vec();
     Ok(Launch {
         image: spec.settings.shell_vm_image.clone(),
-        cmd: vec![
-            "--bootstrap-json".to_owned(),
-            json(&boot)?,
-            "--container".to_owned(),
-        ],
+        cmd: vec!["--container".to_owned()],
         network: spec.user.shell_network.docker_mode().to_owned(),
         workdir: inner.shared(),
-        stdin_bootstrap: None,
+        stdin_bootstrap: Some(SecretText(json(&boot)?)),
     })
 }
 
@@ -297,12 +294,14 @@ mod tests {
             agent,
             uid: 1000,
             gid: 100,
-            shell_verifier: "ab",
+            shell_keys: &crate::ShellKeys::of(SHELL_SECRET),
             agent_uid: None,
             memory_key: Some(&test_key()),
             shell_read_paths: &[],
         })
     }
+
+    const SHELL_SECRET: &str = "the-users-shell-secret";
 
     fn test_key() -> memory::EncryptionKey {
         memory::EncryptionKey::parse(&"6b65".repeat(16)).unwrap()
@@ -324,10 +323,22 @@ mod tests {
             (Some(true), Some(true))
         );
         let shell = spec_body(Role::ShellVm, ShellNetwork::None);
-        assert!(shell.stdin_bootstrap.is_none());
+        // The shell's bootstrap holds the daemon's proof key: stdin too, never the request.
+        let proof_key = tools::proof_key_of(SHELL_SECRET).0;
+        let shell_boot: ShellBootstrap =
+            serde_json::from_str(&shell.stdin_bootstrap.clone().unwrap().0).unwrap();
+        assert_eq!(shell_boot.validate(), Ok(()));
+        assert_eq!(shell_boot.proof_key.map(|k| k.0), Some(proof_key.clone()));
+        assert_eq!(shell.body.cmd, Some(vec!["--container".to_owned()]));
+        assert_eq!(
+            (shell.body.open_stdin, shell.body.stdin_once),
+            (Some(true), Some(true))
+        );
         for body in [&vm.body, &shell.body] {
             let sent = serde_json::to_string(body).unwrap();
             assert!(!sent.contains(key.expose()), "{sent}");
+            assert!(!sent.contains(&proof_key), "{sent}");
+            assert!(!sent.contains(SHELL_SECRET), "{sent}");
             assert!(sent.contains("/workspace/alice"), "the check can fail");
         }
         assert!(stdin.0.contains(key.expose()), "the check can fail");

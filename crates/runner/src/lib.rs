@@ -106,4 +106,4 @@ pub use privilege::{
 };
 pub use procs::{is_alive, looks_like, signal};
 pub use provision::provision;
-pub use shell_secret::{issue_shell_secret, stored_verifier, verifier_of};
+pub use shell_secret::{ShellKeys, issue_shell_secret, stored_verifier, verifier_of};

@@ -154,7 +154,7 @@ pub struct McpContainerSpec<'a> {
     /// The shell's uid and gid (the server runs as the shell would).
     pub uid: u32,
     pub gid: u32,
-    pub shell_verifier: &'a str,
+    pub shell_keys: &'a crate::ShellKeys,
     pub agent_uid: Option<u32>,
     /// The shell container's limits.
     pub limits: Limits,
@@ -164,7 +164,7 @@ pub struct McpContainerSpec<'a> {
 pub fn mcp_container_body(spec: &McpContainerSpec<'_>) -> Result<GuestContainer, RunnerError> {
     let inner = container_workspace(spec.user);
     let mut boot = ShellBootstrap::new(spec.user.id.clone(), CONTAINER_WORKSPACE_ROOT);
-    boot.secret_sha256 = Some(spec.shell_verifier.to_owned());
+    spec.shell_keys.fill(&mut boot);
     boot.agent_uid = spec.agent_uid;
     boot.socket_path = Some(types::mcp_server_socket(&inner, &spec.server.name));
     boot.extra_read_paths = spec.server.read_paths.clone();
@@ -196,11 +196,10 @@ pub fn mcp_container_body(spec: &McpContainerSpec<'_>) -> Result<GuestContainer,
     let body = ContainerCreateBody {
         image: Some(spec.server.image.clone()),
         entrypoint: Some(vec![MCP_SHELL_VM.to_owned()]),
-        cmd: Some(vec![
-            "--bootstrap-json".to_owned(),
-            json(&boot)?,
-            "--container".to_owned(),
-        ]),
+        // The bootstrap (with the daemon's proof key) goes over stdin, never the command line.
+        cmd: Some(vec!["--container".to_owned()]),
+        open_stdin: Some(true),
+        stdin_once: Some(true),
         env: Some(vec!["LANG=C.UTF-8".to_owned()]),
         user: Some(format!("{}:{}", spec.uid, spec.gid)),
         working_dir: Some(inner.shared().display().to_string()),
@@ -210,7 +209,7 @@ pub fn mcp_container_body(spec: &McpContainerSpec<'_>) -> Result<GuestContainer,
     };
     Ok(GuestContainer {
         body,
-        stdin_bootstrap: None,
+        stdin_bootstrap: Some(crate::SecretText(json(&boot)?)),
     })
 }
 
@@ -408,7 +407,8 @@ mod tests {
             network: false,
             read_paths: vec![PathBuf::from("/opt/docs")],
         };
-        let body = |server: &McpContainer| {
+        let keys = crate::ShellKeys::of("the-users-shell-secret");
+        let guest = |server: &McpContainer| {
             mcp_container_body(&McpContainerSpec {
                 server,
                 user: &user,
@@ -416,13 +416,13 @@ mod tests {
                 shell_vm: Path::new("/usr/local/lib/oxydra/shell-vm"),
                 uid: 2001,
                 gid: 2001,
-                shell_verifier: &"ab".repeat(32),
+                shell_keys: &keys,
                 agent_uid: Some(2000),
                 limits: crate::ContainerSettings::default().shell_vm,
             })
             .unwrap()
-            .body
         };
+        let body = |server: &McpContainer| guest(server).body;
         let b = body(&server);
         let host = b.host_config.clone().unwrap();
         let mounts: Vec<(String, String, bool)> = host
@@ -455,16 +455,22 @@ mod tests {
         assert_eq!(b.user.as_deref(), Some("2001:2001"));
         assert_eq!(b.image.as_deref(), Some("files-mcp:local"));
         assert_eq!(b.entrypoint, Some(vec![MCP_SHELL_VM.to_owned()]));
-        let cmd = b.cmd.unwrap();
-        let boot: ShellBootstrap = serde_json::from_str(&cmd[1]).unwrap();
+        // The bootstrap, with the daemon's proof key, goes over stdin only.
+        let proof_key = keys.proof_key.clone().unwrap().0;
+        let sent = serde_json::to_string(&b).unwrap();
+        assert!(!sent.contains(&proof_key), "{sent}");
+        assert_eq!(b.cmd, Some(vec!["--container".to_owned()]));
+        assert_eq!((b.open_stdin, b.stdin_once), (Some(true), Some(true)));
+        let stdin = guest(&server).stdin_bootstrap.unwrap().0;
+        let boot: ShellBootstrap = serde_json::from_str(&stdin).unwrap();
         assert_eq!(boot.validate(), Ok(()));
+        assert_eq!(boot.proof_key.as_ref().map(|k| &k.0), Some(&proof_key));
         assert_eq!(
             boot.socket(),
             PathBuf::from("/workspace/alice/ipc/mcp-files.sock")
         );
         assert_eq!(boot.extra_read_paths, [PathBuf::from("/opt/docs")]);
         assert_eq!(boot.agent_uid, Some(2000));
-        assert_eq!(cmd[2], "--container");
         server.network = true;
         let networked = body(&server).host_config.unwrap().network_mode;
         assert_eq!(networked.as_deref(), Some("bridge"));

@@ -2,6 +2,9 @@
 //! the user's agent uid. `oxydra-vm` reads it and proves it on every connection to the shell
 //! daemon; the daemon is given only its SHA-256 (the bootstrap's `secret_sha256`), so nothing the
 //! shell can read lets anyone connect. A new secret is issued each time a user's guests start.
+//! The daemon also gets the secret's proof key ([`tools::proof_key_of`]), with which it proves
+//! itself to the agent before the agent sends the secret; it reaches the daemon only in a
+//! bootstrap on stdin.
 
 use std::path::Path;
 
@@ -13,13 +16,38 @@ use crate::{RunnerError, UserIdentities};
 /// Bytes of randomness in a secret.
 const SECRET_BYTES: usize = 32;
 
+/// What a `shell-vm` is given of the user's shell secret: its verifier and its proof key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShellKeys {
+    /// Lowercase hex SHA-256 of the secret ([`types::ShellBootstrap::secret_sha256`]).
+    pub verifier: String,
+    /// The daemon's proof key ([`types::ShellBootstrap::proof_key`]).
+    pub proof_key: Option<types::ProofKey>,
+}
+
+impl ShellKeys {
+    /// The keys of `secret`.
+    pub fn of(secret: &str) -> Self {
+        Self {
+            verifier: verifier_of(secret),
+            proof_key: Some(tools::proof_key_of(secret)),
+        }
+    }
+
+    /// Puts both into `boot`.
+    pub fn fill(&self, boot: &mut types::ShellBootstrap) {
+        boot.secret_sha256 = Some(self.verifier.clone());
+        boot.proof_key.clone_from(&self.proof_key);
+    }
+}
+
 /// Writes a fresh secret for `ws` (atomically, following nothing: see
 /// [`crate::privilege::write_owned`]), owned by the agent of `owner` when given; returns its
-/// verifier.
+/// verifier and proof key.
 pub fn issue_shell_secret(
     ws: &WorkspacePaths,
     owner: Option<UserIdentities>,
-) -> Result<String, RunnerError> {
+) -> Result<ShellKeys, RunnerError> {
     let path = shell_secret_path(ws);
     let mut bytes = [0u8; SECRET_BYTES];
     getrandom::fill(&mut bytes).map_err(|e| {
@@ -32,7 +60,7 @@ pub fn issue_shell_secret(
         0o600,
         owner.map(|ids| ids.agent),
     )?;
-    Ok(verifier_of(&secret))
+    Ok(ShellKeys::of(&secret))
 }
 
 /// The verifier the shell daemon is given for `secret`: lowercase hex SHA-256.
@@ -67,7 +95,12 @@ mod tests {
         let path = shell_secret_path(&ws);
         let secret = std::fs::read_to_string(&path).unwrap();
         assert_eq!(secret.trim().len(), 2 * SECRET_BYTES);
-        assert_eq!(stored_verifier(&path), Some(first.clone()));
+        assert_eq!(stored_verifier(&path).as_ref(), Some(&first.verifier));
+        assert_eq!(first.proof_key, Some(tools::proof_key_of(secret.trim())));
+        assert_ne!(
+            first.proof_key.as_ref().map(|k| &k.0),
+            Some(&first.verifier)
+        );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let second = issue_shell_secret(&ws, None).unwrap();

@@ -524,3 +524,36 @@ async fn container_tier_a_planted_socket_and_a_locked_ipc_do_not_keep_the_shell_
     drop(chat);
     container::runner_ok(&setup, &["stop"]).await;
 }
+
+/// A killed agent's `.oxydra/gateway.json` named a port nobody held until the runner relaunched
+/// it (after its backoff): a command of the shell (which listens on loopback and reads the port
+/// in `ipc/gateway.json`) could take the port meanwhile, and a client reading the marker handed
+/// it the gateway token. The runner removes the marker as soon as it sees the agent gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs landlock"]
+async fn a_dead_agents_endpoint_is_gone_before_it_is_restarted() {
+    test_support::need(test_support::Need::Landlock);
+    let server = test_support::ScriptedLlm::with_responder(respond).await;
+    let setup = Setup::new(&server, &["alice"]);
+    let config = std::fs::read_to_string(&setup.config).unwrap();
+    let slow = config.replace("backoff_initial_ms = 100", "backoff_initial_ms = 4000");
+    assert_ne!(config, slow, "the restart waits 4 s");
+    std::fs::write(&setup.config, slow).unwrap();
+    let _guard = StopOnDrop(setup.config.clone());
+    setup.runner_ok(&["--insecure", "start", "--detach"]).await;
+    let ws = setup.ws("alice");
+    let old = setup.gateway("alice").unwrap();
+    assert!(ws.endpoint().is_file() && ws.public_endpoint().is_file());
+    runner::signal(guest_pid(&setup, "oxydra-vm"), Signal::KILL);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while ws.endpoint().exists() || ws.public_endpoint().exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the dead agent's endpoint is still there during the restart's backoff"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    setup.wait_gateway("alice", Some(old.pid)).await;
+    assert!(ws.endpoint().is_file(), "the new agent wrote its endpoint");
+    setup.runner_ok(&["stop"]).await;
+}

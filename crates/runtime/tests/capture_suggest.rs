@@ -11,6 +11,7 @@
     reason = "tests fail loudly"
 )]
 
+use memory::AuditQuery;
 use memory::Origin;
 use runtime::RuntimeError;
 use serde_json::{Value, json};
@@ -391,4 +392,42 @@ async fn an_acceptance_the_users_rules_refuse_says_which_rule() {
     for kind in KINDS {
         a_refused_acceptance_says_the_rule(kind).await;
     }
+}
+
+/// `/memory pending` shows each proposal's text and the text of the note it would change; it
+/// read them straight from the store: no audit row, no permission check, no rate limit. It is a
+/// governed read now, `memory_pending`, like every other read of the user's memory.
+#[tokio::test]
+async fn listing_pending_proposals_is_a_governed_audited_read() {
+    let rules: GovernanceConfig = serde_json::from_value(json!({
+        "rate_limits": {"tools": {"memory_pending": {"per_minute": 0.001, "burst": 1}}}
+    }))
+    .unwrap();
+    let f = fixture_governed(ProviderKind::Openai, on_demand(CaptureMode::Suggest), rules).await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I play the cello"),
+        json!([{"action": "add", "content": "The user plays the cello"}]),
+    )
+    .await;
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+    let audit = f
+        .store
+        .audit()
+        .audit_page(&AuditQuery::default())
+        .await
+        .unwrap();
+    let rows: Vec<(&str, &str)> = audit
+        .rows
+        .iter()
+        .filter(|r| r.tool == "memory_pending")
+        .map(|r| (r.operation.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(rows, [("read", "ok")], "{:?}", audit.rows);
+    // The read is rate limited like any other: the second one within the minute is refused.
+    let again = f.rt.pending_memories(&c).await.unwrap_err().to_string();
+    assert!(
+        again.contains("too many calls for tool 'memory_pending'"),
+        "{again}"
+    );
 }

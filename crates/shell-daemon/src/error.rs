@@ -18,6 +18,9 @@ pub enum DaemonError {
     #[error("the bootstrap carries no valid secret_sha256; the runner must provide one")]
     NoVerifier,
 
+    #[error("the bootstrap carries no valid proof_key; the runner must provide one")]
+    NoProofKey,
+
     #[error("accepting a connection failed")]
     Accept(#[source] std::io::Error),
 }

@@ -25,7 +25,7 @@ pub mod mcp;
 mod server;
 mod utf8;
 
-pub use auth::Verifier;
+pub use auth::{Prover, Verifier};
 pub use error::DaemonError;
 pub use exec::{CommandLimits, command_env};
 pub use server::{DaemonConfig, bind_socket, serve};

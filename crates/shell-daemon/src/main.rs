@@ -1,7 +1,7 @@
 //! `shell-vm`: one user's shell daemon.
 //!
 //! ```text
-//! shell-vm [--bootstrap FILE | --bootstrap-json JSON] [--allow-unconfined | --container]
+//! shell-vm [--bootstrap FILE] [--allow-unconfined | --container]
 //!          (bootstrap JSON on stdin without either)
 //! ```
 //!
@@ -50,6 +50,14 @@ fn main() -> anyhow::Result<()> {
     let boot: ShellBootstrap =
         serde_json::from_str(&text).context("the bootstrap is not valid JSON for shell-vm")?;
     boot.validate().context("invalid bootstrap")?;
+    // The proof key lets whoever holds it pose as this daemon to the agent: never on a command
+    // line, which every process that can list this one reads.
+    if cli.bootstrap.bootstrap_json.is_some() {
+        anyhow::bail!(
+            "the bootstrap holds the daemon's proof key: pass it on stdin or in a private file, \
+             never with --bootstrap-json"
+        );
+    }
     let ws = boot.workspace();
     tracing::info!(user = %boot.user_id, "shell-vm starting");
 

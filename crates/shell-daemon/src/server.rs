@@ -21,7 +21,7 @@ use types::{
 };
 
 use crate::DaemonError;
-use crate::auth::{AUTH_DEADLINE, Verdict, Verifier};
+use crate::auth::{AUTH_DEADLINE, Peer, Prover, Verdict, Verifier};
 use crate::exec::{self, CommandLimits};
 
 /// What the daemon serves, resolved from its [`ShellBootstrap`].
@@ -33,6 +33,8 @@ pub struct DaemonConfig {
     pub max_concurrent: usize,
     /// What a client's secret must hash to.
     pub verifier: Verifier,
+    /// What proves this daemon to a client that asks ([`types::ShellChallenge`]).
+    pub prover: Prover,
     /// The agent's uid when it is not the daemon's own: it may connect too (see
     /// [`ShellBootstrap::agent_uid`]).
     pub agent_uid: Option<u32>,
@@ -48,6 +50,11 @@ impl DaemonConfig {
             .as_deref()
             .and_then(Verifier::from_hex)
             .ok_or(DaemonError::NoVerifier)?;
+        let prover = boot
+            .proof_key
+            .as_ref()
+            .and_then(|key| Prover::from_hex(&key.0))
+            .ok_or(DaemonError::NoProofKey)?;
         Ok(Self {
             workspace: boot.workspace(),
             limits: CommandLimits {
@@ -57,6 +64,7 @@ impl DaemonConfig {
             },
             max_concurrent: boot.max_concurrent,
             verifier,
+            prover,
             agent_uid: boot.agent_uid,
             max_mcp_servers: boot.max_mcp_servers,
         })
@@ -128,7 +136,10 @@ pub async fn serve(
                 let (stream, _) = accepted.map_err(DaemonError::Accept)?;
                 match stream.peer_cred() {
                     Ok(cred) if cred.uid() == me || Some(cred.uid()) == config.agent_uid => {
-                        connections.spawn(connection(stream, Arc::clone(&config), permits.clone()));
+                        let config = Arc::clone(&config);
+                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+                        let peer = Peer { uid: cred.uid(), pid };
+                        connections.spawn(connection(stream, peer, config, permits.clone()));
                     }
                     Ok(cred) => {
                         connections.spawn(refuse(stream, cred.uid(), cred.pid()));
@@ -172,10 +183,10 @@ struct Permits {
     mcp_servers: Arc<Semaphore>,
 }
 
-async fn connection(stream: UnixStream, config: Arc<DaemonConfig>, permits: Permits) {
+async fn connection(stream: UnixStream, peer: Peer, config: Arc<DaemonConfig>, permits: Permits) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    if !authenticate(&mut reader, &mut write, &config).await {
+    if !authenticate(&mut reader, &mut write, &config, peer).await {
         return;
     }
     let first = read_line(&mut reader).await;
@@ -221,13 +232,25 @@ async fn write_frames(
 }
 
 /// Reads the first line within [`AUTH_DEADLINE`] and checks it; a refused client is told why
-/// (unless it hung up) and `false` is returned.
+/// (unless it hung up) and `false` is returned. A first line asking the daemon to prove itself
+/// is answered (for `peer`), and the line after it is the one checked.
 async fn authenticate(
     reader: &mut BufReader<OwnedReadHalf>,
     write: &mut OwnedWriteHalf,
     config: &DaemonConfig,
+    peer: Peer,
 ) -> bool {
-    let first = tokio::time::timeout(AUTH_DEADLINE, read_line(reader)).await;
+    let deadline = tokio::time::Instant::now() + AUTH_DEADLINE;
+    let mut first = tokio::time::timeout_at(deadline, read_line(reader)).await;
+    if let Ok(Line::Text(text)) = &first
+        && let Some(challenge) = Prover::challenge(text)
+    {
+        let proof = config.prover.prove(&challenge, peer);
+        if !write_frame(write, &ShellResponse::Proof { proof }).await {
+            return false;
+        }
+        first = tokio::time::timeout_at(deadline, read_line(reader)).await;
+    }
     let verdict = match first {
         Ok(Line::Text(text)) => config.verifier.check_line(&text),
         Ok(Line::End) => Verdict::HungUp,

@@ -13,4 +13,5 @@ mod common;
 mod daemon;
 mod mcp_pipe;
 mod namespaces;
+mod proof;
 mod shell_exec_tool;

@@ -280,6 +280,14 @@ fn a_bad_bootstrap_is_refused() {
                 r#"{{"user_id":"nobody","workspace_root":"/nonexistent-oxydra","secret_sha256":"{}"}}"#,
                 common::verifier("nobody")
             ),
+            "proof_key is missing",
+        ),
+        (
+            &format!(
+                r#"{{"user_id":"nobody","workspace_root":"/nonexistent-oxydra","secret_sha256":"{}","proof_key":"{}"}}"#,
+                common::verifier("nobody"),
+                tools::proof_key_of(&common::shell_secret("nobody")).0
+            ),
             "provision",
         ),
     ] {

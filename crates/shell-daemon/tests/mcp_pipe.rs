@@ -298,9 +298,10 @@ async fn no_server_starts_without_the_secret_nor_past_the_limit() {
         );
         assert_eq!(client.next(), None);
     }
+    // A client holding the wrong secret cannot check the daemon's proof: it sends nothing.
     let wrong = spawn_mcp_server(&d.socket, "not-the-secret", &touch).await;
     assert!(
-        matches!(wrong, Err(McpSpawnError::Refused(ref m)) if m.contains("not authenticated")),
+        matches!(wrong, Err(McpSpawnError::Refused(ref m)) if m == tools::NOT_THE_DAEMON),
         "{wrong:?}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -71,8 +71,9 @@ pub use schedule_tools::{
 pub use scrub::{Scrubber, scrub_secrets};
 pub use shell::{
     DEFAULT_COMMAND_TIMEOUT_SECS, MAX_COMMAND_BYTES, MAX_COMMAND_TIMEOUT_SECS, McpPipe,
-    McpServerGuard, McpSpawnError, SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING, ShellExec, ShellRun,
-    connect_unfollowed, read_secret, render as render_shell_run, run_command, spawn_mcp_server,
+    McpServerGuard, McpSpawnError, NOT_THE_DAEMON, SHELL_EXEC_TOOL_NAME, SHELL_NOT_RUNNING,
+    ShellExec, ShellRun, connect_unfollowed, proof_key_of, read_secret, render as render_shell_run,
+    run_command, spawn_mcp_server,
 };
 pub use tool::{Interruption, OutputFormat, Tool};
 pub use truncate::{DEFAULT_OUTPUT_LIMIT, fit_json, truncate_output};

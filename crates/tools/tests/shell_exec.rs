@@ -146,3 +146,67 @@ async fn an_endless_reply_from_a_socket_the_shell_planted_is_refused_early() {
         "the client read {sent} bytes of one line"
     );
 }
+
+/// The shell can rename the daemon's socket away and bind a listener of its own at
+/// `ipc/shell.sock` (or an MCP server's `ipc/mcp-<name>.sock`). It was handed the user's shell
+/// secret on the first line, then the command or the MCP server's request with its `env` (keys
+/// the shell could not otherwise read). Now a listener that cannot prove it is the daemon gets a
+/// random challenge and nothing else.
+#[tokio::test]
+async fn a_listener_the_shell_put_at_the_socket_gets_neither_the_secret_nor_the_request() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let f = common::Fixture::new();
+    let secret = "s3cret-of-the-agent-0123456789";
+    std::fs::write(
+        f.root.join(".oxydra").join(types::SHELL_SECRET_FILE),
+        secret,
+    )
+    .unwrap();
+    let socket = f.root.join("ipc").join(types::SHELL_SOCKET_NAME);
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    // The decoy answers like a daemon would (a proof of its own making) and keeps all it reads.
+    let decoy = tokio::spawn(async move {
+        let mut heard = Vec::new();
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = stream.read(&mut buf).await.unwrap();
+            heard.extend_from_slice(&buf[..n]);
+            let forged = format!("{{\"type\":\"proof\",\"proof\":\"{}\"}}\n", "ab".repeat(32));
+            let _ = stream.write_all(forged.as_bytes()).await;
+            let wait = std::time::Duration::from_millis(300);
+            while let Ok(Ok(n)) = tokio::time::timeout(wait, stream.read(&mut buf)).await {
+                if n == 0 {
+                    break;
+                }
+                heard.extend_from_slice(&buf[..n]);
+            }
+        }
+        String::from_utf8_lossy(&heard).into_owned()
+    });
+    let outcome = registry()
+        .execute(
+            "shell_exec",
+            &json!({ "command": "echo the-command" }).to_string(),
+            &f.ctx(),
+        )
+        .await;
+    assert!(!outcome.ok, "{outcome:?}");
+    assert_eq!(outcome.output, tools::NOT_THE_DAEMON);
+    let spec = types::McpSpawn {
+        command: "mcp-server".into(),
+        args: Vec::new(),
+        env: [("API_TOKEN".to_owned(), "tok-of-the-mcp-server".to_owned())].into(),
+    };
+    let spawned = tools::spawn_mcp_server(&socket, secret, &spec).await;
+    assert!(
+        matches!(&spawned, Err(tools::McpSpawnError::Refused(m)) if m == tools::NOT_THE_DAEMON),
+        "{spawned:?}"
+    );
+    let heard = decoy.await.unwrap();
+    assert!(heard.contains("\"challenge\""), "{heard}");
+    for kept in [secret, "the-command", "tok-of-the-mcp-server", "mcp-server"] {
+        assert!(!heard.contains(kept), "the decoy heard {kept:?}: {heard}");
+    }
+}

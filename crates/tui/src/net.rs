@@ -3,7 +3,11 @@
 //! reconnects with exponential backoff when the connection drops.
 //!
 //! Before each reconnect the endpoint and token are read again from [`NetConfig::source`]: a
-//! restarted agent (`gateway_port = 0`) listens on a new port and rewrites its marker.
+//! restarted agent (`gateway_port = 0`) listens on a new port and rewrites its marker. While
+//! that marker is gone (the agent stopped, or crashed and is not back yet) the client waits
+//! instead of knocking on the old port with the token: whatever listens there now may be a
+//! command of the agent's shell, which can listen on loopback and reads the port from
+//! `ipc/gateway.json`.
 //!
 //! Sign-in failures that retrying cannot fix (`unauthorized`, `version_mismatch`) end the task
 //! with [`ConnEvent::Failed`]. The task ends quietly when the outgoing channel closes.
@@ -64,6 +68,9 @@ pub enum NetError {
     Rejected { code: ErrorCode, message: String },
     #[error("unexpected answer to hello")]
     Protocol,
+    /// The agent's `.oxydra/gateway.json` is gone: it is not running (yet).
+    #[error("the agent is not running (no .oxydra/gateway.json); waiting for it to start")]
+    NotRunning,
 }
 
 impl NetError {
@@ -99,17 +106,21 @@ pub fn spawn(
         let mut first = true;
         loop {
             attempt += 1;
-            if !std::mem::take(&mut first) {
-                refresh(&mut config);
-            }
-            if events
-                .send(ConnEvent::Connecting { attempt })
-                .await
-                .is_err()
+            let known = std::mem::take(&mut first) || refresh(&mut config);
+            if known
+                && events
+                    .send(ConnEvent::Connecting { attempt })
+                    .await
+                    .is_err()
             {
                 return;
             }
-            let reason = match connection(&config, &resume, &mut outgoing, &events).await {
+            let outcome = if known {
+                connection(&config, &resume, &mut outgoing, &events).await
+            } else {
+                Err(NetError::NotRunning)
+            };
+            let reason = match outcome {
                 Ok(End::Quit) => return,
                 Ok(End::Lost(e)) => {
                     attempt = 1;
@@ -142,14 +153,20 @@ pub fn spawn(
     })
 }
 
-/// Takes the endpoint and token the files name now (keeping the old ones while unreadable).
-fn refresh(config: &mut NetConfig) {
+/// Takes the endpoint and token the files name now (keeping the old token while unreadable).
+/// `false` when the endpoint comes from a marker that is unreadable now: there is no gateway to
+/// connect to, and the old address is not one (see the module docs).
+fn refresh(config: &mut NetConfig) -> bool {
     let (url, token) = config.source.read();
-    if let Some(url) = url {
-        config.url = url;
-    }
     if let Some(token) = token {
         config.token = token;
+    }
+    match url {
+        Some(url) => {
+            config.url = url;
+            true
+        }
+        None => config.source.endpoint.is_none(),
     }
 }
 

@@ -233,3 +233,90 @@ async fn an_empty_session_across_restarts_is_said_and_does_not_pile_up() {
         .unwrap();
     gw.shutdown().await;
 }
+
+/// An agent that stopped (or crashed and is not back yet) has no `.oxydra/gateway.json`. The
+/// client kept the old address and knocked on it with `hello` and the token every few hundred
+/// milliseconds, so a command of the agent's shell listening on that loopback port (the port is
+/// in `ipc/gateway.json`, which the shell reads) was handed the gateway token. Now the client
+/// waits for a marker and connects only where it says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_never_knocks_on_the_old_port_once_the_marker_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("alice");
+    let llm = ScriptedLlm::start().await;
+    let (first, _) = common::gateway(dir.path(), "alice", &llm).await;
+    write_marker(&workspace, &first.url());
+    let target = Args::try_parse_from([
+        "oxydra-tui",
+        "--user",
+        "alice",
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ])
+    .unwrap()
+    .resolve()
+    .unwrap();
+    let mut app = App::new(target.user.clone(), None, None);
+    let (resume_tx, resume_rx) = watch::channel(app.resume());
+    let (out_tx, out_rx) = mpsc::channel(64);
+    let (event_tx, mut events) = mpsc::channel(1024);
+    let mut config = NetConfig::new(target.url, target.user, target.token);
+    config.source = target.source;
+    config.backoff = Duration::from_millis(20);
+    config.max_backoff = Duration::from_millis(100);
+    let net = net::spawn(config, resume_rx, out_rx, event_tx);
+    let online = |app: &App| app.conn == ConnState::Online;
+    until(&mut app, &mut events, &out_tx, &resume_tx, "online", online).await;
+
+    // The agent stops (removing its marker) and a squatter takes its port at once.
+    let old = first.local_addr();
+    std::fs::remove_file(WorkspacePaths::new(&workspace).endpoint()).unwrap();
+    first.shutdown().await;
+    let squatter = tokio::net::TcpSocket::new_v4().unwrap();
+    squatter.set_reuseaddr(true).unwrap();
+    squatter.bind(old).unwrap();
+    let squatter = squatter.listen(8).unwrap();
+    let knocked = tokio::spawn(async move { squatter.accept().await.is_ok() });
+    let offline = |app: &App| matches!(app.conn, ConnState::Offline { .. });
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "offline",
+        offline,
+    )
+    .await;
+    // Many retries' worth of time (20 ms doubling to 100 ms).
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            Some(event) = events.recv() => { let _ = app.on_conn(event); }
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+    assert!(
+        !knocked.is_finished(),
+        "the client connected to the old port, where anything may listen now"
+    );
+    knocked.abort();
+
+    // A new agent writes its marker: the client finds it there.
+    let (second, _) = common::gateway(dir.path(), "alice", &llm).await;
+    write_marker(&workspace, &second.url());
+    until(
+        &mut app,
+        &mut events,
+        &out_tx,
+        &resume_tx,
+        "back online",
+        online,
+    )
+    .await;
+    drop(out_tx);
+    tokio::time::timeout(Duration::from_secs(5), net)
+        .await
+        .expect("the client stops when the app does")
+        .unwrap();
+    second.shutdown().await;
+}

@@ -4,7 +4,7 @@
 //! calls, tool schemas and safety tiers, the per-call [`ToolExecutionContext`], the per-user
 //! [`WorkspacePaths`] layout, the gateway protocol frames ([`ClientFrame`], [`ServerFrame`]) with
 //! the runtime's [`TurnEvent`]s they carry, the shell protocol between `shell_exec` and the shell
-//! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`]), and
+//! daemon ([`ShellRequest`], [`ShellResponse`], [`ShellBootstrap`], [`ShellChallenge`]), and
 //! the configuration structs with their defaults and validation, [`terminal`]: outside text
 //! made safe to print on a terminal, and [`export`]: a conversation written as Markdown or JSON
 //! Lines.
@@ -29,6 +29,7 @@ mod note_views;
 mod protocol;
 mod schedule_views;
 mod shell;
+mod shell_proof;
 pub mod terminal;
 mod tool;
 mod turn_event;
@@ -80,6 +81,7 @@ pub use shell::{
     ShellRequest, ShellResponse, encode_line, mcp_server_socket, shell_secret_path,
     shell_socket_path,
 };
+pub use shell_proof::{PROOF_DOMAIN, PROOF_KEY_DOMAIN, ProofKey, ShellChallenge};
 pub use tool::{SafetyTier, ToolSchema};
 pub use turn_event::TurnEvent;
 pub use workspace::{ENDPOINT_FILE, WorkspaceDir, WorkspacePaths};

@@ -11,7 +11,8 @@
 //! `oxydra-vm` can read); the daemon knows only its SHA-256 ([`ShellBootstrap::secret_sha256`]).
 //! A wrong or missing secret gets one [`ShellResponse::Error`] (`id: null`) and the connection is
 //! closed; nothing runs. The daemon also requires the peer's uid to be its own or the agent's
-//! ([`ShellBootstrap::agent_uid`]).
+//! ([`ShellBootstrap::agent_uid`]). Before its secret, a client has the daemon prove itself
+//! ([`crate::ShellChallenge`]): the shell writes `ipc/`, so something else may listen there.
 //!
 //! **Exchange.** The client writes [`ShellRequest`]s; for each, the daemon streams any number of
 //! [`ShellResponse::Stdout`] / [`ShellResponse::Stderr`] frames, then exactly one
@@ -151,6 +152,8 @@ pub enum ShellResponse {
     Error { id: Option<u64>, message: String },
     /// An [`McpSpawnRequest`]'s program runs: from the next byte on, the connection is its stdio.
     Piped,
+    /// The answer to a [`crate::ShellChallenge`]: the daemon's proof of itself (hex).
+    Proof { proof: String },
 }
 
 impl ShellResponse {
@@ -159,7 +162,7 @@ impl ShellResponse {
         match self {
             Self::Stdout { id, .. } | Self::Stderr { id, .. } | Self::Exit { id, .. } => Some(*id),
             Self::Error { id, .. } => *id,
-            Self::Piped => None,
+            Self::Piped | Self::Proof { .. } => None,
         }
     }
 
@@ -197,6 +200,9 @@ pub struct ShellBootstrap {
     /// ([`ShellAuth`]). Required: a daemon without it refuses to start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_sha256: Option<String>,
+    /// The daemon's [`crate::ProofKey`] (required): only on stdin or in a private file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof_key: Option<crate::ProofKey>,
     /// The uid of the user's agent when it is not the daemon's own (a runner run as root gives
     /// the agent and the shell uids of their own): that uid may connect too, and the socket is
     /// made group-accessible (mode 0660; the agent has the daemon's group).
@@ -207,8 +213,7 @@ pub struct ShellBootstrap {
     /// checked by the runner. Absolute, and never the workspace root, inside it or above it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_read_paths: Vec<PathBuf>,
-    /// MCP servers running at once ([`McpSpawnRequest`]); more are refused. Left out of the JSON
-    /// at its default, so a bootstrap without MCP reads the same as before it existed.
+    /// MCP servers running at once ([`McpSpawnRequest`]); more are refused (left out at its default).
     #[serde(
         default = "default_mcp_servers",
         skip_serializing_if = "is_default_mcp_servers"
@@ -241,6 +246,8 @@ pub enum ShellBootstrapError {
     SocketOutsideIpc,
     #[error("secret_sha256 is missing or not 64 lowercase hex digits")]
     BadSecretVerifier,
+    #[error("proof_key is missing or not 64 lowercase hex digits")]
+    BadProofKey,
     #[error(
         "extra_read_paths entry {0:?} must be an absolute path without `..`, outside the workspace root"
     )]
@@ -264,6 +271,7 @@ impl ShellBootstrap {
             default_timeout_ms: DEFAULT_SHELL_TIMEOUT_MS,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             secret_sha256: None,
+            proof_key: None,
             agent_uid: None,
             extra_read_paths: Vec::new(),
             max_mcp_servers: DEFAULT_MAX_MCP_SERVERS,
@@ -316,13 +324,19 @@ impl ShellBootstrap {
         {
             return Err(ShellBootstrapError::BadReadPath(bad.clone()));
         }
-        let hex = |v: &String| {
-            v.len() == 64
-                && v.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        };
-        if !self.secret_sha256.as_ref().is_some_and(hex) {
+        if !self
+            .secret_sha256
+            .as_deref()
+            .is_some_and(crate::shell_proof::is_hex32)
+        {
             return Err(ShellBootstrapError::BadSecretVerifier);
+        }
+        if !self
+            .proof_key
+            .as_ref()
+            .is_some_and(|k| crate::shell_proof::is_hex32(&k.0))
+        {
+            return Err(ShellBootstrapError::BadProofKey);
         }
         Ok(())
     }
@@ -391,8 +405,9 @@ mod tests {
     #[test]
     fn bootstrap_defaults_and_validation() {
         let boot: ShellBootstrap = serde_json::from_str(&format!(
-            r#"{{"user_id":"alice","workspace_root":"/srv/ws","secret_sha256":"{}"}}"#,
-            "ab".repeat(32)
+            r#"{{"user_id":"alice","workspace_root":"/srv/ws","secret_sha256":"{}","proof_key":"{}"}}"#,
+            "ab".repeat(32),
+            "cd".repeat(32)
         ))
         .unwrap();
         assert_eq!(boot.socket(), PathBuf::from("/srv/ws/alice/ipc/shell.sock"));
@@ -439,6 +454,7 @@ mod tests {
     fn read_paths_stay_outside_every_workspace() {
         let mut boot = ShellBootstrap::new(UserId::parse("alice").unwrap(), "/srv/ws");
         boot.secret_sha256 = Some("ab".repeat(32));
+        boot.proof_key = Some(crate::ProofKey("cd".repeat(32)));
         let with = |path: &str| ShellBootstrap {
             extra_read_paths: vec![PathBuf::from(path)],
             ..boot.clone()

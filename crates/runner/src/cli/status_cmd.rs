@@ -275,11 +275,13 @@ struct Stray {
     command: String,
 }
 
-/// `pid 123 (sleep), pid 456 (sh)`.
+/// `pid 123 (sleep), pid 456 (sh)`. A stray's name is the shell's to choose (`prctl`, or the
+/// name of the file it runs): a newline in it would print a line of its own in the status (a
+/// forged `repaired` or `health` line), so it is shown as one escaped field.
 fn shown(strays: &[Stray]) -> String {
     strays
         .iter()
-        .map(|s| format!("pid {} ({})", s.pid, s.command))
+        .map(|s| format!("pid {} ({})", s.pid, crate::out::field(&s.command, false)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -320,4 +322,22 @@ fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = stat.rsplit_once(')')?.1;
     after.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_strays_name_is_one_escaped_field() {
+        let stray = |command: &str| Stray {
+            pid: 7,
+            role: "shell-vm".into(),
+            command: command.into(),
+        };
+        assert_eq!(
+            shown(&[stray("sleep"), stray("x\n  health  ok")]),
+            "pid 7 (sleep), pid 7 (x\\n  health  ok)"
+        );
+    }
 }

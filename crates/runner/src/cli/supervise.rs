@@ -55,8 +55,8 @@ struct Supervisor {
     restarts: BTreeMap<&'static str, u32>,
     crashes: BTreeMap<&'static str, VecDeque<Instant>>,
     started_at: String,
-    /// The SHA-256 of the user's current shell secret, handed to each `shell-vm` started.
-    verifier: String,
+    /// The verifier and proof key of the user's current shell secret, for each `shell-vm`.
+    keys: runner::ShellKeys,
     /// Where the guests' processes are tracked (process tier).
     tracking: runner::Tracking,
     /// What was repaired in the workspace (`<time> <what>`), for the marker.
@@ -86,7 +86,7 @@ pub async fn run(plan: Plan, stop: CancellationToken) -> Result<()> {
         restarts: BTreeMap::new(),
         crashes: BTreeMap::new(),
         started_at: crate::out::now(),
-        verifier: String::new(),
+        keys: runner::ShellKeys::default(),
         tracking: runner::Tracking::Untracked("container tier"),
         repairs: Vec::new(),
         unrepaired: None,
@@ -110,10 +110,10 @@ impl Supervisor {
     async fn serve(&mut self, stop: &CancellationToken) -> Result<()> {
         self.heal();
         self.write_marker()?;
-        self.verifier = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
+        self.keys = runner::issue_shell_secret(&self.plan.ws, self.plan.separation.identity())?;
         let user = self.plan.user.id.clone();
         // The MCP servers' own containers first, so they serve once the agent is ready.
-        self.mcp = mcp_containers::start(&self.plan, &self.verifier).await?;
+        self.mcp = mcp_containers::start(&self.plan, &self.keys).await?;
         let started = self.start_both(stop).await;
         let Some(endpoint) = started.with_context(|| format!("cannot start {user}'s agent"))?
         else {
@@ -261,7 +261,7 @@ impl Supervisor {
                     agent: &p.agent,
                     uid,
                     gid,
-                    shell_verifier: &self.verifier,
+                    shell_keys: &self.keys,
                     agent_uid: p.separation.guest(Role::OxydraVm).map(|id| id.uid),
                     memory_key: p.memory_key.as_ref(),
                     shell_read_paths: &p.mcp.shell_read_paths,
@@ -294,7 +294,7 @@ impl Supervisor {
                 }
                 let mut boot =
                     ShellBootstrap::new(p.user.id.clone(), p.config.workspace_root.clone());
-                boot.secret_sha256 = Some(self.verifier.clone());
+                self.keys.fill(&mut boot);
                 boot.agent_uid = p.separation.guest(Role::OxydraVm).map(|id| id.uid);
                 boot.extra_read_paths = p.mcp.shell_read_paths.clone();
                 serde_json::to_string(&boot)?
@@ -332,6 +332,16 @@ impl Supervisor {
         if let Some(mut dead) = self.guests.remove(role.name()) {
             // Reaps the process, or removes the exited container (keeping its log).
             dead.stop(s.stop_timeout).await;
+        }
+        if role == Role::OxydraVm {
+            // Its endpoint names a port nobody holds now, which the shell (it can listen on
+            // loopback, and reads the port in ipc/gateway.json) may take: a client must not find
+            // that address, with the token to send it, until the next launch writes a new one.
+            for file in runner::oxydra_vm_files(&self.plan.ws) {
+                if let Err(e) = runner::remove_if_exists(&file) {
+                    tracing::warn!(error = %e, "could not remove a dead agent's marker");
+                }
+            }
         }
         self.end_strays(role);
         let mut last = what.to_owned();

@@ -14,7 +14,7 @@ use crate::container_guest::ContainerGuest;
 
 /// Starts a container for each of `plan`'s own-container MCP servers; on a failure the ones
 /// started are stopped again.
-pub(super) async fn start(plan: &Plan, verifier: &str) -> Result<Vec<ContainerGuest>> {
+pub(super) async fn start(plan: &Plan, keys: &runner::ShellKeys) -> Result<Vec<ContainerGuest>> {
     let Some(docker) = &plan.docker else {
         return Ok(Vec::new());
     };
@@ -37,7 +37,7 @@ pub(super) async fn start(plan: &Plan, verifier: &str) -> Result<Vec<ContainerGu
                 shell_vm: &plan.shell_bin,
                 uid,
                 gid,
-                shell_verifier: verifier,
+                shell_keys: keys,
                 agent_uid: plan.separation.guest(Role::OxydraVm).map(|id| id.uid),
                 limits: plan.config.container.shell_vm,
             })?;

@@ -118,22 +118,28 @@ pub(crate) fn pending_view(row: &PendingProposal) -> Option<(PendingMemory, Prop
 }
 
 impl AgentRuntime {
-    /// The proposals of capture waiting for the user of `ctx`, oldest first.
+    /// The proposals of capture waiting for the user of `ctx`, oldest first: a governed read
+    /// (`memory_pending`) of the caller's surface, since each shows a text to be saved or the
+    /// text of the note it would change.
     pub async fn pending_memories(
         &self,
         ctx: &ToolExecutionContext,
     ) -> Result<Vec<PendingMemory>, RuntimeError> {
-        let rows = self
-            .notes_store()?
-            .captures()
-            .pending_proposals(&ctx.user_id)
-            .await
-            .map_err(RuntimeError::memory("reading capture proposals"))?;
-        Ok(rows
-            .iter()
-            .filter_map(pending_view)
-            .map(|(v, _)| v)
-            .collect())
+        let store = self.notes_store()?;
+        let access = tools::MemoryAccess::notes_read();
+        self.govern(ctx, types::memory_ops::PENDING, access, |_| async move {
+            let rows = store
+                .captures()
+                .pending_proposals(&ctx.user_id)
+                .await
+                .map_err(RuntimeError::memory("reading capture proposals"))?;
+            Ok(rows
+                .iter()
+                .filter_map(pending_view)
+                .map(|(v, _)| v)
+                .collect::<Vec<_>>())
+        })
+        .await
     }
 
     /// Applies the user's pending proposal `id` (confirmed: the user read it) and removes it.

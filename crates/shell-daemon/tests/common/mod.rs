@@ -38,6 +38,7 @@ pub fn verifier(user: &str) -> String {
 pub fn bootstrap(root: &Path, user: &str) -> ShellBootstrap {
     let mut boot = ShellBootstrap::new(UserId::parse(user).unwrap(), root);
     boot.secret_sha256 = Some(verifier(user));
+    boot.proof_key = Some(tools::proof_key_of(&shell_secret(user)));
     boot
 }
 

@@ -1,5 +1,6 @@
-//! The client side of the shell protocol: one connection per command, opened with the user's
-//! shell secret (see [`types::ShellAuth`]).
+//! The client side of the shell protocol: one connection per command, opened by having the
+//! daemon prove itself ([`super::proof`]) and then proving the user's shell secret (see
+//! [`types::ShellAuth`]).
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -100,6 +101,14 @@ async fn exchange(
         ToolError::execution_with("the shell stopped before the command finished", e)
     };
     let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    super::proof::check_daemon(&mut reader, &mut write, secret)
+        .await
+        .map_err(|e| match e.kind() {
+            ErrorKind::PermissionDenied => ToolError::execution(super::proof::NOT_THE_DAEMON),
+            ErrorKind::InvalidData => ToolError::execution(REPLY_TOO_LONG),
+            _ => ToolError::execution_with("the shell did not answer; restart the agent", e),
+        })?;
     let request = ShellRequest {
         id: 1,
         command: command.to_owned(),
@@ -114,7 +123,6 @@ async fn exchange(
     line.push_str(&encode_line(&request).map_err(encoding)?);
     write.write_all(line.as_bytes()).await.map_err(lost)?;
     let mut run = ShellRun::default();
-    let mut reader = BufReader::new(read);
     loop {
         let line = match next_reply(&mut reader).await {
             Ok(Some(line)) => line,
@@ -147,7 +155,7 @@ async fn exchange(
                     "the shell refused the command: {message}"
                 )));
             }
-            ShellResponse::Piped => {
+            ShellResponse::Piped | ShellResponse::Proof { .. } => {
                 return Err(ToolError::execution("the shell sent an unexpected reply"));
             }
         }

@@ -1,5 +1,6 @@
 //! The client side of an MCP server's pipe through a shell daemon (see [`types::McpSpawnRequest`]):
-//! one connection per server, opened with the user's shell secret. Both tiers use it: in the
+//! one connection per server, opened (once the daemon proved itself) with the user's shell
+//! secret. Both tiers use it: in the
 //! process tier the daemon is the user's `shell-vm`; in the container tier either that one or the
 //! `shell-vm` in the server's own container (`ipc/mcp-<name>.sock`).
 //!
@@ -77,6 +78,14 @@ pub async fn spawn_mcp_server(
     })?;
     let guard = McpServerGuard(stream.as_fd().try_clone_to_owned().ok());
     let (read, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    // Nothing (the secret, the server's `env`) is sent before the daemon proved itself.
+    super::proof::check_daemon(&mut reader, &mut writer, secret)
+        .await
+        .map_err(|e| match e.kind() {
+            ErrorKind::PermissionDenied => McpSpawnError::Refused(e.to_string()),
+            _ => McpSpawnError::Lost(e),
+        })?;
     let encoding = |e: serde_json::Error| McpSpawnError::Lost(std::io::Error::other(e));
     let mut hello = encode_line(&ShellAuth {
         auth: secret.to_owned(),
@@ -92,7 +101,6 @@ pub async fn spawn_mcp_server(
         .write_all(hello.as_bytes())
         .await
         .map_err(McpSpawnError::Lost)?;
-    let mut reader = BufReader::new(read);
     let answer = tokio::time::timeout(SPAWN_DEADLINE, first_line(&mut reader))
         .await
         .map_err(|_| McpSpawnError::Lost(ErrorKind::TimedOut.into()))??;

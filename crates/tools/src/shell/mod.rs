@@ -5,6 +5,7 @@
 
 mod client;
 mod mcp_spawn;
+mod proof;
 mod report;
 mod socket;
 
@@ -19,6 +20,7 @@ use crate::{Tool, ToolError};
 
 pub use client::{SHELL_NOT_RUNNING, read_secret, run_command};
 pub use mcp_spawn::{McpPipe, McpServerGuard, McpSpawnError, spawn_mcp_server};
+pub use proof::{NOT_THE_DAEMON, proof_key_of};
 pub use report::{ShellRun, render};
 pub use socket::connect_unfollowed;
 

@@ -32,6 +32,8 @@ pub const RESTORE: &str = "memory_restore";
 pub const CONFIRM: &str = "memory_confirm";
 /// Automatic recall of notes into a turn's context.
 pub const RECALL: &str = "memory_recall";
+/// Capture's proposals waiting for the user (their texts, and the note each would change).
+pub const PENDING: &str = "memory_pending";
 /// Import exported notes (CLI).
 pub const IMPORT: &str = "memory_import";
 /// Import a `/memories` tree (CLI).
@@ -67,6 +69,7 @@ pub const MEMORY_OPS: &[(&str, &[Operation])] = &[
     (RESTORE, WRITE),
     (CONFIRM, WRITE),
     (RECALL, READ),
+    (PENDING, READ),
     (IMPORT, WRITE),
     (IMPORT_TREE, WRITE),
     (EXPORT, READ),
