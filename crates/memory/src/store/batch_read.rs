@@ -108,19 +108,15 @@ impl Reads {
         Ok(rows)
     }
 
-    /// Runs `stmt` and hands each of its rows to `read`, to the end: in one request on a
-    /// server, and on a file with the statement prepared once per connection
-    /// ([`crate::store::stmt_cache`]).
+    /// Runs `stmt` and hands each of its rows to `read`, to the end ([`Reads::each_in`] for one
+    /// statement).
     pub(crate) async fn each(
         &self,
         stmt: Stmt,
         ctx: &'static str,
-        read: impl FnMut(&Row) -> Result<(), MemoryError>,
+        mut read: impl FnMut(&Row) -> Result<(), MemoryError>,
     ) -> Result<(), MemoryError> {
-        if !self.batching.on() {
-            return each_row(&self.conn, &stmt.sql, stmt.args, ctx, read).await;
-        }
-        read_all(self.one(stmt, ctx).await?, ctx, read).await
+        self.each_in(vec![stmt], ctx, |_, row| read(row)).await
     }
 
     /// Runs `stmts` in order and hands each row, with the index of its statement, to `read`:
