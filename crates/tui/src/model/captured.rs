@@ -162,20 +162,16 @@ impl App {
 
     /// `/memory accept|reject <n>`.
     pub(super) fn decide(&mut self, n: usize, accept: bool) -> Vec<ClientFrame> {
-        let id = match n.checked_sub(1).and_then(|i| self.memory.pending.get(i)) {
-            Some(Some(p)) => p.id,
-            Some(None) => {
-                self.push(Entry::error(format!(
-                    "Proposal {n} is decided already: /memory pending lists those waiting."
-                )));
-                return Vec::new();
-            }
-            None => {
-                self.push(Entry::error(format!(
-                    "There is no proposal {n}: /memory pending lists them."
-                )));
-                return Vec::new();
-            }
+        let Some(id) = self
+            .numbered(
+                |app| &app.memory.pending,
+                n,
+                || format!("Proposal {n} is decided already: /memory pending lists those waiting."),
+                || format!("There is no proposal {n}: /memory pending lists them."),
+            )
+            .map(|p| p.id)
+        else {
+            return Vec::new();
         };
         match accept {
             true => vec![ClientFrame::AcceptMemory { id }],

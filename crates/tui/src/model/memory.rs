@@ -179,22 +179,17 @@ impl App {
     }
 
     pub(super) fn shown_note(&mut self, n: usize) -> Option<NoteView> {
-        match n.checked_sub(1).and_then(|i| self.memory.shown.get(i)) {
-            Some(Some(note)) => Some(note.clone()),
-            Some(None) => {
-                self.push(Entry::error(format!(
+        self.numbered(
+            |app| &app.memory.shown,
+            n,
+            || {
+                format!(
                     "Note {n} was deleted since the list: /memory deleted lists what can be \
                      restored."
-                )));
-                None
-            }
-            None => {
-                self.push(Entry::error(format!(
-                    "There is no note {n} in the last list: /memory lists your notes."
-                )));
-                None
-            }
-        }
+                )
+            },
+            || format!("There is no note {n} in the last list: /memory lists your notes."),
+        )
     }
 
     /// Applies a note frame; returns the next request of an undo in two steps.

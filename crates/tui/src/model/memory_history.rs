@@ -57,20 +57,13 @@ impl App {
 
     /// `/memory restore <n>`: the deleted note `n` of the last `/memory deleted`.
     pub(super) fn restore_deleted(&mut self, n: usize) -> Vec<ClientFrame> {
-        let deleted = match n.checked_sub(1).and_then(|i| self.memory.deleted.get(i)) {
-            Some(Some(deleted)) => deleted,
-            Some(None) => {
-                self.push(Entry::error(format!(
-                    "Deleted note {n} is restored already: /memory lists your notes."
-                )));
-                return Vec::new();
-            }
-            None => {
-                self.push(Entry::error(format!(
-                    "There is no deleted note {n}: /memory deleted lists them."
-                )));
-                return Vec::new();
-            }
+        let Some(deleted) = self.numbered(
+            |app| &app.memory.deleted,
+            n,
+            || format!("Deleted note {n} is restored already: /memory lists your notes."),
+            || format!("There is no deleted note {n}: /memory deleted lists them."),
+        ) else {
+            return Vec::new();
         };
         let note_id = deleted.note.note_id.clone();
         self.memory.restoring = Some((note_id.clone(), None));

@@ -21,6 +21,7 @@ mod keys;
 mod mcp;
 mod memory;
 mod memory_history;
+mod numbered;
 mod schedules;
 mod sessions;
 mod spend;
