@@ -59,6 +59,7 @@ pub use notes::metadata::{Category, MAX_TAG_CHARS, MAX_TAGS, MetadataPatch, Note
 pub use notes::note::{ExportedNote, Note};
 pub use notes::paths::{MEMORIES_ROOT, PathEntry, PathExpect, PathFile, PathMove, PathPut};
 pub use notes::provenance::{Origin, Provenance};
+pub use notes::recallable::Recallable;
 pub use notes::receipts::{CallKey, WriteReceipt, Written, edit_token};
 pub use notes::schedule_runs::{NewNotification, Notification, RunEnded, RunNext};
 pub use notes::schedules::{

@@ -7,8 +7,9 @@
 //! operation `memory_recall` on the turn's surface (permission, rate limit, an audit row,
 //! metrics); refused, the turn goes on without recalled notes.
 //!
-//! Only notes the user can vouch for are recalled: an unconfirmed note (saved in a turn that had
-//! read untrusted tool output, see `memory::Provenance`) stays out until the user confirms it. The
+//! Only text the user can vouch for is recalled: an unconfirmed note (saved in a turn that had
+//! read untrusted tool output, see `memory::Provenance`) stays out until the user confirms it, and
+//! a note edited in such a turn is recalled as it was before the edit (`memory::Recallable`). The
 //! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
 use chrono::{DateTime, Utc};
@@ -63,6 +64,10 @@ pub(crate) struct RecalledNote {
     pub(crate) saved: DateTime<Utc>,
     /// Where it came from (`user`, `model`, `import`, ...), when recorded.
     pub(crate) provenance: Option<String>,
+    /// The note was edited after untrusted input and the edit awaits the user's confirmation:
+    /// `text` is the text it replaced.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) later_edit_unconfirmed: bool,
 }
 
 /// Up to `runtime.recall_notes` notes scoring at least `recall_min_score`, best first, within
@@ -111,10 +116,16 @@ pub(crate) async fn recall(
     let mut notes = Vec::new();
     for hit in hits {
         let Some(note_id) = hit.note_id else { continue };
-        let Some(note) = allowed.iter().find(|n| n.note_id == note_id) else {
+        let Some(shown) = allowed.iter().find(|r| r.note.note_id == note_id) else {
             continue;
         };
-        let text = clip(&hit.text, config.recall_token_budget);
+        let note = &shown.note;
+        // The hit's text is the note as it is now; an edit awaiting confirmation shows the text
+        // the user vouched for instead.
+        let text = match shown.later_edit_unconfirmed {
+            false => clip(&hit.text, config.recall_token_budget),
+            true => clip(&note.content, config.recall_token_budget),
+        };
         let provenance = note.metadata.provenance.as_ref().map(|p| p.describe());
         let cost = estimate_text(&text)
             + estimate_text(note_id.as_str())
@@ -129,6 +140,7 @@ pub(crate) async fn recall(
             text,
             saved: note.updated_at,
             provenance,
+            later_edit_unconfirmed: shown.later_edit_unconfirmed,
         });
         if notes.len() == config.recall_notes {
             break;

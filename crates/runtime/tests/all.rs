@@ -16,6 +16,7 @@ mod capture_attacks;
 mod capture_suggest;
 mod capture_trust;
 mod dispatch;
+mod edit_after_untrusted;
 mod forget_after_untrusted;
 mod lifecycle;
 mod memory;

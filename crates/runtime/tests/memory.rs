@@ -11,10 +11,10 @@
 
 use crate::common;
 
-use common::{ctx, memory_registry, open_store, provider, run, runtime, tool_result};
+use common::{call, ctx, memory_registry, open_store, provider, run, runtime, tool_result};
 use runtime::{TurnEvent, TurnStatus};
 use serde_json::{Value, json};
-use test_support::{ScriptedLlm, ScriptedReply, ScriptedToolCall};
+use test_support::{ScriptedLlm, ScriptedReply};
 use types::{Message, ProviderKind, RuntimeConfig, SessionId};
 
 const MEMORY_TOOLS: [&str; 4] = [
@@ -23,10 +23,6 @@ const MEMORY_TOOLS: [&str; 4] = [
     "memory_search",
     "memory_update",
 ];
-
-fn call(id: &str, name: &str, args: Value) -> ScriptedReply {
-    ScriptedReply::tool_calls(vec![ScriptedToolCall::new(name, args).with_id(id)])
-}
 
 /// The search results the model saw: `(note_id, text)` per hit.
 fn hits(result: &str) -> Vec<(String, String)> {

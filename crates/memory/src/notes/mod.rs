@@ -21,6 +21,7 @@ pub(crate) mod one_trip;
 pub(crate) mod one_trip_edit;
 pub(crate) mod paths;
 pub(crate) mod provenance;
+pub(crate) mod recallable;
 pub(crate) mod receipts;
 pub(crate) mod restore;
 pub(crate) mod schedule_runs;

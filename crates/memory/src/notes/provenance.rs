@@ -10,7 +10,6 @@
 
 use std::fmt;
 
-use libsql::Value;
 use serde::{Deserialize, Serialize};
 use types::{NoteId, SessionId, UserId};
 
@@ -18,10 +17,9 @@ use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::audit::record_write;
 use crate::notes::lifecycle::load_stored;
-use crate::notes::note::{Note, note_from_row};
+use crate::notes::note::Note;
 use crate::notes::receipts::CallKey;
 use crate::store::{begin, finish};
-use crate::time::now_text;
 
 /// Who or what the text of a note came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -136,48 +134,6 @@ impl Provenance {
             text.push_str(", unconfirmed");
         }
         text
-    }
-}
-
-impl MemoryStore {
-    /// The notes among `ids` that automatic recall may show: `user`'s live, unexpired notes that
-    /// are not unconfirmed, in the order of `ids`.
-    pub async fn recallable_notes(
-        &self,
-        user: &UserId,
-        ids: &[NoteId],
-    ) -> Result<Vec<Note>, MemoryError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let session = SessionId::user_memory(user);
-        let ids: Vec<NoteId> = ids.to_vec();
-        let found = self
-            .read(move |conn| async move {
-                let marks = vec!["?"; ids.len()].join(", ");
-                let sql = format!(
-                    "SELECT note_id, content, metadata_json, created_at, updated_at, event_seq
-                     FROM notes WHERE session_id = ? AND (expires_at IS NULL OR expires_at > ?)
-                     AND coalesce(json_extract(metadata_json, '$.provenance.confirmed'), 1) != 0
-                     AND note_id IN ({marks})"
-                );
-                let mut params = vec![Value::Text(session.to_string()), Value::Text(now_text())];
-                params.extend(ids.iter().map(|id| Value::Text(id.to_string())));
-                let ctx = "reading notes to recall";
-                let mut rows = conn
-                    .query(&sql, params)
-                    .await
-                    .map_err(MemoryError::db(ctx))?;
-                let mut notes = Vec::new();
-                while let Some(row) = rows.next().await.map_err(MemoryError::db(ctx))? {
-                    notes.push(note_from_row(&row)?.note);
-                }
-                Ok((ids, notes))
-            })
-            .await;
-        let (ids, mut notes) = found?;
-        notes.sort_by_key(|n| ids.iter().position(|id| *id == n.note_id));
-        Ok(notes)
     }
 }
 

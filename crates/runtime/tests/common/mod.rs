@@ -15,13 +15,18 @@ use memory::{HashEmbedder, MemoryStore};
 use provider::{Provider, ProviderOptions};
 use runtime::{AgentRuntime, ModelLimits, RuntimeError, TurnEvent, TurnOutcome};
 use serde_json::Value;
-use test_support::{RecordedRequest, ScriptedLlm};
+use test_support::{RecordedRequest, ScriptedLlm, ScriptedReply, ScriptedToolCall};
 use tokio::sync::mpsc;
 use tools::{Tool, ToolError, ToolRegistry, ToolSet};
 use types::{
     MemoryDialect, ProviderKind, RuntimeConfig, SafetyTier, SessionId, ToolExecutionContext,
     TurnId, UserId, WorkspacePaths,
 };
+
+/// The model's reply: one call of tool `name` with `args`, as call `id`.
+pub fn call(id: &str, name: &str, args: Value) -> ScriptedReply {
+    ScriptedReply::tool_calls(vec![ScriptedToolCall::new(name, args).with_id(id)])
+}
 
 /// A provider for `server` in `kind`'s wire format, with millisecond backoff.
 pub fn provider(server: &ScriptedLlm, kind: ProviderKind) -> Arc<dyn Provider> {
