@@ -17,7 +17,7 @@ use types::{
 };
 
 use crate::RuntimeError;
-use crate::notes::{note_error, note_view, rfc3339};
+use crate::notes::{note_error, note_view, rfc3339_in};
 use crate::runtime::AgentRuntime;
 
 /// Every version of a note, oldest first; `deleted` holds when it was deleted and when it will
@@ -51,15 +51,20 @@ impl AgentRuntime {
                 },
             )
             .await?;
+        let tz = self.zone();
         Ok(NoteTimeline {
             note_id: history.note_id,
-            versions: history.versions.into_iter().map(version_entry).collect(),
+            versions: history
+                .versions
+                .into_iter()
+                .map(|v| version_entry(v, tz))
+                .collect(),
             deleted: match history.state {
                 NoteState::Live => None,
                 NoteState::Deleted {
                     deleted_at,
                     purge_after,
-                } => Some((rfc3339(deleted_at), rfc3339(purge_after))),
+                } => Some((rfc3339_in(deleted_at, tz), rfc3339_in(purge_after, tz))),
             },
         })
     }
@@ -79,12 +84,13 @@ impl AgentRuntime {
                     .map_err(note_error("listing deleted notes"))
             })
             .await?;
+        let tz = self.zone();
         Ok(deleted
             .into_iter()
             .map(|d| DeletedNoteView {
-                note: note_view(d.note),
-                deleted_at: rfc3339(d.deleted_at),
-                purge_after: rfc3339(d.purge_after),
+                note: note_view(d.note, tz),
+                deleted_at: rfc3339_in(d.deleted_at, tz),
+                purge_after: rfc3339_in(d.purge_after, tz),
             })
             .collect())
     }
@@ -134,7 +140,10 @@ impl AgentRuntime {
         Fut: Future<Output = Result<Note, RuntimeError>>,
     {
         let access = MemoryAccess::note_change(note_id);
-        Ok(note_view(self.govern(ctx, op, access, change).await?))
+        Ok(note_view(
+            self.govern(ctx, op, access, change).await?,
+            self.zone(),
+        ))
     }
 
     /// Runs `op` through the one governance pipeline as `ctx`'s surface (permission and rate
@@ -180,15 +189,15 @@ where
         .await
 }
 
-fn version_entry(v: NoteVersion) -> NoteVersionView {
+fn version_entry(v: NoteVersion, tz: chrono_tz::Tz) -> NoteVersionView {
     NoteVersionView {
         version: v.version,
         edit_token: memory::edit_token(&v.content),
         text: v.content,
         category: v.metadata.category.map(|c| c.as_str().to_owned()),
         tags: v.metadata.tags,
-        saved_at: rfc3339(v.saved_at),
-        replaced_at: v.replaced_at.map(rfc3339),
+        saved_at: rfc3339_in(v.saved_at, tz),
+        replaced_at: v.replaced_at.map(|t| rfc3339_in(t, tz)),
         provenance: v.metadata.provenance.map(provenance_view),
     }
 }

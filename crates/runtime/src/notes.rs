@@ -11,6 +11,7 @@
 //! screening, audit row and scrubbing as the model's own calls. A stale version changes nothing.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use memory::{Category, HybridQuery, ListQuery, MemoryError, MemoryStore, Note};
 use serde_json::json;
 use tools::{MEMORY_DELETE_TOOL_NAME, MEMORY_UPDATE_TOOL_NAME, MemoryAccess};
@@ -23,17 +24,18 @@ use crate::runtime::AgentRuntime;
 /// Most notes one list or search returns.
 pub const MAX_NOTES_PAGE: usize = memory::MAX_PAGE;
 
-/// `note` as its user is shown it: the one note shape, the gateway protocol's [`NoteView`].
-/// `edit_token` changes whenever the text does; an edit must name the current one.
-pub(crate) fn note_view(note: Note) -> NoteView {
+/// `note` as its user is shown it: the one note shape, the gateway protocol's [`NoteView`], its
+/// times in the user's zone `tz`. `edit_token` changes whenever the text does; an edit must name
+/// the current one.
+pub(crate) fn note_view(note: Note, tz: Tz) -> NoteView {
     NoteView {
         edit_token: memory::edit_token(&note.content),
         note_id: note.note_id.to_string(),
         text: note.content,
         category: note.metadata.category.map(|c| c.as_str().to_owned()),
         tags: note.metadata.tags,
-        created_at: rfc3339(note.created_at),
-        updated_at: rfc3339(note.updated_at),
+        created_at: rfc3339_in(note.created_at, tz),
+        updated_at: rfc3339_in(note.updated_at, tz),
         provenance: note.metadata.provenance.map(provenance_view).map(Box::new),
     }
 }
@@ -41,6 +43,13 @@ pub(crate) fn note_view(note: Note) -> NoteView {
 /// A time as the protocol writes it: RFC 3339 UTC with milliseconds.
 pub fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A time as the protocol shows it to a user: RFC 3339 with milliseconds and the offset of the
+/// user's zone `tz` (so its first ten characters are the user's date, not UTC's).
+pub fn rfc3339_in(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz)
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// What a search of the user's own memory found, best first, and how it read the query's words
@@ -109,7 +118,11 @@ impl AgentRuntime {
             )
             .await?;
         Ok(NoteListing {
-            notes: page.notes.into_iter().map(note_view).collect(),
+            notes: page
+                .notes
+                .into_iter()
+                .map(|n| note_view(n, self.zone()))
+                .collect(),
             total: page.total,
             next_cursor: page.next_cursor,
         })
@@ -168,7 +181,10 @@ impl AgentRuntime {
             )
             .await?;
         Ok(Searched {
-            hits: notes.into_iter().map(note_view).collect(),
+            hits: notes
+                .into_iter()
+                .map(|n| note_view(n, self.zone()))
+                .collect(),
             time,
         })
     }
@@ -189,7 +205,7 @@ impl AgentRuntime {
                     .map_err(note_error("reading a note"))
             })
             .await?;
-        Ok(note_view(note))
+        Ok(note_view(note, self.zone()))
     }
 
     /// Replaces the text of the caller's note `note_id` if its current text's edit token is
@@ -267,7 +283,7 @@ impl AgentRuntime {
             .get(user, note_id)
             .await
             .map_err(note_error("reading a note"))?;
-        Ok(note_view(note))
+        Ok(note_view(note, self.zone()))
     }
 
     /// `note_id` when it exists and its text's edit token is `edit_token`.

@@ -12,7 +12,8 @@
 //! a note edited in such a turn is recalled as it was before the edit (`memory::Recallable`). The
 //! notes reach the model as quoted data, not instructions (see [`crate::prompt::notes_message`]).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset};
+use chrono_tz::Tz;
 use memory::{HybridQuery, MemoryStore, Weights};
 use tools::MemoryAccess;
 use types::{NoteId, RetrievalConfig, RuntimeConfig, SessionId, ToolExecutionContext, UserId};
@@ -32,7 +33,14 @@ impl AgentRuntime {
             return Vec::new();
         }
         let run = |_| async {
-            Ok(recall(store, &ctx.user_id, message, &self.config, &self.retrieval).await)
+            Ok(recall(
+                store,
+                &ctx.user_id,
+                message,
+                (&self.config, &self.retrieval),
+                self.zone(),
+            )
+            .await)
         };
         match self
             .govern(
@@ -60,8 +68,8 @@ const MAX_QUERY_BYTES: usize = HybridQuery::MAX_TEXT_BYTES;
 pub(crate) struct RecalledNote {
     pub(crate) note_id: NoteId,
     pub(crate) text: String,
-    /// When its current text was saved.
-    pub(crate) saved: DateTime<Utc>,
+    /// When the text shown was saved, in the user's zone.
+    pub(crate) saved: DateTime<FixedOffset>,
     /// Where it came from (`user`, `model`, `import`, ...), when recorded.
     pub(crate) provenance: Option<String>,
     /// The note was edited after untrusted input and the edit awaits the user's confirmation:
@@ -71,13 +79,14 @@ pub(crate) struct RecalledNote {
 }
 
 /// Up to `runtime.recall_notes` notes scoring at least `recall_min_score`, best first, within
-/// `recall_token_budget` (a note that does not fit is skipped, a later shorter one may still fit).
+/// `recall_token_budget` (a note that does not fit is skipped, a later shorter one may still fit),
+/// dated in the user's zone `tz`.
 pub(crate) async fn recall(
     store: &MemoryStore,
     user: &UserId,
     message: &str,
-    config: &RuntimeConfig,
-    retrieval: &RetrievalConfig,
+    (config, retrieval): (&RuntimeConfig, &RetrievalConfig),
+    tz: Tz,
 ) -> Vec<RecalledNote> {
     if config.recall_notes == 0 {
         return Vec::new();
@@ -138,7 +147,7 @@ pub(crate) async fn recall(
         notes.push(RecalledNote {
             note_id,
             text,
-            saved: note.updated_at,
+            saved: note.updated_at.with_timezone(&tz).fixed_offset(),
             provenance,
             later_edit_unconfirmed: shown.later_edit_unconfirmed,
         });

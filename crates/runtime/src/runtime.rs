@@ -115,6 +115,7 @@ impl AgentRuntime {
             Arc::clone(&self.tools),
             &self.retrieval,
             self.config.history_events,
+            self.zone(),
         );
         self
     }
@@ -155,7 +156,19 @@ impl AgentRuntime {
     /// times in (default: the host's).
     pub fn with_timezone(mut self, timezone: Option<chrono_tz::Tz>) -> Self {
         self.timezone = timezone;
+        // Capture, if built already (it has run nothing yet), dates its proposals in it too.
+        let zone = self.zone();
+        if let Some(capture) = self.capture.as_mut().and_then(Arc::get_mut) {
+            capture.zone = zone;
+        }
         self
+    }
+
+    /// The user's time zone: `[user] timezone`, else the host's (UTC when the host's is unknown).
+    /// Times shown to the user and the model (note dates, recalled notes) are in it.
+    pub fn zone(&self) -> chrono_tz::Tz {
+        self.timezone
+            .unwrap_or_else(|| tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC))
     }
 
     /// Who answers approval requests when `runtime.approval = "ask"`. Without one, privileged

@@ -20,6 +20,7 @@ mod edit_after_untrusted;
 mod forget_after_untrusted;
 mod lifecycle;
 mod memory;
+mod note_dates;
 mod past_replies;
 mod progress;
 mod schedule_trust;

@@ -69,7 +69,9 @@ pub(crate) async fn fixture_governed(
         RuntimeConfig::default(),
     )
     .with_memory(store.clone())
-    .with_capture(config, None);
+    .with_capture(config, None)
+    // Set after capture is built: capture dates its proposals in it all the same.
+    .with_timezone(Some(chrono_tz::Asia::Kolkata));
     Fixture {
         _dir: dir,
         root,

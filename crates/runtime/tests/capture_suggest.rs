@@ -60,6 +60,11 @@ async fn suggest_keeps_proposals(kind: ProviderKind) {
     assert!(texts(&f.store).await.is_empty(), "nothing written yet");
     let pending = f.rt.pending_memories(&c).await.unwrap();
     assert_eq!(pending, report.pending);
+    // Dated in the user's zone (the fixture's is Kolkata, +05:30).
+    assert!(
+        pending.iter().all(|p| p.created_at.ends_with("+05:30")),
+        "{pending:?}"
+    );
     // Another user of the store can neither take nor drop them by number.
     let bob = ctx(&f.root, "bob", "chat-b", "t1");
     assert!(f.rt.accept_memory(&bob, pending[0].id).await.is_err());

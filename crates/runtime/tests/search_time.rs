@@ -29,7 +29,12 @@ fn past_month() -> (DateTime<Utc>, String) {
     (at, day.format("%B").to_string())
 }
 
-async fn alices_runtime(root: &std::path::Path) -> (AgentRuntime, memory::MemoryStore) {
+/// A runtime for alice over a fresh store in `root` (under the scripted model it returns), reading
+/// times in `tz`.
+pub(crate) async fn alices_runtime(
+    root: &std::path::Path,
+    tz: chrono_tz::Tz,
+) -> (AgentRuntime, memory::MemoryStore, ScriptedLlm) {
     let store = open_store(&root.join("memory.db")).await;
     let server = ScriptedLlm::start().await;
     let rt = runtime(
@@ -38,14 +43,14 @@ async fn alices_runtime(root: &std::path::Path) -> (AgentRuntime, memory::Memory
         RuntimeConfig::default(),
     )
     .with_memory(store.clone())
-    .with_timezone(Some(chrono_tz::Europe::Paris));
-    (rt, store)
+    .with_timezone(Some(tz));
+    (rt, store, server)
 }
 
 #[tokio::test]
 async fn the_users_note_search_ranks_notes_of_the_month_it_names_first() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, store) = alices_runtime(dir.path()).await;
+    let (rt, store, _server) = alices_runtime(dir.path(), chrono_tz::Europe::Paris).await;
     let alice = UserId::parse("alice").unwrap();
     let (then, month) = past_month();
     let now = Utc::now();
@@ -124,7 +129,7 @@ fn reading(month: &str, then: DateTime<Utc>) -> TimeReadView {
 #[tokio::test]
 async fn the_users_conversation_search_ranks_messages_of_the_month_it_names_first() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, store) = alices_runtime(dir.path()).await;
+    let (rt, store, _server) = alices_runtime(dir.path(), chrono_tz::Europe::Paris).await;
     let alice = UserId::parse("alice").unwrap();
     let (then, month) = past_month();
     let said = [
@@ -168,7 +173,7 @@ async fn the_users_conversation_search_ranks_messages_of_the_month_it_names_firs
 #[tokio::test]
 async fn a_conversation_hit_is_dated_on_the_users_day() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, store) = alices_runtime(dir.path()).await;
+    let (rt, store, _server) = alices_runtime(dir.path(), chrono_tz::Europe::Paris).await;
     let alice = UserId::parse("alice").unwrap();
     let said = DateTime::parse_from_rfc3339("2025-03-02T23:30:00Z")
         .unwrap()

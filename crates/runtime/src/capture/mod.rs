@@ -64,6 +64,8 @@ pub(crate) struct Capture {
     /// The notes tools over the store with the agent's governance: the one door for writes.
     notes_tools: ToolRegistry,
     history_events: usize,
+    /// The user's time zone, in which kept proposals are dated.
+    pub(crate) zone: chrono_tz::Tz,
     /// The latest turn of each session waiting for its idle time.
     waiting: Mutex<HashMap<SessionId, u64>>,
     next_wait: Mutex<u64>,
@@ -94,6 +96,7 @@ impl Capture {
         agent_tools: Arc<ToolRegistry>,
         retrieval: &types::RetrievalConfig,
         history_events: usize,
+        zone: chrono_tz::Tz,
     ) -> Option<Arc<Self>> {
         let store = journal.store()?.clone();
         if config.mode == CaptureMode::Off {
@@ -117,6 +120,7 @@ impl Capture {
             agent_tools,
             notes_tools,
             history_events,
+            zone,
             waiting: Mutex::new(HashMap::new()),
             next_wait: Mutex::new(0),
             calls: Mutex::new(VecDeque::new()),
@@ -306,7 +310,7 @@ impl Capture {
             untrusted: untrusted.map(pending::untrusted_name),
         };
         if self.config.mode == CaptureMode::Suggest {
-            report.pending = pending::keep(&self.store, place, proposals).await?;
+            report.pending = pending::keep(&self.store, place, proposals, self.zone).await?;
             return Ok(report);
         }
         // After untrusted input a delete waits for the user, as in `suggest`: what it adds or
@@ -314,7 +318,7 @@ impl Capture {
         let waits = |p: &Proposal| untrusted.is_some() && matches!(p, Proposal::Delete { .. });
         let held: Vec<Proposal> = proposals.iter().filter(|p| waits(p)).cloned().collect();
         if !held.is_empty() {
-            report.pending = pending::keep(&self.store, place, &held).await?;
+            report.pending = pending::keep(&self.store, place, &held, self.zone).await?;
         }
         for (i, proposal) in proposals.iter().enumerate() {
             if waits(proposal) {

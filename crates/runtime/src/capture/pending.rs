@@ -4,6 +4,7 @@
 //! written). A proposal whose note changed since it was made is refused and stays listed. A
 //! secret in a proposal's text is redacted before it is kept.
 
+use chrono_tz::Tz;
 use memory::{MemoryStore, PendingProposal, ProposalPlace};
 use tools::governance::pii::{self, PiiKind};
 use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
@@ -33,6 +34,7 @@ pub(super) async fn keep(
     store: &MemoryStore,
     place: ProposalPlace<'_>,
     proposals: &[Proposal],
+    zone: Tz,
 ) -> Result<Vec<PendingMemory>, RuntimeError> {
     let proposals: Vec<Proposal> = proposals.iter().map(without_secrets).collect();
     let waiting: Vec<Proposal> = store
@@ -41,7 +43,7 @@ pub(super) async fn keep(
         .await
         .map_err(RuntimeError::memory("reading capture proposals"))?
         .iter()
-        .filter_map(pending_view)
+        .filter_map(|row| pending_view(row, zone))
         .map(|(_, p)| p)
         .collect();
     let mut kept: Vec<&Proposal> = Vec::new();
@@ -75,7 +77,7 @@ pub(super) async fn keep(
     Ok(stored
         .iter()
         .filter(|row| ids.contains(&row.id))
-        .filter_map(pending_view)
+        .filter_map(|row| pending_view(row, zone))
         .map(|(view, _)| view)
         .collect())
 }
@@ -108,12 +110,11 @@ fn view(row: &PendingProposal, p: &Proposal, created_at: &str) -> PendingMemory 
     }
 }
 
-/// A stored proposal as the user sees it (`None` for a row this version cannot read).
-pub(crate) fn pending_view(row: &PendingProposal) -> Option<(PendingMemory, Proposal)> {
+/// A stored proposal as the user sees it, dated in their zone (`None` for a row this version
+/// cannot read).
+pub(crate) fn pending_view(row: &PendingProposal, zone: Tz) -> Option<(PendingMemory, Proposal)> {
     let proposal: Proposal = serde_json::from_str(&row.proposal_json).ok()?;
-    let at = row
-        .created_at
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let at = crate::notes::rfc3339_in(row.created_at, zone);
     Some((view(row, &proposal, &at), proposal))
 }
 
@@ -127,6 +128,7 @@ impl AgentRuntime {
     ) -> Result<Vec<PendingMemory>, RuntimeError> {
         let store = self.notes_store()?;
         let access = tools::MemoryAccess::notes_read();
+        let zone = self.zone();
         self.govern(ctx, types::memory_ops::PENDING, access, |_| async move {
             let rows = store
                 .captures()
@@ -135,7 +137,7 @@ impl AgentRuntime {
                 .map_err(RuntimeError::memory("reading capture proposals"))?;
             Ok(rows
                 .iter()
-                .filter_map(pending_view)
+                .filter_map(|row| pending_view(row, zone))
                 .map(|(v, _)| v)
                 .collect::<Vec<_>>())
         })
@@ -161,7 +163,7 @@ impl AgentRuntime {
             .await
             .map_err(RuntimeError::memory("reading a capture proposal"))?
             .ok_or_else(|| no_proposal(id))?;
-        let (_, proposal) = pending_view(&row).ok_or_else(|| no_proposal(id))?;
+        let (_, proposal) = pending_view(&row, self.zone()).ok_or_else(|| no_proposal(id))?;
         // The call id makes a retried acceptance write nothing twice. The number alone does not
         // name the proposal: the store reuses numbers once the list is empty, and a later
         // proposal of the same text would be taken for a retry and never written.
