@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libsql::{Connection, Row, Rows, Value};
+use libsql::{Connection, Row, Value};
 use types::{NoteId, SessionId};
 
 use crate::error::MemoryError;
@@ -28,6 +28,7 @@ use crate::search::query::{HitSource, SearchHit};
 use crate::search::replies::{Prefetched, after_chunks_stmt, after_row};
 use crate::store::batch_read::Reads;
 use crate::store::stmt::Stmt;
+use crate::store::stmt_cache::each_row;
 use crate::time;
 
 const CTX: &str = "reading search results";
@@ -145,20 +146,24 @@ pub(crate) struct ChunkDetail {
     pub(crate) meta: ChunkMeta,
 }
 
-/// The details of chunks `ids` (a deleted chunk has none), in one read on `conn`.
+/// The details of chunks `ids` (a deleted chunk has none), in one read on `conn` (its statement
+/// prepared once per connection, see [`each_row`]).
 pub(crate) async fn chunk_details_on(
     conn: &Connection,
     ids: &[i64],
 ) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
     let [details, _] = detail_stmts(ids);
-    let rows = conn
-        .query(&details.sql, details.args)
-        .await
-        .map_err(MemoryError::db(CTX))?;
-    chunk_details(rows).await
+    let mut out = HashMap::new();
+    each_row(conn, &details.sql, details.args, CTX, |row| {
+        let (id, detail) = detail_of(row)?;
+        out.insert(id, detail);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
 }
 
-/// The reads of a window of chunks: their details ([`chunk_details`]), then the whole text,
+/// The reads of a window of chunks: their details ([`detail_of`]), then the whole text,
 /// metadata and namespace of the notes they belong to ([`note_texts`]).
 fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
     let marks = vec!["?"; ids.len()].join(", ");
@@ -179,15 +184,6 @@ fn detail_stmts(ids: &[i64]) -> [Stmt; 2] {
             params,
         ),
     ]
-}
-
-async fn chunk_details(mut rows: Rows) -> Result<HashMap<i64, ChunkDetail>, MemoryError> {
-    let mut out = HashMap::new();
-    while let Some(row) = rows.next().await.map_err(MemoryError::db(CTX))? {
-        let (id, detail) = detail_of(&row)?;
-        out.insert(id, detail);
-    }
-    Ok(out)
 }
 
 /// The chunk id and details in a row's first six columns (`chunk_id, session_id, event_seq,
