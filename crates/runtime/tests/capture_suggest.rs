@@ -436,3 +436,54 @@ async fn listing_pending_proposals_is_a_governed_audited_read() {
         "{again}"
     );
 }
+
+/// Rejecting a proposal decides what the user's memory will not hold: a governed write,
+/// `memory_reject` — audited, and refused (the proposal kept) where the user's rules say so.
+#[tokio::test]
+async fn rejecting_a_proposal_is_a_governed_audited_write() {
+    let rules: GovernanceConfig = serde_json::from_value(json!({
+        "tool_permissions": {"memory_reject": {"operations": ["read"]}}
+    }))
+    .unwrap();
+    let f = fixture_governed(ProviderKind::Openai, on_demand(CaptureMode::Suggest), rules).await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I play the cello"),
+        json!([{"action": "add", "content": "The user plays the cello"}]),
+    )
+    .await;
+    let refused = f.rt.reject_memory(&c, pending[0].id).await.unwrap_err();
+    assert!(refused.to_string().contains("memory_reject"), "{refused}");
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending, "kept");
+
+    let f = fixture(ProviderKind::Openai, on_demand(CaptureMode::Suggest)).await;
+    let (c, pending) = proposed(
+        &f,
+        ("chat-a", "t1", "I play the cello"),
+        json!([{"action": "add", "content": "The user plays the cello"}]),
+    )
+    .await;
+    f.rt.reject_memory(&c, pending[0].id).await.unwrap();
+    assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
+    assert!(f.rt.reject_memory(&c, pending[0].id).await.is_err(), "gone");
+    let audit = f
+        .store
+        .audit()
+        .audit_page(&AuditQuery::default())
+        .await
+        .unwrap();
+    let rows: Vec<(&str, &str)> = audit
+        .rows
+        .iter()
+        .filter(|r| r.tool == "memory_reject")
+        .map(|r| (r.operation.as_str(), r.outcome.as_str()))
+        .collect();
+    // Newest first: the second, of a proposal gone, is recorded as refused.
+    assert_eq!(
+        rows,
+        [("write", "error"), ("write", "ok")],
+        "{:?}",
+        audit.rows
+    );
+    assert!(texts(&f.store).await.is_empty(), "nothing written");
+}

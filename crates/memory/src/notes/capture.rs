@@ -7,6 +7,8 @@ use chrono::{DateTime, Utc};
 use types::{SessionId, TurnId, UserId};
 
 use crate::error::MemoryError;
+use crate::notes::audit::record_write;
+use crate::notes::receipts::CallKey;
 use crate::rooms::Captures;
 use crate::store::{begin, finish};
 use crate::time::{now_text, parse};
@@ -209,17 +211,33 @@ impl Captures<'_> {
     }
 
     /// Removes one of `user`'s proposals (accepted or rejected); `false` when there was none.
-    pub async fn drop_proposal(&self, user: &UserId, id: i64) -> Result<bool, MemoryError> {
-        let user = user.as_str().to_owned();
+    /// With an audited `call` (a governed rejection) the removal writes its audit row in the
+    /// same transaction.
+    pub async fn drop_proposal(
+        &self,
+        user: &UserId,
+        call: Option<&CallKey>,
+        id: i64,
+    ) -> Result<bool, MemoryError> {
+        let user = user.clone();
+        let audit = call.and_then(CallKey::audit).cloned();
         self.write(move |conn| async move {
-            let n = conn
-                .execute(
-                    "DELETE FROM capture_proposals WHERE user_id = ?1 AND id = ?2",
-                    libsql::params![user, id],
-                )
-                .await
-                .map_err(MemoryError::db("removing a capture proposal"))?;
-            Ok(n > 0)
+            let tx = begin(&conn).await?;
+            let outcome = async {
+                let n = tx
+                    .execute(
+                        "DELETE FROM capture_proposals WHERE user_id = ?1 AND id = ?2",
+                        libsql::params![user.as_str(), id],
+                    )
+                    .await
+                    .map_err(MemoryError::db("removing a capture proposal"))?;
+                if n > 0 {
+                    record_write(&tx, &user, audit.as_ref(), None).await?;
+                }
+                Ok(n > 0)
+            }
+            .await;
+            finish(tx, outcome).await
         })
         .await
     }

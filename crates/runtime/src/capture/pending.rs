@@ -5,7 +5,7 @@
 //! secret in a proposal's text is redacted before it is kept.
 
 use chrono_tz::Tz;
-use memory::{MemoryStore, PendingProposal, ProposalPlace};
+use memory::{CallKey, MemoryStore, PendingProposal, ProposalPlace};
 use tools::governance::pii::{self, PiiKind};
 use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
 
@@ -200,27 +200,45 @@ impl AgentRuntime {
                     )),
                 }
             })?;
-        self.reject_memory(ctx, id).await?;
+        // Applied: the proposal is done (its audit row is the write's).
+        drop_proposal(store, None, ctx, id).await?;
         Ok(change)
     }
 
-    /// Removes the user's pending proposal `id`; nothing is written.
+    /// Removes the user's pending proposal `id`, no note written: a governed write,
+    /// `memory_reject` (permission, rate limit, an audit row, metrics), since it decides what
+    /// the user's memory will not hold.
     pub async fn reject_memory(
         &self,
         ctx: &ToolExecutionContext,
         id: i64,
     ) -> Result<(), RuntimeError> {
-        let dropped = self
-            .notes_store()?
-            .captures()
-            .drop_proposal(&ctx.user_id, id)
-            .await
-            .map_err(RuntimeError::memory("removing a capture proposal"))?;
-        if dropped {
-            Ok(())
-        } else {
-            Err(no_proposal(id))
-        }
+        let store = self.notes_store()?;
+        let access = tools::MemoryAccess::notes_write(&[]);
+        self.govern(ctx, types::memory_ops::REJECT, access, |call| async move {
+            drop_proposal(store, call.as_ref(), ctx, id).await
+        })
+        .await
+    }
+}
+
+/// Drops the user's pending proposal `id` (its audit row in the same transaction, for an audited
+/// `call`); an unknown one (or another user's) is an error.
+async fn drop_proposal(
+    store: &MemoryStore,
+    call: Option<&CallKey>,
+    ctx: &ToolExecutionContext,
+    id: i64,
+) -> Result<(), RuntimeError> {
+    let dropped = store
+        .captures()
+        .drop_proposal(&ctx.user_id, call, id)
+        .await
+        .map_err(RuntimeError::memory("removing a capture proposal"))?;
+    if dropped {
+        Ok(())
+    } else {
+        Err(no_proposal(id))
     }
 }
 

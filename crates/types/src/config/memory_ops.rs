@@ -34,6 +34,8 @@ pub const CONFIRM: &str = "memory_confirm";
 pub const RECALL: &str = "memory_recall";
 /// Capture's proposals waiting for the user (their texts, and the note each would change).
 pub const PENDING: &str = "memory_pending";
+/// Reject one of capture's proposals (it is dropped; no note changes).
+pub const REJECT: &str = "memory_reject";
 /// Import exported notes (CLI).
 pub const IMPORT: &str = "memory_import";
 /// Import a `/memories` tree (CLI).
@@ -70,6 +72,7 @@ pub const MEMORY_OPS: &[(&str, &[Operation])] = &[
     (CONFIRM, WRITE),
     (RECALL, READ),
     (PENDING, READ),
+    (REJECT, WRITE),
     (IMPORT, WRITE),
     (IMPORT_TREE, WRITE),
     (EXPORT, READ),
