@@ -38,6 +38,20 @@ pub(crate) struct Fixture {
     pub(crate) registry: Arc<ToolRegistry>,
 }
 
+/// `(operation, outcome)` of the audit rows of `tool` in `store`, newest first.
+pub(crate) async fn audit_of(store: &memory::MemoryStore, tool: &str) -> Vec<(String, String)> {
+    let page = store
+        .audit()
+        .audit_page(&AuditQuery::default())
+        .await
+        .unwrap();
+    page.rows
+        .into_iter()
+        .filter(|r| r.tool == tool)
+        .map(|r| (r.operation, r.outcome))
+        .collect()
+}
+
 /// An agent with the notes tools and the file tools, governed with the store as audit sink
 /// (as the composed agent is), capturing as `config` says.
 pub(crate) async fn fixture(kind: ProviderKind, config: CaptureConfig) -> Fixture {

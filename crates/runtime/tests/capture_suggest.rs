@@ -11,7 +11,6 @@
     reason = "tests fail loudly"
 )]
 
-use memory::AuditQuery;
 use memory::Origin;
 use runtime::RuntimeError;
 use serde_json::{Value, json};
@@ -22,7 +21,8 @@ use types::{
 };
 
 use crate::capture::{
-    Fixture, KINDS, alice, fixture, fixture_governed, on_demand, record, saved, texts, turn,
+    Fixture, KINDS, alice, audit_of, fixture, fixture_governed, on_demand, record, saved, texts,
+    turn,
 };
 use crate::common::ctx;
 
@@ -416,19 +416,8 @@ async fn listing_pending_proposals_is_a_governed_audited_read() {
     )
     .await;
     assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
-    let audit = f
-        .store
-        .audit()
-        .audit_page(&AuditQuery::default())
-        .await
-        .unwrap();
-    let rows: Vec<(&str, &str)> = audit
-        .rows
-        .iter()
-        .filter(|r| r.tool == "memory_pending")
-        .map(|r| (r.operation.as_str(), r.outcome.as_str()))
-        .collect();
-    assert_eq!(rows, [("read", "ok")], "{:?}", audit.rows);
+    let rows = audit_of(&f.store, "memory_pending").await;
+    assert_eq!(rows, [("read".into(), "ok".into())]);
     // The read is rate limited like any other: the second one within the minute is refused.
     let again = f.rt.pending_memories(&c).await.unwrap_err().to_string();
     assert!(
@@ -466,24 +455,9 @@ async fn rejecting_a_proposal_is_a_governed_audited_write() {
     f.rt.reject_memory(&c, pending[0].id).await.unwrap();
     assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
     assert!(f.rt.reject_memory(&c, pending[0].id).await.is_err(), "gone");
-    let audit = f
-        .store
-        .audit()
-        .audit_page(&AuditQuery::default())
-        .await
-        .unwrap();
-    let rows: Vec<(&str, &str)> = audit
-        .rows
-        .iter()
-        .filter(|r| r.tool == "memory_reject")
-        .map(|r| (r.operation.as_str(), r.outcome.as_str()))
-        .collect();
     // Newest first: the second, of a proposal gone, is recorded as refused.
-    assert_eq!(
-        rows,
-        [("write", "error"), ("write", "ok")],
-        "{:?}",
-        audit.rows
-    );
+    let rows = audit_of(&f.store, "memory_reject").await;
+    let want = |outcome: &str| ("write".to_owned(), outcome.to_owned());
+    assert_eq!(rows, [want("error"), want("ok")]);
     assert!(texts(&f.store).await.is_empty(), "nothing written");
 }
