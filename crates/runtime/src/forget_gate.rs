@@ -6,7 +6,8 @@
 //! after it is only unconfirmed — kept, marked, and left out of recall until the user confirms
 //! it — but a delete would make a confirmed memory vanish from recall unseen: a planted "forget
 //! where the user lives" would work. So a call that removes notes (governance's `Delete`
-//! operation: `memory_delete`, the files tool's `delete`, an update that empties a note) goes
+//! operation: `memory_delete`, the files tool's `delete`, an update that empties a note — and an
+//! update that gives a note an expiry, which forgets it later) goes
 //! through the approval policy while such text is in the context, with a reason naming what it
 //! would forget and what was read; capture's deletes wait for the user the same way (see
 //! [`crate::capture`]). A turn begun by untrusted text — the run of a schedule made after such
@@ -42,10 +43,18 @@ pub(crate) fn needs_answer(
 ) -> Option<UntrustedInput> {
     let args: Value = serde_json::from_str(&call.arguments).ok()?;
     let access = tools.get(&call.name)?.memory_access(&args)?;
-    if access.operation != Operation::Delete {
+    if !forgets(&access) {
         return None;
     }
     crate::untrusted::in_context(tools, entries).or(ctx.untrusted_input)
+}
+
+/// Whether a call with `access` removes notes: a delete, or a write that gives a note it names an
+/// expiry (`memory_update`'s `expires_in` / `expires_at`: the note leaves recall when it comes,
+/// as a delete would make it, only later).
+fn forgets(access: &tools::MemoryAccess) -> bool {
+    access.operation == Operation::Delete
+        || (access.key.is_some() && access.ttl_seconds.is_some_and(|ttl| ttl > 0))
 }
 
 impl AgentRuntime {
@@ -72,9 +81,14 @@ impl AgentRuntime {
             (None, Some(path)) => format!("the memory file {}", quoted(path)),
             (None, None) => "a memory".to_owned(),
         };
+        // An expiry forgets later: said so.
+        let when = match ["expires_in", "expires_at"].iter().find_map(|k| text(k)) {
+            Some(at) => format!(" when it expires ({})", quoted(at)),
+            None => String::new(),
+        };
         format!(
-            "It would forget {what}, asked after the conversation read {} — text that can \
-             carry instructions the user never gave.",
+            "It would forget {what}{when}, asked after the conversation read {} — text that \
+             can carry instructions the user never gave.",
             source(read)
         )
     }

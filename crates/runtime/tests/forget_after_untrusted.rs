@@ -284,3 +284,51 @@ async fn the_files_tools_deletes_wait_too() {
     let file = s.store.files().read_file(&alice, path).await.unwrap();
     assert!(file.is_some(), "the file is kept");
 }
+
+/// An update giving the note an expiry forgets it later: after the planted file it waits for the
+/// user the same way (declined, the note keeps no expiry); in a clean context it runs.
+#[tokio::test]
+async fn a_planted_expiry_waits_for_the_user() {
+    let s = setup(ProviderKind::Openai, ApprovalPolicy::Ask).await;
+    let alice = UserId::parse("alice").unwrap();
+    let text = "Alice lives in Lisbon, in Alfama";
+    let expire = (
+        "memory_update",
+        json!({"note_id": s.note.as_str(), "content": text,
+               "version": memory::edit_token(text), "expires_in": "30m"}),
+    );
+    let (result, reasons) = deleting(
+        &s,
+        ("chat-b", "t2"),
+        true,
+        expire.clone(),
+        ApprovalDecision::Decline,
+    )
+    .await;
+    assert_eq!(reasons.len(), 1, "asked once: {reasons:?}");
+    let reason = reasons[0].clone().unwrap();
+    assert!(
+        reason.contains(text) && reason.contains("when it expires") && reason.contains("a file"),
+        "{reason}"
+    );
+    assert!(result.contains("declined"), "{result}");
+    let note = s.store.get(&alice, &s.note).await.unwrap();
+    assert_eq!(
+        note.metadata.expires_at, None,
+        "a declined expiry sets none"
+    );
+
+    // In a new session, whose context never held the file: runs without asking.
+    let (result, reasons) = deleting(
+        &s,
+        ("chat-c", "t3"),
+        false,
+        expire,
+        ApprovalDecision::Decline,
+    )
+    .await;
+    assert!(reasons.is_empty(), "{reasons:?}");
+    assert!(!result.starts_with("error"), "{result}");
+    let note = s.store.get(&alice, &s.note).await.unwrap();
+    assert!(note.metadata.expires_at.is_some());
+}
