@@ -298,3 +298,142 @@ async fn recall_shows_a_note_as_the_user_last_confirmed_it() {
         .unwrap();
     assert_eq!(recall(ids, alice).await, []);
 }
+
+/// A rewrite that leaves a note's text as it was keeps a confirmed note confirmed (an update, a
+/// key's value put again, a `/memories` file written again), whoever writes it: nothing new came
+/// from the untrusted writer, and the note would otherwise leave recall with no earlier
+/// confirmed text to stand in for it. New text from it makes the note unconfirmed, and the
+/// user's own rewrite of an unconfirmed note confirms it.
+#[tokio::test]
+async fn a_rewrite_that_leaves_the_text_keeps_the_note_confirmed() {
+    let f = fixture().await;
+    let alice = user("alice");
+    let web = || Some(Provenance::in_turn(Origin::Web, "s2", "t2"));
+    let said = NoteMetadata {
+        provenance: Some(Provenance::in_turn(Origin::User, "s1", "t1")),
+        ..NoteMetadata::default()
+    };
+    let confirmed = |id: types::NoteId| {
+        let store = f.store.clone();
+        let alice = alice.clone();
+        async move {
+            let note = store.get(&alice, &id).await.unwrap();
+            let p = note.metadata.provenance.unwrap();
+            (p.origin, p.confirmed)
+        }
+    };
+    let update = |id: types::NoteId, text: &'static str, provenance| {
+        let (store, alice) = (f.store.clone(), alice.clone());
+        async move {
+            let patch = memory::MetadataPatch {
+                provenance,
+                ..memory::MetadataPatch::default()
+            };
+            store
+                .update(&alice, None, &id, text, None, patch)
+                .await
+                .and_then(memory::Written::into_note)
+                .unwrap()
+        }
+    };
+
+    // An update.
+    let note = f
+        .store
+        .save(
+            &alice,
+            None,
+            "Alice is allergic to peanuts",
+            said.clone(),
+            memory::Similar::Unchecked,
+        )
+        .await
+        .and_then(memory::Saved::into_note)
+        .unwrap();
+    update(note.note_id.clone(), "Alice is allergic to peanuts", web()).await;
+    assert_eq!(confirmed(note.note_id.clone()).await, (Origin::User, true));
+    let recalled = f
+        .store
+        .recallable_notes(&alice, std::slice::from_ref(&note.note_id))
+        .await
+        .unwrap();
+    assert_eq!(recalled.len(), 1);
+    assert!(!recalled[0].later_edit_unconfirmed);
+    update(note.note_id.clone(), "Alice loves peanuts", web()).await;
+    assert_eq!(confirmed(note.note_id.clone()).await, (Origin::Web, false));
+    update(
+        note.note_id.clone(),
+        "Alice loves peanuts",
+        Some(Provenance::in_turn(Origin::User, "s3", "t3")),
+    )
+    .await;
+    assert_eq!(confirmed(note.note_id.clone()).await, (Origin::User, true));
+
+    // A key's value put again by an untrusted writer.
+    let untrusted = NoteMetadata {
+        provenance: web(),
+        ..NoteMetadata::default()
+    };
+    let put = |value: &'static str, metadata: NoteMetadata| {
+        let (store, alice) = (f.store.clone(), alice.clone());
+        async move {
+            store
+                .keys()
+                .put_keyed(&alice, None, "home", "city", value, metadata)
+                .await
+                .unwrap()
+                .note_id
+        }
+    };
+    let id = put("Lisbon", said.clone()).await;
+    assert_eq!(put("Lisbon", untrusted.clone()).await, id);
+    assert_eq!(confirmed(id.clone()).await, (Origin::User, true));
+    put("Porto", untrusted).await;
+    assert_eq!(confirmed(id).await, (Origin::Web, false));
+
+    // A file written again.
+    let files = f.store.files();
+    let written = |put: memory::PathPut| match put {
+        memory::PathPut::Written(file) => file.note_id,
+        other => panic!("{other:?}"),
+    };
+    let user_said = Some(Provenance::in_turn(Origin::User, "s1", "t1"));
+    let path = "/memories/diet.md";
+    let id = written(
+        files
+            .put_file(
+                &alice,
+                path,
+                "No peanuts",
+                memory::PathExpect::Absent,
+                None,
+                user_said,
+            )
+            .await
+            .unwrap(),
+    );
+    files
+        .put_file(
+            &alice,
+            path,
+            "No peanuts",
+            memory::PathExpect::Present,
+            None,
+            web(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(confirmed(id.clone()).await, (Origin::User, true));
+    files
+        .put_file(
+            &alice,
+            path,
+            "Peanuts daily",
+            memory::PathExpect::Present,
+            None,
+            web(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(confirmed(id).await, (Origin::Web, false));
+}

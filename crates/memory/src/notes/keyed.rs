@@ -15,6 +15,7 @@ use crate::error::MemoryError;
 use crate::notes::indexing::{EventRef, delete_event, prepare};
 use crate::notes::lifecycle::keep_stored_version;
 use crate::notes::note::{NoteMetadata, NoteWrite, insert_note, validate};
+use crate::notes::provenance::{Provenance, after_rewrite};
 use crate::notes::receipts::{CallKey, record_for, replay};
 use crate::rooms::Keys;
 use crate::store::rows::query_first;
@@ -98,6 +99,8 @@ struct KeyedRow {
     event_seq: i64,
     created_at: String,
     live: bool,
+    content: String,
+    provenance: Option<Provenance>,
 }
 
 async fn find_key(
@@ -110,7 +113,7 @@ async fn find_key(
     query_first(
         conn,
         "SELECT note_id, event_seq, created_at,
-                (expires_at IS NULL OR expires_at > ?4) AS live
+                (expires_at IS NULL OR expires_at > ?4) AS live, content, metadata_json
          FROM notes WHERE session_id = ?1 AND mem_namespace = ?2 AND mem_key = ?3",
         [session.as_str(), namespace, key, now_text().as_str()],
         ctx,
@@ -121,6 +124,12 @@ async fn find_key(
                 event_seq: row.get(1).map_err(MemoryError::db(ctx))?,
                 created_at: row.get(2).map_err(MemoryError::db(ctx))?,
                 live: row.get::<i64>(3).map_err(MemoryError::db(ctx))? != 0,
+                content: row.get(4).map_err(MemoryError::db(ctx))?,
+                provenance: serde_json::from_str::<NoteMetadata>(
+                    &row.get::<String>(5).map_err(MemoryError::db(ctx))?,
+                )
+                .map_err(MemoryError::corrupt("note metadata"))?
+                .provenance,
             })
         },
     )
@@ -143,7 +152,7 @@ impl Keys<'_> {
         check_namespace(namespace)?;
         check_key(key)?;
         let content = validate(content)?.to_owned();
-        let metadata = metadata.validated()?;
+        let mut metadata = metadata.validated()?;
         let prepared = prepare(self.inner.embedder.as_ref(), &content).await?;
         let (user, index) = (user.clone(), self.inner.index.clone());
         let (namespace, key) = (namespace.to_owned(), key.to_owned());
@@ -176,6 +185,11 @@ impl Keys<'_> {
                         if old.live {
                             // The value it replaces stays in the note's history.
                             keep_stored_version(&tx, &old.note_id, &content).await?;
+                            metadata.provenance = after_rewrite(
+                                (&old.content, old.provenance.as_ref()),
+                                &content,
+                                metadata.provenance.take(),
+                            );
                             (old.note_id, old.created_at, false)
                         } else {
                             tx.execute(

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::MemoryError;
-use crate::notes::provenance::Provenance;
+use crate::notes::note::Note;
+use crate::notes::provenance::{Provenance, after_rewrite};
 pub use memory_index::Category;
 
 /// At most this many tags per note.
@@ -125,7 +126,20 @@ impl MetadataPatch {
             && self.provenance.is_none()
     }
 
-    pub(crate) fn apply(&self, mut metadata: NoteMetadata) -> Result<NoteMetadata, MemoryError> {
+    /// The metadata `old` has once rewritten to `content` under this patch. The patch's
+    /// provenance is the new text's, except that a rewrite leaving the text as it was keeps a
+    /// confirmed note confirmed ([`after_rewrite`]).
+    pub(crate) fn rewrite(&self, old: &Note, content: &str) -> Result<NoteMetadata, MemoryError> {
+        let mut metadata = self.apply(old.metadata.clone())?;
+        metadata.provenance = after_rewrite(
+            (&old.content, old.metadata.provenance.as_ref()),
+            content,
+            metadata.provenance,
+        );
+        Ok(metadata)
+    }
+
+    fn apply(&self, mut metadata: NoteMetadata) -> Result<NoteMetadata, MemoryError> {
         if let Some(category) = self.category {
             metadata.category = Some(category);
         }

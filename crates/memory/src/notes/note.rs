@@ -187,7 +187,7 @@ impl MemoryStore {
                 }
                 let session = SessionId::user_memory(&user);
                 let old = load_note(&tx, &session, &note_id, true).await?;
-                let metadata = patch.apply(old.note.metadata.clone())?;
+                let metadata = patch.rewrite(&old.note, &content)?;
                 if let Some(expected) = &expected
                     && edit_token(&old.note.content) != expected.trim()
                 {

@@ -63,7 +63,7 @@ pub(crate) async fn update(
     let write = NoteWrite {
         note_id: edit.note_id.clone(),
         content: edit.content.to_owned(),
-        metadata: edit.patch.apply(old.note.metadata.clone())?,
+        metadata: edit.patch.rewrite(&old.note, edit.content)?,
         created_at: crate::time::to_text(old.note.created_at),
         updated_at: now_text(),
         prepared: edit.prepared.clone(),

@@ -17,6 +17,7 @@ use crate::notes::bounds::{MAX_NOTE_BYTES, TooLong};
 use crate::notes::indexing::prepare;
 use crate::notes::lifecycle::{entomb, keep_version};
 use crate::notes::note::{LoadedNote, NoteMetadata, NoteWrite, insert_note, note_from_row};
+use crate::notes::provenance::after_rewrite;
 use crate::notes::receipts::edit_token;
 use crate::rooms::Files;
 use crate::store::rows::query_first;
@@ -288,7 +289,14 @@ impl Files<'_> {
                 };
                 let mut metadata = metadata;
                 if let Some(provenance) = provenance {
-                    metadata.provenance = Some(provenance);
+                    metadata.provenance = match &existing {
+                        Some((file, old)) => after_rewrite(
+                            (&file.content, old.note.metadata.provenance.as_ref()),
+                            &content,
+                            Some(provenance),
+                        ),
+                        None => Some(provenance),
+                    };
                 }
                 let write = NoteWrite {
                     note_id: note_id.clone(),

@@ -137,6 +137,24 @@ impl Provenance {
     }
 }
 
+/// The provenance a rewrite of a note to `text` leaves, `new` being the writer's: `new`, except
+/// that a rewrite leaving the text as it was (`old`: the text and its provenance) keeps a
+/// confirmed note confirmed — the text came from where it did before, and an untrusted writer
+/// repeating it adds nothing the user has not vouched for (else a note rewritten unchanged after
+/// untrusted input would leave recall, with no earlier confirmed text to stand in for it).
+pub(crate) fn after_rewrite(
+    (old_text, old): (&str, Option<&Provenance>),
+    text: &str,
+    new: Option<Provenance>,
+) -> Option<Provenance> {
+    let was_confirmed = old.is_none_or(|p| p.confirmed);
+    let unconfirms = new.as_ref().is_some_and(|p| !p.confirmed);
+    if old_text == text && was_confirmed && unconfirms {
+        return old.cloned();
+    }
+    new
+}
+
 impl MemoryStore {
     /// Marks `note_id` as confirmed by the user, so automatic recall may use it. A note that was
     /// never unconfirmed (or is confirmed already) is returned unchanged and nothing is written.
