@@ -13,6 +13,7 @@ mod common;
 mod approval_grants;
 mod capture;
 mod capture_attacks;
+mod capture_similar;
 mod capture_suggest;
 mod capture_trust;
 mod dispatch;

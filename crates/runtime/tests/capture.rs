@@ -65,8 +65,18 @@ pub(crate) async fn fixture_governed(
     rules: GovernanceConfig,
 ) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir.path().join("alice/.oxydra/memory.db")).await;
+    fixture_on(kind, config, rules, (dir, store)).await
+}
+
+/// [`fixture_governed`] over `store` (in `dir`).
+pub(crate) async fn fixture_on(
+    kind: ProviderKind,
+    config: CaptureConfig,
+    rules: GovernanceConfig,
+    (dir, store): (tempfile::TempDir, MemoryStore),
+) -> Fixture {
     let root = dir.path().to_path_buf();
-    let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
     let governance = Governance::new(rules).with_audit(Arc::new(store.clone()));
     let registry = tools::ToolSet::new(Some(Arc::new(store.clone())))
         .retrieval(&RetrievalConfig::default())
