@@ -139,6 +139,10 @@ pub(crate) async fn recall(
         let cost = estimate_text(&text)
             + estimate_text(note_id.as_str())
             + provenance.as_deref().map_or(0, estimate_text)
+            + match shown.later_edit_unconfirmed {
+                true => estimate_text(crate::prompt::LATER_EDIT),
+                false => 0,
+            }
             + 16;
         if used.saturating_add(cost) > config.recall_token_budget {
             continue;
