@@ -3,8 +3,9 @@
 //! permission, rate limit, PII and secret screening, the write with its audit row, provenance
 //! `captured` with the session and turn — exactly as the model's own calls would. A save the
 //! store's duplicate check answers with a near-certain restatement ([`RESTATED`]) becomes an
-//! update of that note, one merely similar is added; an exact duplicate changes nothing. A refused or failed proposal is logged and skipped. A
-//! change is reported with the note's text as stored (screening may have redacted it).
+//! update of that note, one merely similar is added; an exact duplicate changes nothing. A
+//! refused or failed proposal is logged and skipped. A change is reported with the note's text
+//! as stored (screening may have redacted it).
 
 use memory::MemoryStore;
 use serde_json::{Value, json};
@@ -39,11 +40,14 @@ pub(crate) async fn apply(
         } => {
             let mut args = json!({ "content": content });
             organise(&mut args, category.as_ref(), tags);
-            let answer = run(tools, MEMORY_SAVE_TOOL_NAME, &args, ctx).await?;
-            if answer.get("saved") != Some(&Value::Bool(false)) {
+            let added = |answer: Value| async move {
                 let note_id = text_of(&answer, "note_id")?;
                 let text = stored(store, ctx, &note_id, content).await;
-                return Ok(Some(change("added", note_id, &text, confirmed)));
+                Ok(Some(change("added", note_id, &text, confirmed)))
+            };
+            let answer = run(tools, MEMORY_SAVE_TOOL_NAME, &args, ctx).await?;
+            if answer.get("saved") != Some(&Value::Bool(false)) {
+                return added(answer).await;
             }
             // The store's duplicate check: the same text is already a note (nothing to do), or a
             // similar note exists. A near-certain restatement replaces it, as an update; below
@@ -60,10 +64,7 @@ pub(crate) async fn apply(
                     call_id: ctx.call_id.as_ref().map(|c| format!("{c}-add")),
                     ..ctx.clone()
                 };
-                let answer = run(tools, MEMORY_SAVE_TOOL_NAME, &args, &call).await?;
-                let note_id = text_of(&answer, "note_id")?;
-                let text = stored(store, ctx, &note_id, content).await;
-                return Ok(Some(change("added", note_id, &text, confirmed)));
+                return added(run(tools, MEMORY_SAVE_TOOL_NAME, &args, &call).await?).await;
             }
             let note_id = NoteId::parse(similar).map_err(|e| e.to_string())?;
             let note = store
