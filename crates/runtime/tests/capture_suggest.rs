@@ -461,3 +461,55 @@ async fn rejecting_a_proposal_is_a_governed_audited_write() {
     assert_eq!(rows, [want("error"), want("ok")]);
     assert!(texts(&f.store).await.is_empty(), "nothing written");
 }
+
+/// A kept proposal is stored and shown to every client of the user until they decide, so it is
+/// screened as the capture surface's write of it will be: personal data redacted where
+/// `[governance.surfaces.capture] pii = "redact"`, the proposal not kept where it is "reject"
+/// (it could never be accepted).
+#[tokio::test]
+async fn a_kept_proposal_is_screened_by_the_capture_surfaces_pii_rule() {
+    let email = json!([
+        {"action": "add", "content": "The user's email is alice@example.com", "tags": ["alice@example.com", "contact"]},
+        {"action": "add", "content": "The user plays the cello"},
+    ]);
+    let rules = |pii: &str| -> GovernanceConfig {
+        serde_json::from_value(json!({"surfaces": {"capture": {"pii": pii}}})).unwrap()
+    };
+    let said = (
+        "chat-a",
+        "t1",
+        "Write to me at alice@example.com; I play the cello",
+    );
+
+    let f = fixture_governed(
+        ProviderKind::Openai,
+        on_demand(CaptureMode::Suggest),
+        rules("redact"),
+    )
+    .await;
+    let (c, pending) = proposed(&f, said, email.clone()).await;
+    let shown = serde_json::to_string(&f.rt.pending_memories(&c).await.unwrap()).unwrap();
+    assert!(!shown.contains("alice@example.com"), "{shown}");
+    assert_eq!(
+        pending[0].content.as_deref(),
+        Some("The user's email is [REDACTED:email]")
+    );
+    let f = fixture_governed(
+        ProviderKind::Openai,
+        on_demand(CaptureMode::Suggest),
+        rules("reject"),
+    )
+    .await;
+    let (c, pending) = proposed(&f, said, email.clone()).await;
+    let contents: Vec<_> = pending.iter().map(|p| p.content.clone().unwrap()).collect();
+    assert_eq!(contents, ["The user plays the cello"]);
+    assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
+
+    // Allowed (the capture surface's default): kept as proposed.
+    let f = fixture(ProviderKind::Openai, on_demand(CaptureMode::Suggest)).await;
+    let (_, pending) = proposed(&f, said, email).await;
+    assert_eq!(
+        pending[0].content.as_deref(),
+        Some("The user's email is alice@example.com")
+    );
+}

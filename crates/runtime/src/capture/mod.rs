@@ -310,7 +310,14 @@ impl Capture {
             untrusted: untrusted.map(pending::untrusted_name),
         };
         if self.config.mode == CaptureMode::Suggest {
-            report.pending = pending::keep(&self.store, place, proposals, self.zone).await?;
+            report.pending = pending::keep(
+                &self.store,
+                self.agent_tools.governance(),
+                place,
+                proposals,
+                self.zone,
+            )
+            .await?;
             return Ok(report);
         }
         // After untrusted input a delete waits for the user, as in `suggest`: what it adds or
@@ -318,7 +325,14 @@ impl Capture {
         let waits = |p: &Proposal| untrusted.is_some() && matches!(p, Proposal::Delete { .. });
         let held: Vec<Proposal> = proposals.iter().filter(|p| waits(p)).cloned().collect();
         if !held.is_empty() {
-            report.pending = pending::keep(&self.store, place, &held, self.zone).await?;
+            report.pending = pending::keep(
+                &self.store,
+                self.agent_tools.governance(),
+                place,
+                &held,
+                self.zone,
+            )
+            .await?;
         }
         for (i, proposal) in proposals.iter().enumerate() {
             if waits(proposal) {

@@ -6,6 +6,7 @@
 
 use chrono_tz::Tz;
 use memory::{CallKey, MemoryStore, PendingProposal, ProposalPlace};
+use tools::Governance;
 use tools::governance::pii::{self, PiiKind};
 use types::{PendingMemory, SessionId, Surface, ToolExecutionContext, TurnId, UntrustedInput};
 
@@ -28,15 +29,20 @@ pub(super) fn untrusted_name(input: UntrustedInput) -> &'static str {
 }
 
 /// Stores `proposals` for the user, less those already waiting (a fact the user repeats in each
-/// conversation is proposed once, not once per capture), secrets redacted; returns them as the
-/// user will see them.
+/// conversation is proposed once, not once per capture), secrets redacted and personal data
+/// screened as the capture surface says; returns them as the user will see them.
 pub(super) async fn keep(
     store: &MemoryStore,
+    governance: &Governance,
     place: ProposalPlace<'_>,
     proposals: &[Proposal],
     zone: Tz,
 ) -> Result<Vec<PendingMemory>, RuntimeError> {
-    let proposals: Vec<Proposal> = proposals.iter().map(without_secrets).collect();
+    let proposals: Vec<Proposal> = proposals
+        .iter()
+        .map(without_secrets)
+        .filter_map(|p| screened(governance, p))
+        .collect();
     let waiting: Vec<Proposal> = store
         .captures()
         .pending_proposals(place.user)
@@ -95,6 +101,29 @@ fn without_secrets(p: &Proposal) -> Proposal {
         tags.retain(|t| pii::redact(t, secret).1.is_empty());
     }
     p
+}
+
+/// `p` screened as the capture surface's write of it will be (`[governance.surfaces.capture]
+/// pii`): personal data redacted where the surface redacts it; `None` where the surface refuses
+/// it — it could never be accepted, and it would wait, shown to every client, until rejected. A
+/// tag holding personal data is left out.
+fn screened(governance: &Governance, mut p: Proposal) -> Option<Proposal> {
+    if let Proposal::Add { content, tags, .. } | Proposal::Update { content, tags, .. } = &mut p {
+        if governance.screen_kept(Surface::Capture, content).is_err() {
+            tracing::info!(
+                "capture: a proposal the capture surface refuses (personal data) is not kept"
+            );
+            return None;
+        }
+        tags.retain(|t| {
+            let mut screened = t.clone();
+            governance
+                .screen_kept(Surface::Capture, &mut screened)
+                .is_ok()
+                && screened == *t
+        });
+    }
+    Some(p)
 }
 
 fn view(row: &PendingProposal, p: &Proposal, created_at: &str) -> PendingMemory {

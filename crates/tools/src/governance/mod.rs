@@ -64,7 +64,7 @@ use std::time::{Duration, Instant};
 use memory::AuditEntry;
 use serde_json::{Value, json};
 use types::{
-    AuditTag, GovernanceConfig, Operation, PiiAction, ReadGrant, SurfacePolicy,
+    AuditTag, GovernanceConfig, Operation, PiiAction, ReadGrant, Surface, SurfacePolicy,
     ToolExecutionContext, UntrustedInput,
 };
 
@@ -160,6 +160,15 @@ impl Governance {
 
     pub fn metrics(&self) -> Option<&Arc<MemoryMetrics>> {
         self.metrics.as_ref()
+    }
+
+    /// Screens `text` that a write through `surface` will store later (capture's proposal kept
+    /// for the user) as that write will be screened: personal data redacted in place where the
+    /// surface redacts it, `Err` (`PII_DETECTED`) where the surface refuses it or for a secret.
+    /// What waits for a write is stored and shown, so it is screened as what the write stores.
+    pub fn screen_kept(&self, surface: Surface, text: &mut String) -> Result<(), ToolError> {
+        let policy = self.config.surfaces.policy(surface);
+        screen::screen_text(&policy, "content", text).map(|_| ())
     }
 
     /// Permission, rate limit and PII/secret stages. On success `args` may have been redacted in
