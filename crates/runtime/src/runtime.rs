@@ -38,6 +38,8 @@ pub struct AgentRuntime {
     /// The user's time zone (`[user] timezone`), in which the user's own searches read times;
     /// `None`: the host's.
     pub(crate) timezone: Option<chrono_tz::Tz>,
+    /// `timezone`, else the host's, resolved once when it is set (see [`AgentRuntime::zone`]).
+    zone: chrono_tz::Tz,
     pub(crate) limits: ModelLimits,
     pub(crate) approver: Option<Arc<dyn Approver>>,
     /// Tools the user allowed for the rest of a session.
@@ -89,6 +91,7 @@ impl AgentRuntime {
             config,
             retrieval: RetrievalConfig::default(),
             timezone: None,
+            zone: host_zone(),
             limits,
             approver: None,
             grants: SessionGrants::default(),
@@ -156,8 +159,9 @@ impl AgentRuntime {
     /// times in (default: the host's).
     pub fn with_timezone(mut self, timezone: Option<chrono_tz::Tz>) -> Self {
         self.timezone = timezone;
+        self.zone = timezone.unwrap_or_else(host_zone);
         // Capture, if built already (it has run nothing yet), dates its proposals in it too.
-        let zone = self.zone();
+        let zone = self.zone;
         if let Some(capture) = self.capture.as_mut().and_then(Arc::get_mut) {
             capture.zone = zone;
         }
@@ -167,8 +171,7 @@ impl AgentRuntime {
     /// The user's time zone: `[user] timezone`, else the host's (UTC when the host's is unknown).
     /// Times shown to the user and the model (note dates, recalled notes) are in it.
     pub fn zone(&self) -> chrono_tz::Tz {
-        self.timezone
-            .unwrap_or_else(|| tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC))
+        self.zone
     }
 
     /// Who answers approval requests when `runtime.approval = "ask"`. Without one, privileged
@@ -268,4 +271,10 @@ impl AgentRuntime {
             .map(|e| e.message)
             .collect())
     }
+}
+
+/// The host's time zone (UTC when it cannot be read): read from the system, so once per setting,
+/// not per note shown.
+fn host_zone() -> chrono_tz::Tz {
+    tools::resolve_timezone(None).unwrap_or(chrono_tz::Tz::UTC)
 }
