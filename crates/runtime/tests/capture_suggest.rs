@@ -40,6 +40,12 @@ async fn proposed(
     (c, report.pending)
 }
 
+/// [`proposed`] of the one fact "I play the cello" yields, in session chat-a.
+async fn cello_proposed(f: &Fixture) -> (ToolExecutionContext, Vec<PendingMemory>) {
+    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
+    proposed(f, ("chat-a", "t1", "I play the cello"), cello).await
+}
+
 async fn suggest_keeps_proposals(kind: ProviderKind) {
     let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
     f.server.push(ScriptedReply::text("OK."));
@@ -306,8 +312,7 @@ async fn a_secret_in_a_proposal_is_redacted_before_it_is_kept() {
 /// second acceptance is the same call, and the proposal is gone after it.
 async fn accepted_twice_at_once(kind: ProviderKind) {
     let f = fixture(kind, on_demand(CaptureMode::Suggest)).await;
-    let cello = json!([{"action": "add", "content": "The user plays the cello"}]);
-    let (c, pending) = proposed(&f, ("chat-a", "t1", "I play the cello"), cello).await;
+    let (c, pending) = cello_proposed(&f).await;
     let (one, two) = tokio::join!(
         f.rt.accept_memory(&c, pending[0].id),
         f.rt.accept_memory(&c, pending[0].id)
@@ -375,12 +380,7 @@ async fn a_refused_acceptance_says_the_rule(kind: ProviderKind) {
         ..GovernanceConfig::default()
     };
     let f = fixture_governed(kind, on_demand(CaptureMode::Suggest), rules).await;
-    let (c, pending) = proposed(
-        &f,
-        ("chat-a", "t1", "I play the cello"),
-        json!([{"action": "add", "content": "The user plays the cello"}]),
-    )
-    .await;
+    let (c, pending) = cello_proposed(&f).await;
     let refused = f.rt.accept_memory(&c, pending[0].id).await.unwrap_err();
     let RuntimeError::NoteRefused { kind: why, message } = &refused else {
         panic!("{refused:?}");
@@ -409,12 +409,7 @@ async fn listing_pending_proposals_is_a_governed_audited_read() {
     }))
     .unwrap();
     let f = fixture_governed(ProviderKind::Openai, on_demand(CaptureMode::Suggest), rules).await;
-    let (c, pending) = proposed(
-        &f,
-        ("chat-a", "t1", "I play the cello"),
-        json!([{"action": "add", "content": "The user plays the cello"}]),
-    )
-    .await;
+    let (c, pending) = cello_proposed(&f).await;
     assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending);
     let rows = audit_of(&f.store, "memory_pending").await;
     assert_eq!(rows, [("read".into(), "ok".into())]);
@@ -435,23 +430,13 @@ async fn rejecting_a_proposal_is_a_governed_audited_write() {
     }))
     .unwrap();
     let f = fixture_governed(ProviderKind::Openai, on_demand(CaptureMode::Suggest), rules).await;
-    let (c, pending) = proposed(
-        &f,
-        ("chat-a", "t1", "I play the cello"),
-        json!([{"action": "add", "content": "The user plays the cello"}]),
-    )
-    .await;
+    let (c, pending) = cello_proposed(&f).await;
     let refused = f.rt.reject_memory(&c, pending[0].id).await.unwrap_err();
     assert!(refused.to_string().contains("memory_reject"), "{refused}");
     assert_eq!(f.rt.pending_memories(&c).await.unwrap(), pending, "kept");
 
     let f = fixture(ProviderKind::Openai, on_demand(CaptureMode::Suggest)).await;
-    let (c, pending) = proposed(
-        &f,
-        ("chat-a", "t1", "I play the cello"),
-        json!([{"action": "add", "content": "The user plays the cello"}]),
-    )
-    .await;
+    let (c, pending) = cello_proposed(&f).await;
     f.rt.reject_memory(&c, pending[0].id).await.unwrap();
     assert!(f.rt.pending_memories(&c).await.unwrap().is_empty());
     assert!(f.rt.reject_memory(&c, pending[0].id).await.is_err(), "gone");

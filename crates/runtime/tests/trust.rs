@@ -13,7 +13,9 @@
 
 use crate::common;
 
-use common::{call, ctx, memory_registry, open_store, provider, run, runtime, tool_result};
+use common::{
+    Planted, call, ctx, memory_registry, open_store, planted, provider, run, runtime, tool_result,
+};
 use memory::Origin;
 use runtime::TurnStatus;
 use serde_json::{Value, json};
@@ -32,19 +34,13 @@ fn seen(request: &RecordedRequest) -> (String, String) {
 }
 
 async fn poisoning(kind: ProviderKind) {
-    let dir = tempfile::tempdir().unwrap();
+    let Planted {
+        dir,
+        store,
+        server,
+        rt,
+    } = planted(kind, "inbox.txt", PLANTED).await;
     let root = dir.path();
-    let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
-    let server = ScriptedLlm::start().await;
-    let rt = runtime(
-        provider(&server, kind),
-        memory_registry(&store, tools::ToolSet::new(None).files().tools().unwrap()),
-        RuntimeConfig::default(),
-    )
-    .with_memory(store.clone());
-    let shared = root.join("alice/shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::write(shared.join("inbox.txt"), format!("{PLANTED}\n")).unwrap();
     let alice = UserId::parse("alice").unwrap();
 
     // Turn 1: the user's own fact, saved in a clean turn (confirmed).

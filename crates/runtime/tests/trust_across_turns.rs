@@ -13,7 +13,9 @@
 
 use crate::common;
 
-use common::{call, ctx, memory_registry, open_store, provider, run, runtime, tool_result};
+use common::{
+    Planted, call, ctx, memory_registry, open_store, planted, provider, run, runtime, tool_result,
+};
 use memory::{NoteMetadata, Origin, Provenance};
 use serde_json::{Value, json};
 use test_support::{ScriptedLlm, ScriptedReply};
@@ -39,19 +41,13 @@ async fn saved(server: &ScriptedLlm, store: &memory::MemoryStore, call_id: &str)
 
 #[tokio::test]
 async fn a_file_read_in_one_turn_marks_the_saves_of_the_next() {
-    let dir = tempfile::tempdir().unwrap();
+    let Planted {
+        dir,
+        store,
+        server,
+        rt,
+    } = planted(ProviderKind::Openai, "inbox.txt", PLANTED).await;
     let root = dir.path();
-    let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
-    let server = ScriptedLlm::start().await;
-    let rt = runtime(
-        provider(&server, ProviderKind::Openai),
-        memory_registry(&store, tools::ToolSet::new(None).files().tools().unwrap()),
-        RuntimeConfig::default(),
-    )
-    .with_memory(store.clone());
-    let shared = root.join("alice/shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::write(shared.join("inbox.txt"), format!("{PLANTED}\n")).unwrap();
 
     // Turn 1 only reads the file.
     server.push_all([

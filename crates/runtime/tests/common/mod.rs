@@ -295,3 +295,34 @@ impl Tool for TestTool {
         Ok(args["text"].as_str().unwrap_or("done").to_owned())
     }
 }
+
+/// An agent with the notes tools and the file tools over a fresh store of alice's, in
+/// `kind`'s wire format, and a planted file `shared/<name>` holding `text` in her workspace.
+pub struct Planted {
+    pub dir: tempfile::TempDir,
+    pub store: MemoryStore,
+    pub server: ScriptedLlm,
+    pub rt: AgentRuntime,
+}
+
+pub async fn planted(kind: ProviderKind, name: &str, text: &str) -> Planted {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let store = open_store(&root.join("alice/.oxydra/memory.db")).await;
+    let server = ScriptedLlm::start().await;
+    let rt = runtime(
+        provider(&server, kind),
+        memory_registry(&store, ToolSet::new(None).files().tools().unwrap()),
+        RuntimeConfig::default(),
+    )
+    .with_memory(store.clone());
+    let shared = root.join("alice/shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join(name), format!("{text}\n")).unwrap();
+    Planted {
+        dir,
+        store,
+        server,
+        rt,
+    }
+}
