@@ -233,3 +233,95 @@ async fn the_categorized_dialect_refuses_exact_duplicates_and_records_provenance
         Some(Provenance::in_turn(Origin::File, "chat-1", "turn-7"))
     );
 }
+
+/// A note the user gave and a later edit made after untrusted input: searching shows the edit
+/// marked unconfirmed with the user's own text beside it (both dialects), as recall shows the
+/// user's text; a note never confirmed has no such text, and once the user confirms the edit the
+/// note is shown as it is.
+#[tokio::test]
+async fn a_search_shows_the_users_text_beside_an_unconfirmed_edit() {
+    let env = env().await;
+    let said = env
+        .call(
+            "memory_save",
+            json!({"content": "Alice is allergic to peanuts", "source": "user"}),
+            None,
+        )
+        .await;
+    env.call(
+        "memory_save",
+        json!({"content": "Alice is allergic to shellfish as well"}),
+        Some(UntrustedInput::Web),
+    )
+    .await;
+    env.call(
+        "memory_update",
+        json!({
+            "note_id": said["note_id"],
+            "content": "Alice is no longer allergic to peanuts",
+            "version": said["version"],
+        }),
+        Some(UntrustedInput::Web),
+    )
+    .await;
+    let search = || {
+        env.call(
+            "memory_search",
+            json!({"query": "allergic", "top_k": 5}),
+            None,
+        )
+    };
+    let found = search().await;
+    let results = found["results"].as_array().unwrap();
+    let edited = results
+        .iter()
+        .find(|r| r["note_id"] == said["note_id"])
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(
+        edited["text"],
+        json!("Alice is no longer allergic to peanuts")
+    );
+    assert_eq!(edited["unconfirmed"], json!(true));
+    assert_eq!(
+        edited["confirmed_text"],
+        json!("Alice is allergic to peanuts")
+    );
+    let planted = results
+        .iter()
+        .find(|r| r["text"] == json!("Alice is allergic to shellfish as well"))
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(planted["unconfirmed"], json!(true));
+    assert!(planted.get("confirmed_text").is_none(), "{planted}");
+
+    let categorized = env
+        .categorized
+        .execute(
+            "search_memories",
+            &json!({"query": "allergic peanuts"}).to_string(),
+            &ctx(&env.root, None),
+        )
+        .await;
+    assert!(categorized.ok, "{}", categorized.output);
+    assert!(
+        categorized.output.contains(
+            "[unconfirmed] Alice is no longer allergic to peanuts (as the user last confirmed \
+             it: Alice is allergic to peanuts)"
+        ),
+        "{}",
+        categorized.output
+    );
+
+    let alice = UserId::parse("alice").unwrap();
+    let id = types::NoteId::parse(said["note_id"].as_str().unwrap()).unwrap();
+    env.store.confirm(&alice, None, &id).await.unwrap();
+    let found = search().await;
+    let edited = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["note_id"] == said["note_id"])
+        .unwrap_or_else(|| panic!("{found}"))
+        .clone();
+    assert!(edited.get("unconfirmed").is_none(), "{edited}");
+    assert!(edited.get("confirmed_text").is_none(), "{edited}");
+}

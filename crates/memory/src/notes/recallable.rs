@@ -13,6 +13,7 @@ use types::{NoteId, SessionId, UserId};
 use crate::error::MemoryError;
 use crate::memory_store::MemoryStore;
 use crate::notes::note::{Note, note_from_row};
+use crate::search::query::{HitSource, SearchHit};
 use crate::time::{self, now_text};
 
 /// A note as automatic recall may show it.
@@ -66,6 +67,35 @@ impl MemoryStore {
         let (ids, mut shown) = found?;
         shown.sort_by_key(|r| ids.iter().position(|id| *id == r.note.note_id));
         Ok(shown)
+    }
+}
+
+impl MemoryStore {
+    /// Sets, on each of `hits` that is an unconfirmed note of `user`'s changed after untrusted
+    /// input, the text the user last confirmed ([`SearchHit::confirmed_text`]): whoever reads the
+    /// note back (the model, through its search) sees what the user said beside what was
+    /// written over it. A note never confirmed has no such text.
+    pub async fn add_confirmed_texts(
+        &self,
+        user: &UserId,
+        hits: &mut [SearchHit],
+    ) -> Result<(), MemoryError> {
+        let ids: Vec<NoteId> = hits
+            .iter()
+            .filter(|h| h.unconfirmed && h.source == HitSource::UserMemory)
+            .filter_map(|h| h.note_id.clone())
+            .collect();
+        for found in self.recallable_notes(user, &ids).await? {
+            if !found.later_edit_unconfirmed {
+                continue;
+            }
+            for hit in hits.iter_mut() {
+                if hit.note_id.as_ref() == Some(&found.note.note_id) {
+                    hit.confirmed_text = Some(found.note.content.clone());
+                }
+            }
+        }
+        Ok(())
     }
 }
 

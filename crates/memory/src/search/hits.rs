@@ -222,6 +222,7 @@ impl ChunkDetail {
             context: None,
             namespace: None,
             unconfirmed: false,
+            confirmed_text: None,
             score,
             created_at: time::parse(&self.meta.created_at)?,
             updated_at: time::parse(&self.meta.updated_at)?,

@@ -114,6 +114,11 @@ pub struct SearchHit {
     /// [`crate::Provenance`]); whoever reads it back reads untrusted text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unconfirmed: bool,
+    /// For an unconfirmed note changed after untrusted input: its text as the user last
+    /// confirmed it, when [`MemoryStore::add_confirmed_texts`](crate::MemoryStore::add_confirmed_texts)
+    /// was asked (a search leaves it `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_text: Option<String>,
     /// Fused relevance in `0..=1`, comparable across the sessions of one query.
     pub score: f64,
     pub created_at: DateTime<Utc>,

@@ -266,6 +266,7 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             .await
             .map_err(|e| failed("Failed to search memories", e))?;
         let hits = readable(ctx, about_the_query(hits, &worded), limit);
+        let hits = super::scope::with_confirmed_texts(memory, &ctx.user_id, hits).await;
         op.results(hits.len());
         let text = text.trim();
         if hits.is_empty() {
@@ -279,9 +280,12 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
         let mut out = format!("Found {} {noun} for '{text}':", hits.len());
         for hit in &hits {
             let body = hit.note_text.as_deref().unwrap_or(&hit.text);
-            let body = match hit.unconfirmed {
-                true => format!("{UNCONFIRMED}{body}"),
-                false => body.to_owned(),
+            let body = match (hit.unconfirmed, &hit.confirmed_text) {
+                (true, Some(confirmed)) => {
+                    format!("{UNCONFIRMED}{body} (as the user last confirmed it: {confirmed})")
+                }
+                (true, None) => format!("{UNCONFIRMED}{body}"),
+                (false, _) => body.to_owned(),
             };
             item(&mut out, Some(hit.category), &body, hit.context.as_deref());
         }

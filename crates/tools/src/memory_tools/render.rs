@@ -142,6 +142,9 @@ fn whole_entry(hit: &SearchHit, tz: Tz) -> Option<Value> {
             let text = hit.note_text.as_deref()?;
             let mut entry = base(hit, text, tz);
             entry["version"] = json!(edit_token(text));
+            if let Some(confirmed) = &hit.confirmed_text {
+                entry["confirmed_text"] = json!(confirmed);
+            }
             Some(entry)
         }
         // Messages cannot be updated: their best part is what the model needs.
@@ -153,6 +156,9 @@ fn whole_entry(hit: &SearchHit, tz: Tz) -> Option<Value> {
 fn excerpt_entry(hit: &SearchHit, tz: Tz) -> Value {
     let excerpt = &hit.text[..hit.text.floor_char_boundary(EXCERPT_BYTES)];
     let mut entry = base(hit, excerpt, tz);
+    if let Some(confirmed) = &hit.confirmed_text {
+        entry["confirmed_text"] = json!(&confirmed[..confirmed.floor_char_boundary(EXCERPT_BYTES)]);
+    }
     let whole_len = hit.note_text.as_deref().map(|t| t.chars().count());
     let is_whole = hit.note_text.as_deref() == Some(excerpt);
     if hit.source == HitSource::UserMemory && !is_whole {

@@ -125,6 +125,23 @@ pub(crate) async fn marked_planted(
     hits
 }
 
+/// `hits` with each unconfirmed note that was changed after untrusted input carrying the text
+/// the user last confirmed (see [`memory::MemoryStore::add_confirmed_texts`]). Left as they are
+/// when that text cannot be read: the note stays marked unconfirmed.
+pub(crate) async fn with_confirmed_texts(
+    memory: &dyn MemoryRetrieval,
+    user: &UserId,
+    mut hits: Vec<SearchHit>,
+) -> Vec<SearchHit> {
+    let Some(store) = memory.files() else {
+        return hits;
+    };
+    if let Err(e) = store.add_confirmed_texts(user, &mut hits).await {
+        tracing::warn!(error = %e, "reading the confirmed texts of unconfirmed notes failed");
+    }
+    hits
+}
+
 /// `rendered` results with each conversation result told where it was said (the contexts of
 /// all of them read together), dated in the user's time zone `tz`. Each result is matched to the hit it shows by its place, never by
 /// its text: a short message is often the start of a longer one left out to fit.
