@@ -266,7 +266,7 @@ fn search_memories(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             .await
             .map_err(|e| failed("Failed to search memories", e))?;
         let hits = readable(ctx, about_the_query(hits, &worded), limit);
-        let hits = super::scope::with_confirmed_texts(memory, &ctx.user_id, hits).await;
+        let hits = super::scope::read_back(memory, &ctx.user_id, hits).await;
         op.results(hits.len());
         let text = text.trim();
         if hits.is_empty() {

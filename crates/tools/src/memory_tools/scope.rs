@@ -92,11 +92,16 @@ pub async fn scope_sessions(
     Ok(sessions)
 }
 
-/// `hits` with those said in the session of a schedule made after untrusted input marked
-/// unconfirmed: that session's user-role messages are the schedule's instruction, text the user
-/// never wrote, and its turns were taken under it. Shown so, they mark the context that reads
-/// them as an unconfirmed note does. A schedule that cannot be read marks its session's hits.
-pub(crate) async fn marked_planted(
+/// `hits` as the model may read them back: marked where the user has not confirmed what they
+/// show, and an unconfirmed note carrying the text the user last confirmed.
+///
+/// - Those said in the session of a schedule made after untrusted input are marked unconfirmed:
+///   that session's user-role messages are the schedule's instruction, text the user never wrote,
+///   and its turns were taken under it. Shown so, they mark the context that reads them as an
+///   unconfirmed note does. A schedule that cannot be read marks its session's hits.
+/// - A note changed after untrusted input carries its confirmed text (see
+///   [`memory::MemoryStore::add_confirmed_texts`]); when that cannot be read it is left marked.
+pub(crate) async fn read_back(
     memory: &dyn MemoryRetrieval,
     user: &UserId,
     mut hits: Vec<SearchHit>,
@@ -122,20 +127,6 @@ pub(crate) async fn marked_planted(
         };
         hit.unconfirmed |= planted;
     }
-    hits
-}
-
-/// `hits` with each unconfirmed note that was changed after untrusted input carrying the text
-/// the user last confirmed (see [`memory::MemoryStore::add_confirmed_texts`]). Left as they are
-/// when that text cannot be read: the note stays marked unconfirmed.
-pub(crate) async fn with_confirmed_texts(
-    memory: &dyn MemoryRetrieval,
-    user: &UserId,
-    mut hits: Vec<SearchHit>,
-) -> Vec<SearchHit> {
-    let Some(store) = memory.files() else {
-        return hits;
-    };
     if let Err(e) = store.add_confirmed_texts(user, &mut hits).await {
         tracing::warn!(error = %e, "reading the confirmed texts of unconfirmed notes failed");
     }

@@ -178,8 +178,7 @@ fn search(call: Call<'_, MemoryState>) -> OpFuture<'_> {
             Err(e) => return Err(map_error(e, None)),
         };
         let hits = readable(ctx, dedup(hits), top_k);
-        let hits = super::scope::marked_planted(memory, &ctx.user_id, hits).await;
-        let hits = super::scope::with_confirmed_texts(memory, &ctx.user_id, hits).await;
+        let hits = super::scope::read_back(memory, &ctx.user_id, hits).await;
         op.results(hits.len());
         let out = match scope {
             Scope::Notes => render(&hits, SEARCH_BUDGET, skipped, tz),
