@@ -1,4 +1,5 @@
-//! The keyword index as flat sections ([`crate::flat`]): the dictionary once, then per session
+//! The keyword index as flat sections ([`crate::flat`]): the dictionary once (its terms, then how
+//! each was written), then per session
 //! with lists of its own its posting lists (term ids, lengths, then every list laid end to end)
 //! and the per-slot chunk ids, lengths and term ids, then the pool the same way (its live slots
 //! renumbered in order, with their session numbers and the sessions' names), so a load rebuilds
@@ -14,7 +15,7 @@ use crate::index_change::read;
 
 impl KeywordIndex {
     pub(crate) fn write_flat<W: Write>(&self, out: &mut SectionWriter<'_, W>) -> io::Result<()> {
-        let (names, pool) = {
+        let (names, cases, pool) = {
             let shared = read(&self.shared);
             let mut names: Vec<Box<str>> = vec![Box::from(""); shared.terms.len()];
             for (term, &id) in &shared.terms {
@@ -22,11 +23,14 @@ impl KeywordIndex {
                     slot.clone_from(term);
                 }
             }
-            (names, Arc::clone(&shared.pool))
+            let mut cases = shared.cases.clone();
+            cases.resize(names.len(), 0);
+            (names, cases, Arc::clone(&shared.pool))
         };
         Record::default().u64(names.len() as u64).write(out)?;
         out.texts(names.iter().map(|n| Some(&**n)))?;
         drop(names);
+        out.bytes(&cases)?;
         // The pool before the sessions with lists of their own (as the vector index writes its
         // pool first): a session leaving the pool meanwhile is written twice rather than missed,
         // and a load keeps its own lists.
@@ -58,6 +62,10 @@ impl KeywordIndex {
             }
         }
         drop(words);
+        shared.cases = input.bytes()?;
+        if shared.cases.len() != terms {
+            return Err(invalid("term cases"));
+        }
         let mut pool = KeywordPool::read_flat(terms, input)?;
         let mut head = Record::read(input)?;
         let sessions = head.take_u64()?;

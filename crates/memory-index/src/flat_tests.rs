@@ -70,7 +70,7 @@ fn index(dims: usize, rows: i64, leg: VectorLeg) -> VectorIndex {
         chunk_id: rows,
         vector: vector(&mut seed, dims),
         facets: ChunkFacets::default(),
-        terms: text_terms("tea in a blue garden"),
+        terms: text_terms("tea in a blue garden, a rose for Caroline"),
     });
     index.apply(&later);
     index
@@ -137,6 +137,10 @@ fn an_index_read_back_answers_as_the_one_written() {
         let back = read_back(&index, &bytes).unwrap();
         back.train();
         assert_eq!(answers(&back, dims), answers(&index, dims), "{leg:?}");
+        // How each term was written is kept: Caroline is a name, "rose" a word.
+        let asked = ["carolin".to_owned(), "rose".to_owned(), "tea".to_owned()];
+        assert_eq!(back.keywords().names_among(&asked), ["carolin"], "{leg:?}");
+        assert_eq!(index.keywords().names_among(&asked), ["carolin"], "{leg:?}");
         assert_eq!(
             back.coded_rows().is_empty(),
             leg == VectorLeg::Exact,

@@ -261,6 +261,11 @@ impl SessionPostings {
 #[derive(Debug, Default)]
 struct Shared {
     terms: FxHashMap<Box<str>, u32>,
+    /// How each term (by id) has been written in any chunk indexed since the dictionary was
+    /// made ([`crate::terms::CAPITAL`], [`crate::terms::LOWER`]): a term only ever capitalised
+    /// inside a sentence is a name, however a query writes it. Marks are never taken back (a
+    /// term's history is small next to its postings, like the dictionary).
+    cases: Vec<u8>,
     sessions: HashMap<String, Arc<RwLock<SessionPostings>>>,
     pool: Arc<RwLock<KeywordPool>>,
     /// Every session gets lists of its own (the unpooled form, which tests compare the pool to).
@@ -345,13 +350,14 @@ impl KeywordIndex {
                 .collect();
             if let Some(ids) = ids
                 && (!shared.own_only || shared.sessions.contains_key(session))
+                && marked(&shared.cases, &ids, &bag.cases)
             {
                 return (ids, home(&shared));
             }
         }
         let mut shared = write(&self.shared);
         let shared = &mut *shared;
-        let ids = bag
+        let ids: Vec<(u32, u16)> = bag
             .terms
             .iter()
             .map(|(t, n)| {
@@ -359,6 +365,12 @@ impl KeywordIndex {
                 (*shared.terms.entry(t.as_str().into()).or_insert(next), *n)
             })
             .collect();
+        shared.cases.resize(shared.terms.len(), 0);
+        for (&(id, _), &case) in ids.iter().zip(&bag.cases) {
+            if let Some(c) = shared.cases.get_mut(id as usize) {
+                *c |= case;
+            }
+        }
         if shared.own_only {
             shared.sessions.entry(session.to_owned()).or_default();
         }
@@ -386,6 +398,25 @@ impl KeywordIndex {
             .collect()
     }
 
+    /// The terms among `terms` that the indexed text only ever wrote as names (capitalised
+    /// inside a sentence, never in lowercase): whom a query asks about, however it is written
+    /// ("what did caroline say" names `carolin` as "What did Caroline say?" does), and never a
+    /// word the user also writes as a word ("May", "Rose" opening a question).
+    pub fn names_among(&self, terms: &[String]) -> Vec<String> {
+        let shared = read(&self.shared);
+        terms
+            .iter()
+            .filter(|t| {
+                shared
+                    .terms
+                    .get(t.as_str())
+                    .and_then(|&id| shared.cases.get(id as usize))
+                    .is_some_and(|&c| c == crate::terms::CAPITAL)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Whether a chunk of `sessions` has expired at `now` (and is not swept yet).
     pub fn any_expired(&self, sessions: &[String], now: &str) -> bool {
         let searched = self.searched(sessions);
@@ -401,6 +432,14 @@ impl KeywordIndex {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *write(&self.shared) = shared;
     }
+}
+
+/// Whether every term of a chunk (`ids`, written as `cases`) is marked so already: then the
+/// chunk needs no write lock on the dictionary.
+fn marked(known: &[u8], ids: &[(u32, u16)], cases: &[u8]) -> bool {
+    ids.iter()
+        .zip(cases)
+        .all(|(&(id, _), &case)| known.get(id as usize).is_some_and(|&k| k & case == case))
 }
 
 #[path = "flat_keywords.rs"]

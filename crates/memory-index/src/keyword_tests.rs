@@ -338,3 +338,35 @@ fn related_terms_fit_the_budget_and_never_join_an_all_plan() {
     got.sort_unstable();
     assert_eq!(got, [&[n as i64][..], &kappas].concat(), "{shared:?}");
 }
+
+/// A term is a name when every chunk that capitalises it does so inside a sentence and none
+/// writes it in lowercase; a sentence's first word tells nothing, and a mark once made stays.
+#[test]
+fn names_are_the_terms_the_text_only_writes_as_names() {
+    let index = index_of(&[
+        (
+            "a",
+            1,
+            "Yesterday I met Caroline and Jon at the Rose Garden.",
+        ),
+        ("a", 2, "Caroline: the rose was red. Pottery is fun"),
+        ("b", 3, "We asked jon about pottery"),
+    ]);
+    let asked: Vec<String> = [
+        "carolin",
+        "jon",
+        "rose",
+        "garden",
+        "potteri",
+        "yesterday",
+        "unknown",
+    ]
+    .iter()
+    .map(|t| (*t).to_owned())
+    .collect();
+    assert_eq!(index.names_among(&asked), ["carolin", "garden"]);
+    // A later chunk writing a name in lowercase makes it a word; removing it changes nothing.
+    index.upsert("b", 4, &text_terms("the garden was green"), None);
+    index.remove("b", 4);
+    assert_eq!(index.names_among(&asked), ["carolin"]);
+}

@@ -24,13 +24,20 @@ static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::
 pub struct TermBag {
     pub len: u32,
     pub terms: Vec<(String, u16)>,
+    /// How each term (in the order of `terms`) was written: [`CAPITAL`] and / or [`LOWER`].
+    pub cases: Vec<u8>,
 }
+
+/// A term written with a capital inside a sentence (as a name is).
+pub const CAPITAL: u8 = 1;
+/// A term written in lowercase.
+pub const LOWER: u8 = 2;
 
 /// The index terms of a stored text. Called for every chunk at open (a million at a time), so
 /// ASCII words are lowercased into one reused buffer and counted in a small vector (a chunk has a
 /// few dozen distinct terms), not a hash map.
 pub fn text_terms(text: &str) -> TermBag {
-    let mut counts: Vec<(String, u16)> = Vec::new();
+    let mut counts: Vec<(String, u16, u8)> = Vec::new();
     let mut len = 0u32;
     let mut lower = String::new();
     for word in words(text) {
@@ -49,13 +56,43 @@ pub fn text_terms(text: &str) -> TermBag {
             continue;
         }
         let t = term(&lower);
-        match counts.iter_mut().find(|(seen, _)| *seen == t) {
-            Some((_, n)) => *n = n.saturating_add(1),
-            None => counts.push((t, 1)),
+        let case = match word.chars().next() {
+            Some(c) if c.is_uppercase() && !opens_sentence(text, word) => CAPITAL,
+            Some(c) if c.is_lowercase() => LOWER,
+            _ => 0,
+        };
+        match counts.iter_mut().find(|(seen, _, _)| *seen == t) {
+            Some((_, n, cases)) => {
+                *n = n.saturating_add(1);
+                *cases |= case;
+            }
+            None => counts.push((t, 1, case)),
         }
     }
     counts.sort_unstable();
-    TermBag { len, terms: counts }
+    let cases = counts.iter().map(|c| c.2).collect();
+    TermBag {
+        len,
+        terms: counts.into_iter().map(|(t, n, _)| (t, n)).collect(),
+        cases,
+    }
+}
+
+/// Whether `word` (a slice of `text`) is the first of a sentence or of a line: nothing but
+/// spaces, quotes or brackets between it and the text's start, a line break, or a `.`, `?`, `!`
+/// or `:` (a label such as `Caroline:` opens what follows).
+fn opens_sentence(text: &str, word: &str) -> bool {
+    let at = (word.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    let before = text.get(..at).unwrap_or_default();
+    match before.chars().rev().find(|c| {
+        !matches!(
+            c,
+            ' ' | '\t' | '"' | '\'' | '(' | '[' | '“' | '‘' | '*' | '-'
+        )
+    }) {
+        None => true,
+        Some(c) => matches!(c, '.' | '?' | '!' | ':' | '\n' | '\r'),
+    }
 }
 
 /// The distinct index terms of a query, in the query's order (stop words dropped, bounded as
@@ -153,6 +190,28 @@ mod tests {
         assert_eq!(text_terms("the and of").len, 3);
         let long = "x".repeat(500);
         assert_eq!(terms(&long), [(&*"x".repeat(MAX_TERM_CHARS).leak(), 1)]);
+    }
+
+    #[test]
+    fn stored_text_says_how_each_term_was_written() {
+        let bag = text_terms(
+            "Caroline: we met Jon in Lisbon. Lisbon was warm!\n\"Jon\" said \"thanks\"; jon (Jon) left",
+        );
+        let case = |t: &str| {
+            let at = bag
+                .terms
+                .iter()
+                .position(|(x, _)| x == t)
+                .unwrap_or(usize::MAX);
+            bag.cases.get(at).copied()
+        };
+        // A label, a sentence's or a line's first word: no mark; a capital inside: CAPITAL.
+        assert_eq!(case("carolin"), Some(0));
+        assert_eq!(case("lisbon"), Some(CAPITAL));
+        assert_eq!(case("jon"), Some(CAPITAL | LOWER));
+        assert_eq!(case("met"), Some(LOWER));
+        assert_eq!(case("thank"), Some(LOWER));
+        assert_eq!(bag.cases.len(), bag.terms.len());
     }
 
     #[test]

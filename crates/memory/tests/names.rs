@@ -43,3 +43,50 @@ async fn a_name_that_addresses_someone_is_no_mention_of_them() -> Result<(), Mem
     assert_eq!(texts(&hits[..2]), about, "{hits:#?}");
     Ok(())
 }
+
+/// Whom a query asks about is read from how the user's own text writes its words, not from how
+/// the query is typed: "what did caroline say about pottery" ranks and scores every note as "What
+/// did Caroline say about pottery?" does (the name lift is Caroline's notes' in both), and a word
+/// the user also writes in lowercase ("rose") is no name even when a question capitalises it.
+#[tokio::test]
+async fn a_query_names_whom_the_users_text_names_however_it_is_typed() -> Result<(), MemoryError> {
+    let f = fixture().await;
+    let alice = user("alice");
+    for text in [
+        "Melanie said the pottery class was fun and the pottery was lovely.",
+        "I told Caroline about the pottery class.",
+        "Yesterday Caroline said she wants to try pottery.",
+        "We planted a rose bush by the pottery shed.",
+        "My sister Rose visited the pottery fair.",
+    ] {
+        save_note(&f.store, &alice, text).await;
+    }
+    let search = |text: &str| {
+        let query = HybridQuery::new(vec![memory_of("alice")], text, 10);
+        let store = f.store.clone();
+        async move { store.search(&query).await }
+    };
+    let scored = |hits: Vec<memory::SearchHit>| -> Vec<(String, i64)> {
+        hits.into_iter()
+            .map(|h| (h.text, (h.score * 1e9).round() as i64))
+            .collect()
+    };
+    let typed = scored(search("What did Caroline say about pottery?").await?);
+    let lower = scored(search("what did caroline say about pottery").await?);
+    assert_eq!(lower, typed);
+    // Caroline's notes come first.
+    let first_two: BTreeSet<&str> = typed[..2].iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        first_two,
+        BTreeSet::from([
+            "I told Caroline about the pottery class.",
+            "Yesterday Caroline said she wants to try pottery.",
+        ]),
+        "{typed:#?}"
+    );
+    // "rose" is a word of the user's as well as a name: a capital in the query lifts neither.
+    let rose = scored(search("What did Rose say about pottery?").await?);
+    let rose_lower = scored(search("what did rose say about pottery").await?);
+    assert_eq!(rose, rose_lower);
+    Ok(())
+}

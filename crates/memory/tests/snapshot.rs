@@ -289,7 +289,7 @@ async fn a_flip_in_any_section_another_version_or_another_stores_file_is_rebuilt
     assert!(ranges.len() > 20, "{} sections", ranges.len());
     // A header rewritten with the same fields is trusted (the tests below change one field).
     let token_now = token(&f).await.unwrap();
-    let same = with_header(&current, "OXYIDX06", BYTE_ORDER, &token_now);
+    let same = with_header(&current, "OXYIDX07", BYTE_ORDER, &token_now);
     std::fs::write(&snapshot, &same).unwrap();
     let store = f.reopen().await;
     assert_eq!(
@@ -301,11 +301,11 @@ async fn a_flip_in_any_section_another_version_or_another_stores_file_is_rebuilt
     for (name, bytes) in [
         (
             "another version",
-            with_header(&current, "OXYIDX07", BYTE_ORDER, &token_now),
+            with_header(&current, "OXYIDX06", BYTE_ORDER, &token_now),
         ),
         (
             "the other byte order",
-            with_header(&current, "OXYIDX06", BYTE_ORDER.swap_bytes(), &token_now),
+            with_header(&current, "OXYIDX07", BYTE_ORDER.swap_bytes(), &token_now),
         ),
         (
             "stored text's terms with the names it addresses",

@@ -6,7 +6,7 @@
 //! date its text states, else when it was saved or said. No match: the query has no time, and its
 //! words are searched as words. Deterministic: the keyword leg breaks ties by chunk id.
 
-use memory_index::terms::{query_index_terms, query_names, text_terms};
+use memory_index::terms::{query_index_terms, text_terms};
 use types::TimeReadView;
 
 use crate::error::MemoryError;
@@ -74,7 +74,7 @@ impl MemoryStore {
             terms: terms.clone(),
             // The event's own words: a related word would date another event.
             related: Vec::new(),
-            names: query_names(&anchor.event),
+            names: self.inner.index.keywords().names_among(&terms),
         };
         let lookup = HybridQuery {
             weights: Weights {

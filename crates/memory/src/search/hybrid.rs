@@ -117,8 +117,15 @@ impl MemoryStore {
             None => self.time_in(query, sessions).await?,
         };
         let (terms, related, names) = if fts_weight > 0.0 {
-            let (terms, names) = (query_index_terms(&query.text), query_names(&query.text));
-            let related = related_terms(&query.text, &terms, &names);
+            let terms = query_index_terms(&query.text);
+            // Whom the query asks about: the terms the user's own text writes as names,
+            // however the query writes them (see `KeywordIndex::names_among`).
+            let names = self.inner.index.keywords().names_among(&terms);
+            // Neither those nor what the query writes as a name bring related words: another
+            // name is not the same person, even one the user's text never wrote.
+            let mut unrelated = query_names(&query.text);
+            unrelated.extend(names.iter().cloned());
+            let related = related_terms(&query.text, &terms, &unrelated);
             (terms, related, names)
         } else {
             (Vec::new(), Vec::new(), Vec::new())

@@ -1,8 +1,10 @@
 //! Two small lifts of the fused score that neither leg gives: a chunk that names whom the query
 //! names, and a chunk that says more.
 //!
-//! - **Names.** A word the query writes with a capital inside a sentence is a name
-//!   ([`memory_index::terms::query_names`]): the question is about that person. The keyword leg
+//! - **Names.** A query term the user's own text only ever writes as a name (capitalised inside
+//!   a sentence, never in lowercase: [`memory_index::KeywordIndex::names_among`]) is a name,
+//!   however the query writes it ("what did caroline say" as "What did Caroline say?"): the
+//!   question is about that person. The keyword leg
 //!   rates such a name low (IDF) exactly when the memory speaks of them often, and the vector leg
 //!   barely sees one word among twenty; a chunk holding every name of the query gets
 //!   [`NAME_LIFT`].

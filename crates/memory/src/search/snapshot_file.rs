@@ -1,7 +1,7 @@
 //! The index snapshot's file: `<store>.index` beside a plain local store.
 //!
 //! A run of sections ([`memory_index::flat`]: each a length, its bytes and their CRC-32). First a
-//! header: the magic `OXYIDX06` (the version: a file of another layout is rebuilt), the byte-order
+//! header: the magic `OXYIDX07` (the version: a file of another layout is rebuilt), the byte-order
 //! mark, the embedding model id and dimensions, the change-log entry the rows are current to
 //! (`applied`) and the token naming this snapshot (also recorded in the store's `store_meta`, so
 //! a store restored from an older copy, or another store's file, is never trusted). Then the
@@ -20,7 +20,7 @@ use memory_index::flat::{BYTE_ORDER, Record, SectionReader, SectionWriter};
 
 /// `06`: stored text's terms without the names it addresses (`memory_index::terms`; an `05`
 /// file's term lists hold them). `05`: the first pass's shares measured by the masked distance.
-const MAGIC: &str = "OXYIDX06";
+const MAGIC: &str = "OXYIDX07";
 /// Bytes buffered around the sections (the large arrays are read and written directly).
 const BUFFER: usize = 1 << 20;
 
