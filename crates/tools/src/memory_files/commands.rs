@@ -6,7 +6,7 @@ use serde_json::Value;
 use types::ToolExecutionContext;
 
 use super::record::{written, wrote};
-use super::{UNCONFIRMED_FILE, arg, fail, int_arg, text};
+use super::{CONFIRMED_BEFORE, UNCONFIRMED_FILE, arg, fail, int_arg, text};
 use crate::ToolError;
 use crate::memory_tools::map_error;
 
@@ -44,9 +44,23 @@ pub(super) async fn view(
                 Ok(note) => note.metadata.provenance.is_some_and(|p| !p.confirmed),
                 Err(_) => true,
             };
-            Ok(match unconfirmed {
-                true => format!("{UNCONFIRMED_FILE}\n{view}"),
-                false => view,
+            if !unconfirmed {
+                return Ok(view);
+            }
+            // Changed after untrusted input: the text the user last confirmed follows.
+            let confirmed = match store
+                .recallable_notes(user, std::slice::from_ref(&file.note_id))
+                .await
+            {
+                Ok(found) => found
+                    .into_iter()
+                    .find(|r| r.later_edit_unconfirmed)
+                    .map(|r| r.note.content),
+                Err(_) => None,
+            };
+            Ok(match confirmed {
+                Some(before) => format!("{UNCONFIRMED_FILE}\n{view}\n{CONFIRMED_BEFORE}\n{before}"),
+                None => format!("{UNCONFIRMED_FILE}\n{view}"),
             })
         }
         [] if path != MEMORIES_ROOT => Err(fail(text::not_found(shown))),

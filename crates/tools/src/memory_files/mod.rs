@@ -45,6 +45,10 @@ const COMMANDS: [&str; 7] = [
 const UNCONFIRMED_FILE: &str =
     "(unconfirmed: written after untrusted input; not confirmed by the user)";
 
+/// The line before the text the user last confirmed, after the view of a file changed since
+/// after untrusted input.
+const CONFIRMED_BEFORE: &str = "(as the user last confirmed it:)";
+
 /// The `memory` tool.
 #[derive(Debug, Clone)]
 pub struct MemoryFiles {
