@@ -333,8 +333,9 @@ impl App {
         }
         if notes.iter().any(|n| !unconfirmed(n).is_empty()) {
             text.push_str(
-                "\nUnconfirmed notes were saved after the agent read a file, a command's output \
-                 or a web page; recall leaves them out until /memory confirm <n>.",
+                "\nUnconfirmed notes were saved or changed after the agent read a file, a \
+                 command's output or a web page; recall leaves them out (or shows the text you \
+                 last confirmed, see /memory history <n>) until /memory confirm <n>.",
             );
         }
         text.push_str("\n/memory show|edit|delete|history <n> acts on a note.");
