@@ -31,6 +31,7 @@ fn note(full: bool) -> NoteView {
                 confirmed: false,
             })
         }),
+        confirmed_text: full.then(|| "Loves the buses in Lisbon".into()),
     }
 }
 

@@ -3,7 +3,8 @@
 //! `highlight.js` and `dom.js` from a running gateway's `/assets/` and checks Markdown rendering
 //! (raw HTML, `javascript:` and same-host links and images kept inert, blocks, tables, fences),
 //! `safeHref`, highlighting, streaming equal to rendering at once, and the DOM helpers;
-//! `web_js/memory_undo.js` drives `memory.js`'s undo of a save against a stub client.
+//! `web_js/memory_undo.js` drives `memory.js`'s undo of a save against a stub client, and its
+//! card of a changed note.
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "tests fail loudly")]
 
@@ -49,5 +50,5 @@ async fn the_web_clients_pure_modules_pass_their_unit_tests_in_chromium() {
 async fn undoing_a_save_in_the_web_client_deletes_only_an_unchanged_note() {
     test_support::need(Need::Chromium);
     let result = run_in_page(MEMORY_UNDO).await;
-    assert_eq!(result["ran"].as_u64(), Some(3), "{result}");
+    assert_eq!(result["ran"].as_u64(), Some(5), "{result}");
 }

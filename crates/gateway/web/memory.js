@@ -117,7 +117,10 @@ export class Memory {
       (note.tags || []).length ? "#" + note.tags.join(" #") + " · " : "",
       "updated " + String(note.updated_at || "").slice(0, 16).replace("T", " "),
       note.provenance ? " · from " + note.provenance.origin : "",
-      unconfirmed ? el("span", { class: "badge" }, " unconfirmed") : "");
+      unconfirmed ? el("span", { class: "badge" }, " unconfirmed") : "",
+      // A change awaiting confirmation: what the user last confirmed, which recall still shows.
+      unconfirmed && note.confirmed_text
+        ? el("span", { class: "was" }, " · was “" + note.confirmed_text + "”") : "");
     const actions = el("div", { class: "note-actions" },
       el("button", { type: "button", onclick: () => this.edit(note, body, actions) }, "Edit"),
       el("button", { type: "button", onclick: () => this.history(note, extra) }, "History"),

@@ -37,7 +37,45 @@ pub(crate) fn note_view(note: Note, tz: Tz) -> NoteView {
         created_at: rfc3339_in(note.created_at, tz),
         updated_at: rfc3339_in(note.updated_at, tz),
         provenance: note.metadata.provenance.map(provenance_view).map(Box::new),
+        confirmed_text: None,
     }
+}
+
+/// For each of `notes` that was changed after untrusted input and awaits the user's
+/// confirmation, its id and the text the user last confirmed (see
+/// [`memory::MemoryStore::add_confirmed_texts`]).
+async fn confirmed_texts(
+    store: &MemoryStore,
+    user: &UserId,
+    notes: &[Note],
+) -> Result<Vec<(String, String)>, MemoryError> {
+    let unconfirmed: Vec<NoteId> = notes
+        .iter()
+        .filter(|n| n.metadata.provenance.as_ref().is_some_and(|p| !p.confirmed))
+        .map(|n| n.note_id.clone())
+        .collect();
+    Ok(store
+        .recallable_notes(user, &unconfirmed)
+        .await?
+        .into_iter()
+        .filter(|r| r.later_edit_unconfirmed)
+        .map(|r| (r.note.note_id.to_string(), r.note.content))
+        .collect())
+}
+
+/// `notes` as shown (see [`note_view`]), each with the confirmed text `confirmed` gives it.
+fn note_views(notes: Vec<Note>, confirmed: &[(String, String)], tz: Tz) -> Vec<NoteView> {
+    notes
+        .into_iter()
+        .map(|n| {
+            let mut view = note_view(n, tz);
+            view.confirmed_text = confirmed
+                .iter()
+                .find(|(id, _)| *id == view.note_id)
+                .map(|(_, text)| text.as_str().into());
+            view
+        })
+        .collect()
 }
 
 /// A time as the protocol writes it: RFC 3339 UTC with milliseconds.
@@ -110,19 +148,18 @@ impl AgentRuntime {
                 memory_ops::LIST,
                 MemoryAccess::notes_read(),
                 |_| async {
-                    store
-                        .list(&ctx.user_id, &query)
-                        .await
-                        .map_err(note_error("listing notes"))
+                    let listed = async {
+                        let page = store.list(&ctx.user_id, &query).await?;
+                        let confirmed = confirmed_texts(store, &ctx.user_id, &page.notes).await?;
+                        Ok((page, confirmed))
+                    };
+                    listed.await.map_err(note_error("listing notes"))
                 },
             )
-            .await?;
+            .await;
+        let (page, confirmed) = page?;
         Ok(NoteListing {
-            notes: page
-                .notes
-                .into_iter()
-                .map(|n| note_view(n, self.zone()))
-                .collect(),
+            notes: note_views(page.notes, &confirmed, self.zone()),
             total: page.total,
             next_cursor: page.next_cursor,
         })
@@ -170,9 +207,10 @@ impl AgentRuntime {
                     Err(e) => return Err(e),
                 }
             }
-            Ok((notes, time))
+            let confirmed = confirmed_texts(store, user, &notes).await?;
+            Ok((notes, time, confirmed))
         };
-        let (notes, time) = self
+        let (notes, time, confirmed) = self
             .govern(
                 ctx,
                 memory_ops::SEARCH,
@@ -181,10 +219,7 @@ impl AgentRuntime {
             )
             .await?;
         Ok(Searched {
-            hits: notes
-                .into_iter()
-                .map(|n| note_view(n, self.zone()))
-                .collect(),
+            hits: note_views(notes, &confirmed, self.zone()),
             time,
         })
     }
@@ -197,15 +232,20 @@ impl AgentRuntime {
     ) -> Result<NoteView, RuntimeError> {
         let store = self.notes_store()?;
         let access = MemoryAccess::note_read(note_id);
-        let note = self
+        let (note, confirmed) = self
             .govern(ctx, memory_ops::GET, access, |_| async {
-                store
-                    .get(&ctx.user_id, note_id)
-                    .await
-                    .map_err(note_error("reading a note"))
+                let read = async {
+                    let note = store.get(&ctx.user_id, note_id).await?;
+                    let confirmed =
+                        confirmed_texts(store, &ctx.user_id, std::slice::from_ref(&note)).await?;
+                    Ok((note, confirmed))
+                };
+                read.await.map_err(note_error("reading a note"))
             })
             .await?;
-        Ok(note_view(note, self.zone()))
+        let mut view = note_view(note, self.zone());
+        view.confirmed_text = confirmed.into_iter().next().map(|(_, text)| text.into());
+        Ok(view)
     }
 
     /// Replaces the text of the caller's note `note_id` if its current text's edit token is

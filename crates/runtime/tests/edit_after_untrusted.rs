@@ -74,6 +74,24 @@ async fn a_planted_edit_does_not_replace_the_confirmed_fact(kind: ProviderKind) 
     assert_eq!(now.content, "Alice loves peanuts");
     assert!(!now.metadata.provenance.unwrap().confirmed);
 
+    // The user's own views (list, search, the note) show the edit with the text it replaced.
+    let view_ctx = ctx(root, "alice", "chat-a", "t2");
+    let shown = |views: Vec<types::NoteView>| {
+        views
+            .into_iter()
+            .find(|v| v.note_id == note.as_str())
+            .map(|v| (v.text, v.confirmed_text.map(String::from)))
+    };
+    let edited = Some(("Alice loves peanuts".to_owned(), Some(allergy.to_owned())));
+    let listed = rt.list_notes(&view_ctx, None, None, 10).await.unwrap();
+    assert_eq!(shown(listed.notes), edited);
+    let found = rt.search_notes(&view_ctx, "peanuts", 5).await.unwrap();
+    assert_eq!(shown(found.hits), edited);
+    assert_eq!(
+        shown(vec![rt.note(&view_ctx, &note).await.unwrap()]),
+        edited
+    );
+
     // Turn 3, a new session: recall shows the confirmed text, and says an edit awaits the user.
     let question = "Can I have the peanut satay tonight?";
     server.push_all([ScriptedReply::text("Better not: you are allergic.")]);
@@ -90,8 +108,14 @@ async fn a_planted_edit_does_not_replace_the_confirmed_fact(kind: ProviderKind) 
         "{users}"
     );
 
-    // The user confirms the edit: recall shows it, with no such word.
+    // The user confirms the edit: recall shows it, with no such word, and the views no
+    // earlier text.
     store.confirm(&alice, None, &note).await.unwrap();
+    let listed = rt.list_notes(&view_ctx, None, None, 10).await.unwrap();
+    assert_eq!(
+        shown(listed.notes),
+        Some(("Alice loves peanuts".to_owned(), None))
+    );
     server.push_all([ScriptedReply::text("Enjoy.")]);
     run(&rt, &ctx(root, "alice", "chat-b", "t4"), question)
         .await

@@ -324,6 +324,7 @@ pub(crate) fn note(id: &str, text: &str, category: Option<&str>) -> NoteView {
         created_at: "2025-01-01T09:00:00.000Z".into(),
         updated_at: "2025-01-02T10:00:00.000Z".into(),
         provenance: None,
+        confirmed_text: None,
     }
 }
 

@@ -424,3 +424,32 @@ fn a_list_keeps_its_numbers_after_a_delete_or_a_restore() {
     );
     assert_eq!(command(&mut app, "/memory restore 1"), []);
 }
+
+/// A note changed after untrusted input is listed with the text the user last confirmed, so
+/// confirming it is a choice between the two.
+#[test]
+fn a_changed_note_is_listed_with_the_text_it_replaced() {
+    let mut app = online(None);
+    command(&mut app, "/memory");
+    let mut changed = note(NOTE_A, "Loves the buses in Lisbon", None);
+    changed.provenance = Some(Box::new(ProvenanceView {
+        origin: "file".into(),
+        session_id: Some("s-0b1c2d3e".into()),
+        turn_id: Some("t-7f3a".into()),
+        confirmed: false,
+    }));
+    changed.confirmed_text = Some("Loves the trams in Lisbon".into());
+    app.on_frame(ServerFrame::NoteList {
+        notes: vec![changed],
+        total: 1,
+        next_cursor: None,
+    });
+    let listed = screen(&mut app, 120, 20);
+    assert!(
+        listed.contains(
+            "Loves the buses in Lisbon · 2025-01-02 · unconfirmed (from a file; was \"Loves the \
+             trams in Lisbon\")"
+        ),
+        "{listed}"
+    );
+}

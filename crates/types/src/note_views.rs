@@ -25,6 +25,11 @@ pub struct NoteView {
     /// `confirm_note`. Boxed: a note rides in many server frames, which stay small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Box<ProvenanceView>>,
+    /// For an unconfirmed note changed after untrusted input: the text the user last confirmed,
+    /// which recall shows until the change is confirmed (what `confirm_note` would replace).
+    /// Boxed, like `provenance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_text: Option<Box<str>>,
 }
 
 /// One text a note has had. `version` counts from 1 (the first save) and is what

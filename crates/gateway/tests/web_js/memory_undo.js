@@ -1,7 +1,9 @@
 // Undoing a save in memory.js, run in the page by `web_js.rs` against a stub client that records
 // the note frames sent and answers `note_history` with a canned history: the note is deleted only
 // while its current version still says what the save wrote; a note changed since is left alone
-// (the change still pending) and a note deleted already ends the change; the line says which. Returns {ran, failures}.
+// (the change still pending) and a note deleted already ends the change; the line says which. A
+// note's card shows the text the user last confirmed beside a change awaiting confirmation.
+// Returns {ran, failures}.
 
 (async () => {
   const { Memory } = await import("/assets/memory.js");
@@ -41,6 +43,14 @@
   eq("a save deleted already is said to be gone",
     await undoSave({ versions: [version(1, "Lives in Porto")], deleted_at: "2026-11-29T09:00:00.000Z" }),
     { sent: ["note_history"], state: " The note is already deleted: nothing to undo.", change: "undone" });
+
+  // A note changed after untrusted input shows the text the user last confirmed beside it.
+  const memory = new Memory({ client: { request: async () => ({}) }, root: document.createElement("div"), onOpenHit: () => {} });
+  const provenance = { origin: "file", confirmed: false };
+  const card = (extra) => memory.card(Object.assign({ note_id: "note-2", text: "Loves the buses", version: "v", created_at: "", updated_at: "", provenance }, extra));
+  eq("a changed note says what it replaced",
+    card({ confirmed_text: "Loves the trams" }).querySelector(".was").textContent, " · was “Loves the trams”");
+  eq("a note never confirmed has nothing to say so", card({}).querySelector(".was"), null);
 
   return { ran, failures };
 })()

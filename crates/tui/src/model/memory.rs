@@ -443,10 +443,17 @@ pub(super) fn time_read(time: Option<&TimeReadView>) -> String {
     time.map_or(String::new(), |t| format!(" ({})", t.read))
 }
 
-/// ` · unconfirmed (from a file)` for a note recall leaves out until the user confirms it.
+/// ` · unconfirmed (from a file)` for a note recall leaves out until the user confirms it, and
+/// ` · unconfirmed (from a file; was "…")` for a change awaiting confirmation, with the text the
+/// user last confirmed (what recall shows until then).
 fn unconfirmed(note: &NoteView) -> String {
-    match &note.provenance {
-        Some(p) if !p.confirmed => format!(" · unconfirmed (from {})", source(&p.origin)),
+    match (&note.provenance, &note.confirmed_text) {
+        (Some(p), Some(before)) if !p.confirmed => format!(
+            " · unconfirmed (from {}; was \"{}\")",
+            source(&p.origin),
+            excerpt(before)
+        ),
+        (Some(p), None) if !p.confirmed => format!(" · unconfirmed (from {})", source(&p.origin)),
         _ => String::new(),
     }
 }

@@ -113,6 +113,7 @@ fn undoing_a_save_updated_since_deletes_nothing_until_the_update_is_undone() {
             created_at: "2025-01-01T09:00:00.000Z".into(),
             updated_at: "2025-01-03T09:00:00.000Z".into(),
             provenance: None,
+            confirmed_text: None,
         },
     });
     assert!(!app.memory.changes[1].undo.is_pending());
@@ -154,6 +155,7 @@ fn an_edit_with_spaces_around_its_text_can_be_undone() {
             created_at: "2025-01-01T09:00:00.000Z".into(),
             updated_at: "2025-01-02T09:00:00.000Z".into(),
             provenance: None,
+            confirmed_text: None,
         },
     });
     assert_eq!(app.undo(None), asks_history());
