@@ -41,37 +41,30 @@ pub(crate) fn note_view(note: Note, tz: Tz) -> NoteView {
     }
 }
 
-/// For each of `notes` that was changed after untrusted input and awaits the user's
-/// confirmation, its id and the text the user last confirmed (see
-/// [`memory::MemoryStore::add_confirmed_texts`]).
+/// For each of `notes` changed after untrusted input and awaiting the user's confirmation, its
+/// id and the text the user last confirmed ([`MemoryStore::confirmed_texts`]).
 async fn confirmed_texts(
     store: &MemoryStore,
     user: &UserId,
     notes: &[Note],
-) -> Result<Vec<(String, String)>, MemoryError> {
+) -> Result<Vec<(NoteId, String)>, MemoryError> {
     let unconfirmed: Vec<NoteId> = notes
         .iter()
         .filter(|n| n.metadata.provenance.as_ref().is_some_and(|p| !p.confirmed))
         .map(|n| n.note_id.clone())
         .collect();
-    Ok(store
-        .recallable_notes(user, &unconfirmed)
-        .await?
-        .into_iter()
-        .filter(|r| r.later_edit_unconfirmed)
-        .map(|r| (r.note.note_id.to_string(), r.note.content))
-        .collect())
+    store.confirmed_texts(user, &unconfirmed).await
 }
 
 /// `notes` as shown (see [`note_view`]), each with the confirmed text `confirmed` gives it.
-fn note_views(notes: Vec<Note>, confirmed: &[(String, String)], tz: Tz) -> Vec<NoteView> {
+fn note_views(notes: Vec<Note>, confirmed: &[(NoteId, String)], tz: Tz) -> Vec<NoteView> {
     notes
         .into_iter()
         .map(|n| {
             let mut view = note_view(n, tz);
             view.confirmed_text = confirmed
                 .iter()
-                .find(|(id, _)| *id == view.note_id)
+                .find(|(id, _)| id.as_str() == view.note_id)
                 .map(|(_, text)| text.as_str().into());
             view
         })

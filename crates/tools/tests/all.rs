@@ -15,6 +15,7 @@ mod memory_contract;
 mod memory_conversation;
 mod memory_dialects;
 mod memory_files;
+mod memory_files_unconfirmed;
 mod memory_tools;
 mod memory_trust;
 mod memory_trust_surfaces;

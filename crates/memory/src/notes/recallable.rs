@@ -71,6 +71,23 @@ impl MemoryStore {
 }
 
 impl MemoryStore {
+    /// For each of `ids` (notes of `user`'s) changed after untrusted input and awaiting the
+    /// user's confirmation, its id and the text the user last confirmed: what recall shows
+    /// until then, and what every view shows beside the change.
+    pub async fn confirmed_texts(
+        &self,
+        user: &UserId,
+        ids: &[NoteId],
+    ) -> Result<Vec<(NoteId, String)>, MemoryError> {
+        Ok(self
+            .recallable_notes(user, ids)
+            .await?
+            .into_iter()
+            .filter(|r| r.later_edit_unconfirmed)
+            .map(|r| (r.note.note_id, r.note.content))
+            .collect())
+    }
+
     /// Sets, on each of `hits` that is an unconfirmed note of `user`'s changed after untrusted
     /// input, the text the user last confirmed ([`SearchHit::confirmed_text`]): whoever reads the
     /// note back (the model, through its search) sees what the user said beside what was
@@ -85,13 +102,10 @@ impl MemoryStore {
             .filter(|h| h.unconfirmed && h.source == HitSource::UserMemory)
             .filter_map(|h| h.note_id.clone())
             .collect();
-        for found in self.recallable_notes(user, &ids).await? {
-            if !found.later_edit_unconfirmed {
-                continue;
-            }
+        for (id, text) in self.confirmed_texts(user, &ids).await? {
             for hit in hits.iter_mut() {
-                if hit.note_id.as_ref() == Some(&found.note.note_id) {
-                    hit.confirmed_text = Some(found.note.content.clone());
+                if hit.note_id.as_ref() == Some(&id) {
+                    hit.confirmed_text = Some(text.clone());
                 }
             }
         }

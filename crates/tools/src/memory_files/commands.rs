@@ -48,16 +48,12 @@ pub(super) async fn view(
                 return Ok(view);
             }
             // Changed after untrusted input: the text the user last confirmed follows.
-            let confirmed = match store
-                .recallable_notes(user, std::slice::from_ref(&file.note_id))
+            let confirmed = store
+                .confirmed_texts(user, std::slice::from_ref(&file.note_id))
                 .await
-            {
-                Ok(found) => found
-                    .into_iter()
-                    .find(|r| r.later_edit_unconfirmed)
-                    .map(|r| r.note.content),
-                Err(_) => None,
-            };
+                .ok()
+                .and_then(|found| found.into_iter().next())
+                .map(|(_, text)| text);
             Ok(match confirmed {
                 Some(before) => format!("{UNCONFIRMED_FILE}\n{view}\n{CONFIRMED_BEFORE}\n{before}"),
                 None => format!("{UNCONFIRMED_FILE}\n{view}"),
